@@ -1,0 +1,422 @@
+/*
+ * Interposition of the CUDA driver API, generated from include/wslshim/cuda_api.def.
+ *
+ * A client reaches a driver function in one of three ways, and each is covered:
+ *  1. linked with -lcuda: it calls the exported symbol, which this library
+ *     defines first in the search order (wsl_hook_<sym>, resolving the real
+ *     one with dlsym(RTLD_NEXT) or through libcuda.so.1);
+ *  2. dlsym(handle, "<sym>") on the libcuda handle: the dlsym wrapper below
+ *     hands out the same exported wrapper once it knows the real pointer;
+ *  3. cuGetProcAddress(base, &fn, cudaVersion, flags) (the runtime, PyTorch,
+ *     Triton, CuPy): the real lookup runs first, and the exact pointer it
+ *     returned is wrapped (wsl_proc_<sym>), the variant being identified by
+ *     that pointer where the driver exports it and otherwise by base name,
+ *     version and the per-thread-default-stream flag. A lookup that fails
+ *     comes back unchanged.
+ * Each variant has two wrappers, one per route, so that each keeps exactly
+ * the pointer its route produced.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cuda.h>
+
+#include "shim_internal.h"
+
+typedef unsigned int wsl_devptr_v1;         /* the pre-3.2 32-bit device pointer */
+typedef struct wsl_legacy_abi_tag *LEGACY;  /* marks rows with no cudaTypedefs.h typedef */
+
+#include <cudaTypedefs.h>
+
+enum wsl_api_id {
+#define WSL_HOOK(sym, base, ver, pt, cat, pfn, params, args, rec) WSL_ID_##sym,
+#include "wslshim/cuda_api.def"
+#undef WSL_HOOK
+    WSL_ID_COUNT
+};
+_Static_assert(WSL_ID_COUNT <= WSL_MAX_API_IDS, "event ids fit the trace format");
+
+#define WSL_HOOK(sym, base, ver, pt, cat, pfn, params, args, rec) typedef CUresult (*wsl_pfn_##sym) params;
+#include "wslshim/cuda_api.def"
+#undef WSL_HOOK
+
+/* Every wrapper has exactly the signature cudaTypedefs.h gives its version. */
+#define WSL_HOOK(sym, base, ver, pt, cat, pfn, params, args, rec)                          \
+    _Static_assert(__builtin_types_compatible_p(pfn, LEGACY) ||                            \
+                       __builtin_types_compatible_p(wsl_pfn_##sym, pfn),                   \
+                   "signature of " #sym " differs from " #pfn);
+#include "wslshim/cuda_api.def"
+#undef WSL_HOOK
+
+const struct wsl_api_entry wsl_api_table[] = {
+#define WSL_HOOK(sym, base, ver, pt, cat, pfn, params, args, rec) {#sym, #base, cat, pt, ver},
+#include "wslshim/cuda_api.def"
+#undef WSL_HOOK
+};
+const unsigned wsl_api_count = WSL_ID_COUNT;
+
+/* Real pointers: what the exported symbol resolves to, and what
+ * cuGetProcAddress returned. Filled once; never changed afterwards. */
+static void *_Atomic slot_sym[WSL_ID_COUNT];
+static void *_Atomic slot_proc[WSL_ID_COUNT];
+static _Atomic unsigned long lookups_left_unwrapped;
+
+static int slot_claim(void *_Atomic *slot, void *p)
+{
+    void *expect = NULL;
+    if (atomic_compare_exchange_strong(slot, &expect, p))
+        return 1;
+    return expect == p;
+}
+
+/* ---- the real dlsym ----------------------------------------------------------------- */
+typedef void *(*dlsym_fn)(void *, const char *);
+static dlsym_fn real_dlsym_ptr;
+
+static dlsym_fn real_dlsym_get(void)
+{
+    dlsym_fn f = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+    if (!f)
+        f = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+    if (!f)
+        f = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.17"); /* aarch64's first version */
+    real_dlsym_ptr = f;
+    return f;
+}
+
+void *wsl_real_dlsym(void *handle, const char *name)
+{
+    dlsym_fn f = real_dlsym_ptr ? real_dlsym_ptr : real_dlsym_get();
+    return f ? f(handle, name) : NULL;
+}
+
+/* The exported symbol's real definition: the next one after this library, or
+ * the one in an already loaded libcuda.so.1 opened RTLD_LOCAL. */
+static void *resolve_slot_sym(unsigned id)
+{
+    int saved = errno;
+    void *p = wsl_real_dlsym(RTLD_NEXT, wsl_api_table[id].sym);
+    if (!p) {
+        void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+        if (h) {
+            p = wsl_real_dlsym(h, wsl_api_table[id].sym);
+            dlclose(h);
+        }
+    }
+    if (p)
+        slot_claim(&slot_sym[id], p);
+    else
+        wsl_log(WSL_LOG_WARN, "%s called but no driver defines it", wsl_api_table[id].sym);
+    errno = saved;
+    return atomic_load(&slot_sym[id]);
+}
+
+static void *resolve_slot_proc(unsigned id) { return atomic_load(&slot_proc[id]); }
+
+/* ---- what a record keeps (see the R(...) column of cuda_api.def) -------------------- */
+#define R(s_, a0_, a1_, a2_, a3_)                                                           \
+    do {                                                                                   \
+        wsl_ev->stream = (s_);                                                             \
+        wsl_ev->a[0] = (uint64_t)(a0_);                                                    \
+        wsl_ev->a[1] = (uint64_t)(a1_);                                                    \
+        wsl_ev->a[2] = (uint64_t)(a2_);                                                    \
+        wsl_ev->a[3] = (uint64_t)(a3_);                                                    \
+    } while (0)
+#define P(x) ((uint64_t)(uintptr_t)(x))
+#define OUTP(pp) ((r == CUDA_SUCCESS && (pp)) ? (uint64_t)(uintptr_t) * (pp) : 0)
+#define OUTV(p) ((r == CUDA_SUCCESS && (p)) ? (uint64_t) * (p) : 0)
+#define GRID(x, y) WSL_GRID(x, y)
+#define BLOCK(z, bx, by, bz) WSL_BLOCK(z, bx, by, bz)
+#define CFG_STREAM(c) ((c) ? P((c)->hStream) : 0)
+#define CFG_GRID(c) ((c) ? WSL_GRID((c)->gridDimX, (c)->gridDimY) : 0)
+#define CFG_BLOCK(c) ((c) ? WSL_BLOCK((c)->gridDimZ, (c)->blockDimX, (c)->blockDimY, (c)->blockDimZ) : 0)
+#define CFG_SHMEM(c) ((c) ? (c)->sharedMemBytes : 0)
+
+/* Arguments that name a hook are always pasted or stringified, never passed
+ * on bare: cuda.h #defines many base names (cuMemAlloc -> cuMemAlloc_v2).
+ *
+ * The hot path: a TLS load, two clock reads around the real call, a 64-byte
+ * store into this thread's ring. Nested calls (the driver calling back into a
+ * hooked entry point) and threads that may not record go straight through. */
+#define WSL_HOOK_BODY(id, pfn_t, cat, slots, args, rec)                                          \
+    pfn_t real = (pfn_t)atomic_load_explicit(&slots[id],         \
+                                                             memory_order_acquire);        \
+    if (WSL_UNLIKELY(!real)) {                                                             \
+        real = (pfn_t)resolve_##slots(id);                               \
+        if (!real)                                                                         \
+            return CUDA_ERROR_NOT_FOUND;                                                   \
+    }                                                                                      \
+    struct wsl_thread *t = wsl_thread_get();                                               \
+    if (WSL_UNLIKELY(!t || t->depth))                                                      \
+        return real args;                                                                  \
+    t->depth = 1;                                                                          \
+    uint64_t t0 = wsl_ticks();                                                             \
+    CUresult r = real args;                                                                \
+    uint64_t t1 = wsl_ticks();                                                             \
+    t->depth = 0;                                                                          \
+    struct wsl_event *wsl_ev = wsl_ring_reserve(t);                                        \
+    if (WSL_LIKELY(wsl_ev != NULL)) {                                                      \
+        wsl_ev->t_start = t0;                                                              \
+        wsl_ev->t_end = t1;                                                                \
+        wsl_ev->api = id;                                                        \
+        wsl_ev->flags = 0;                                                                 \
+        wsl_ev->result = (int32_t)r;                                                       \
+        rec;                                                                               \
+        wsl_ring_commit(t);                                                                \
+    }                                                                                      \
+    if ((cat) == WSL_CAT_INIT)                                                             \
+        wsl_writer_note_driver((void *)real, (int)r);                                      \
+    return r;
+
+#define WSL_HOOK(sym, base, ver, pt, cat, pfn, params, args, rec)                          \
+    WSL_EXPORT CUresult wsl_hook_##sym params __asm__(#sym);                               \
+    WSL_EXPORT CUresult wsl_hook_##sym params { WSL_HOOK_BODY(WSL_ID_##sym, wsl_pfn_##sym, cat, slot_sym, args, rec) } \
+    static CUresult wsl_proc_##sym params { WSL_HOOK_BODY(WSL_ID_##sym, wsl_pfn_##sym, cat, slot_proc, args, rec) }
+#include "wslshim/cuda_api.def"
+#undef WSL_HOOK
+
+static void *const hook_exported[WSL_ID_COUNT] = {
+#define WSL_HOOK(sym, base, ver, pt, cat, pfn, params, args, rec) (void *)wsl_hook_##sym,
+#include "wslshim/cuda_api.def"
+#undef WSL_HOOK
+};
+static void *const hook_proc[WSL_ID_COUNT] = {
+#define WSL_HOOK(sym, base, ver, pt, cat, pfn, params, args, rec) (void *)wsl_proc_##sym,
+#include "wslshim/cuda_api.def"
+#undef WSL_HOOK
+};
+
+static int id_is_hooked(const char *base)
+{
+    if (!strcmp(base, "cuGetProcAddress"))
+        return 1;
+    for (unsigned i = 0; i < WSL_ID_COUNT; i++)
+        if (!strcmp(wsl_api_table[i].base, base))
+            return 1;
+    return 0;
+}
+
+static int find_sym(const char *name)
+{
+    for (unsigned i = 0; i < WSL_ID_COUNT; i++)
+        if (!strcmp(wsl_api_table[i].sym, name))
+            return (int)i;
+    return -1;
+}
+
+/* ---- cuGetProcAddress ------------------------------------------------------------------ */
+
+/* The libcuda that handed out `p`, opened once (RTLD_NOLOAD), to learn which of
+ * its exported variants `p` is. */
+static void *_Atomic libcuda_handle;
+static void *_Atomic slot_export[WSL_ID_COUNT];
+#define EXPORT_ABSENT ((void *)1)
+
+static void *libcuda_for(void *sample)
+{
+    void *h = atomic_load(&libcuda_handle);
+    if (h)
+        return h;
+    Dl_info info;
+    if (!dladdr(sample, &info) || !info.dli_fname)
+        return NULL;
+    h = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+    if (!h)
+        return NULL;
+    void *expect = NULL;
+    if (!atomic_compare_exchange_strong(&libcuda_handle, &expect, h)) {
+        dlclose(h);
+        h = expect;
+    }
+    return h;
+}
+
+static void *exported_address(unsigned id, void *sample)
+{
+    void *ex = atomic_load(&slot_export[id]);
+    if (ex)
+        return ex == EXPORT_ABSENT ? NULL : ex;
+    void *h = libcuda_for(sample);
+    if (!h)
+        return NULL;
+    ex = wsl_real_dlsym(h, wsl_api_table[id].sym);
+    atomic_store(&slot_export[id], ex ? ex : EXPORT_ABSENT);
+    return ex;
+}
+
+/* Which variant of `base` a lookup at (version, flags) returned. */
+static int identify_variant(const char *base, void *p, int version, cuuint64_t flags)
+{
+    int want_pt = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
+    int best_pt = -1, best_plain = -1;
+    for (unsigned i = 0; i < WSL_ID_COUNT; i++) {
+        if (strcmp(wsl_api_table[i].base, base) != 0)
+            continue;
+        if (exported_address(i, p) == p)
+            return (int)i; /* the exact pointer: no doubt which ABI it has */
+        if (wsl_api_table[i].version > version)
+            continue;
+        int *best = wsl_api_table[i].per_thread ? &best_pt : &best_plain;
+        if (*best < 0 || wsl_api_table[*best].version < wsl_api_table[i].version)
+            *best = (int)i;
+    }
+    return want_pt && best_pt >= 0 ? best_pt : best_plain;
+}
+
+static CUresult wsl_proc_gpa_v1(const char *, void **, int, cuuint64_t);
+static CUresult wsl_proc_gpa_v2(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
+typedef CUresult (*gpa_v1_fn)(const char *, void **, int, cuuint64_t);
+typedef CUresult (*gpa_v2_fn)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
+static void *_Atomic slot_gpa_sym_v1, *_Atomic slot_gpa_sym_v2;
+static void *_Atomic slot_gpa_proc_v1, *_Atomic slot_gpa_proc_v2;
+
+static void *wrap_looked_up(const char *symbol, void *p, int version, cuuint64_t flags)
+{
+    if (!p || !symbol || symbol[0] != 'c' || symbol[1] != 'u')
+        return p;
+    int saved = errno;
+    void *out = p;
+    if (!strcmp(symbol, "cuGetProcAddress")) {
+        /* The runtime asks for the lookup function itself: 11030 gets the
+         * 4-argument one, 12000 and later the 5-argument _v2. */
+        int v2 = version >= 12000;
+        void *h = libcuda_for(p);
+        if (h && p == wsl_real_dlsym(h, "cuGetProcAddress"))
+            v2 = 0;
+        else if (h && p == wsl_real_dlsym(h, "cuGetProcAddress_v2"))
+            v2 = 1;
+        if (slot_claim(v2 ? &slot_gpa_proc_v2 : &slot_gpa_proc_v1, p))
+            out = v2 ? (void *)wsl_proc_gpa_v2 : (void *)wsl_proc_gpa_v1;
+    } else {
+        int id = identify_variant(symbol, p, version, flags);
+        if (id >= 0 && slot_claim(&slot_proc[id], p))
+            out = hook_proc[id];
+    }
+    if (out == p && (id_is_hooked(symbol)))
+        atomic_fetch_add(&lookups_left_unwrapped, 1);
+    errno = saved;
+    return out;
+}
+
+static void *real_gpa(void *_Atomic *slot, const char *name)
+{
+    void *p = atomic_load(slot);
+    if (!p) {
+        p = wsl_real_dlsym(RTLD_NEXT, name);
+        if (!p) {
+            void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+            if (h) {
+                p = wsl_real_dlsym(h, name);
+                dlclose(h);
+            }
+        }
+        if (p)
+            slot_claim(slot, p);
+        p = atomic_load(slot);
+    }
+    return p;
+}
+
+#define GPA_BODY_V1(slot, name)                                                            \
+    gpa_v1_fn real = (gpa_v1_fn)real_gpa(slot, name);                                              \
+    if (!real)                                                                             \
+        return CUDA_ERROR_NOT_FOUND;                                                       \
+    CUresult r = real(symbol, pfn, version, flags);                                        \
+    if (r == CUDA_SUCCESS && pfn)                                                          \
+        *pfn = wrap_looked_up(symbol, *pfn, version, flags);                               \
+    return r;
+#define GPA_BODY_V2(slot, name)                                                            \
+    gpa_v2_fn real = (gpa_v2_fn)real_gpa(slot, name);                                   \
+    if (!real)                                                                             \
+        return CUDA_ERROR_NOT_FOUND;                                                       \
+    CUresult r = real(symbol, pfn, version, flags, status);                                \
+    if (r == CUDA_SUCCESS && pfn)                                                          \
+        *pfn = wrap_looked_up(symbol, *pfn, version, flags);                               \
+    return r;
+
+WSL_EXPORT CUresult wsl_hook_gpa_v1(const char *symbol, void **pfn, int version, cuuint64_t flags)
+    __asm__("cuGetProcAddress");
+WSL_EXPORT CUresult wsl_hook_gpa_v1(const char *symbol, void **pfn, int version, cuuint64_t flags)
+{
+    GPA_BODY_V1(&slot_gpa_sym_v1, "cuGetProcAddress")
+}
+WSL_EXPORT CUresult wsl_hook_gpa_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
+                                    CUdriverProcAddressQueryResult *status) __asm__("cuGetProcAddress_v2");
+WSL_EXPORT CUresult wsl_hook_gpa_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
+                                    CUdriverProcAddressQueryResult *status)
+{
+    GPA_BODY_V2(&slot_gpa_sym_v2, "cuGetProcAddress_v2")
+}
+static CUresult wsl_proc_gpa_v1(const char *symbol, void **pfn, int version, cuuint64_t flags)
+{
+    GPA_BODY_V1(&slot_gpa_proc_v1, NULL)
+}
+static CUresult wsl_proc_gpa_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
+                                CUdriverProcAddressQueryResult *status)
+{
+    GPA_BODY_V2(&slot_gpa_proc_v2, NULL)
+}
+
+/* ---- dlsym --------------------------------------------------------------------------- */
+
+static void *dlsym_on_handle(dlsym_fn real, void *handle, const char *name)
+{
+    void *p = real(handle, name);
+    if (!p || !name || name[0] != 'c' || name[1] != 'u')
+        return p;
+    int saved = errno;
+    void *_Atomic *slot = NULL;
+    void *wrapper = NULL;
+    if (!strcmp(name, "cuGetProcAddress")) {
+        slot = &slot_gpa_sym_v1;
+        wrapper = (void *)wsl_hook_gpa_v1;
+    } else if (!strcmp(name, "cuGetProcAddress_v2")) {
+        slot = &slot_gpa_sym_v2;
+        wrapper = (void *)wsl_hook_gpa_v2;
+    } else {
+        int id = find_sym(name);
+        if (id >= 0) {
+            slot = &slot_sym[id];
+            wrapper = hook_exported[id];
+        }
+    }
+    void *out = p;
+    if (slot) {
+        if (p == wrapper) {
+            /* The lookup found this library's own definition first (RTLD_DEFAULT):
+             * hand it out only if a real one exists behind it, as without us. */
+            void *next = real(RTLD_NEXT, name);
+            if (!next)
+                out = NULL;
+            else
+                slot_claim(slot, next);
+        } else if (slot_claim(slot, p)) {
+            out = wrapper;
+        }
+    }
+    errno = saved;
+    return out;
+}
+
+/* A lookup relative to the caller (RTLD_NEXT) must reach the real dlsym as a
+ * tail call, so that it still sees its caller's return address. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define WSL_TAILCALLS __attribute__((optimize("O2", "optimize-sibling-calls")))
+#else
+#define WSL_TAILCALLS
+#endif
+WSL_EXPORT WSL_TAILCALLS void *dlsym(void *handle, const char *name)
+{
+    dlsym_fn real = real_dlsym_ptr;
+    if (WSL_UNLIKELY(!real)) {
+        real = real_dlsym_get();
+        if (!real)
+            return NULL;
+    }
+    if (handle == RTLD_NEXT)
+        return real(handle, name);
+    return dlsym_on_handle(real, handle, name);
+}

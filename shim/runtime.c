@@ -1,0 +1,239 @@
+/*
+ * Lifecycle of the shim in a process: configuration at load, per-thread
+ * buffers, fork, thread exit and process exit.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "shim_internal.h"
+
+struct wsl_config wsl_cfg = {
+    .output_pattern = "wslshim-%h-%p.trace.zst",
+    .gpu_timing = 0,
+    .io = 1,
+    .log_level = WSL_LOG_ERROR,
+    .use_tsc = 0,
+};
+
+WSL_TLS struct wsl_thread *wsl_tls_thread;
+static WSL_TLS int tls_thread_exited; /* set once the key destructor ran */
+_Atomic uint64_t wsl_gen = 1;
+_Atomic(struct wsl_thread *) wsl_threads;
+_Atomic int wsl_shutting_down;
+
+static pthread_key_t thread_key;
+static int thread_key_ok;
+static uint64_t process_flags;
+
+uint64_t wsl_process_flags(void) { return process_flags; }
+
+void wsl_log(int level, const char *fmt, ...)
+{
+    if (level > wsl_cfg.log_level)
+        return;
+    int saved = errno;
+    char buf[512];
+    static const char *names[] = {"error", "warn", "info", "debug"};
+    int n = snprintf(buf, sizeof buf, "wslshim[%d] %s: ", (int)getpid(), names[level]);
+    va_list ap;
+    va_start(ap, fmt);
+    if (n > 0 && (size_t)n < sizeof buf)
+        n += vsnprintf(buf + n, sizeof buf - (size_t)n, fmt, ap);
+    va_end(ap);
+    if (n > (int)sizeof buf - 2)
+        n = (int)sizeof buf - 2;
+    if (n > 0) {
+        buf[n++] = '\n';
+        ssize_t w = write(2, buf, (size_t)n);
+        (void)w;
+    }
+    errno = saved;
+}
+
+/* The kernel reports whether the cycle counter is a trustworthy clock: only
+ * use it when the kernel itself keeps time with it and it is invariant. */
+static int tsc_is_reliable(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    char src[64] = "";
+    FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "re");
+    if (!f)
+        return 0;
+    if (!fgets(src, sizeof src, f))
+        src[0] = 0;
+    fclose(f);
+    if (strncmp(src, "tsc", 3) != 0)
+        return 0;
+    int constant = 0, nonstop = 0;
+    char line[4096];
+    f = fopen("/proc/cpuinfo", "re");
+    if (!f)
+        return 0;
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "flags", 5) != 0)
+            continue;
+        constant = strstr(line, " constant_tsc") != NULL;
+        nonstop = strstr(line, " nonstop_tsc") != NULL;
+        break;
+    }
+    fclose(f);
+    return constant && nonstop;
+#elif defined(__aarch64__)
+    return 1; /* the generic timer is architecturally constant-rate */
+#else
+    return 0;
+#endif
+}
+
+void wsl_config_load(void)
+{
+    const char *v;
+    if ((v = getenv("WSLSHIM_LOG"))) {
+        if (!strcmp(v, "warn"))
+            wsl_cfg.log_level = WSL_LOG_WARN;
+        else if (!strcmp(v, "info"))
+            wsl_cfg.log_level = WSL_LOG_INFO;
+        else if (!strcmp(v, "debug"))
+            wsl_cfg.log_level = WSL_LOG_DEBUG;
+        else
+            wsl_cfg.log_level = WSL_LOG_ERROR;
+    }
+    if ((v = getenv("WSLSHIM_OUTPUT")) && *v) {
+        if (strlen(v) < sizeof wsl_cfg.output_pattern)
+            strcpy(wsl_cfg.output_pattern, v);
+        else
+            wsl_log(WSL_LOG_ERROR, "WSLSHIM_OUTPUT is too long; using %s", wsl_cfg.output_pattern);
+    }
+    if ((v = getenv("WSLSHIM_GPU_TIMING")) && *v) {
+        if (!strcmp(v, "off"))
+            wsl_cfg.gpu_timing = 0;
+        else {
+            char *end;
+            long n = strtol(v, &end, 10);
+            if (*end || n < 0 || n > 1000000)
+                wsl_log(WSL_LOG_ERROR, "WSLSHIM_GPU_TIMING=%s is not 'off' or a count; ignored", v);
+            else
+                wsl_cfg.gpu_timing = (int)n;
+        }
+    }
+    if ((v = getenv("WSLSHIM_IO")) && !strcmp(v, "0"))
+        wsl_cfg.io = 0;
+    v = getenv("WSLSHIM_CLOCK");
+    if (v && !strcmp(v, "mono"))
+        wsl_cfg.use_tsc = 0;
+    else
+        wsl_cfg.use_tsc = tsc_is_reliable();
+}
+
+/* ---- per-thread buffers -------------------------------------------------------- */
+
+static void thread_key_destructor(void *arg)
+{
+    struct wsl_thread *t = arg;
+    if (t && wsl_tls_thread == t) {
+        wsl_tls_thread = NULL;
+        tls_thread_exited = 1;
+        atomic_store_explicit(&t->state, WSL_THREAD_RETIRED, memory_order_release);
+    }
+}
+
+void wsl_thread_forbid_recording(void) { tls_thread_exited = 1; }
+
+static struct wsl_thread *thread_claim(void)
+{
+    /* Reuse a buffer whose thread exited and that the writer drained. */
+    for (struct wsl_thread *t = atomic_load_explicit(&wsl_threads, memory_order_acquire); t; t = t->next) {
+        int expect = WSL_THREAD_FREE;
+        if (atomic_load_explicit(&t->state, memory_order_relaxed) == WSL_THREAD_FREE &&
+            atomic_compare_exchange_strong(&t->state, &expect, WSL_THREAD_ACTIVE))
+            return t;
+    }
+    void *mem = mmap(NULL, sizeof(struct wsl_thread), PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED)
+        return NULL;
+    struct wsl_thread *t = mem;
+    atomic_store(&t->state, WSL_THREAD_ACTIVE);
+    struct wsl_thread *head = atomic_load(&wsl_threads);
+    do
+        t->next = head;
+    while (!atomic_compare_exchange_weak(&wsl_threads, &head, t));
+    return t;
+}
+
+struct wsl_thread *wsl_thread_setup(void)
+{
+    if (tls_thread_exited || atomic_load_explicit(&wsl_shutting_down, memory_order_relaxed))
+        return NULL;
+    int saved = errno;
+    uint64_t gen = atomic_load(&wsl_gen);
+    struct wsl_thread *t = wsl_tls_thread;
+    if (!t) {
+        t = thread_claim();
+        if (!t) {
+            errno = saved;
+            return NULL;
+        }
+        wsl_tls_thread = t;
+        if (thread_key_ok)
+            pthread_setspecific(thread_key, t);
+    }
+    /* A fresh buffer, or one inherited across fork: the events in it belong to
+     * whoever owned it before, so start empty. */
+    uint64_t tail = atomic_load(&t->tail);
+    t->head_local = tail;
+    t->cached_tail = tail;
+    atomic_store(&t->head, tail);
+    t->tid = (uint32_t)syscall(SYS_gettid);
+    t->depth = 0;
+    t->gen = gen;
+    if (wsl_writer_start() != 0) {
+        errno = saved;
+        return NULL;
+    }
+    errno = saved;
+    return t;
+}
+
+/* ---- fork ------------------------------------------------------------------------
+ * The child has only the forking thread. Everything the parent had in flight
+ * stays with the parent; the child starts its own trace at its first event. */
+static void at_fork_child(void)
+{
+    struct wsl_thread *self = wsl_tls_thread;
+    for (struct wsl_thread *t = atomic_load(&wsl_threads); t; t = t->next) {
+        uint64_t head = atomic_load(&t->head);
+        atomic_store(&t->tail, head);
+        t->dropped_reported = atomic_load(&t->dropped);
+        if (t != self)
+            atomic_store(&t->state, WSL_THREAD_FREE);
+    }
+    process_flags |= WSL_PROC_FORKED;
+    wsl_writer_after_fork_child();
+    atomic_fetch_add(&wsl_gen, 1);
+}
+
+/* ---- load and exit -------------------------------------------------------------- */
+__attribute__((constructor)) static void wsl_init(void)
+{
+    int saved = errno;
+    wsl_config_load();
+    thread_key_ok = pthread_key_create(&thread_key, thread_key_destructor) == 0;
+    pthread_atfork(NULL, NULL, at_fork_child);
+    errno = saved;
+}
+
+__attribute__((destructor)) static void wsl_fini(void)
+{
+    int saved = errno;
+    wsl_writer_shutdown();
+    errno = saved;
+}

@@ -1,0 +1,167 @@
+/*
+ * Private interfaces of libwslshim.so. Nothing here is exported: the library
+ * is built with -fvisibility=hidden and only the interposed entry points are
+ * marked WSL_EXPORT.
+ */
+#ifndef WSLSHIM_SHIM_INTERNAL_H
+#define WSLSHIM_SHIM_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "wslshim/trace_format.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#endif
+
+#define WSL_EXPORT __attribute__((visibility("default")))
+#define WSL_LIKELY(x) __builtin_expect(!!(x), 1)
+#define WSL_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define WSL_TLS __thread __attribute__((tls_model("initial-exec")))
+
+/* ---- configuration, read once at load time (options.c) ---------------------- */
+enum wsl_log_level { WSL_LOG_ERROR = 0, WSL_LOG_WARN, WSL_LOG_INFO, WSL_LOG_DEBUG };
+
+struct wsl_config {
+    char output_pattern[1024]; /* WSLSHIM_OUTPUT */
+    int gpu_timing;            /* WSLSHIM_GPU_TIMING: 0 off, N every Nth launch */
+    int io;                    /* WSLSHIM_IO */
+    int log_level;             /* WSLSHIM_LOG */
+    int use_tsc;               /* event clock is the cycle counter */
+};
+extern struct wsl_config wsl_cfg;
+
+void wsl_config_load(void);
+void wsl_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- the event clock ----------------------------------------------------------
+ * A cycle counter read costs a few instructions against ~50 for the vDSO's
+ * clock_gettime; the trace maps ticks to CLOCK_MONOTONIC with CLOCK samples. */
+static inline uint64_t wsl_mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t wsl_real_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t wsl_ticks(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    if (WSL_LIKELY(wsl_cfg.use_tsc))
+        return __rdtsc();
+#elif defined(__aarch64__)
+    if (WSL_LIKELY(wsl_cfg.use_tsc)) {
+        uint64_t v;
+        __asm__ volatile("mrs %0, cntvct_el0" : "=r"(v));
+        return v;
+    }
+#endif
+    return wsl_mono_ns();
+}
+
+/* ---- per-thread event buffers (thread.c) -----------------------------------------
+ * One single-producer/single-consumer ring per thread: the thread that owns it
+ * writes events, the writer thread drains them. No lock, no allocation and no
+ * system call on the producer side; a full ring drops the event and counts it. */
+#define WSL_RING_EVENTS 16384u /* power of two */
+
+enum wsl_thread_state {
+    WSL_THREAD_FREE = 0,     /* reusable */
+    WSL_THREAD_ACTIVE = 1,   /* owned by a live thread */
+    WSL_THREAD_RETIRED = 2,  /* its thread exited; drain, then free */
+};
+
+struct wsl_thread {
+    /* producer side (owning thread) */
+    uint64_t head_local;
+    uint64_t cached_tail;
+    uint64_t gen;            /* process generation it was set up in */
+    uint32_t tid;
+    uint32_t depth;          /* >0 while inside a hooked call or the shim itself */
+    _Atomic uint64_t dropped;
+    char pad0[64 - 40];
+    _Atomic uint64_t head;   /* published by the producer */
+    char pad1[56];
+    _Atomic uint64_t tail;   /* published by the writer */
+    char pad2[56];
+    /* writer side */
+    uint64_t dropped_reported;
+    uint32_t writer_seen_tid;
+    _Atomic int state;
+    struct wsl_thread *next; /* registry list; entries are never unlinked */
+    struct wsl_event ev[WSL_RING_EVENTS];
+};
+
+extern WSL_TLS struct wsl_thread *wsl_tls_thread;
+extern _Atomic uint64_t wsl_gen;                 /* bumped in a forked child */
+extern _Atomic(struct wsl_thread *) wsl_threads; /* registry head */
+
+/* Slow path: sets up this thread (and, the first time, the writer); returns
+ * NULL when this thread must not record (exiting, shut down, disabled). */
+struct wsl_thread *wsl_thread_setup(void);
+
+/* The thread to record into, or NULL. Hot: a TLS load and a compare. */
+static inline struct wsl_thread *wsl_thread_get(void)
+{
+    struct wsl_thread *t = wsl_tls_thread;
+    if (WSL_LIKELY(t && t->gen == atomic_load_explicit(&wsl_gen, memory_order_relaxed)))
+        return t;
+    return wsl_thread_setup();
+}
+
+static inline struct wsl_event *wsl_ring_reserve(struct wsl_thread *t)
+{
+    uint64_t h = t->head_local;
+    if (WSL_UNLIKELY(h - t->cached_tail >= WSL_RING_EVENTS)) {
+        t->cached_tail = atomic_load_explicit(&t->tail, memory_order_acquire);
+        if (h - t->cached_tail >= WSL_RING_EVENTS) {
+            atomic_store_explicit(&t->dropped,
+                                  atomic_load_explicit(&t->dropped, memory_order_relaxed) + 1,
+                                  memory_order_relaxed);
+            return NULL;
+        }
+    }
+    return &t->ev[h & (WSL_RING_EVENTS - 1)];
+}
+
+static inline void wsl_ring_commit(struct wsl_thread *t)
+{
+    t->head_local++;
+    atomic_store_explicit(&t->head, t->head_local, memory_order_release);
+}
+
+/* ---- the writer thread (writer.c) --------------------------------------------- */
+int wsl_writer_start(void);     /* idempotent; 0 on success */
+void wsl_writer_shutdown(void); /* drain, END chunk, close; at exit and before exec */
+void wsl_writer_after_fork_child(void);
+void wsl_writer_note_driver(void *real_cuInit, int init_result);
+void wsl_writer_restart(void);  /* after an exec that failed */
+void wsl_thread_forbid_recording(void); /* the writer's own thread */
+
+/* ---- CUDA hooks (cuda_hooks.c) ----------------------------------------------- */
+struct wsl_api_entry {
+    const char *sym;
+    const char *base;
+    uint16_t category;
+    uint8_t per_thread;
+    int version;
+};
+extern const struct wsl_api_entry wsl_api_table[];
+extern const unsigned wsl_api_count;
+
+void *wsl_real_dlsym(void *handle, const char *name);
+
+/* ---- lifecycle (runtime.c) ---------------------------------------------------- */
+extern _Atomic int wsl_shutting_down;
+uint64_t wsl_process_flags(void);
+
+#endif /* WSLSHIM_SHIM_INTERNAL_H */

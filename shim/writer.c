@@ -1,0 +1,566 @@
+/*
+ * The writer thread: drains every thread's ring, encodes the events, and
+ * streams them through zstd into this process's trace file. All formatting,
+ * compression and system calls of the shim happen here, off the program's
+ * threads. A zstd block ends at least every second, so a killed process
+ * loses at most about a second of events.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <cuda.h>
+#include <zstd.h>
+
+#include "shim_internal.h"
+
+#define FLUSH_INTERVAL_NS 1000000000ull   /* a decodable block boundary at least this often */
+#define CALIBRATION_NS 20000000ull        /* second clock sample soon after the first */
+#define EVENTS_PER_CHUNK 4096u
+
+enum writer_state { WRITER_NONE = 0, WRITER_RUNNING, WRITER_STOPPED };
+
+static pthread_mutex_t writer_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic int writer_state;
+static _Atomic int writer_stop;
+static pthread_t writer_thread;
+
+/* Writer-thread state. */
+static int trace_fd = -1;
+static ZSTD_CCtx *zctx;
+static uint8_t *zout;
+static size_t zout_size;
+static int write_failed;
+static char trace_path[PATH_MAX];
+static uint8_t enc_buf[EVENTS_PER_CHUNK * WSL_EVENT_MAX_ENCODED];
+static struct wsl_codec_state codec;
+static uint64_t events_written, events_dropped;
+static uint32_t threads_seen;
+
+/* Process start, in every clock; reset in a forked child. */
+static uint64_t start_ticks, start_mono, start_real;
+
+/* Driver facts, noted by the cuInit hook and written by the writer. */
+static void *_Atomic driver_cuInit;
+static _Atomic int driver_init_result;
+static _Atomic int driver_pending;
+
+void wsl_thread_forbid_recording(void);
+
+/* ---- output ------------------------------------------------------------------- */
+
+static void write_all(const uint8_t *p, size_t n)
+{
+    while (n && !write_failed) {
+        ssize_t w = write(trace_fd, p, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            write_failed = 1;
+            wsl_log(WSL_LOG_ERROR, "writing %s failed (%s); recording stopped, the program goes on",
+                    trace_path, strerror(errno));
+            return;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
+/* Feeds bytes to the compressor; mode ZSTD_e_flush ends a block, ZSTD_e_end the frame. */
+static void z_feed(const void *data, size_t size, ZSTD_EndDirective mode)
+{
+    if (write_failed || !zctx)
+        return;
+    ZSTD_inBuffer in = {data, size, 0};
+    for (;;) {
+        ZSTD_outBuffer out = {zout, zout_size, 0};
+        size_t left = ZSTD_compressStream2(zctx, &out, &in, mode);
+        if (ZSTD_isError(left)) {
+            write_failed = 1;
+            wsl_log(WSL_LOG_ERROR, "compressing the trace failed: %s", ZSTD_getErrorName(left));
+            return;
+        }
+        write_all(zout, out.pos);
+        if (mode == ZSTD_e_continue ? in.pos == in.size : left == 0)
+            return;
+    }
+}
+
+static void emit_chunk(uint32_t type, const void *a, size_t na, const void *b, size_t nb)
+{
+    struct wsl_chunk_header h = {type, (uint32_t)(na + nb)};
+    z_feed(&h, sizeof h, ZSTD_e_continue);
+    if (na)
+        z_feed(a, na, ZSTD_e_continue);
+    if (nb)
+        z_feed(b, nb, ZSTD_e_continue);
+}
+
+static void emit_clock(void)
+{
+    struct wsl_clock_sample c;
+    c.ticks = wsl_ticks();
+    c.mono_ns = wsl_mono_ns();
+    c.real_ns = wsl_real_ns();
+    emit_chunk(WSL_CHUNK_CLOCK, &c, sizeof c, NULL, 0);
+}
+
+/* ---- opening the trace ---------------------------------------------------------- */
+
+/* Expands %p (pid), %h (host), %t (start time, seconds since the epoch), %%. */
+static int expand_pattern(const char *pat, char *out, size_t size)
+{
+    char host[256] = "host";
+    gethostname(host, sizeof host - 1);
+    host[sizeof host - 1] = 0;
+    size_t n = 0;
+    for (const char *p = pat; *p; p++) {
+        char tmp[300];
+        const char *piece = tmp;
+        if (*p == '%' && p[1]) {
+            p++;
+            if (*p == 'p')
+                snprintf(tmp, sizeof tmp, "%d", (int)getpid());
+            else if (*p == 'h')
+                piece = host;
+            else if (*p == 't')
+                snprintf(tmp, sizeof tmp, "%llu", (unsigned long long)(start_real / 1000000000ull));
+            else
+                snprintf(tmp, sizeof tmp, "%c", *p);
+        } else {
+            tmp[0] = *p;
+            tmp[1] = 0;
+        }
+        size_t len = strlen(piece);
+        if (n + len + 1 > size)
+            return -1;
+        memcpy(out + n, piece, len);
+        n += len;
+    }
+    out[n] = 0;
+    return 0;
+}
+
+/* Never follows or overwrites what is there: O_EXCL|O_NOFOLLOW, private 0600.
+ * A name already taken (an exec'd image of the same pid) gets a suffix. */
+static int open_trace(void)
+{
+    char base[PATH_MAX - 16];
+    if (expand_pattern(wsl_cfg.output_pattern, base, sizeof base) != 0) {
+        wsl_log(WSL_LOG_ERROR, "WSLSHIM_OUTPUT expands to a path that is too long");
+        return -1;
+    }
+    for (int i = 0; i < 1000; i++) {
+        if (i == 0)
+            snprintf(trace_path, sizeof trace_path, "%s", base);
+        else
+            snprintf(trace_path, sizeof trace_path, "%s.%d", base, i);
+        int fd = open(trace_path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd >= 0)
+            return fd;
+        if (errno != EEXIST) {
+            wsl_log(WSL_LOG_ERROR, "cannot create trace %s: %s; recording off", trace_path, strerror(errno));
+            return -1;
+        }
+    }
+    wsl_log(WSL_LOG_ERROR, "cannot create trace %s: too many files of that name", base);
+    return -1;
+}
+
+static size_t read_small_file(const char *path, char *buf, size_t size)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    size_t n = 0;
+    while (n < size) {
+        ssize_t r = read(fd, buf + n, size - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
+    return n;
+}
+
+static uint32_t detect_wsl(void)
+{
+    char rel[256];
+    size_t n = read_small_file("/proc/sys/kernel/osrelease", rel, sizeof rel - 1);
+    rel[n] = 0;
+    if (!strcasestr(rel, "microsoft"))
+        return 0;
+    return strstr(rel, "WSL2") || strcasestr(rel, "microsoft-standard") ? WSL_PROC_WSL2 : WSL_PROC_WSL1;
+}
+
+static void emit_process(void)
+{
+    static char strings[65536];
+    size_t n = 0;
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    n += (size_t)snprintf(strings + n, sizeof strings - n, "%s", host) + 1;
+    char exe[PATH_MAX];
+    ssize_t el = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[el > 0 ? el : 0] = 0;
+    n += (size_t)snprintf(strings + n, sizeof strings - n, "%s", exe) + 1;
+    struct utsname u;
+    if (uname(&u) != 0)
+        u.release[0] = 0;
+    n += (size_t)snprintf(strings + n, sizeof strings - n, "%s", u.release) + 1;
+    size_t cl = read_small_file("/proc/self/cmdline", strings + n, sizeof strings - n - 1);
+    if (cl && strings[n + cl - 1] != 0)
+        strings[n + cl++] = 0; /* cut short: keep it NUL-terminated */
+    n += cl;
+
+    struct wsl_process_info pi;
+    memset(&pi, 0, sizeof pi);
+    pi.pid = (int32_t)getpid();
+    pi.ppid = (int32_t)getppid();
+    pi.flags = (uint32_t)wsl_process_flags() | detect_wsl();
+    pi.clock_kind = wsl_cfg.use_tsc ? WSL_CLOCK_TSC : WSL_CLOCK_MONOTONIC_NS;
+    pi.start_ticks = start_ticks;
+    pi.start_mono_ns = start_mono;
+    pi.start_real_ns = start_real;
+    pi.strings_size = (uint32_t)n;
+    emit_chunk(WSL_CHUNK_PROCESS, &pi, sizeof pi, strings, n);
+}
+
+static void emit_api_table(void)
+{
+    static uint8_t buf[WSL_MAX_API_IDS * 96];
+    size_t n = 4;
+    uint32_t count = 0;
+    for (unsigned i = 0; i < wsl_api_count; i++) {
+        size_t ls = strlen(wsl_api_table[i].sym) + 1, lb = strlen(wsl_api_table[i].base) + 1;
+        if (n + 8 + ls + lb > sizeof buf)
+            break;
+        uint16_t id = (uint16_t)i, cat = wsl_api_table[i].category;
+        memcpy(buf + n, &id, 2);
+        memcpy(buf + n + 2, &cat, 2);
+        buf[n + 4] = wsl_api_table[i].per_thread;
+        buf[n + 5] = buf[n + 6] = buf[n + 7] = 0;
+        memcpy(buf + n + 8, wsl_api_table[i].sym, ls);
+        memcpy(buf + n + 8 + ls, wsl_api_table[i].base, lb);
+        n += 8 + ls + lb;
+        count++;
+    }
+    memcpy(buf, &count, 4);
+    emit_chunk(WSL_CHUNK_API_TABLE, buf, n, NULL, 0);
+}
+
+/* Asks the driver about itself, from the writer thread (never the program's),
+ * through the same libcuda the program loaded. */
+static void emit_driver(void)
+{
+    struct wsl_driver_info di;
+    struct wsl_gpu_info gpus[16];
+    memset(&di, 0, sizeof di);
+    memset(gpus, 0, sizeof gpus);
+    void *init = atomic_load(&driver_cuInit);
+    di.init_result = atomic_load(&driver_init_result);
+    Dl_info info;
+    void *lib = NULL;
+    if (init && dladdr(init, &info) && info.dli_fname) {
+        snprintf(di.libcuda_path, sizeof di.libcuda_path, "%s", info.dli_fname);
+        lib = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+    }
+    if (lib && di.init_result == CUDA_SUCCESS) {
+        CUresult (*get_version)(int *) = (CUresult(*)(int *))wsl_real_dlsym(lib, "cuDriverGetVersion");
+        CUresult (*get_count)(int *) = (CUresult(*)(int *))wsl_real_dlsym(lib, "cuDeviceGetCount");
+        CUresult (*get_dev)(CUdevice *, int) = (CUresult(*)(CUdevice *, int))wsl_real_dlsym(lib, "cuDeviceGet");
+        CUresult (*get_name)(char *, int, CUdevice) =
+            (CUresult(*)(char *, int, CUdevice))wsl_real_dlsym(lib, "cuDeviceGetName");
+        CUresult (*get_mem)(size_t *, CUdevice) = (CUresult(*)(size_t *, CUdevice))wsl_real_dlsym(lib, "cuDeviceTotalMem_v2");
+        CUresult (*get_attr)(int *, CUdevice_attribute, CUdevice) =
+            (CUresult(*)(int *, CUdevice_attribute, CUdevice))wsl_real_dlsym(lib, "cuDeviceGetAttribute");
+        int count = 0;
+        if (get_version)
+            get_version(&di.driver_version);
+        if (get_count && get_count(&count) == CUDA_SUCCESS) {
+            for (int i = 0; i < count && i < 16; i++) {
+                CUdevice d;
+                if (!get_dev || get_dev(&d, i) != CUDA_SUCCESS)
+                    continue;
+                if (get_name)
+                    get_name(gpus[di.devices].name, sizeof gpus[0].name - 1, d);
+                if (get_mem)
+                    get_mem((size_t *)&gpus[di.devices].total_mem, d);
+                if (get_attr) {
+                    get_attr(&gpus[di.devices].cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d);
+                    get_attr(&gpus[di.devices].cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d);
+                }
+                di.devices++;
+            }
+        }
+    }
+    if (lib)
+        dlclose(lib);
+    emit_chunk(WSL_CHUNK_DRIVER, &di, sizeof di, gpus, sizeof gpus[0] * di.devices);
+}
+
+void wsl_writer_note_driver(void *real_cuInit, int init_result)
+{
+    if (atomic_load(&driver_cuInit))
+        return;
+    atomic_store(&driver_init_result, init_result);
+    void *expect = NULL;
+    if (atomic_compare_exchange_strong(&driver_cuInit, &expect, real_cuInit))
+        atomic_store(&driver_pending, 1);
+}
+
+/* ---- draining ---------------------------------------------------------------------- */
+
+static void emit_events(struct wsl_thread *t, uint64_t from, uint64_t to, uint64_t dropped)
+{
+    struct wsl_events_header eh;
+    memset(&eh, 0, sizeof eh);
+    eh.tid = t->tid;
+    eh.dropped = dropped;
+    eh.base_ticks = from < to ? t->ev[from & (WSL_RING_EVENTS - 1)].t_start : 0;
+    wsl_codec_reset(&codec, eh.base_ticks);
+    uint8_t *p = enc_buf;
+    for (uint64_t i = from; i < to; i++) {
+        const struct wsl_event *ev = &t->ev[i & (WSL_RING_EVENTS - 1)];
+        if (ev->api >= wsl_api_count)
+            continue; /* cannot happen: ids come from the table */
+        p = wsl_event_encode(&codec, ev, p);
+        eh.count++;
+    }
+    eh.encoded_size = (uint32_t)(p - enc_buf);
+    emit_chunk(WSL_CHUNK_EVENTS, &eh, sizeof eh, enc_buf, eh.encoded_size);
+    events_written += eh.count;
+}
+
+/* Returns how many events were drained. */
+static uint64_t drain_thread(struct wsl_thread *t)
+{
+    int state = atomic_load_explicit(&t->state, memory_order_acquire);
+    if (state == WSL_THREAD_FREE)
+        return 0;
+    uint64_t head = atomic_load_explicit(&t->head, memory_order_acquire);
+    uint64_t tail = atomic_load_explicit(&t->tail, memory_order_relaxed);
+    uint64_t dropped = atomic_load_explicit(&t->dropped, memory_order_relaxed);
+    uint64_t new_drops = dropped - t->dropped_reported;
+    uint64_t n = head - tail;
+    if (n > WSL_RING_EVENTS) /* cannot happen; never read garbage */
+        tail = head - WSL_RING_EVENTS, n = WSL_RING_EVENTS;
+    if (n || new_drops) {
+        if (n && t->tid != t->writer_seen_tid) {
+            t->writer_seen_tid = t->tid;
+            threads_seen++;
+        }
+        uint64_t pos = tail;
+        do {
+            uint64_t end = pos + (head - pos > EVENTS_PER_CHUNK ? EVENTS_PER_CHUNK : head - pos);
+            emit_events(t, pos, end, pos == tail ? new_drops : 0);
+            pos = end;
+        } while (pos < head);
+        events_dropped += new_drops;
+        t->dropped_reported = dropped;
+        atomic_store_explicit(&t->tail, head, memory_order_release);
+    }
+    if (state == WSL_THREAD_RETIRED && atomic_load_explicit(&t->head, memory_order_acquire) == head) {
+        int expect = WSL_THREAD_RETIRED;
+        atomic_compare_exchange_strong(&t->state, &expect, WSL_THREAD_FREE);
+    }
+    return n;
+}
+
+static uint64_t drain_all(void)
+{
+    uint64_t n = 0;
+    for (struct wsl_thread *t = atomic_load_explicit(&wsl_threads, memory_order_acquire); t; t = t->next)
+        n += drain_thread(t);
+    return n;
+}
+
+static void *writer_main(void *arg)
+{
+    (void)arg;
+    wsl_thread_forbid_recording();
+    uint64_t last_flush = wsl_mono_ns(), started = last_flush;
+    int calibrated = 0;
+    unsigned sleep_us = 10000;
+    while (!atomic_load(&writer_stop)) {
+        struct timespec ts = {0, (long)sleep_us * 1000};
+        nanosleep(&ts, NULL);
+        uint64_t n = drain_all();
+        /* Busy rings: come back sooner; idle: back off to 50 ms. */
+        sleep_us = n > WSL_RING_EVENTS / 8 ? 2000 : n ? 10000 : (sleep_us < 50000 ? sleep_us + 5000 : 50000);
+        if (atomic_load(&driver_pending)) {
+            atomic_store(&driver_pending, 0);
+            emit_driver();
+        }
+        uint64_t now = wsl_mono_ns();
+        if (!calibrated && now - started >= CALIBRATION_NS) {
+            emit_clock();
+            calibrated = 1;
+        }
+        if (now - last_flush >= FLUSH_INTERVAL_NS) {
+            emit_clock();
+            z_feed(NULL, 0, ZSTD_e_flush);
+            last_flush = now;
+        }
+    }
+    return NULL;
+}
+
+static void writer_finish(void)
+{
+    drain_all();
+    if (atomic_load(&driver_pending)) {
+        atomic_store(&driver_pending, 0);
+        emit_driver();
+    }
+    emit_clock();
+    struct wsl_end_info end;
+    memset(&end, 0, sizeof end);
+    end.end_ticks = wsl_ticks();
+    end.events_written = events_written;
+    end.events_dropped = events_dropped;
+    end.threads = threads_seen;
+    emit_chunk(WSL_CHUNK_END, &end, sizeof end, NULL, 0);
+    z_feed(NULL, 0, ZSTD_e_end);
+    if (events_dropped)
+        wsl_log(WSL_LOG_WARN, "%llu events dropped (buffers full); the trace counts them",
+                (unsigned long long)events_dropped);
+    wsl_log(WSL_LOG_INFO, "trace written to %s (%llu events)", trace_path, (unsigned long long)events_written);
+    if (trace_fd >= 0)
+        close(trace_fd);
+    trace_fd = -1;
+    ZSTD_freeCCtx(zctx);
+    zctx = NULL;
+}
+
+static int writer_open(void)
+{
+    write_failed = 0;
+    events_written = events_dropped = 0;
+    threads_seen = 0;
+    trace_fd = open_trace();
+    if (trace_fd < 0)
+        return -1;
+    zctx = ZSTD_createCCtx();
+    zout_size = ZSTD_CStreamOutSize();
+    if (!zout)
+        zout = malloc(zout_size);
+    if (!zctx || !zout) {
+        close(trace_fd);
+        trace_fd = -1;
+        return -1;
+    }
+    ZSTD_CCtx_setParameter(zctx, ZSTD_c_compressionLevel, 1);
+    ZSTD_CCtx_setParameter(zctx, ZSTD_c_checksumFlag, 1);
+    struct wsl_file_header fh;
+    memset(&fh, 0, sizeof fh);
+    memcpy(fh.magic, WSL_TRACE_MAGIC, sizeof WSL_TRACE_MAGIC);
+    fh.byte_order = WSL_TRACE_BYTE_ORDER;
+    fh.version_major = WSL_TRACE_VERSION_MAJOR;
+    fh.version_minor = WSL_TRACE_VERSION_MINOR;
+    fh.header_size = sizeof fh;
+    fh.record_size = sizeof(struct wsl_event);
+    z_feed(&fh, sizeof fh, ZSTD_e_continue);
+    emit_process();
+    emit_api_table();
+    emit_clock();
+    z_feed(NULL, 0, ZSTD_e_flush);
+    wsl_log(WSL_LOG_INFO, "recording to %s", trace_path);
+    return 0;
+}
+
+int wsl_writer_start(void)
+{
+    int st = atomic_load_explicit(&writer_state, memory_order_acquire);
+    if (st == WRITER_RUNNING)
+        return 0;
+    if (st == WRITER_STOPPED)
+        return -1;
+    int rc = 0;
+    pthread_mutex_lock(&writer_lock);
+    if (atomic_load(&writer_state) == WRITER_NONE) {
+        if (!start_mono) {
+            start_ticks = wsl_ticks();
+            start_mono = wsl_mono_ns();
+            start_real = wsl_real_ns();
+        }
+        /* The file is opened here, in the first recording thread, so that an
+         * unwritable path turns recording off at once instead of filling rings. */
+        if (writer_open() != 0) {
+            atomic_store(&writer_state, WRITER_STOPPED);
+            rc = -1;
+        } else {
+            sigset_t all, old;
+            sigfillset(&all);
+            pthread_sigmask(SIG_SETMASK, &all, &old); /* the writer takes no signals */
+            atomic_store(&writer_stop, 0);
+            int err = pthread_create(&writer_thread, NULL, writer_main, NULL);
+            pthread_sigmask(SIG_SETMASK, &old, NULL);
+            if (err) {
+                wsl_log(WSL_LOG_ERROR, "cannot start the writer thread: %s", strerror(err));
+                writer_finish();
+                atomic_store(&writer_state, WRITER_STOPPED);
+                rc = -1;
+            } else {
+                atomic_store(&writer_state, WRITER_RUNNING);
+            }
+        }
+    } else if (atomic_load(&writer_state) == WRITER_STOPPED) {
+        rc = -1;
+    }
+    pthread_mutex_unlock(&writer_lock);
+    return rc;
+}
+
+void wsl_writer_shutdown(void)
+{
+    atomic_store(&wsl_shutting_down, 1);
+    pthread_mutex_lock(&writer_lock);
+    if (atomic_load(&writer_state) == WRITER_RUNNING) {
+        atomic_store(&writer_stop, 1);
+        if (!pthread_equal(pthread_self(), writer_thread))
+            pthread_join(writer_thread, NULL);
+        writer_finish();
+    }
+    atomic_store(&writer_state, WRITER_STOPPED);
+    pthread_mutex_unlock(&writer_lock);
+}
+
+/* In a forked child: the writer thread is gone and the parent's lock may have
+ * been held at fork; the parent's trace stays the parent's. */
+void wsl_writer_after_fork_child(void)
+{
+    pthread_mutex_init(&writer_lock, NULL);
+    if (trace_fd >= 0)
+        close(trace_fd);
+    trace_fd = -1;
+    zctx = NULL; /* the parent's compressor state is not ours to use or free */
+    zout = NULL;
+    atomic_store(&writer_state, WRITER_NONE);
+    atomic_store(&writer_stop, 0);
+    atomic_store(&driver_pending, 0); /* CUDA is not usable in a forked child */
+    start_ticks = wsl_ticks();
+    start_mono = wsl_mono_ns();
+    start_real = wsl_real_ns();
+}
+
+/* Restarts recording after a failed exec: a new trace, as if newly started. */
+void wsl_writer_restart(void)
+{
+    pthread_mutex_lock(&writer_lock);
+    if (atomic_load(&writer_state) == WRITER_STOPPED)
+        atomic_store(&writer_state, WRITER_NONE);
+    pthread_mutex_unlock(&writer_lock);
+    atomic_store(&wsl_shutting_down, 0);
+}
