@@ -217,6 +217,7 @@ static void at_fork_child(void)
             atomic_store(&t->state, WSL_THREAD_FREE);
     }
     process_flags |= WSL_PROC_FORKED;
+    wsl_exec_note_fork_child();
     wsl_writer_after_fork_child();
     atomic_fetch_add(&wsl_gen, 1);
 }

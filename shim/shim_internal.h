@@ -160,6 +160,9 @@ extern const unsigned wsl_api_count;
 
 void *wsl_real_dlsym(void *handle, const char *name);
 
+/* ---- exec (exec_hooks.c) ---------------------------------------------------- */
+void wsl_exec_note_fork_child(void);
+
 /* ---- lifecycle (runtime.c) ---------------------------------------------------- */
 extern _Atomic int wsl_shutting_down;
 uint64_t wsl_process_flags(void);

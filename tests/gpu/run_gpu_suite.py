@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""GPU suite: real CUDA programs under the shim, checked against what they did.
+
+    run_gpu_suite.py --build BUILD_DIR --out OUT_DIR [--quick] [--bench-rounds N]
+
+For each program: it runs without and with the shim; outputs must be identical
+bit for bit; the trace's per-API counts must match what the program made (the
+driver-API probe states its own calls; the PyTorch elementwise loop's launches
+are checked against torch.profiler's CUPTI kernel count for the same loop).
+Then a launch-bound benchmark runs interleaved with and without the shim.
+Writes OUT_DIR/gpu_results.json; exits 0 if every check passed, 1 if one
+failed, 77 if there is no GPU.
+"""
+import argparse
+import glob
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def run(cmd, env=None, check=True):
+    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if check and p.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} exited {p.returncode}: {p.stderr[-2000:]}")
+    return p
+
+
+def last_json(text):
+    for line in reversed(text.strip().splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            return json.loads(line)
+    raise ValueError(f"no JSON in output: {text[-500:]}")
+
+
+class Suite:
+    def __init__(self, build, out):
+        self.build = os.path.abspath(build)
+        self.out = os.path.abspath(out)
+        self.shim = os.path.join(self.build, "lib", "libwslshim.so")
+        self.report = os.path.join(self.build, "analyzer", "wslshim-report")
+        self.results = {"checks": [], "runs": {}}
+        self.failed = 0
+
+    def check(self, name, ok, detail):
+        self.results["checks"].append({"check": name, "ok": bool(ok), "detail": detail})
+        print(f"{'PASS' if ok else 'FAIL'} {name}: {detail}", flush=True)
+        if not ok:
+            self.failed += 1
+
+    def traced(self, tag, cmd):
+        """Runs cmd under the shim; returns (program output JSON, report JSON)."""
+        tdir = os.path.join(self.out, "traces", tag)
+        shutil.rmtree(tdir, ignore_errors=True)
+        os.makedirs(tdir)
+        env = dict(os.environ, LD_PRELOAD=self.shim, WSLSHIM_OUTPUT=os.path.join(tdir, "%p.trace.zst"))
+        p = run(cmd, env=env)
+        rep = run([self.report, "--json", tdir])
+        return last_json(p.stdout), json.loads(rep.stdout)
+
+    def plain(self, cmd):
+        return last_json(run(cmd).stdout)
+
+    @staticmethod
+    def calls(report, api):
+        return report.get("api", {}).get(api, {}).get("calls", 0)
+
+    def probe(self, resolve):
+        cmd = [os.path.join(self.build, "bin", "launch_probe"), "--resolve", resolve, "--launches", "2000"]
+        res, rep = self.traced(f"probe-{resolve}", cmd)
+        self.results["runs"][f"probe-{resolve}"] = {"program": res, "api": rep.get("api")}
+        for api, n in res["expect"].items():
+            got = self.calls(rep, api)
+            self.check(f"probe[{resolve}] {api}", got == n, f"trace {got}, program made {n}")
+
+    def workload(self, name, iters, extra=(), compare_profiler=False, expect_api=None):
+        cmd = [sys.executable, os.path.join(HERE, "workloads.py"), name, "--iters", str(iters), *extra]
+        p = run(cmd, check=False)
+        if p.returncode == 77:
+            self.check(f"{name} available", True, f"skipped: {p.stdout.strip()}")
+            return None
+        if p.returncode != 0:
+            self.check(f"{name} runs without the shim", False, p.stderr[-500:])
+            return None
+        base = last_json(p.stdout)
+        res, rep = self.traced(name, cmd)
+        self.check(f"{name} output unchanged", res["checksum"] == base["checksum"],
+                   f"with shim {res['checksum']}, without {base['checksum']}")
+        api = {k: v.get("calls") for k, v in rep.get("api", {}).items()}
+        self.results["runs"][name] = {"without": base, "with": res, "api_calls": api,
+                                      "processes": rep.get("processes")}
+        if compare_profiler:
+            _, rep0 = self.traced(f"{name}-0", [*cmd[:4], "0", *extra])
+            launches = self.calls(rep, "cuLaunchKernel") - self.calls(rep0, "cuLaunchKernel")
+            prof = self.plain([*cmd, "--profile"])["profiler_kernels"]
+            self.results["runs"][name]["profiler_kernels"] = prof
+            self.results["runs"][name]["loop_launches"] = launches
+            self.check(f"{name} launches == torch.profiler kernels", launches == prof,
+                       f"shim saw {launches} cuLaunchKernel in the loop, torch.profiler {prof} kernels")
+        for api_name, minimum in (expect_api or {}).items():
+            got = self.calls(rep, api_name)
+            self.check(f"{name} records {api_name}", got >= minimum, f"{got} calls (expected >= {minimum})")
+        return rep
+
+    def bench(self, rounds, iters):
+        """Launch-bound loop, interleaved runs with and without the shim."""
+        cmd = [sys.executable, os.path.join(HERE, "workloads.py"), "elementwise", "--iters", str(iters)]
+        env_shim = dict(os.environ, LD_PRELOAD=self.shim,
+                        WSLSHIM_OUTPUT=os.path.join(self.out, "traces", "bench-%p.trace.zst"))
+        os.makedirs(os.path.join(self.out, "traces"), exist_ok=True)
+        with_s, without_s = [], []
+        for _ in range(rounds):
+            without_s.append(last_json(run(cmd).stdout)["loop_s"])
+            with_s.append(last_json(run(cmd, env=env_shim).stdout)["loop_s"])
+        for f in glob.glob(os.path.join(self.out, "traces", "bench-*")):
+            os.unlink(f)
+        m_with, m_without = statistics.median(with_s), statistics.median(without_s)
+        slow = (m_with / m_without - 1) * 100
+        self.results["bench"] = {"launches_per_run": 2 * iters, "rounds": rounds, "with_s": with_s,
+                                 "without_s": without_s, "median_with_s": m_with,
+                                 "median_without_s": m_without, "median_slowdown_pct": slow,
+                                 "per_launch_us_without": m_without / (2 * iters) * 1e6,
+                                 "per_launch_us_with": m_with / (2 * iters) * 1e6}
+        print(f"BENCH launch-bound loop ({2 * iters} launches): median {m_without:.4f} s without, "
+              f"{m_with:.4f} s with the shim: {slow:+.2f}%", flush=True)
+
+
+def have_gpu(build):
+    probe = os.path.join(build, "bin", "launch_probe")
+    p = subprocess.run([probe, "--launches", "1", "--repeats", "1"], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True)
+    return p.returncode == 0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--quick", action="store_true", help="only the driver-API probe and the elementwise loop")
+    ap.add_argument("--bench-rounds", type=int, default=0)
+    args = ap.parse_args()
+    if not have_gpu(args.build):
+        print("SKIP: no usable GPU or CUDA driver")
+        return 77
+    os.makedirs(args.out, exist_ok=True)
+    s = Suite(args.build, args.out)
+    try:
+        s.probe("dlsym")
+        s.probe("proc")
+        s.workload("elementwise", 2000, compare_profiler=True)
+        if not args.quick:
+            s.workload("matmul", 100, expect_api={"cuLaunchKernel": 100})
+            s.workload("mlp", 500, expect_api={"cuLaunchKernel": 500, "cuStreamSynchronize": 50})
+            s.workload("triton_add", 100, expect_api={"cuLaunchKernelEx": 100})
+            s.workload("cupy_elementwise", 100, expect_api={"cuLaunchKernel": 100})
+            s.workload("graph_replay", 100, expect_api={"cuGraphLaunch": 100})
+        if args.bench_rounds:
+            s.bench(args.bench_rounds, 10000)
+    except Exception as exc:  # a crash of a traced program is a failure, not a skip
+        s.check("suite ran to the end", False, repr(exc))
+    with open(os.path.join(args.out, "gpu_results.json"), "w") as f:
+        json.dump(s.results, f, indent=1)
+    print(f"{len(s.results['checks']) - s.failed} passed, {s.failed} failed")
+    return 1 if s.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
