@@ -266,6 +266,9 @@ static int identify_variant(const char *base, void *p, int version, cuuint64_t f
     return want_pt && best_pt >= 0 ? best_pt : best_plain;
 }
 
+CUresult wsl_hook_gpa_v1(const char *, void **, int, cuuint64_t) __asm__("cuGetProcAddress");
+CUresult wsl_hook_gpa_v2(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *)
+    __asm__("cuGetProcAddress_v2");
 static CUresult wsl_proc_gpa_v1(const char *, void **, int, cuuint64_t);
 static CUresult wsl_proc_gpa_v2(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
 typedef CUresult (*gpa_v1_fn)(const char *, void **, int, cuuint64_t);
@@ -273,13 +276,27 @@ typedef CUresult (*gpa_v2_fn)(const char *, void **, int, cuuint64_t, CUdriverPr
 static void *_Atomic slot_gpa_sym_v1, *_Atomic slot_gpa_sym_v2;
 static void *_Atomic slot_gpa_proc_v1, *_Atomic slot_gpa_proc_v2;
 
+static int is_own_wrapper(void *p)
+{
+    if (p == (void *)wsl_hook_gpa_v1 || p == (void *)wsl_hook_gpa_v2 || p == (void *)wsl_proc_gpa_v1 ||
+        p == (void *)wsl_proc_gpa_v2)
+        return 1;
+    for (unsigned i = 0; i < WSL_ID_COUNT; i++)
+        if (p == hook_exported[i] || p == hook_proc[i])
+            return 1;
+    return 0;
+}
+
 static void *wrap_looked_up(const char *symbol, void *p, int version, cuuint64_t flags)
 {
     if (!p || !symbol || symbol[0] != 'c' || symbol[1] != 'u')
         return p;
     int saved = errno;
     void *out = p;
-    if (!strcmp(symbol, "cuGetProcAddress")) {
+    if (is_own_wrapper(p)) {
+        /* A driver whose own table refers to its exported names through the
+         * dynamic linker hands out this library's definitions: already wrapped. */
+    } else if (!strcmp(symbol, "cuGetProcAddress")) {
         /* The runtime asks for the lookup function itself: 11030 gets the
          * 4-argument one, 12000 and later the 5-argument _v2. */
         int v2 = version >= 12000;
@@ -295,7 +312,7 @@ static void *wrap_looked_up(const char *symbol, void *p, int version, cuuint64_t
         if (id >= 0 && slot_claim(&slot_proc[id], p))
             out = hook_proc[id];
     }
-    if (out == p && (id_is_hooked(symbol)))
+    if (out == p && id_is_hooked(symbol) && !is_own_wrapper(p))
         atomic_fetch_add(&lookups_left_unwrapped, 1);
     errno = saved;
     return out;

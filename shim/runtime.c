@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -190,7 +191,7 @@ struct wsl_thread *wsl_thread_setup(void)
      * whoever owned it before, so start empty. */
     uint64_t tail = atomic_load(&t->tail);
     t->head_local = tail;
-    t->cached_tail = tail;
+    t->limit = tail + WSL_RING_EVENTS / 2;
     atomic_store(&t->head, tail);
     t->tid = (uint32_t)syscall(SYS_gettid);
     t->depth = 0;
@@ -201,6 +202,47 @@ struct wsl_thread *wsl_thread_setup(void)
     }
     errno = saved;
     return t;
+}
+
+/* The writer drains every few milliseconds; a burst that fills half a ring
+ * wakes it at once, and a full ring waits at most WAIT_FULL_NS for room.
+ * Past that the event is dropped and counted: a stalled writer never stalls
+ * the program for long. */
+#define WAIT_FULL_NS 10000000ull
+
+static int ring_has_room(struct wsl_thread *t, uint64_t h)
+{
+    uint64_t tail = atomic_load_explicit(&t->tail, memory_order_acquire);
+    uint64_t used = h - tail;
+    if (used >= WSL_RING_EVENTS)
+        return 0;
+    t->limit = used >= WSL_RING_EVENTS / 2 ? tail + WSL_RING_EVENTS : tail + WSL_RING_EVENTS / 2;
+    return 1;
+}
+
+struct wsl_event *wsl_ring_reserve_slow(struct wsl_thread *t)
+{
+    uint64_t h = t->head_local;
+    int saved = errno;
+    if (ring_has_room(t, h)) {
+        if (t->limit - h <= WSL_RING_EVENTS / 2)
+            wsl_writer_wake(); /* more than half full */
+        errno = saved;
+        return &t->ev[h & (WSL_RING_EVENTS - 1)];
+    }
+    wsl_writer_wake();
+    uint64_t deadline = wsl_mono_ns() + WAIT_FULL_NS;
+    do {
+        sched_yield();
+        if (ring_has_room(t, h)) {
+            errno = saved;
+            return &t->ev[h & (WSL_RING_EVENTS - 1)];
+        }
+    } while (wsl_mono_ns() < deadline);
+    errno = saved;
+    atomic_store_explicit(&t->dropped, atomic_load_explicit(&t->dropped, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+    return NULL;
 }
 
 /* ---- fork ------------------------------------------------------------------------

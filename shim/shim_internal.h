@@ -53,7 +53,7 @@ static inline uint64_t wsl_real_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static inline uint64_t wsl_ticks(void)
+static inline __attribute__((always_inline)) uint64_t wsl_ticks(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
     if (WSL_LIKELY(wsl_cfg.use_tsc))
@@ -83,7 +83,7 @@ enum wsl_thread_state {
 struct wsl_thread {
     /* producer side (owning thread) */
     uint64_t head_local;
-    uint64_t cached_tail;
+    uint64_t limit;          /* head_local may grow to this before a look at the writer's tail */
     uint64_t gen;            /* process generation it was set up in */
     uint32_t tid;
     uint32_t depth;          /* >0 while inside a hooked call or the shim itself */
@@ -110,7 +110,7 @@ extern _Atomic(struct wsl_thread *) wsl_threads; /* registry head */
 struct wsl_thread *wsl_thread_setup(void);
 
 /* The thread to record into, or NULL. Hot: a TLS load and a compare. */
-static inline struct wsl_thread *wsl_thread_get(void)
+static inline __attribute__((always_inline)) struct wsl_thread *wsl_thread_get(void)
 {
     struct wsl_thread *t = wsl_tls_thread;
     if (WSL_LIKELY(t && t->gen == atomic_load_explicit(&wsl_gen, memory_order_relaxed)))
@@ -118,22 +118,19 @@ static inline struct wsl_thread *wsl_thread_get(void)
     return wsl_thread_setup();
 }
 
-static inline struct wsl_event *wsl_ring_reserve(struct wsl_thread *t)
+/* Past the limit: the ring is half full (wake the writer) or full (wake it and
+ * give it a bounded moment); NULL if it stays full and the event is dropped. */
+struct wsl_event *wsl_ring_reserve_slow(struct wsl_thread *t);
+
+static inline __attribute__((always_inline)) struct wsl_event *wsl_ring_reserve(struct wsl_thread *t)
 {
     uint64_t h = t->head_local;
-    if (WSL_UNLIKELY(h - t->cached_tail >= WSL_RING_EVENTS)) {
-        t->cached_tail = atomic_load_explicit(&t->tail, memory_order_acquire);
-        if (h - t->cached_tail >= WSL_RING_EVENTS) {
-            atomic_store_explicit(&t->dropped,
-                                  atomic_load_explicit(&t->dropped, memory_order_relaxed) + 1,
-                                  memory_order_relaxed);
-            return NULL;
-        }
-    }
+    if (WSL_UNLIKELY(h >= t->limit))
+        return wsl_ring_reserve_slow(t);
     return &t->ev[h & (WSL_RING_EVENTS - 1)];
 }
 
-static inline void wsl_ring_commit(struct wsl_thread *t)
+static inline __attribute__((always_inline)) void wsl_ring_commit(struct wsl_thread *t)
 {
     t->head_local++;
     atomic_store_explicit(&t->head, t->head_local, memory_order_release);
@@ -141,6 +138,7 @@ static inline void wsl_ring_commit(struct wsl_thread *t)
 
 /* ---- the writer thread (writer.c) --------------------------------------------- */
 int wsl_writer_start(void);     /* idempotent; 0 on success */
+void wsl_writer_wake(void);     /* a ring is full: drain now */
 void wsl_writer_shutdown(void); /* drain, END chunk, close; at exit and before exec */
 void wsl_writer_after_fork_child(void);
 void wsl_writer_note_driver(void *real_cuInit, int init_result);

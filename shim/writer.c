@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -33,6 +35,7 @@ static pthread_mutex_t writer_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic int writer_state;
 static _Atomic int writer_stop;
 static pthread_t writer_thread;
+static _Atomic uint32_t writer_wake_word; /* futex: bumped to cut the writer's sleep short */
 
 /* Writer-thread state. */
 static int trace_fd = -1;
@@ -274,6 +277,7 @@ static void emit_driver(void)
     void *lib = NULL;
     if (init && dladdr(init, &info) && info.dli_fname) {
         snprintf(di.libcuda_path, sizeof di.libcuda_path, "%s", info.dli_fname);
+        wsl_log(WSL_LOG_DEBUG, "driver: cuInit at %p in %s", init, info.dli_fname);
         lib = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
     }
     if (lib && di.init_result == CUDA_SUCCESS) {
@@ -395,7 +399,8 @@ static void *writer_main(void *arg)
     unsigned sleep_us = 10000;
     while (!atomic_load(&writer_stop)) {
         struct timespec ts = {0, (long)sleep_us * 1000};
-        nanosleep(&ts, NULL);
+        uint32_t seen = atomic_load(&writer_wake_word);
+        syscall(SYS_futex, &writer_wake_word, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
         uint64_t n = drain_all();
         /* Busy rings: come back sooner; idle: back off to 50 ms. */
         sleep_us = n > WSL_RING_EVENTS / 8 ? 2000 : n ? 10000 : (sleep_us < 50000 ? sleep_us + 5000 : 50000);
@@ -480,6 +485,12 @@ static int writer_open(void)
     return 0;
 }
 
+void wsl_writer_wake(void)
+{
+    atomic_fetch_add(&writer_wake_word, 1);
+    syscall(SYS_futex, &writer_wake_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
 int wsl_writer_start(void)
 {
     int st = atomic_load_explicit(&writer_state, memory_order_acquire);
@@ -529,6 +540,7 @@ void wsl_writer_shutdown(void)
     pthread_mutex_lock(&writer_lock);
     if (atomic_load(&writer_state) == WRITER_RUNNING) {
         atomic_store(&writer_stop, 1);
+        wsl_writer_wake();
         if (!pthread_equal(pthread_self(), writer_thread))
             pthread_join(writer_thread, NULL);
         writer_finish();

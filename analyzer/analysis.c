@@ -1,0 +1,395 @@
+/*
+ * Builds the run model from traces. Per trace, durations are accumulated in
+ * the trace's own ticks (a TSC trace's tick rate is only well known once its
+ * last CLOCK chunk was read) and converted to ns once, at the end of the
+ * trace, with the final clock fit.
+ */
+#include "analysis.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace_reader.h"
+#include "util.h"
+
+const char *wsl_category_name(unsigned category)
+{
+    static const char *const names[WSL_CAT_COUNT] = {
+        [WSL_CAT_OTHER] = "other",
+        [WSL_CAT_INIT] = "init",
+        [WSL_CAT_LAUNCH] = "launch",
+        [WSL_CAT_GRAPH] = "graph",
+        [WSL_CAT_HOSTFN] = "host_fn",
+        [WSL_CAT_ALLOC] = "alloc",
+        [WSL_CAT_ALLOC_MANAGED] = "alloc_managed",
+        [WSL_CAT_FREE] = "free",
+        [WSL_CAT_HOST_ALLOC] = "host_alloc",
+        [WSL_CAT_HOST_FREE] = "host_free",
+        [WSL_CAT_HOST_REGISTER] = "host_register",
+        [WSL_CAT_HOST_UNREGISTER] = "host_unregister",
+        [WSL_CAT_SYNC_STREAM] = "sync_stream",
+        [WSL_CAT_SYNC_CTX] = "sync_ctx",
+        [WSL_CAT_SYNC_EVENT] = "sync_event",
+        [WSL_CAT_STREAM_WAIT] = "stream_wait",
+        [WSL_CAT_QUERY] = "query",
+        [WSL_CAT_EVENT_RECORD] = "event_record",
+        [WSL_CAT_COPY_ANY] = "copy",
+        [WSL_CAT_COPY_ANY_ASYNC] = "copy_async",
+        [WSL_CAT_COPY_HTOD] = "copy_htod",
+        [WSL_CAT_COPY_HTOD_ASYNC] = "copy_htod_async",
+        [WSL_CAT_COPY_DTOH] = "copy_dtoh",
+        [WSL_CAT_COPY_DTOH_ASYNC] = "copy_dtoh_async",
+        [WSL_CAT_COPY_DTOD] = "copy_dtod",
+        [WSL_CAT_COPY_DTOD_ASYNC] = "copy_dtod_async",
+        [WSL_CAT_MEMSET] = "memset",
+        [WSL_CAT_MEMSET_ASYNC] = "memset_async",
+    };
+    return category < WSL_CAT_COUNT ? names[category] : "other";
+}
+
+void wsl_run_init(struct wsl_run *run)
+{
+    memset(run, 0, sizeof *run);
+}
+
+static void add_warning(struct wsl_run *run, char *msg)
+{
+    run->warnings = xrealloc(run->warnings, (run->warning_count + 1) * sizeof *run->warnings);
+    run->warnings[run->warning_count++] = msg;
+}
+
+/* ---- API names: base name -> index into run->apis ------------------------------- */
+
+static uint64_t name_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603u; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 1099511628211u;
+    return h;
+}
+
+static void api_index_rebuild(struct wsl_run *run, size_t size)
+{
+    free(run->api_index);
+    run->api_index = xmalloc(size * sizeof *run->api_index);
+    memset(run->api_index, 0xff, size * sizeof *run->api_index);
+    run->api_index_size = size;
+    for (size_t i = 0; i < run->api_count; i++) {
+        size_t slot = name_hash(run->apis[i].name) & (size - 1);
+        while (run->api_index[slot] != UINT32_MAX)
+            slot = (slot + 1) & (size - 1);
+        run->api_index[slot] = (uint32_t)i;
+    }
+}
+
+static uint32_t api_find_or_add(struct wsl_run *run, const char *name, uint16_t category)
+{
+    if (run->api_index_size < 2 * (run->api_count + 1))
+        api_index_rebuild(run, run->api_index_size ? 2 * run->api_index_size : 64);
+    size_t mask = run->api_index_size - 1, slot = name_hash(name) & mask;
+    for (; run->api_index[slot] != UINT32_MAX; slot = (slot + 1) & mask)
+        if (strcmp(run->apis[run->api_index[slot]].name, name) == 0)
+            return run->api_index[slot];
+    run->apis = xrealloc(run->apis, (run->api_count + 1) * sizeof *run->apis);
+    struct wsl_api_stats *a = &run->apis[run->api_count];
+    memset(a, 0, sizeof *a);
+    a->name = xstrdup(name);
+    a->category = category;
+    run->api_index[slot] = (uint32_t)run->api_count;
+    return (uint32_t)run->api_count++;
+}
+
+static uint32_t variant_find_or_add(struct wsl_api_stats *a, const char *symbol)
+{
+    for (size_t i = 0; i < a->variant_count; i++)
+        if (strcmp(a->variants[i].symbol, symbol) == 0)
+            return (uint32_t)i;
+    a->variants = xrealloc(a->variants, (a->variant_count + 1) * sizeof *a->variants);
+    a->variants[a->variant_count].symbol = xstrdup(symbol);
+    a->variants[a->variant_count].calls = 0;
+    return (uint32_t)a->variant_count++;
+}
+
+/* ---- one trace ------------------------------------------------------------------------ */
+
+struct trace_api {              /* one api id of the trace being read */
+    uint32_t api;               /* index into run->apis */
+    uint32_t variant;           /* index into that API's variants */
+    uint64_t errors;
+    struct wsl_hist ticks;      /* durations in this trace's ticks */
+};
+
+struct trace_state {
+    struct trace_api *by_id[WSL_MAX_API_IDS];
+    bool have_events;
+    uint64_t max_event_end;     /* ticks */
+    bool have_end;
+    uint64_t end_ticks;
+    uint64_t max_clock_ns;      /* latest CLOCK sample, monotonic ns */
+    uint64_t dropped_in_chunks, dropped_at_end;
+};
+
+static char **copy_argv(const char *const *argv, uint32_t argc)
+{
+    char **v = xcalloc(argc + 1, sizeof *v);
+    for (uint32_t i = 0; i < argc; i++)
+        v[i] = xstrdup(argv[i]);
+    return v;
+}
+
+static void take_process(struct wsl_process *p, const struct wsl_item *it)
+{
+    const struct wsl_process_info *pi = &it->process.info;
+    p->pid = pi->pid;
+    p->ppid = pi->ppid;
+    p->flags = pi->flags;
+    p->clock_kind = pi->clock_kind;
+    p->start_ns = pi->start_mono_ns;
+    p->host = xstrdup(it->process.host);
+    p->exe = xstrdup(it->process.exe);
+    p->kernel_release = xstrdup(it->process.kernel_release);
+    p->argc = it->process.argc;
+    p->argv = copy_argv(it->process.argv, it->process.argc);
+}
+
+static void take_driver(struct wsl_process *p, const struct wsl_item *it)
+{
+    for (uint32_t i = 0; i < p->gpu_count; i++)
+        free(p->gpus[i].name);
+    free(p->gpus);
+    free(p->libcuda_path);
+    const struct wsl_driver_info *di = &it->driver.info;
+    p->have_driver = true;
+    p->driver_version = di->driver_version;
+    p->init_result = di->init_result;
+    p->libcuda_path = xstrdup(di->libcuda_path);
+    p->gpu_count = di->devices;
+    p->gpus = xcalloc(di->devices, sizeof *p->gpus);
+    for (uint32_t i = 0; i < di->devices; i++) {
+        const struct wsl_gpu_info *g = &it->driver.gpus[i];
+        p->gpus[i].name = xstrdup(g->name);
+        p->gpus[i].total_mem = g->total_mem;
+        p->gpus[i].cc_major = g->cc_major;
+        p->gpus[i].cc_minor = g->cc_minor;
+    }
+}
+
+static void take_api_table(struct wsl_run *run, struct trace_state *t, const struct wsl_item *it)
+{
+    for (uint32_t i = 0; i < it->api_table.count; i++) {
+        const struct wsl_api_entry *e = &it->api_table.entries[i];
+        struct trace_api *ta = xcalloc(1, sizeof *ta);
+        ta->api = api_find_or_add(run, e->base, e->category);
+        ta->variant = variant_find_or_add(&run->apis[ta->api], e->symbol);
+        t->by_id[e->id] = ta;   /* the reader refuses an id defined twice */
+    }
+}
+
+/* The hot loop: every event of the trace passes here. */
+static void take_events(struct trace_state *t, const struct wsl_event *ev, uint32_t n)
+{
+    uint64_t max_end = t->max_event_end;
+    for (uint32_t i = 0; i < n; i++) {
+        struct trace_api *ta = t->by_id[ev[i].api]; /* the reader checked the id is in the table */
+        wsl_hist_add(&ta->ticks, ev[i].t_end - ev[i].t_start);
+        ta->errors += ev[i].result != 0;
+        if (ev[i].t_end > max_end)
+            max_end = ev[i].t_end;
+    }
+    t->max_event_end = max_end;
+    t->have_events |= n > 0;
+}
+
+static void free_process(struct wsl_process *p)
+{
+    free(p->trace_path);
+    free(p->host);
+    free(p->exe);
+    free(p->kernel_release);
+    for (uint32_t i = 0; p->argv && i < p->argc; i++)
+        free(p->argv[i]);
+    free(p->argv);
+    free(p->libcuda_path);
+    for (uint32_t i = 0; i < p->gpu_count; i++)
+        free(p->gpus[i].name);
+    free(p->gpus);
+}
+
+static void free_trace_state(struct trace_state *t)
+{
+    for (unsigned i = 0; i < WSL_MAX_API_IDS; i++)
+        if (t->by_id[i]) {
+            wsl_hist_free(&t->by_id[i]->ticks);
+            free(t->by_id[i]);
+        }
+}
+
+/* Folds the trace's tick statistics into the run, converted with the final clock fit. */
+static void merge_trace(struct wsl_run *run, struct trace_state *t, struct wsl_process *p,
+                        const struct wsl_clock_map *clock)
+{
+    for (unsigned id = 0; id < WSL_MAX_API_IDS; id++) {
+        struct trace_api *ta = t->by_id[id];
+        if (!ta || ta->ticks.count == 0)
+            continue;
+        struct wsl_api_stats *a = &run->apis[ta->api];
+        wsl_hist_merge_scaled(&a->ns, &ta->ticks, clock->ns_per_tick);
+        a->errors += ta->errors;
+        a->variants[ta->variant].calls += ta->ticks.count;
+        p->events += ta->ticks.count;
+    }
+    uint64_t end = p->start_ns;
+    if (t->have_events && wsl_clock_to_ns(clock, t->max_event_end) > end)
+        end = wsl_clock_to_ns(clock, t->max_event_end);
+    if (t->have_end && wsl_clock_to_ns(clock, t->end_ticks) > end)
+        end = wsl_clock_to_ns(clock, t->end_ticks);
+    if (t->max_clock_ns > end)
+        end = t->max_clock_ns;
+    p->end_ns = end;
+    p->dropped = t->dropped_in_chunks > t->dropped_at_end ? t->dropped_in_chunks : t->dropped_at_end;
+    p->clock_rate_known = clock->rate_known;
+}
+
+int wsl_run_add_trace(struct wsl_run *run, const char *path, char *err, size_t errlen)
+{
+    struct wsl_reader *r = wsl_reader_open(path, err, errlen);
+    if (!r)
+        return -1;
+    struct trace_state *t = xcalloc(1, sizeof *t);
+    struct wsl_process p;
+    memset(&p, 0, sizeof p);
+    bool have_process = false;
+    struct wsl_item it;
+    enum wsl_read_result res;
+    while ((res = wsl_reader_next(r, &it)) == WSL_READ_ITEM) {
+        switch (it.type) {
+        case WSL_CHUNK_PROCESS:
+            take_process(&p, &it);
+            have_process = true;
+            break;
+        case WSL_CHUNK_API_TABLE:
+            take_api_table(run, t, &it);
+            break;
+        case WSL_CHUNK_CLOCK:
+            if (it.clock.mono_ns > t->max_clock_ns)
+                t->max_clock_ns = it.clock.mono_ns;
+            break;
+        case WSL_CHUNK_EVENTS:
+            take_events(t, it.events.events, it.events.count);
+            t->dropped_in_chunks += it.events.dropped;
+            break;
+        case WSL_CHUNK_DRIVER:
+            take_driver(&p, &it);
+            break;
+        case WSL_CHUNK_END:
+            t->have_end = true;
+            t->end_ticks = it.end.end_ticks;
+            t->dropped_at_end = it.end.events_dropped;
+            p.threads = it.end.threads;
+            break;
+        case WSL_CHUNK_STRING:
+            break;
+        }
+    }
+
+    int rc = 0;
+    if (res == WSL_READ_ERROR) {
+        snprintf(err, errlen, "%s", wsl_reader_message(r));
+        rc = -1;
+    } else if (!have_process) {
+        add_warning(run, xasprintf("%s: %s before its process info; nothing to report from it", path,
+                                   wsl_reader_message(r)));
+    } else {
+        p.trace_path = xstrdup(path);
+        p.truncated = res == WSL_READ_TRUNCATED;
+        merge_trace(run, t, &p, wsl_reader_clock(r));
+        if (p.truncated)
+            add_warning(run, xasprintf("%s: %s", path, wsl_reader_message(r)));
+        if (p.dropped)
+            add_warning(run, xasprintf("%s: %llu events dropped (the shim's buffers were full)", path,
+                                       (unsigned long long)p.dropped));
+        if (!p.clock_rate_known)
+            add_warning(run, xasprintf("%s: too few clock samples to measure the tick rate; "
+                                       "times assume 1 tick = 1 ns", path));
+        run->procs = xrealloc(run->procs, (run->proc_count + 1) * sizeof *run->procs);
+        run->procs[run->proc_count++] = p;
+    }
+    if (rc != 0 || !have_process)
+        free_process(&p);
+    free_trace_state(t);
+    free(t);
+    wsl_reader_close(r);
+    return rc;
+}
+
+/* ---- the run ----------------------------------------------------------------------------- */
+
+static int by_start(const void *a, const void *b)
+{
+    const struct wsl_process *x = a, *y = b;
+    if (x->start_ns != y->start_ns)
+        return x->start_ns < y->start_ns ? -1 : 1;
+    return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+static int by_total_time(const void *a, const void *b)
+{
+    const struct wsl_api_stats *x = a, *y = b;
+    if (x->ns.sum != y->ns.sum)
+        return x->ns.sum > y->ns.sum ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+static int by_variant_calls(const void *a, const void *b)
+{
+    const struct wsl_variant *x = a, *y = b;
+    if (x->calls != y->calls)
+        return x->calls > y->calls ? -1 : 1;
+    return strcmp(x->symbol, y->symbol);
+}
+
+void wsl_run_finish(struct wsl_run *run)
+{
+    if (run->proc_count)
+        qsort(run->procs, run->proc_count, sizeof *run->procs, by_start);
+    /* The name index points into apis: it is not used after sorting. */
+    if (run->api_count)
+        qsort(run->apis, run->api_count, sizeof *run->apis, by_total_time);
+    free(run->api_index);
+    run->api_index = NULL;
+    run->api_index_size = 0;
+    for (size_t i = 0; i < run->api_count; i++)
+        if (run->apis[i].variant_count)
+            qsort(run->apis[i].variants, run->apis[i].variant_count, sizeof *run->apis[i].variants,
+                  by_variant_calls);
+    for (size_t i = 0; i < run->proc_count; i++) {
+        const struct wsl_process *p = &run->procs[i];
+        if (i == 0 || p->start_ns < run->start_ns)
+            run->start_ns = p->start_ns;
+        if (i == 0 || p->end_ns > run->end_ns)
+            run->end_ns = p->end_ns;
+    }
+    run->wall_ns = run->end_ns > run->start_ns ? run->end_ns - run->start_ns : 0;
+}
+
+void wsl_run_free(struct wsl_run *run)
+{
+    for (size_t i = 0; i < run->proc_count; i++)
+        free_process(&run->procs[i]);
+    free(run->procs);
+    for (size_t i = 0; i < run->api_count; i++) {
+        struct wsl_api_stats *a = &run->apis[i];
+        free(a->name);
+        wsl_hist_free(&a->ns);
+        for (size_t v = 0; v < a->variant_count; v++)
+            free(a->variants[v].symbol);
+        free(a->variants);
+    }
+    free(run->apis);
+    for (size_t i = 0; i < run->warning_count; i++)
+        free(run->warnings[i]);
+    free(run->warnings);
+    free(run->api_index);
+    memset(run, 0, sizeof *run);
+}

@@ -1,0 +1,91 @@
+/*
+ * The run model: every trace of one run read into per-process facts and
+ * per-API statistics merged on one clock (CLOCK_MONOTONIC ns). The report
+ * writers (text, JSON) only print what is here.
+ */
+#ifndef WSLSHIM_ANALYSIS_H
+#define WSLSHIM_ANALYSIS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "stats.h"
+
+struct wsl_variant {
+    char *symbol;               /* e.g. "cuLaunchKernel_ptsz" */
+    uint64_t calls;
+};
+
+struct wsl_api_stats {          /* one API base name, all traces */
+    char *name;                 /* e.g. "cuLaunchKernel" */
+    uint16_t category;          /* enum wsl_category of the first entry seen */
+    uint64_t errors;            /* calls with result != 0 */
+    struct wsl_hist ns;         /* host time per call, ns: count = calls, sum = total */
+    struct wsl_variant *variants;
+    size_t variant_count;
+};
+
+struct wsl_gpu {
+    char *name;
+    uint64_t total_mem;
+    int32_t cc_major, cc_minor;
+};
+
+struct wsl_process {
+    char *trace_path;
+    int32_t pid, ppid;
+    uint32_t flags;             /* WSL_PROC_* */
+    uint32_t clock_kind;
+    char *host, *exe, *kernel_release;
+    char **argv;
+    uint32_t argc;
+    bool have_driver;
+    int32_t driver_version, init_result;
+    char *libcuda_path;
+    struct wsl_gpu *gpus;
+    uint32_t gpu_count;
+    uint64_t events, dropped;
+    uint32_t threads;           /* from the END chunk; 0 when absent */
+    bool truncated;
+    bool clock_rate_known;
+    uint64_t start_ns, end_ns;  /* CLOCK_MONOTONIC */
+};
+
+struct wsl_run {
+    struct wsl_process *procs;  /* sorted by start time after wsl_run_finish */
+    size_t proc_count;
+    struct wsl_api_stats *apis; /* sorted by total time, largest first, after wsl_run_finish */
+    size_t api_count;
+    uint64_t start_ns, end_ns, wall_ns;
+    char **warnings;            /* "<trace>: <what>", in reading order */
+    size_t warning_count;
+    /* name -> index into apis, open addressing */
+    uint32_t *api_index;
+    size_t api_index_size;
+};
+
+/* Mean host time per call, rounded to the nearest ns. */
+static inline uint64_t wsl_api_mean_ns(const struct wsl_api_stats *a)
+{
+    if (!a->ns.count)
+        return 0;
+    uint64_t q = a->ns.sum / a->ns.count, r = a->ns.sum % a->ns.count;
+    return q + (r >= a->ns.count - r);
+}
+
+void wsl_run_init(struct wsl_run *run);
+
+/* Reads one trace into the run. Returns 0, or -1 with the reason in err
+ * (the trace is then left out, but API names it defined may remain). A trace
+ * cut short is kept with a warning. */
+int wsl_run_add_trace(struct wsl_run *run, const char *path, char *err, size_t errlen);
+
+/* Sorts and computes the run-wide figures; call once after the last trace. */
+void wsl_run_finish(struct wsl_run *run);
+
+void wsl_run_free(struct wsl_run *run);
+
+const char *wsl_category_name(unsigned category);
+
+#endif /* WSLSHIM_ANALYSIS_H */

@@ -1,0 +1,209 @@
+/*
+ * wslshim-report: reads the traces of one run and prints a report.
+ * Exit status: 0 on success (whatever the traces show), 2 for a usage error
+ * or unreadable/invalid input, always with exactly one line on stderr.
+ * Warnings (a trace cut short, dropped events) go to stderr only when the
+ * report succeeds, so a failing run says one thing.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "analysis.h"
+#include "report_output.h"
+#include "trace_reader.h"
+#include "util.h"
+
+#define PROG "wslshim-report"
+#define TRACE_SUFFIX ".trace.zst"
+
+static const char usage[] =
+    "usage: " PROG " [--json] [-o FILE] TRACE...\n"
+    "\n"
+    "Reads wslshim traces (the processes of one run, merged on one clock) and\n"
+    "reports host time spent in each CUDA driver API.\n"
+    "\n"
+    "  TRACE           a .trace.zst file, or a directory: every *" TRACE_SUFFIX " in it\n"
+    "  --json          the JSON report instead of text\n"
+    "  -o, --output FILE  write the report to FILE instead of stdout\n"
+    "  -h, --help      this help\n"
+    "\n"
+    "Exit status: 0 success, 2 usage error or unreadable/invalid input.\n";
+
+__attribute__((noreturn, format(printf, 1, 2)))
+static void fail(const char *fmt, ...)
+{
+    va_list ap;
+    fputs(PROG ": ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    exit(2);
+}
+
+struct trace_list {
+    char **paths;
+    dev_t *devs;
+    ino_t *inos;
+    size_t count;
+};
+
+static void trace_list_add(struct trace_list *l, const char *path, const struct stat *st)
+{
+    for (size_t i = 0; i < l->count; i++)
+        if (l->devs[i] == st->st_dev && l->inos[i] == st->st_ino)
+            return; /* the same file named twice (e.g. a file and its directory) */
+    l->paths = xrealloc(l->paths, (l->count + 1) * sizeof *l->paths);
+    l->devs = xrealloc(l->devs, (l->count + 1) * sizeof *l->devs);
+    l->inos = xrealloc(l->inos, (l->count + 1) * sizeof *l->inos);
+    l->paths[l->count] = xstrdup(path);
+    l->devs[l->count] = st->st_dev;
+    l->inos[l->count] = st->st_ino;
+    l->count++;
+}
+
+static bool has_trace_suffix(const char *name)
+{
+    size_t n = strlen(name), s = strlen(TRACE_SUFFIX);
+    return n > s && strcmp(name + n - s, TRACE_SUFFIX) == 0;
+}
+
+static int compare_strings(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Adds every *.trace.zst in dir, in name order. */
+static void add_directory(struct trace_list *l, const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        fail("%s: cannot read directory: %s", dir, strerror(errno));
+    char **names = NULL;
+    size_t count = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (has_trace_suffix(e->d_name)) {
+            names = xrealloc(names, (count + 1) * sizeof *names);
+            names[count++] = xstrdup(e->d_name);
+        }
+    closedir(d);
+    if (count)
+        qsort(names, count, sizeof *names, compare_strings);
+    size_t added = 0;
+    for (size_t i = 0; i < count; i++) {
+        size_t n = strlen(dir);
+        char *path = xasprintf("%s%s%s", dir, n && dir[n - 1] == '/' ? "" : "/", names[i]);
+        struct stat st;
+        if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
+            trace_list_add(l, path, &st);
+            added++;
+        }
+        free(path);
+        free(names[i]);
+    }
+    free(names);
+    if (added == 0)
+        fail("%s: no *" TRACE_SUFFIX " traces in this directory", dir);
+}
+
+static void add_argument(struct trace_list *l, const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        fail("%s: cannot open: %s", path, strerror(errno));
+    if (S_ISDIR(st.st_mode))
+        add_directory(l, path);
+    else
+        trace_list_add(l, path, &st);
+}
+
+int main(int argc, char **argv)
+{
+    bool json = false, options_done = false;
+    const char *output = NULL;
+    struct trace_list traces = {0};
+    /* Trace arguments are gathered at the front of argv (there is always room). */
+    char **args = argv + 1;
+    size_t nargs = 0;
+
+    for (int i = 1; i < argc; i++) {
+        char *a = argv[i];
+        if (options_done || a[0] != '-' || a[1] == 0) {
+            args[nargs++] = a;
+        } else if (strcmp(a, "--") == 0) {
+            options_done = true;
+        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            fputs(usage, stdout);
+            return 0;
+        } else if (strcmp(a, "--json") == 0) {
+            json = true;
+        } else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
+            if (i + 1 >= argc)
+                fail("option '%s' needs a file name (see --help)", a);
+            output = argv[++i];
+        } else if (strncmp(a, "--output=", 9) == 0) {
+            output = a + 9;
+        } else if (strncmp(a, "-o", 2) == 0) {
+            output = a + 2;
+        } else if (strcmp(a, "--compare") == 0 || strcmp(a, "--project") == 0 || strcmp(a, "--chrome") == 0 ||
+                   strcmp(a, "--html") == 0) {
+            fail("option '%s' is not implemented yet (see --help)", a);
+        } else {
+            fail("unknown option '%s' (see --help)", a);
+        }
+    }
+    if (nargs == 0)
+        fail("no trace given (see --help)");
+    if (output && !*output)
+        fail("option '-o' needs a file name (see --help)");
+    for (size_t i = 0; i < nargs; i++)
+        add_argument(&traces, args[i]);
+
+    struct wsl_run run;
+    wsl_run_init(&run);
+    for (size_t i = 0; i < traces.count; i++) {
+        char err[WSL_READER_ERRLEN];
+        if (wsl_run_add_trace(&run, traces.paths[i], err, sizeof err) != 0)
+            fail("%s: %s", traces.paths[i], err);
+    }
+    wsl_run_finish(&run);
+
+    /* Written whole to a temporary stream first: a failed write leaves no half report. */
+    char *text = NULL;
+    size_t text_size = 0;
+    FILE *mem = open_memstream(&text, &text_size);
+    if (!mem)
+        fail("out of memory");
+    if (json)
+        report_write_json(&run, mem);
+    else
+        report_write_text(&run, mem);
+    if (fclose(mem) != 0)
+        fail("out of memory");
+
+    FILE *out = stdout;
+    if (output && !(out = fopen(output, "w")))
+        fail("%s: cannot write: %s", output, strerror(errno));
+    for (size_t i = 0; i < run.warning_count; i++)
+        fprintf(stderr, PROG ": warning: %s\n", run.warnings[i]);
+    fwrite(text, 1, text_size, out);
+    if (fflush(out) != 0 || ferror(out) || (out != stdout && fclose(out) != 0))
+        fail("%s: write error: %s", output ? output : "stdout", strerror(errno));
+
+    free(text);
+    wsl_run_free(&run);
+    for (size_t i = 0; i < traces.count; i++)
+        free(traces.paths[i]);
+    free(traces.paths);
+    free(traces.devs);
+    free(traces.inos);
+    return 0;
+}

@@ -1,0 +1,793 @@
+/*
+ * Streaming trace reader. Layers, bottom up:
+ *   source      bytes of the compressed file (an fd, or memory)
+ *   stream      zstd-decompressed bytes, through one fixed output buffer
+ *   chunks      header + payload, the payload read whole into one buffer
+ *   items       parsed payloads; EVENTS decoded in batches
+ * Every length read from the file is checked before it is used, so hostile
+ * input ends in WSL_READ_ERROR or WSL_READ_TRUNCATED, never worse.
+ */
+#include "trace_reader.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#define INPUT_BUFFER_SIZE (128u << 10)
+#define OUTPUT_BUFFER_SIZE (256u << 10)
+#define PAYLOAD_INITIAL_SIZE (64u << 10)
+#define API_NAME_MAX 255u       /* longer symbol names mean corruption */
+#define HEADER_SIZE_MAX 4096u   /* a file header this big means corruption */
+#define ZSTD_WINDOW_LOG_MAX 27  /* 128 MiB: the most a frame may make us allocate */
+#define EVENT_MIN_ENCODED 4u    /* api, mask, dt, duration: one byte each at least */
+
+enum api_slot_state {
+    API_ABSENT = 0,     /* not in the table: an event using it is corrupt */
+    API_PRESENT = 1,    /* in the table, untouched in the current EVENTS chunk */
+    API_TOUCHED = 2,    /* in the table, codec slot used in the current chunk */
+};
+
+struct wsl_reader {
+    /* source */
+    int fd;                     /* -1 for a memory source */
+    ZSTD_inBuffer in;
+    uint8_t *inbuf;
+    bool eof;
+
+    /* stream */
+    ZSTD_DCtx *dctx;
+    uint8_t *outbuf;
+    size_t out_pos, out_end;
+    bool frame_open;            /* the last zstd call left a frame unfinished */
+    bool zstd_pending;          /* the last zstd call filled the output: it may hold more */
+    uint64_t bytes_in, bytes_out, offset; /* offset: decompressed bytes consumed by the parser */
+
+    /* result */
+    enum wsl_read_result done;  /* WSL_READ_ITEM while reading */
+    char message[WSL_READER_ERRLEN];
+
+    /* chunks */
+    bool seen_process, seen_end;
+    uint8_t *payload;
+    size_t payload_cap;
+    uint64_t chunk_offset;      /* where the current chunk's header starts */
+
+    /* EVENTS chunk being handed out in batches */
+    bool in_events;
+    uint32_t ev_tid, ev_count, ev_done;
+    uint64_t ev_dropped;
+    const uint8_t *ev_p, *ev_end;
+    struct wsl_event *batch;
+    struct wsl_codec_state *codec;
+    uint16_t touched[WSL_MAX_API_IDS]; /* codec slots used in this chunk: reset only those */
+    uint32_t touched_count;
+
+    /* API table */
+    uint8_t api_state[WSL_MAX_API_IDS];
+    struct wsl_api_entry api[WSL_MAX_API_IDS];
+    char **name_arenas;
+    size_t name_arena_count;
+    struct wsl_api_entry *table_items;  /* the entries of the last API_TABLE chunk */
+
+    /* PROCESS argv */
+    const char **argv;
+    size_t argv_cap;
+
+    /* clock */
+    struct wsl_clock_map clock;
+    bool have_start_pair, have_first_sample, have_latest_sample;
+    struct wsl_clock_sample start_pair, first_sample, latest_sample;
+};
+
+static const char *chunk_type_name(uint32_t type)
+{
+    switch (type) {
+    case WSL_CHUNK_PROCESS: return "PROCESS";
+    case WSL_CHUNK_API_TABLE: return "API_TABLE";
+    case WSL_CHUNK_CLOCK: return "CLOCK";
+    case WSL_CHUNK_EVENTS: return "EVENTS";
+    case WSL_CHUNK_DRIVER: return "DRIVER";
+    case WSL_CHUNK_END: return "END";
+    case WSL_CHUNK_STRING: return "STRING";
+    default: return "unknown";
+    }
+}
+
+__attribute__((format(printf, 3, 4)))
+static enum wsl_read_result finish(struct wsl_reader *r, enum wsl_read_result res, const char *fmt, ...)
+{
+    if (r->done != WSL_READ_ITEM)
+        return r->done; /* keep the first reason */
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->message, sizeof r->message, fmt, ap);
+    va_end(ap);
+    r->done = res;
+    r->in_events = false;
+    return res;
+}
+
+#define corrupt(r, ...) finish((r), WSL_READ_ERROR, __VA_ARGS__)
+
+/* ---- source and stream ------------------------------------------------------- */
+
+/* Reads more compressed input; false at end of input or on an I/O error. */
+static bool source_more(struct wsl_reader *r)
+{
+    if (r->eof)
+        return false;
+    if (r->fd < 0) {
+        r->eof = true;
+        return false;
+    }
+    ssize_t got;
+    do
+        got = read(r->fd, r->inbuf, INPUT_BUFFER_SIZE);
+    while (got < 0 && errno == EINTR);
+    if (got < 0) {
+        finish(r, WSL_READ_ERROR, "read error: %s", strerror(errno));
+        r->eof = true;
+        return false;
+    }
+    if (got == 0) {
+        r->eof = true;
+        return false;
+    }
+    r->in.src = r->inbuf;
+    r->in.size = (size_t)got;
+    r->in.pos = 0;
+    r->bytes_in += (uint64_t)got;
+    return true;
+}
+
+/* Refills the output buffer; false at end of input or on an error (r->done says which). */
+static bool stream_fill(struct wsl_reader *r)
+{
+    for (;;) {
+        if (r->done == WSL_READ_ERROR)
+            return false;
+        if (r->in.pos == r->in.size && !r->zstd_pending && !source_more(r))
+            return false;
+        ZSTD_outBuffer out = {r->outbuf, OUTPUT_BUFFER_SIZE, 0};
+        size_t ret = ZSTD_decompressStream(r->dctx, &out, &r->in);
+        if (ZSTD_isError(ret)) {
+            finish(r, WSL_READ_ERROR, "corrupt zstd data (%s)", ZSTD_getErrorName(ret));
+            return false;
+        }
+        r->frame_open = ret != 0;
+        r->zstd_pending = out.pos == out.size;
+        if (out.pos) {
+            r->out_pos = 0;
+            r->out_end = out.pos;
+            r->bytes_out += out.pos;
+            return true;
+        }
+    }
+}
+
+/* Copies up to n decompressed bytes to dst (discards them when dst is NULL);
+ * returns how many: fewer than n at the end of input or on an error. */
+static size_t stream_read(struct wsl_reader *r, void *dst, size_t n)
+{
+    size_t got = 0;
+    while (got < n) {
+        if (r->out_pos == r->out_end && !stream_fill(r))
+            break;
+        size_t k = r->out_end - r->out_pos;
+        if (k > n - got)
+            k = n - got;
+        if (dst)
+            memcpy((uint8_t *)dst + got, r->outbuf + r->out_pos, k);
+        r->out_pos += k;
+        got += k;
+    }
+    r->offset += got;
+    return got;
+}
+
+/* Reads a payload of `size` bytes into r->payload, growing the buffer only as
+ * bytes arrive (a cut-short file claiming 64 MiB costs nothing). */
+static size_t read_payload(struct wsl_reader *r, size_t size)
+{
+    size_t have = 0;
+    while (have < size) {
+        if (r->out_pos == r->out_end && !stream_fill(r))
+            break;
+        size_t k = r->out_end - r->out_pos;
+        if (k > size - have)
+            k = size - have;
+        if (have + k > r->payload_cap) {
+            size_t cap = r->payload_cap * 2;
+            if (cap < have + k)
+                cap = have + k;
+            if (cap > size)
+                cap = size;
+            uint8_t *p = realloc(r->payload, cap);
+            if (!p) {
+                finish(r, WSL_READ_ERROR, "out of memory for a %zu-byte chunk", size);
+                break;
+            }
+            r->payload = p;
+            r->payload_cap = cap;
+        }
+        memcpy(r->payload + have, r->outbuf + r->out_pos, k);
+        r->out_pos += k;
+        have += k;
+    }
+    r->offset += have;
+    return have;
+}
+
+/* The stream ended (or failed) where a chunk should start or continue. */
+static enum wsl_read_result stream_ended(struct wsl_reader *r, bool mid_chunk)
+{
+    if (r->done != WSL_READ_ITEM)
+        return r->done;
+    if (mid_chunk)
+        return finish(r, WSL_READ_TRUNCATED,
+                      "trace cut short (inside a chunk at byte %llu), read up to its last complete block",
+                      (unsigned long long)r->chunk_offset);
+    if (r->frame_open)
+        return finish(r, WSL_READ_TRUNCATED,
+                      "trace cut short (inside a zstd frame), read up to its last complete block");
+    if (!r->seen_end)
+        return finish(r, WSL_READ_TRUNCATED,
+                      "trace cut short (no END chunk), read up to its last complete block");
+    r->done = WSL_READ_END;
+    return WSL_READ_END;
+}
+
+/* ---- clock ---------------------------------------------------------------------- */
+
+uint64_t wsl_clock_duration_ns(const struct wsl_clock_map *m, uint64_t ticks)
+{
+    if (m->ns_per_tick == 1.0)
+        return ticks;
+    double ns = (double)ticks * m->ns_per_tick;
+    if (!(ns < 18446744073709551615.0))
+        return UINT64_MAX;
+    return (uint64_t)llround(ns);
+}
+
+uint64_t wsl_clock_to_ns(const struct wsl_clock_map *m, uint64_t ticks)
+{
+    if (m->ns_per_tick == 1.0)
+        return m->ns0 + (ticks - m->ticks0);
+    double delta = ticks >= m->ticks0 ? (double)(ticks - m->ticks0) : -(double)(m->ticks0 - ticks);
+    double ns = (double)m->ns0 + delta * m->ns_per_tick;
+    if (!(ns > 0))
+        return 0;
+    if (!(ns < 18446744073709551615.0))
+        return UINT64_MAX;
+    return (uint64_t)llround(ns);
+}
+
+/* TSC: a line through the first CLOCK sample and the latest one; with a single
+ * sample, through the process start pair and that sample. */
+static void clock_refit(struct wsl_reader *r)
+{
+    struct wsl_clock_map *m = &r->clock;
+    if (m->kind != WSL_CLOCK_TSC)
+        return;
+    const struct wsl_clock_sample *a = NULL, *b = NULL;
+    if (r->have_first_sample && r->have_latest_sample) {
+        a = &r->first_sample;
+        b = &r->latest_sample;
+    } else if (r->have_first_sample && r->have_start_pair) {
+        a = &r->start_pair;
+        b = &r->first_sample;
+    }
+    if (a && b && b->ticks > a->ticks && b->mono_ns > a->mono_ns) {
+        double rate = (double)(b->mono_ns - a->mono_ns) / (double)(b->ticks - a->ticks);
+        if (isfinite(rate) && rate > 0) {
+            m->ticks0 = a->ticks;
+            m->ns0 = a->mono_ns;
+            m->ns_per_tick = rate;
+            m->rate_known = true;
+            return;
+        }
+    }
+    const struct wsl_clock_sample *anchor = r->have_first_sample ? &r->first_sample : &r->start_pair;
+    m->ticks0 = anchor->ticks;
+    m->ns0 = anchor->mono_ns;
+    m->ns_per_tick = 1.0;
+    m->rate_known = false;
+}
+
+static void clock_add_sample(struct wsl_reader *r, const struct wsl_clock_sample *s)
+{
+    if (!r->have_first_sample) {
+        r->first_sample = *s;
+        r->have_first_sample = true;
+    } else {
+        /* A sample not after the latest one (a corrupt or reordered chunk) is ignored. */
+        const struct wsl_clock_sample *last = r->have_latest_sample ? &r->latest_sample : &r->first_sample;
+        if (s->ticks > last->ticks && s->mono_ns > last->mono_ns) {
+            r->latest_sample = *s;
+            r->have_latest_sample = true;
+        }
+    }
+    clock_refit(r);
+}
+
+/* ---- payload parsers ---------------------------------------------------------------- */
+
+/* The NUL-terminated string at *p within end, advancing *p past it; NULL if unterminated. */
+static const char *take_string(const uint8_t **p, const uint8_t *end)
+{
+    const uint8_t *nul = memchr(*p, 0, (size_t)(end - *p));
+    if (!nul)
+        return NULL;
+    const char *s = (const char *)*p;
+    *p = nul + 1;
+    return s;
+}
+
+static enum wsl_read_result parse_process(struct wsl_reader *r, uint32_t size, struct wsl_item *item)
+{
+    const unsigned long long at = (unsigned long long)r->chunk_offset;
+    if (r->seen_process)
+        return corrupt(r, "corrupt chunk at byte %llu: a second PROCESS chunk", at);
+    if (size < sizeof(struct wsl_process_info))
+        return corrupt(r, "corrupt chunk at byte %llu: PROCESS payload of %u bytes is too small", at, size);
+    struct wsl_process_info *pi = &item->process.info;
+    memcpy(pi, r->payload, sizeof *pi);
+    if (pi->strings_size > size - sizeof *pi)
+        return corrupt(r, "corrupt chunk at byte %llu: PROCESS strings run past the chunk", at);
+    if (pi->clock_kind != WSL_CLOCK_MONOTONIC_NS && pi->clock_kind != WSL_CLOCK_TSC)
+        return corrupt(r, "corrupt chunk at byte %llu: unknown clock kind %u", at, pi->clock_kind);
+
+    const uint8_t *p = r->payload + sizeof *pi, *end = p + pi->strings_size;
+    const char *host = take_string(&p, end), *exe = host ? take_string(&p, end) : NULL,
+               *rel = exe ? take_string(&p, end) : NULL;
+    if (!rel)
+        return corrupt(r, "corrupt chunk at byte %llu: PROCESS strings not NUL-terminated", at);
+    if (p < end && end[-1] != 0)
+        return corrupt(r, "corrupt chunk at byte %llu: PROCESS command line not NUL-terminated", at);
+    size_t argc = 0;
+    for (const uint8_t *q = p; q < end; q++)
+        argc += *q == 0;
+    if (argc + 1 > r->argv_cap) {
+        const char **v = realloc(r->argv, (argc + 1) * sizeof *v);
+        if (!v)
+            return corrupt(r, "out of memory");
+        r->argv = v;
+        r->argv_cap = argc + 1;
+    }
+    for (size_t i = 0; i < argc; i++)
+        r->argv[i] = take_string(&p, end);
+    r->argv[argc] = NULL;
+
+    item->process.host = host;
+    item->process.exe = exe;
+    item->process.kernel_release = rel;
+    item->process.argc = (uint32_t)argc;
+    item->process.argv = r->argv;
+    r->seen_process = true;
+
+    r->clock.kind = pi->clock_kind;
+    r->clock.ticks0 = 0;
+    r->clock.ns0 = 0;
+    r->clock.ns_per_tick = 1.0;
+    r->clock.rate_known = true;
+    if (pi->clock_kind == WSL_CLOCK_TSC) {
+        r->start_pair = (struct wsl_clock_sample){pi->start_ticks, pi->start_mono_ns, pi->start_real_ns};
+        r->have_start_pair = true;
+        clock_refit(r);
+    }
+    return WSL_READ_ITEM;
+}
+
+static enum wsl_read_result parse_api_table(struct wsl_reader *r, uint32_t size, struct wsl_item *item)
+{
+    const unsigned long long at = (unsigned long long)r->chunk_offset;
+    uint32_t count;
+    if (size < 4)
+        return corrupt(r, "corrupt chunk at byte %llu: API_TABLE payload too small", at);
+    memcpy(&count, r->payload, 4);
+    if (count > WSL_MAX_API_IDS)
+        return corrupt(r, "corrupt chunk at byte %llu: API table of %u entries (at most %u)", at, count,
+                       WSL_MAX_API_IDS);
+    /* The names must outlive the payload buffer: copy the part the entries use. */
+    const uint8_t *p = r->payload + 4, *end = r->payload + size;
+    for (uint32_t i = 0; i < count; i++) {
+        if (end - p < 8)
+            return corrupt(r, "corrupt chunk at byte %llu: API table cut short at entry %u", at, i);
+        p += 8;
+        const char *sym = take_string(&p, end), *base = sym ? take_string(&p, end) : NULL;
+        if (!base)
+            return corrupt(r, "corrupt chunk at byte %llu: API table names not NUL-terminated", at);
+        if (strlen(sym) > API_NAME_MAX || strlen(base) > API_NAME_MAX || !*sym)
+            return corrupt(r, "corrupt chunk at byte %llu: bad API name in entry %u", at, i);
+    }
+    size_t used = (size_t)(p - r->payload);
+    char *arena = malloc(used ? used : 1);
+    char **arenas = realloc(r->name_arenas, (r->name_arena_count + 1) * sizeof *arenas);
+    struct wsl_api_entry *items = realloc(r->table_items, (count ? count : 1) * sizeof *items);
+    if (arenas)
+        r->name_arenas = arenas;
+    if (items)
+        r->table_items = items;
+    if (!arena || !arenas || !items) {
+        free(arena);
+        return corrupt(r, "out of memory");
+    }
+    memcpy(arena, r->payload, used);
+    r->name_arenas[r->name_arena_count++] = arena;
+
+    const uint8_t *q = (const uint8_t *)arena + 4;
+    for (uint32_t i = 0; i < count; i++) {
+        struct wsl_api_entry e;
+        memcpy(&e.id, q, 2);
+        memcpy(&e.category, q + 2, 2);
+        e.per_thread_stream = q[4];
+        q += 8;
+        e.symbol = (const char *)q;
+        q += strlen(e.symbol) + 1;
+        e.base = (const char *)q;
+        q += strlen(e.base) + 1;
+        if (!*e.base)
+            e.base = e.symbol;
+        if (e.id >= WSL_MAX_API_IDS)
+            return corrupt(r, "corrupt chunk at byte %llu: api id %u out of range", at, e.id);
+        if (r->api_state[e.id] != API_ABSENT)
+            return corrupt(r, "corrupt chunk at byte %llu: api id %u defined twice", at, e.id);
+        r->api_state[e.id] = API_PRESENT;
+        r->api[e.id] = e;
+        r->table_items[i] = e;
+    }
+    item->api_table.count = count;
+    item->api_table.entries = r->table_items;
+    return WSL_READ_ITEM;
+}
+
+static enum wsl_read_result parse_driver(struct wsl_reader *r, uint32_t size, struct wsl_item *item)
+{
+    const unsigned long long at = (unsigned long long)r->chunk_offset;
+    struct wsl_driver_info *di = &item->driver.info;
+    if (size < sizeof *di)
+        return corrupt(r, "corrupt chunk at byte %llu: DRIVER payload of %u bytes is too small", at, size);
+    memcpy(di, r->payload, sizeof *di);
+    di->libcuda_path[sizeof di->libcuda_path - 1] = 0;
+    if (di->devices > (size - sizeof *di) / sizeof(struct wsl_gpu_info))
+        return corrupt(r, "corrupt chunk at byte %llu: DRIVER lists %u GPUs, the chunk holds fewer", at,
+                       di->devices);
+    /* sizeof *di is a multiple of 16, so the GPU records are aligned in the buffer. */
+    struct wsl_gpu_info *gpus = (struct wsl_gpu_info *)(void *)(r->payload + sizeof *di);
+    for (uint32_t i = 0; i < di->devices; i++)
+        gpus[i].name[sizeof gpus[i].name - 1] = 0;
+    item->driver.gpus = gpus;
+    return WSL_READ_ITEM;
+}
+
+/* Decodes the next batch of the EVENTS chunk in progress. */
+static enum wsl_read_result next_event_batch(struct wsl_reader *r, struct wsl_item *item)
+{
+    const unsigned long long at = (unsigned long long)r->chunk_offset;
+    uint32_t n = r->ev_count - r->ev_done;
+    if (n > WSL_READER_BATCH)
+        n = WSL_READER_BATCH;
+    const uint8_t *p = r->ev_p, *end = r->ev_end;
+    struct wsl_codec_state *st = r->codec;
+    struct wsl_event *out = r->batch;
+    for (uint32_t i = 0; i < n; i++) {
+        const uint8_t *next = wsl_event_decode(st, p, end, WSL_MAX_API_IDS, &out[i]);
+        if (!next) {
+            if (p == end)
+                return corrupt(r, "corrupt chunk at byte %llu: event count mismatch (header says %u, "
+                                  "the encoded bytes hold %u)", at, r->ev_count, r->ev_done + i);
+            return corrupt(r, "corrupt chunk at byte %llu: bad event encoding (event %u)", at,
+                           r->ev_done + i);
+        }
+        p = next;
+        uint16_t api = out[i].api;
+        if (__builtin_expect(r->api_state[api] != API_TOUCHED, 0)) {
+            if (r->api_state[api] == API_ABSENT)
+                return corrupt(r, "corrupt chunk at byte %llu: api id %u not in the API table", at, api);
+            r->api_state[api] = API_TOUCHED;
+            r->touched[r->touched_count++] = api;
+        }
+    }
+    r->ev_p = p;
+    item->type = WSL_CHUNK_EVENTS;
+    item->events.tid = r->ev_tid;
+    item->events.chunk_start = r->ev_done == 0;
+    item->events.dropped = r->ev_done == 0 ? r->ev_dropped : 0;
+    item->events.count = n;
+    item->events.events = out;
+    r->ev_done += n;
+    if (r->ev_done == r->ev_count) {
+        r->in_events = false;
+        if (p != end)
+            return corrupt(r, "corrupt chunk at byte %llu: event count mismatch (%zu bytes left after %u events)",
+                           at, (size_t)(end - p), r->ev_count);
+    }
+    return WSL_READ_ITEM;
+}
+
+static enum wsl_read_result parse_events(struct wsl_reader *r, uint32_t size, struct wsl_item *item)
+{
+    const unsigned long long at = (unsigned long long)r->chunk_offset;
+    struct wsl_events_header eh;
+    if (size < sizeof eh)
+        return corrupt(r, "corrupt chunk at byte %llu: EVENTS payload of %u bytes is too small", at, size);
+    memcpy(&eh, r->payload, sizeof eh);
+    if (eh.encoded_size > size - sizeof eh)
+        return corrupt(r, "corrupt chunk at byte %llu: encoded events run past the chunk", at);
+    if (eh.count > eh.encoded_size / EVENT_MIN_ENCODED)
+        return corrupt(r, "corrupt chunk at byte %llu: event count mismatch (%u events cannot fit in %u bytes)",
+                       at, eh.count, eh.encoded_size);
+    /* Reset only the codec slots the previous chunk used: a full reset costs
+     * 64 KiB per chunk, which tiny hostile chunks would turn into a hang. */
+    for (uint32_t i = 0; i < r->touched_count; i++) {
+        uint16_t id = r->touched[i];
+        memset(&r->codec->prev[id], 0, sizeof r->codec->prev[id]);
+        r->api_state[id] = API_PRESENT;
+    }
+    r->touched_count = 0;
+    r->codec->prev_t = eh.base_ticks;
+
+    r->in_events = true;
+    r->ev_tid = eh.tid;
+    r->ev_count = eh.count;
+    r->ev_done = 0;
+    r->ev_dropped = eh.dropped;
+    r->ev_p = r->payload + sizeof eh;
+    r->ev_end = r->ev_p + eh.encoded_size;
+    return next_event_batch(r, item);
+}
+
+/* ---- public ---------------------------------------------------------------------------- */
+
+enum wsl_read_result wsl_reader_next(struct wsl_reader *r, struct wsl_item *item)
+{
+    if (r->done != WSL_READ_ITEM)
+        return r->done;
+    if (r->in_events)
+        return next_event_batch(r, item);
+    for (;;) {
+        struct wsl_chunk_header ch;
+        r->chunk_offset = r->offset;
+        size_t got = stream_read(r, &ch, sizeof ch);
+        if (got < sizeof ch)
+            return stream_ended(r, got > 0);
+        const unsigned long long at = (unsigned long long)r->chunk_offset;
+        if (ch.size > WSL_CHUNK_MAX_PAYLOAD)
+            return corrupt(r, "corrupt chunk at byte %llu: size %u exceeds the %u-byte limit", at, ch.size,
+                           WSL_CHUNK_MAX_PAYLOAD);
+        if (!r->seen_process && ch.type != WSL_CHUNK_PROCESS)
+            return corrupt(r, "corrupt chunk at byte %llu: the first chunk is %s (type %u), not PROCESS", at,
+                           chunk_type_name(ch.type), ch.type);
+        if (ch.type < WSL_CHUNK_PROCESS || ch.type > WSL_CHUNK_STRING) {
+            if (stream_read(r, NULL, ch.size) < ch.size)   /* a later minor version's chunk */
+                return stream_ended(r, true);
+            continue;
+        }
+        if (read_payload(r, ch.size) < ch.size)
+            return stream_ended(r, true);
+
+        memset(item, 0, sizeof *item);
+        item->type = (enum wsl_chunk_type)ch.type;
+        /* Fixed-size payloads may be longer in a later minor version: the rest is skipped. */
+        switch (ch.type) {
+        case WSL_CHUNK_PROCESS:
+            return parse_process(r, ch.size, item);
+        case WSL_CHUNK_API_TABLE:
+            return parse_api_table(r, ch.size, item);
+        case WSL_CHUNK_CLOCK:
+            if (ch.size < sizeof item->clock)
+                return corrupt(r, "corrupt chunk at byte %llu: CLOCK payload too small", at);
+            memcpy(&item->clock, r->payload, sizeof item->clock);
+            clock_add_sample(r, &item->clock);
+            return WSL_READ_ITEM;
+        case WSL_CHUNK_EVENTS:
+            return parse_events(r, ch.size, item);
+        case WSL_CHUNK_DRIVER:
+            return parse_driver(r, ch.size, item);
+        case WSL_CHUNK_END:
+            if (ch.size < sizeof item->end)
+                return corrupt(r, "corrupt chunk at byte %llu: END payload too small", at);
+            memcpy(&item->end, r->payload, sizeof item->end);
+            r->seen_end = true;
+            return WSL_READ_ITEM;
+        case WSL_CHUNK_STRING:
+            if (ch.size < 4)
+                return corrupt(r, "corrupt chunk at byte %llu: STRING payload too small", at);
+            memcpy(&item->string.id, r->payload, 4);
+            item->string.size = ch.size - 4;
+            item->string.bytes = (const char *)r->payload + 4;
+            return WSL_READ_ITEM;
+        }
+    }
+}
+
+static bool is_zstd_magic(const uint8_t *b, size_t n)
+{
+    static const uint8_t zstd_magic[4] = {0x28, 0xb5, 0x2f, 0xfd};
+    if (n < 4)
+        return memcmp(b, zstd_magic, n) == 0; /* a cut-short prefix of it */
+    uint32_t m = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+    return m == 0xfd2fb528u || (m & 0xfffffff0u) == 0x184d2a50u; /* a frame or a skippable frame */
+}
+
+/* Checks the start of the compressed input and the file header; false with r->message set. */
+static bool read_file_header(struct wsl_reader *r)
+{
+    if (r->in.size == 0) {
+        snprintf(r->message, sizeof r->message, "empty file (not a wslshim trace)");
+        return false;
+    }
+    const uint8_t *head = (const uint8_t *)r->in.src;
+    if (!is_zstd_magic(head, r->in.size)) {
+        if (r->in.size >= 8 && memcmp(head, WSL_TRACE_MAGIC, 8) == 0)
+            snprintf(r->message, sizeof r->message,
+                     "uncompressed wslshim data; traces are zstd-compressed (.trace.zst)");
+        else
+            snprintf(r->message, sizeof r->message, "not a zstd file (not a wslshim trace)");
+        return false;
+    }
+    struct wsl_file_header h;
+    size_t got = stream_read(r, &h, sizeof h);
+    if (r->done == WSL_READ_ERROR)
+        return false;
+    size_t cmp = got < sizeof h.magic ? got : sizeof h.magic;
+    if (memcmp(&h, WSL_TRACE_MAGIC, cmp) != 0 || (got == 0 && !r->frame_open)) {
+        snprintf(r->message, sizeof r->message, "not a wslshim trace (zstd data without a wslshim header)");
+        return false;
+    }
+    if (got < sizeof h) {
+        finish(r, WSL_READ_TRUNCATED, "trace cut short (inside its file header), read up to its last complete block");
+        return true;
+    }
+    if (h.byte_order == __builtin_bswap32(WSL_TRACE_BYTE_ORDER)) {
+        snprintf(r->message, sizeof r->message, "trace written in the other byte order (not readable on this host)");
+        return false;
+    }
+    if (h.byte_order != WSL_TRACE_BYTE_ORDER) {
+        snprintf(r->message, sizeof r->message, "corrupt file header (byte order mark 0x%08x)", h.byte_order);
+        return false;
+    }
+    if (h.version_major != WSL_READER_MAJOR) {
+        snprintf(r->message, sizeof r->message, "%s format major version %u (this reader reads %u)",
+                 h.version_major > WSL_READER_MAJOR ? "newer" : "unsupported", h.version_major,
+                 WSL_READER_MAJOR);
+        return false;
+    }
+    if (h.header_size < sizeof h || h.header_size > HEADER_SIZE_MAX || h.record_size != sizeof(struct wsl_event)) {
+        snprintf(r->message, sizeof r->message, "corrupt file header (header_size %u, record_size %u)",
+                 h.header_size, h.record_size);
+        return false;
+    }
+    size_t extra = h.header_size - sizeof h; /* a later minor version's header fields */
+    if (stream_read(r, NULL, extra) < extra)
+        stream_ended(r, true);
+    return true;
+}
+
+static struct wsl_reader *reader_new(void)
+{
+    struct wsl_reader *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->fd = -1;
+    r->done = WSL_READ_ITEM;
+    r->frame_open = true;
+    r->clock.ns_per_tick = 1.0;
+    r->clock.rate_known = true;
+    r->dctx = ZSTD_createDCtx();
+    r->outbuf = malloc(OUTPUT_BUFFER_SIZE);
+    r->payload = malloc(PAYLOAD_INITIAL_SIZE);
+    r->payload_cap = PAYLOAD_INITIAL_SIZE;
+    r->batch = malloc(WSL_READER_BATCH * sizeof *r->batch);
+    r->codec = calloc(1, sizeof *r->codec);
+    if (!r->dctx || !r->outbuf || !r->payload || !r->batch || !r->codec) {
+        wsl_reader_close(r);
+        return NULL;
+    }
+    ZSTD_DCtx_setParameter(r->dctx, ZSTD_d_windowLogMax, ZSTD_WINDOW_LOG_MAX);
+    return r;
+}
+
+static struct wsl_reader *open_common(struct wsl_reader *r, char *err, size_t errlen)
+{
+    if (!read_file_header(r)) {
+        snprintf(err, errlen, "%s", r->message);
+        wsl_reader_close(r);
+        return NULL;
+    }
+    return r;
+}
+
+struct wsl_reader *wsl_reader_open(const char *path, char *err, size_t errlen)
+{
+    struct wsl_reader *r = reader_new();
+    if (r)
+        r->inbuf = malloc(INPUT_BUFFER_SIZE);
+    if (!r || !r->inbuf) {
+        snprintf(err, errlen, "out of memory");
+        wsl_reader_close(r);
+        return NULL;
+    }
+    r->fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (r->fd < 0) {
+        snprintf(err, errlen, "cannot open: %s", strerror(errno));
+        wsl_reader_close(r);
+        return NULL;
+    }
+    posix_fadvise(r->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+    /* Gather the first bytes (a pipe may give fewer) to check the zstd magic. */
+    size_t have = 0;
+    while (have < 8) {
+        ssize_t got = read(r->fd, r->inbuf + have, INPUT_BUFFER_SIZE - have);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            snprintf(err, errlen, "read error: %s", strerror(errno));
+            wsl_reader_close(r);
+            return NULL;
+        }
+        if (got == 0)
+            break;
+        have += (size_t)got;
+    }
+    r->in.src = r->inbuf;
+    r->in.size = have;
+    r->in.pos = 0;
+    r->bytes_in = have;
+    return open_common(r, err, errlen);
+}
+
+struct wsl_reader *wsl_reader_open_mem(const void *data, size_t size, char *err, size_t errlen)
+{
+    struct wsl_reader *r = reader_new();
+    if (!r) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    r->in.src = size ? data : "";
+    r->in.size = size;
+    r->in.pos = 0;
+    r->bytes_in = size;
+    r->eof = true;
+    return open_common(r, err, errlen);
+}
+
+const char *wsl_reader_message(const struct wsl_reader *r)
+{
+    return r->done == WSL_READ_ITEM || r->done == WSL_READ_END ? "" : r->message;
+}
+
+const struct wsl_api_entry *wsl_reader_api(const struct wsl_reader *r, uint16_t id)
+{
+    return id < WSL_MAX_API_IDS && r->api_state[id] != API_ABSENT ? &r->api[id] : NULL;
+}
+
+const struct wsl_clock_map *wsl_reader_clock(const struct wsl_reader *r) { return &r->clock; }
+uint64_t wsl_reader_bytes_in(const struct wsl_reader *r) { return r->bytes_in; }
+uint64_t wsl_reader_bytes_out(const struct wsl_reader *r) { return r->bytes_out; }
+
+void wsl_reader_close(struct wsl_reader *r)
+{
+    if (!r)
+        return;
+    if (r->fd >= 0)
+        close(r->fd);
+    ZSTD_freeDCtx(r->dctx);
+    free(r->inbuf);
+    free(r->outbuf);
+    free(r->payload);
+    free(r->batch);
+    free(r->codec);
+    for (size_t i = 0; i < r->name_arena_count; i++)
+        free(r->name_arenas[i]);
+    free(r->name_arenas);
+    free(r->table_items);
+    free(r->argv);
+    free(r);
+}

@@ -1,0 +1,136 @@
+/*
+ * Streaming reader of wslshim traces: the only code that parses the format
+ * defined in include/wslshim/trace_format.h (docs/trace-format.md in prose).
+ *
+ * Usage:
+ *
+ *   char err[WSL_READER_ERRLEN];
+ *   struct wsl_reader *r = wsl_reader_open(path, err, sizeof err);
+ *   if (!r) { complain(err); }
+ *   struct wsl_item item;
+ *   enum wsl_read_result res;
+ *   while ((res = wsl_reader_next(r, &item)) == WSL_READ_ITEM)
+ *       use(&item);
+ *   // res: WSL_READ_END (clean), WSL_READ_TRUNCATED (a prefix was read),
+ *   // WSL_READ_ERROR; wsl_reader_message(r) says why for the last two.
+ *   wsl_reader_close(r);
+ *
+ * Memory stays bounded whatever the input: fixed-size zstd buffers, one chunk
+ * payload at a time (at most WSL_CHUNK_MAX_PAYLOAD, grown only as bytes
+ * actually arrive), events handed out in batches of at most
+ * WSL_READER_BATCH. A chunk is handed out only once all of its bytes were
+ * read; an EVENTS chunk found malformed part-way ends the read with an error
+ * after earlier batches of it were handed out (callers stop on the error).
+ *
+ * Times in events are raw ticks of the trace's event clock; struct
+ * wsl_clock_map turns them into CLOCK_MONOTONIC nanoseconds. Take the map
+ * after the whole trace was read: the fit improves with every CLOCK chunk.
+ */
+#ifndef WSLSHIM_TRACE_READER_H
+#define WSLSHIM_TRACE_READER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wslshim/trace_format.h"
+
+#define WSL_READER_ERRLEN 256
+#define WSL_READER_BATCH 4096  /* events per EVENTS item, at most */
+#define WSL_READER_MAJOR WSL_TRACE_VERSION_MAJOR /* the major version this reader reads */
+
+enum wsl_read_result {
+    WSL_READ_ITEM,      /* *item was filled */
+    WSL_READ_END,       /* clean end: END chunk seen, stream complete */
+    WSL_READ_TRUNCATED, /* stream cut short; everything before it was handed out */
+    WSL_READ_ERROR,     /* malformed or unreadable; wsl_reader_message says why */
+};
+
+struct wsl_api_entry {
+    uint16_t id;
+    uint16_t category;          /* enum wsl_category; unknown values possible */
+    uint8_t per_thread_stream;
+    const char *symbol;         /* e.g. "cuLaunchKernel_ptsz" */
+    const char *base;           /* e.g. "cuLaunchKernel"; the symbol if the table had none */
+};
+
+/* Maps event ticks to CLOCK_MONOTONIC ns: ns = ns0 + (ticks - ticks0) * ns_per_tick. */
+struct wsl_clock_map {
+    uint32_t kind;              /* enum wsl_clock_kind */
+    bool rate_known;            /* false: TSC with fewer than two usable samples (ns_per_tick is 1) */
+    uint64_t ticks0, ns0;
+    double ns_per_tick;
+};
+
+struct wsl_item {
+    enum wsl_chunk_type type;
+    union {
+        struct {
+            struct wsl_process_info info;
+            const char *host, *exe, *kernel_release;
+            uint32_t argc;
+            const char *const *argv;
+        } process;
+        struct {
+            uint32_t count;                     /* entries in this chunk */
+            const struct wsl_api_entry *entries;
+        } api_table;
+        struct wsl_clock_sample clock;
+        struct {
+            struct wsl_driver_info info;        /* libcuda_path NUL-terminated */
+            const struct wsl_gpu_info *gpus;    /* info.devices of them; names NUL-terminated */
+        } driver;
+        struct {
+            uint32_t tid;
+            bool chunk_start;                   /* first batch of its chunk */
+            uint64_t dropped;                   /* the chunk's dropped count, on its first batch; else 0 */
+            uint32_t count;                     /* may be 0 (a chunk that only reports drops) */
+            const struct wsl_event *events;
+        } events;
+        struct wsl_end_info end;
+        struct {
+            uint32_t id;
+            uint32_t size;
+            const char *bytes;                  /* not NUL-terminated */
+        } string;
+    };
+};
+
+struct wsl_reader;
+
+/* Opens a trace file and checks its file header. Returns NULL with a one-line
+ * reason in err (e.g. "not a zstd file (not a wslshim trace)", "newer format
+ * major version 2 (this reader reads 1)") when it cannot be read at all. A
+ * file cut short before its header is complete opens fine; the first
+ * wsl_reader_next then says WSL_READ_TRUNCATED. */
+struct wsl_reader *wsl_reader_open(const char *path, char *err, size_t errlen);
+
+/* The same for a trace already in memory (data must outlive the reader). */
+struct wsl_reader *wsl_reader_open_mem(const void *data, size_t size, char *err, size_t errlen);
+
+/* Fills *item with the next chunk-level item; pointers in it stay valid until
+ * the next call. After anything but WSL_READ_ITEM, further calls return the
+ * same result. Unknown chunk types are skipped. */
+enum wsl_read_result wsl_reader_next(struct wsl_reader *r, struct wsl_item *item);
+
+/* Why the read stopped (truncated or error); "" while reading or after a clean end. */
+const char *wsl_reader_message(const struct wsl_reader *r);
+
+/* The API table entry for id, or NULL when the trace did not define it. */
+const struct wsl_api_entry *wsl_reader_api(const struct wsl_reader *r, uint16_t id);
+
+/* The tick -> ns map as of the chunks read so far. */
+const struct wsl_clock_map *wsl_reader_clock(const struct wsl_reader *r);
+
+/* Compressed bytes consumed and decompressed bytes produced so far. */
+uint64_t wsl_reader_bytes_in(const struct wsl_reader *r);
+uint64_t wsl_reader_bytes_out(const struct wsl_reader *r);
+
+void wsl_reader_close(struct wsl_reader *r);
+
+/* ns = ns0 + (ticks - ticks0) * ns_per_tick, saturated to [0, UINT64_MAX]. */
+uint64_t wsl_clock_to_ns(const struct wsl_clock_map *m, uint64_t ticks);
+/* A duration of `ticks` ticks in ns, saturated. */
+uint64_t wsl_clock_duration_ns(const struct wsl_clock_map *m, uint64_t ticks);
+
+#endif /* WSLSHIM_TRACE_READER_H */

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The README's first command: install what the build needs, build, record a
+# run under the shim and print its report.
+#   bash tests/demo/demo.sh [BUILD_DIR]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+build=${1:-build}
+
+need=()
+for pkg in cmake gcc make pkg-config libzstd-dev python3; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  sudo=; [ "$(id -u)" -eq 0 ] || sudo=sudo
+  echo "demo: installing ${need[*]}"
+  $sudo apt-get update -qq && $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+cmake -S . -B "$build" >/dev/null
+cmake --build "$build" -j >/dev/null
+shim=$PWD/$build/lib/libwslshim.so
+report=$PWD/$build/analyzer/wslshim-report
+out=$(mktemp -d "${TMPDIR:-/tmp}/wslshim-demo.XXXXXX")
+export WSLSHIM_OUTPUT="$out/%p.trace.zst"
+
+if "$build/bin/launch_probe" --launches 1 --repeats 1 >/dev/null 2>&1; then
+  echo "demo: GPU found; recording the driver-API probe (launches, syncs, allocations)"
+  LD_PRELOAD=$shim "$build/bin/launch_probe" --resolve proc --launches 5000
+  if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+    echo "demo: recording a PyTorch training loop (small MLP, loss.item() every 10 steps)"
+    LD_PRELOAD=$shim python3 tests/gpu/workloads.py mlp --iters 300
+  fi
+else
+  echo "demo: no GPU here; recording a driver-API client against wslshim's test driver (simulated libcuda)"
+  LD_PRELOAD=$shim LD_LIBRARY_PATH=$PWD/$build/tests/fake_cuda/lib \
+    "$build/tests/fake_cuda/client_runtime" 4 2000 >/dev/null
+fi
+echo "demo: traces in $out"
+"$report" "$out"
