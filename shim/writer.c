@@ -46,6 +46,9 @@ static int write_failed;
 static char trace_path[PATH_MAX];
 static uint8_t enc_buf[EVENTS_PER_CHUNK * WSL_EVENT_MAX_ENCODED];
 static struct wsl_codec_state codec;
+static uint16_t codec_touched[WSL_MAX_API_IDS]; /* api slots used since the last reset */
+static uint8_t codec_is_touched[WSL_MAX_API_IDS];
+static unsigned codec_touched_count;
 static uint64_t events_written, events_dropped;
 static uint32_t threads_seen;
 
@@ -277,7 +280,6 @@ static void emit_driver(void)
     void *lib = NULL;
     if (init && dladdr(init, &info) && info.dli_fname) {
         snprintf(di.libcuda_path, sizeof di.libcuda_path, "%s", info.dli_fname);
-        wsl_log(WSL_LOG_DEBUG, "driver: cuInit at %p in %s", init, info.dli_fname);
         lib = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
     }
     if (lib && di.init_result == CUDA_SUCCESS) {
@@ -333,12 +335,23 @@ static void emit_events(struct wsl_thread *t, uint64_t from, uint64_t to, uint64
     eh.tid = t->tid;
     eh.dropped = dropped;
     eh.base_ticks = from < to ? t->ev[from & (WSL_RING_EVENTS - 1)].t_start : 0;
-    wsl_codec_reset(&codec, eh.base_ticks);
+    /* Each chunk decodes on its own: reset the codec, but only the slots the
+     * previous chunk used (a full reset is 64 KiB, chunks are often small). */
+    for (unsigned i = 0; i < codec_touched_count; i++) {
+        memset(&codec.prev[codec_touched[i]], 0, sizeof codec.prev[0]);
+        codec_is_touched[codec_touched[i]] = 0;
+    }
+    codec_touched_count = 0;
+    codec.prev_t = eh.base_ticks;
     uint8_t *p = enc_buf;
     for (uint64_t i = from; i < to; i++) {
         const struct wsl_event *ev = &t->ev[i & (WSL_RING_EVENTS - 1)];
-        if (ev->api >= wsl_api_count)
+        if (WSL_UNLIKELY(ev->api >= wsl_api_count))
             continue; /* cannot happen: ids come from the table */
+        if (WSL_UNLIKELY(!codec_is_touched[ev->api])) {
+            codec_is_touched[ev->api] = 1;
+            codec_touched[codec_touched_count++] = ev->api;
+        }
         p = wsl_event_encode(&codec, ev, p);
         eh.count++;
     }

@@ -39,9 +39,10 @@ def last_json(text):
 
 
 class Suite:
-    def __init__(self, build, out):
+    def __init__(self, build, out, traces):
         self.build = os.path.abspath(build)
         self.out = os.path.abspath(out)
+        self.traces = os.path.abspath(traces)
         self.shim = os.path.join(self.build, "lib", "libwslshim.so")
         self.report = os.path.join(self.build, "analyzer", "wslshim-report")
         self.results = {"checks": [], "runs": {}}
@@ -55,7 +56,7 @@ class Suite:
 
     def traced(self, tag, cmd):
         """Runs cmd under the shim; returns (program output JSON, report JSON)."""
-        tdir = os.path.join(self.out, "traces", tag)
+        tdir = os.path.join(self.traces, tag)
         shutil.rmtree(tdir, ignore_errors=True)
         os.makedirs(tdir)
         env = dict(os.environ, LD_PRELOAD=self.shim, WSLSHIM_OUTPUT=os.path.join(tdir, "%p.trace.zst"))
@@ -107,27 +108,36 @@ class Suite:
             self.check(f"{name} records {api_name}", got >= minimum, f"{got} calls (expected >= {minimum})")
         return rep
 
-    def bench(self, rounds, iters):
-        """Launch-bound loop, interleaved runs with and without the shim."""
-        cmd = [sys.executable, os.path.join(HERE, "workloads.py"), "elementwise", "--iters", str(iters)]
+    def interleaved(self, name, cmd, keys, rounds):
+        """Runs cmd `rounds` times without and with the shim, alternating, and
+        compares the medians of each figure in `keys`."""
         env_shim = dict(os.environ, LD_PRELOAD=self.shim,
-                        WSLSHIM_OUTPUT=os.path.join(self.out, "traces", "bench-%p.trace.zst"))
-        os.makedirs(os.path.join(self.out, "traces"), exist_ok=True)
-        with_s, without_s = [], []
+                        WSLSHIM_OUTPUT=os.path.join(self.traces, "bench-%p.trace.zst"))
+        os.makedirs(self.traces, exist_ok=True)
+        runs = {"with": [], "without": []}
         for _ in range(rounds):
-            without_s.append(last_json(run(cmd).stdout)["loop_s"])
-            with_s.append(last_json(run(cmd, env=env_shim).stdout)["loop_s"])
-        for f in glob.glob(os.path.join(self.out, "traces", "bench-*")):
+            runs["without"].append(last_json(run(cmd).stdout))
+            runs["with"].append(last_json(run(cmd, env=env_shim).stdout))
+        for f in glob.glob(os.path.join(self.traces, "bench-*")):
             os.unlink(f)
-        m_with, m_without = statistics.median(with_s), statistics.median(without_s)
-        slow = (m_with / m_without - 1) * 100
-        self.results["bench"] = {"launches_per_run": 2 * iters, "rounds": rounds, "with_s": with_s,
-                                 "without_s": without_s, "median_with_s": m_with,
-                                 "median_without_s": m_without, "median_slowdown_pct": slow,
-                                 "per_launch_us_without": m_without / (2 * iters) * 1e6,
-                                 "per_launch_us_with": m_with / (2 * iters) * 1e6}
-        print(f"BENCH launch-bound loop ({2 * iters} launches): median {m_without:.4f} s without, "
-              f"{m_with:.4f} s with the shim: {slow:+.2f}%", flush=True)
+        for key in keys:
+            w = [r[key] for r in runs["with"]]
+            wo = [r[key] for r in runs["without"]]
+            m_with, m_without = statistics.median(w), statistics.median(wo)
+            slow = (m_with / m_without - 1) * 100
+            self.results.setdefault("bench", {})[f"{name}.{key}"] = {
+                "rounds": rounds, "with": w, "without": wo, "median_with": m_with,
+                "median_without": m_without, "median_slowdown_pct": slow}
+            print(f"BENCH {name} {key}: median {m_without:.6g} without, {m_with:.6g} with the shim: "
+                  f"{slow:+.2f}%", flush=True)
+
+    def bench(self, rounds, iters):
+        """A launch-bound PyTorch loop and the driver-API probe, interleaved runs."""
+        self.interleaved("torch_elementwise_loop", [sys.executable, os.path.join(HERE, "workloads.py"),
+                         "elementwise", "--iters", str(iters), "--repeat", "5"], ["loop_s"], rounds)
+        self.interleaved("launch_probe", [os.path.join(self.build, "bin", "launch_probe"),
+                         "--launches", "20000", "--repeats", "7"],
+                         ["launch_async_ns_median", "launch_sync_ns_median", "alloc_free_1mib_ns_median"], rounds)
 
 
 def have_gpu(build):
@@ -143,12 +153,13 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--quick", action="store_true", help="only the driver-API probe and the elementwise loop")
     ap.add_argument("--bench-rounds", type=int, default=0)
+    ap.add_argument("--traces", help="where traces go (default OUT_DIR/traces)")
     args = ap.parse_args()
     if not have_gpu(args.build):
         print("SKIP: no usable GPU or CUDA driver")
         return 77
     os.makedirs(args.out, exist_ok=True)
-    s = Suite(args.build, args.out)
+    s = Suite(args.build, args.out, args.traces or os.path.join(args.out, "traces"))
     try:
         s.probe("dlsym")
         s.probe("proc")
