@@ -298,7 +298,7 @@ int wsl_run_add_trace(struct wsl_run *run, const char *path, char *err, size_t e
         snprintf(err, errlen, "%s", wsl_reader_message(r));
         rc = -1;
     } else if (!have_process) {
-        add_warning(run, xasprintf("%s: %s before its process info; nothing to report from it", path,
+        add_warning(run, xasprintf("%s: %s; it ends before its process info, so it is left out", path,
                                    wsl_reader_message(r)));
     } else {
         p.trace_path = xstrdup(path);

@@ -57,6 +57,10 @@ const struct wsl_api_entry wsl_api_table[] = {
 #undef WSL_HOOK
 };
 const unsigned wsl_api_count = WSL_ID_COUNT;
+#define WSL_HOOK(sym, base, ver, pt, cat, pfn, params, args, rec) \
+    _Static_assert(sizeof #sym <= 64 && sizeof #base <= 64, "API names fit the trace's table");
+#include "wslshim/cuda_api.def"
+#undef WSL_HOOK
 
 /* Real pointers: what the exported symbol resolves to, and what
  * cuGetProcAddress returned. Filled once; never changed afterwards. */

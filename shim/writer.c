@@ -245,20 +245,22 @@ static void emit_process(void)
 
 static void emit_api_table(void)
 {
-    static uint8_t buf[WSL_MAX_API_IDS * 96];
+    /* Names are at most 64 bytes each (checked where the table is built), so
+     * this buffer always holds the whole table. */
+    static uint8_t buf[4 + WSL_MAX_API_IDS * (8 + 2 * 64)];
     size_t n = 4;
     uint32_t count = 0;
     for (unsigned i = 0; i < wsl_api_count; i++) {
-        size_t ls = strlen(wsl_api_table[i].sym) + 1, lb = strlen(wsl_api_table[i].base) + 1;
-        if (n + 8 + ls + lb > sizeof buf)
-            break;
+        size_t ls = strnlen(wsl_api_table[i].sym, 63) + 1, lb = strnlen(wsl_api_table[i].base, 63) + 1;
         uint16_t id = (uint16_t)i, cat = wsl_api_table[i].category;
         memcpy(buf + n, &id, 2);
         memcpy(buf + n + 2, &cat, 2);
         buf[n + 4] = wsl_api_table[i].per_thread;
         buf[n + 5] = buf[n + 6] = buf[n + 7] = 0;
-        memcpy(buf + n + 8, wsl_api_table[i].sym, ls);
-        memcpy(buf + n + 8 + ls, wsl_api_table[i].base, lb);
+        memcpy(buf + n + 8, wsl_api_table[i].sym, ls - 1);
+        buf[n + 8 + ls - 1] = 0;
+        memcpy(buf + n + 8 + ls, wsl_api_table[i].base, lb - 1);
+        buf[n + 8 + ls + lb - 1] = 0;
         n += 8 + ls + lb;
         count++;
     }

@@ -7,9 +7,9 @@
  *   struct wsl_file_header                       (fixed, 32 bytes)
  *   chunk, chunk, ...                            (each: wsl_chunk_header + payload)
  *
- * All integers are little-endian as written by the producing host; the file
- * header's byte_order field lets a reader refuse the other byte order with a
- * clear message. Chunks are self-contained: a reader that meets a chunk cut
+ * Integers are in the writing host's byte order (little-endian on x86-64 and
+ * aarch64 Linux); the file header's byte_order field lets a reader refuse the
+ * other byte order with a clear message. Chunks are self-contained: a reader that meets a chunk cut
  * short (a killed process) stops there and keeps everything before it.
  * The writer ends a zstd block (ZSTD_e_flush) at least every second, so a
  * killed process loses at most about a second of events.

@@ -1,0 +1,79 @@
+/* The JSON writer: layout, and escaping that keeps any bytes valid JSON. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "json_writer.h"
+#include "unit_test.h"
+
+static char *escaped(const char *s, size_t n)
+{
+    char *out = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&out, &size);
+    json_write_escaped(f, s, n);
+    fclose(f);
+    return out;
+}
+
+static int check_escape(const char *in, size_t n, const char *want)
+{
+    char *got = escaped(in, n);
+    CHECKF(strcmp(got, want) == 0, "escaping gave %s, expected %s", got, want);
+    free(got);
+    return 0;
+}
+
+int test_json_escaping(void)
+{
+    static const struct {
+        const char *in;
+        size_t n;
+        const char *want;
+    } cases[] = {
+        {"plain", 5, "\"plain\""},
+        {"a\"b\\c", 5, "\"a\\\"b\\\\c\""},
+        {"\n\r\t\b\f", 5, "\"\\n\\r\\t\\b\\f\""},
+        {"\x01\x1f\x7f", 3, "\"\\u0001\\u001f\\u007f\""},
+        {"nul\0in", 6, "\"nul\\u0000in\""},
+        {"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 14, "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\""},
+        {"\xff", 1, "\"\\ufffd\""},                        /* never valid */
+        {"\xc3", 1, "\"\\ufffd\""},                        /* cut short */
+        {"\xc0\xaf", 2, "\"\\ufffd\\ufffd\""},             /* overlong '/' */
+        {"\xed\xa0\x80", 3, "\"\\ufffd\\ufffd\\ufffd\""},  /* a UTF-16 surrogate */
+        {"\xf4\x90\x80\x80", 4, "\"\\ufffd\\ufffd\\ufffd\\ufffd\""}, /* beyond U+10FFFF */
+        {"\xe2\x28\xa1", 3, "\"\\ufffd(\\ufffd\""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        if (check_escape(cases[i].in, cases[i].n, cases[i].want))
+            return 1;
+
+    char *out = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&out, &size);
+    struct json_writer w;
+    json_init(&w, f);
+    json_begin_object(&w);
+    json_key(&w, "a");
+    json_u64(&w, UINT64_MAX);
+    json_key(&w, "b");
+    json_begin_array(&w);
+    json_i64(&w, INT64_MIN);
+    json_bool(&w, true);
+    json_null(&w);
+    json_double(&w, 0.5);
+    json_double(&w, 1.0 / 0.0);
+    json_end_array(&w);
+    json_key(&w, "empty");
+    json_begin_object(&w);
+    json_end_object(&w);
+    json_key(&w, "k\"ey");
+    json_string(&w, NULL);
+    json_end_object(&w);
+    json_finish(&w);
+    fclose(f);
+    const char *want = "{\n  \"a\": 18446744073709551615,\n  \"b\": [\n    -9223372036854775808,\n    true,\n"
+                       "    null,\n    0.5,\n    null\n  ],\n  \"empty\": {},\n  \"k\\\"ey\": null\n}\n";
+    CHECKF(strcmp(out, want) == 0, "got:\n%s", out);
+    free(out);
+    return 0;
+}

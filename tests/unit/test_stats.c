@@ -1,0 +1,138 @@
+/* The log-linear histogram: quantiles within its stated error, exact small values, merging. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "stats.h"
+#include "unit_test.h"
+
+static int compare_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Nearest-rank quantile of sorted values. */
+static uint64_t exact_quantile(const uint64_t *sorted, size_t n, double q)
+{
+    size_t rank = (size_t)ceil(q * (double)n);
+    return sorted[rank ? rank - 1 : 0];
+}
+
+static double rel_error(uint64_t got, uint64_t want)
+{
+    return want ? fabs((double)got - (double)want) / (double)want : (double)got;
+}
+
+int test_stats_histogram(void)
+{
+    enum { N = 100000 };
+    uint64_t *v = malloc(N * sizeof *v);
+    CHECK(v);
+    rng_seed(17);
+    for (int dist = 0; dist < 3; dist++) {
+        struct wsl_hist h;
+        memset(&h, 0, sizeof h);
+        uint64_t sum = 0;
+        for (int i = 0; i < N; i++) {
+            if (dist == 0)
+                v[i] = 1 + rng_below(1000000);                       /* uniform */
+            else if (dist == 1)
+                v[i] = (uint64_t)(1000.0 * exp((double)rng_below(1000000) / 1e5)); /* log-uniform, 1e3..2e7 */
+            else
+                v[i] = rng_below(100) ? 4000 + rng_below(500) : 5000000; /* fast calls, a few slow ones */
+            sum += v[i];
+            wsl_hist_add(&h, v[i]);
+        }
+        qsort(v, N, sizeof *v, compare_u64);
+        CHECK(h.count == N && h.sum == sum && h.min == v[0] && h.max == v[N - 1]);
+        const double qs[] = {0.01, 0.25, 0.5, 0.9, 0.99, 0.999};
+        for (size_t k = 0; k < sizeof qs / sizeof qs[0]; k++) {
+            uint64_t got = wsl_hist_quantile(&h, qs[k]), want = exact_quantile(v, N, qs[k]);
+            CHECKF(rel_error(got, want) <= 1.0 / 128, "dist %d q %.3f: %llu, exact %llu", dist, qs[k],
+                   (unsigned long long)got, (unsigned long long)want);
+        }
+        CHECK(wsl_hist_quantile(&h, 0) == v[0] && wsl_hist_quantile(&h, 1) == v[N - 1]);
+        wsl_hist_free(&h);
+    }
+
+    /* below 128 every value has its own bucket */
+    struct wsl_hist h;
+    memset(&h, 0, sizeof h);
+    for (uint64_t i = 0; i < 100; i++)
+        wsl_hist_add(&h, i);
+    CHECK(wsl_hist_quantile(&h, 0.5) == 49 && wsl_hist_quantile(&h, 0.99) == 98);
+    wsl_hist_free(&h);
+
+    /* bucket widths stay within 1/128 of their values, up to the top of the range */
+    for (uint64_t x = 1; x < UINT64_MAX / 3; x = x * 3 + 1) {
+        uint64_t lo, hi;
+        wsl_hist_bucket_bounds(x, &lo, &hi);
+        CHECK(lo <= x && x <= hi && (double)(hi - lo) <= (double)lo / 128.0);
+    }
+    uint64_t lo, hi;
+    wsl_hist_bucket_bounds(UINT64_MAX, &lo, &hi);
+    CHECK(hi == UINT64_MAX && lo == UINT64_MAX - ((1ull << 56) - 1));
+
+    /* extreme values: the sum saturates, nothing overflows */
+    memset(&h, 0, sizeof h);
+    wsl_hist_add(&h, UINT64_MAX);
+    wsl_hist_add(&h, UINT64_MAX);
+    wsl_hist_add(&h, 0);
+    CHECK(h.sum == UINT64_MAX && h.max == UINT64_MAX && h.min == 0);
+    CHECK(wsl_hist_quantile(&h, 0.99) == UINT64_MAX && wsl_hist_quantile(&h, 0.1) == 0);
+    wsl_hist_free(&h);
+
+    struct wsl_hist empty;
+    memset(&empty, 0, sizeof empty);
+    CHECK(wsl_hist_quantile(&empty, 0.5) == 0);
+    free(v);
+    return 0;
+}
+
+/* Merging with scale 1 is exact; merging ticks at 0.4 ns/tick lands within 1%. */
+int test_stats_merge(void)
+{
+    enum { N = 50000 };
+    struct wsl_hist a, b, all, ticks, ns;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    memset(&all, 0, sizeof all);
+    memset(&ticks, 0, sizeof ticks);
+    memset(&ns, 0, sizeof ns);
+    uint64_t *v = malloc(N * sizeof *v);
+    CHECK(v);
+    rng_seed(23);
+    for (int i = 0; i < N; i++) {
+        v[i] = 2000 + rng_below(200000);
+        wsl_hist_add(i % 2 ? &a : &b, v[i]);
+        wsl_hist_add(&all, v[i]);
+        wsl_hist_add(&ticks, (uint64_t)llround((double)v[i] * 2.5));
+    }
+    struct wsl_hist merged;
+    memset(&merged, 0, sizeof merged);
+    wsl_hist_merge_scaled(&merged, &a, 1.0);
+    wsl_hist_merge_scaled(&merged, &b, 1.0);
+    CHECK(merged.count == all.count && merged.sum == all.sum && merged.min == all.min && merged.max == all.max);
+    for (double q = 0.05; q < 1; q += 0.05)
+        CHECK(wsl_hist_quantile(&merged, q) == wsl_hist_quantile(&all, q));
+
+    wsl_hist_merge_scaled(&ns, &ticks, 0.4);
+    qsort(v, N, sizeof *v, compare_u64);
+    CHECK(ns.count == N && ns.min == v[0] && ns.max == v[N - 1]);
+    CHECK(rel_error(ns.sum, all.sum) < 1e-6);
+    const double qs[] = {0.5, 0.9, 0.99};
+    for (size_t k = 0; k < 3; k++) {
+        uint64_t got = wsl_hist_quantile(&ns, qs[k]), want = exact_quantile(v, N, qs[k]);
+        CHECKF(rel_error(got, want) <= 0.01, "q %.2f: %llu, exact %llu", qs[k], (unsigned long long)got,
+               (unsigned long long)want);
+    }
+    wsl_hist_free(&a);
+    wsl_hist_free(&b);
+    wsl_hist_free(&all);
+    wsl_hist_free(&ticks);
+    wsl_hist_free(&ns);
+    wsl_hist_free(&merged);
+    free(v);
+    return 0;
+}

@@ -1,0 +1,339 @@
+#include "trace_synth.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
+
+const struct synth_api synth_apis[] = {
+#define WSL_HOOK(sym, base, ver, pt, cat, ...) {#sym, #base, cat, pt},
+#include "wslshim/cuda_api.def"
+#undef WSL_HOOK
+};
+const unsigned synth_api_count = sizeof synth_apis / sizeof synth_apis[0];
+
+__attribute__((noreturn, format(printf, 1, 2)))
+static void die(const char *fmt, ...)
+{
+    va_list ap;
+    fputs("trace_synth: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    abort();
+}
+
+uint16_t synth_api_id(const char *symbol)
+{
+    for (unsigned i = 0; i < synth_api_count; i++)
+        if (strcmp(synth_apis[i].symbol, symbol) == 0)
+            return (uint16_t)i;
+    die("no api %s in cuda_api.def", symbol);
+}
+
+struct synth {
+    FILE *f;
+    struct synth_options opt;
+    ZSTD_CCtx *z;
+    uint8_t *zout;
+    size_t zout_size;
+    struct wsl_codec_state *codec;
+};
+
+static void z_feed(struct synth *s, const void *data, size_t size, ZSTD_EndDirective mode)
+{
+    if (s->opt.raw) {
+        if (size && fwrite(data, 1, size, s->f) != size)
+            die("write failed");
+        return;
+    }
+    ZSTD_inBuffer in = {data, size, 0};
+    for (;;) {
+        ZSTD_outBuffer out = {s->zout, s->zout_size, 0};
+        size_t left = ZSTD_compressStream2(s->z, &out, &in, mode);
+        if (ZSTD_isError(left))
+            die("zstd: %s", ZSTD_getErrorName(left));
+        if (out.pos && fwrite(s->zout, 1, out.pos, s->f) != out.pos)
+            die("write failed");
+        if (mode == ZSTD_e_continue ? in.pos == in.size : left == 0)
+            break;
+    }
+}
+
+struct synth *synth_open(const char *path, const struct synth_options *opt)
+{
+    struct synth *s = calloc(1, sizeof *s);
+    if (!s)
+        die("out of memory");
+    s->opt = opt ? *opt : (struct synth_options){.level = 1, .checksum = true};
+    if (s->opt.level == 0)
+        s->opt.level = 1;
+    s->f = fopen(path, "wb");
+    if (!s->f)
+        die("cannot write %s: %s", path, strerror(errno));
+    s->codec = malloc(sizeof *s->codec);
+    if (!s->codec)
+        die("out of memory");
+    if (!s->opt.raw) {
+        s->z = ZSTD_createCCtx();
+        s->zout_size = ZSTD_CStreamOutSize();
+        s->zout = malloc(s->zout_size);
+        if (!s->z || !s->zout)
+            die("out of memory");
+        ZSTD_CCtx_setParameter(s->z, ZSTD_c_compressionLevel, s->opt.level);
+        ZSTD_CCtx_setParameter(s->z, ZSTD_c_checksumFlag, s->opt.checksum);
+    }
+    return s;
+}
+
+static void synth_free(struct synth *s)
+{
+    if (fclose(s->f) != 0)
+        die("close failed");
+    ZSTD_freeCCtx(s->z);
+    free(s->zout);
+    free(s->codec);
+    free(s);
+}
+
+void synth_close(struct synth *s)
+{
+    if (!s->opt.raw)
+        z_feed(s, NULL, 0, ZSTD_e_end);
+    synth_free(s);
+}
+
+void synth_abandon(struct synth *s)
+{
+    synth_free(s);
+}
+
+void synth_flush(struct synth *s)
+{
+    if (!s->opt.raw)
+        z_feed(s, NULL, 0, ZSTD_e_flush);
+}
+
+void synth_bytes(struct synth *s, const void *data, size_t size) { z_feed(s, data, size, ZSTD_e_continue); }
+
+void synth_chunk_header(struct synth *s, uint32_t type, uint32_t size)
+{
+    struct wsl_chunk_header h = {type, size};
+    synth_bytes(s, &h, sizeof h);
+}
+
+void synth_chunk(struct synth *s, uint32_t type, const void *payload, size_t size)
+{
+    synth_chunk_header(s, type, (uint32_t)size);
+    synth_bytes(s, payload, size);
+    if (s->opt.flush_each_chunk)
+        synth_flush(s);
+}
+
+struct wsl_file_header synth_default_header(void)
+{
+    struct wsl_file_header h;
+    memset(&h, 0, sizeof h);
+    memcpy(h.magic, WSL_TRACE_MAGIC, sizeof h.magic);
+    h.byte_order = WSL_TRACE_BYTE_ORDER;
+    h.version_major = WSL_TRACE_VERSION_MAJOR;
+    h.version_minor = WSL_TRACE_VERSION_MINOR;
+    h.header_size = sizeof h;
+    h.record_size = sizeof(struct wsl_event);
+    return h;
+}
+
+void synth_file_header(struct synth *s, const struct wsl_file_header *h)
+{
+    struct wsl_file_header def = synth_default_header();
+    synth_bytes(s, h ? h : &def, sizeof def);
+}
+
+void synth_process(struct synth *s, const struct wsl_process_info *pi, const char *host, const char *exe,
+                   const char *kernel_release, int argc, const char *const *argv)
+{
+    size_t n = strlen(host) + strlen(exe) + strlen(kernel_release) + 3;
+    for (int i = 0; i < argc; i++)
+        n += strlen(argv[i]) + 1;
+    uint8_t *buf = malloc(sizeof *pi + n);
+    if (!buf)
+        die("out of memory");
+    struct wsl_process_info info = *pi;
+    info.strings_size = (uint32_t)n;
+    memcpy(buf, &info, sizeof info);
+    char *p = (char *)buf + sizeof info;
+    p = stpcpy(p, host) + 1;
+    p = stpcpy(p, exe) + 1;
+    p = stpcpy(p, kernel_release) + 1;
+    for (int i = 0; i < argc; i++)
+        p = stpcpy(p, argv[i]) + 1;
+    synth_chunk(s, WSL_CHUNK_PROCESS, buf, sizeof info + n);
+    free(buf);
+}
+
+void synth_api_table(struct synth *s)
+{
+    size_t n = 4;
+    for (unsigned i = 0; i < synth_api_count; i++)
+        n += 8 + strlen(synth_apis[i].symbol) + 1 + strlen(synth_apis[i].base) + 1;
+    uint8_t *buf = calloc(1, n), *p = buf + 4;
+    if (!buf)
+        die("out of memory");
+    uint32_t count = synth_api_count;
+    memcpy(buf, &count, 4);
+    for (unsigned i = 0; i < synth_api_count; i++) {
+        uint16_t id = (uint16_t)i, cat = synth_apis[i].category;
+        memcpy(p, &id, 2);
+        memcpy(p + 2, &cat, 2);
+        p[4] = synth_apis[i].per_thread_stream;
+        p += 8;
+        p = (uint8_t *)stpcpy((char *)p, synth_apis[i].symbol) + 1;
+        p = (uint8_t *)stpcpy((char *)p, synth_apis[i].base) + 1;
+    }
+    synth_chunk(s, WSL_CHUNK_API_TABLE, buf, n);
+    free(buf);
+}
+
+void synth_clock(struct synth *s, uint64_t ticks, uint64_t mono_ns, uint64_t real_ns)
+{
+    struct wsl_clock_sample c = {ticks, mono_ns, real_ns};
+    synth_chunk(s, WSL_CHUNK_CLOCK, &c, sizeof c);
+}
+
+size_t synth_encode_events(const struct wsl_event *ev, uint32_t n, uint64_t base_ticks, uint8_t **out)
+{
+    struct wsl_codec_state *st = malloc(sizeof *st);
+    uint8_t *buf = malloc((size_t)n * WSL_EVENT_MAX_ENCODED + 1);
+    if (!st || !buf)
+        die("out of memory");
+    wsl_codec_reset(st, base_ticks);
+    uint8_t *p = buf;
+    for (uint32_t i = 0; i < n; i++)
+        p = wsl_event_encode(st, &ev[i], p);
+    free(st);
+    *out = buf;
+    return (size_t)(p - buf);
+}
+
+void synth_events(struct synth *s, uint32_t tid, uint64_t dropped, const struct wsl_event *ev, uint32_t n)
+{
+    struct wsl_events_header eh;
+    memset(&eh, 0, sizeof eh);
+    eh.tid = tid;
+    eh.count = n;
+    eh.base_ticks = n ? ev[0].t_start : 0;
+    eh.dropped = dropped;
+    uint8_t *enc;
+    size_t size = synth_encode_events(ev, n, eh.base_ticks, &enc);
+    eh.encoded_size = (uint32_t)size;
+    synth_chunk_header(s, WSL_CHUNK_EVENTS, (uint32_t)(sizeof eh + size));
+    synth_bytes(s, &eh, sizeof eh);
+    synth_bytes(s, enc, size);
+    if (s->opt.flush_each_chunk)
+        synth_flush(s);
+    free(enc);
+}
+
+void synth_driver(struct synth *s, int32_t version, int32_t init_result, const char *libcuda,
+                  const struct wsl_gpu_info *gpus, uint32_t count)
+{
+    size_t n = sizeof(struct wsl_driver_info) + count * sizeof(struct wsl_gpu_info);
+    uint8_t *buf = calloc(1, n);
+    if (!buf)
+        die("out of memory");
+    struct wsl_driver_info di;
+    memset(&di, 0, sizeof di);
+    di.driver_version = version;
+    di.init_result = init_result;
+    di.devices = count;
+    snprintf(di.libcuda_path, sizeof di.libcuda_path, "%s", libcuda);
+    memcpy(buf, &di, sizeof di);
+    if (count)
+        memcpy(buf + sizeof di, gpus, count * sizeof *gpus);
+    synth_chunk(s, WSL_CHUNK_DRIVER, buf, n);
+    free(buf);
+}
+
+void synth_string(struct synth *s, uint32_t id, const char *bytes)
+{
+    size_t len = strlen(bytes);
+    uint8_t *buf = malloc(4 + len);
+    if (!buf)
+        die("out of memory");
+    memcpy(buf, &id, 4);
+    memcpy(buf + 4, bytes, len);
+    synth_chunk(s, WSL_CHUNK_STRING, buf, 4 + len);
+    free(buf);
+}
+
+void synth_end(struct synth *s, uint64_t end_ticks, uint64_t written, uint64_t dropped, uint32_t threads)
+{
+    struct wsl_end_info e;
+    memset(&e, 0, sizeof e);
+    e.end_ticks = end_ticks;
+    e.events_written = written;
+    e.events_dropped = dropped;
+    e.threads = threads;
+    synth_chunk(s, WSL_CHUNK_END, &e, sizeof e);
+}
+
+/* ---- files ---- */
+
+off_t synth_file_size(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        die("stat %s: %s", path, strerror(errno));
+    return st.st_size;
+}
+
+void synth_truncate_file(const char *path, off_t size)
+{
+    if (truncate(path, size) != 0)
+        die("truncate %s: %s", path, strerror(errno));
+}
+
+void synth_flip_byte(const char *path, off_t at, uint8_t xor_mask)
+{
+    int fd = open(path, O_RDWR);
+    uint8_t b;
+    if (fd < 0 || pread(fd, &b, 1, at) != 1)
+        die("read %s: %s", path, strerror(errno));
+    b ^= xor_mask;
+    if (pwrite(fd, &b, 1, at) != 1)
+        die("write %s: %s", path, strerror(errno));
+    close(fd);
+}
+
+uint8_t *synth_read_file(const char *path, size_t *size)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        die("open %s: %s", path, strerror(errno));
+    size_t cap = 1 << 16, n = 0;
+    uint8_t *buf = malloc(cap);
+    for (;;) {
+        if (!buf)
+            die("out of memory");
+        n += fread(buf + n, 1, cap - n, f);
+        if (n < cap)
+            break;
+        buf = realloc(buf, cap *= 2);
+    }
+    fclose(f);
+    *size = n;
+    return buf;
+}
+
+void synth_write_file(const char *path, const void *data, size_t size)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f || (size && fwrite(data, 1, size, f) != size) || fclose(f) != 0)
+        die("write %s failed", path);
+}
