@@ -31,13 +31,8 @@ typedef struct wsl_legacy_abi_tag *LEGACY;  /* marks rows with no cudaTypedefs.h
 
 #include <cudaTypedefs.h>
 
-enum wsl_api_id {
-#define WSL_HOOK(sym, base, ver, pt, cat, pfn, params, args, rec) WSL_ID_##sym,
-#include "wslshim/cuda_api.def"
-#undef WSL_HOOK
-    WSL_ID_COUNT
-};
-_Static_assert(WSL_ID_COUNT <= WSL_MAX_API_IDS, "event ids fit the trace format");
+#include "api_ids.h"
+_Static_assert(WSL_API_COUNT <= WSL_MAX_API_IDS, "event ids fit the trace format");
 
 #define WSL_HOOK(sym, base, ver, pt, cat, pfn, params, args, rec) typedef CUresult (*wsl_pfn_##sym) params;
 #include "wslshim/cuda_api.def"
@@ -55,12 +50,16 @@ const struct wsl_api_entry wsl_api_table[] = {
 #define WSL_HOOK(sym, base, ver, pt, cat, pfn, params, args, rec) {#sym, #base, cat, pt, ver},
 #include "wslshim/cuda_api.def"
 #undef WSL_HOOK
+#define WSL_IO(sym, base, cat) {#sym, #base, cat, 0, 0},
+#include "wslshim/io_api.def"
+#undef WSL_IO
 };
-const unsigned wsl_api_count = WSL_ID_COUNT;
+const unsigned wsl_api_count = WSL_API_COUNT;
 #define WSL_HOOK(sym, base, ver, pt, cat, pfn, params, args, rec) \
     _Static_assert(sizeof #sym <= 64 && sizeof #base <= 64, "API names fit the trace's table");
 #include "wslshim/cuda_api.def"
 #undef WSL_HOOK
+_Static_assert(sizeof wsl_api_table / sizeof wsl_api_table[0] == WSL_API_COUNT, "one table row per id");
 
 /* Real pointers: what the exported symbol resolves to, and what
  * cuGetProcAddress returned. Filled once; never changed afterwards. */
@@ -153,14 +152,16 @@ static void *resolve_slot_proc(unsigned id) { return atomic_load(&slot_proc[id])
         if (!real)                                                                         \
             return CUDA_ERROR_NOT_FOUND;                                                   \
     }                                                                                      \
-    struct wsl_thread *t = wsl_thread_get();                                               \
-    if (WSL_UNLIKELY(!t || t->depth))                                                      \
+    if (WSL_UNLIKELY(wsl_tls_depth))                                                       \
         return real args;                                                                  \
-    t->depth = 1;                                                                          \
+    struct wsl_thread *t = wsl_thread_get();                                               \
+    if (WSL_UNLIKELY(!t))                                                                  \
+        return real args;                                                                  \
+    wsl_tls_depth = 1;                                                                     \
     uint64_t t0 = wsl_ticks();                                                             \
     CUresult r = real args;                                                                \
     uint64_t t1 = wsl_ticks();                                                             \
-    t->depth = 0;                                                                          \
+    wsl_tls_depth = 0;                                                                     \
     struct wsl_event *wsl_ev = wsl_ring_reserve(t);                                        \
     if (WSL_LIKELY(wsl_ev != NULL)) {                                                      \
         wsl_ev->t_start = t0;                                                              \

@@ -25,6 +25,7 @@ struct wsl_config wsl_cfg = {
 };
 
 WSL_TLS struct wsl_thread *wsl_tls_thread;
+WSL_TLS uint32_t wsl_tls_depth;
 static WSL_TLS int tls_thread_exited; /* set once the key destructor ran */
 _Atomic uint64_t wsl_gen = 1;
 _Atomic(struct wsl_thread *) wsl_threads;
@@ -146,7 +147,11 @@ static void thread_key_destructor(void *arg)
     }
 }
 
-void wsl_thread_forbid_recording(void) { tls_thread_exited = 1; }
+void wsl_thread_forbid_recording(void)
+{
+    tls_thread_exited = 1;
+    wsl_tls_depth = 1;
+}
 
 static struct wsl_thread *thread_claim(void)
 {
@@ -170,10 +175,20 @@ static struct wsl_thread *thread_claim(void)
     return t;
 }
 
+static struct wsl_thread *thread_setup(void);
+
 struct wsl_thread *wsl_thread_setup(void)
 {
-    if (tls_thread_exited || atomic_load_explicit(&wsl_shutting_down, memory_order_relaxed))
+    if (tls_thread_exited || wsl_tls_depth || atomic_load_explicit(&wsl_shutting_down, memory_order_relaxed))
         return NULL;
+    wsl_tls_depth++; /* the shim's own file and thread calls below are not the program's */
+    struct wsl_thread *t = thread_setup();
+    wsl_tls_depth--;
+    return t;
+}
+
+static struct wsl_thread *thread_setup(void)
+{
     int saved = errno;
     uint64_t gen = atomic_load(&wsl_gen);
     struct wsl_thread *t = wsl_tls_thread;
@@ -194,7 +209,6 @@ struct wsl_thread *wsl_thread_setup(void)
     t->limit = tail + WSL_RING_EVENTS / 2;
     atomic_store(&t->head, tail);
     t->tid = (uint32_t)syscall(SYS_gettid);
-    t->depth = 0;
     t->gen = gen;
     if (wsl_writer_start() != 0) {
         errno = saved;
@@ -254,6 +268,7 @@ static void at_fork_child(void)
     for (struct wsl_thread *t = atomic_load(&wsl_threads); t; t = t->next) {
         uint64_t head = atomic_load(&t->head);
         atomic_store(&t->tail, head);
+        atomic_store(&t->paths_tail, atomic_load(&t->paths_head));
         t->dropped_reported = atomic_load(&t->dropped);
         if (t != self)
             atomic_store(&t->state, WSL_THREAD_FREE);
@@ -268,15 +283,20 @@ static void at_fork_child(void)
 __attribute__((constructor)) static void wsl_init(void)
 {
     int saved = errno;
+    wsl_tls_depth++;
     wsl_config_load();
     thread_key_ok = pthread_key_create(&thread_key, thread_key_destructor) == 0;
     pthread_atfork(NULL, NULL, at_fork_child);
+    wsl_io_init();
+    wsl_tls_depth--;
     errno = saved;
 }
 
 __attribute__((destructor)) static void wsl_fini(void)
 {
     int saved = errno;
+    wsl_tls_depth++;
     wsl_writer_shutdown();
+    wsl_tls_depth--;
     errno = saved;
 }

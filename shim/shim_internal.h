@@ -73,6 +73,7 @@ static inline __attribute__((always_inline)) uint64_t wsl_ticks(void)
  * writes events, the writer thread drains them. No lock, no allocation and no
  * system call on the producer side; a full ring drops the event and counts it. */
 #define WSL_RING_EVENTS 16384u /* power of two */
+#define WSL_PATH_RING 65536u   /* bytes of path entries per thread, power of two */
 
 enum wsl_thread_state {
     WSL_THREAD_FREE = 0,     /* reusable */
@@ -86,7 +87,7 @@ struct wsl_thread {
     uint64_t limit;          /* head_local may grow to this before a look at the writer's tail */
     uint64_t gen;            /* process generation it was set up in */
     uint32_t tid;
-    uint32_t depth;          /* >0 while inside a hooked call or the shim itself */
+    uint32_t reserved;
     _Atomic uint64_t dropped;
     char pad0[64 - 40];
     _Atomic uint64_t head;   /* published by the producer */
@@ -98,10 +99,22 @@ struct wsl_thread {
     uint32_t writer_seen_tid;
     _Atomic int state;
     struct wsl_thread *next; /* registry list; entries are never unlinked */
+    /* Paths of files this thread opened or looked up: entries of
+     * wsl_path_entry_header + bytes, 8-byte aligned; id 0 pads to the end. */
+    _Atomic uint64_t paths_head; /* producer */
+    _Atomic uint64_t paths_tail; /* writer */
+    uint64_t cwd_gen;            /* producer: the working directory cached below */
+    uint32_t cwd_len;
+    char cwd[4096];
+    uint8_t paths[WSL_PATH_RING];
     struct wsl_event ev[WSL_RING_EVENTS];
 };
 
 extern WSL_TLS struct wsl_thread *wsl_tls_thread;
+/* >0 while this thread is inside a hooked call or the shim's own code (and
+ * always in the writer thread): hooks reached from there pass straight
+ * through, so the shim never records itself or a nested call. */
+extern WSL_TLS uint32_t wsl_tls_depth;
 extern _Atomic uint64_t wsl_gen;                 /* bumped in a forked child */
 extern _Atomic(struct wsl_thread *) wsl_threads; /* registry head */
 
@@ -157,6 +170,10 @@ extern const struct wsl_api_entry wsl_api_table[];
 extern const unsigned wsl_api_count;
 
 void *wsl_real_dlsym(void *handle, const char *name);
+
+/* ---- file I/O (io_hooks.c) -------------------------------------------------- */
+void wsl_io_init(void);                       /* resolve the real libc functions */
+size_t wsl_io_read_mounts(char **buf, size_t *cap); /* the mount table text, for the writer */
 
 /* ---- exec (exec_hooks.c) ---------------------------------------------------- */
 void wsl_exec_note_fork_child(void);

@@ -37,6 +37,29 @@ static _Atomic int writer_stop;
 static pthread_t writer_thread;
 static _Atomic uint32_t writer_wake_word; /* futex: bumped to cut the writer's sleep short */
 
+static void emit_chunk(uint32_t type, const void *a, size_t na, const void *b, size_t nb);
+
+/* The mount table last written, to write it again only when it changed. */
+static char *mounts_buf, *mounts_prev;
+static size_t mounts_cap, mounts_prev_len, mounts_prev_cap;
+
+static void emit_mounts_if_changed(void)
+{
+    size_t n = wsl_io_read_mounts(&mounts_buf, &mounts_cap);
+    if (!n || (n == mounts_prev_len && !memcmp(mounts_buf, mounts_prev, n)))
+        return;
+    emit_chunk(WSL_CHUNK_MOUNTS, mounts_buf, n, NULL, 0);
+    if (n > mounts_prev_cap) {
+        char *nb = realloc(mounts_prev, n);
+        if (!nb)
+            return;
+        mounts_prev = nb;
+        mounts_prev_cap = n;
+    }
+    memcpy(mounts_prev, mounts_buf, n);
+    mounts_prev_len = n;
+}
+
 /* Writer-thread state. */
 static int trace_fd = -1;
 static ZSTD_CCtx *zctx;
@@ -362,6 +385,34 @@ static void emit_events(struct wsl_thread *t, uint64_t from, uint64_t to, uint64
     events_written += eh.count;
 }
 
+/* Path entries are published before the events that name them: drained after
+ * the event head was read, they cover every event about to be written. */
+static void drain_paths(struct wsl_thread *t)
+{
+    static uint8_t buf[WSL_PATH_RING];
+    uint64_t head = atomic_load_explicit(&t->paths_head, memory_order_acquire);
+    uint64_t tail = atomic_load_explicit(&t->paths_tail, memory_order_relaxed);
+    if (head == tail)
+        return;
+    size_t n = 0;
+    while (tail < head && head - tail <= WSL_PATH_RING) {
+        uint32_t off = (uint32_t)(tail & (WSL_PATH_RING - 1));
+        struct wsl_path_entry_header h;
+        memcpy(&h, t->paths + off, sizeof h);
+        uint32_t step = (uint32_t)((sizeof h + h.length + 7) & ~7u);
+        if (h.length > WSL_PATH_RING - off - sizeof h)
+            break; /* cannot happen; never read past the ring */
+        if (h.id != 0 && n + sizeof h + h.length <= sizeof buf) {
+            memcpy(buf + n, t->paths + off, sizeof h + h.length);
+            n += sizeof h + h.length;
+        }
+        tail += step;
+    }
+    if (n)
+        emit_chunk(WSL_CHUNK_PATHS, buf, n, NULL, 0);
+    atomic_store_explicit(&t->paths_tail, head, memory_order_release);
+}
+
 /* Returns how many events were drained. */
 static uint64_t drain_thread(struct wsl_thread *t)
 {
@@ -369,6 +420,7 @@ static uint64_t drain_thread(struct wsl_thread *t)
     if (state == WSL_THREAD_FREE)
         return 0;
     uint64_t head = atomic_load_explicit(&t->head, memory_order_acquire);
+    drain_paths(t);
     uint64_t tail = atomic_load_explicit(&t->tail, memory_order_relaxed);
     uint64_t dropped = atomic_load_explicit(&t->dropped, memory_order_relaxed);
     uint64_t new_drops = dropped - t->dropped_reported;
@@ -429,6 +481,7 @@ static void *writer_main(void *arg)
             calibrated = 1;
         }
         if (now - last_flush >= FLUSH_INTERVAL_NS) {
+            emit_mounts_if_changed(); /* mounts made after start */
             emit_clock();
             z_feed(NULL, 0, ZSTD_e_flush);
             last_flush = now;
@@ -494,6 +547,8 @@ static int writer_open(void)
     z_feed(&fh, sizeof fh, ZSTD_e_continue);
     emit_process();
     emit_api_table();
+    mounts_prev_len = 0;
+    emit_mounts_if_changed();
     emit_clock();
     z_feed(NULL, 0, ZSTD_e_flush);
     wsl_log(WSL_LOG_INFO, "recording to %s", trace_path);
@@ -551,6 +606,7 @@ int wsl_writer_start(void)
 
 void wsl_writer_shutdown(void)
 {
+    wsl_tls_depth++; /* closing the trace is not the program's I/O */
     atomic_store(&wsl_shutting_down, 1);
     pthread_mutex_lock(&writer_lock);
     if (atomic_load(&writer_state) == WRITER_RUNNING) {
@@ -562,6 +618,7 @@ void wsl_writer_shutdown(void)
     }
     atomic_store(&writer_state, WRITER_STOPPED);
     pthread_mutex_unlock(&writer_lock);
+    wsl_tls_depth--;
 }
 
 /* In a forked child: the writer thread is gone and the parent's lock may have

@@ -47,7 +47,9 @@ enum wsl_chunk_type {
     WSL_CHUNK_EVENTS = 4,   /* encoded events of one thread */
     WSL_CHUNK_DRIVER = 5,   /* driver version and GPUs, once the driver is up */
     WSL_CHUNK_END = 6,      /* clean close: totals; absent after a kill */
-    WSL_CHUNK_STRING = 7,   /* id -> string (kernel names, paths: later) */
+    WSL_CHUNK_STRING = 7,   /* id -> string (kernel names: later) */
+    WSL_CHUNK_MOUNTS = 8,   /* the mount table the process sees (mountinfo text) */
+    WSL_CHUNK_PATHS = 9,    /* path id -> path of files the program opened or looked up */
 };
 
 struct wsl_chunk_header {
@@ -122,6 +124,25 @@ _Static_assert(sizeof(struct wsl_end_info) == 32, "end info is 32 bytes");
 
 /* ---- STRING payload: u32 id, then bytes (not NUL-terminated) ---------------- */
 
+/* ---- MOUNTS payload: the text of /proc/self/mountinfo (or of the file named by
+ * WSLSHIM_MOUNTINFO) as the process saw it. Written at start and again whenever
+ * the table changes (mounts made after start); each one replaces the previous
+ * one for the events that follow it. Lines: "id parent major:minor root
+ * mountpoint options [optional fields] - fstype source superoptions". -------- */
+
+/* ---- PATHS payload: a sequence of entries, each
+ *      u32 id, u32 length, then `length` bytes of path (not NUL-terminated),
+ * as the program named the file (relative paths are made absolute with the
+ * working directory at the time). Ids are unique in a process and never 0; an
+ * I/O event's a0 refers to one. An entry is written before any EVENTS chunk
+ * that refers to it in the same thread. ------------------------------------- */
+struct wsl_path_entry_header {
+    uint32_t id;
+    uint32_t length;
+};
+#define WSL_PATH_MAX_LENGTH 4096u
+#define WSL_DEV(major, minor) ((uint64_t)(major) << 32 | (uint32_t)(minor))
+
 /* ---- Events ------------------------------------------------------------------
  * In memory an event is this fixed 64-byte record; the per-thread buffers hold
  * them and the reader hands them out. Field use by category:
@@ -142,6 +163,17 @@ _Static_assert(sizeof(struct wsl_end_info) == 32, "end info is 32 bytes");
  *   COPY_*            stream  destination    source          bytes
  *   MEMSET(_ASYNC)    stream  destination                    bytes         value
  *   INIT              -       flags
+ *
+ * File I/O (libc calls; result is 0 on success or -errno):
+ *   category   stream          a0        a1                 a2              a3
+ *   IO_OPEN    fd (-1 failed)  path id   device (WSL_DEV)   open flags      file size at open
+ *   IO_READ    fd              path id   bytes asked        bytes read      offset, or ~0 (file position)
+ *   IO_MMAP    fd              path id   length             offset          prot
+ *   IO_STAT    fd, or ~0       path id   device of result   file size       what (0 stat, 1 access, 2 statx)
+ *   IO_SEEK    fd              path id   offset             whence          resulting position
+ *   IO_CLOSE   fd              path id
+ * path id 0: unknown (an fd the shim did not see opened). Reads through stdio
+ * (fread, fgets, getline...) are IO_READ with the FILE's fd.
  *
  * GRID = gridX | gridY << 32; BLOCK = gridZ | blockX << 16 | blockY << 32 | blockZ << 48.
  */
@@ -185,6 +217,12 @@ enum wsl_category {
     WSL_CAT_COPY_DTOD_ASYNC,
     WSL_CAT_MEMSET,
     WSL_CAT_MEMSET_ASYNC,
+    WSL_CAT_IO_OPEN,
+    WSL_CAT_IO_READ,
+    WSL_CAT_IO_MMAP,
+    WSL_CAT_IO_STAT,
+    WSL_CAT_IO_SEEK,
+    WSL_CAT_IO_CLOSE,
     WSL_CAT_COUNT
 };
 

@@ -1,0 +1,21 @@
+/*
+ * Event ids: the CUDA entry points of cuda_api.def, then the libc I/O entry
+ * points of io_api.def, in list order. The trace carries the table (id,
+ * category, names), so ids may change between versions of the shim.
+ */
+#ifndef WSLSHIM_API_IDS_H
+#define WSLSHIM_API_IDS_H
+
+enum wsl_api_id {
+#define WSL_HOOK(sym, base, ver, pt, cat, pfn, params, args, rec) WSL_ID_##sym,
+#include "wslshim/cuda_api.def"
+#undef WSL_HOOK
+    WSL_ID_COUNT, /* CUDA ids are below this */
+    WSL_IO_ID_BEFORE_FIRST = WSL_ID_COUNT - 1,
+#define WSL_IO(sym, base, cat) WSL_IO_ID_##sym,
+#include "wslshim/io_api.def"
+#undef WSL_IO
+    WSL_API_COUNT
+};
+
+#endif

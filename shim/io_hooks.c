@@ -1,0 +1,847 @@
+/*
+ * File I/O as a data loader sees it: opens, reads (plain, positioned,
+ * vectored, stdio), file mmaps, the stat family, seeks and closes, recorded
+ * into the same per-thread rings as the CUDA calls (names and categories in
+ * include/wslshim/io_api.def).
+ *
+ * Per call the hook keeps it lean: fd, path id, bytes, duration. A path is
+ * copied once per open or lookup into the thread's path ring (made absolute
+ * with a cached working directory), and an fd -> path id table lets reads
+ * name their file. Where a file lives is its device: the first open in each
+ * directory asks fstat for it, later opens in the same directory reuse it.
+ * The analyzer maps devices to filesystems with the mount table the writer
+ * snapshots (MOUNTS chunks).
+ *
+ * errno and return values are the real call's: the recording path makes no
+ * system call except that first fstat per directory, which saves errno.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "api_ids.h"
+#include "shim_internal.h"
+
+/* glibc declares the path and buffer arguments of these functions nonnull, but
+ * a program may still pass NULL (the real call then fails with EFAULT): the
+ * hooks keep their NULL checks (built with -fno-delete-null-pointer-checks). */
+#pragma GCC diagnostic ignored "-Wnonnull-compare"
+
+/* stdio may define some of these as macros; here they are the functions. */
+#undef fread_unlocked
+#undef fread
+#undef fgets
+#undef getline
+#undef getdelim
+#undef stat
+#undef lstat
+#undef fstat
+#undef fstatat
+
+/* ---- the real functions ------------------------------------------------------------ */
+static struct {
+    int (*open)(const char *, int, ...);
+    int (*open64)(const char *, int, ...);
+    int (*__open_2)(const char *, int);
+    int (*__open64_2)(const char *, int);
+    int (*openat)(int, const char *, int, ...);
+    int (*openat64)(int, const char *, int, ...);
+    int (*__openat_2)(int, const char *, int);
+    int (*__openat64_2)(int, const char *, int);
+    int (*creat)(const char *, mode_t);
+    int (*creat64)(const char *, mode_t);
+    FILE *(*fopen)(const char *, const char *);
+    FILE *(*fopen64)(const char *, const char *);
+    ssize_t (*read)(int, void *, size_t);
+    ssize_t (*__read_chk)(int, void *, size_t, size_t);
+    ssize_t (*pread)(int, void *, size_t, off_t);
+    ssize_t (*pread64)(int, void *, size_t, off64_t);
+    ssize_t (*__pread_chk)(int, void *, size_t, off_t, size_t);
+    ssize_t (*__pread64_chk)(int, void *, size_t, off64_t, size_t);
+    ssize_t (*readv)(int, const struct iovec *, int);
+    ssize_t (*preadv)(int, const struct iovec *, int, off_t);
+    ssize_t (*preadv64)(int, const struct iovec *, int, off64_t);
+    ssize_t (*preadv2)(int, const struct iovec *, int, off_t, int);
+    ssize_t (*preadv64v2)(int, const struct iovec *, int, off64_t, int);
+    size_t (*fread)(void *, size_t, size_t, FILE *);
+    size_t (*fread_unlocked)(void *, size_t, size_t, FILE *);
+    size_t (*__fread_chk)(void *, size_t, size_t, size_t, FILE *);
+    char *(*fgets)(char *, int, FILE *);
+    char *(*__fgets_chk)(char *, size_t, int, FILE *);
+    ssize_t (*getdelim)(char **, size_t *, int, FILE *);
+    ssize_t (*__getdelim)(char **, size_t *, int, FILE *);
+    ssize_t (*getline)(char **, size_t *, FILE *);
+    void *(*mmap)(void *, size_t, int, int, int, off_t);
+    void *(*mmap64)(void *, size_t, int, int, int, off64_t);
+    int (*stat)(const char *, struct stat *);
+    int (*stat64)(const char *, struct stat64 *);
+    int (*lstat)(const char *, struct stat *);
+    int (*lstat64)(const char *, struct stat64 *);
+    int (*fstat)(int, struct stat *);
+    int (*fstat64)(int, struct stat64 *);
+    int (*fstatat)(int, const char *, struct stat *, int);
+    int (*fstatat64)(int, const char *, struct stat64 *, int);
+    int (*__xstat)(int, const char *, struct stat *);
+    int (*__xstat64)(int, const char *, struct stat64 *);
+    int (*__lxstat)(int, const char *, struct stat *);
+    int (*__lxstat64)(int, const char *, struct stat64 *);
+    int (*__fxstat)(int, int, struct stat *);
+    int (*__fxstat64)(int, int, struct stat64 *);
+    int (*__fxstatat)(int, int, const char *, struct stat *, int);
+    int (*__fxstatat64)(int, int, const char *, struct stat64 *, int);
+    int (*statx)(int, const char *, int, unsigned, struct statx *);
+    int (*access)(const char *, int);
+    int (*faccessat)(int, const char *, int, int);
+    off_t (*lseek)(int, off_t, int);
+    off64_t (*lseek64)(int, off64_t, int);
+    int (*close)(int);
+    int (*fclose)(FILE *);
+    int (*chdir)(const char *);
+    int (*fchdir)(int);
+} real;
+
+#define REAL(name) (WSL_LIKELY(real.name != NULL) ? real.name : (__typeof__(real.name))resolve(#name, (void **)&real.name))
+
+static void *resolve(const char *name, void **slot)
+{
+    void *p = wsl_real_dlsym(RTLD_NEXT, name);
+    *slot = p;
+    return p;
+}
+
+void wsl_io_init(void)
+{
+#define R(name) resolve(#name, (void **)&real.name);
+    R(open) R(open64) R(__open_2) R(__open64_2) R(openat) R(openat64) R(__openat_2) R(__openat64_2)
+    R(creat) R(creat64) R(fopen) R(fopen64) R(read) R(__read_chk) R(pread) R(pread64) R(__pread_chk)
+    R(__pread64_chk) R(readv) R(preadv) R(preadv64) R(preadv2) R(preadv64v2) R(fread) R(fread_unlocked)
+    R(__fread_chk) R(fgets) R(__fgets_chk) R(getdelim) R(__getdelim) R(getline) R(mmap) R(mmap64)
+    R(stat) R(stat64) R(lstat) R(lstat64) R(fstat) R(fstat64) R(fstatat) R(fstatat64) R(__xstat)
+    R(__xstat64) R(__lxstat) R(__lxstat64) R(__fxstat) R(__fxstat64) R(__fxstatat) R(__fxstatat64)
+    R(statx) R(access) R(faccessat) R(lseek) R(lseek64) R(close) R(fclose) R(chdir) R(fchdir)
+#undef R
+}
+
+/* ---- fd -> path id, directory -> device ------------------------------------------------- */
+#define FD_TABLE_SIZE 65536
+static _Atomic uint32_t fd_path[FD_TABLE_SIZE];
+static _Atomic uint32_t next_path_id = 1;
+static _Atomic uint64_t cwd_generation = 1; /* bumped by chdir/fchdir */
+
+static inline uint32_t path_of_fd(int fd)
+{
+    return (unsigned)fd < FD_TABLE_SIZE ? atomic_load_explicit(&fd_path[fd], memory_order_relaxed) : 0;
+}
+
+static inline void fd_set_path(int fd, uint32_t id)
+{
+    if ((unsigned)fd < FD_TABLE_SIZE)
+        atomic_store_explicit(&fd_path[fd], id, memory_order_relaxed);
+}
+
+#define DIR_CACHE_SIZE 4096 /* power of two */
+static struct {
+    _Atomic uint64_t hash;
+    _Atomic uint64_t dev;
+} dir_cache[DIR_CACHE_SIZE];
+
+static uint64_t hash_bytes(const char *s, size_t n)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (uint8_t)s[i]) * 1099511628211ull;
+    return h | 1; /* never 0: 0 marks an empty slot */
+}
+
+/* ---- paths -------------------------------------------------------------------------------- */
+
+/* The working directory, cached per thread until the next chdir. */
+static const char *thread_cwd(struct wsl_thread *t, uint32_t *len)
+{
+    uint64_t gen = atomic_load_explicit(&cwd_generation, memory_order_acquire);
+    if (t->cwd_gen != gen) {
+        int saved = errno;
+        if (syscall(SYS_getcwd, t->cwd, sizeof t->cwd) > 0)
+            t->cwd_len = (uint32_t)strnlen(t->cwd, sizeof t->cwd);
+        else
+            t->cwd_len = 0;
+        errno = saved;
+        t->cwd_gen = gen;
+    }
+    *len = t->cwd_len;
+    return t->cwd;
+}
+
+/* Copies `path` (relative to dirfd) into the thread's path ring under a new id,
+ * as an absolute path where it can tell; returns the id (0 if none). Also
+ * returns through dir_hash the hash of its directory part. */
+static uint32_t path_record(struct wsl_thread *t, int dirfd, const char *path, uint64_t *dir_hash)
+{
+    *dir_hash = 0;
+    if (!path)
+        return 0;
+    size_t plen = strnlen(path, WSL_PATH_MAX_LENGTH);
+    const char *prefix = NULL;
+    uint32_t prefix_len = 0;
+    char fdprefix[32];
+    if (path[0] != '/') {
+        if (dirfd == AT_FDCWD) {
+            prefix = thread_cwd(t, &prefix_len);
+        } else {
+            /* Relative to a directory fd: name it by the path it was opened with
+             * when the shim saw that, else by the fd. */
+            int n = snprintf(fdprefix, sizeof fdprefix, "<fd %d>", dirfd);
+            prefix = fdprefix;
+            prefix_len = (uint32_t)n;
+        }
+        if (plen >= 2 && path[0] == '.' && path[1] == '/')
+            path += 2, plen -= 2;
+    }
+    uint32_t len = prefix_len + (prefix_len ? 1 : 0) + (uint32_t)plen;
+    if (len > WSL_PATH_MAX_LENGTH)
+        len = WSL_PATH_MAX_LENGTH;
+    uint32_t need = (uint32_t)((sizeof(struct wsl_path_entry_header) + len + 7) & ~7u);
+    uint64_t head = atomic_load_explicit(&t->paths_head, memory_order_relaxed);
+    uint64_t tail = atomic_load_explicit(&t->paths_tail, memory_order_acquire);
+    uint32_t off = (uint32_t)(head & (WSL_PATH_RING - 1));
+    uint32_t pad = WSL_PATH_RING - off < need ? WSL_PATH_RING - off : 0;
+    uint32_t id = atomic_fetch_add_explicit(&next_path_id, 1, memory_order_relaxed);
+    if (head + pad + need - tail > WSL_PATH_RING)
+        return id; /* no room: the id stays, its path is unknown to the report */
+    if (pad) {
+        struct wsl_path_entry_header filler = {0, pad - (uint32_t)sizeof filler};
+        memcpy(t->paths + off, &filler, sizeof filler);
+        head += pad;
+        off = 0;
+    }
+    struct wsl_path_entry_header h = {id, len};
+    uint8_t *dst = t->paths + off;
+    memcpy(dst, &h, sizeof h);
+    char *p = (char *)dst + sizeof h;
+    uint32_t used = 0;
+    if (prefix_len) {
+        memcpy(p, prefix, prefix_len);
+        used = prefix_len;
+        if (used < len)
+            p[used++] = '/';
+    }
+    memcpy(p + used, path, len - used);
+    /* Directory part of the absolute path: up to the last '/'. */
+    uint32_t slash = len;
+    while (slash > 0 && p[slash - 1] != '/')
+        slash--;
+    *dir_hash = hash_bytes(p, slash ? slash - 1 : 0);
+    atomic_store_explicit(&t->paths_head, head + need, memory_order_release);
+    return id;
+}
+
+/* The device a just-opened file lives on: cached per directory. */
+static uint64_t device_of(int fd, uint64_t dir_hash, uint64_t *size)
+{
+    *size = ~0ull;
+    if (dir_hash) {
+        unsigned slot = (unsigned)(dir_hash & (DIR_CACHE_SIZE - 1));
+        if (atomic_load_explicit(&dir_cache[slot].hash, memory_order_acquire) == dir_hash)
+            return atomic_load_explicit(&dir_cache[slot].dev, memory_order_relaxed);
+    }
+    struct stat st;
+    int saved = errno;
+    int rc = REAL(fstat)(fd, &st);
+    errno = saved;
+    if (rc != 0)
+        return 0;
+    uint64_t dev = WSL_DEV(major(st.st_dev), minor(st.st_dev));
+    *size = (uint64_t)st.st_size;
+    if (dir_hash && S_ISREG(st.st_mode)) {
+        unsigned slot = (unsigned)(dir_hash & (DIR_CACHE_SIZE - 1));
+        atomic_store_explicit(&dir_cache[slot].hash, 0, memory_order_relaxed);
+        atomic_store_explicit(&dir_cache[slot].dev, dev, memory_order_relaxed);
+        atomic_store_explicit(&dir_cache[slot].hash, dir_hash, memory_order_release);
+    }
+    return dev;
+}
+
+/* ---- recording --------------------------------------------------------------------------- */
+
+/* Enters a hook: the thread to record into, or NULL to pass straight through. */
+static inline __attribute__((always_inline)) struct wsl_thread *io_enter(void)
+{
+    if (WSL_UNLIKELY(wsl_tls_depth) || WSL_UNLIKELY(!wsl_cfg.io))
+        return NULL;
+    struct wsl_thread *t = wsl_thread_get();
+    if (WSL_LIKELY(t != NULL))
+        wsl_tls_depth = 1;
+    return t;
+}
+
+static inline __attribute__((always_inline)) void io_record(struct wsl_thread *t, unsigned api, uint64_t t0,
+                                                            uint64_t t1, int failed, int err, int64_t fd,
+                                                            uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3)
+{
+    struct wsl_event *e = wsl_ring_reserve(t);
+    if (WSL_LIKELY(e != NULL)) {
+        e->t_start = t0;
+        e->t_end = t1;
+        e->api = (uint16_t)api;
+        e->flags = 0;
+        e->result = failed ? -err : 0;
+        e->stream = (uint64_t)fd;
+        e->a[0] = a0;
+        e->a[1] = a1;
+        e->a[2] = a2;
+        e->a[3] = a3;
+        wsl_ring_commit(t);
+    }
+    wsl_tls_depth = 0;
+}
+
+/* An open that returned fd (or failed): name it, find its device, record it. */
+static void record_open(struct wsl_thread *t, unsigned api, uint64_t t0, uint64_t t1, int fd, int err,
+                        int dirfd, const char *path, int flags)
+{
+    uint64_t dir_hash;
+    uint32_t id = path_record(t, dirfd, path, &dir_hash);
+    uint64_t dev = 0, size = ~0ull;
+    if (fd >= 0) {
+        fd_set_path(fd, id);
+        dev = device_of(fd, dir_hash, &size);
+    }
+    io_record(t, api, t0, t1, fd < 0, err, fd, id, dev, (uint64_t)(unsigned)flags, size);
+}
+
+static inline int open_needs_mode(int flags)
+{
+    return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE;
+}
+
+#define OPEN_HOOK(api, dirfd, path, flags, call)                                           \
+    struct wsl_thread *t = io_enter();                                                     \
+    if (!t)                                                                                \
+        return call;                                                                       \
+    uint64_t t0 = wsl_ticks();                                                             \
+    int fd = call;                                                                         \
+    uint64_t t1 = wsl_ticks();                                                             \
+    int err = errno;                                                                       \
+    record_open(t, api, t0, t1, fd, err, dirfd, path, flags);                              \
+    errno = err;                                                                           \
+    return fd;
+
+#define MODE_ARG(flags)                                                                    \
+    mode_t mode = 0;                                                                       \
+    if (open_needs_mode(flags)) {                                                          \
+        va_list ap;                                                                        \
+        va_start(ap, flags);                                                               \
+        mode = (mode_t)va_arg(ap, int);                                                    \
+        va_end(ap);                                                                        \
+    }
+
+WSL_EXPORT int open(const char *path, int flags, ...)
+{
+    MODE_ARG(flags)
+    OPEN_HOOK(WSL_IO_ID_open, AT_FDCWD, path, flags, REAL(open)(path, flags, mode))
+}
+WSL_EXPORT int open64(const char *path, int flags, ...)
+{
+    MODE_ARG(flags)
+    OPEN_HOOK(WSL_IO_ID_open64, AT_FDCWD, path, flags, REAL(open64)(path, flags, mode))
+}
+WSL_EXPORT int __open_2(const char *path, int flags)
+{
+    OPEN_HOOK(WSL_IO_ID___open_2, AT_FDCWD, path, flags, REAL(__open_2)(path, flags))
+}
+WSL_EXPORT int __open64_2(const char *path, int flags)
+{
+    OPEN_HOOK(WSL_IO_ID___open64_2, AT_FDCWD, path, flags, REAL(__open64_2)(path, flags))
+}
+WSL_EXPORT int openat(int dirfd, const char *path, int flags, ...)
+{
+    MODE_ARG(flags)
+    OPEN_HOOK(WSL_IO_ID_openat, dirfd, path, flags, REAL(openat)(dirfd, path, flags, mode))
+}
+WSL_EXPORT int openat64(int dirfd, const char *path, int flags, ...)
+{
+    MODE_ARG(flags)
+    OPEN_HOOK(WSL_IO_ID_openat64, dirfd, path, flags, REAL(openat64)(dirfd, path, flags, mode))
+}
+WSL_EXPORT int __openat_2(int dirfd, const char *path, int flags)
+{
+    OPEN_HOOK(WSL_IO_ID___openat_2, dirfd, path, flags, REAL(__openat_2)(dirfd, path, flags))
+}
+WSL_EXPORT int __openat64_2(int dirfd, const char *path, int flags)
+{
+    OPEN_HOOK(WSL_IO_ID___openat64_2, dirfd, path, flags, REAL(__openat64_2)(dirfd, path, flags))
+}
+WSL_EXPORT int creat(const char *path, mode_t mode)
+{
+    OPEN_HOOK(WSL_IO_ID_creat, AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, REAL(creat)(path, mode))
+}
+WSL_EXPORT int creat64(const char *path, mode_t mode)
+{
+    OPEN_HOOK(WSL_IO_ID_creat64, AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, REAL(creat64)(path, mode))
+}
+
+static int fopen_flags(const char *mode)
+{
+    if (!mode)
+        return 0;
+    int plus = strchr(mode, '+') != NULL;
+    switch (mode[0]) {
+    case 'r': return plus ? O_RDWR : O_RDONLY;
+    case 'w': return (plus ? O_RDWR : O_WRONLY) | O_CREAT | O_TRUNC;
+    case 'a': return (plus ? O_RDWR : O_WRONLY) | O_CREAT | O_APPEND;
+    default: return 0;
+    }
+}
+
+#define FOPEN_HOOK(api, fn)                                                                \
+    struct wsl_thread *t = io_enter();                                                     \
+    if (!t)                                                                                \
+        return REAL(fn)(path, mode);                                                       \
+    uint64_t t0 = wsl_ticks();                                                             \
+    FILE *f = REAL(fn)(path, mode);                                                        \
+    uint64_t t1 = wsl_ticks();                                                             \
+    int err = errno;                                                                       \
+    record_open(t, api, t0, t1, f ? fileno_unlocked(f) : -1, err, AT_FDCWD, path, fopen_flags(mode)); \
+    errno = err;                                                                           \
+    return f;
+
+WSL_EXPORT FILE *fopen(const char *path, const char *mode) { FOPEN_HOOK(WSL_IO_ID_fopen, fopen) }
+WSL_EXPORT FILE *fopen64(const char *path, const char *mode) { FOPEN_HOOK(WSL_IO_ID_fopen64, fopen64) }
+
+/* ---- reads ------------------------------------------------------------------------------- */
+#define NO_OFFSET (~0ull)
+
+/* A read-like call returning ssize_t: bytes asked `ask`, offset `off`. */
+#define READ_HOOK(api, fd, ask, off, call)                                                 \
+    struct wsl_thread *t = io_enter();                                                     \
+    if (!t)                                                                                \
+        return call;                                                                       \
+    uint64_t t0 = wsl_ticks();                                                             \
+    ssize_t r = call;                                                                      \
+    uint64_t t1 = wsl_ticks();                                                             \
+    int err = errno;                                                                       \
+    io_record(t, api, t0, t1, r < 0, err, fd, path_of_fd(fd), ask, r > 0 ? (uint64_t)r : 0, off); \
+    errno = err;                                                                           \
+    return r;
+
+WSL_EXPORT ssize_t read(int fd, void *buf, size_t n)
+{
+    READ_HOOK(WSL_IO_ID_read, fd, n, NO_OFFSET, REAL(read)(fd, buf, n))
+}
+WSL_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
+{
+    READ_HOOK(WSL_IO_ID___read_chk, fd, n, NO_OFFSET, REAL(__read_chk)(fd, buf, n, buflen))
+}
+WSL_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off)
+{
+    READ_HOOK(WSL_IO_ID_pread, fd, n, (uint64_t)off, REAL(pread)(fd, buf, n, off))
+}
+WSL_EXPORT ssize_t pread64(int fd, void *buf, size_t n, off64_t off)
+{
+    READ_HOOK(WSL_IO_ID_pread64, fd, n, (uint64_t)off, REAL(pread64)(fd, buf, n, off))
+}
+WSL_EXPORT ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen)
+{
+    READ_HOOK(WSL_IO_ID___pread_chk, fd, n, (uint64_t)off, REAL(__pread_chk)(fd, buf, n, off, buflen))
+}
+WSL_EXPORT ssize_t __pread64_chk(int fd, void *buf, size_t n, off64_t off, size_t buflen)
+{
+    READ_HOOK(WSL_IO_ID___pread64_chk, fd, n, (uint64_t)off, REAL(__pread64_chk)(fd, buf, n, off, buflen))
+}
+
+static uint64_t iov_bytes(const struct iovec *iov, int cnt)
+{
+    uint64_t n = 0;
+    for (int i = 0; iov && i < cnt && i < 1024; i++)
+        n += iov[i].iov_len;
+    return n;
+}
+
+WSL_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
+{
+    READ_HOOK(WSL_IO_ID_readv, fd, iov_bytes(iov, cnt), NO_OFFSET, REAL(readv)(fd, iov, cnt))
+}
+WSL_EXPORT ssize_t preadv(int fd, const struct iovec *iov, int cnt, off_t off)
+{
+    READ_HOOK(WSL_IO_ID_preadv, fd, iov_bytes(iov, cnt), (uint64_t)off, REAL(preadv)(fd, iov, cnt, off))
+}
+WSL_EXPORT ssize_t preadv64(int fd, const struct iovec *iov, int cnt, off64_t off)
+{
+    READ_HOOK(WSL_IO_ID_preadv64, fd, iov_bytes(iov, cnt), (uint64_t)off, REAL(preadv64)(fd, iov, cnt, off))
+}
+WSL_EXPORT ssize_t preadv2(int fd, const struct iovec *iov, int cnt, off_t off, int flags)
+{
+    READ_HOOK(WSL_IO_ID_preadv2, fd, iov_bytes(iov, cnt), (uint64_t)off, REAL(preadv2)(fd, iov, cnt, off, flags))
+}
+WSL_EXPORT ssize_t preadv64v2(int fd, const struct iovec *iov, int cnt, off64_t off, int flags)
+{
+    READ_HOOK(WSL_IO_ID_preadv64v2, fd, iov_bytes(iov, cnt), (uint64_t)off,
+              REAL(preadv64v2)(fd, iov, cnt, off, flags))
+}
+
+/* stdio: the FILE's fd names the file; an error is what ferror reports. */
+static inline int stream_fd(FILE *f) { return f ? fileno_unlocked(f) : -1; }
+
+#define FREAD_HOOK(api, size, n, f, call)                                                  \
+    struct wsl_thread *t = io_enter();                                                     \
+    if (!t)                                                                                \
+        return call;                                                                       \
+    uint64_t t0 = wsl_ticks();                                                             \
+    size_t r = call;                                                                       \
+    uint64_t t1 = wsl_ticks();                                                             \
+    int err = errno;                                                                       \
+    int fd = stream_fd(f);                                                                 \
+    int failed = r < (n) && f && ferror_unlocked(f);                                       \
+    io_record(t, api, t0, t1, failed, err, fd, path_of_fd(fd), (uint64_t)(size) * (n),     \
+              (uint64_t)r * (size), NO_OFFSET);                                            \
+    errno = err;                                                                           \
+    return r;
+
+WSL_EXPORT size_t fread(void *buf, size_t size, size_t n, FILE *f)
+{
+    FREAD_HOOK(WSL_IO_ID_fread, size, n, f, REAL(fread)(buf, size, n, f))
+}
+WSL_EXPORT size_t fread_unlocked(void *buf, size_t size, size_t n, FILE *f)
+{
+    FREAD_HOOK(WSL_IO_ID_fread_unlocked, size, n, f, REAL(fread_unlocked)(buf, size, n, f))
+}
+WSL_EXPORT size_t __fread_chk(void *buf, size_t buflen, size_t size, size_t n, FILE *f)
+{
+    FREAD_HOOK(WSL_IO_ID___fread_chk, size, n, f, REAL(__fread_chk)(buf, buflen, size, n, f))
+}
+
+#define FGETS_HOOK(api, s, size, f, call)                                                  \
+    struct wsl_thread *t = io_enter();                                                     \
+    if (!t)                                                                                \
+        return call;                                                                       \
+    uint64_t t0 = wsl_ticks();                                                             \
+    char *r = call;                                                                        \
+    uint64_t t1 = wsl_ticks();                                                             \
+    int err = errno;                                                                       \
+    int fd = stream_fd(f);                                                                 \
+    io_record(t, api, t0, t1, !r && f && ferror_unlocked(f), err, fd, path_of_fd(fd),     \
+              (uint64_t)(size), r ? strlen(r) : 0, NO_OFFSET);                             \
+    errno = err;                                                                           \
+    return r;
+
+WSL_EXPORT char *fgets(char *s, int size, FILE *f)
+{
+    FGETS_HOOK(WSL_IO_ID_fgets, s, size > 0 ? size : 0, f, REAL(fgets)(s, size, f))
+}
+WSL_EXPORT char *__fgets_chk(char *s, size_t buflen, int size, FILE *f)
+{
+    FGETS_HOOK(WSL_IO_ID___fgets_chk, s, size > 0 ? size : 0, f, REAL(__fgets_chk)(s, buflen, size, f))
+}
+
+#define GETDELIM_HOOK(api, f, call)                                                        \
+    struct wsl_thread *t = io_enter();                                                     \
+    if (!t)                                                                                \
+        return call;                                                                       \
+    uint64_t t0 = wsl_ticks();                                                             \
+    ssize_t r = call;                                                                      \
+    uint64_t t1 = wsl_ticks();                                                             \
+    int err = errno;                                                                       \
+    int fd = stream_fd(f);                                                                 \
+    io_record(t, api, t0, t1, r < 0 && f && ferror_unlocked(f), err, fd, path_of_fd(fd), 0, \
+              r > 0 ? (uint64_t)r : 0, NO_OFFSET);                                         \
+    errno = err;                                                                           \
+    return r;
+
+WSL_EXPORT ssize_t getdelim(char **line, size_t *n, int delim, FILE *f)
+{
+    GETDELIM_HOOK(WSL_IO_ID_getdelim, f, REAL(getdelim)(line, n, delim, f))
+}
+WSL_EXPORT ssize_t __getdelim(char **line, size_t *n, int delim, FILE *f)
+{
+    GETDELIM_HOOK(WSL_IO_ID___getdelim, f, REAL(__getdelim)(line, n, delim, f))
+}
+WSL_EXPORT ssize_t getline(char **line, size_t *n, FILE *f)
+{
+    GETDELIM_HOOK(WSL_IO_ID_getline, f, REAL(getline)(line, n, f))
+}
+
+/* ---- mmap of files ----------------------------------------------------------------------- */
+#define MMAP_HOOK(api, call)                                                               \
+    if (fd < 0 || (flags & MAP_ANONYMOUS))                                                 \
+        return call;                                                                       \
+    struct wsl_thread *t = io_enter();                                                     \
+    if (!t)                                                                                \
+        return call;                                                                       \
+    uint64_t t0 = wsl_ticks();                                                             \
+    void *r = call;                                                                        \
+    uint64_t t1 = wsl_ticks();                                                             \
+    int err = errno;                                                                       \
+    io_record(t, api, t0, t1, r == MAP_FAILED, err, fd, path_of_fd(fd), len, (uint64_t)off, \
+              (uint64_t)(unsigned)prot);                                                   \
+    errno = err;                                                                           \
+    return r;
+
+/* Before the constructor resolved it (malloc's early maps), mmap is the system call. */
+static void *mmap_raw(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    if (real.mmap)
+        return real.mmap(addr, len, prot, flags, fd, off);
+    long r = syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+    return (void *)r;
+}
+
+WSL_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    MMAP_HOOK(WSL_IO_ID_mmap, mmap_raw(addr, len, prot, flags, fd, off))
+}
+WSL_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off64_t off)
+{
+    MMAP_HOOK(WSL_IO_ID_mmap64, mmap_raw(addr, len, prot, flags, fd, (off_t)off))
+}
+
+/* ---- the stat family --------------------------------------------------------------------- */
+enum { STAT_KIND_STAT = 0, STAT_KIND_ACCESS = 1, STAT_KIND_STATX = 2 };
+
+/* A lookup by path (dirfd-relative) or, with path NULL, of an open fd. */
+static void record_stat(struct wsl_thread *t, unsigned api, uint64_t t0, uint64_t t1, int failed, int err,
+                        int dirfd, const char *path, int fd, uint64_t dev, uint64_t size, unsigned kind)
+{
+    uint64_t dir_hash;
+    uint32_t id = path ? path_record(t, dirfd, path, &dir_hash) : path_of_fd(fd);
+    io_record(t, api, t0, t1, failed, err, path ? -1 : fd, id, dev, size, kind);
+}
+
+#define STAT_HOOK(api, dirfd, path, fd, st, call)                                          \
+    struct wsl_thread *t = io_enter();                                                     \
+    if (!t)                                                                                \
+        return call;                                                                       \
+    uint64_t t0 = wsl_ticks();                                                             \
+    int r = call;                                                                          \
+    uint64_t t1 = wsl_ticks();                                                             \
+    int err = errno;                                                                       \
+    uint64_t dev = r == 0 && (st) ? WSL_DEV(major((st)->st_dev), minor((st)->st_dev)) : 0; \
+    uint64_t size = r == 0 && (st) ? (uint64_t)(st)->st_size : 0;                          \
+    record_stat(t, api, t0, t1, r != 0, err, dirfd, path, fd, dev, size, STAT_KIND_STAT);  \
+    errno = err;                                                                           \
+    return r;
+
+WSL_EXPORT int stat(const char *path, struct stat *st)
+{
+    STAT_HOOK(WSL_IO_ID_stat, AT_FDCWD, path, -1, st, REAL(stat)(path, st))
+}
+WSL_EXPORT int stat64(const char *path, struct stat64 *st)
+{
+    STAT_HOOK(WSL_IO_ID_stat64, AT_FDCWD, path, -1, st, REAL(stat64)(path, st))
+}
+WSL_EXPORT int lstat(const char *path, struct stat *st)
+{
+    STAT_HOOK(WSL_IO_ID_lstat, AT_FDCWD, path, -1, st, REAL(lstat)(path, st))
+}
+WSL_EXPORT int lstat64(const char *path, struct stat64 *st)
+{
+    STAT_HOOK(WSL_IO_ID_lstat64, AT_FDCWD, path, -1, st, REAL(lstat64)(path, st))
+}
+WSL_EXPORT int fstat(int fd, struct stat *st)
+{
+    STAT_HOOK(WSL_IO_ID_fstat, AT_FDCWD, (const char *)NULL, fd, st, REAL(fstat)(fd, st))
+}
+WSL_EXPORT int fstat64(int fd, struct stat64 *st)
+{
+    STAT_HOOK(WSL_IO_ID_fstat64, AT_FDCWD, (const char *)NULL, fd, st, REAL(fstat64)(fd, st))
+}
+/* fstatat with AT_EMPTY_PATH and "" is an fstat of dirfd. */
+#define AT_PATH(path, flags) ((flags & AT_EMPTY_PATH) && path && !path[0] ? (const char *)NULL : path)
+WSL_EXPORT int fstatat(int dirfd, const char *path, struct stat *st, int flags)
+{
+    STAT_HOOK(WSL_IO_ID_fstatat, dirfd, AT_PATH(path, flags), dirfd, st, REAL(fstatat)(dirfd, path, st, flags))
+}
+WSL_EXPORT int fstatat64(int dirfd, const char *path, struct stat64 *st, int flags)
+{
+    STAT_HOOK(WSL_IO_ID_fstatat64, dirfd, AT_PATH(path, flags), dirfd, st,
+              REAL(fstatat64)(dirfd, path, st, flags))
+}
+WSL_EXPORT int __xstat(int ver, const char *path, struct stat *st)
+{
+    STAT_HOOK(WSL_IO_ID___xstat, AT_FDCWD, path, -1, st, REAL(__xstat)(ver, path, st))
+}
+WSL_EXPORT int __xstat64(int ver, const char *path, struct stat64 *st)
+{
+    STAT_HOOK(WSL_IO_ID___xstat64, AT_FDCWD, path, -1, st, REAL(__xstat64)(ver, path, st))
+}
+WSL_EXPORT int __lxstat(int ver, const char *path, struct stat *st)
+{
+    STAT_HOOK(WSL_IO_ID___lxstat, AT_FDCWD, path, -1, st, REAL(__lxstat)(ver, path, st))
+}
+WSL_EXPORT int __lxstat64(int ver, const char *path, struct stat64 *st)
+{
+    STAT_HOOK(WSL_IO_ID___lxstat64, AT_FDCWD, path, -1, st, REAL(__lxstat64)(ver, path, st))
+}
+WSL_EXPORT int __fxstat(int ver, int fd, struct stat *st)
+{
+    STAT_HOOK(WSL_IO_ID___fxstat, AT_FDCWD, (const char *)NULL, fd, st, REAL(__fxstat)(ver, fd, st))
+}
+WSL_EXPORT int __fxstat64(int ver, int fd, struct stat64 *st)
+{
+    STAT_HOOK(WSL_IO_ID___fxstat64, AT_FDCWD, (const char *)NULL, fd, st, REAL(__fxstat64)(ver, fd, st))
+}
+WSL_EXPORT int __fxstatat(int ver, int dirfd, const char *path, struct stat *st, int flags)
+{
+    STAT_HOOK(WSL_IO_ID___fxstatat, dirfd, AT_PATH(path, flags), dirfd, st,
+              REAL(__fxstatat)(ver, dirfd, path, st, flags))
+}
+WSL_EXPORT int __fxstatat64(int ver, int dirfd, const char *path, struct stat64 *st, int flags)
+{
+    STAT_HOOK(WSL_IO_ID___fxstatat64, dirfd, AT_PATH(path, flags), dirfd, st,
+              REAL(__fxstatat64)(ver, dirfd, path, st, flags))
+}
+
+WSL_EXPORT int statx(int dirfd, const char *path, int flags, unsigned mask, struct statx *stx)
+{
+    struct wsl_thread *t = io_enter();
+    if (!t)
+        return REAL(statx)(dirfd, path, flags, mask, stx);
+    uint64_t t0 = wsl_ticks();
+    int r = REAL(statx)(dirfd, path, flags, mask, stx);
+    uint64_t t1 = wsl_ticks();
+    int err = errno;
+    uint64_t dev = r == 0 && stx ? WSL_DEV(stx->stx_dev_major, stx->stx_dev_minor) : 0;
+    uint64_t size = r == 0 && stx ? stx->stx_size : 0;
+    record_stat(t, WSL_IO_ID_statx, t0, t1, r != 0, err, dirfd, AT_PATH(path, flags), dirfd, dev, size,
+                STAT_KIND_STATX);
+    errno = err;
+    return r;
+}
+
+#define ACCESS_HOOK(api, dirfd, path, call)                                                \
+    struct wsl_thread *t = io_enter();                                                     \
+    if (!t)                                                                                \
+        return call;                                                                       \
+    uint64_t t0 = wsl_ticks();                                                             \
+    int r = call;                                                                          \
+    uint64_t t1 = wsl_ticks();                                                             \
+    int err = errno;                                                                       \
+    record_stat(t, api, t0, t1, r != 0, err, dirfd, path, -1, 0, 0, STAT_KIND_ACCESS);     \
+    errno = err;                                                                           \
+    return r;
+
+WSL_EXPORT int access(const char *path, int mode)
+{
+    ACCESS_HOOK(WSL_IO_ID_access, AT_FDCWD, path, REAL(access)(path, mode))
+}
+WSL_EXPORT int faccessat(int dirfd, const char *path, int mode, int flags)
+{
+    ACCESS_HOOK(WSL_IO_ID_faccessat, dirfd, path, REAL(faccessat)(dirfd, path, mode, flags))
+}
+
+/* ---- seeks and closes -------------------------------------------------------------------- */
+#define SEEK_HOOK(api, call)                                                               \
+    struct wsl_thread *t = io_enter();                                                     \
+    if (!t)                                                                                \
+        return call;                                                                       \
+    uint64_t t0 = wsl_ticks();                                                             \
+    __typeof__(call) r = call;                                                             \
+    uint64_t t1 = wsl_ticks();                                                             \
+    int err = errno;                                                                       \
+    io_record(t, api, t0, t1, r < 0, err, fd, path_of_fd(fd), (uint64_t)off, (uint64_t)whence, (uint64_t)r); \
+    errno = err;                                                                           \
+    return r;
+
+WSL_EXPORT off_t lseek(int fd, off_t off, int whence) { SEEK_HOOK(WSL_IO_ID_lseek, REAL(lseek)(fd, off, whence)) }
+WSL_EXPORT off64_t lseek64(int fd, off64_t off, int whence)
+{
+    SEEK_HOOK(WSL_IO_ID_lseek64, REAL(lseek64)(fd, off, whence))
+}
+
+WSL_EXPORT int close(int fd)
+{
+    struct wsl_thread *t = io_enter();
+    if (!t) {
+        fd_set_path(fd, 0);
+        return REAL(close)(fd);
+    }
+    uint32_t id = path_of_fd(fd);
+    fd_set_path(fd, 0); /* before the number can be reused by another thread's open */
+    uint64_t t0 = wsl_ticks();
+    int r = REAL(close)(fd);
+    uint64_t t1 = wsl_ticks();
+    int err = errno;
+    io_record(t, WSL_IO_ID_close, t0, t1, r != 0, err, fd, id, 0, 0, 0);
+    errno = err;
+    return r;
+}
+
+WSL_EXPORT int fclose(FILE *f)
+{
+    int fd = stream_fd(f);
+    struct wsl_thread *t = io_enter();
+    if (!t) {
+        if (fd >= 0)
+            fd_set_path(fd, 0);
+        return REAL(fclose)(f);
+    }
+    uint32_t id = fd >= 0 ? path_of_fd(fd) : 0;
+    if (fd >= 0)
+        fd_set_path(fd, 0);
+    uint64_t t0 = wsl_ticks();
+    int r = REAL(fclose)(f);
+    uint64_t t1 = wsl_ticks();
+    int err = errno;
+    io_record(t, WSL_IO_ID_fclose, t0, t1, r != 0, err, fd, id, 0, 0, 0);
+    errno = err;
+    return r;
+}
+
+/* ---- the working directory changes ---------------------------------------------------------- */
+WSL_EXPORT int chdir(const char *path)
+{
+    int r = REAL(chdir)(path);
+    if (r == 0)
+        atomic_fetch_add(&cwd_generation, 1);
+    return r;
+}
+
+WSL_EXPORT int fchdir(int fd)
+{
+    int r = REAL(fchdir)(fd);
+    if (r == 0)
+        atomic_fetch_add(&cwd_generation, 1);
+    return r;
+}
+
+/* ---- the mount table, for the writer -------------------------------------------------------- */
+size_t wsl_io_read_mounts(char **buf, size_t *cap)
+{
+    const char *path = getenv("WSLSHIM_MOUNTINFO");
+    if (!path || !*path)
+        path = "/proc/self/mountinfo";
+    int fd = REAL(open)(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    size_t n = 0;
+    for (;;) {
+        if (n + 4096 > *cap) {
+            size_t ncap = *cap ? *cap * 2 : 65536;
+            if (ncap > (16u << 20))
+                break; /* a mount table this large is cut; the analyzer warns */
+            char *nb = realloc(*buf, ncap);
+            if (!nb)
+                break;
+            *buf = nb;
+            *cap = ncap;
+        }
+        ssize_t r = REAL(read)(fd, *buf + n, *cap - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+    }
+    REAL(close)(fd);
+    return n;
+}
