@@ -108,6 +108,30 @@ class Suite:
             self.check(f"{name} records {api_name}", got >= minimum, f"{got} calls (expected >= {minimum})")
         return rep
 
+    def dataloader(self, files, steps):
+        """PyTorch DataLoader, 4 workers, over a folder of small JPEGs (PIL)."""
+        script = os.path.join(HERE, "dataloader.py")
+        data = os.path.join(self.traces, "dataset")
+        if not os.path.isdir(data):
+            p = run([sys.executable, script, "make", data, "--files", str(files)], check=False)
+            if p.returncode == 77:
+                self.check("dataloader available", True, f"skipped: {p.stdout.strip()}")
+                return
+        cmd = [sys.executable, script, "train", data, "--workers", "4", "--steps", str(steps)]
+        res, rep = self.traced("dataloader", cmd)
+        io = rep.get("io", {})
+        ids = [b.get("id") for b in rep.get("bottlenecks", [])]
+        self.results["runs"]["dataloader"] = {"program": res, "io": io, "bottlenecks": rep.get("bottlenecks"),
+                                              "processes": len(rep.get("processes", [])),
+                                              "api_calls": {k: v.get("calls") for k, v in rep.get("api", {}).items()}}
+        self.check("dataloader: a trace per worker", len(rep.get("processes", [])) >= 5,
+                   f"{len(rep.get('processes', []))} processes traced (main + 4 workers expected)")
+        self.check("dataloader: files opened cover the samples read", io.get("files_opened", 0) >= res["samples"],
+                   f"{io.get('files_opened')} files opened, {res['samples']} samples consumed")
+        self.check("dataloader: small_file_reads diagnosed", "small_file_reads" in ids, f"bottlenecks: {ids}")
+        self.check("dataloader: no cross_os_reads on a Linux filesystem", "cross_os_reads" not in ids,
+                   f"by_fs: {sorted(io.get('by_fs', {}))}")
+
     def interleaved(self, name, cmd, keys, rounds):
         """Runs cmd `rounds` times without and with the shim, alternating, and
         compares the medians of each figure in `keys`."""
@@ -170,6 +194,7 @@ def main():
             s.workload("triton_add", 100, expect_api={"cuLaunchKernelEx": 100})
             s.workload("cupy_elementwise", 100, expect_api={"cuLaunchKernel": 100})
             s.workload("graph_replay", 100, expect_api={"cuGraphLaunch": 100})
+            s.dataloader(20000, 100)
         if args.bench_rounds:
             s.bench(args.bench_rounds, 10000)
     except Exception as exc:  # a crash of a traced program is a failure, not a skip
