@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "shim_internal.h"
@@ -105,7 +106,7 @@ static void *real_fn(const char *name)
     return wsl_real_dlsym(RTLD_NEXT, name);
 }
 
-/* Finishes this image's trace before exec; returns whether it did. */
+/* Finishes this image's trace before exec or _exit; returns whether it did. */
 static int before_exec(void)
 {
     if (getpid() != recording_pid)
@@ -196,6 +197,28 @@ WSL_EXPORT int execle(const char *path, const char *arg, ...)
     char *const *envp = va_arg(ap, char *const *);
     va_end(ap);
     return execve(path, argv, envp);
+}
+
+/* _exit and _Exit skip the destructors: finish the trace first (Python's
+ * multiprocessing workers, for one, always leave this way). */
+WSL_EXPORT void _exit(int status)
+{
+    void (*real)(int) = real_fn("_exit");
+    before_exec();
+    if (real)
+        real(status);
+    syscall(SYS_exit_group, status);
+    __builtin_unreachable();
+}
+
+WSL_EXPORT void _Exit(int status)
+{
+    void (*real)(int) = real_fn("_Exit");
+    before_exec();
+    if (real)
+        real(status);
+    syscall(SYS_exit_group, status);
+    __builtin_unreachable();
 }
 
 /* posix_spawn: the parent goes on, so only the child's environment matters. */

@@ -19,6 +19,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -183,6 +184,31 @@ static const char *thread_cwd(struct wsl_thread *t, uint32_t *len)
     return t->cwd;
 }
 
+/* Room in the path ring up to `end`: past half full the writer is woken;
+ * full, the call waits for it at most 10 ms, like the event ring. */
+static int paths_room(struct wsl_thread *t, uint64_t end)
+{
+    uint64_t tail = atomic_load_explicit(&t->paths_tail, memory_order_acquire);
+    if (end - tail <= WSL_PATH_RING / 2)
+        return 1;
+    int saved = errno;
+    wsl_writer_wake();
+    if (end - tail <= WSL_PATH_RING) {
+        errno = saved;
+        return 1;
+    }
+    uint64_t deadline = wsl_mono_ns() + 10000000ull;
+    do {
+        sched_yield();
+        tail = atomic_load_explicit(&t->paths_tail, memory_order_acquire);
+    } while (end - tail > WSL_PATH_RING && wsl_mono_ns() < deadline);
+    errno = saved;
+    if (end - tail <= WSL_PATH_RING)
+        return 1;
+    atomic_fetch_add_explicit(&t->paths_dropped, 1, memory_order_relaxed);
+    return 0;
+}
+
 /* Copies `path` (relative to dirfd) into the thread's path ring under a new id,
  * as an absolute path where it can tell; returns the id (0 if none). Also
  * returns through dir_hash the hash of its directory part. */
@@ -213,11 +239,10 @@ static uint32_t path_record(struct wsl_thread *t, int dirfd, const char *path, u
         len = WSL_PATH_MAX_LENGTH;
     uint32_t need = (uint32_t)((sizeof(struct wsl_path_entry_header) + len + 7) & ~7u);
     uint64_t head = atomic_load_explicit(&t->paths_head, memory_order_relaxed);
-    uint64_t tail = atomic_load_explicit(&t->paths_tail, memory_order_acquire);
     uint32_t off = (uint32_t)(head & (WSL_PATH_RING - 1));
     uint32_t pad = WSL_PATH_RING - off < need ? WSL_PATH_RING - off : 0;
     uint32_t id = atomic_fetch_add_explicit(&next_path_id, 1, memory_order_relaxed);
-    if (head + pad + need - tail > WSL_PATH_RING)
+    if (!paths_room(t, head + pad + need))
         return id; /* no room: the id stays, its path is unknown to the report */
     if (pad) {
         struct wsl_path_entry_header filler = {0, pad - (uint32_t)sizeof filler};

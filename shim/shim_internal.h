@@ -73,7 +73,7 @@ static inline __attribute__((always_inline)) uint64_t wsl_ticks(void)
  * writes events, the writer thread drains them. No lock, no allocation and no
  * system call on the producer side; a full ring drops the event and counts it. */
 #define WSL_RING_EVENTS 16384u /* power of two */
-#define WSL_PATH_RING 65536u   /* bytes of path entries per thread, power of two */
+#define WSL_PATH_RING 262144u  /* bytes of path entries per thread, power of two */
 
 enum wsl_thread_state {
     WSL_THREAD_FREE = 0,     /* reusable */
@@ -103,6 +103,7 @@ struct wsl_thread {
      * wsl_path_entry_header + bytes, 8-byte aligned; id 0 pads to the end. */
     _Atomic uint64_t paths_head; /* producer */
     _Atomic uint64_t paths_tail; /* writer */
+    _Atomic uint64_t paths_dropped; /* producer: paths that found no room */
     uint64_t cwd_gen;            /* producer: the working directory cached below */
     uint32_t cwd_len;
     char cwd[4096];
