@@ -44,6 +44,12 @@ const char *wsl_category_name(unsigned category)
         [WSL_CAT_COPY_DTOD_ASYNC] = "copy_dtod_async",
         [WSL_CAT_MEMSET] = "memset",
         [WSL_CAT_MEMSET_ASYNC] = "memset_async",
+        [WSL_CAT_IO_OPEN] = "io_open",
+        [WSL_CAT_IO_READ] = "io_read",
+        [WSL_CAT_IO_MMAP] = "io_mmap",
+        [WSL_CAT_IO_STAT] = "io_stat",
+        [WSL_CAT_IO_SEEK] = "io_seek",
+        [WSL_CAT_IO_CLOSE] = "io_close",
     };
     return category < WSL_CAT_COUNT ? names[category] : "other";
 }
@@ -51,6 +57,7 @@ const char *wsl_category_name(unsigned category)
 void wsl_run_init(struct wsl_run *run)
 {
     memset(run, 0, sizeof *run);
+    wsl_io_init(&run->io);
 }
 
 static void add_warning(struct wsl_run *run, char *msg)
@@ -116,6 +123,8 @@ static uint32_t variant_find_or_add(struct wsl_api_stats *a, const char *symbol)
 struct trace_api {              /* one api id of the trace being read */
     uint32_t api;               /* index into run->apis */
     uint32_t variant;           /* index into that API's variants */
+    uint16_t category;
+    bool io;                    /* a file I/O call: its events also go to the I/O analysis */
     uint64_t errors;
     struct wsl_hist ticks;      /* durations in this trace's ticks */
 };
@@ -128,6 +137,7 @@ struct trace_state {
     uint64_t end_ticks;
     uint64_t max_clock_ns;      /* latest CLOCK sample, monotonic ns */
     uint64_t dropped_in_chunks, dropped_at_end;
+    struct wsl_io_trace *io;    /* from the PROCESS chunk on */
 };
 
 static char **copy_argv(const char *const *argv, uint32_t argc)
@@ -182,6 +192,8 @@ static void take_api_table(struct wsl_run *run, struct trace_state *t, const str
         struct trace_api *ta = xcalloc(1, sizeof *ta);
         ta->api = api_find_or_add(run, e->base, e->category);
         ta->variant = variant_find_or_add(&run->apis[ta->api], e->symbol);
+        ta->category = e->category;
+        ta->io = wsl_is_io_category(e->category);
         t->by_id[e->id] = ta;   /* the reader refuses an id defined twice */
     }
 }
@@ -194,6 +206,8 @@ static void take_events(struct trace_state *t, const struct wsl_event *ev, uint3
         struct trace_api *ta = t->by_id[ev[i].api]; /* the reader checked the id is in the table */
         wsl_hist_add(&ta->ticks, ev[i].t_end - ev[i].t_start);
         ta->errors += ev[i].result != 0;
+        if (ta->io && t->io)
+            wsl_io_trace_event(t->io, ta->category, &ev[i]);
         if (ev[i].t_end > max_end)
             max_end = ev[i].t_end;
     }
@@ -218,6 +232,7 @@ static void free_process(struct wsl_process *p)
 
 static void free_trace_state(struct trace_state *t)
 {
+    wsl_io_trace_discard(t->io);
     for (unsigned i = 0; i < WSL_MAX_API_IDS; i++)
         if (t->by_id[i]) {
             wsl_hist_free(&t->by_id[i]->ticks);
@@ -249,6 +264,19 @@ static void merge_trace(struct wsl_run *run, struct trace_state *t, struct wsl_p
     p->end_ns = end;
     p->dropped = t->dropped_in_chunks > t->dropped_at_end ? t->dropped_in_chunks : t->dropped_at_end;
     p->clock_rate_known = clock->rate_known;
+    if (t->io) {
+        uint64_t unnamed = run->io.unnamed_path_events, untracked = run->io.untracked_path_events;
+        wsl_io_trace_end(t->io, clock, &p->io);
+        t->io = NULL;
+        if (run->io.unnamed_path_events > unnamed)
+            add_warning(run, xasprintf("%s: %llu file I/O calls name path ids that no PATHS entry defined before "
+                                       "them; their files count as unnamed", p->trace_path,
+                                       (unsigned long long)(run->io.unnamed_path_events - unnamed)));
+        if (run->io.untracked_path_events > untracked)
+            add_warning(run, xasprintf("%s: more than %u distinct paths; %llu calls on the others count under "
+                                       "\"unknown\"", p->trace_path, WSL_IO_MAX_PATHS_PER_TRACE,
+                                       (unsigned long long)(run->io.untracked_path_events - untracked)));
+    }
 }
 
 int wsl_run_add_trace(struct wsl_run *run, const char *path, char *err, size_t errlen)
@@ -267,6 +295,8 @@ int wsl_run_add_trace(struct wsl_run *run, const char *path, char *err, size_t e
         case WSL_CHUNK_PROCESS:
             take_process(&p, &it);
             have_process = true;
+            if (!t->io)
+                t->io = wsl_io_trace_begin(&run->io, (p.flags & (WSL_PROC_WSL1 | WSL_PROC_WSL2)) != 0);
             break;
         case WSL_CHUNK_API_TABLE:
             take_api_table(run, t, &it);
@@ -289,6 +319,14 @@ int wsl_run_add_trace(struct wsl_run *run, const char *path, char *err, size_t e
             p.threads = it.end.threads;
             break;
         case WSL_CHUNK_STRING:
+            break;
+        case WSL_CHUNK_MOUNTS:
+            if (t->io)
+                wsl_io_trace_mounts(t->io, it.mounts.table);
+            break;
+        case WSL_CHUNK_PATHS:
+            if (t->io)
+                wsl_io_trace_paths(t->io, &it);
             break;
         }
     }
@@ -371,6 +409,8 @@ void wsl_run_finish(struct wsl_run *run)
             run->end_ns = p->end_ns;
     }
     run->wall_ns = run->end_ns > run->start_ns ? run->end_ns - run->start_ns : 0;
+    wsl_io_finish(&run->io);
+    wsl_rules_run(run);
 }
 
 void wsl_run_free(struct wsl_run *run)
@@ -391,5 +431,7 @@ void wsl_run_free(struct wsl_run *run)
         free(run->warnings[i]);
     free(run->warnings);
     free(run->api_index);
+    wsl_io_free(&run->io);
+    wsl_findings_free(run->findings, run->finding_count);
     memset(run, 0, sizeof *run);
 }

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "io_analysis.h"
+#include "rules.h"
 #include "stats.h"
 
 struct wsl_variant {
@@ -50,13 +52,18 @@ struct wsl_process {
     bool truncated;
     bool clock_rate_known;
     uint64_t start_ns, end_ns;  /* CLOCK_MONOTONIC */
+    struct wsl_io_summary io;   /* this process's file I/O (times in ns) */
 };
 
 struct wsl_run {
     struct wsl_process *procs;  /* sorted by start time after wsl_run_finish */
     size_t proc_count;
-    struct wsl_api_stats *apis; /* sorted by total time, largest first, after wsl_run_finish */
+    struct wsl_api_stats *apis; /* sorted by total time, largest first, after wsl_run_finish;
+                                   the CUDA driver API and the libc file calls (see wsl_is_io_category) */
     size_t api_count;
+    struct wsl_io io;           /* file I/O of every process */
+    struct wsl_finding *findings; /* bottlenecks, largest time lost first, after wsl_run_finish */
+    size_t finding_count;
     uint64_t start_ns, end_ns, wall_ns;
     char **warnings;            /* "<trace>: <what>", in reading order */
     size_t warning_count;
@@ -81,7 +88,8 @@ void wsl_run_init(struct wsl_run *run);
  * cut short is kept with a warning. */
 int wsl_run_add_trace(struct wsl_run *run, const char *path, char *err, size_t errlen);
 
-/* Sorts and computes the run-wide figures; call once after the last trace. */
+/* Sorts, computes the run-wide figures and runs the bottleneck rules; call
+ * once after the last trace. */
 void wsl_run_finish(struct wsl_run *run);
 
 void wsl_run_free(struct wsl_run *run);

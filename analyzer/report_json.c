@@ -4,7 +4,39 @@
 
 #include "json_writer.h"
 #include "report_output.h"
+#include "util.h"
 #include "wslshim/trace_format.h"
+
+/* The calls of one group: the same keys wherever counts appear. */
+static void write_io_counts(struct json_writer *w, const struct wsl_io_counts *c)
+{
+    json_key(w, "reads");
+    json_u64(w, c->reads);
+    json_key(w, "bytes_read");
+    json_u64(w, c->bytes_read);
+    json_key(w, "opens");
+    json_u64(w, c->opens);
+    json_key(w, "files_opened");
+    json_u64(w, c->files_opened);
+    json_key(w, "stats");
+    json_u64(w, c->stats);
+    json_key(w, "seeks");
+    json_u64(w, c->seeks);
+    json_key(w, "closes");
+    json_u64(w, c->closes);
+    json_key(w, "mmaps");
+    json_u64(w, c->mmaps);
+    json_key(w, "bytes_mapped");
+    json_u64(w, c->bytes_mapped);
+    json_key(w, "errors");
+    json_u64(w, c->errors);
+    json_key(w, "read_ns");
+    json_u64(w, c->read_time);
+    json_key(w, "meta_ns");
+    json_u64(w, c->meta_time);
+    json_key(w, "mmap_ns");
+    json_u64(w, c->mmap_time);
+}
 
 static void write_process(struct json_writer *w, const struct wsl_run *run, const struct wsl_process *p)
 {
@@ -55,6 +87,10 @@ static void write_process(struct json_writer *w, const struct wsl_run *run, cons
         json_null(w);
     json_key(w, "libcuda");
     json_string(w, p->have_driver ? p->libcuda_path : NULL);
+    json_key(w, "io");          /* data files, as the run's "io" */
+    json_begin_object(w);
+    write_io_counts(w, &p->io.data);
+    json_end_object(w);
     json_key(w, "gpus");
     json_begin_array(w);
     for (uint32_t i = 0; i < p->gpu_count; i++) {
@@ -106,6 +142,213 @@ static void write_api(struct json_writer *w, const struct wsl_api_stats *a)
     json_end_object(w);
 }
 
+static double share(uint64_t part, uint64_t whole)
+{
+    return whole ? (double)part / (double)whole : 0;
+}
+
+static void write_dir(struct json_writer *w, const struct wsl_io *io, const struct wsl_io_dir *d)
+{
+    json_begin_object(w);
+    json_key(w, "dir");
+    json_string(w, d->path);
+    const struct wsl_io_mount *m = d->mount < io->mount_count ? &io->mounts[d->mount] : NULL;
+    json_key(w, "fstype");
+    json_string(w, m ? m->fstype : "unknown");
+    json_key(w, "mount_point");
+    json_string(w, m ? m->mount_point : "");
+    json_key(w, "reads");
+    json_u64(w, d->reads);
+    json_key(w, "bytes_read");
+    json_u64(w, d->bytes_read);
+    json_key(w, "files");
+    json_u64(w, d->files);
+    json_key(w, "time_ns");
+    json_u64(w, d->time);
+    json_end_object(w);
+}
+
+static void write_io(struct json_writer *w, const struct wsl_io *io)
+{
+    const struct wsl_io_summary *s = &io->total;
+    json_begin_object(w);
+    json_key(w, "wsl");
+    json_bool(w, io->wsl);
+    write_io_counts(w, &s->data);   /* data files: not /proc, /sys, /dev, not fds the shim did not see opened */
+    json_key(w, "span_ns");
+    json_u64(w, s->have_span ? s->last - s->first : 0);
+    json_key(w, "files_per_s");
+    json_double(w, wsl_io_files_per_s(io));
+
+    json_key(w, "by_fs");
+    json_begin_object(w);
+    for (size_t i = 0; i < io->fs_count; i++) {
+        const struct wsl_io_fs *fs = &io->fs[i];
+        json_key(w, fs->fstype);
+        json_begin_object(w);
+        write_io_counts(w, &fs->all);
+        json_key(w, "mount_points");
+        json_begin_array(w);
+        for (size_t k = 0; k < fs->mount_count; k++)
+            if (*io->mounts[fs->mounts[k]].mount_point)
+                json_string(w, io->mounts[fs->mounts[k]].mount_point);
+        json_end_array(w);
+        json_key(w, "crosses_windows");
+        json_bool(w, fs->crosses_windows);
+        json_key(w, "system");
+        json_bool(w, fs->system);
+        json_end_object(w);
+    }
+    json_end_object(w);
+
+    json_key(w, "mounts");
+    json_begin_array(w);
+    for (size_t i = 0; i < io->mount_count; i++) {
+        const struct wsl_io_mount *m = &io->mounts[i];
+        json_begin_object(w);
+        json_key(w, "mount_point");
+        json_string(w, m->mount_point);
+        json_key(w, "fstype");
+        json_string(w, m->fstype);
+        json_key(w, "source");
+        json_string(w, m->source);
+        json_key(w, "kind");
+        json_string(w, wsl_fs_kind_name(m->kind));
+        json_key(w, "crosses_windows");
+        json_bool(w, wsl_fs_kind_crosses_windows(m->kind));
+        write_io_counts(w, &m->all);
+        json_key(w, "data");
+        json_begin_object(w);
+        write_io_counts(w, &m->data);
+        json_end_object(w);
+        json_key(w, "data_root");
+        json_string(w, m->data_root && *m->data_root ? m->data_root : NULL);
+        json_end_object(w);
+    }
+    json_end_array(w);
+
+    json_key(w, "size_histogram");
+    json_begin_array(w);
+    for (unsigned b = 0; b < WSL_IO_SIZE_BUCKETS; b++) {
+        json_begin_object(w);
+        json_key(w, "bucket");
+        json_string(w, wsl_io_size_bucket_name(b));
+        json_key(w, "reads");
+        json_u64(w, s->size_hist[b]);
+        json_end_object(w);
+    }
+    json_end_array(w);
+
+    json_key(w, "small_files");
+    json_begin_object(w);
+    json_key(w, "files");
+    json_u64(w, s->small_files);
+    json_key(w, "sized_files");
+    json_u64(w, io->file_sizes.count);
+    json_key(w, "unknown_size");
+    json_u64(w, s->read_opens > io->file_sizes.count ? s->read_opens - io->file_sizes.count : 0);
+    json_key(w, "share_files");
+    json_double(w, share(s->small_files, io->file_sizes.count));
+    json_key(w, "share_bytes");
+    json_double(w, share(s->small_file_bytes_read, s->named_bytes_read));
+    json_key(w, "median_file_size");
+    json_u64(w, wsl_hist_quantile(&io->file_sizes, 0.5));
+    json_end_object(w);
+
+    json_key(w, "small_reads");
+    json_begin_object(w);
+    json_key(w, "reads");
+    json_u64(w, s->small_reads);
+    json_key(w, "share");
+    json_double(w, share(s->small_reads, s->named_reads));
+    json_key(w, "bytes");
+    json_u64(w, s->small_read_bytes);
+    json_key(w, "time_ns");
+    json_u64(w, s->small_read_time);
+    json_end_object(w);
+
+    json_key(w, "top_dirs");
+    json_begin_array(w);
+    for (size_t i = 0, shown = 0; i < io->dir_count && shown < WSL_IO_TOP_DIRS; i++) {
+        const struct wsl_io_dir *d = &io->dirs[i];
+        if (d->time == 0 && d->reads == 0 && d->files == 0)
+            continue;
+        write_dir(w, io, d);
+        shown++;
+    }
+    json_end_array(w);
+    json_key(w, "dirs");
+    json_u64(w, io->dir_count);
+    json_key(w, "untracked_dirs");
+    json_begin_object(w);
+    json_key(w, "reads");
+    json_u64(w, io->untracked_dirs.reads);
+    json_key(w, "bytes_read");
+    json_u64(w, io->untracked_dirs.bytes_read);
+    json_key(w, "files");
+    json_u64(w, io->untracked_dirs.files);
+    json_key(w, "time_ns");
+    json_u64(w, io->untracked_dirs.time);
+    json_end_object(w);
+
+    json_key(w, "system");
+    json_begin_object(w);
+    write_io_counts(w, &s->system);
+    json_end_object(w);
+    json_key(w, "unknown_fd");
+    json_begin_object(w);
+    write_io_counts(w, &s->unknown_fd);
+    json_end_object(w);
+    json_key(w, "unnamed_path_events");
+    json_u64(w, io->unnamed_path_events);
+    json_end_object(w);
+}
+
+static void write_finding(struct json_writer *w, const struct wsl_finding *f)
+{
+    json_begin_object(w);
+    json_key(w, "id");
+    json_string(w, f->id);
+    json_key(w, "severity");
+    json_string(w, wsl_severity_name(f->severity));
+    json_key(w, "time_lost_ns");
+    json_u64(w, f->time_lost_ns);
+    json_key(w, "summary");
+    json_string(w, f->summary);
+    json_key(w, "advice");
+    json_string(w, f->advice);
+    json_key(w, "evidence");
+    json_begin_object(w);
+    for (size_t i = 0; i < f->evidence_count; i++) {
+        const struct wsl_evidence *e = &f->evidence[i];
+        json_key(w, e->key);
+        switch (e->type) {
+        case WSL_EVIDENCE_U64:
+            json_u64(w, e->u64);
+            break;
+        case WSL_EVIDENCE_NUMBER:
+            json_double(w, e->number);
+            break;
+        case WSL_EVIDENCE_BOOL:
+            json_bool(w, e->flag);
+            break;
+        case WSL_EVIDENCE_STRING:
+            json_string(w, e->string);
+            break;
+        case WSL_EVIDENCE_STRINGS:
+            json_begin_array(w);
+            for (size_t k = 0; k < e->string_count; k++)
+                json_string(w, e->strings[k]);
+            json_end_array(w);
+            break;
+        }
+    }
+    json_end_object(w);
+    json_key(w, "how_computed");
+    json_string(w, f->how_computed);
+    json_end_object(w);
+}
+
 void report_write_json(const struct wsl_run *run, FILE *out)
 {
     struct json_writer w;
@@ -122,10 +365,23 @@ void report_write_json(const struct wsl_run *run, FILE *out)
     json_end_array(&w);
     json_key(&w, "api");
     json_begin_object(&w);
-    for (size_t i = 0; i < run->api_count; i++)
-        if (run->apis[i].ns.count)
+    for (size_t i = 0; i < run->api_count; i++)   /* the CUDA driver API only: file calls are in "io" */
+        if (run->apis[i].ns.count && !wsl_is_io_category(run->apis[i].category))
             write_api(&w, &run->apis[i]);
     json_end_object(&w);
+    json_key(&w, "io");
+    write_io(&w, &run->io);
+    json_key(&w, "io_calls");   /* per libc function, as "api" is per driver function */
+    json_begin_object(&w);
+    for (size_t i = 0; i < run->api_count; i++)
+        if (run->apis[i].ns.count && wsl_is_io_category(run->apis[i].category))
+            write_api(&w, &run->apis[i]);
+    json_end_object(&w);
+    json_key(&w, "bottlenecks");
+    json_begin_array(&w);
+    for (size_t i = 0; i < run->finding_count; i++)
+        write_finding(&w, &run->findings[i]);
+    json_end_array(&w);
     json_key(&w, "warnings");
     json_begin_array(&w);
     for (size_t i = 0; i < run->warning_count; i++)

@@ -1,25 +1,15 @@
-/* The text report: who ran, for how long, and where host time went per API. */
+/* The text report: who ran, for how long, where host time went per API, the
+ * file I/O on one screen, and the bottlenecks found. */
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "report_output.h"
+#include "util.h"
 #include "wslshim/trace_format.h"
 
-/* A duration in a unit that keeps 3-4 significant digits: "812 ns", "4.26 us". */
-static const char *format_ns(char *buf, size_t size, uint64_t ns)
-{
-    if (ns < 1000)
-        snprintf(buf, size, "%" PRIu64 " ns", ns);
-    else if (ns < 1000000)
-        snprintf(buf, size, "%.2f us", (double)ns / 1e3);
-    else if (ns < 1000000000)
-        snprintf(buf, size, "%.2f ms", (double)ns / 1e6);
-    else
-        snprintf(buf, size, "%.3f s", (double)ns / 1e9);
-    return buf;
-}
+static const char *format_ns(char *buf, size_t size, uint64_t ns) { return wsl_format_ns(buf, size, ns); }
 
 /* Strings from a trace may hold anything: keep terminal control bytes out. */
 static void put_clean(FILE *out, const char *s)
@@ -73,6 +63,137 @@ static void write_process(FILE *out, const struct wsl_process *p)
     fputc('\n', out);
 }
 
+static double percent(uint64_t part, uint64_t whole)
+{
+    return whole ? 100.0 * (double)part / (double)whole : 0;
+}
+
+static const char *mount_marker(enum wsl_fs_kind kind)
+{
+    switch (kind) {
+    case WSL_FS_WINDOWS_DRIVE: return "  Windows drive";
+    case WSL_FS_WINDOWS_SHARE: return "  Windows share";
+    case WSL_FS_WSL_DRIVERS: return "  WSL drivers (Windows)";
+    default: return "";
+    }
+}
+
+/* File I/O on one screen: totals, filesystems, top folders, read sizes. */
+static void write_io(FILE *out, const struct wsl_io *io)
+{
+    const struct wsl_io_summary *s = &io->total;
+    const struct wsl_io_counts *d = &s->data, *sys = &s->system, *other = &s->unknown_fd;
+    char a[32], b[32], c[32];
+    fputs("\nFile I/O", out);
+    if (io->wsl)
+        fputs(" (WSL: files on a Windows drive cross the VM boundary)", out);
+    fputc('\n', out);
+    if (wsl_io_calls(d) + wsl_io_calls(sys) + wsl_io_calls(other) == 0) {
+        fputs("  (no file I/O recorded)\n", out);
+        return;
+    }
+    fprintf(out, "  data files   %" PRIu64 " opened (%.1f/s), %" PRIu64 " reads, %s read, %" PRIu64 " stats, %" PRIu64
+                 " errors\n",
+            d->files_opened, wsl_io_files_per_s(io), d->reads, wsl_format_bytes(a, sizeof a, d->bytes_read), d->stats,
+            d->errors);
+    fprintf(out, "               time in reads %s, in open/stat/seek/close %s, in mmap %s\n",
+            format_ns(a, sizeof a, d->read_time), format_ns(b, sizeof b, d->meta_time),
+            format_ns(c, sizeof c, d->mmap_time));
+    if (io->file_sizes.count)
+        fprintf(out, "  small files  %" PRIu64 " under 1 MiB (%.0f%% of %" PRIu64 " files of known size, %.0f%% of "
+                     "bytes read), median %s\n",
+                s->small_files, percent(s->small_files, io->file_sizes.count), io->file_sizes.count,
+                percent(s->small_file_bytes_read, s->named_bytes_read),
+                wsl_format_bytes(a, sizeof a, wsl_hist_quantile(&io->file_sizes, 0.5)));
+    fprintf(out, "  system       %" PRIu64 " calls on /proc, /sys, /dev (not counted above): %" PRIu64 " reads, %s, %s\n",
+            wsl_io_calls(sys), sys->reads, wsl_format_bytes(a, sizeof a, sys->bytes_read),
+            format_ns(b, sizeof b, wsl_io_time(sys)));
+    if (wsl_io_calls(other))
+        fprintf(out, "  other fds    %" PRIu64 " calls on fds not seen opened (stdin, pipes, sockets): %" PRIu64
+                     " reads, %s, %s\n",
+                wsl_io_calls(other), other->reads, wsl_format_bytes(a, sizeof a, other->bytes_read),
+                format_ns(b, sizeof b, wsl_io_time(other)));
+
+    fprintf(out, "  %-12s %9s %11s %8s %11s %11s  %s\n", "filesystem", "reads", "read", "files", "read time",
+            "meta time", "mount points");
+    for (size_t i = 0; i < io->fs_count; i++) {
+        const struct wsl_io_fs *fs = &io->fs[i];
+        char d1[32], d2[32], d3[32];
+        fputs("  ", out);
+        put_clean(out, fs->fstype);
+        size_t len = strlen(fs->fstype);
+        fprintf(out, "%*s %9" PRIu64 " %11s %8" PRIu64 " %11s %11s ", len < 12 ? (int)(12 - len) : 0, "",
+                fs->all.reads, wsl_format_bytes(d1, sizeof d1, fs->all.bytes_read), fs->all.files_opened,
+                format_ns(d2, sizeof d2, fs->all.read_time), format_ns(d3, sizeof d3, fs->all.meta_time));
+        for (size_t k = 0; k < fs->mount_count && k < 4; k++) {
+            const struct wsl_io_mount *m = &io->mounts[fs->mounts[k]];
+            fputc(' ', out);
+            put_clean(out, *m->mount_point ? m->mount_point : "(no mount known)");
+            fputs(mount_marker(m->kind), out);
+        }
+        if (fs->mount_count > 4)
+            fprintf(out, " (+%zu more)", fs->mount_count - 4);
+        if (fs->system)
+            fputs("  system", out);
+        fputc('\n', out);
+    }
+
+    size_t shown = 0;
+    for (size_t i = 0; i < io->dir_count && shown < 5; i++) {
+        const struct wsl_io_dir *dir = &io->dirs[i];
+        if (dir->time == 0 && dir->reads == 0 && dir->files == 0)
+            continue;
+        if (!shown++)
+            fprintf(out, "  top folders by I/O time\n");
+        fprintf(out, "    %10s %8" PRIu64 " files %9" PRIu64 " reads %11s  ", format_ns(a, sizeof a, dir->time),
+                dir->files, dir->reads, wsl_format_bytes(b, sizeof b, dir->bytes_read));
+        put_clean(out, dir->path);
+        if (dir->mount < io->mount_count) {
+            fputs(" (", out);
+            put_clean(out, io->mounts[dir->mount].fstype);
+            fputc(')', out);
+        }
+        fputc('\n', out);
+    }
+
+    const struct wsl_io_dir *rest = &io->untracked_dirs;
+    if (rest->time || rest->files || rest->reads)
+        fprintf(out, "    %10s %8" PRIu64 " files %9" PRIu64 " reads %11s  (folders beyond the first %u, together)\n",
+                format_ns(a, sizeof a, rest->time), rest->files, rest->reads,
+                wsl_format_bytes(b, sizeof b, rest->bytes_read), WSL_IO_MAX_DIRS);
+
+    uint64_t bucketed = 0;
+    for (unsigned k = 0; k < WSL_IO_SIZE_BUCKETS; k++)
+        bucketed += s->size_hist[k];
+    if (bucketed) {
+        fputs("  read sizes  ", out);
+        for (unsigned k = 0; k < WSL_IO_SIZE_BUCKETS; k++)
+            if (s->size_hist[k])
+                fprintf(out, " %s: %" PRIu64, wsl_io_size_bucket_name(k), s->size_hist[k]);
+        fputc('\n', out);
+    }
+}
+
+static void write_findings(FILE *out, const struct wsl_run *run)
+{
+    fputs("\nBottlenecks, by time lost\n", out);
+    if (!run->finding_count) {
+        fputs("  (none found)\n", out);
+        return;
+    }
+    for (size_t i = 0; i < run->finding_count; i++) {
+        const struct wsl_finding *f = &run->findings[i];
+        char lost[32];
+        fprintf(out, "  [%s] %s: %s lost (%.0f%% of wall time)\n", wsl_severity_name(f->severity), f->id,
+                format_ns(lost, sizeof lost, f->time_lost_ns), percent(f->time_lost_ns, run->wall_ns));
+        fputs("      ", out);
+        put_clean(out, f->summary);
+        fputs("\n      advice: ", out);
+        put_clean(out, f->advice);
+        fputc('\n', out);
+    }
+}
+
 void report_write_text(const struct wsl_run *run, FILE *out)
 {
     char buf[32];
@@ -97,7 +218,7 @@ void report_write_text(const struct wsl_run *run, FILE *out)
     size_t shown = 0;
     for (size_t i = 0; i < run->api_count; i++) {
         const struct wsl_api_stats *a = &run->apis[i];
-        if (!a->ns.count)
+        if (!a->ns.count || wsl_is_io_category(a->category))
             continue;
         char total[32], mean[32], p50[32], p99[32], max[32];
         fputs("  ", out);
@@ -113,4 +234,6 @@ void report_write_text(const struct wsl_run *run, FILE *out)
     }
     if (!shown)
         fputs("  (no CUDA driver calls recorded)\n", out);
+    write_io(out, &run->io);
+    write_findings(out, run);
 }

@@ -75,6 +75,9 @@ struct wsl_reader {
     size_t name_arena_count;
     struct wsl_api_entry *table_items;  /* the entries of the last API_TABLE chunk */
 
+    /* MOUNTS: the table in force */
+    struct wsl_mount_table *mounts;
+
     /* PROCESS argv */
     const char **argv;
     size_t argv_cap;
@@ -95,6 +98,8 @@ static const char *chunk_type_name(uint32_t type)
     case WSL_CHUNK_DRIVER: return "DRIVER";
     case WSL_CHUNK_END: return "END";
     case WSL_CHUNK_STRING: return "STRING";
+    case WSL_CHUNK_MOUNTS: return "MOUNTS";
+    case WSL_CHUNK_PATHS: return "PATHS";
     default: return "unknown";
     }
 }
@@ -543,6 +548,51 @@ static enum wsl_read_result parse_events(struct wsl_reader *r, uint32_t size, st
     return next_event_batch(r, item);
 }
 
+static enum wsl_read_result parse_mounts(struct wsl_reader *r, uint32_t size, struct wsl_item *item)
+{
+    char why[WSL_MOUNTS_ERRLEN];
+    struct wsl_mount_table *t = wsl_mounts_parse((const char *)r->payload, size, why, sizeof why);
+    if (!t)
+        return corrupt(r, "corrupt chunk at byte %llu: MOUNTS is not a mount table (%s)",
+                       (unsigned long long)r->chunk_offset, why);
+    wsl_mounts_free(r->mounts);
+    r->mounts = t;
+    item->mounts.table = t;
+    return WSL_READ_ITEM;
+}
+
+/* Checks every entry (whole, id not 0, 1..WSL_PATH_MAX_LENGTH bytes, no NUL)
+ * before handing the chunk out. */
+static enum wsl_read_result parse_paths(struct wsl_reader *r, uint32_t size, struct wsl_item *item)
+{
+    const unsigned long long at = (unsigned long long)r->chunk_offset;
+    uint32_t count = 0;
+    size_t pos = 0;
+    while (pos < size) {
+        struct wsl_path_entry_header h;
+        if (size - pos < sizeof h)
+            return corrupt(r, "corrupt chunk at byte %llu: PATHS entry %u is cut short", at, count);
+        memcpy(&h, r->payload + pos, sizeof h);
+        if (h.id == 0)
+            return corrupt(r, "corrupt chunk at byte %llu: PATHS entry %u has path id 0", at, count);
+        if (h.length == 0 || h.length > WSL_PATH_MAX_LENGTH)
+            return corrupt(r, "corrupt chunk at byte %llu: PATHS entry %u (id %u) has length %u (1 to %u allowed)",
+                           at, count, h.id, h.length, WSL_PATH_MAX_LENGTH);
+        if (h.length > size - pos - sizeof h)
+            return corrupt(r, "corrupt chunk at byte %llu: PATHS entry %u (id %u) runs past the chunk", at, count,
+                           h.id);
+        if (memchr(r->payload + pos + sizeof h, 0, h.length))
+            return corrupt(r, "corrupt chunk at byte %llu: PATHS entry %u (id %u) holds a NUL byte", at, count,
+                           h.id);
+        pos += sizeof h + h.length;
+        count++;
+    }
+    item->paths.count = count;
+    item->paths.data = r->payload;
+    item->paths.size = size;
+    return WSL_READ_ITEM;
+}
+
 /* ---- public ---------------------------------------------------------------------------- */
 
 enum wsl_read_result wsl_reader_next(struct wsl_reader *r, struct wsl_item *item)
@@ -564,7 +614,7 @@ enum wsl_read_result wsl_reader_next(struct wsl_reader *r, struct wsl_item *item
         if (!r->seen_process && ch.type != WSL_CHUNK_PROCESS)
             return corrupt(r, "corrupt chunk at byte %llu: the first chunk is %s (type %u), not PROCESS", at,
                            chunk_type_name(ch.type), ch.type);
-        if (ch.type < WSL_CHUNK_PROCESS || ch.type > WSL_CHUNK_STRING) {
+        if (ch.type < WSL_CHUNK_PROCESS || ch.type > WSL_CHUNK_PATHS) {
             if (stream_read(r, NULL, ch.size) < ch.size)   /* a later minor version's chunk */
                 return stream_ended(r, true);
             continue;
@@ -603,6 +653,10 @@ enum wsl_read_result wsl_reader_next(struct wsl_reader *r, struct wsl_item *item
             item->string.size = ch.size - 4;
             item->string.bytes = (const char *)r->payload + 4;
             return WSL_READ_ITEM;
+        case WSL_CHUNK_MOUNTS:
+            return parse_mounts(r, ch.size, item);
+        case WSL_CHUNK_PATHS:
+            return parse_paths(r, ch.size, item);
         }
     }
 }
@@ -768,6 +822,7 @@ const struct wsl_api_entry *wsl_reader_api(const struct wsl_reader *r, uint16_t 
     return id < WSL_MAX_API_IDS && r->api_state[id] != API_ABSENT ? &r->api[id] : NULL;
 }
 
+const struct wsl_mount_table *wsl_reader_mounts(const struct wsl_reader *r) { return r->mounts; }
 const struct wsl_clock_map *wsl_reader_clock(const struct wsl_reader *r) { return &r->clock; }
 uint64_t wsl_reader_bytes_in(const struct wsl_reader *r) { return r->bytes_in; }
 uint64_t wsl_reader_bytes_out(const struct wsl_reader *r) { return r->bytes_out; }
@@ -789,5 +844,6 @@ void wsl_reader_close(struct wsl_reader *r)
     free(r->name_arenas);
     free(r->table_items);
     free(r->argv);
+    wsl_mounts_free(r->mounts);
     free(r);
 }

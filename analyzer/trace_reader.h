@@ -22,6 +22,10 @@
  * read; an EVENTS chunk found malformed part-way ends the read with an error
  * after earlier batches of it were handed out (callers stop on the error).
  *
+ * MOUNTS chunks are handed out parsed (mounts.h); PATHS chunks checked
+ * whole, their entries read with wsl_paths_next. Either one malformed ends
+ * the read with WSL_READ_ERROR ("corrupt chunk at byte N: ...").
+ *
  * Times in events are raw ticks of the trace's event clock; struct
  * wsl_clock_map turns them into CLOCK_MONOTONIC nanoseconds. Take the map
  * after the whole trace was read: the fit improves with every CLOCK chunk.
@@ -33,6 +37,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mounts.h"
 #include "wslshim/trace_format.h"
 
 #define WSL_READER_ERRLEN 256
@@ -93,8 +98,41 @@ struct wsl_item {
             uint32_t size;
             const char *bytes;                  /* not NUL-terminated */
         } string;
+        struct {
+            /* The parsed table; it stays valid until the next MOUNTS item
+             * replaces it (or the reader is closed). */
+            const struct wsl_mount_table *table;
+        } mounts;
+        struct {
+            uint32_t count;                     /* entries; read them with wsl_paths_next */
+            const uint8_t *data;                /* checked: every entry is whole and valid */
+            size_t size;
+        } paths;
     };
 };
+
+/* One entry of a PATHS chunk: id (never 0) -> path of 1..WSL_PATH_MAX_LENGTH
+ * bytes without NULs, not NUL-terminated. */
+struct wsl_path_ref {
+    uint32_t id;
+    uint32_t length;
+    const char *bytes;
+};
+
+/* Reads the PATHS entry at *pos (start with 0) into *ref and moves *pos past
+ * it; false after the last entry. */
+static inline bool wsl_paths_next(const struct wsl_item *item, size_t *pos, struct wsl_path_ref *ref)
+{
+    if (*pos + sizeof(struct wsl_path_entry_header) > item->paths.size)
+        return false;
+    struct wsl_path_entry_header h;
+    memcpy(&h, item->paths.data + *pos, sizeof h);
+    ref->id = h.id;
+    ref->length = h.length;
+    ref->bytes = (const char *)item->paths.data + *pos + sizeof h;
+    *pos += sizeof h + h.length;
+    return true;
+}
 
 struct wsl_reader;
 
@@ -115,6 +153,9 @@ enum wsl_read_result wsl_reader_next(struct wsl_reader *r, struct wsl_item *item
 
 /* Why the read stopped (truncated or error); "" while reading or after a clean end. */
 const char *wsl_reader_message(const struct wsl_reader *r);
+
+/* The latest mount table of the trace (NULL before its first MOUNTS chunk). */
+const struct wsl_mount_table *wsl_reader_mounts(const struct wsl_reader *r);
 
 /* The API table entry for id, or NULL when the trace did not define it. */
 const struct wsl_api_entry *wsl_reader_api(const struct wsl_reader *r, uint16_t id);

@@ -5,6 +5,7 @@
 #define WSLSHIM_UTIL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 void *xmalloc(size_t size);
 void *xcalloc(size_t count, size_t size);
@@ -13,5 +14,12 @@ char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
 /* printf into a new string. */
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* A duration with 3-4 significant digits: "812 ns", "4.26 us", "1.25 s". Returns buf. */
+const char *wsl_format_ns(char *buf, size_t size, uint64_t ns);
+/* A size in binary units: "512 B", "48.8 KiB", "1.21 GiB". Returns buf. */
+const char *wsl_format_bytes(char *buf, size_t size, uint64_t bytes);
+/* s quoted for a POSIX shell when it needs it ('...', with ' as '\''), in a new string. */
+char *wsl_shell_quote(const char *s);
 
 #endif /* WSLSHIM_UTIL_H */

@@ -212,7 +212,8 @@ static int paths_room(struct wsl_thread *t, uint64_t end)
 /* Copies `path` (relative to dirfd) into the thread's path ring under a new id,
  * as an absolute path where it can tell; returns the id (0 if none). Also
  * returns through dir_hash the hash of its directory part. */
-static uint32_t path_record(struct wsl_thread *t, int dirfd, const char *path, uint64_t *dir_hash)
+static uint32_t path_record_as(struct wsl_thread *t, uint32_t given_id, int dirfd, const char *path,
+                               uint64_t *dir_hash)
 {
     *dir_hash = 0;
     if (!path)
@@ -234,6 +235,8 @@ static uint32_t path_record(struct wsl_thread *t, int dirfd, const char *path, u
         if (plen >= 2 && path[0] == '.' && path[1] == '/')
             path += 2, plen -= 2;
     }
+    if (!plen && !prefix_len)
+        path = ".", plen = 1; /* open("") with no working directory: still a name */
     uint32_t len = prefix_len + (prefix_len ? 1 : 0) + (uint32_t)plen;
     if (len > WSL_PATH_MAX_LENGTH)
         len = WSL_PATH_MAX_LENGTH;
@@ -241,7 +244,7 @@ static uint32_t path_record(struct wsl_thread *t, int dirfd, const char *path, u
     uint64_t head = atomic_load_explicit(&t->paths_head, memory_order_relaxed);
     uint32_t off = (uint32_t)(head & (WSL_PATH_RING - 1));
     uint32_t pad = WSL_PATH_RING - off < need ? WSL_PATH_RING - off : 0;
-    uint32_t id = atomic_fetch_add_explicit(&next_path_id, 1, memory_order_relaxed);
+    uint32_t id = given_id ? given_id : atomic_fetch_add_explicit(&next_path_id, 1, memory_order_relaxed);
     if (!paths_room(t, head + pad + need))
         return id; /* no room: the id stays, its path is unknown to the report */
     if (pad) {
@@ -269,6 +272,31 @@ static uint32_t path_record(struct wsl_thread *t, int dirfd, const char *path, u
     *dir_hash = hash_bytes(p, slash ? slash - 1 : 0);
     atomic_store_explicit(&t->paths_head, head + need, memory_order_release);
     return id;
+}
+
+static inline uint32_t path_record(struct wsl_thread *t, int dirfd, const char *path, uint64_t *dir_hash)
+{
+    return path_record_as(t, 0, dirfd, path, dir_hash);
+}
+
+/* In a forked child, files opened by the parent are still open under the
+ * parent's path ids, but the child's trace has no names for them: write them
+ * again, from /proc/self/fd, under the same ids. */
+void wsl_io_name_inherited_fds(struct wsl_thread *t)
+{
+    char link[64], target[WSL_PATH_MAX_LENGTH];
+    for (int fd = 0; fd < FD_TABLE_SIZE; fd++) {
+        uint32_t id = path_of_fd(fd);
+        if (!id)
+            continue;
+        snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+        ssize_t n = readlink(link, target, sizeof target - 1);
+        if (n <= 0)
+            continue;
+        target[n] = 0;
+        uint64_t dir_hash;
+        path_record_as(t, id, AT_FDCWD, target, &dir_hash);
+    }
 }
 
 /* The device a just-opened file lives on: cached per directory. */

@@ -34,6 +34,7 @@ _Atomic int wsl_shutting_down;
 static pthread_key_t thread_key;
 static int thread_key_ok;
 static uint64_t process_flags;
+static _Atomic int inherited_fds_unnamed; /* set in a forked child until its first recording thread names them */
 
 uint64_t wsl_process_flags(void) { return process_flags; }
 
@@ -214,6 +215,8 @@ static struct wsl_thread *thread_setup(void)
         errno = saved;
         return NULL;
     }
+    if (atomic_exchange(&inherited_fds_unnamed, 0))
+        wsl_io_name_inherited_fds(t);
     errno = saved;
     return t;
 }
@@ -274,6 +277,7 @@ static void at_fork_child(void)
             atomic_store(&t->state, WSL_THREAD_FREE);
     }
     process_flags |= WSL_PROC_FORKED;
+    atomic_store(&inherited_fds_unnamed, 1);
     wsl_exec_note_fork_child();
     wsl_writer_after_fork_child();
     atomic_fetch_add(&wsl_gen, 1);

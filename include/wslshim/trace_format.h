@@ -24,7 +24,7 @@
 #define WSL_TRACE_MAGIC "WSLSHIM"          /* 7 chars + NUL = 8 bytes */
 #define WSL_TRACE_BYTE_ORDER 0x01020304u
 #define WSL_TRACE_VERSION_MAJOR 1u         /* readers refuse a newer major */
-#define WSL_TRACE_VERSION_MINOR 0u         /* additions readers may skip */
+#define WSL_TRACE_VERSION_MINOR 1u         /* additions readers may skip (1: file I/O) */
 
 /* No chunk payload may exceed this; a reader treats larger as corruption. */
 #define WSL_CHUNK_MAX_PAYLOAD (64u << 20)
@@ -173,7 +173,12 @@ struct wsl_path_entry_header {
  *   IO_SEEK    fd              path id   offset             whence          resulting position
  *   IO_CLOSE   fd              path id
  * path id 0: unknown (an fd the shim did not see opened). Reads through stdio
- * (fread, fgets, getline...) are IO_READ with the FILE's fd.
+ * (fread, fgets, getline...) are IO_READ with the FILE's fd. Device 0: a failed
+ * open or stat. File size ~0 at open: not known there (the shim asks fstat only
+ * for the first file opened in each directory); a later IO_STAT of the fd or
+ * the bytes read up to end of file give it. A path relative to a directory fd
+ * other than the working directory is written "<fd N>/name". In a forked child
+ * the files inherited from the parent keep their ids and are named again.
  *
  * GRID = gridX | gridY << 32; BLOCK = gridZ | blockX << 16 | blockY << 32 | blockZ << 48.
  */

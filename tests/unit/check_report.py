@@ -2,7 +2,7 @@
 """Report tests: runs wslshim-report on traces written by make_trace and checks
 its output against figures recomputed here from make_trace's workload formulas.
 
-usage: check_report.py --report PATH --make-trace PATH CASE
+usage: check_report.py --report PATH --make-trace PATH [--make-io-trace PATH] CASE
 """
 import argparse
 import json
@@ -59,6 +59,7 @@ class Env:
     def __init__(self, args, work):
         self.report = args.report
         self.make_trace = args.make_trace
+        self.make_io_trace = args.make_io_trace
         self.work = work
 
     def path(self, name):
@@ -69,6 +70,13 @@ class Env:
         r = subprocess.run([self.make_trace, out, *opts], capture_output=True, text=True)
         check(r.returncode == 0, f"make_trace {name} {opts} failed: {r.stderr}")
         return out, json.loads(r.stdout)
+
+    def io_trace(self, scenario):
+        check(self.make_io_trace, "this case needs --make-io-trace")
+        out = self.path(scenario + ".trace.zst")
+        r = subprocess.run([self.make_io_trace, out, scenario], capture_output=True, text=True)
+        check(r.returncode == 0, f"make_io_trace {scenario} failed: {r.stderr}")
+        return out
 
     def run(self, *args):
         r = subprocess.run([self.report, *args], capture_output=True)
@@ -151,6 +159,7 @@ def case_text_known(env):
                    'python3 train.py --name="quoted"?and tab'):
         check(needle in out, f"text report lacks {needle!r}:\n{out}")
     table = lines[lines.index("Host time per CUDA driver API, by total") + 2:]
+    table = table[:table.index("")] if "" in table else table
     names = [row.split()[0] for row in table]
     check(names == ["cuLaunchKernel", "cuMemAlloc", "cuStreamSynchronize", "cuMemFree"],
           f"table order {names}")
@@ -283,6 +292,140 @@ def case_output_file(env):
         check(f.read().startswith("wslshim report: 1 process"), "text report in the file")
 
 
+IO_COUNT_KEYS = ["reads", "bytes_read", "opens", "files_opened", "stats", "seeks", "closes", "mmaps",
+                 "bytes_mapped", "errors", "read_ns", "meta_ns", "mmap_ns"]
+BUCKETS = ["0-100", "100-1K", "1K-10K", "10K-100K", "100K-1M", "1M-4M", "4M-10M", "10M-100M", "100M-1G", "1G+"]
+
+
+def check_int_keys(obj, keys, what):
+    for key in keys:
+        check(isinstance(obj.get(key), int) and not isinstance(obj.get(key), bool),
+              f"{what}.{key} missing or not an integer: {obj.get(key)!r}")
+
+
+def check_io_shape(io):
+    check_int_keys(io, IO_COUNT_KEYS + ["span_ns", "dirs", "unnamed_path_events"], "io")
+    check(isinstance(io["wsl"], bool), "io.wsl")
+    check(isinstance(io["files_per_s"], (int, float)), "io.files_per_s")
+    for fstype, fs in io["by_fs"].items():
+        check_int_keys(fs, IO_COUNT_KEYS, f"io.by_fs.{fstype}")
+        check(isinstance(fs["crosses_windows"], bool) and isinstance(fs["system"], bool), f"by_fs.{fstype} flags")
+        check(all(isinstance(m, str) for m in fs["mount_points"]), f"by_fs.{fstype}.mount_points")
+    for m in io["mounts"]:
+        for key in ("mount_point", "fstype", "source", "kind"):
+            check(isinstance(m[key], str), f"mounts[].{key}")
+        check_int_keys(m, IO_COUNT_KEYS, "mounts[]")
+        check_int_keys(m["data"], IO_COUNT_KEYS, "mounts[].data")
+        check(m["data_root"] is None or isinstance(m["data_root"], str), "mounts[].data_root")
+    check([b["bucket"] for b in io["size_histogram"]] == BUCKETS, f"buckets {io['size_histogram']}")
+    check(all(isinstance(b["reads"], int) for b in io["size_histogram"]), "bucket reads")
+    sf = io["small_files"]
+    check(isinstance(sf["files"], int) and 0 <= sf["share_files"] <= 1 and 0 <= sf["share_bytes"] <= 1,
+          f"small_files {sf}")
+    check(len(io["top_dirs"]) <= 10, "at most 10 top_dirs")
+    times = [d["time_ns"] for d in io["top_dirs"]]
+    check(times == sorted(times, reverse=True), f"top_dirs by time {times}")
+    for d in io["top_dirs"]:
+        check(isinstance(d["dir"], str) and isinstance(d["fstype"], str), "top_dirs[] names")
+        check_int_keys(d, ["reads", "bytes_read", "files", "time_ns"], "top_dirs[]")
+    check_int_keys(io["untracked_dirs"], ["reads", "bytes_read", "files", "time_ns"], "untracked_dirs")
+    check_int_keys(io["system"], IO_COUNT_KEYS, "io.system")
+    check_int_keys(io["unknown_fd"], IO_COUNT_KEYS, "io.unknown_fd")
+    check_int_keys(sf, ["files", "sized_files", "unknown_size", "median_file_size"], "small_files")
+    check_int_keys(io["small_reads"], ["reads", "bytes", "time_ns"], "small_reads")
+
+
+def check_bottlenecks_shape(rep):
+    b = rep["bottlenecks"]
+    check(isinstance(b, list), "bottlenecks is a list")
+    lost = [x["time_lost_ns"] for x in b]
+    check(lost == sorted(lost, reverse=True), f"bottlenecks by time lost {lost}")
+    for x in b:
+        check(isinstance(x["id"], str) and x["severity"] in ("high", "medium", "low"), f"finding {x}")
+        check(isinstance(x["time_lost_ns"], int) and 0 <= x["time_lost_ns"] <= rep["wall_ns"], "time_lost_ns")
+        for key in ("summary", "advice", "how_computed"):
+            check(isinstance(x[key], str) and x[key], f"finding.{key}")
+        check(isinstance(x["evidence"], dict), "finding.evidence")
+
+
+def case_io_json(env):
+    rep, err = env.json_report(env.io_trace("drvfs"))
+    check(err == "", f"unexpected stderr: {err}")
+    io = rep["io"]
+    check_io_shape(io)
+    check(io["wsl"] is True and rep["processes"][0]["wsl"] is True, "wsl")
+    check(io["files_opened"] == 220 and io["reads"] == 420, f"files_opened {io['files_opened']}, reads {io['reads']}")
+    check(io["bytes_read"] == 200 * 100000 + 20 * 8000, f"bytes_read {io['bytes_read']}")
+    check(set(io["by_fs"]) == {"9p", "ext4"}, f"by_fs {sorted(io['by_fs'])}")
+    p9 = io["by_fs"]["9p"]
+    check(p9["crosses_windows"] is True and p9["mount_points"] == ["/mnt/c"], f"9p {p9}")
+    check(p9["reads"] == 400 and p9["bytes_read"] == 20000000 and p9["files_opened"] == 200, f"9p {p9}")
+    check(io["by_fs"]["ext4"]["crosses_windows"] is False, "ext4 crosses")
+    check(io["mounts"][0]["mount_point"] == "/mnt/c" and io["mounts"][0]["kind"] == "windows_drive", "mounts[0]")
+    check(io["mounts"][0]["data_root"] == "/mnt/c/Users/me/datasets/cats", f"data_root {io['mounts'][0]}")
+    check(io["top_dirs"][0]["dir"] == "/mnt/c/Users/me/datasets/cats" and io["top_dirs"][0]["files"] == 200,
+          f"top_dirs {io['top_dirs'][:1]}")
+    check(sum(b["reads"] for b in io["size_histogram"]) == 420, "histogram adds up to the reads")
+    check(rep["processes"][0]["io"]["files_opened"] == 220, "per-process io")
+    check(not any(name in rep["api"] for name in ("read", "openat", "close")), f"file calls in api: {list(rep['api'])}")
+    check(rep["io_calls"]["openat"]["calls"] == 220 and rep["io_calls"]["read"]["calls"] == 420, "io_calls")
+    check_bottlenecks_shape(rep)
+    check([x["id"] for x in rep["bottlenecks"]] == ["cross_os_reads"], f"bottlenecks {rep['bottlenecks']}")
+    f = rep["bottlenecks"][0]
+    check(f["severity"] == "high" and f["time_lost_ns"] == 450000000 - 24533333, f"finding {f}")
+    check(f["evidence"]["mounts"] == ["/mnt/c (9p)"], f"evidence {f['evidence']}")
+    check("rsync -a /mnt/c/Users/me/datasets/cats/ ~/data/cats/" in f["advice"], f["advice"])
+
+    rep, _ = env.json_report(env.io_trace("small_files"))
+    check_io_shape(rep["io"])
+    check_bottlenecks_shape(rep)
+    check([x["id"] for x in rep["bottlenecks"]] == ["small_file_reads"], f"bottlenecks {rep['bottlenecks']}")
+    check(rep["io"]["small_files"]["files"] == 5000 and rep["io"]["small_files"]["share_files"] == 1.0,
+          f"small_files {rep['io']['small_files']}")
+    check(len(rep["io"]["top_dirs"]) == 10, "ten top folders of fifty")
+
+    for scenario in ("ext4", "large_files"):
+        rep, _ = env.json_report(env.io_trace(scenario))
+        check_io_shape(rep["io"])
+        check(rep["bottlenecks"] == [], f"{scenario}: bottlenecks {rep['bottlenecks']}")
+
+
+def case_io_text(env):
+    rc, out, err = env.run(env.io_trace("drvfs"))
+    check(rc == 0 and err == "", f"exit {rc}, stderr {err}")
+    section = out[out.index("\nFile I/O"):]
+    for needle in ("data files   220 opened", "9p", "/mnt/c  Windows drive", "ext4", "top folders by I/O time",
+                   "/mnt/c/Users/me/datasets/cats (9p)", "read sizes", "10K-100K: 20",
+                   "Bottlenecks, by time lost", "[high] cross_os_reads", "advice: Copy the data"):
+        check(needle in section, f"text report lacks {needle!r}:\n{section}")
+    check(len(section[:section.index("Bottlenecks")].splitlines()) <= 25, "the File I/O section fits a screen")
+    rc, out, _ = env.run(env.make_trace and env.trace("cuda_only.trace.zst")[0])
+    check("(no file I/O recorded)" in out and "(none found)" in out, "empty sections")
+
+
+def case_io_corrupt(env):
+    for scenario, what in (("bad_paths_length", "PATHS entry 0 (id 1) has length 4097"),
+                           ("bad_paths_past_end", "runs past the chunk"),
+                           ("bad_paths_zero_id", "has path id 0"),
+                           ("bad_paths_cut", "is cut short"),
+                           ("bad_paths_nul", "holds a NUL byte"),
+                           ("bad_mounts_text", "MOUNTS is not a mount table"),
+                           ("bad_mounts_nul", "MOUNTS is not a mount table")):
+        t = env.io_trace(scenario)
+        for args in ([t], ["--json", t]):
+            expect_usage_error(env, args, f"{t}: corrupt chunk at byte ", scenario)
+            rc, out, err = env.run(*args)
+            check(what in err, f"{scenario}: {err!r} lacks {what!r}")
+
+
+def case_json_no_io(env):
+    t, _ = env.trace("known.trace.zst")
+    rep, _ = env.json_report(t)
+    check_io_shape(rep["io"])
+    check(rep["io"]["reads"] == 0 and rep["io"]["by_fs"] == {} and rep["bottlenecks"] == [], "no I/O, no findings")
+    check(rep["io_calls"] == {}, "no io_calls")
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 
@@ -290,6 +433,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--report", required=True)
     ap.add_argument("--make-trace", required=True)
+    ap.add_argument("--make-io-trace")
     ap.add_argument("case", choices=sorted(CASES))
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="wslshim-report-test-") as work:

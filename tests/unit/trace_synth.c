@@ -14,6 +14,9 @@ const struct synth_api synth_apis[] = {
 #define WSL_HOOK(sym, base, ver, pt, cat, ...) {#sym, #base, cat, pt},
 #include "wslshim/cuda_api.def"
 #undef WSL_HOOK
+#define WSL_IO(sym, base, cat) {#sym, #base, cat, 0},
+#include "wslshim/io_api.def"
+#undef WSL_IO
 };
 const unsigned synth_api_count = sizeof synth_apis / sizeof synth_apis[0];
 
@@ -34,7 +37,7 @@ uint16_t synth_api_id(const char *symbol)
     for (unsigned i = 0; i < synth_api_count; i++)
         if (strcmp(synth_apis[i].symbol, symbol) == 0)
             return (uint16_t)i;
-    die("no api %s in cuda_api.def", symbol);
+    die("no api %s in cuda_api.def or io_api.def", symbol);
 }
 
 struct synth {
@@ -269,6 +272,29 @@ void synth_string(struct synth *s, uint32_t id, const char *bytes)
     memcpy(buf, &id, 4);
     memcpy(buf + 4, bytes, len);
     synth_chunk(s, WSL_CHUNK_STRING, buf, 4 + len);
+    free(buf);
+}
+
+void synth_mounts(struct synth *s, const char *mountinfo)
+{
+    synth_chunk(s, WSL_CHUNK_MOUNTS, mountinfo, strlen(mountinfo));
+}
+
+void synth_paths(struct synth *s, const uint32_t *ids, const char *const *paths, uint32_t n)
+{
+    size_t size = 0;
+    for (uint32_t i = 0; i < n; i++)
+        size += sizeof(struct wsl_path_entry_header) + strlen(paths[i]);
+    uint8_t *buf = malloc(size ? size : 1), *p = buf;
+    if (!buf)
+        die("out of memory");
+    for (uint32_t i = 0; i < n; i++) {
+        struct wsl_path_entry_header h = {ids[i], (uint32_t)strlen(paths[i])};
+        memcpy(p, &h, sizeof h);
+        memcpy(p + sizeof h, paths[i], h.length);
+        p += sizeof h + h.length;
+    }
+    synth_chunk(s, WSL_CHUNK_PATHS, buf, size);
     free(buf);
 }
 

@@ -15,7 +15,7 @@
 
 #include "wslshim/trace_format.h"
 
-/* The shim's API table, from cuda_api.def: id = row index. */
+/* The shim's API table: the rows of cuda_api.def, then those of io_api.def; id = row index. */
 struct synth_api {
     const char *symbol, *base;
     uint16_t category;
@@ -61,6 +61,10 @@ void synth_events(struct synth *s, uint32_t tid, uint64_t dropped, const struct 
 void synth_driver(struct synth *s, int32_t version, int32_t init_result, const char *libcuda,
                   const struct wsl_gpu_info *gpus, uint32_t count);
 void synth_string(struct synth *s, uint32_t id, const char *bytes);
+/* A MOUNTS chunk holding mountinfo text. */
+void synth_mounts(struct synth *s, const char *mountinfo);
+/* One PATHS chunk with n entries. */
+void synth_paths(struct synth *s, const uint32_t *ids, const char *const *paths, uint32_t n);
 void synth_end(struct synth *s, uint64_t end_ticks, uint64_t written, uint64_t dropped, uint32_t threads);
 
 /* Encodes events into a new buffer the way EVENTS chunks hold them; returns its size. */

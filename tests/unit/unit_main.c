@@ -36,7 +36,31 @@
     X(reader_header_fields)       \
     X(stats_histogram)            \
     X(stats_merge)                \
-    X(json_escaping)
+    X(json_escaping)              \
+    X(mounts_wsl2)                \
+    X(mounts_virtiofs)            \
+    X(mounts_wsl1)                \
+    X(mounts_native)              \
+    X(mounts_escapes)             \
+    X(mounts_malformed)           \
+    X(mounts_classify)            \
+    X(mounts_fuzz)                \
+    X(reader_io_chunks)           \
+    X(reader_io_malformed)        \
+    X(io_size_buckets)            \
+    X(io_aggregation)             \
+    X(io_aggregation_tsc)         \
+    X(io_two_processes)           \
+    X(io_unknown_paths)           \
+    X(io_mount_change)            \
+    X(io_mutations)               \
+    X(io_file_sizes)              \
+    X(io_path_records_bounded)    \
+    X(rule_cross_os_fires)        \
+    X(rule_cross_os_silent)       \
+    X(rule_small_files_fires)     \
+    X(rule_small_files_silent)    \
+    X(rules_framework)
 
 #define DECLARE(name) int test_##name(void);
 TESTS(DECLARE)

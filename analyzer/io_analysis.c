@@ -1,0 +1,804 @@
+/*
+ * File I/O aggregation. Per trace, each path id gets a small record: its
+ * folder (an index into the run's folder table), the mount it lives on
+ * (decided at its open, by the device the open reported, against the mount
+ * table in force then), the bytes read from it and a few flags. The shim
+ * gives every open and every lookup by name a new id, so records of ids that
+ * are done (closed, failed, looked up) are dropped, oldest first, once
+ * io->dead_paths_kept of them are kept (a little late, for a read another
+ * thread's chunk brings after the close). Times are added up in the trace's
+ * ticks and converted once, at the end of the trace, with its final clock
+ * fit (as analysis.c does for the API statistics).
+ */
+#include "io_analysis.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+#define DIR_NONE UINT32_MAX             /* path record without a PATHS entry (yet) */
+#define DIR_UNTRACKED (UINT32_MAX - 1)  /* beyond WSL_IO_MAX_DIRS */
+#define MOUNT_UNSET UINT32_MAX          /* path record not classified yet */
+
+#define SIZE_UNKNOWN UINT64_MAX         /* an open's a3 when the shim did not stat the file */
+
+enum path_flags {
+    PATH_NAMED = 1,         /* a PATHS entry defined it */
+    PATH_SYSTEM = 2,        /* under /proc, /sys or /dev */
+    PATH_SMALL = 4,         /* sized, and smaller than WSL_IO_SMALL_FILE_BYTES */
+    PATH_BY_DEVICE = 8,     /* classified by the device an open or stat reported */
+    PATH_READ_OPEN = 16,    /* a named data file opened for reading: its size counts once known */
+    PATH_SIZED = 32,        /* its size was counted */
+    PATH_DEAD = 64,         /* closed, failed or looked up: queued to be dropped */
+};
+
+struct path_record {
+    uint32_t id;            /* 0: empty slot */
+    uint32_t dir;           /* index into io->dirs, DIR_NONE or DIR_UNTRACKED */
+    uint32_t mount;         /* index into io->mounts, or MOUNT_UNSET */
+    uint32_t flags;
+    uint64_t bytes_read;    /* from this open of the file */
+};
+
+struct dir_acc {        /* a folder's figures from one trace, time in ticks */
+    uint64_t reads, bytes_read, files, time;
+};
+
+struct wsl_io_trace {
+    struct wsl_io *io;
+    bool wsl;
+    const struct wsl_mount_table *table;
+    uint32_t *table_mounts;         /* per mount of the table: index into io->mounts, or WSL_IO_NONE */
+    struct path_record *paths;      /* open addressing by id */
+    size_t path_slots, path_count;
+    unsigned path_bits;
+    uint32_t *dead;                 /* ids of dead records, oldest first (a ring) */
+    size_t dead_first, dead_count;
+    struct wsl_io_summary sum;      /* ticks */
+    struct wsl_io_counts *mount_all, *mount_data;   /* by index into io->mounts, ticks */
+    size_t mount_cap;
+    struct dir_acc *dirs;           /* by index into io->dirs */
+    size_t dir_cap;
+    struct dir_acc untracked_dirs;
+    uint32_t unknown_mount;
+    uint64_t unnamed_events, untracked_events;
+    char *scratch;                  /* a normalized path */
+};
+
+/* ---- Darshan's access-size buckets ----------------------------------------------- */
+
+static const struct {
+    uint64_t max;   /* inclusive, as Darshan's DARSHAN_BUCKET_INC */
+    const char *name;
+} size_buckets[WSL_IO_SIZE_BUCKETS] = {
+    {100, "0-100"},
+    {1024, "100-1K"},
+    {10240, "1K-10K"},
+    {102400, "10K-100K"},
+    {1048576, "100K-1M"},
+    {4194304, "1M-4M"},
+    {10485760, "4M-10M"},
+    {104857600, "10M-100M"},
+    {1073741824, "100M-1G"},
+    {UINT64_MAX, "1G+"},
+};
+
+unsigned wsl_io_size_bucket(uint64_t bytes)
+{
+    unsigned b = 0;
+    while (bytes > size_buckets[b].max)
+        b++;
+    return b;
+}
+
+const char *wsl_io_size_bucket_name(unsigned bucket)
+{
+    return bucket < WSL_IO_SIZE_BUCKETS ? size_buckets[bucket].name : "?";
+}
+
+/* ---- run-wide tables: folders and mounts ------------------------------------------ */
+
+void wsl_io_init(struct wsl_io *io)
+{
+    memset(io, 0, sizeof *io);
+    io->untracked_dirs.mount = WSL_IO_NONE;
+    io->dead_paths_kept = WSL_IO_DEAD_PATHS_KEPT;
+}
+
+static uint64_t string_hash(const char *s, size_t n)
+{
+    uint64_t h = 1469598103934665603u; /* FNV-1a */
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (uint8_t)s[i]) * 1099511628211u;
+    return h;
+}
+
+static void dir_index_rebuild(struct wsl_io *io, size_t size)
+{
+    free(io->dir_index);
+    io->dir_index = xmalloc(size * sizeof *io->dir_index);
+    memset(io->dir_index, 0xff, size * sizeof *io->dir_index);
+    io->dir_index_size = size;
+    for (size_t i = 0; i < io->dir_count; i++) {
+        const char *p = io->dirs[i].path;
+        size_t slot = string_hash(p, strlen(p)) & (size - 1);
+        while (io->dir_index[slot] != UINT32_MAX)
+            slot = (slot + 1) & (size - 1);
+        io->dir_index[slot] = (uint32_t)i;
+    }
+}
+
+/* The index of folder `dir`, added when new; DIR_UNTRACKED beyond the caps. */
+static uint32_t dir_find_or_add(struct wsl_io *io, const char *dir, size_t len)
+{
+    if (io->dir_index_size < 2 * (io->dir_count + 1))
+        dir_index_rebuild(io, io->dir_index_size ? 2 * io->dir_index_size : 1024);
+    size_t mask = io->dir_index_size - 1, slot = string_hash(dir, len) & mask;
+    for (; io->dir_index[slot] != UINT32_MAX; slot = (slot + 1) & mask) {
+        const char *p = io->dirs[io->dir_index[slot]].path;
+        if (strncmp(p, dir, len) == 0 && p[len] == 0)
+            return io->dir_index[slot];
+    }
+    if (io->dir_count >= WSL_IO_MAX_DIRS || io->dir_bytes + len + 1 > WSL_IO_MAX_DIR_BYTES)
+        return DIR_UNTRACKED;
+    io->dirs = xrealloc(io->dirs, (io->dir_count + 1) * sizeof *io->dirs);
+    struct wsl_io_dir *d = &io->dirs[io->dir_count];
+    memset(d, 0, sizeof *d);
+    d->path = xstrndup(dir, len);
+    d->mount = WSL_IO_NONE;
+    io->dir_bytes += len + 1;
+    io->dir_index[slot] = (uint32_t)io->dir_count;
+    return (uint32_t)io->dir_count++;
+}
+
+static uint32_t mount_find_or_add(struct wsl_io *io, const char *mount_point, const char *fstype, const char *source,
+                                  enum wsl_fs_kind kind)
+{
+    for (size_t i = 0; i < io->mount_count; i++) {
+        const struct wsl_io_mount *m = &io->mounts[i];
+        if (strcmp(m->mount_point, mount_point) == 0 && strcmp(m->fstype, fstype) == 0 &&
+            strcmp(m->source, source) == 0)
+            return (uint32_t)i;
+    }
+    if (io->mount_count >= WSL_IO_MAX_MOUNTS && strcmp(fstype, "other") != 0)
+        return mount_find_or_add(io, "", "other", "", WSL_FS_OTHER);
+    io->mounts = xrealloc(io->mounts, (io->mount_count + 1) * sizeof *io->mounts);
+    struct wsl_io_mount *m = &io->mounts[io->mount_count];
+    memset(m, 0, sizeof *m);
+    m->mount_point = xstrdup(mount_point);
+    m->fstype = xstrdup(fstype);
+    m->source = xstrdup(source);
+    m->kind = kind;
+    return (uint32_t)io->mount_count++;
+}
+
+/* Shortens a mount's data_root to the deepest folder holding both it and dir. */
+static void data_root_add(struct wsl_io_mount *m, const char *dir)
+{
+    if (!m->data_root) {
+        m->data_root = xstrdup(dir);
+        return;
+    }
+    char *root = m->data_root;
+    size_t i = 0;
+    while (root[i] && root[i] == dir[i])
+        i++;
+    bool root_ends = root[i] == 0 || root[i] == '/', dir_ends = dir[i] == 0 || dir[i] == '/';
+    if (root_ends && dir_ends && i > 0) {
+        root[i] = 0;    /* one holds the other */
+        return;
+    }
+    while (i > 0 && root[i - 1] != '/')
+        i--;
+    if (i <= 1)         /* only "/" in common (or nothing, for relative names) */
+        root[i] = 0;
+    else
+        root[i - 1] = 0;
+}
+
+/* ---- one trace ----------------------------------------------------------------------- */
+
+struct wsl_io_trace *wsl_io_trace_begin(struct wsl_io *io, bool wsl)
+{
+    struct wsl_io_trace *t = xcalloc(1, sizeof *t);
+    t->io = io;
+    t->wsl = wsl;
+    io->wsl |= wsl;
+    t->unknown_mount = WSL_IO_NONE;
+    t->scratch = xmalloc(WSL_PATH_MAX_LENGTH + 2);
+    return t;
+}
+
+void wsl_io_trace_mounts(struct wsl_io_trace *t, const struct wsl_mount_table *table)
+{
+    t->table = table;
+    free(t->table_mounts);
+    t->table_mounts = xmalloc((table->count ? table->count : 1) * sizeof *t->table_mounts);
+    memset(t->table_mounts, 0xff, (table->count ? table->count : 1) * sizeof *t->table_mounts);
+}
+
+static size_t path_home(const struct wsl_io_trace *t, uint32_t id)
+{
+    return (size_t)(((uint64_t)id * 0x9e3779b97f4a7c15u) >> (64 - t->path_bits));
+}
+
+static struct path_record *path_slot(struct wsl_io_trace *t, uint32_t id)
+{
+    size_t mask = t->path_slots - 1, slot = path_home(t, id);
+    while (t->paths[slot].id != 0 && t->paths[slot].id != id)
+        slot = (slot + 1) & mask;
+    return &t->paths[slot];
+}
+
+/* Removes id's record, moving later entries of its probe run back (no tombstones). */
+static void path_delete(struct wsl_io_trace *t, uint32_t id)
+{
+    struct path_record *r = path_slot(t, id);
+    if (!r->id)
+        return;
+    size_t mask = t->path_slots - 1, hole = (size_t)(r - t->paths);
+    for (size_t j = (hole + 1) & mask; t->paths[j].id; j = (j + 1) & mask) {
+        size_t home = path_home(t, t->paths[j].id);
+        /* the entry at j may fill the hole unless its home lies in (hole, j] */
+        bool stays = hole < j ? (home > hole && home <= j) : (home > hole || home <= j);
+        if (!stays) {
+            t->paths[hole] = t->paths[j];
+            hole = j;
+        }
+    }
+    t->paths[hole].id = 0;
+    t->path_count--;
+}
+
+/* A record that no later call should name: dropped once enough younger ones are. */
+static void path_dies(struct wsl_io_trace *t, struct path_record *r)
+{
+    if (r->flags & PATH_DEAD)
+        return;
+    r->flags |= PATH_DEAD;
+    size_t kept = t->io->dead_paths_kept ? t->io->dead_paths_kept : 1;
+    if (!t->dead)
+        t->dead = xmalloc(kept * sizeof *t->dead);
+    if (t->dead_count == kept) {
+        uint32_t oldest = t->dead[t->dead_first];
+        t->dead_first = (t->dead_first + 1) % kept;
+        t->dead_count--;
+        struct path_record *o = path_slot(t, oldest);
+        if (o->id && (o->flags & PATH_DEAD))
+            path_delete(t, oldest);
+    }
+    t->dead[(t->dead_first + t->dead_count++) % kept] = r->id;
+}
+
+static void paths_grow(struct wsl_io_trace *t)
+{
+    struct path_record *old = t->paths;
+    size_t old_slots = t->path_slots;
+    t->path_bits = t->path_bits ? t->path_bits + 1 : 12;
+    t->path_slots = (size_t)1 << t->path_bits;
+    t->paths = xcalloc(t->path_slots, sizeof *t->paths);
+    for (size_t i = 0; i < old_slots; i++)
+        if (old[i].id)
+            *path_slot(t, old[i].id) = old[i];
+    free(old);
+}
+
+/* The record of path id `id`, new (unnamed, unclassified) when unseen; NULL
+ * once the trace has WSL_IO_MAX_PATHS_PER_TRACE of them. */
+static struct path_record *path_get(struct wsl_io_trace *t, uint32_t id)
+{
+    if (4 * (t->path_count + 1) > 3 * t->path_slots) {
+        if (t->path_count >= WSL_IO_MAX_PATHS_PER_TRACE) {
+            struct path_record *r = path_slot(t, id);
+            return r->id ? r : NULL;
+        }
+        paths_grow(t);
+    }
+    struct path_record *r = path_slot(t, id);
+    if (!r->id) {
+        *r = (struct path_record){.id = id, .dir = DIR_NONE, .mount = MOUNT_UNSET};
+        t->path_count++;
+        if (t->path_count > t->io->peak_path_records)
+            t->io->peak_path_records = t->path_count;
+    }
+    return r;
+}
+
+/* Removes ".", ".." and repeated slashes, lexically (paths are grouped by
+ * folder, not resolved); returns the length written to out. */
+static size_t normalize_path(const char *in, size_t len, char *out)
+{
+    size_t n = 0;
+    bool absolute = len > 0 && in[0] == '/';
+    if (absolute)
+        out[n++] = '/';
+    size_t floor = n;   /* ".." never goes above the start */
+    for (size_t i = 0; i < len;) {
+        while (i < len && in[i] == '/')
+            i++;
+        size_t start = i;
+        while (i < len && in[i] != '/')
+            i++;
+        size_t clen = i - start;
+        if (clen == 0 || (clen == 1 && in[start] == '.'))
+            continue;
+        if (clen == 2 && in[start] == '.' && in[start + 1] == '.' && n > floor) {
+            while (n > floor && out[n - 1] != '/')
+                n--;
+            if (n > floor)
+                n--;    /* the slash before the dropped component */
+            continue;
+        }
+        if (n > floor)
+            out[n++] = '/';
+        memcpy(out + n, in + start, clen);
+        n += clen;
+    }
+    out[n] = 0;
+    return n;
+}
+
+static bool is_system_path(const char *p)
+{
+    static const char *const roots[] = {"/proc", "/sys", "/dev"};
+    for (size_t i = 0; i < sizeof roots / sizeof roots[0]; i++) {
+        size_t n = strlen(roots[i]);
+        if (strncmp(p, roots[i], n) == 0 && (p[n] == 0 || p[n] == '/'))
+            return true;
+    }
+    return false;
+}
+
+void wsl_io_trace_paths(struct wsl_io_trace *t, const struct wsl_item *item)
+{
+    size_t pos = 0;
+    struct wsl_path_ref ref;
+    while (wsl_paths_next(item, &pos, &ref)) {
+        struct path_record *r = path_get(t, ref.id);
+        if (!r || (r->flags & PATH_NAMED))
+            continue;   /* past the cap, or defined twice: the first definition stands */
+        char *p = t->scratch;
+        size_t n = normalize_path(ref.bytes, ref.length, p);
+        const char *slash = strrchr(p, '/');
+        size_t dir_len = !slash ? 0 : slash == p ? 1 : (size_t)(slash - p);
+        r->dir = slash ? dir_find_or_add(t->io, p, dir_len) : dir_find_or_add(t->io, ".", 1);
+        r->flags |= PATH_NAMED | (n && is_system_path(p) ? PATH_SYSTEM : 0);
+    }
+}
+
+static uint32_t unknown_mount(struct wsl_io_trace *t)
+{
+    if (t->unknown_mount == WSL_IO_NONE)
+        t->unknown_mount = mount_find_or_add(t->io, "", "unknown", "", WSL_FS_UNKNOWN);
+    return t->unknown_mount;
+}
+
+/* Decides the mount of a path record from the device a call reported (0: none). */
+static void classify(struct wsl_io_trace *t, struct path_record *r, uint64_t dev)
+{
+    const struct wsl_io_dir *d = r->dir < t->io->dir_count ? &t->io->dirs[r->dir] : NULL;
+    const struct wsl_mount *m = wsl_mounts_find(t->table, dev, d ? d->path : NULL, d ? strlen(d->path) : 0);
+    if (!m) {
+        r->mount = unknown_mount(t);
+    } else {
+        size_t k = (size_t)(m - t->table->mounts);
+        if (t->table_mounts[k] == WSL_IO_NONE)
+            t->table_mounts[k] = mount_find_or_add(t->io, m->mount_point, m->fstype, m->source,
+                                                   wsl_mount_classify(m, t->wsl));
+        r->mount = t->table_mounts[k];
+    }
+    if (dev)
+        r->flags |= PATH_BY_DEVICE;
+    else
+        r->flags &= ~(uint32_t)PATH_BY_DEVICE;
+}
+
+static void count_call(struct wsl_io_counts *c, unsigned category, const struct wsl_event *ev, uint64_t ticks)
+{
+    bool ok = ev->result == 0;
+    switch (category) {
+    case WSL_CAT_IO_READ:
+        c->reads++;
+        c->bytes_read += ok ? ev->a[2] : 0;
+        c->read_time += ticks;
+        break;
+    case WSL_CAT_IO_OPEN:
+        c->opens++;
+        c->files_opened += ok;
+        c->meta_time += ticks;
+        break;
+    case WSL_CAT_IO_STAT:
+        c->stats++;
+        c->meta_time += ticks;
+        break;
+    case WSL_CAT_IO_SEEK:
+        c->seeks++;
+        c->meta_time += ticks;
+        break;
+    case WSL_CAT_IO_CLOSE:
+        c->closes++;
+        c->meta_time += ticks;
+        break;
+    case WSL_CAT_IO_MMAP:
+        c->mmaps++;
+        c->bytes_mapped += ok ? ev->a[1] : 0;
+        c->mmap_time += ticks;
+        break;
+    }
+    c->errors += !ok;
+}
+
+static void ensure_mount_slots(struct wsl_io_trace *t, uint32_t m)
+{
+    if (m < t->mount_cap)
+        return;
+    size_t cap = t->mount_cap ? t->mount_cap : 8;
+    while (cap <= m)
+        cap *= 2;
+    t->mount_all = xrealloc(t->mount_all, cap * sizeof *t->mount_all);
+    t->mount_data = xrealloc(t->mount_data, cap * sizeof *t->mount_data);
+    memset(t->mount_all + t->mount_cap, 0, (cap - t->mount_cap) * sizeof *t->mount_all);
+    memset(t->mount_data + t->mount_cap, 0, (cap - t->mount_cap) * sizeof *t->mount_data);
+    t->mount_cap = cap;
+}
+
+static struct dir_acc *dir_slot(struct wsl_io_trace *t, uint32_t dir)
+{
+    if (dir == DIR_UNTRACKED)
+        return &t->untracked_dirs;
+    if (dir >= t->dir_cap) {
+        size_t cap = t->dir_cap ? t->dir_cap : 64;
+        while (cap <= dir)
+            cap *= 2;
+        t->dirs = xrealloc(t->dirs, cap * sizeof *t->dirs);
+        memset(t->dirs + t->dir_cap, 0, (cap - t->dir_cap) * sizeof *t->dirs);
+        t->dir_cap = cap;
+    }
+    return &t->dirs[dir];
+}
+
+/* A file opened for reading has a size now: it counts once in the file sizes. */
+static void file_sized(struct wsl_io_trace *t, struct path_record *r, uint64_t size)
+{
+    if (!(r->flags & PATH_READ_OPEN) || (r->flags & PATH_SIZED) || size == SIZE_UNKNOWN)
+        return;
+    r->flags |= PATH_SIZED;
+    wsl_hist_add(&t->io->file_sizes, size);
+    if (size < WSL_IO_SMALL_FILE_BYTES) {
+        r->flags |= PATH_SMALL;
+        t->sum.small_files++;
+        t->sum.small_file_bytes_read += r->bytes_read; /* read before the size was known */
+    }
+}
+
+/* The figures only data files get: folders, read sizes, small files, the span. */
+static void count_data_call(struct wsl_io_trace *t, struct path_record *r, uint32_t mount, unsigned category,
+                            const struct wsl_event *ev, uint64_t ticks)
+{
+    struct wsl_io_summary *s = &t->sum;
+    bool ok = ev->result == 0, named = r && (r->flags & PATH_NAMED);
+    if (!s->have_span || ev->t_start < s->first)
+        s->first = ev->t_start;
+    if (!s->have_span || ev->t_end > s->last)
+        s->last = ev->t_end;
+    s->have_span = true;
+
+    if (category == WSL_CAT_IO_READ && ok) {
+        uint64_t bytes = ev->a[2];
+        s->size_hist[wsl_io_size_bucket(bytes)]++;
+        if (named) {
+            s->named_reads++;
+            s->named_bytes_read += bytes;
+            r->bytes_read += bytes;
+            if (r->flags & PATH_SMALL)
+                s->small_file_bytes_read += bytes;
+            if (bytes <= WSL_IO_SMALL_READ_BYTES) {
+                s->small_reads++;
+                s->small_read_bytes += bytes;
+                s->small_read_time += ticks;
+            } else {
+                s->large_reads++;
+                s->large_read_bytes += bytes;
+                s->large_read_time += ticks;
+            }
+        }
+    }
+    /* The size at open when the shim stat'ed the file, else that of the first
+     * fstat (Python's open does one), else the bytes read when a read hit the end. */
+    if (category == WSL_CAT_IO_OPEN && ok && named && (ev->a[2] & O_ACCMODE) != O_WRONLY &&
+        !(ev->a[2] & O_DIRECTORY)) {
+        r->flags |= PATH_READ_OPEN;
+        s->read_opens++;
+        file_sized(t, r, ev->a[3]);
+    } else if (category == WSL_CAT_IO_STAT && ok && r && (int32_t)(uint32_t)ev->stream >= 0 && ev->a[3] != 1) {
+        file_sized(t, r, ev->a[2]);
+    } else if (category == WSL_CAT_IO_READ && ok && r && ev->a[2] == 0 && ev->a[1] > 0) {
+        file_sized(t, r, r->bytes_read);
+    }
+
+    if (!r || r->dir == DIR_NONE)
+        return;
+    struct dir_acc *d = dir_slot(t, r->dir);
+    d->reads += category == WSL_CAT_IO_READ;
+    d->bytes_read += category == WSL_CAT_IO_READ && ok ? ev->a[2] : 0;
+    d->files += category == WSL_CAT_IO_OPEN && ok;
+    d->time += ticks;
+    if (r->dir == DIR_UNTRACKED)
+        return;
+    struct wsl_io_dir *dir = &t->io->dirs[r->dir];
+    if (dir->mount == WSL_IO_NONE)
+        dir->mount = mount;
+    bool touches_data = (category == WSL_CAT_IO_OPEN && ok) || category == WSL_CAT_IO_READ ||
+                        category == WSL_CAT_IO_MMAP;
+    if (touches_data && !dir->rooted && t->io->mounts[mount].kind != WSL_FS_UNKNOWN) {
+        data_root_add(&t->io->mounts[mount], dir->path);
+        dir->rooted = true;
+    }
+}
+
+void wsl_io_trace_event(struct wsl_io_trace *t, unsigned category, const struct wsl_event *ev)
+{
+    uint64_t ticks = ev->t_end - ev->t_start; /* the codec never lets a call end before it starts */
+    bool ok = ev->result == 0;
+    bool has_fd = (int32_t)(uint32_t)ev->stream >= 0; /* a failed open or a lookup by name has -1 */
+    if (category == WSL_CAT_IO_MMAP && ev->a[0] == 0 && !has_fd)
+        return; /* anonymous memory, not a file */
+
+    struct path_record *r = NULL;
+    if (ev->a[0] != 0) {
+        r = ev->a[0] <= UINT32_MAX ? path_get(t, (uint32_t)ev->a[0]) : NULL;
+        if (!r)
+            t->untracked_events++;
+        else if (!(r->flags & PATH_NAMED))
+            t->unnamed_events++;
+    }
+    if (r) {
+        /* The device of a successful open or stat says where the file lives. */
+        uint64_t dev = ok && (category == WSL_CAT_IO_OPEN || category == WSL_CAT_IO_STAT) ? ev->a[1] : 0;
+        if ((category == WSL_CAT_IO_OPEN && ok) || r->mount == MOUNT_UNSET ||
+            (dev && !(r->flags & PATH_BY_DEVICE)))
+            classify(t, r, dev);
+    }
+    uint32_t mount = r ? r->mount : unknown_mount(t);
+    bool system = (r && (r->flags & PATH_SYSTEM)) || wsl_fs_kind_is_system(t->io->mounts[mount].kind);
+
+    ensure_mount_slots(t, mount);
+    count_call(&t->mount_all[mount], category, ev, ticks);
+    if (ev->a[0] == 0) {
+        count_call(&t->sum.unknown_fd, category, ev, ticks);   /* stdin, pipes, sockets... */
+    } else if (system) {
+        count_call(&t->sum.system, category, ev, ticks);
+    } else {
+        count_call(&t->mount_data[mount], category, ev, ticks);
+        count_call(&t->sum.data, category, ev, ticks);
+        count_data_call(t, r, mount, category, ev, ticks);
+    }
+    /* The shim names every open and every lookup anew: these ids are done. */
+    if (r && (category == WSL_CAT_IO_CLOSE || (category == WSL_CAT_IO_OPEN && !ok) ||
+              (category == WSL_CAT_IO_STAT && !has_fd)))
+        path_dies(t, r);
+}
+
+/* ---- merging into the run ------------------------------------------------------------ */
+
+static uint64_t add_sat(uint64_t a, uint64_t b)
+{
+    return a + b < a ? UINT64_MAX : a + b;
+}
+
+static void counts_add(struct wsl_io_counts *dst, const struct wsl_io_counts *src, const struct wsl_clock_map *clock)
+{
+    dst->reads += src->reads;
+    dst->bytes_read += src->bytes_read;
+    dst->opens += src->opens;
+    dst->files_opened += src->files_opened;
+    dst->stats += src->stats;
+    dst->seeks += src->seeks;
+    dst->closes += src->closes;
+    dst->mmaps += src->mmaps;
+    dst->bytes_mapped += src->bytes_mapped;
+    dst->errors += src->errors;
+    dst->read_time = add_sat(dst->read_time, wsl_clock_duration_ns(clock, src->read_time));
+    dst->meta_time = add_sat(dst->meta_time, wsl_clock_duration_ns(clock, src->meta_time));
+    dst->mmap_time = add_sat(dst->mmap_time, wsl_clock_duration_ns(clock, src->mmap_time));
+}
+
+static void summary_add(struct wsl_io_summary *dst, const struct wsl_io_summary *src,
+                        const struct wsl_clock_map *clock)
+{
+    counts_add(&dst->data, &src->data, clock);
+    counts_add(&dst->system, &src->system, clock);
+    counts_add(&dst->unknown_fd, &src->unknown_fd, clock);
+    dst->read_opens += src->read_opens;
+    for (unsigned b = 0; b < WSL_IO_SIZE_BUCKETS; b++)
+        dst->size_hist[b] += src->size_hist[b];
+    dst->named_reads += src->named_reads;
+    dst->named_bytes_read += src->named_bytes_read;
+    dst->small_files += src->small_files;
+    dst->small_file_bytes_read += src->small_file_bytes_read;
+    dst->small_reads += src->small_reads;
+    dst->small_read_bytes += src->small_read_bytes;
+    dst->small_read_time = add_sat(dst->small_read_time, wsl_clock_duration_ns(clock, src->small_read_time));
+    dst->large_reads += src->large_reads;
+    dst->large_read_bytes += src->large_read_bytes;
+    dst->large_read_time = add_sat(dst->large_read_time, wsl_clock_duration_ns(clock, src->large_read_time));
+    if (src->have_span) {
+        uint64_t first = wsl_clock_to_ns(clock, src->first), last = wsl_clock_to_ns(clock, src->last);
+        if (!dst->have_span || first < dst->first)
+            dst->first = first;
+        if (!dst->have_span || last > dst->last)
+            dst->last = last;
+        dst->have_span = true;
+    }
+}
+
+static void dir_add(struct wsl_io_dir *dst, const struct dir_acc *src, const struct wsl_clock_map *clock)
+{
+    dst->reads += src->reads;
+    dst->bytes_read += src->bytes_read;
+    dst->files += src->files;
+    dst->time = add_sat(dst->time, wsl_clock_duration_ns(clock, src->time));
+}
+
+void wsl_io_trace_discard(struct wsl_io_trace *t)
+{
+    if (!t)
+        return;
+    free(t->table_mounts);
+    free(t->paths);
+    free(t->dead);
+    free(t->mount_all);
+    free(t->mount_data);
+    free(t->dirs);
+    free(t->scratch);
+    free(t);
+}
+
+void wsl_io_trace_end(struct wsl_io_trace *t, const struct wsl_clock_map *clock, struct wsl_io_summary *process)
+{
+    struct wsl_io *io = t->io;
+    summary_add(&io->total, &t->sum, clock);
+    if (process) {
+        memset(process, 0, sizeof *process);
+        summary_add(process, &t->sum, clock);
+    }
+    for (size_t m = 0; m < t->mount_cap && m < io->mount_count; m++) {
+        counts_add(&io->mounts[m].all, &t->mount_all[m], clock);
+        counts_add(&io->mounts[m].data, &t->mount_data[m], clock);
+    }
+    for (size_t d = 0; d < t->dir_cap && d < io->dir_count; d++)
+        dir_add(&io->dirs[d], &t->dirs[d], clock);
+    dir_add(&io->untracked_dirs, &t->untracked_dirs, clock);
+    io->unnamed_path_events += t->unnamed_events;
+    io->untracked_path_events += t->untracked_events;
+    wsl_io_trace_discard(t);
+}
+
+/* ---- the run ---------------------------------------------------------------------------- */
+
+static int mount_by_time(const void *a, const void *b)
+{
+    const struct wsl_io_mount *x = a, *y = b;
+    uint64_t tx = wsl_io_time(&x->data), ty = wsl_io_time(&y->data);
+    if (tx != ty)
+        return tx > ty ? -1 : 1;
+    tx = wsl_io_time(&x->all);
+    ty = wsl_io_time(&y->all);
+    if (tx != ty)
+        return tx > ty ? -1 : 1;
+    int c = strcmp(x->mount_point, y->mount_point);
+    return c ? c : strcmp(x->fstype, y->fstype);
+}
+
+static int fs_by_time(const void *a, const void *b)
+{
+    const struct wsl_io_fs *x = a, *y = b;
+    uint64_t tx = wsl_io_time(&x->all), ty = wsl_io_time(&y->all);
+    if (tx != ty)
+        return tx > ty ? -1 : 1;
+    if (x->all.reads != y->all.reads)
+        return x->all.reads > y->all.reads ? -1 : 1;
+    return strcmp(x->fstype, y->fstype);
+}
+
+static int dir_by_time(const void *a, const void *b)
+{
+    const struct wsl_io_dir *x = a, *y = b;
+    if (x->time != y->time)
+        return x->time > y->time ? -1 : 1;
+    if (x->reads != y->reads)
+        return x->reads > y->reads ? -1 : 1;
+    return strcmp(x->path, y->path);
+}
+
+static void sort_mounts(struct wsl_io *io)
+{
+    if (io->mount_count < 2)
+        return;
+    /* Folders refer to mounts by index: sort a copy, then renumber. */
+    struct wsl_io_mount *sorted = xmalloc(io->mount_count * sizeof *sorted);
+    memcpy(sorted, io->mounts, io->mount_count * sizeof *sorted);
+    qsort(sorted, io->mount_count, sizeof *sorted, mount_by_time);
+    uint32_t *new_index = xmalloc(io->mount_count * sizeof *new_index);
+    for (size_t i = 0; i < io->mount_count; i++)
+        for (size_t j = 0; j < io->mount_count; j++)
+            if (io->mounts[j].mount_point == sorted[i].mount_point) { /* the same strings moved */
+                new_index[j] = (uint32_t)i;
+                break;
+            }
+    for (size_t d = 0; d < io->dir_count; d++)
+        if (io->dirs[d].mount != WSL_IO_NONE)
+            io->dirs[d].mount = new_index[io->dirs[d].mount];
+    free(io->mounts);
+    io->mounts = sorted;
+    free(new_index);
+}
+
+static void group_filesystems(struct wsl_io *io)
+{
+    io->fs = xcalloc(io->mount_count ? io->mount_count : 1, sizeof *io->fs);
+    for (size_t i = 0; i < io->mount_count; i++) {
+        const struct wsl_io_mount *m = &io->mounts[i];
+        struct wsl_io_fs *fs = NULL;
+        for (size_t k = 0; k < io->fs_count && !fs; k++)
+            if (strcmp(io->fs[k].fstype, m->fstype) == 0)
+                fs = &io->fs[k];
+        if (!fs) {
+            fs = &io->fs[io->fs_count++];
+            fs->fstype = m->fstype;
+            fs->system = true;
+        }
+        struct wsl_clock_map identity = {.ns_per_tick = 1.0, .rate_known = true};
+        counts_add(&fs->all, &m->all, &identity);
+        fs->crosses_windows |= wsl_fs_kind_crosses_windows(m->kind);
+        fs->system &= wsl_fs_kind_is_system(m->kind);
+        fs->mounts = xrealloc(fs->mounts, (fs->mount_count + 1) * sizeof *fs->mounts);
+        fs->mounts[fs->mount_count++] = (uint32_t)i;
+    }
+    if (io->fs_count > 1)
+        qsort(io->fs, io->fs_count, sizeof *io->fs, fs_by_time);
+}
+
+void wsl_io_finish(struct wsl_io *io)
+{
+    if (io->finished)
+        return;
+    io->finished = true;
+    sort_mounts(io);
+    group_filesystems(io);
+    if (io->dir_count > 1)
+        qsort(io->dirs, io->dir_count, sizeof *io->dirs, dir_by_time);
+    free(io->dir_index);    /* it indexes the unsorted order */
+    io->dir_index = NULL;
+    io->dir_index_size = 0;
+}
+
+double wsl_io_files_per_s(const struct wsl_io *io)
+{
+    const struct wsl_io_summary *s = &io->total;
+    if (!s->have_span || s->last <= s->first)
+        return 0;
+    return (double)s->data.files_opened / ((double)(s->last - s->first) / 1e9);
+}
+
+void wsl_io_free(struct wsl_io *io)
+{
+    for (size_t i = 0; i < io->mount_count; i++) {
+        free(io->mounts[i].mount_point);
+        free(io->mounts[i].fstype);
+        free(io->mounts[i].source);
+        free(io->mounts[i].data_root);
+    }
+    free(io->mounts);
+    for (size_t i = 0; i < io->fs_count; i++)
+        free(io->fs[i].mounts);
+    free(io->fs);
+    for (size_t i = 0; i < io->dir_count; i++)
+        free(io->dirs[i].path);
+    free(io->dirs);
+    free(io->dir_index);
+    wsl_hist_free(&io->file_sizes);
+    memset(io, 0, sizeof *io);
+}

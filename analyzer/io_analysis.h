@@ -1,0 +1,166 @@
+/*
+ * File I/O of a run: the libc calls the shim recorded (categories
+ * WSL_CAT_IO_*), aggregated per filesystem, per mount, per folder and in
+ * totals, with the files of the kernel (/proc, /sys, /dev, proc, sysfs...)
+ * kept apart from the program's data. docs/io.md explains every number.
+ *
+ * Memory is bounded whatever the trace holds: per process one small record
+ * per live path id (no strings; ids that are done are dropped, and at most
+ * WSL_IO_MAX_PATHS_PER_TRACE are kept), per run one entry per folder (at
+ * most WSL_IO_MAX_DIRS, the rest counted together) and per mount used.
+ *
+ * Use, per trace: wsl_io_trace_begin at its PROCESS chunk, then _mounts,
+ * _paths and _event in stream order (a mount table applies to the files
+ * opened after it), then _end with the trace's final clock fit. Once every
+ * trace was read: wsl_io_finish.
+ */
+#ifndef WSLSHIM_IO_ANALYSIS_H
+#define WSLSHIM_IO_ANALYSIS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mounts.h"
+#include "stats.h"
+#include "trace_reader.h"
+
+#define WSL_IO_SIZE_BUCKETS 10                 /* Darshan's access-size buckets */
+#define WSL_IO_SMALL_FILE_BYTES (1u << 20)     /* a file smaller than this at open is small */
+#define WSL_IO_SMALL_READ_BYTES (1u << 20)     /* a read of at most this many bytes is small (Drishti) */
+#define WSL_IO_MAX_DIRS 100000u                /* folders tracked by name; the rest are counted together */
+#define WSL_IO_MAX_DIR_BYTES (32u << 20)       /* and at most this many bytes of folder names */
+#define WSL_IO_MAX_MOUNTS 4096u                /* mounts tracked; the rest are counted as one */
+#define WSL_IO_MAX_PATHS_PER_TRACE (8u << 20)  /* live path ids remembered per process */
+#define WSL_IO_DEAD_PATHS_KEPT (1u << 20)      /* ids of closed files kept before they are dropped */
+#define WSL_IO_TOP_DIRS 10
+#define WSL_IO_NONE UINT32_MAX
+
+/* Darshan's bucket of a read of `bytes`: [0, 100], (100, 1 KiB], ... (1 GiB, ...). */
+unsigned wsl_io_size_bucket(uint64_t bytes);
+/* "0-100", "100-1K", "1K-10K", ... "1G+" */
+const char *wsl_io_size_bucket_name(unsigned bucket);
+
+/* Calls of one group (all data files, one mount, the system files...). */
+struct wsl_io_counts {
+    uint64_t reads;         /* read calls, failed ones too */
+    uint64_t bytes_read;    /* bytes that successful reads returned */
+    uint64_t opens;         /* open calls, failed ones too */
+    uint64_t files_opened;  /* successful opens */
+    uint64_t stats;         /* stat, lstat, fstat, statx, access... */
+    uint64_t seeks, closes;
+    uint64_t mmaps;
+    uint64_t bytes_mapped;  /* length of successful file mappings */
+    uint64_t errors;        /* calls that failed */
+    uint64_t read_time;     /* host time in reads: ns in the run model (ticks while a trace is read) */
+    uint64_t meta_time;     /* in open, stat, seek and close */
+    uint64_t mmap_time;
+};
+
+static inline uint64_t wsl_io_time(const struct wsl_io_counts *c)
+{
+    return c->read_time + c->meta_time + c->mmap_time;
+}
+
+static inline uint64_t wsl_io_calls(const struct wsl_io_counts *c)
+{
+    return c->reads + c->opens + c->stats + c->seeks + c->closes + c->mmaps;
+}
+
+struct wsl_io_mount {       /* one mount that saw I/O, over all traces */
+    char *mount_point;      /* "" for the unknown one */
+    char *fstype;           /* "unknown": path id 0 (an fd the shim did not see opened), or no mount found */
+    char *source;
+    enum wsl_fs_kind kind;
+    struct wsl_io_counts all;   /* every call on it */
+    struct wsl_io_counts data;  /* the data calls: without system files and path id 0 */
+    char *data_root;        /* deepest folder holding every data file opened or read here; NULL: none */
+};
+
+struct wsl_io_fs {          /* one filesystem type: its mounts added up */
+    const char *fstype;     /* points into a mount */
+    struct wsl_io_counts all;
+    bool crosses_windows;   /* one of its mounts is served by Windows */
+    bool system;            /* all its mounts are system filesystems */
+    uint32_t *mounts;       /* indices into wsl_io.mounts */
+    size_t mount_count;
+};
+
+struct wsl_io_dir {         /* one folder holding data files */
+    char *path;             /* NULL for the untracked rest */
+    uint32_t mount;         /* index into wsl_io.mounts of its first classified call, or WSL_IO_NONE */
+    uint64_t reads, bytes_read;
+    uint64_t files;         /* successful opens */
+    uint64_t time;          /* host time of every I/O call on its files (ns) */
+    bool rooted;            /* counted in its mount's data_root */
+};
+
+/* Figures over a set of calls; per trace in ticks, in the run model in ns. */
+struct wsl_io_summary {
+    struct wsl_io_counts data;      /* the program's files: not system, not path id 0 */
+    struct wsl_io_counts system;    /* /proc, /sys, /dev paths and system filesystems */
+    struct wsl_io_counts unknown_fd;/* path id 0: fds the shim did not see opened (stdin, pipes, sockets) */
+    uint64_t size_hist[WSL_IO_SIZE_BUCKETS]; /* successful data reads by bytes returned */
+    /* Named data files (path known): what the rules read */
+    uint64_t named_reads;           /* successful reads */
+    uint64_t named_bytes_read;
+    uint64_t small_files;           /* files opened for reading, smaller than WSL_IO_SMALL_FILE_BYTES */
+    uint64_t small_file_bytes_read; /* bytes read from such files */
+    uint64_t read_opens;            /* named data files opened for reading (not write-only, not a folder);
+                                       io.file_sizes.count of them got a size */
+    uint64_t small_reads, small_read_bytes, small_read_time; /* reads of <= WSL_IO_SMALL_READ_BYTES */
+    uint64_t large_reads, large_read_bytes, large_read_time;
+    bool have_span;
+    uint64_t first, last;           /* start of the first and end of the last data call */
+};
+
+struct wsl_io {
+    bool wsl;                       /* a traced process ran under WSL */
+    struct wsl_io_summary total;    /* times in ns; first/last in CLOCK_MONOTONIC ns */
+    struct wsl_hist file_sizes;     /* sizes of named data files opened for reading (at open, else
+                                       the first fstat, else the bytes read to the end), once each */
+    struct wsl_io_mount *mounts;    /* by data I/O time, largest first, after wsl_io_finish */
+    size_t mount_count;
+    struct wsl_io_fs *fs;           /* by I/O time after wsl_io_finish */
+    size_t fs_count;
+    struct wsl_io_dir *dirs;        /* by time, largest first, after wsl_io_finish */
+    size_t dir_count;
+    struct wsl_io_dir untracked_dirs; /* folders beyond WSL_IO_MAX_DIRS */
+    uint64_t unnamed_path_events;   /* calls naming a path id that no PATHS entry had defined */
+    uint64_t untracked_path_events; /* calls on path ids beyond WSL_IO_MAX_PATHS_PER_TRACE live ones */
+    uint64_t peak_path_records;     /* most path records one trace held at once */
+    size_t dead_paths_kept;         /* WSL_IO_DEAD_PATHS_KEPT (tests make it small) */
+    /* internal: folder name -> index, until wsl_io_finish */
+    uint32_t *dir_index;
+    size_t dir_index_size, dir_bytes;
+    bool finished;
+};
+
+struct wsl_io_trace;
+
+void wsl_io_init(struct wsl_io *io);
+struct wsl_io_trace *wsl_io_trace_begin(struct wsl_io *io, bool wsl);
+/* A MOUNTS chunk: the table in force for the calls that follow (the reader owns it). */
+void wsl_io_trace_mounts(struct wsl_io_trace *t, const struct wsl_mount_table *table);
+/* A PATHS chunk. */
+void wsl_io_trace_paths(struct wsl_io_trace *t, const struct wsl_item *paths);
+/* One event of an I/O category. */
+void wsl_io_trace_event(struct wsl_io_trace *t, unsigned category, const struct wsl_event *ev);
+/* Adds the trace to the run (times converted with clock) and frees t; the
+ * process's own figures (ns) go to *process when it is not NULL. */
+void wsl_io_trace_end(struct wsl_io_trace *t, const struct wsl_clock_map *clock, struct wsl_io_summary *process);
+/* Frees t without adding anything (an unreadable trace). */
+void wsl_io_trace_discard(struct wsl_io_trace *t);
+/* Sorts, groups mounts into filesystems; once, after the last trace. */
+void wsl_io_finish(struct wsl_io *io);
+void wsl_io_free(struct wsl_io *io);
+
+/* Data files opened per second over the span of data I/O; 0 without a span. */
+double wsl_io_files_per_s(const struct wsl_io *io);
+
+static inline bool wsl_is_io_category(unsigned category)
+{
+    return category >= WSL_CAT_IO_OPEN && category <= WSL_CAT_IO_CLOSE;
+}
+
+#endif /* WSLSHIM_IO_ANALYSIS_H */

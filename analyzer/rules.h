@@ -1,0 +1,82 @@
+/*
+ * Bottleneck rules: each looks at the finished run model and, when it finds
+ * its problem, reports a finding: how much time it cost, what was seen
+ * (evidence), and what to do about it. docs/io.md describes the I/O rules.
+ *
+ * Every rule is one unit of the same shape (a struct wsl_rule in its own
+ * file rule_<id>.c, listed once in rules.c): what it needs from the run model,
+ * when it fires, its evidence, its time-lost estimate and its advice. The
+ * framework here grades severity by the share of wall time lost, caps time
+ * lost at the wall time and sorts the findings, largest loss first.
+ */
+#ifndef WSLSHIM_RULES_H
+#define WSLSHIM_RULES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct wsl_run;
+
+enum wsl_severity { WSL_SEVERITY_LOW, WSL_SEVERITY_MEDIUM, WSL_SEVERITY_HIGH };
+
+#define WSL_SEVERITY_HIGH_SHARE 0.20    /* time lost >= 20% of wall time */
+#define WSL_SEVERITY_MEDIUM_SHARE 0.05  /* >= 5% */
+
+enum wsl_evidence_type { WSL_EVIDENCE_U64, WSL_EVIDENCE_NUMBER, WSL_EVIDENCE_BOOL, WSL_EVIDENCE_STRING,
+                         WSL_EVIDENCE_STRINGS };
+
+struct wsl_evidence {           /* one key of a finding's "evidence" object */
+    char *key;
+    enum wsl_evidence_type type;
+    uint64_t u64;
+    double number;
+    bool flag;
+    char *string;
+    char **strings;
+    size_t string_count;
+};
+
+struct wsl_finding {
+    const char *id;             /* the rule's id, e.g. "cross_os_reads" */
+    enum wsl_severity severity;
+    uint64_t time_lost_ns;      /* at most the run's wall time */
+    char *summary;              /* one sentence with the numbers */
+    char *advice;               /* what to do, with commands where there are some */
+    const char *how_computed;   /* the rule's method, one paragraph */
+    struct wsl_evidence *evidence;
+    size_t evidence_count;
+};
+
+struct wsl_rule {
+    const char *id;             /* the contract's bottleneck id */
+    const char *needs;          /* what of the run model it reads (documentation) */
+    const char *how_computed;   /* copied into every finding */
+    /* Decides whether the rule fires; when it does, fills f's time_lost_ns,
+     * summary, advice and evidence (the framework does the rest). */
+    bool (*evaluate)(const struct wsl_run *run, struct wsl_finding *f);
+};
+
+extern const struct wsl_rule wsl_rule_cross_os_reads;
+extern const struct wsl_rule wsl_rule_small_file_reads;
+
+/* Every rule, in no particular order. */
+extern const struct wsl_rule *const wsl_rules[];
+extern const size_t wsl_rule_count;
+
+/* Runs every rule on a finished run; the findings go to run->findings, sorted. */
+void wsl_rules_run(struct wsl_run *run);
+void wsl_findings_free(struct wsl_finding *findings, size_t count);
+
+const char *wsl_severity_name(enum wsl_severity s);
+enum wsl_severity wsl_severity_of(uint64_t time_lost_ns, uint64_t wall_ns);
+
+/* Evidence, in the order added. */
+void wsl_evidence_u64(struct wsl_finding *f, const char *key, uint64_t v);
+void wsl_evidence_number(struct wsl_finding *f, const char *key, double v);
+void wsl_evidence_bool(struct wsl_finding *f, const char *key, bool v);
+void wsl_evidence_string(struct wsl_finding *f, const char *key, const char *s);
+/* Appends s to the string list `key` (created on first use). */
+void wsl_evidence_list_add(struct wsl_finding *f, const char *key, const char *s);
+
+#endif /* WSLSHIM_RULES_H */

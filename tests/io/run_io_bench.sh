@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# File-I/O hook overhead (not a test: measured, not asserted).
+#   tests/io/run_io_bench.sh BUILD_DIR [FILES] [RUNS]
+# 1. End to end: FILES page-cached 4 KiB files read with open/read/read(EOF)/close,
+#    RUNS interleaved runs without and with the shim; prints the median of each
+#    and the % slowdown.
+# 2. callgrind instructions per read() of 4 KiB from one fd (writer thread
+#    included), without and with the shim, as tests/bench/run_bench.sh does.
+set -euo pipefail
+build=$(cd "${1:?usage: run_io_bench.sh BUILD_DIR [FILES] [RUNS]}" && pwd)
+files=${2:-20000}
+runs=${3:-11}
+bench=$build/tests/io/bench_io
+shim=$build/lib/libwslshim.so
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export WSLSHIM_OUTPUT=$tmp/traces/bench-%p.trace.zst
+mkdir -p "$tmp/traces"
+"$bench" create "$tmp/data" "$files"
+"$bench" files "$tmp/data" "$files" >/dev/null   # page cache warm
+
+ns() { "$@" | sed -n 's/.*"ns": \([0-9.]*\).*/\1/p'; }
+without=() with=()
+for _ in $(seq "$runs"); do
+  without+=("$(ns "$bench" files "$tmp/data" "$files")")
+  with+=("$(ns env LD_PRELOAD="$shim" "$bench" files "$tmp/data" "$files")")
+  rm -f "$tmp"/traces/*
+done
+python3 - "$files" "${without[*]}" "${with[*]}" <<'PY'
+import statistics, sys
+n = int(sys.argv[1])
+a = [float(x) for x in sys.argv[2].split()]
+b = [float(x) for x in sys.argv[3].split()]
+ma, mb = statistics.median(a), statistics.median(b)
+print(f"end-to-end {n} x 4 KiB files (open/read/read/close), median of {len(a)} interleaved runs: "
+      f"without shim {ma / n:.0f} ns/file, with shim {mb / n:.0f} ns/file, "
+      f"slowdown {100 * (mb / ma - 1):.1f}% (+{(mb - ma) / n:.0f} ns/file)")
+PY
+
+n=200000
+# "all threads" sums every thread of every process; "calling thread" is
+# thread 1 only: the hook's own path, without the writer thread's encoding.
+ir() { rm -f "$tmp"/cg.*; valgrind --tool=callgrind --trace-children=yes --separate-threads=yes \
+         --callgrind-out-file="$tmp/cg.%p.out" "$@" >/dev/null 2>"$tmp/cg.err"
+       all=$(cat "$tmp"/cg.*.out-* | sed -n 's/^summary: \([0-9]*\)/\1/p' | awk '{s += $1} END {print s}')
+       own=$(cat "$tmp"/cg.*.out-01 | sed -n 's/^summary: \([0-9]*\)/\1/p' | awk '{s += $1} END {print s}')
+       echo "$all $own"; }
+read -r a0 a0t <<<"$(ir env "$bench" loop "$tmp/data" 0)"
+read -r a1 a1t <<<"$(ir env "$bench" loop "$tmp/data" $n)"
+read -r b0 b0t <<<"$(ir env LD_PRELOAD="$shim" "$bench" loop "$tmp/data" 0)"
+read -r b1 b1t <<<"$(ir env LD_PRELOAD="$shim" "$bench" loop "$tmp/data" $n)"
+python3 - "$a0" "$a1" "$b0" "$b1" "$a0t" "$a1t" "$b0t" "$b1t" "$n" <<'PY'
+import sys
+a0, a1, b0, b1, a0t, a1t, b0t, b1t, n = map(int, sys.argv[1:])
+base, shim = (a1 - a0) / n, (b1 - b0) / n
+base_t, shim_t = (a1t - a0t) / n, (b1t - b0t) / n
+print(f"instructions per read() of 4 KiB (callgrind, all threads): without shim {base:.1f}, "
+      f"with shim {shim:.1f}, added {shim - base:.1f}")
+print(f"  of which on the calling thread: without shim {base_t:.1f}, with shim {shim_t:.1f}, "
+      f"added {shim_t - base_t:.1f} (the rest is the writer thread encoding and compressing)")
+PY

@@ -1,0 +1,749 @@
+/* File I/O: MOUNTS and PATHS in the reader, the aggregation (exact, on
+ * synthetic traces) and the two I/O bottleneck rules. */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "analysis.h"
+#include "io_scenarios.h"
+#include "unit_test.h"
+
+static int analyze(struct wsl_run *run, const char *const *paths, size_t n)
+{
+    wsl_run_init(run);
+    for (size_t i = 0; i < n; i++) {
+        char err[WSL_READER_ERRLEN];
+        CHECKF(wsl_run_add_trace(run, paths[i], err, sizeof err) == 0, "%s: %s", paths[i], err);
+    }
+    wsl_run_finish(run);
+    return 0;
+}
+
+static const struct wsl_io_fs *fs_named(const struct wsl_run *run, const char *fstype)
+{
+    for (size_t i = 0; i < run->io.fs_count; i++)
+        if (strcmp(run->io.fs[i].fstype, fstype) == 0)
+            return &run->io.fs[i];
+    return NULL;
+}
+
+static const struct wsl_io_mount *mount_named(const struct wsl_run *run, const char *mount_point)
+{
+    for (size_t i = 0; i < run->io.mount_count; i++)
+        if (strcmp(run->io.mounts[i].mount_point, mount_point) == 0)
+            return &run->io.mounts[i];
+    return NULL;
+}
+
+static const struct wsl_finding *finding(const struct wsl_run *run, const char *id)
+{
+    for (size_t i = 0; i < run->finding_count; i++)
+        if (strcmp(run->findings[i].id, id) == 0)
+            return &run->findings[i];
+    return NULL;
+}
+
+static const struct wsl_evidence *evidence(const struct wsl_finding *f, const char *key)
+{
+    for (size_t i = 0; i < f->evidence_count; i++)
+        if (strcmp(f->evidence[i].key, key) == 0)
+            return &f->evidence[i];
+    return NULL;
+}
+
+struct expect_counts {
+    uint64_t reads, bytes_read, opens, files_opened, stats, seeks, closes, mmaps, bytes_mapped, errors;
+    uint64_t read_time, meta_time, mmap_time;
+};
+
+static int check_counts(const struct wsl_io_counts *c, struct expect_counts e, const char *what)
+{
+    const uint64_t got[] = {c->reads, c->bytes_read, c->opens, c->files_opened, c->stats, c->seeks, c->closes,
+                            c->mmaps, c->bytes_mapped, c->errors, c->read_time, c->meta_time, c->mmap_time};
+    const uint64_t want[] = {e.reads, e.bytes_read, e.opens, e.files_opened, e.stats, e.seeks, e.closes,
+                             e.mmaps, e.bytes_mapped, e.errors, e.read_time, e.meta_time, e.mmap_time};
+    static const char *const names[] = {"reads", "bytes_read", "opens", "files_opened", "stats", "seeks", "closes",
+                                        "mmaps", "bytes_mapped", "errors", "read_time", "meta_time", "mmap_time"};
+    for (size_t i = 0; i < sizeof got / sizeof got[0]; i++)
+        CHECKF(got[i] == want[i], "%s.%s: %llu, expected %llu", what, names[i], (unsigned long long)got[i],
+               (unsigned long long)want[i]);
+    return 0;
+}
+
+/* ---- the mixed trace: every kind of call, each file's fate known ---------------------------- */
+
+struct mixed_span {
+    uint64_t first_ns, last_ns;
+};
+
+static void write_mixed(const char *path, bool tsc, struct mixed_span *span)
+{
+    char *mounts = io_fixture("wsl2.mountinfo");
+    struct io_builder_options o = {.flags = WSL_PROC_WSL2, .tsc = tsc, .mountinfo = mounts};
+    struct io_builder *b = iob_open(path, &o);
+    iob_path(b, 1, "/home/u/data/a.bin");
+    iob_path(b, 2, "/home/u/data/b.txt");
+    iob_path(b, 3, "/mnt/c/Users/u/ds/img1.jpg");
+    iob_path(b, 4, "/mnt/c/Users/u/ds/img2.jpg");
+    iob_path(b, 5, "/proc/self/status");
+    iob_path(b, 6, "/home/u/missing.cfg");
+    iob_path(b, 7, "/dev/shm/torch_123");
+    iob_path(b, 8, "/home/u//data/./sub/../c.bin");
+    /* ext4: a 5 MiB file read in 1 MiB requests, then EOF, a seek */
+    iob_openat(b, 3, 1, DEV_WSL2_ROOT, 5242880, 4000);
+    for (int i = 0; i < 5; i++)
+        iob_read(b, 3, 1, 1048576, 1048576, 100000);
+    iob_read(b, 3, 1, 1048576, 0, 2000);
+    iob_call(b, "lseek64", 3, 0, 500, 1, 0, SEEK_SET, 0);
+    iob_close_fd(b, 3, 1, 1500);
+    iob_openat(b, 4, 2, DEV_WSL2_ROOT, 300, 3000);
+    iob_read(b, 4, 2, 4096, 300, 2000);
+    iob_read(b, 4, 2, 4096, 0, 1000);
+    iob_close_fd(b, 4, 2, 1000);
+    /* the Windows drive */
+    iob_openat(b, 5, 3, DEV_WSL2_C, 150000, 1500000);
+    iob_read(b, 5, 3, 65536, 65536, 300000);
+    iob_read(b, 5, 3, 65536, 65536, 300000);
+    iob_read(b, 5, 3, 65536, 18928, 100000);
+    iob_close_fd(b, 5, 3, 500000);
+    iob_openat(b, 5, 4, DEV_WSL2_C, 20000, 1400000);
+    iob_call(b, "fstat", 5, 0, 900000, 4, DEV_WSL2_C, 20000, 0);
+    iob_read(b, 5, 4, 20000, 20000, 120000);
+    iob_close_fd(b, 5, 4, 400000);
+    /* system files */
+    iob_openat(b, 6, 5, DEV_WSL2_PROC, 0, 8000);
+    iob_read(b, 6, 5, 4096, 1200, 5000);
+    iob_close_fd(b, 6, 5, 1000);
+    /* stdin: an fd the shim did not see opened */
+    iob_read(b, 0, 0, 4096, 100, 50000);
+    /* a missing file: lookups fail */
+    iob_open_fails(b, 6, 2, 30000);
+    iob_call(b, "stat", -1, -2, 20000, 6, 0, 0, 0);
+    /* shared memory (a /dev path), anonymous memory (not a file) */
+    iob_openat(b, 7, 7, DEV_WSL2_SHM, 1048576, 6000);
+    iob_call(b, "mmap64", 7, 0, 7000, 7, 1048576, 0, 1);
+    iob_call(b, "mmap", -1, 0, 3000, 0, 4096, 0, 3);
+    /* a path to normalize, mapped */
+    iob_openat(b, 8, 8, DEV_WSL2_ROOT, 2097152, 5000);
+    iob_call(b, "mmap", 8, 0, 9000, 8, 2097152, 0, 1);
+    iob_close_fd(b, 8, 8, 1000);
+    span->first_ns = iob_first_ns(b);
+    span->last_ns = iob_last_ns(b);
+    iob_close(b);
+    free(mounts);
+}
+
+static int check_mixed(const struct wsl_run *run, const struct mixed_span *span)
+{
+    const struct wsl_io *io = &run->io;
+    const struct wsl_io_summary *s = &io->total;
+    CHECK(io->wsl);
+    if (check_counts(&s->data, (struct expect_counts){.reads = 12, .bytes_read = 5413180, .opens = 6,
+                                                       .files_opened = 5, .stats = 2, .seeks = 1, .closes = 5,
+                                                       .mmaps = 1, .bytes_mapped = 2097152, .errors = 2,
+                                                       .read_time = 1325000, .meta_time = 4766000,
+                                                       .mmap_time = 9000}, "data"))
+        return 1;
+    if (check_counts(&s->unknown_fd, (struct expect_counts){.reads = 1, .bytes_read = 100, .read_time = 50000},
+                     "unknown fd"))
+        return 1;
+    if (check_counts(&s->system, (struct expect_counts){.reads = 1, .bytes_read = 1200, .opens = 2,
+                                                         .files_opened = 2, .closes = 1, .mmaps = 1,
+                                                         .bytes_mapped = 1048576, .read_time = 5000,
+                                                         .meta_time = 15000, .mmap_time = 7000}, "system"))
+        return 1;
+    if (check_counts(&run->procs[0].io.data, (struct expect_counts){.reads = 12, .bytes_read = 5413180, .opens = 6,
+                                                       .files_opened = 5, .stats = 2, .seeks = 1, .closes = 5,
+                                                       .mmaps = 1, .bytes_mapped = 2097152, .errors = 2,
+                                                       .read_time = 1325000, .meta_time = 4766000,
+                                                       .mmap_time = 9000}, "process data"))
+        return 1;
+
+    /* Darshan buckets: the EOFs; 300 B; 64 KiB x2, 18928, 20000; 1 MiB x5 (stdin is not a data file) */
+    const uint64_t hist[WSL_IO_SIZE_BUCKETS] = {2, 1, 0, 4, 5, 0, 0, 0, 0, 0};
+    for (unsigned k = 0; k < WSL_IO_SIZE_BUCKETS; k++)
+        CHECKF(s->size_hist[k] == hist[k], "bucket %s: %llu, expected %llu", wsl_io_size_bucket_name(k),
+               (unsigned long long)s->size_hist[k], (unsigned long long)hist[k]);
+
+    /* by filesystem: system files stay listed under their type */
+    const struct wsl_io_fs *ext4 = fs_named(run, "ext4"), *p9 = fs_named(run, "9p"), *proc = fs_named(run, "proc");
+    const struct wsl_io_fs *tmpfs = fs_named(run, "tmpfs"), *unknown = fs_named(run, "unknown");
+    CHECK(ext4 && p9 && proc && tmpfs && unknown && run->io.fs_count == 5);
+    if (check_counts(&ext4->all, (struct expect_counts){.reads = 8, .bytes_read = 5243180, .opens = 4,
+                                                         .files_opened = 3, .stats = 1, .seeks = 1, .closes = 3,
+                                                         .mmaps = 1, .bytes_mapped = 2097152, .errors = 2,
+                                                         .read_time = 505000, .meta_time = 66000,
+                                                         .mmap_time = 9000}, "ext4"))
+        return 1;
+    if (check_counts(&p9->all, (struct expect_counts){.reads = 4, .bytes_read = 170000, .opens = 2,
+                                                       .files_opened = 2, .stats = 1, .closes = 2,
+                                                       .read_time = 820000, .meta_time = 4700000}, "9p"))
+        return 1;
+    CHECK(p9->crosses_windows && !ext4->crosses_windows && !p9->system && proc->system);
+    CHECK(p9->mount_count == 1 && strcmp(io->mounts[p9->mounts[0]].mount_point, "/mnt/c") == 0);
+    CHECK(ext4->mount_count == 1 && strcmp(io->mounts[ext4->mounts[0]].mount_point, "/") == 0);
+    CHECK(proc->all.reads == 1 && proc->all.bytes_read == 1200);
+    CHECK(tmpfs->all.mmaps == 1 && tmpfs->all.files_opened == 1 && tmpfs->all.reads == 0);
+    CHECK(unknown->all.reads == 1 && unknown->all.bytes_read == 100);
+    CHECK(io->fs[0].all.read_time + io->fs[0].all.meta_time == 5520000 && io->fs[0].fstype == p9->fstype);
+
+    const struct wsl_io_mount *c = mount_named(run, "/mnt/c"), *root = mount_named(run, "/");
+    CHECK(c && root && c->kind == WSL_FS_WINDOWS_DRIVE && root->kind == WSL_FS_LOCAL);
+    CHECK(strcmp(c->data_root, "/mnt/c/Users/u/ds") == 0 && strcmp(root->data_root, "/home/u/data") == 0);
+    CHECK(c->data.reads == 4 && root->data.reads == 8 && io->mounts[0].data.reads == 4); /* sorted by time */
+
+    /* small files: 300 B, 150000 B and 20000 B of the five sizes at open */
+    CHECK(io->file_sizes.count == 5 && s->small_files == 3 && s->read_opens == 5);
+    CHECK(s->small_file_bytes_read == 170300 && s->named_bytes_read == 5413180 && s->named_reads == 12);
+    uint64_t median = wsl_hist_quantile(&io->file_sizes, 0.5);
+    CHECKF(median >= 149000 && median <= 151000, "median %llu", (unsigned long long)median);
+    CHECK(s->small_reads == 12 && s->large_reads == 0 && s->small_read_bytes == 5413180);
+
+    /* folders, by I/O time */
+    CHECK(io->dir_count == 5);  /* with the system ones, which get no calls */
+    const struct wsl_io_dir *d0 = &io->dirs[0], *d1 = &io->dirs[1], *d2 = &io->dirs[2];
+    CHECKF(strcmp(d0->path, "/mnt/c/Users/u/ds") == 0, "top dir %s", d0->path);
+    CHECK(d0->files == 2 && d0->reads == 4 && d0->bytes_read == 170000 && d0->time == 5520000);
+    CHECK(strcmp(io->mounts[d0->mount].mount_point, "/mnt/c") == 0);
+    CHECKF(strcmp(d1->path, "/home/u/data") == 0, "second dir %s", d1->path);
+    CHECK(d1->files == 3 && d1->reads == 8 && d1->bytes_read == 5243180 && d1->time == 530000);
+    CHECK(strcmp(d2->path, "/home/u") == 0 && d2->files == 0 && d2->time == 50000);
+    CHECK(io->dirs[3].time == 0 && io->dirs[4].time == 0);
+
+    CHECK(s->have_span && s->first == span->first_ns && s->last == span->last_ns);
+    double fps = 5.0 / ((double)(span->last_ns - span->first_ns) / 1e9);
+    CHECKF(wsl_io_files_per_s(io) > fps * 0.999999 && wsl_io_files_per_s(io) < fps * 1.000001, "files/s %f, %f",
+           wsl_io_files_per_s(io), fps);
+    CHECK(io->unnamed_path_events == 0 && run->warning_count == 0);
+
+    /* the file calls are API entries too (printed apart from the driver API) */
+    bool saw_read = false;
+    for (size_t i = 0; i < run->api_count; i++)
+        if (strcmp(run->apis[i].name, "read") == 0) {
+            saw_read = true;
+            CHECK(run->apis[i].ns.count == 14 && wsl_is_io_category(run->apis[i].category));
+        }
+    CHECK(saw_read);
+    CHECK(finding(run, "cross_os_reads") && !finding(run, "small_file_reads"));
+    return 0;
+}
+
+int test_io_aggregation(void)
+{
+    char path[512];
+    test_path(path, sizeof path, "io_mixed.trace.zst");
+    struct mixed_span span;
+    write_mixed(path, false, &span);
+    struct wsl_run run;
+    const char *paths[] = {path};
+    if (analyze(&run, paths, 1) || check_mixed(&run, &span))
+        return 1;
+    wsl_run_free(&run);
+    return 0;
+}
+
+/* The same calls timed by a cycle counter: the same ns once converted. */
+int test_io_aggregation_tsc(void)
+{
+    char path[512];
+    test_path(path, sizeof path, "io_mixed_tsc.trace.zst");
+    struct mixed_span span;
+    write_mixed(path, true, &span);
+    struct wsl_run run;
+    const char *paths[] = {path};
+    if (analyze(&run, paths, 1) || check_mixed(&run, &span))
+        return 1;
+    wsl_run_free(&run);
+    return 0;
+}
+
+/* Two processes of one run: folders and mounts are merged by name. */
+int test_io_two_processes(void)
+{
+    char a[512], b[512];
+    test_path(a, sizeof a, "io_two_a.trace.zst");
+    test_path(b, sizeof b, "io_two_b.trace.zst");
+    struct mixed_span span;
+    write_mixed(a, false, &span);
+    write_mixed(b, true, &span);
+    struct wsl_run run;
+    const char *paths[] = {a, b};
+    if (analyze(&run, paths, 2))
+        return 1;
+    const struct wsl_io *io = &run.io;
+    CHECK(io->total.data.reads == 24 && io->total.data.bytes_read == 2 * 5413180u);
+    CHECK(io->total.data.meta_time == 2 * 4766000u && io->total.system.reads == 2);
+    CHECK(io->dir_count == 5 && io->dirs[0].files == 4 && io->dirs[0].time == 2 * 5520000u);
+    CHECK(io->fs_count == 5 && fs_named(&run, "9p")->all.reads == 8);
+    CHECK(io->file_sizes.count == 10 && io->total.size_hist[4] == 10);
+    CHECK(run.procs[0].io.data.reads == 12 && run.procs[1].io.data.reads == 12);
+    wsl_run_free(&run);
+    return 0;
+}
+
+/* Path id 0 and ids no PATHS entry named: counted, under "unknown" unless a device says better. */
+int test_io_unknown_paths(void)
+{
+    char path[512];
+    test_path(path, sizeof path, "io_unknown.trace.zst");
+    char *mounts = io_fixture("wsl2.mountinfo");
+    struct io_builder_options o = {.flags = WSL_PROC_WSL2, .mountinfo = mounts};
+    struct io_builder *b = iob_open(path, &o);
+    iob_read(b, 0, 0, 10, 10, 1000);                     /* stdin */
+    iob_openat(b, 3, 99, DEV_WSL2_C, 10, 1000);          /* id 99: never named, but its device is known */
+    iob_read(b, 3, 99, 10, 10, 1000);
+    iob_call(b, "stat", -1, -2, 1000, 100, 0, 0, 0);     /* id 100: never named, no device */
+    iob_close_fd(b, 3, 99, 1000);
+    iob_flush(b);
+    iob_path(b, 101, "/home/u/late.txt");
+    iob_openat(b, 4, 101, DEV_WSL2_ROOT, 10, 1000);
+    iob_close(b);
+    free(mounts);
+
+    struct wsl_run run;
+    const char *paths[] = {path};
+    if (analyze(&run, paths, 1))
+        return 1;
+    const struct wsl_io_fs *unknown = fs_named(&run, "unknown"), *p9 = fs_named(&run, "9p");
+    CHECK(unknown && p9);
+    CHECK(unknown->all.reads == 1 && unknown->all.bytes_read == 10 && unknown->all.stats == 1);
+    CHECK(p9->all.reads == 1 && p9->all.files_opened == 1 && p9->all.closes == 1);
+    CHECK(fs_named(&run, "ext4")->all.files_opened == 1);
+    CHECK(run.io.unnamed_path_events == 4);  /* 99 x3, 100 x1 */
+    CHECK(run.io.total.data.reads == 1 && run.io.total.data.files_opened == 2 && run.io.total.unknown_fd.reads == 1);
+    CHECK(run.io.file_sizes.count == 1);     /* only the named file's size */
+    CHECK(run.warning_count == 1 && strstr(run.warnings[0], "4 file I/O calls name path ids") != NULL);
+    wsl_run_free(&run);
+    return 0;
+}
+
+/* A file is classified by the mount table in force at its open, even after the table changes. */
+int test_io_mount_change(void)
+{
+    char path[512];
+    test_path(path, sizeof path, "io_remount.trace.zst");
+    char *mounts = io_fixture("wsl2.mountinfo");
+    struct io_builder_options o = {.flags = WSL_PROC_WSL2, .mountinfo = mounts};
+    struct io_builder *b = iob_open(path, &o);
+    iob_path(b, 1, "/mnt/c/old.bin");
+    iob_openat(b, 3, 1, DEV_WSL2_C, 10, 1000);
+    iob_mounts(b, "61 45 8:48 / / rw - ext4 /dev/sdd rw\n90 61 0:62 / /data rw - ext4 /dev/sde rw\n");
+    iob_path(b, 2, "/data/new.bin");
+    iob_openat(b, 4, 2, DEV_WSL2_C, 10, 1000);
+    iob_read(b, 3, 1, 10, 10, 1000);
+    iob_read(b, 4, 2, 10, 10, 1000);
+    iob_close(b);
+    free(mounts);
+
+    struct wsl_run run;
+    const char *paths[] = {path};
+    if (analyze(&run, paths, 1))
+        return 1;
+    CHECK(fs_named(&run, "9p")->all.reads == 1 && fs_named(&run, "9p")->all.files_opened == 1);
+    CHECK(fs_named(&run, "ext4")->all.reads == 1 && mount_named(&run, "/data") != NULL);
+    CHECK(mount_named(&run, "/data")->data.bytes_read == 10);
+    wsl_run_free(&run);
+    return 0;
+}
+
+/* ---- the reader: MOUNTS and PATHS --------------------------------------------------------- */
+
+int test_reader_io_chunks(void)
+{
+    char path[512];
+    test_path(path, sizeof path, "io_chunks.trace.zst");
+    char *mounts = io_fixture("wsl2.mountinfo");
+    struct io_builder_options o = {.flags = WSL_PROC_WSL2, .mountinfo = mounts};
+    struct io_builder *b = iob_open(path, &o);
+    char long_path[WSL_PATH_MAX_LENGTH + 1];
+    memset(long_path, 'x', WSL_PATH_MAX_LENGTH);
+    long_path[0] = '/';
+    long_path[WSL_PATH_MAX_LENGTH] = 0;
+    iob_path(b, 1, "/a");
+    iob_path(b, 4000000000u, long_path);
+    iob_path(b, 3, "relative/name with spaces");
+    iob_read(b, 0, 0, 1, 1, 10);
+    iob_close(b);
+    free(mounts);
+
+    struct wsl_reader *r = wsl_reader_open(path, (char[WSL_READER_ERRLEN]){0}, WSL_READER_ERRLEN);
+    CHECK(r);
+    struct wsl_item it;
+    enum wsl_read_result res;
+    size_t tables = 0, entries = 0;
+    while ((res = wsl_reader_next(r, &it)) == WSL_READ_ITEM) {
+        if (it.type == WSL_CHUNK_MOUNTS) {
+            tables++;
+            CHECK(it.mounts.table->count == 16 && it.mounts.table == wsl_reader_mounts(r));
+        } else if (it.type == WSL_CHUNK_PATHS) {
+            CHECK(it.paths.count == 3);
+            size_t pos = 0;
+            struct wsl_path_ref ref;
+            while (wsl_paths_next(&it, &pos, &ref)) {
+                entries++;
+                if (ref.id == 1)
+                    CHECK(ref.length == 2 && memcmp(ref.bytes, "/a", 2) == 0);
+                else if (ref.id == 4000000000u)
+                    CHECK(ref.length == WSL_PATH_MAX_LENGTH && ref.bytes[1] == 'x');
+                else
+                    CHECK(ref.id == 3 && ref.length == 25);
+            }
+        }
+    }
+    CHECKF(res == WSL_READ_END, "%s", wsl_reader_message(r));
+    CHECK(tables == 1 && entries == 3);
+    wsl_reader_close(r);
+    return 0;
+}
+
+int test_reader_io_malformed(void)
+{
+    static const struct {
+        const char *scenario, *why;
+    } cases[] = {
+        {"bad_paths_length", "PATHS entry 0 (id 1) has length 4097"},
+        {"bad_paths_past_end", "PATHS entry 0 (id 1) runs past the chunk"},
+        {"bad_paths_zero_id", "PATHS entry 0 has path id 0"},
+        {"bad_paths_cut", "PATHS entry 1 is cut short"},
+        {"bad_paths_nul", "PATHS entry 0 (id 1) holds a NUL byte"},
+        {"bad_mounts_text", "MOUNTS is not a mount table (line 1: no ' - ' separator"},
+        {"bad_mounts_nul", "MOUNTS is not a mount table (a NUL byte"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char path[512];
+        test_path(path, sizeof path, "io_bad.trace.zst");
+        CHECK(io_scenario_write(path, cases[i].scenario));
+        struct read_all ra;
+        read_all_file(path, &ra);
+        CHECKF(ra.result == WSL_READ_ERROR, "%s: result %d", cases[i].scenario, ra.result);
+        CHECKF(strncmp(ra.message, "corrupt chunk at byte ", 22) == 0 && strstr(ra.message, cases[i].why),
+               "%s: '%s'", cases[i].scenario, ra.message);
+        read_all_free(&ra);
+        struct wsl_run run;
+        wsl_run_init(&run);
+        char err[WSL_READER_ERRLEN];
+        CHECK(wsl_run_add_trace(&run, path, err, sizeof err) == -1 && strstr(err, cases[i].why));
+        wsl_run_free(&run);
+    }
+    /* cut inside a PATHS chunk: truncated, not corrupt */
+    char path[512];
+    test_path(path, sizeof path, "io_cut.trace.zst");
+    struct synth_options so = {.raw = true};
+    struct synth *s = synth_open(path, &so);
+    synth_file_header(s, NULL);
+    struct wsl_process_info pi = {.pid = 1};
+    synth_process(s, &pi, "h", "e", "r", 0, NULL);
+    synth_api_table(s);
+    const uint32_t ids[] = {1};
+    const char *names[] = {"/some/where/file"};
+    synth_paths(s, ids, names, 1);
+    synth_close(s);
+    synth_truncate_file(path, synth_file_size(path) - 3);
+    size_t size;
+    uint8_t *raw = synth_read_file(path, &size);
+    char zpath[512];
+    test_path(zpath, sizeof zpath, "io_cut_z.trace.zst");
+    s = synth_open(zpath, NULL);
+    synth_bytes(s, raw, size);
+    synth_close(s);
+    free(raw);
+    struct read_all ra;
+    read_all_file(zpath, &ra);
+    CHECKF(ra.result == WSL_READ_TRUNCATED, "result %d: %s", ra.result, ra.message);
+    read_all_free(&ra);
+    return 0;
+}
+
+/* ---- rules ------------------------------------------------------------------------------------- */
+
+static int analyze_scenario(struct wsl_run *run, const char *scenario)
+{
+    char path[512];
+    test_path(path, sizeof path, scenario);
+    CHECK(io_scenario_write(path, scenario));
+    const char *paths[] = {path};
+    return analyze(run, paths, 1);
+}
+
+int test_rule_cross_os_fires(void)
+{
+    struct wsl_run run;
+    if (analyze_scenario(&run, "drvfs"))
+        return 1;
+    const struct wsl_finding *f = finding(&run, "cross_os_reads");
+    CHECK(f && run.finding_count == 1);
+    /* 200 x (1.5 ms + 300 us + 50 us + 400 us) measured; ext4: 200 x 53 us + 400 x 1.5 us + 20 MB at 1.5 GB/s */
+    uint64_t want = 450000000u - 24533333u;
+    CHECKF(f->time_lost_ns == want, "time lost %llu, expected %llu", (unsigned long long)f->time_lost_ns,
+           (unsigned long long)want);
+    CHECK(f->time_lost_ns <= run.wall_ns && f->severity == WSL_SEVERITY_HIGH);
+    const struct wsl_evidence *mounts = evidence(f, "mounts"), *roots = evidence(f, "data_roots");
+    CHECK(mounts && mounts->string_count == 1 && strcmp(mounts->strings[0], "/mnt/c (9p)") == 0);
+    CHECK(roots && strcmp(roots->strings[0], "/mnt/c/Users/me/datasets/cats") == 0);
+    CHECK(evidence(f, "files_opened")->u64 == 200 && evidence(f, "bytes_read")->u64 == 20000000);
+    double share = evidence(f, "share_of_read_time")->number;
+    CHECKF(share > 0.998 && share < 0.999, "share %f", share);
+    CHECKF(strstr(f->summary, "/mnt/c (9p)") && strstr(f->summary, "200 files"), "%s", f->summary);
+    CHECKF(strstr(f->advice, "rsync -a /mnt/c/Users/me/datasets/cats/ ~/data/cats/"), "%s", f->advice);
+    CHECK(strstr(f->advice, "\\\\wsl$") != NULL && f->how_computed && *f->how_computed);
+    wsl_run_free(&run);
+    return 0;
+}
+
+int test_rule_cross_os_silent(void)
+{
+    struct wsl_run run;
+    if (analyze_scenario(&run, "ext4"))
+        return 1;
+    CHECKF(run.finding_count == 0, "%zu findings, first %s", run.finding_count,
+           run.finding_count ? run.findings[0].id : "");
+    CHECK(fs_named(&run, "ext4")->all.files_opened == 220);
+    wsl_run_free(&run);
+    return 0;
+}
+
+int test_rule_small_files_fires(void)
+{
+    struct wsl_run run;
+    if (analyze_scenario(&run, "small_files"))
+        return 1;
+    const struct wsl_finding *f = finding(&run, "small_file_reads");
+    CHECK(f && run.finding_count == 1);
+    /* metadata 5000 x 20 us; one 256 MiB shard holds the 200 MB: 20 us of it would remain */
+    CHECKF(f->time_lost_ns == 100000000u - 20000u, "time lost %llu", (unsigned long long)f->time_lost_ns);
+    CHECK(f->severity == WSL_SEVERITY_HIGH);
+    CHECK(evidence(f, "files_opened")->u64 == 5000 && evidence(f, "small_files")->u64 == 5000);
+    uint64_t median = evidence(f, "median_file_size")->u64;
+    CHECK(median >= 39800 && median <= 40200);
+    CHECK(evidence(f, "shards_estimate")->u64 == 1 && evidence(f, "request_excess_ns")->u64 == 0);
+    CHECKF(strstr(f->summary, "5000 data files opened"), "%s", f->summary);
+    CHECK(strstr(f->advice, "WebDataset") && strstr(f->advice, "num_workers"));
+    CHECK(run.io.dir_count == 50 && run.io.dirs[0].files == 100);
+    wsl_run_free(&run);
+    return 0;
+}
+
+int test_rule_small_files_silent(void)
+{
+    struct wsl_run run;
+    if (analyze_scenario(&run, "large_files"))
+        return 1;
+    CHECKF(run.finding_count == 0, "%zu findings, first %s", run.finding_count,
+           run.finding_count ? run.findings[0].id : "");
+    CHECK(run.io.total.data.bytes_read == 4ull << 28 && run.io.total.size_hist[5] == 256);
+    wsl_run_free(&run);
+    return 0;
+}
+
+/* Findings of several rules come sorted by time lost; severity follows the share of wall time. */
+int test_rules_framework(void)
+{
+    char a[512], b[512];
+    test_path(a, sizeof a, "drvfs");
+    test_path(b, sizeof b, "small_files");
+    CHECK(io_scenario_write(a, "drvfs") && io_scenario_write(b, "small_files"));
+    struct wsl_run run;
+    const char *paths[] = {b, a};
+    if (analyze(&run, paths, 2))
+        return 1;
+    CHECK(run.finding_count == 2 && finding(&run, "cross_os_reads") && finding(&run, "small_file_reads"));
+    CHECK(run.findings[0].time_lost_ns >= run.findings[1].time_lost_ns);
+    for (size_t i = 0; i < run.finding_count; i++)
+        CHECK(run.findings[i].time_lost_ns <= run.wall_ns);
+    wsl_run_free(&run);
+
+    CHECK(wsl_severity_of(20, 100) == WSL_SEVERITY_HIGH && wsl_severity_of(19, 100) == WSL_SEVERITY_MEDIUM);
+    CHECK(wsl_severity_of(5, 100) == WSL_SEVERITY_MEDIUM && wsl_severity_of(4, 100) == WSL_SEVERITY_LOW);
+    CHECK(wsl_severity_of(5, 0) == WSL_SEVERITY_LOW);
+    CHECK(strcmp(wsl_severity_name(WSL_SEVERITY_HIGH), "high") == 0);
+    CHECK(wsl_rule_count == 2);
+    for (size_t i = 0; i < wsl_rule_count; i++)
+        CHECK(wsl_rules[i]->id && wsl_rules[i]->needs && wsl_rules[i]->how_computed && wsl_rules[i]->evaluate);
+    return 0;
+}
+
+/* Darshan's bucket edges are inclusive. */
+int test_io_size_buckets(void)
+{
+    const struct {
+        uint64_t bytes;
+        unsigned bucket;
+    } cases[] = {{0, 0},         {100, 0},       {101, 1},        {1024, 1},       {1025, 2},
+                 {10240, 2},     {10241, 3},     {102400, 3},     {102401, 4},     {1048576, 4},
+                 {1048577, 5},   {4194304, 5},   {4194305, 6},    {10485760, 6},   {10485761, 7},
+                 {104857600, 7}, {104857601, 8}, {1073741824, 8}, {1073741825, 9}, {UINT64_MAX, 9}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        CHECKF(wsl_io_size_bucket(cases[i].bytes) == cases[i].bucket, "%llu bytes: bucket %u",
+               (unsigned long long)cases[i].bytes, wsl_io_size_bucket(cases[i].bytes));
+    CHECK(strcmp(wsl_io_size_bucket_name(0), "0-100") == 0 && strcmp(wsl_io_size_bucket_name(9), "1G+") == 0);
+    return 0;
+}
+
+/* Random damage to a trace with MOUNTS, PATHS and file calls, compressed again
+ * so zstd passes it on: the whole analysis reads it or refuses it with one
+ * line, and never crashes (run it under ASan). */
+int test_io_mutations(void)
+{
+    char raw_path[512], path[512];
+    test_path(raw_path, sizeof raw_path, "io_mutate.raw");
+    test_path(path, sizeof path, "io_mutate.trace.zst");
+    char *mounts = io_fixture("wsl2.mountinfo");
+    struct synth_options so = {.raw = true};
+    struct synth *s = synth_open(raw_path, &so);
+    synth_file_header(s, NULL);
+    struct wsl_process_info pi = {.pid = 5, .flags = WSL_PROC_WSL2, .start_mono_ns = 50};
+    synth_process(s, &pi, "host", "/bin/prog", "6.6", 0, NULL);
+    synth_api_table(s);
+    synth_mounts(s, mounts);
+    const uint32_t ids[] = {1, 2, 3, 4};
+    const char *names[] = {"/mnt/c/a/b.jpg", "/home/u/x", "/proc/self/maps", "rel/../../x"};
+    synth_paths(s, ids, names, 4);
+    static const char *const calls[] = {"openat", "read", "pread64", "fstat", "stat", "lseek", "close", "mmap",
+                                        "fread", "access"};
+    static const uint64_t devs[] = {0, DEV_WSL2_C, DEV_WSL2_ROOT, DEV_WSL2_PROC, WSL_DEV(1, 2)};
+    rng_seed(4321);
+    struct wsl_event ev[60];
+    for (int c = 0; c < 4; c++) {
+        for (int i = 0; i < 60; i++) {
+            uint64_t t = 100 + 1000u * (uint64_t)(c * 60 + i);
+            ev[i] = (struct wsl_event){.t_start = t, .t_end = t + 1 + rng_below(900),
+                                       .api = synth_api_id(calls[rng_below(sizeof calls / sizeof calls[0])]),
+                                       .result = rng_below(4) ? 0 : -2, .stream = rng_below(3) ? 3 : UINT64_MAX,
+                                       .a = {rng_below(6), devs[rng_below(5)], rng_below(1u << 22), rng_next()}};
+        }
+        synth_events(s, 1, 0, ev, 60);
+        if (c == 1)
+            synth_mounts(s, "1 0 0:62 / /mnt/c rw - 9p drvfs aname=drvfs\n");
+    }
+    synth_end(s, 300000, 240, 0, 1);
+    synth_close(s);
+    free(mounts);
+    size_t size;
+    uint8_t *raw = synth_read_file(raw_path, &size);
+    uint8_t *work = malloc(size), *z = malloc(ZSTD_compressBound(size));
+    CHECK(work && z);
+    size_t ok = 0, refused = 0;
+    for (int iter = 0; iter < 1500; iter++) {
+        memcpy(work, raw, size);
+        size_t n = size;
+        for (int m = 0, count = 1 + (int)rng_below(4); m < count && n > 40; m++) {
+            size_t at = 32 + rng_below(n - 36);
+            if (rng_below(5) == 0)
+                n = at;
+            else
+                work[at] ^= (uint8_t)(1 + rng_below(255));
+        }
+        size_t zn = ZSTD_compress(z, ZSTD_compressBound(size), work, n, 1);
+        CHECK(!ZSTD_isError(zn));
+        synth_write_file(path, z, zn);
+        struct wsl_run run;
+        wsl_run_init(&run);
+        char err[WSL_READER_ERRLEN] = "";
+        if (wsl_run_add_trace(&run, path, err, sizeof err) == 0) {
+            ok++;
+        } else {
+            CHECK(err[0] && !strchr(err, '\n'));
+            refused++;
+        }
+        wsl_run_finish(&run);
+        wsl_run_free(&run);
+    }
+    CHECKF(ok > 200 && refused > 200, "read %zu, refused %zu", ok, refused);
+    free(raw);
+    free(work);
+    free(z);
+    return 0;
+}
+
+/* Sizes: at open when the shim stat'ed the file, else the first fstat, else the
+ * bytes read to the end; write-only opens do not count. */
+int test_io_file_sizes(void)
+{
+    char path[512];
+    test_path(path, sizeof path, "io_sizes.trace.zst");
+    char *mounts = io_fixture("wsl2.mountinfo");
+    struct io_builder_options o = {.flags = WSL_PROC_WSL2, .mountinfo = mounts};
+    struct io_builder *b = iob_open(path, &o);
+    const uint64_t unknown = UINT64_MAX;
+    for (uint32_t i = 1; i <= 5; i++) {
+        char p[64];
+        snprintf(p, sizeof p, "/home/u/f%u", i);
+        iob_path(b, i, p);
+    }
+    iob_openat(b, 3, 1, DEV_WSL2_ROOT, 2u << 20, 1000);             /* 2 MiB, known at open */
+    iob_close_fd(b, 3, 1, 1000);
+    iob_openat(b, 3, 2, DEV_WSL2_ROOT, unknown, 1000);              /* the fstat tells: 5000 */
+    iob_call(b, "fstat", 3, 0, 1000, 2, DEV_WSL2_ROOT, 5000, 0);
+    iob_read(b, 3, 2, 5001, 5000, 1000);
+    iob_close_fd(b, 3, 2, 1000);
+    iob_openat(b, 3, 3, DEV_WSL2_ROOT, unknown, 1000);              /* read to the end: 300 + 200 */
+    iob_read(b, 3, 3, 300, 300, 1000);
+    iob_read(b, 3, 3, 300, 200, 1000);
+    iob_read(b, 3, 3, 300, 0, 1000);
+    iob_close_fd(b, 3, 3, 1000);
+    iob_openat(b, 3, 4, DEV_WSL2_ROOT, unknown, 1000);              /* never known */
+    iob_read(b, 3, 4, 100, 100, 1000);
+    iob_close_fd(b, 3, 4, 1000);
+    iob_call(b, "openat", 3, 0, 1000, 5, DEV_WSL2_ROOT, O_WRONLY | O_CREAT | O_TRUNC, 0); /* output */
+    iob_close_fd(b, 3, 5, 1000);
+    iob_close(b);
+    free(mounts);
+
+    struct wsl_run run;
+    const char *paths[] = {path};
+    if (analyze(&run, paths, 1))
+        return 1;
+    const struct wsl_io_summary *s = &run.io.total;
+    CHECK(s->data.files_opened == 5 && s->read_opens == 4 && run.io.file_sizes.count == 3);
+    CHECK(run.io.file_sizes.min == 500 && run.io.file_sizes.max == 2u << 20);
+    CHECK(s->small_files == 2 && s->small_file_bytes_read == 5500 && s->named_bytes_read == 5600);
+    wsl_run_free(&run);
+    return 0;
+}
+
+/* Records of ids that are done are dropped, oldest first: memory stays flat
+ * over many opens, and a read arriving a little after its file's close still
+ * finds its file. */
+int test_io_path_records_bounded(void)
+{
+    char path[512];
+    test_path(path, sizeof path, "io_many.trace.zst");
+    char *mounts = io_fixture("wsl2.mountinfo");
+    struct io_builder_options o = {.flags = WSL_PROC_WSL2, .mountinfo = mounts};
+    struct io_builder *b = iob_open(path, &o);
+    for (uint32_t i = 0; i < 20000; i++) {
+        char p[64];
+        snprintf(p, sizeof p, "/mnt/c/d%u/f%u", i % 7, i);
+        uint32_t id = 1 + 2 * i;
+        iob_path(b, id, p);
+        iob_path(b, id + 1, p);
+        iob_call(b, "stat", -1, 0, 1000, id + 1, DEV_WSL2_C, 10, 0);   /* a lookup, then the open */
+        iob_openat(b, 3, id, DEV_WSL2_C, 10, 1000);
+        iob_close_fd(b, 3, id, 1000);
+        if (i >= 5)  /* a read another thread's chunk brings after the close */
+            iob_read(b, 4, id - 10, 10, 10, 1000);
+    }
+    iob_close(b);
+    free(mounts);
+
+    struct wsl_run run;
+    wsl_run_init(&run);
+    run.io.dead_paths_kept = 64;
+    char err[WSL_READER_ERRLEN];
+    CHECKF(wsl_run_add_trace(&run, path, err, sizeof err) == 0, "%s", err);
+    wsl_run_finish(&run);
+    /* 40000 ids; at most the ~1000 named by one PATHS chunk ahead of their calls, plus the 64 kept */
+    CHECKF(run.io.peak_path_records < 1200, "peak %llu records", (unsigned long long)run.io.peak_path_records);
+    CHECK(run.io.unnamed_path_events == 0 && run.warning_count == 0);
+    const struct wsl_io_fs *p9 = fs_named(&run, "9p");
+    CHECK(p9 && run.io.fs_count == 1);
+    CHECK(p9->all.files_opened == 20000 && p9->all.stats == 20000 && p9->all.reads == 19995);
+    uint64_t files = 0;
+    for (size_t i = 0; i < run.io.dir_count; i++)
+        files += run.io.dirs[i].files;
+    CHECK(run.io.dir_count == 7 && files == 20000);
+    wsl_run_free(&run);
+    return 0;
+}
