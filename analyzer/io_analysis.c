@@ -32,6 +32,7 @@ enum path_flags {
     PATH_READ_OPEN = 16,    /* a named data file opened for reading: its size counts once known */
     PATH_SIZED = 32,        /* its size was counted */
     PATH_DEAD = 64,         /* closed, failed or looked up: queued to be dropped */
+    PATH_CODE = 128,        /* the program's code: Python modules, shared libraries */
 };
 
 struct path_record {
@@ -351,6 +352,28 @@ static bool is_system_path(const char *p)
     return false;
 }
 
+static bool ends_with(const char *p, size_t n, const char *suffix)
+{
+    size_t k = strlen(suffix);
+    return n >= k && memcmp(p + n - k, suffix, k) == 0;
+}
+
+/* Code, not data: what an interpreter or the loader reads to run the program
+ * (a PyTorch import opens and stats thousands of small files). Kept out of the
+ * dataset figures and rules, like /proc. */
+static bool is_code_path(const char *p, size_t n)
+{
+    static const char *const dirs[] = {"/site-packages/", "/dist-packages/", "/__pycache__/", "/lib/python"};
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++)
+        if (strstr(p, dirs[i]))
+            return true;
+    static const char *const suffixes[] = {".py", ".pyc", ".so", ".pth", "/site-packages", "/dist-packages"};
+    for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++)
+        if (ends_with(p, n, suffixes[i]))
+            return true;
+    return strstr(p, ".so.") != NULL;
+}
+
 void wsl_io_trace_paths(struct wsl_io_trace *t, const struct wsl_item *item)
 {
     size_t pos = 0;
@@ -364,7 +387,7 @@ void wsl_io_trace_paths(struct wsl_io_trace *t, const struct wsl_item *item)
         const char *slash = strrchr(p, '/');
         size_t dir_len = !slash ? 0 : slash == p ? 1 : (size_t)(slash - p);
         r->dir = slash ? dir_find_or_add(t->io, p, dir_len) : dir_find_or_add(t->io, ".", 1);
-        r->flags |= PATH_NAMED | (n && is_system_path(p) ? PATH_SYSTEM : 0);
+        r->flags |= PATH_NAMED | (n && is_system_path(p) ? PATH_SYSTEM : 0) | (n && is_code_path(p, n) ? PATH_CODE : 0);
     }
 }
 
@@ -570,6 +593,8 @@ void wsl_io_trace_event(struct wsl_io_trace *t, unsigned category, const struct 
         count_call(&t->sum.unknown_fd, category, ev, ticks);   /* stdin, pipes, sockets... */
     } else if (system) {
         count_call(&t->sum.system, category, ev, ticks);
+    } else if (r && (r->flags & PATH_CODE)) {
+        count_call(&t->sum.code, category, ev, ticks);
     } else {
         count_call(&t->mount_data[mount], category, ev, ticks);
         count_call(&t->sum.data, category, ev, ticks);
@@ -610,6 +635,7 @@ static void summary_add(struct wsl_io_summary *dst, const struct wsl_io_summary 
 {
     counts_add(&dst->data, &src->data, clock);
     counts_add(&dst->system, &src->system, clock);
+    counts_add(&dst->code, &src->code, clock);
     counts_add(&dst->unknown_fd, &src->unknown_fd, clock);
     dst->read_opens += src->read_opens;
     for (unsigned b = 0; b < WSL_IO_SIZE_BUCKETS; b++)

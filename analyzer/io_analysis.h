@@ -97,8 +97,9 @@ struct wsl_io_dir {         /* one folder holding data files */
 
 /* Figures over a set of calls; per trace in ticks, in the run model in ns. */
 struct wsl_io_summary {
-    struct wsl_io_counts data;      /* the program's files: not system, not path id 0 */
+    struct wsl_io_counts data;      /* the program's files: not system, not code, not path id 0 */
     struct wsl_io_counts system;    /* /proc, /sys, /dev paths and system filesystems */
+    struct wsl_io_counts code;      /* Python modules, shared libraries: the program, not its data */
     struct wsl_io_counts unknown_fd;/* path id 0: fds the shim did not see opened (stdin, pipes, sockets) */
     uint64_t size_hist[WSL_IO_SIZE_BUCKETS]; /* successful data reads by bytes returned */
     /* Named data files (path known): what the rules read */

@@ -295,6 +295,10 @@ static void write_io(struct json_writer *w, const struct wsl_io *io)
     json_begin_object(w);
     write_io_counts(w, &s->system);
     json_end_object(w);
+    json_key(w, "code");
+    json_begin_object(w);
+    write_io_counts(w, &s->code);
+    json_end_object(w);
     json_key(w, "unknown_fd");
     json_begin_object(w);
     write_io_counts(w, &s->unknown_fd);

@@ -82,13 +82,13 @@ static const char *mount_marker(enum wsl_fs_kind kind)
 static void write_io(FILE *out, const struct wsl_io *io)
 {
     const struct wsl_io_summary *s = &io->total;
-    const struct wsl_io_counts *d = &s->data, *sys = &s->system, *other = &s->unknown_fd;
+    const struct wsl_io_counts *d = &s->data, *sys = &s->system, *other = &s->unknown_fd, *code = &s->code;
     char a[32], b[32], c[32];
     fputs("\nFile I/O", out);
     if (io->wsl)
         fputs(" (WSL: files on a Windows drive cross the VM boundary)", out);
     fputc('\n', out);
-    if (wsl_io_calls(d) + wsl_io_calls(sys) + wsl_io_calls(other) == 0) {
+    if (wsl_io_calls(d) + wsl_io_calls(sys) + wsl_io_calls(other) + wsl_io_calls(code) == 0) {
         fputs("  (no file I/O recorded)\n", out);
         return;
     }
@@ -105,6 +105,10 @@ static void write_io(FILE *out, const struct wsl_io *io)
                 s->small_files, percent(s->small_files, io->file_sizes.count), io->file_sizes.count,
                 percent(s->small_file_bytes_read, s->named_bytes_read),
                 wsl_format_bytes(a, sizeof a, wsl_hist_quantile(&io->file_sizes, 0.5)));
+    fprintf(out, "  code         %" PRIu64 " calls on Python modules and shared libraries (not counted above): %" PRIu64
+                 " files, %s, %s\n",
+            wsl_io_calls(code), code->files_opened, wsl_format_bytes(a, sizeof a, code->bytes_read),
+            format_ns(b, sizeof b, wsl_io_time(code)));
     fprintf(out, "  system       %" PRIu64 " calls on /proc, /sys, /dev (not counted above): %" PRIu64 " reads, %s, %s\n",
             wsl_io_calls(sys), sys->reads, wsl_format_bytes(a, sizeof a, sys->bytes_read),
             format_ns(b, sizeof b, wsl_io_time(sys)));
