@@ -484,7 +484,7 @@ int test_rule_cross_os_fires(void)
     CHECK(roots && strcmp(roots->strings[0], "/mnt/c/Users/me/datasets/cats") == 0);
     CHECK(evidence(f, "files_opened")->u64 == 200 && evidence(f, "bytes_read")->u64 == 20000000);
     double share = evidence(f, "share_of_read_time")->number;
-    CHECKF(share > 0.998 && share < 0.999, "share %f", share);
+    CHECKF(share > 0.9999, "share %f", share); /* the start-up modules are code: all data reads are on 9p */
     CHECKF(strstr(f->summary, "/mnt/c (9p)") && strstr(f->summary, "200 files"), "%s", f->summary);
     CHECKF(strstr(f->advice, "rsync -a /mnt/c/Users/me/datasets/cats/ ~/data/cats/"), "%s", f->advice);
     CHECK(strstr(f->advice, "\\\\wsl$") != NULL && f->how_computed && *f->how_computed);
