@@ -157,11 +157,22 @@ static struct {
     _Atomic uint64_t dev;
 } dir_cache[DIR_CACHE_SIZE];
 
+/* Word-at-a-time multiplicative hash: paths are hashed on every open. */
 static uint64_t hash_bytes(const char *s, size_t n)
 {
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (uint8_t)s[i]) * 1099511628211ull;
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, s, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+        s += 8;
+        n -= 8;
+    }
+    uint64_t w = 0;
+    memcpy(&w, s, n);
+    h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 29;
     return h | 1; /* never 0: 0 marks an empty slot */
 }
 
@@ -266,10 +277,8 @@ static uint32_t path_record_as(struct wsl_thread *t, uint32_t given_id, int dirf
     }
     memcpy(p + used, path, len - used);
     /* Directory part of the absolute path: up to the last '/'. */
-    uint32_t slash = len;
-    while (slash > 0 && p[slash - 1] != '/')
-        slash--;
-    *dir_hash = hash_bytes(p, slash ? slash - 1 : 0);
+    const char *last = memrchr(p, '/', len);
+    *dir_hash = hash_bytes(p, last ? (size_t)(last - p) : 0);
     atomic_store_explicit(&t->paths_head, head + need, memory_order_release);
     return id;
 }
@@ -483,9 +492,8 @@ WSL_EXPORT FILE *fopen64(const char *path, const char *mode) { FOPEN_HOOK(WSL_IO
     uint64_t t0 = wsl_ticks();                                                             \
     ssize_t r = call;                                                                      \
     uint64_t t1 = wsl_ticks();                                                             \
-    int err = errno;                                                                       \
-    io_record(t, api, t0, t1, r < 0, err, fd, path_of_fd(fd), ask, r > 0 ? (uint64_t)r : 0, off); \
-    errno = err;                                                                           \
+    /* The recording path leaves errno alone (its slow paths restore it). */               \
+    io_record(t, api, t0, t1, r < 0, r < 0 ? errno : 0, fd, path_of_fd(fd), ask, r > 0 ? (uint64_t)r : 0, off); \
     return r;
 
 WSL_EXPORT ssize_t read(int fd, void *buf, size_t n)
