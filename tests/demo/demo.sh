@@ -20,20 +20,29 @@ cmake -S . -B "$build" >/dev/null
 cmake --build "$build" -j >/dev/null
 shim=$PWD/$build/lib/libwslshim.so
 report=$PWD/$build/analyzer/wslshim-report
-out=$(mktemp -d "${TMPDIR:-/tmp}/wslshim-demo.XXXXXX")
+work=$(mktemp -d "${TMPDIR:-/tmp}/wslshim-demo.XXXXXX")
+out=$work/cuda
+mkdir -p "$out" "$work/io"
+
+py=$(python3 -c 'import sys; print(sys.executable)')  # the interpreter itself, not a wrapper script
+echo "demo: 1. a data loader reading 3000 small files with 2 worker processes, under the shim"
+"$py" tests/demo/dataset.py make "$work/dataset" --files 3000
+WSLSHIM_OUTPUT="$work/io/%p.trace.zst" LD_PRELOAD=$shim "$py" tests/demo/dataset.py read "$work/dataset" --workers 2
+"$report" "$work/io"
+echo
 export WSLSHIM_OUTPUT="$out/%p.trace.zst"
 
 if "$build/bin/launch_probe" --launches 1 --repeats 1 >/dev/null 2>&1; then
-  echo "demo: GPU found; recording the driver-API probe (launches, syncs, allocations)"
+  echo "demo: 2. GPU found; recording the driver-API probe (launches, syncs, allocations)"
   LD_PRELOAD=$shim "$build/bin/launch_probe" --resolve proc --launches 5000
-  if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+  if "$py" -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
     echo "demo: recording a PyTorch training loop (small MLP, loss.item() every 10 steps)"
-    LD_PRELOAD=$shim python3 tests/gpu/workloads.py mlp --iters 300
+    LD_PRELOAD=$shim "$py" tests/gpu/workloads.py mlp --iters 300
   fi
 else
-  echo "demo: no GPU here; recording a driver-API client against wslshim's test driver (simulated libcuda)"
+  echo "demo: 2. no GPU here; recording a driver-API client against wslshim's test driver (simulated libcuda)"
   LD_PRELOAD=$shim LD_LIBRARY_PATH=$PWD/$build/tests/fake_cuda/lib \
     "$build/tests/fake_cuda/client_runtime" 4 2000 >/dev/null
 fi
-echo "demo: traces in $out"
 "$report" "$out"
+echo "demo: traces in $work/io and $out"
