@@ -25,7 +25,6 @@
 #define API_NAME_MAX 255u       /* longer symbol names mean corruption */
 #define HEADER_SIZE_MAX 4096u   /* a file header this big means corruption */
 #define ZSTD_WINDOW_LOG_MAX 27  /* 128 MiB: the most a frame may make us allocate */
-#define EVENT_MIN_ENCODED 4u    /* api, mask, dt, duration: one byte each at least */
 
 enum api_slot_state {
     API_ABSENT = 0,     /* not in the table: an event using it is corrupt */
@@ -62,7 +61,7 @@ struct wsl_reader {
     bool in_events;
     uint32_t ev_tid, ev_count, ev_done;
     uint64_t ev_dropped;
-    const uint8_t *ev_p, *ev_end;
+    struct wsl_columns_in ev_in;
     struct wsl_event *batch;
     struct wsl_codec_state *codec;
     uint16_t touched[WSL_MAX_API_IDS]; /* codec slots used in this chunk: reset only those */
@@ -478,19 +477,18 @@ static enum wsl_read_result next_event_batch(struct wsl_reader *r, struct wsl_it
     uint32_t n = r->ev_count - r->ev_done;
     if (n > WSL_READER_BATCH)
         n = WSL_READER_BATCH;
-    const uint8_t *p = r->ev_p, *end = r->ev_end;
+    struct wsl_columns_in in = r->ev_in;
     struct wsl_codec_state *st = r->codec;
     struct wsl_event *out = r->batch;
     for (uint32_t i = 0; i < n; i++) {
-        const uint8_t *next = wsl_event_decode(st, p, end, WSL_MAX_API_IDS, &out[i]);
-        if (!next) {
-            if (p == end)
+        const uint8_t *api_at = in.api;
+        if (!wsl_event_decode_columns(st, &in, WSL_MAX_API_IDS, &out[i])) {
+            if (api_at == in.api_end)
                 return corrupt(r, "corrupt chunk at byte %llu: event count mismatch (header says %u, "
                                   "the encoded bytes hold %u)", at, r->ev_count, r->ev_done + i);
             return corrupt(r, "corrupt chunk at byte %llu: bad event encoding (event %u)", at,
                            r->ev_done + i);
         }
-        p = next;
         uint16_t api = out[i].api;
         if (__builtin_expect(r->api_state[api] != API_TOUCHED, 0)) {
             if (r->api_state[api] == API_ABSENT)
@@ -499,7 +497,7 @@ static enum wsl_read_result next_event_batch(struct wsl_reader *r, struct wsl_it
             r->touched[r->touched_count++] = api;
         }
     }
-    r->ev_p = p;
+    r->ev_in = in;
     item->type = WSL_CHUNK_EVENTS;
     item->events.tid = r->ev_tid;
     item->events.chunk_start = r->ev_done == 0;
@@ -509,9 +507,10 @@ static enum wsl_read_result next_event_batch(struct wsl_reader *r, struct wsl_it
     r->ev_done += n;
     if (r->ev_done == r->ev_count) {
         r->in_events = false;
-        if (p != end)
+        size_t left = wsl_columns_left(&in);
+        if (left)
             return corrupt(r, "corrupt chunk at byte %llu: event count mismatch (%zu bytes left after %u events)",
-                           at, (size_t)(end - p), r->ev_count);
+                           at, left, r->ev_count);
     }
     return WSL_READ_ITEM;
 }
@@ -525,9 +524,24 @@ static enum wsl_read_result parse_events(struct wsl_reader *r, uint32_t size, st
     memcpy(&eh, r->payload, sizeof eh);
     if (eh.encoded_size > size - sizeof eh)
         return corrupt(r, "corrupt chunk at byte %llu: encoded events run past the chunk", at);
-    if (eh.count > eh.encoded_size / EVENT_MIN_ENCODED)
-        return corrupt(r, "corrupt chunk at byte %llu: event count mismatch (%u events cannot fit in %u bytes)",
-                       at, eh.count, eh.encoded_size);
+    /* Each event takes at least a byte of the api, dt and dur columns: a count
+     * beyond any of them is refused before anything loops over it. */
+    switch (wsl_columns_open(&r->ev_in, r->payload + sizeof eh, eh.encoded_size, eh.count)) {
+    case WSL_COLUMNS_OK:
+        break;
+    case WSL_COLUMNS_NO_DIRECTORY:
+        return corrupt(r, "corrupt chunk at byte %llu: bad event encoding (%u encoded bytes cannot hold the "
+                          "%u-byte column directory)", at, eh.encoded_size, WSL_EVENTS_DIRECTORY_SIZE);
+    case WSL_COLUMNS_COUNT_TOO_BIG: {
+        uint32_t dir[3];
+        memcpy(dir, r->payload + sizeof eh, sizeof dir);
+        return corrupt(r, "corrupt chunk at byte %llu: event count mismatch (%u events cannot fit in columns of "
+                          "%u api, %u time and %u duration bytes)", at, eh.count, dir[0], dir[1], dir[2]);
+    }
+    case WSL_COLUMNS_OVERRUN:
+        return corrupt(r, "corrupt chunk at byte %llu: bad event encoding (the event columns run past the "
+                          "%u encoded bytes)", at, eh.encoded_size);
+    }
     /* Reset only the codec slots the previous chunk used: a full reset costs
      * 64 KiB per chunk, which tiny hostile chunks would turn into a hang. */
     for (uint32_t i = 0; i < r->touched_count; i++) {
@@ -543,8 +557,6 @@ static enum wsl_read_result parse_events(struct wsl_reader *r, uint32_t size, st
     r->ev_count = eh.count;
     r->ev_done = 0;
     r->ev_dropped = eh.dropped;
-    r->ev_p = r->payload + sizeof eh;
-    r->ev_end = r->ev_p + eh.encoded_size;
     return next_event_batch(r, item);
 }
 
@@ -711,6 +723,12 @@ static bool read_file_header(struct wsl_reader *r)
         snprintf(r->message, sizeof r->message, "%s format major version %u (this reader reads %u)",
                  h.version_major > WSL_READER_MAJOR ? "newer" : "unsupported", h.version_major,
                  WSL_READER_MAJOR);
+        return false;
+    }
+    if (h.version_minor < WSL_TRACE_VERSION_MINOR_FIRST) {
+        snprintf(r->message, sizeof r->message,
+                 "unsupported format version %u.%u (a development build's; this reader reads %u.%u and later)",
+                 h.version_major, h.version_minor, WSL_READER_MAJOR, WSL_TRACE_VERSION_MINOR_FIRST);
         return false;
     }
     if (h.header_size < sizeof h || h.header_size > HEADER_SIZE_MAX || h.record_size != sizeof(struct wsl_event)) {

@@ -37,6 +37,11 @@ static _Atomic int writer_stop;
 static pthread_t writer_thread;
 static _Atomic uint32_t writer_wake_word; /* futex: bumped to cut the writer's sleep short */
 
+struct chunk_part {
+    const void *data;
+    size_t size;
+};
+static void emit_chunk_parts(uint32_t type, const struct chunk_part *parts, unsigned count);
 static void emit_chunk(uint32_t type, const void *a, size_t na, const void *b, size_t nb);
 
 /* The mount table last written, to write it again only when it changed. */
@@ -67,7 +72,12 @@ static uint8_t *zout;
 static size_t zout_size;
 static int write_failed;
 static char trace_path[PATH_MAX];
-static uint8_t enc_buf[EVENTS_PER_CHUNK * WSL_EVENT_MAX_ENCODED];
+/* An EVENTS chunk's columns, each sized for the worst case of a full chunk. */
+static uint8_t col_api[EVENTS_PER_CHUNK * WSL_COL_API_MAX];
+static uint8_t col_mask[EVENTS_PER_CHUNK * WSL_COL_MASK_MAX];
+static uint8_t col_dt[EVENTS_PER_CHUNK * WSL_COL_DT_MAX];
+static uint8_t col_dur[EVENTS_PER_CHUNK * WSL_COL_DUR_MAX];
+static uint8_t col_fld[EVENTS_PER_CHUNK * WSL_COL_FIELDS_MAX];
 static struct wsl_codec_state codec;
 static uint16_t codec_touched[WSL_MAX_API_IDS]; /* api slots used since the last reset */
 static uint8_t codec_is_touched[WSL_MAX_API_IDS];
@@ -124,14 +134,23 @@ static void z_feed(const void *data, size_t size, ZSTD_EndDirective mode)
     }
 }
 
+/* One chunk whose payload is the parts, in order. */
+static void emit_chunk_parts(uint32_t type, const struct chunk_part *parts, unsigned count)
+{
+    size_t total = 0;
+    for (unsigned i = 0; i < count; i++)
+        total += parts[i].size;
+    struct wsl_chunk_header h = {type, (uint32_t)total};
+    z_feed(&h, sizeof h, ZSTD_e_continue);
+    for (unsigned i = 0; i < count; i++)
+        if (parts[i].size)
+            z_feed(parts[i].data, parts[i].size, ZSTD_e_continue);
+}
+
 static void emit_chunk(uint32_t type, const void *a, size_t na, const void *b, size_t nb)
 {
-    struct wsl_chunk_header h = {type, (uint32_t)(na + nb)};
-    z_feed(&h, sizeof h, ZSTD_e_continue);
-    if (na)
-        z_feed(a, na, ZSTD_e_continue);
-    if (nb)
-        z_feed(b, nb, ZSTD_e_continue);
+    const struct chunk_part parts[2] = {{a, na}, {b, nb}};
+    emit_chunk_parts(type, parts, 2);
 }
 
 static void emit_clock(void)
@@ -368,7 +387,8 @@ static void emit_events(struct wsl_thread *t, uint64_t from, uint64_t to, uint64
     }
     codec_touched_count = 0;
     codec.prev_t = eh.base_ticks;
-    uint8_t *p = enc_buf;
+    struct wsl_columns_out o = {col_api, col_mask, col_dt, col_dur, col_fld};
+    uint32_t count = 0;
     for (uint64_t i = from; i < to; i++) {
         const struct wsl_event *ev = &t->ev[i & (WSL_RING_EVENTS - 1)];
         if (WSL_UNLIKELY(ev->api >= wsl_api_count))
@@ -377,11 +397,24 @@ static void emit_events(struct wsl_thread *t, uint64_t from, uint64_t to, uint64
             codec_is_touched[ev->api] = 1;
             codec_touched[codec_touched_count++] = ev->api;
         }
-        p = wsl_event_encode(&codec, ev, p);
-        eh.count++;
+        wsl_event_encode_columns(&codec, ev, &o);
+        count++;
     }
-    eh.encoded_size = (uint32_t)(p - enc_buf);
-    emit_chunk(WSL_CHUNK_EVENTS, &eh, sizeof eh, enc_buf, eh.encoded_size);
+    eh.count = count;
+    /* The column directory: api, dt and dur bytes; the mask column has eh.count. */
+    uint32_t dir[3] = {(uint32_t)(o.api - col_api), (uint32_t)(o.dt - col_dt), (uint32_t)(o.dur - col_dur)};
+    _Static_assert(sizeof dir == WSL_EVENTS_DIRECTORY_SIZE, "column directory");
+    eh.encoded_size = (uint32_t)(sizeof dir + dir[0] + eh.count + dir[1] + dir[2] + (size_t)(o.fld - col_fld));
+    const struct chunk_part parts[] = {
+        {&eh, sizeof eh},
+        {dir, sizeof dir},
+        {col_api, dir[0]},
+        {col_mask, (size_t)(o.mask - col_mask)},
+        {col_dt, dir[1]},
+        {col_dur, dir[2]},
+        {col_fld, (size_t)(o.fld - col_fld)},
+    };
+    emit_chunk_parts(WSL_CHUNK_EVENTS, parts, sizeof parts / sizeof parts[0]);
     events_written += eh.count;
 }
 

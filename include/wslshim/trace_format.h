@@ -1,5 +1,5 @@
 /*
- * wslshim trace format, version 1. Shared by the shim (writer) and the
+ * wslshim trace format, version 1.2. Shared by the shim (writer) and the
  * analyzer (reader); docs/trace-format.md explains it in prose.
  *
  * A trace file is one zstd stream (one or more frames). Decompressed, it is:
@@ -24,7 +24,9 @@
 #define WSL_TRACE_MAGIC "WSLSHIM"          /* 7 chars + NUL = 8 bytes */
 #define WSL_TRACE_BYTE_ORDER 0x01020304u
 #define WSL_TRACE_VERSION_MAJOR 1u         /* readers refuse a newer major */
-#define WSL_TRACE_VERSION_MINOR 1u         /* additions readers may skip (1: file I/O) */
+#define WSL_TRACE_VERSION_MINOR 2u         /* additions readers may skip */
+#define WSL_TRACE_VERSION_MINOR_FIRST 2u   /* 1.2 is the first published layout; 1.0 and 1.1 were
+                                              development builds (row-wise events): refused */
 
 /* No chunk payload may exceed this; a reader treats larger as corruption. */
 #define WSL_CHUNK_MAX_PAYLOAD (64u << 20)
@@ -237,32 +239,57 @@ enum wsl_category {
      (uint64_t)((by) & 0xffffu) << 32 | (uint64_t)((bz) & 0xffffu) << 48)
 
 /* ---- EVENTS payload -----------------------------------------------------------
- * struct wsl_events_header, then `count` encoded events. Encoding, per event,
- * against the previous event of the same api id in this chunk (all zero at the
- * chunk's start) and the previous event's t_start (base_ticks at the start):
+ * struct wsl_events_header, then `encoded_size` bytes holding `count` events of
+ * one thread in columns (repeating columns, api ids and masks, compress into
+ * long zstd matches; only the noisy ones, times and durations, stay literals):
  *
- *   varint api
- *   u8     mask: bit0 result, bit1 stream, bit2..5 a[0..3] differ from previous
- *   varint zigzag(t_start - previous t_start)
- *   varint t_end - t_start
- *   for each set bit, in order: varint zigzag(result) | varint (value ^ previous)
+ *   u32 api_bytes, u32 dt_bytes, u32 dur_bytes   column directory (12 bytes)
+ *   api column     `count` varints: api id
+ *   mask column    `count` bytes: bit0 result, bit1 stream, bit2..5 a[0..3]
+ *                  differ from the previous event of the same api; bits 6, 7 are 0
+ *   dt column      `count` varints: zigzag(t_start - previous event's t_start),
+ *                  the first against base_ticks
+ *   dur column     `count` varints: t_end - t_start (0 when negative)
+ *   fields column  the rest: for each event in order, for each set mask bit in
+ *                  bit order: varint zigzag(result) | varint (value ^ previous)
  *
- * Decoding needs no state from other chunks. */
+ * "Previous" is the previous event of the same api id in this chunk (all zero
+ * at the chunk's start): decoding needs no state from other chunks. The fields
+ * column has encoded_size - 12 - api_bytes - count - dt_bytes - dur_bytes
+ * bytes; after `count` events every column must be used up exactly. */
 struct wsl_events_header {
     uint32_t tid;
     uint32_t count;
     uint64_t base_ticks;
     uint64_t dropped;       /* events this thread lost since its previous chunk */
-    uint32_t encoded_size;  /* bytes of encoded events that follow */
+    uint32_t encoded_size;  /* bytes that follow: column directory and columns */
     uint32_t reserved;
 };
 _Static_assert(sizeof(struct wsl_events_header) == 32, "events header is 32 bytes");
 
 #define WSL_MAX_API_IDS 1024u
-#define WSL_EVENT_MAX_ENCODED (2 + 1 + 10 + 10 + 5 + 5 * 10)
+#define WSL_EVENTS_DIRECTORY_SIZE 12u
+/* Worst case bytes per event, by column (api ids < WSL_MAX_API_IDS take 2). */
+#define WSL_COL_API_MAX 2u
+#define WSL_COL_MASK_MAX 1u
+#define WSL_COL_DT_MAX 10u
+#define WSL_COL_DUR_MAX 10u
+#define WSL_COL_FIELDS_MAX (5u + 5u * 10u)
+#define WSL_EVENT_MAX_ENCODED \
+    (WSL_COL_API_MAX + WSL_COL_MASK_MAX + WSL_COL_DT_MAX + WSL_COL_DUR_MAX + WSL_COL_FIELDS_MAX)
+_Static_assert(WSL_MAX_API_IDS <= 1u << 14, "api ids fit a 2-byte varint");
 
 static inline uint8_t *wsl_put_varint(uint8_t *p, uint64_t v)
 {
+    if (v < 0x80) {
+        *p = (uint8_t)v;
+        return p + 1;
+    }
+    if (v < 0x4000) {
+        p[0] = (uint8_t)(v | 0x80);
+        p[1] = (uint8_t)(v >> 7);
+        return p + 2;
+    }
     while (v >= 0x80) {
         *p++ = (uint8_t)(v | 0x80);
         v >>= 7;
@@ -275,6 +302,16 @@ static inline uint8_t *wsl_put_varint(uint8_t *p, uint64_t v)
  * longer than 10 bytes. */
 static inline const uint8_t *wsl_get_varint(const uint8_t *p, const uint8_t *end, uint64_t *out)
 {
+    if (__builtin_expect(end - p >= 2, 1)) { /* the common lengths, 1 and 2 bytes */
+        if (p[0] < 0x80) {
+            *out = p[0];
+            return p + 1;
+        }
+        if (p[1] < 0x80) {
+            *out = (uint64_t)(p[0] & 0x7f) | (uint64_t)p[1] << 7;
+            return p + 2;
+        }
+    }
     uint64_t v = 0;
     for (unsigned shift = 0; shift < 70; shift += 7) {
         if (p >= end)
@@ -304,76 +341,161 @@ static inline void wsl_codec_reset(struct wsl_codec_state *st, uint64_t base_tic
     st->prev_t = base_ticks;
 }
 
-/* Encodes ev into p (at least WSL_EVENT_MAX_ENCODED bytes); returns the end.
- * ev->api must be < WSL_MAX_API_IDS. */
-static inline uint8_t *wsl_event_encode(struct wsl_codec_state *st, const struct wsl_event *ev, uint8_t *p)
+/* ---- encoding: the writer appends each event to five column buffers --------- */
+
+/* Where the next byte of each column goes. Each buffer must have room for
+ * WSL_COL_*_MAX bytes per event still to be encoded (the api column may be
+ * written one byte past what it keeps). */
+struct wsl_columns_out {
+    uint8_t *api, *mask, *dt, *dur, *fld;
+};
+
+/* Appends ev to the columns. ev->api must be < WSL_MAX_API_IDS. An event whose
+ * arguments repeat the previous call's (the common case) takes the short path:
+ * one comparison of all fields, then api, mask 0, dt and dur. */
+static inline void wsl_event_encode_columns(struct wsl_codec_state *st, const struct wsl_event *ev,
+                                            struct wsl_columns_out *o)
 {
-    struct wsl_event *pv = &st->prev[ev->api];
-    uint8_t mask = 0;
-    mask |= (uint8_t)(ev->result != pv->result) << 0;
-    mask |= (uint8_t)(ev->stream != pv->stream) << 1;
-    mask |= (uint8_t)(ev->a[0] != pv->a[0]) << 2;
-    mask |= (uint8_t)(ev->a[1] != pv->a[1]) << 3;
-    mask |= (uint8_t)(ev->a[2] != pv->a[2]) << 4;
-    mask |= (uint8_t)(ev->a[3] != pv->a[3]) << 5;
-    p = wsl_put_varint(p, ev->api);
-    *p++ = mask;
-    p = wsl_put_varint(p, wsl_zigzag((int64_t)(ev->t_start - st->prev_t)));
-    p = wsl_put_varint(p, ev->t_end >= ev->t_start ? ev->t_end - ev->t_start : 0);
-    if (mask & 1)
-        p = wsl_put_varint(p, wsl_zigzag(ev->result));
-    if (mask & 2)
-        p = wsl_put_varint(p, ev->stream ^ pv->stream);
-    for (int i = 0; i < 4; i++)
-        if (mask & (4u << i))
-            p = wsl_put_varint(p, ev->a[i] ^ pv->a[i]);
-    st->prev_t = ev->t_start;
-    *pv = *ev;
-    return p;
+    const unsigned api = ev->api, two = api >= 0x80;
+    struct wsl_event *pv = &st->prev[api];
+    const uint64_t t = ev->t_start, t_end = ev->t_end;
+    const uint64_t dt = wsl_zigzag((int64_t)(t - st->prev_t)), dur = t_end >= t ? t_end - t : 0;
+    const uint64_t diff = (uint32_t)(ev->result ^ pv->result) | (ev->stream ^ pv->stream) | (ev->a[0] ^ pv->a[0]) |
+                          (ev->a[1] ^ pv->a[1]) | (ev->a[2] ^ pv->a[2]) | (ev->a[3] ^ pv->a[3]);
+    st->prev_t = t;
+    unsigned mask = 0;
+    if (__builtin_expect(diff != 0, 0)) {
+        /* Read the fields again here rather than keep them live through the
+         * short path (a compiler barrier, no instruction). */
+        __asm__ volatile("" ::: "memory");
+        uint8_t *f = o->fld;
+        const uint64_t x[5] = {ev->stream ^ pv->stream, ev->a[0] ^ pv->a[0], ev->a[1] ^ pv->a[1],
+                               ev->a[2] ^ pv->a[2], ev->a[3] ^ pv->a[3]};
+        if (ev->result != pv->result) {
+            mask = 1;
+            f = wsl_put_varint(f, wsl_zigzag(ev->result));
+        }
+        for (int i = 0; i < 5; i++)
+            if (x[i]) {
+                mask |= 2u << i;
+                f = wsl_put_varint(f, x[i]);
+            }
+        o->fld = f;
+        pv->result = ev->result;
+        pv->stream = ev->stream;
+        memcpy(pv->a, ev->a, sizeof pv->a);
+    }
+    uint8_t *pa = o->api;
+    pa[0] = (uint8_t)(api | two << 7);
+    pa[1] = (uint8_t)(api >> 7);
+    o->api = pa + 1 + two;
+    *o->mask++ = (uint8_t)mask;
+    o->dt = wsl_put_varint(o->dt, dt);
+    o->dur = wsl_put_varint(o->dur, dur);
 }
 
-/* Decodes one event; returns the byte after it, or NULL on malformed input
- * (ids >= api_limit, bad varints, reserved mask bits). */
-static inline const uint8_t *wsl_event_decode(struct wsl_codec_state *st, const uint8_t *p,
-                                              const uint8_t *end, uint32_t api_limit,
-                                              struct wsl_event *ev)
+/* ---- decoding ------------------------------------------------------------------ */
+
+struct wsl_columns_in {
+    const uint8_t *api, *api_end, *mask, *mask_end, *dt, *dt_end, *dur, *dur_end, *fld, *fld_end;
+};
+
+enum wsl_columns_status {
+    WSL_COLUMNS_OK = 0,
+    WSL_COLUMNS_NO_DIRECTORY,   /* encoded bytes shorter than the column directory */
+    WSL_COLUMNS_COUNT_TOO_BIG,  /* `count` events cannot fit the api, dt or dur column */
+    WSL_COLUMNS_OVERRUN,        /* the columns add up to more than the encoded bytes */
+};
+
+/* Splits the `size` encoded bytes at p (what follows the events header) into
+ * columns for `count` events; reads the directory, checks that the columns fit
+ * and that `count` is at most the bytes of each varint column (so a hostile
+ * count cannot make a decoder loop long). */
+static inline enum wsl_columns_status wsl_columns_open(struct wsl_columns_in *in, const uint8_t *p, size_t size,
+                                                       uint32_t count)
 {
-    uint64_t v;
-    if (!(p = wsl_get_varint(p, end, &v)) || v >= api_limit || v >= WSL_MAX_API_IDS)
-        return NULL;
-    struct wsl_event *pv = &st->prev[v];
-    *ev = *pv;
-    ev->api = (uint16_t)v;
-    if (p >= end)
-        return NULL;
-    uint8_t mask = *p++;
-    if (mask & 0xc0)
-        return NULL;
-    if (!(p = wsl_get_varint(p, end, &v)))
-        return NULL;
-    ev->t_start = st->prev_t + (uint64_t)wsl_unzigzag(v);
-    if (!(p = wsl_get_varint(p, end, &v)))
-        return NULL;
-    ev->t_end = ev->t_start + v;
-    if (mask & 1) {
-        if (!(p = wsl_get_varint(p, end, &v)))
-            return NULL;
-        ev->result = (int32_t)wsl_unzigzag(v);
-    }
-    if (mask & 2) {
-        if (!(p = wsl_get_varint(p, end, &v)))
-            return NULL;
-        ev->stream = pv->stream ^ v;
-    }
-    for (int i = 0; i < 4; i++)
-        if (mask & (4u << i)) {
-            if (!(p = wsl_get_varint(p, end, &v)))
-                return NULL;
-            ev->a[i] = pv->a[i] ^ v;
-        }
-    st->prev_t = ev->t_start;
-    *pv = *ev;
-    return p;
+    uint32_t dir[3];
+    if (size < WSL_EVENTS_DIRECTORY_SIZE)
+        return WSL_COLUMNS_NO_DIRECTORY;
+    memcpy(dir, p, sizeof dir);
+    if (count > dir[0] || count > dir[1] || count > dir[2])
+        return WSL_COLUMNS_COUNT_TOO_BIG;
+    uint64_t used = (uint64_t)WSL_EVENTS_DIRECTORY_SIZE + dir[0] + count + dir[1] + dir[2];
+    if (used > size)
+        return WSL_COLUMNS_OVERRUN;
+    p += WSL_EVENTS_DIRECTORY_SIZE;
+    in->api = p;
+    in->api_end = p += dir[0];
+    in->mask = p;
+    in->mask_end = p += count;
+    in->dt = p;
+    in->dt_end = p += dir[1];
+    in->dur = p;
+    in->dur_end = p += dir[2];
+    in->fld = p;
+    in->fld_end = p + (size - (size_t)used);
+    return WSL_COLUMNS_OK;
 }
+
+/* Decodes the next event; returns 0 on malformed input (ids >= api_limit, a
+ * varint that is bad or runs past its column, reserved mask bits, a column
+ * used up). On failure the columns are left anywhere and st must be reset. */
+static inline int wsl_event_decode_columns(struct wsl_codec_state *st, struct wsl_columns_in *in,
+                                           uint32_t api_limit, struct wsl_event *ev)
+{
+    uint64_t id, dt, dur;
+    const uint8_t *p;
+    if (!(p = wsl_get_varint(in->api, in->api_end, &id)) || id >= api_limit || id >= WSL_MAX_API_IDS)
+        return 0;
+    in->api = p;
+    if (in->mask >= in->mask_end)
+        return 0;
+    unsigned mask = *in->mask++;
+    if (mask & 0xc0)
+        return 0;
+    if (!(p = wsl_get_varint(in->dt, in->dt_end, &dt)))
+        return 0;
+    in->dt = p;
+    if (!(p = wsl_get_varint(in->dur, in->dur_end, &dur)))
+        return 0;
+    in->dur = p;
+    struct wsl_event *pv = &st->prev[id];
+    if (mask) {
+        uint64_t v;
+        p = in->fld;
+        if (mask & 1) {
+            if (!(p = wsl_get_varint(p, in->fld_end, &v)))
+                return 0;
+            pv->result = (int32_t)wsl_unzigzag(v);
+        }
+        if (mask & 2) {
+            if (!(p = wsl_get_varint(p, in->fld_end, &v)))
+                return 0;
+            pv->stream ^= v;
+        }
+        for (unsigned m = mask >> 2; m; m &= m - 1) {
+            if (!(p = wsl_get_varint(p, in->fld_end, &v)))
+                return 0;
+            pv->a[__builtin_ctz(m)] ^= v;
+        }
+        in->fld = p;
+    }
+    *ev = *pv;
+    ev->api = (uint16_t)id;
+    ev->t_start = st->prev_t + (uint64_t)wsl_unzigzag(dt);
+    ev->t_end = ev->t_start + dur;
+    st->prev_t = ev->t_start;
+    return 1;
+}
+
+/* Bytes left unread in the columns: 0 once `count` events used them up exactly. */
+static inline size_t wsl_columns_left(const struct wsl_columns_in *in)
+{
+    return (size_t)(in->api_end - in->api) + (size_t)(in->mask_end - in->mask) + (size_t)(in->dt_end - in->dt) +
+           (size_t)(in->dur_end - in->dur) + (size_t)(in->fld_end - in->fld);
+}
+
+/* True when every column is used up. */
+static inline int wsl_columns_done(const struct wsl_columns_in *in) { return wsl_columns_left(in) == 0; }
 
 #endif /* WSLSHIM_TRACE_FORMAT_H */

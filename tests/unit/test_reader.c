@@ -451,9 +451,12 @@ static void write_structured(const char *path, int which)
         n += 8;
         eh.encoded_size = (uint32_t)n;
         break;
-    case 6: /* reserved mask bits */
-        enc[1] |= 0x80;
+    case 6: { /* reserved mask bits: the mask column follows the directory and the api column */
+        uint32_t api_bytes;
+        memcpy(&api_bytes, enc, 4);
+        enc[WSL_EVENTS_DIRECTORY_SIZE + api_bytes] |= 0x80;
         break;
+    }
     case 7: /* encoded size beyond the chunk */
         eh.encoded_size = (uint32_t)n + 100;
         break;
@@ -472,8 +475,29 @@ static void write_structured(const char *path, int which)
     case 10: /* a count that cannot fit the encoded bytes */
         eh.count = 1000000;
         break;
+    case 11: /* encoded bytes too short for the column directory */
+        n = eh.encoded_size = WSL_EVENTS_DIRECTORY_SIZE - 1;
+        break;
+    case 12: { /* a column directory whose columns run past the encoded bytes */
+        uint32_t huge = UINT32_MAX;
+        memcpy(enc + 4, &huge, 4); /* dt_bytes */
+        break;
     }
-    if ((which >= 3 && which <= 7) || which == 10) {
+    case 13: { /* a byte left in the duration column (the fields column is empty) */
+        uint32_t dur_bytes;
+        memcpy(&dur_bytes, enc + 8, 4);
+        dur_bytes++;
+        memcpy(enc + 8, &dur_bytes, 4);
+        enc = realloc(enc, n + 1);
+        enc[n++] = 0;
+        eh.encoded_size = (uint32_t)n;
+        break;
+    }
+    case 14: /* an api id varint running past its column into the mask column */
+        enc[WSL_EVENTS_DIRECTORY_SIZE] |= 0x80;
+        break;
+    }
+    if ((which >= 3 && which <= 7) || which >= 10) {
         synth_chunk_header(s, WSL_CHUNK_EVENTS, (uint32_t)(sizeof eh + n));
         synth_bytes(s, &eh, sizeof eh);
         synth_bytes(s, enc, n);
@@ -490,7 +514,8 @@ int test_reader_corrupt_structure(void)
         "not PROCESS", "not NUL-terminated", "exceeds the 67108864-byte limit",
         NULL /* api id N not in the API table */,
         "event count mismatch", "event count mismatch", "bad event encoding", "run past the chunk",
-        "defined twice", "GPUs", "cannot fit",
+        "defined twice", "GPUs", "cannot fit", "cannot hold the 12-byte column directory",
+        "columns run past the", "event count mismatch (1 bytes left after 1 events)", "bad event encoding (event 0)",
     };
     char path[512];
     test_path(path, sizeof path, "structure.trace.zst");
@@ -592,6 +617,11 @@ int test_reader_newer_version(void)
     struct wsl_file_header h = synth_default_header();
     h.version_major = 2;
     if (header_case("v2.trace.zst", h, "newer format major version 2 (this reader reads 1)"))
+        return 1;
+    h = synth_default_header();
+    h.version_minor = 1; /* row-wise events of a development build before 1.2 */
+    if (header_case("v1.1.trace.zst", h,
+                    "unsupported format version 1.1 (a development build's; this reader reads 1.2 and later)"))
         return 1;
     h = synth_default_header();
     h.version_minor = 7; /* a newer minor version still reads */

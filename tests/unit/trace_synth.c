@@ -212,16 +212,35 @@ void synth_clock(struct synth *s, uint64_t ticks, uint64_t mono_ns, uint64_t rea
 size_t synth_encode_events(const struct wsl_event *ev, uint32_t n, uint64_t base_ticks, uint8_t **out)
 {
     struct wsl_codec_state *st = malloc(sizeof *st);
-    uint8_t *buf = malloc((size_t)n * WSL_EVENT_MAX_ENCODED + 1);
-    if (!st || !buf)
+    uint8_t *api = malloc((size_t)n * WSL_COL_API_MAX + 1), *mask = malloc((size_t)n + 1),
+            *dt = malloc((size_t)n * WSL_COL_DT_MAX + 1), *dur = malloc((size_t)n * WSL_COL_DUR_MAX + 1),
+            *fld = malloc((size_t)n * WSL_COL_FIELDS_MAX + 1);
+    uint8_t *buf = malloc(WSL_EVENTS_DIRECTORY_SIZE + (size_t)n * WSL_EVENT_MAX_ENCODED + 1);
+    if (!st || !api || !mask || !dt || !dur || !fld || !buf)
         die("out of memory");
     wsl_codec_reset(st, base_ticks);
-    uint8_t *p = buf;
+    struct wsl_columns_out o = {api, mask, dt, dur, fld};
     for (uint32_t i = 0; i < n; i++)
-        p = wsl_event_encode(st, &ev[i], p);
+        wsl_event_encode_columns(st, &ev[i], &o);
+    uint32_t dir[3] = {(uint32_t)(o.api - api), (uint32_t)(o.dt - dt), (uint32_t)(o.dur - dur)};
+    const struct {
+        const void *p;
+        size_t n;
+    } parts[] = {{dir, sizeof dir}, {api, dir[0]}, {mask, n}, {dt, dir[1]}, {dur, dir[2]},
+                 {fld, (size_t)(o.fld - fld)}};
+    size_t size = 0;
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        memcpy(buf + size, parts[i].p, parts[i].n);
+        size += parts[i].n;
+    }
     free(st);
+    free(api);
+    free(mask);
+    free(dt);
+    free(dur);
+    free(fld);
     *out = buf;
-    return (size_t)(p - buf);
+    return size;
 }
 
 void synth_events(struct synth *s, uint32_t tid, uint64_t dropped, const struct wsl_event *ev, uint32_t n)

@@ -67,7 +67,8 @@ void synth_mounts(struct synth *s, const char *mountinfo);
 void synth_paths(struct synth *s, const uint32_t *ids, const char *const *paths, uint32_t n);
 void synth_end(struct synth *s, uint64_t end_ticks, uint64_t written, uint64_t dropped, uint32_t threads);
 
-/* Encodes events into a new buffer the way EVENTS chunks hold them; returns its size. */
+/* Encodes events into a new buffer the way EVENTS chunks hold them after the
+ * header (column directory, then the columns); returns its size (encoded_size). */
 size_t synth_encode_events(const struct wsl_event *ev, uint32_t n, uint64_t base_ticks, uint8_t **out);
 
 /* ---- files ---- */
