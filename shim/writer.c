@@ -114,24 +114,68 @@ static void write_all(const uint8_t *p, size_t n)
     }
 }
 
-/* Feeds bytes to the compressor; mode ZSTD_e_flush ends a block, ZSTD_e_end the frame. */
-static void z_feed(const void *data, size_t size, ZSTD_EndDirective mode)
+/* Whole chunks gather in zacc and are compressed in one call per frame
+ * (ZSTD_compress2): about a megabyte, or what came in the last second. One-shot
+ * compression of a contiguous buffer is cheaper than feeding the streaming
+ * compressor chunk by chunk, and every frame holds only whole chunks, so a
+ * killed process leaves a trace readable up to its last frame. */
+#define ZACC_TARGET (1u << 20)
+static uint8_t *zacc;
+static size_t zacc_len, zacc_cap;
+
+static void z_frame(void)
 {
-    if (write_failed || !zctx)
+    if (!zacc_len || write_failed || !zctx) {
+        zacc_len = 0;
         return;
-    ZSTD_inBuffer in = {data, size, 0};
-    for (;;) {
-        ZSTD_outBuffer out = {zout, zout_size, 0};
-        size_t left = ZSTD_compressStream2(zctx, &out, &in, mode);
-        if (ZSTD_isError(left)) {
+    }
+    size_t bound = ZSTD_compressBound(zacc_len);
+    if (bound > zout_size) {
+        uint8_t *nb = realloc(zout, bound);
+        if (!nb) {
             write_failed = 1;
-            wsl_log(WSL_LOG_ERROR, "compressing the trace failed: %s", ZSTD_getErrorName(left));
+            wsl_log(WSL_LOG_ERROR, "out of memory compressing the trace; recording stopped");
             return;
         }
-        write_all(zout, out.pos);
-        if (mode == ZSTD_e_continue ? in.pos == in.size : left == 0)
-            return;
+        zout = nb;
+        zout_size = bound;
     }
+    size_t n = ZSTD_compress2(zctx, zout, zout_size, zacc, zacc_len);
+    zacc_len = 0;
+    if (ZSTD_isError(n)) {
+        write_failed = 1;
+        wsl_log(WSL_LOG_ERROR, "compressing the trace failed: %s", ZSTD_getErrorName(n));
+        return;
+    }
+    write_all(zout, n);
+}
+
+static int zacc_reserve(size_t more)
+{
+    if (zacc_len + more <= zacc_cap)
+        return 0;
+    size_t cap = zacc_cap ? zacc_cap : ZACC_TARGET + (ZACC_TARGET >> 2);
+    while (cap < zacc_len + more)
+        cap *= 2;
+    uint8_t *nb = realloc(zacc, cap);
+    if (!nb)
+        return -1;
+    zacc = nb;
+    zacc_cap = cap;
+    return 0;
+}
+
+static void z_append(const void *data, size_t size)
+{
+    if (write_failed || !size)
+        return;
+    if (zacc_reserve(size) != 0) {
+        write_failed = 1;
+        wsl_log(WSL_LOG_ERROR, "out of memory buffering the trace; recording stopped");
+        return;
+    }
+    memcpy(zacc + zacc_len, data, size);
+    zacc_len += size;
 }
 
 /* One chunk whose payload is the parts, in order. */
@@ -140,11 +184,12 @@ static void emit_chunk_parts(uint32_t type, const struct chunk_part *parts, unsi
     size_t total = 0;
     for (unsigned i = 0; i < count; i++)
         total += parts[i].size;
+    if (zacc_len && zacc_len + sizeof(struct wsl_chunk_header) + total > ZACC_TARGET)
+        z_frame();
     struct wsl_chunk_header h = {type, (uint32_t)total};
-    z_feed(&h, sizeof h, ZSTD_e_continue);
+    z_append(&h, sizeof h);
     for (unsigned i = 0; i < count; i++)
-        if (parts[i].size)
-            z_feed(parts[i].data, parts[i].size, ZSTD_e_continue);
+        z_append(parts[i].data, parts[i].size);
 }
 
 static void emit_chunk(uint32_t type, const void *a, size_t na, const void *b, size_t nb)
@@ -516,7 +561,7 @@ static void *writer_main(void *arg)
         if (now - last_flush >= FLUSH_INTERVAL_NS) {
             emit_mounts_if_changed(); /* mounts made after start */
             emit_clock();
-            z_feed(NULL, 0, ZSTD_e_flush);
+            z_frame();
             last_flush = now;
         }
     }
@@ -538,7 +583,7 @@ static void writer_finish(void)
     end.events_dropped = events_dropped;
     end.threads = threads_seen;
     emit_chunk(WSL_CHUNK_END, &end, sizeof end, NULL, 0);
-    z_feed(NULL, 0, ZSTD_e_end);
+    z_frame();
     if (events_dropped)
         wsl_log(WSL_LOG_WARN, "%llu events dropped (buffers full); the trace counts them",
                 (unsigned long long)events_dropped);
@@ -559,9 +604,11 @@ static int writer_open(void)
     if (trace_fd < 0)
         return -1;
     zctx = ZSTD_createCCtx();
-    zout_size = ZSTD_CStreamOutSize();
-    if (!zout)
+    zacc_len = 0;
+    if (!zout) {
+        zout_size = ZSTD_compressBound(ZACC_TARGET + (ZACC_TARGET >> 2));
         zout = malloc(zout_size);
+    }
     if (!zctx || !zout) {
         close(trace_fd);
         trace_fd = -1;
@@ -577,13 +624,13 @@ static int writer_open(void)
     fh.version_minor = WSL_TRACE_VERSION_MINOR;
     fh.header_size = sizeof fh;
     fh.record_size = sizeof(struct wsl_event);
-    z_feed(&fh, sizeof fh, ZSTD_e_continue);
+    z_append(&fh, sizeof fh);
     emit_process();
     emit_api_table();
     mounts_prev_len = 0;
     emit_mounts_if_changed();
     emit_clock();
-    z_feed(NULL, 0, ZSTD_e_flush);
+    z_frame();
     wsl_log(WSL_LOG_INFO, "recording to %s", trace_path);
     return 0;
 }
@@ -664,6 +711,9 @@ void wsl_writer_after_fork_child(void)
     trace_fd = -1;
     zctx = NULL; /* the parent's compressor state is not ours to use or free */
     zout = NULL;
+    zout_size = 0;
+    zacc = NULL; /* the parent's unwritten chunks are the parent's */
+    zacc_len = zacc_cap = 0;
     atomic_store(&writer_state, WRITER_NONE);
     atomic_store(&writer_stop, 0);
     atomic_store(&driver_pending, 0); /* CUDA is not usable in a forked child */

@@ -11,7 +11,7 @@
  * aarch64 Linux); the file header's byte_order field lets a reader refuse the
  * other byte order with a clear message. Chunks are self-contained: a reader that meets a chunk cut
  * short (a killed process) stops there and keeps everything before it.
- * The writer ends a zstd block (ZSTD_e_flush) at least every second, so a
+ * The writer ends a zstd frame (of whole chunks) at least every second, so a
  * killed process loses at most about a second of events.
  */
 #ifndef WSLSHIM_TRACE_FORMAT_H
