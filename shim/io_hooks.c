@@ -203,11 +203,15 @@ static int paths_room(struct wsl_thread *t, uint64_t end)
     if (end - tail <= WSL_PATH_RING / 2)
         return 1;
     int saved = errno;
-    wsl_writer_wake();
+    if (t->paths_woken_at != tail) { /* once per drain, not once per path */
+        t->paths_woken_at = tail;
+        wsl_writer_wake();
+    }
     if (end - tail <= WSL_PATH_RING) {
         errno = saved;
         return 1;
     }
+    wsl_writer_wake();
     uint64_t deadline = wsl_mono_ns() + 10000000ull;
     do {
         sched_yield();

@@ -104,6 +104,7 @@ struct wsl_thread {
     _Atomic uint64_t paths_head; /* producer */
     _Atomic uint64_t paths_tail; /* writer */
     _Atomic uint64_t paths_dropped; /* producer: paths that found no room */
+    uint64_t paths_woken_at;     /* producer: the writer's tail when it was last woken for paths */
     uint64_t cwd_gen;            /* producer: the working directory cached below */
     uint32_t cwd_len;
     char cwd[4096];
