@@ -37,7 +37,11 @@
 /* glibc declares the path and buffer arguments of these functions nonnull, but
  * a program may still pass NULL (the real call then fails with EFAULT): the
  * hooks keep their NULL checks (built with -fno-delete-null-pointer-checks). */
+#if defined(__clang__)
+#pragma clang diagnostic ignored "-Wpointer-bool-conversion"
+#else
 #pragma GCC diagnostic ignored "-Wnonnull-compare"
+#endif
 
 /* stdio may define some of these as macros; here they are the functions. */
 #undef fread_unlocked
@@ -631,7 +635,10 @@ WSL_EXPORT ssize_t __getdelim(char **line, size_t *n, int delim, FILE *f)
 {
     GETDELIM_HOOK(WSL_IO_ID___getdelim, f, REAL(__getdelim)(line, n, delim, f))
 }
-WSL_EXPORT ssize_t getline(char **line, size_t *n, FILE *f)
+/* stdio.h may define getline inline (calling __getdelim): the hook gets its
+ * symbol name through an asm label so that every compiler exports it. */
+WSL_EXPORT ssize_t wsl_io_getline(char **line, size_t *n, FILE *f) __asm__("getline");
+WSL_EXPORT ssize_t wsl_io_getline(char **line, size_t *n, FILE *f)
 {
     GETDELIM_HOOK(WSL_IO_ID_getline, f, REAL(getline)(line, n, f))
 }
