@@ -132,6 +132,17 @@ class Suite:
         self.check("dataloader: no cross_os_reads on a Linux filesystem", "cross_os_reads" not in ids,
                    f"by_fs: {sorted(io.get('by_fs', {}))}")
 
+    def memory(self):
+        """Peak live device bytes against torch.cuda.max_memory_reserved()."""
+        cmd = [sys.executable, os.path.join(HERE, "workloads.py"), "memory"]
+        res, rep = self.traced("memory", cmd)
+        mem = rep.get("memory", {})
+        peak, want = mem.get("peak_device_bytes"), res["max_memory_reserved"]
+        self.results["runs"]["memory"] = {"program": res, "memory": mem}
+        ok = isinstance(peak, int) and want and abs(peak - want) <= 0.05 * want
+        self.check("memory: peak device bytes within 5% of torch.cuda.max_memory_reserved()", ok,
+                   f"shim {peak}, torch {want} ({(peak or 0) / want * 100 - 100:+.2f}%)")
+
     def interleaved(self, name, cmd, keys, rounds):
         """Runs cmd `rounds` times without and with the shim, alternating, and
         compares the medians of each figure in `keys`."""
@@ -195,6 +206,7 @@ def main():
             s.workload("cupy_elementwise", 100, expect_api={"cuLaunchKernel": 100})
             s.workload("graph_replay", 100, expect_api={"cuGraphLaunch": 100})
             s.dataloader(20000, 100)
+            s.memory()
         if args.bench_rounds:
             s.bench(args.bench_rounds, 10000)
     except Exception as exc:  # a crash of a traced program is a failure, not a skip

@@ -224,7 +224,29 @@ def cupy_elementwise(args):
             "profiler_kernels": None}
 
 
+def memory(args):
+    """Allocation pattern with a known peak: torch's caching allocator takes
+    segments from the driver (cuMemAlloc); its reserved peak is what the shim
+    should see as the peak of live device bytes."""
+    torch = torch_setup()
+    keep = []
+    for mib in (64, 256, 1024, 2048, 128):
+        keep.append(torch.empty(mib << 20, dtype=torch.uint8, device="cuda"))
+    del keep[2]
+    torch.cuda.empty_cache()  # the 1 GiB segment goes back to the driver (cuMemFree)
+    a = torch.randn(4096, 4096, device="cuda")
+    b = a @ a
+    big = torch.empty(3 << 30, dtype=torch.uint8, device="cuda")
+    torch.cuda.synchronize()
+    out = b.sum()
+    del big
+    return {"checksum": digest(out.reshape(1)), "loop_s": 0.0, "profiler_kernels": None,
+            "max_memory_reserved": torch.cuda.max_memory_reserved(),
+            "max_memory_allocated": torch.cuda.max_memory_allocated()}
+
+
 WORKLOADS = {
+    "memory": memory,
     "elementwise": elementwise,
     "matmul": matmul,
     "bf16_matmul": bf16_matmul,
