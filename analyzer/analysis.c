@@ -125,6 +125,7 @@ struct trace_api {              /* one api id of the trace being read */
     uint32_t variant;           /* index into that API's variants */
     uint16_t category;
     bool io;                    /* a file I/O call: its events also go to the I/O analysis */
+    uint8_t mem;                /* enum wsl_mem_op: its events also go to the memory replay */
     uint64_t errors;
     struct wsl_hist ticks;      /* durations in this trace's ticks */
 };
@@ -138,6 +139,7 @@ struct trace_state {
     uint64_t max_clock_ns;      /* latest CLOCK sample, monotonic ns */
     uint64_t dropped_in_chunks, dropped_at_end;
     struct wsl_io_trace *io;    /* from the PROCESS chunk on */
+    struct wsl_mem_trace *mem;
 };
 
 static char **copy_argv(const char *const *argv, uint32_t argc)
@@ -194,6 +196,7 @@ static void take_api_table(struct wsl_run *run, struct trace_state *t, const str
         ta->variant = variant_find_or_add(&run->apis[ta->api], e->symbol);
         ta->category = e->category;
         ta->io = wsl_is_io_category(e->category);
+        ta->mem = (uint8_t)wsl_mem_op_of(e->category, e->base);
         t->by_id[e->id] = ta;   /* the reader refuses an id defined twice */
     }
 }
@@ -208,6 +211,8 @@ static void take_events(struct trace_state *t, const struct wsl_event *ev, uint3
         ta->errors += ev[i].result != 0;
         if (ta->io && t->io)
             wsl_io_trace_event(t->io, ta->category, &ev[i]);
+        else if (ta->mem)
+            wsl_mem_trace_event(t->mem, (enum wsl_mem_op)ta->mem, &ev[i]);
         if (ev[i].t_end > max_end)
             max_end = ev[i].t_end;
     }
@@ -233,6 +238,7 @@ static void free_process(struct wsl_process *p)
 static void free_trace_state(struct trace_state *t)
 {
     wsl_io_trace_discard(t->io);
+    wsl_mem_trace_discard(t->mem);
     for (unsigned i = 0; i < WSL_MAX_API_IDS; i++)
         if (t->by_id[i]) {
             wsl_hist_free(&t->by_id[i]->ticks);
@@ -264,6 +270,13 @@ static void merge_trace(struct wsl_run *run, struct trace_state *t, struct wsl_p
     p->end_ns = end;
     p->dropped = t->dropped_in_chunks > t->dropped_at_end ? t->dropped_in_chunks : t->dropped_at_end;
     p->clock_rate_known = clock->rate_known;
+    p->mem.device_total_bytes = p->gpu_count ? p->gpus[0].total_mem : 0;
+    wsl_mem_trace_end(t->mem, clock, &p->mem);
+    t->mem = NULL;
+    if (p->mem.late_events)
+        add_warning(run, xasprintf("%s: %llu memory calls came after later ones of other threads had left the "
+                                   "%u-event replay window; they were applied late, so the memory peak may be off",
+                                   p->trace_path, (unsigned long long)p->mem.late_events, WSL_MEM_WINDOW));
     if (t->io) {
         uint64_t unnamed = run->io.unnamed_path_events, untracked = run->io.untracked_path_events;
         wsl_io_trace_end(t->io, clock, &p->io);
@@ -285,6 +298,7 @@ int wsl_run_add_trace(struct wsl_run *run, const char *path, char *err, size_t e
     if (!r)
         return -1;
     struct trace_state *t = xcalloc(1, sizeof *t);
+    t->mem = wsl_mem_trace_begin();
     struct wsl_process p;
     memset(&p, 0, sizeof p);
     bool have_process = false;
@@ -409,6 +423,9 @@ void wsl_run_finish(struct wsl_run *run)
             run->end_ns = p->end_ns;
     }
     run->wall_ns = run->end_ns > run->start_ns ? run->end_ns - run->start_ns : 0;
+    memset(&run->mem, 0, sizeof run->mem);
+    for (size_t i = 0; i < run->proc_count; i++)
+        wsl_mem_add(&run->mem, &run->procs[i].mem);
     wsl_io_finish(&run->io);
     wsl_rules_run(run);
 }

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "io_analysis.h"
+#include "memory_analysis.h"
 #include "rules.h"
 #include "stats.h"
 
@@ -53,6 +54,7 @@ struct wsl_process {
     bool clock_rate_known;
     uint64_t start_ns, end_ns;  /* CLOCK_MONOTONIC */
     struct wsl_io_summary io;   /* this process's file I/O (times in ns) */
+    struct wsl_mem_summary mem; /* this process's device, managed and page-locked memory */
 };
 
 struct wsl_run {
@@ -62,6 +64,8 @@ struct wsl_run {
                                    the CUDA driver API and the libc file calls (see wsl_is_io_category) */
     size_t api_count;
     struct wsl_io io;           /* file I/O of every process */
+    struct wsl_mem_summary mem; /* memory: counts summed over processes, peaks the largest one's
+                                   (with its time and device size), after wsl_run_finish */
     struct wsl_finding *findings; /* bottlenecks, largest time lost first, after wsl_run_finish */
     size_t finding_count;
     uint64_t start_ns, end_ns, wall_ns;

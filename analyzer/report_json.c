@@ -308,6 +308,122 @@ static void write_io(struct json_writer *w, const struct wsl_io *io)
     json_end_object(w);
 }
 
+static void write_mem_kind(struct json_writer *w, const char *name, const struct wsl_mem_kind *k)
+{
+    json_key(w, name);
+    json_begin_object(w);
+    json_key(w, "allocations");
+    json_u64(w, k->allocations);
+    json_key(w, "bytes");
+    json_u64(w, k->bytes);
+    json_key(w, "peak_bytes");
+    json_u64(w, k->peak_bytes);
+    json_key(w, "frees");
+    json_u64(w, k->frees);
+    json_key(w, "unknown_frees");
+    json_u64(w, k->unknown_frees);
+    json_key(w, "failed");
+    json_u64(w, k->failed);
+    json_key(w, "live_at_exit_bytes");
+    json_u64(w, k->live_bytes);
+    json_end_object(w);
+}
+
+/* The figures of one process or of the run (keys in docs/memory.md). */
+static void write_mem_fields(struct json_writer *w, const struct wsl_run *run, const struct wsl_mem_summary *m)
+{
+    json_key(w, "peak_device_bytes");
+    json_u64(w, m->peak_bytes);
+    json_key(w, "peak_at_ns");      /* from the run's start */
+    json_u64(w, m->peak_bytes && m->peak_at_ns > run->start_ns ? m->peak_at_ns - run->start_ns : 0);
+    json_key(w, "device_total_bytes");
+    if (m->device_total_bytes)
+        json_u64(w, m->device_total_bytes);
+    else
+        json_null(w);
+    json_key(w, "peak_share_of_device");
+    if (m->device_total_bytes)
+        json_double(w, wsl_mem_peak_share(m));
+    else
+        json_null(w);
+    json_key(w, "allocations");
+    json_u64(w, m->allocations);
+    json_key(w, "allocated_bytes");
+    json_u64(w, m->allocated_bytes);
+    json_key(w, "frees");
+    json_u64(w, m->frees);
+    json_key(w, "unknown_frees");
+    json_u64(w, m->unknown_frees);
+    json_key(w, "failed_frees");
+    json_u64(w, m->failed_frees);
+    json_key(w, "live_at_exit_bytes");
+    json_u64(w, m->live_at_exit_bytes);
+    json_key(w, "live_at_exit_allocations");
+    json_u64(w, m->live_at_exit_allocations);
+    json_key(w, "failed_allocations");
+    json_u64(w, m->failed_allocations);
+    json_key(w, "oom_failures");
+    json_u64(w, m->oom_failures);
+    json_key(w, "largest_failed_bytes");
+    json_u64(w, m->largest_failed_bytes);
+    json_key(w, "failed_ns");
+    json_u64(w, m->failed_ns);
+    json_key(w, "async_allocations");
+    json_u64(w, m->async_allocations);
+    json_key(w, "async_bytes");
+    json_u64(w, m->async_bytes);
+    json_key(w, "async_frees");
+    json_u64(w, m->async_frees);
+    json_key(w, "page_locked_peak_bytes");
+    json_u64(w, m->page_locked_peak_bytes);
+    write_mem_kind(w, "pinned", &m->pinned);
+    write_mem_kind(w, "registered", &m->registered);
+    write_mem_kind(w, "managed", &m->managed);
+    json_key(w, "untracked_allocations");
+    json_u64(w, m->untracked_allocations);
+    json_key(w, "reused_pointers");
+    json_u64(w, m->reused_pointers);
+    json_key(w, "late_events");
+    json_u64(w, m->late_events);
+}
+
+static void write_memory(struct json_writer *w, const struct wsl_run *run)
+{
+    const struct wsl_mem_summary *m = &run->mem;
+    json_begin_object(w);
+    write_mem_fields(w, run, m);
+    uint64_t sum_peaks = 0;
+    for (size_t i = 0; i < run->proc_count; i++)
+        sum_peaks += run->procs[i].mem.peak_bytes;
+    json_key(w, "sum_of_process_peaks_bytes");
+    json_u64(w, sum_peaks);
+    json_key(w, "size_histogram");
+    json_begin_array(w);
+    for (unsigned b = 0; b < WSL_MEM_SIZE_BUCKETS; b++) {
+        json_begin_object(w);
+        json_key(w, "bucket");
+        json_string(w, wsl_mem_bucket_name(b));
+        json_key(w, "min_bytes");
+        json_u64(w, wsl_mem_bucket_min(b));
+        json_key(w, "count");
+        json_u64(w, m->size_hist[b]);
+        json_end_object(w);
+    }
+    json_end_array(w);
+    json_key(w, "per_process");
+    json_begin_array(w);
+    for (size_t i = 0; i < run->proc_count; i++) {
+        const struct wsl_process *p = &run->procs[i];
+        json_begin_object(w);
+        json_key(w, "pid");
+        json_i64(w, p->pid);
+        write_mem_fields(w, run, &p->mem);
+        json_end_object(w);
+    }
+    json_end_array(w);
+    json_end_object(w);
+}
+
 static void write_finding(struct json_writer *w, const struct wsl_finding *f)
 {
     json_begin_object(w);
@@ -373,6 +489,8 @@ void report_write_json(const struct wsl_run *run, FILE *out)
         if (run->apis[i].ns.count && !wsl_is_io_category(run->apis[i].category))
             write_api(&w, &run->apis[i]);
     json_end_object(&w);
+    json_key(&w, "memory");
+    write_memory(&w, run);
     json_key(&w, "io");
     write_io(&w, &run->io);
     json_key(&w, "io_calls");   /* per libc function, as "api" is per driver function */

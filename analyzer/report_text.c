@@ -178,6 +178,37 @@ static void write_io(FILE *out, const struct wsl_io *io)
     }
 }
 
+/* Memory: the device peak against the card, failures, pinned and managed memory. */
+static void write_memory(FILE *out, const struct wsl_run *run)
+{
+    const struct wsl_mem_summary *m = &run->mem;
+    char a[32], b[32], c[32];
+    fputs("\nMemory\n", out);
+    if (!m->any) {
+        fputs("  (no memory calls recorded)\n", out);
+        return;
+    }
+    fprintf(out, "  device       peak %s", wsl_format_bytes(a, sizeof a, m->peak_bytes));
+    if (m->device_total_bytes)
+        fprintf(out, " of %s (%.1f%% of the card)", wsl_format_bytes(b, sizeof b, m->device_total_bytes),
+                100.0 * wsl_mem_peak_share(m));
+    if (run->proc_count > 1)
+        fputs(" (the largest process)", out);
+    fprintf(out, "; %" PRIu64 " allocations (%" PRIu64 " stream-ordered), %s, %" PRIu64 " frees, %s live at exit\n",
+            m->allocations, m->async_allocations, wsl_format_bytes(c, sizeof c, m->allocated_bytes), m->frees,
+            wsl_format_bytes(a, sizeof a, m->live_at_exit_bytes));
+    if (m->failed_allocations)
+        fprintf(out, "  failed       %" PRIu64 " allocations (%" PRIu64 " out of memory), largest request %s\n",
+                m->failed_allocations, m->oom_failures, wsl_format_bytes(a, sizeof a, m->largest_failed_bytes));
+    if (m->pinned.allocations || m->registered.allocations)
+        fprintf(out, "  pinned host  peak %s (%" PRIu64 " allocations, %s); registered peak %s\n",
+                wsl_format_bytes(a, sizeof a, m->pinned.peak_bytes), m->pinned.allocations,
+                wsl_format_bytes(b, sizeof b, m->pinned.bytes), wsl_format_bytes(c, sizeof c, m->registered.peak_bytes));
+    if (m->managed.allocations)
+        fprintf(out, "  managed      %" PRIu64 " allocations, %s, peak %s\n", m->managed.allocations,
+                wsl_format_bytes(a, sizeof a, m->managed.bytes), wsl_format_bytes(b, sizeof b, m->managed.peak_bytes));
+}
+
 static void write_findings(FILE *out, const struct wsl_run *run)
 {
     fputs("\nBottlenecks, by time lost\n", out);
@@ -238,6 +269,7 @@ void report_write_text(const struct wsl_run *run, FILE *out)
     }
     if (!shown)
         fputs("  (no CUDA driver calls recorded)\n", out);
+    write_memory(out, run);
     write_io(out, &run->io);
     write_findings(out, run);
 }

@@ -10,6 +10,9 @@
 const struct wsl_rule *const wsl_rules[] = {
     &wsl_rule_cross_os_reads,
     &wsl_rule_small_file_reads,
+    &wsl_rule_vram_headroom,
+    &wsl_rule_pinned_memory,
+    &wsl_rule_managed_memory,
 };
 const size_t wsl_rule_count = sizeof wsl_rules / sizeof wsl_rules[0];
 
@@ -113,7 +116,8 @@ void wsl_rules_run(struct wsl_run *run)
         }
         if (f.time_lost_ns > run->wall_ns)
             f.time_lost_ns = run->wall_ns;     /* parallel processes can lose more than the run lasted */
-        f.severity = wsl_severity_of(f.time_lost_ns, run->wall_ns);
+        if (!f.severity_fixed)
+            f.severity = wsl_severity_of(f.time_lost_ns, run->wall_ns);
         run->findings = xrealloc(run->findings, (run->finding_count + 1) * sizeof *run->findings);
         run->findings[run->finding_count++] = f;
     }

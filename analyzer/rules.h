@@ -40,6 +40,7 @@ struct wsl_evidence {           /* one key of a finding's "evidence" object */
 struct wsl_finding {
     const char *id;             /* the rule's id, e.g. "cross_os_reads" */
     enum wsl_severity severity;
+    bool severity_fixed;        /* set by the rule (risk rules): the framework keeps it */
     uint64_t time_lost_ns;      /* at most the run's wall time */
     char *summary;              /* one sentence with the numbers */
     char *advice;               /* what to do, with commands where there are some */
@@ -59,6 +60,9 @@ struct wsl_rule {
 
 extern const struct wsl_rule wsl_rule_cross_os_reads;
 extern const struct wsl_rule wsl_rule_small_file_reads;
+extern const struct wsl_rule wsl_rule_vram_headroom;
+extern const struct wsl_rule wsl_rule_pinned_memory;
+extern const struct wsl_rule wsl_rule_managed_memory;
 
 /* Every rule, in no particular order. */
 extern const struct wsl_rule *const wsl_rules[];

@@ -60,6 +60,7 @@ class Env:
         self.report = args.report
         self.make_trace = args.make_trace
         self.make_io_trace = args.make_io_trace
+        self.make_mem_trace = args.make_mem_trace
         self.work = work
 
     def path(self, name):
@@ -76,6 +77,13 @@ class Env:
         out = self.path(scenario + ".trace.zst")
         r = subprocess.run([self.make_io_trace, out, scenario], capture_output=True, text=True)
         check(r.returncode == 0, f"make_io_trace {scenario} failed: {r.stderr}")
+        return out
+
+    def mem_trace(self, scenario):
+        check(self.make_mem_trace, "this case needs --make-mem-trace")
+        out = self.path("mem-" + scenario + ".trace.zst")
+        r = subprocess.run([self.make_mem_trace, out, scenario], capture_output=True, text=True)
+        check(r.returncode == 0, f"make_mem_trace {scenario} failed: {r.stderr}")
         return out
 
     def run(self, *args):
@@ -402,7 +410,8 @@ def case_io_text(env):
         check(needle in section, f"text report lacks {needle!r}:\n{section}")
     check(len(section[:section.index("Bottlenecks")].splitlines()) <= 25, "the File I/O section fits a screen")
     rc, out, _ = env.run(env.make_trace and env.trace("cuda_only.trace.zst")[0])
-    check("(no file I/O recorded)" in out and "(none found)" in out, "empty sections")
+    # the known workload's only finding is vram_headroom (its cuMemAlloc_v2 fail with out of memory)
+    check("(no file I/O recorded)" in out and "[high] vram_headroom" in out, "empty sections")
 
 
 def case_io_corrupt(env):
@@ -424,8 +433,80 @@ def case_json_no_io(env):
     t, _ = env.trace("known.trace.zst")
     rep, _ = env.json_report(t)
     check_io_shape(rep["io"])
-    check(rep["io"]["reads"] == 0 and rep["io"]["by_fs"] == {} and rep["bottlenecks"] == [], "no I/O, no findings")
+    check(rep["io"]["reads"] == 0 and rep["io"]["by_fs"] == {}, "no I/O")
+    # the known workload's cuMemAlloc_v2 fail with CUDA_ERROR_OUT_OF_MEMORY: only vram_headroom fires
+    check([b["id"] for b in rep["bottlenecks"]] == ["vram_headroom"], f"findings {rep['bottlenecks']}")
     check(rep["io_calls"] == {}, "no io_calls")
+
+
+MEM_KEYS = ["peak_device_bytes", "peak_at_ns", "allocations", "allocated_bytes", "frees", "unknown_frees",
+            "failed_frees", "live_at_exit_bytes", "live_at_exit_allocations", "failed_allocations", "oom_failures",
+            "largest_failed_bytes", "failed_ns", "async_allocations", "async_bytes", "async_frees",
+            "page_locked_peak_bytes", "untracked_allocations", "reused_pointers", "late_events"]
+MEM_KIND_KEYS = ["allocations", "bytes", "peak_bytes", "frees", "unknown_frees", "failed", "live_at_exit_bytes"]
+
+
+def check_memory_shape(m):
+    check_int_keys(m, MEM_KEYS + ["sum_of_process_peaks_bytes"], "memory")
+    for kind in ("pinned", "registered", "managed"):
+        check_int_keys(m[kind], MEM_KIND_KEYS, f"memory.{kind}")
+    check(m["device_total_bytes"] is None or isinstance(m["device_total_bytes"], int), "device_total_bytes")
+    check(m["peak_share_of_device"] is None or isinstance(m["peak_share_of_device"], (int, float)),
+          "peak_share_of_device")
+    h = m["size_histogram"]
+    check(len(h) == 25 and h[0]["bucket"] == "<2K" and h[-1]["bucket"] == "16G+", f"size_histogram {h}")
+    for b in h:
+        check_int_keys(b, ["count", "min_bytes"], "size_histogram[]")
+    check(isinstance(m["per_process"], list), "per_process")
+    for p in m["per_process"]:
+        check_int_keys(p, ["pid"] + MEM_KEYS, "per_process[]")
+
+
+def case_memory_json(env):
+    rep, err = env.json_report(env.mem_trace("mixed"))
+    check(err == "", f"unexpected stderr: {err}")
+    m = rep["memory"]
+    check_memory_shape(m)
+    MiB, GiB = 1 << 20, 1 << 30
+    want = {"peak_device_bytes": 1274 * MiB, "device_total_bytes": 80 * GiB, "allocations": 5,
+            "allocated_bytes": 1384 * MiB, "frees": 5, "unknown_frees": 1, "live_at_exit_bytes": 50 * MiB,
+            "failed_allocations": 2, "oom_failures": 2, "largest_failed_bytes": 96 * GiB, "async_allocations": 1,
+            "page_locked_peak_bytes": 600 * MiB}
+    for k, v in want.items():
+        check(m[k] == v, f"memory.{k} = {m[k]}, expected {v}")
+    check(m["peak_at_ns"] == 4100, f"peak_at_ns {m['peak_at_ns']}")  # the run starts with the process
+    check(abs(m["peak_share_of_device"] - 1274 / (80 * 1024)) < 1e-9, f"share {m['peak_share_of_device']}")
+    check(m["pinned"]["peak_bytes"] == 600 * MiB and m["pinned"]["allocations"] == 2, f"pinned {m['pinned']}")
+    check(m["managed"]["allocations"] == 1 and m["managed"]["bytes"] == 2 * MiB, f"managed {m['managed']}")
+    check(m["registered"]["peak_bytes"] == 64 * MiB, f"registered {m['registered']}")
+    counts = {b["bucket"]: b["count"] for b in m["size_histogram"] if b["count"]}
+    check(counts == {"8M-16M": 1, "32M-64M": 1, "64M-128M": 1, "128M-256M": 1, "1G-2G": 1}, f"histogram {counts}")
+    check(len(m["per_process"]) == 1 and m["per_process"][0]["pid"] == 5151, "per_process")
+    check_bottlenecks_shape(rep)
+    ids = [b["id"] for b in rep["bottlenecks"]]
+    check(ids[0] == "vram_headroom" and sorted(ids) == ["managed_memory", "pinned_memory", "vram_headroom"],
+          f"bottlenecks {ids}")
+    v = rep["bottlenecks"][0]
+    check(v["severity"] == "high" and v["time_lost_ns"] == 10000, f"vram_headroom {v}")
+    check(v["evidence"]["oom_failures"] == 2, "evidence")
+    # the known trace: memory with no DRIVER-less nulls, shape only
+    t, _ = env.trace("known.trace.zst")
+    rep, _ = env.json_report(t)
+    check_memory_shape(rep["memory"])
+    check(rep["memory"]["failed_allocations"] == 5 and rep["memory"]["oom_failures"] == 5, "known OOMs")
+    t, _ = env.trace("nodriver.trace.zst", "--no-driver")
+    rep, _ = env.json_report(t)
+    check_memory_shape(rep["memory"])
+    check(rep["memory"]["device_total_bytes"] is None and rep["memory"]["peak_share_of_device"] is None, "no driver")
+
+
+def case_memory_text(env):
+    rc, out, err = env.run(env.mem_trace("mixed"))
+    check(rc == 0 and err == "", f"exit {rc}, stderr {err}")
+    for needle in ("\nMemory\n", "peak 1.24 GiB of 80.0 GiB (1.6% of the card)", "2 allocations (2 out of memory)",
+                   "pinned host  peak 600 MiB", "managed      1 allocations", "[high] vram_headroom",
+                   "[low] pinned_memory", "[low] managed_memory"):
+        check(needle in out, f"text report lacks {needle!r}:\n{out}")
 
 
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
@@ -436,6 +517,7 @@ def main():
     ap.add_argument("--report", required=True)
     ap.add_argument("--make-trace", required=True)
     ap.add_argument("--make-io-trace")
+    ap.add_argument("--make-mem-trace")
     ap.add_argument("case", choices=sorted(CASES))
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="wslshim-report-test-") as work:

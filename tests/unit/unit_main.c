@@ -60,7 +60,16 @@
     X(rule_cross_os_silent)       \
     X(rule_small_files_fires)     \
     X(rule_small_files_silent)    \
-    X(rules_framework)
+    X(rules_framework)            \
+    X(mem_size_buckets)           \
+    X(mem_peak_exact)             \
+    X(mem_threads_interleaved)    \
+    X(mem_unknown_frees)          \
+    X(mem_live_table)             \
+    X(mem_two_processes)          \
+    X(rule_vram_headroom_low)     \
+    X(rule_vram_headroom_silent)  \
+    X(rule_pinned_memory)
 
 #define DECLARE(name) int test_##name(void);
 TESTS(DECLARE)
