@@ -390,18 +390,23 @@ static void record_open(struct wsl_thread *t, unsigned api, uint64_t t0, uint64_
     io_record(t, api, t0, t1, fd < 0, err, fd, id, dev, (uint64_t)(unsigned)flags, size);
 }
 
+/* Every hook's first half: straight through when this call is not to be
+ * recorded, else the real call into `var`, timed by t0 and t1. */
+#define IO_TIMED_CALL(type, var, call)                                                     \
+    struct wsl_thread *t = io_enter();                                                     \
+    if (!t)                                                                                \
+        return call;                                                                       \
+    uint64_t t0 = wsl_ticks();                                                             \
+    type var = call;                                                                       \
+    uint64_t t1 = wsl_ticks();
+
 static inline int open_needs_mode(int flags)
 {
     return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE;
 }
 
 #define OPEN_HOOK(api, dirfd, path, flags, call)                                           \
-    struct wsl_thread *t = io_enter();                                                     \
-    if (!t)                                                                                \
-        return call;                                                                       \
-    uint64_t t0 = wsl_ticks();                                                             \
-    int fd = call;                                                                         \
-    uint64_t t1 = wsl_ticks();                                                             \
+    IO_TIMED_CALL(int, fd, call)                                                           \
     int err = errno;                                                                       \
     record_open(t, api, t0, t1, fd, err, dirfd, path, flags);                              \
     errno = err;                                                                           \
@@ -475,12 +480,7 @@ static int fopen_flags(const char *mode)
 }
 
 #define FOPEN_HOOK(api, fn)                                                                \
-    struct wsl_thread *t = io_enter();                                                     \
-    if (!t)                                                                                \
-        return REAL(fn)(path, mode);                                                       \
-    uint64_t t0 = wsl_ticks();                                                             \
-    FILE *f = REAL(fn)(path, mode);                                                        \
-    uint64_t t1 = wsl_ticks();                                                             \
+    IO_TIMED_CALL(FILE *, f, REAL(fn)(path, mode))                                         \
     int err = errno;                                                                       \
     record_open(t, api, t0, t1, f ? fileno_unlocked(f) : -1, err, AT_FDCWD, path, fopen_flags(mode)); \
     errno = err;                                                                           \
@@ -494,12 +494,7 @@ WSL_EXPORT FILE *fopen64(const char *path, const char *mode) { FOPEN_HOOK(WSL_IO
 
 /* A read-like call returning ssize_t: bytes asked `ask`, offset `off`. */
 #define READ_HOOK(api, fd, ask, off, call)                                                 \
-    struct wsl_thread *t = io_enter();                                                     \
-    if (!t)                                                                                \
-        return call;                                                                       \
-    uint64_t t0 = wsl_ticks();                                                             \
-    ssize_t r = call;                                                                      \
-    uint64_t t1 = wsl_ticks();                                                             \
+    IO_TIMED_CALL(ssize_t, r, call)                                                        \
     /* The recording path leaves errno alone (its slow paths restore it). */               \
     io_record(t, api, t0, t1, r < 0, r < 0 ? errno : 0, fd, path_of_fd(fd), ask, r > 0 ? (uint64_t)r : 0, off); \
     return r;
@@ -563,12 +558,7 @@ WSL_EXPORT ssize_t preadv64v2(int fd, const struct iovec *iov, int cnt, off64_t 
 static inline int stream_fd(FILE *f) { return f ? fileno_unlocked(f) : -1; }
 
 #define FREAD_HOOK(api, size, n, f, call)                                                  \
-    struct wsl_thread *t = io_enter();                                                     \
-    if (!t)                                                                                \
-        return call;                                                                       \
-    uint64_t t0 = wsl_ticks();                                                             \
-    size_t r = call;                                                                       \
-    uint64_t t1 = wsl_ticks();                                                             \
+    IO_TIMED_CALL(size_t, r, call)                                                         \
     int err = errno;                                                                       \
     int fd = stream_fd(f);                                                                 \
     int failed = r < (n) && f && ferror_unlocked(f);                                       \
@@ -591,12 +581,7 @@ WSL_EXPORT size_t __fread_chk(void *buf, size_t buflen, size_t size, size_t n, F
 }
 
 #define FGETS_HOOK(api, s, size, f, call)                                                  \
-    struct wsl_thread *t = io_enter();                                                     \
-    if (!t)                                                                                \
-        return call;                                                                       \
-    uint64_t t0 = wsl_ticks();                                                             \
-    char *r = call;                                                                        \
-    uint64_t t1 = wsl_ticks();                                                             \
+    IO_TIMED_CALL(char *, r, call)                                                         \
     int err = errno;                                                                       \
     int fd = stream_fd(f);                                                                 \
     io_record(t, api, t0, t1, !r && f && ferror_unlocked(f), err, fd, path_of_fd(fd),     \
@@ -614,12 +599,7 @@ WSL_EXPORT char *__fgets_chk(char *s, size_t buflen, int size, FILE *f)
 }
 
 #define GETDELIM_HOOK(api, f, call)                                                        \
-    struct wsl_thread *t = io_enter();                                                     \
-    if (!t)                                                                                \
-        return call;                                                                       \
-    uint64_t t0 = wsl_ticks();                                                             \
-    ssize_t r = call;                                                                      \
-    uint64_t t1 = wsl_ticks();                                                             \
+    IO_TIMED_CALL(ssize_t, r, call)                                                        \
     int err = errno;                                                                       \
     int fd = stream_fd(f);                                                                 \
     io_record(t, api, t0, t1, r < 0 && f && ferror_unlocked(f), err, fd, path_of_fd(fd), 0, \
@@ -690,12 +670,7 @@ static void record_stat(struct wsl_thread *t, unsigned api, uint64_t t0, uint64_
 }
 
 #define STAT_HOOK(api, dirfd, path, fd, st, call)                                          \
-    struct wsl_thread *t = io_enter();                                                     \
-    if (!t)                                                                                \
-        return call;                                                                       \
-    uint64_t t0 = wsl_ticks();                                                             \
-    int r = call;                                                                          \
-    uint64_t t1 = wsl_ticks();                                                             \
+    IO_TIMED_CALL(int, r, call)                                                            \
     int err = errno;                                                                       \
     uint64_t dev = r == 0 && (st) ? WSL_DEV(major((st)->st_dev), minor((st)->st_dev)) : 0; \
     uint64_t size = r == 0 && (st) ? (uint64_t)(st)->st_size : 0;                          \
@@ -791,12 +766,7 @@ WSL_EXPORT int statx(int dirfd, const char *path, int flags, unsigned mask, stru
 }
 
 #define ACCESS_HOOK(api, dirfd, path, call)                                                \
-    struct wsl_thread *t = io_enter();                                                     \
-    if (!t)                                                                                \
-        return call;                                                                       \
-    uint64_t t0 = wsl_ticks();                                                             \
-    int r = call;                                                                          \
-    uint64_t t1 = wsl_ticks();                                                             \
+    IO_TIMED_CALL(int, r, call)                                                            \
     int err = errno;                                                                       \
     record_stat(t, api, t0, t1, r != 0, err, dirfd, path, -1, 0, 0, STAT_KIND_ACCESS);     \
     errno = err;                                                                           \
@@ -813,12 +783,7 @@ WSL_EXPORT int faccessat(int dirfd, const char *path, int mode, int flags)
 
 /* ---- seeks and closes -------------------------------------------------------------------- */
 #define SEEK_HOOK(api, call)                                                               \
-    struct wsl_thread *t = io_enter();                                                     \
-    if (!t)                                                                                \
-        return call;                                                                       \
-    uint64_t t0 = wsl_ticks();                                                             \
-    __typeof__(call) r = call;                                                             \
-    uint64_t t1 = wsl_ticks();                                                             \
+    IO_TIMED_CALL(__typeof__(call), r, call)                                               \
     int err = errno;                                                                       \
     io_record(t, api, t0, t1, r < 0, err, fd, path_of_fd(fd), (uint64_t)off, (uint64_t)whence, (uint64_t)r); \
     errno = err;                                                                           \

@@ -87,38 +87,30 @@ def elementwise(args):
     return {"checksum": digest(out), "loop_s": secs, "profiler_kernels": kernels}
 
 
-def matmul(args):
+def square_matmul(args, n, dtype):
     torch = torch_setup()
-    a = torch.randn(2048, 2048, device="cuda")
-    b = torch.randn(2048, 2048, device="cuda")
+    a = torch.randn(n, n, device="cuda", dtype=dtype)
+    b = torch.randn(n, n, device="cuda", dtype=dtype)
     c = a @ b
     torch.cuda.synchronize()
 
-    def body(n):
+    def body(k):
         out = c
-        for _ in range(n):
+        for _ in range(k):
             out = a @ b
         return out
 
     out, secs, kernels = run_timed(torch, body, args.iters, args.profile)
     return {"checksum": digest(out), "loop_s": secs, "profiler_kernels": kernels}
+
+
+def matmul(args):
+    return square_matmul(args, 2048, None)
 
 
 def bf16_matmul(args):
-    torch = torch_setup()
-    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
-    b = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
-    c = a @ b
-    torch.cuda.synchronize()
-
-    def body(n):
-        out = c
-        for _ in range(n):
-            out = a @ b
-        return out
-
-    out, secs, kernels = run_timed(torch, body, args.iters, args.profile)
-    return {"checksum": digest(out), "loop_s": secs, "profiler_kernels": kernels}
+    import torch
+    return square_matmul(args, 8192, torch.bfloat16)
 
 
 def mlp(args):
