@@ -137,6 +137,7 @@ static void *resolve_slot_proc(unsigned id) { return atomic_load(&slot_proc[id])
 #define CFG_GRID(c) ((c) ? WSL_GRID((c)->gridDimX, (c)->gridDimY) : 0)
 #define CFG_BLOCK(c) ((c) ? WSL_BLOCK((c)->gridDimZ, (c)->blockDimX, (c)->blockDimY, (c)->blockDimZ) : 0)
 #define CFG_SHMEM(c) ((c) ? (c)->sharedMemBytes : 0)
+#define NAME_ID(s) (r == CUDA_SUCCESS ? wsl_string_record(t, (s)) : 0)
 
 /* Arguments that name a hook are always pasted or stringified, never passed
  * on bare: cuda.h #defines many base names (cuMemAlloc -> cuMemAlloc_v2).

@@ -228,6 +228,8 @@ static int paths_room(struct wsl_thread *t, uint64_t end)
     return 0;
 }
 
+#define DIRFD_RAW (-4242) /* not a path: written as given (kernel names) */
+
 /* Copies `path` (relative to dirfd) into the thread's path ring under a new id,
  * as an absolute path where it can tell; returns the id (0 if none). Also
  * returns through dir_hash the hash of its directory part. */
@@ -241,7 +243,7 @@ static uint32_t path_record_as(struct wsl_thread *t, uint32_t given_id, int dirf
     const char *prefix = NULL;
     uint32_t prefix_len = 0;
     char fdprefix[32];
-    if (path[0] != '/') {
+    if (path[0] != '/' && dirfd != DIRFD_RAW) {
         if (dirfd == AT_FDCWD) {
             prefix = thread_cwd(t, &prefix_len);
         } else {
@@ -294,6 +296,15 @@ static uint32_t path_record_as(struct wsl_thread *t, uint32_t given_id, int dirf
 static inline uint32_t path_record(struct wsl_thread *t, int dirfd, const char *path, uint64_t *dir_hash)
 {
     return path_record_as(t, 0, dirfd, path, dir_hash);
+}
+
+/* A kernel name: written as given (not a path), under a new string id. */
+uint32_t wsl_string_record(struct wsl_thread *t, const char *s)
+{
+    if (!s || !t)
+        return 0;
+    uint64_t dir_hash;
+    return path_record_as(t, 0, DIRFD_RAW, s, &dir_hash);
 }
 
 /* In a forked child, files opened by the parent are still open under the

@@ -176,6 +176,7 @@ void *wsl_real_dlsym(void *handle, const char *name);
 /* ---- file I/O (io_hooks.c) -------------------------------------------------- */
 void wsl_io_init(void);                       /* resolve the real libc functions */
 void wsl_io_name_inherited_fds(struct wsl_thread *t); /* forked child: names of the parent's open files */
+uint32_t wsl_string_record(struct wsl_thread *t, const char *s); /* a string (kernel name) into the PATHS ring */
 size_t wsl_io_read_mounts(char **buf, size_t *cap); /* the mount table text, for the writer */
 
 /* ---- exec (exec_hooks.c) ---------------------------------------------------- */

@@ -132,7 +132,7 @@ _Static_assert(sizeof(struct wsl_end_info) == 32, "end info is 32 bytes");
  * one for the events that follow it. Lines: "id parent major:minor root
  * mountpoint options [optional fields] - fstype source superoptions". -------- */
 
-/* ---- PATHS payload: a sequence of entries, each
+/* ---- PATHS payload (strings: file paths and kernel names): a sequence of entries, each
  *      u32 id, u32 length, then `length` bytes of path (not NUL-terminated),
  * as the program named the file (relative paths are made absolute with the
  * working directory at the time). Ids are unique in a process and never 0; an
@@ -165,6 +165,10 @@ struct wsl_path_entry_header {
  *   COPY_*            stream  destination    source          bytes
  *   MEMSET(_ASYNC)    stream  destination                    bytes         value
  *   INIT              -       flags
+ *   FUNC_NAME         -       handle out     name id         parent
+ *     (cuModuleGetFunction, cuLibraryGetKernel: the function or kernel handle the
+ *     call returned, 0 if it failed; the id of its name in PATHS; the module or
+ *     library. cuKernelGetFunction: the function, no name, the kernel in a2.)
  *
  * File I/O (libc calls; result is 0 on success or -errno):
  *   category   stream          a0        a1                 a2              a3
@@ -230,6 +234,7 @@ enum wsl_category {
     WSL_CAT_IO_STAT,
     WSL_CAT_IO_SEEK,
     WSL_CAT_IO_CLOSE,
+    WSL_CAT_FUNC_NAME,
     WSL_CAT_COUNT
 };
 

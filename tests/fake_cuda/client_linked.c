@@ -67,6 +67,17 @@ int main(int argc, char **argv) {
   CALL("cuModuleGetFunction", cuModuleGetFunction(&fn, mod, "kernel"));
   CALL("cuStreamCreate", cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
 
+  /* CUDA 12 libraries: a kernel, and the function of it, both launchable. */
+  CUlibrary lib = NULL;
+  CUkernel kern = NULL;
+  CUfunction kfn = NULL;
+  CALL("cuLibraryLoadData", cuLibraryLoadData(&lib, "fake cubin", NULL, NULL, 0, NULL, NULL, 0));
+  CALL("cuLibraryGetKernel", cuLibraryGetKernel(&kern, lib, "_Z11lib_kernelPfi"));
+  CALL("cuKernelGetFunction", cuKernelGetFunction(&kfn, kern));
+  CALL_RC("cuLibraryGetKernel", CUDA_ERROR_NOT_FOUND, cuLibraryGetKernel(&kern, lib, ""));
+  CALL("cuLaunchKernel" PTSZ, cuLaunchKernel((CUfunction)kern, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
+  CALL("cuLaunchKernel" PTSZ, cuLaunchKernel(kfn, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
+
   /* Device memory: 64-bit and legacy 32-bit allocations, distinct and aligned. */
   CUdeviceptr d2 = 0;
   unsigned int d32 = 0;
@@ -143,6 +154,7 @@ int main(int argc, char **argv) {
   CALL("cuMemFree", legacy_cuMemFree(d32));
   CALL("cuStreamDestroy_v2", cuStreamDestroy(stream));
   CALL("cuModuleUnload", cuModuleUnload(mod));
+  CALL("cuLibraryUnload", cuLibraryUnload(lib));
   CALL_RC("cuLaunchKernel" PTSZ, CUDA_ERROR_INVALID_HANDLE,
           cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL));
 

@@ -77,6 +77,10 @@ typedef unsigned int devptr_v1; /* CUdeviceptr of the pre-3.2 ABI */
   X(cuModuleLoadData, cuModuleLoadData, 2000, 0)                               \
   X(cuModuleGetFunction, cuModuleGetFunction, 2000, 0)                         \
   X(cuModuleUnload, cuModuleUnload, 2000, 0)                                   \
+  X(cuLibraryLoadData, cuLibraryLoadData, 12000, 0)                            \
+  X(cuLibraryUnload, cuLibraryUnload, 12000, 0)                                \
+  X(cuLibraryGetKernel, cuLibraryGetKernel, 12000, 0)                          \
+  X(cuKernelGetFunction, cuKernelGetFunction, 12000, 0)                        \
   X(cuStreamCreate, cuStreamCreate, 2000, 0)                                   \
   X(cuStreamDestroy_v2, cuStreamDestroy, 4000, 0)                              \
   X(cuEventCreate, cuEventCreate, 2000, 0)                                     \
@@ -583,9 +587,57 @@ FAKE_API cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
   return handle_create(HANDLE_FUNCTION, 0, (struct fake_object *)hmod, (void **)hfunc);
 }
 
+/* Libraries (CUDA 12): a library is a module here, and a kernel is a function
+ * of it; as in the real driver, a CUkernel may be launched as a CUfunction. */
+FAKE_API cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *jit_options,
+                           void **jit_values, unsigned int n_jit, CUlibraryOption *lib_options,
+                           void **lib_values, unsigned int n_lib) {
+  COUNT(cuLibraryLoadData);
+  (void)jit_options, (void)jit_values, (void)n_jit, (void)lib_options, (void)lib_values, (void)n_lib;
+  REQUIRE_INIT();
+  if (!library || !code)
+    return CUDA_ERROR_INVALID_VALUE;
+  return handle_create(HANDLE_MODULE, 0, NULL, (void **)library);
+}
+
+FAKE_API cuLibraryGetKernel(CUkernel *kernel, CUlibrary library, const char *name) {
+  COUNT(cuLibraryGetKernel);
+  REQUIRE_INIT();
+  if (!kernel || !name)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (!handle_valid(library, HANDLE_MODULE))
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (!name[0])
+    return CUDA_ERROR_NOT_FOUND;
+  return handle_create(HANDLE_FUNCTION, 0, (struct fake_object *)library, (void **)kernel);
+}
+
+FAKE_API cuKernelGetFunction(CUfunction *func, CUkernel kernel) {
+  COUNT(cuKernelGetFunction);
+  REQUIRE_INIT();
+  if (!func)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (!handle_valid(kernel, HANDLE_FUNCTION))
+    return CUDA_ERROR_INVALID_HANDLE;
+  *func = (CUfunction)kernel;
+  return CUDA_SUCCESS;
+}
+
+static CUresult module_unload(CUmodule hmod);
+
+FAKE_API cuLibraryUnload(CUlibrary library) {
+  COUNT(cuLibraryUnload);
+  REQUIRE_INIT();
+  return module_unload((CUmodule)library);
+}
+
 FAKE_API cuModuleUnload(CUmodule hmod) {
   COUNT(cuModuleUnload);
   REQUIRE_INIT();
+  return module_unload(hmod);
+}
+
+static CUresult module_unload(CUmodule hmod) {
   pthread_rwlock_wrlock(&handle_lock);
   if (!handle_lookup_locked(hmod, HANDLE_MODULE)) {
     pthread_rwlock_unlock(&handle_lock);
