@@ -50,6 +50,7 @@ const char *wsl_category_name(unsigned category)
         [WSL_CAT_IO_STAT] = "io_stat",
         [WSL_CAT_IO_SEEK] = "io_seek",
         [WSL_CAT_IO_CLOSE] = "io_close",
+        [WSL_CAT_FUNC_NAME] = "func_name",
     };
     return category < WSL_CAT_COUNT ? names[category] : "other";
 }
@@ -126,6 +127,8 @@ struct trace_api {              /* one api id of the trace being read */
     uint16_t category;
     bool io;                    /* a file I/O call: its events also go to the I/O analysis */
     uint8_t mem;                /* enum wsl_mem_op: its events also go to the memory replay */
+    uint8_t kern;               /* enum wsl_kern_op: its events also go to the kernel analysis */
+    uint8_t launch_slot;        /* launches: the API's slot in run->kernels.launch_apis */
     uint64_t errors;
     struct wsl_hist ticks;      /* durations in this trace's ticks */
 };
@@ -140,6 +143,7 @@ struct trace_state {
     uint64_t dropped_in_chunks, dropped_at_end;
     struct wsl_io_trace *io;    /* from the PROCESS chunk on */
     struct wsl_mem_trace *mem;
+    struct wsl_kern_trace *kern;
 };
 
 static char **copy_argv(const char *const *argv, uint32_t argc)
@@ -197,6 +201,9 @@ static void take_api_table(struct wsl_run *run, struct trace_state *t, const str
         ta->category = e->category;
         ta->io = wsl_is_io_category(e->category);
         ta->mem = (uint8_t)wsl_mem_op_of(e->category, e->base);
+        ta->kern = (uint8_t)wsl_kern_op_of(e->category);
+        if (ta->kern == WSL_KERN_LAUNCH)
+            ta->launch_slot = (uint8_t)wsl_kern_launch_slot(&run->kernels, e->base);
         t->by_id[e->id] = ta;   /* the reader refuses an id defined twice */
     }
 }
@@ -213,6 +220,8 @@ static void take_events(struct trace_state *t, const struct wsl_event *ev, uint3
             wsl_io_trace_event(t->io, ta->category, &ev[i]);
         else if (ta->mem)
             wsl_mem_trace_event(t->mem, (enum wsl_mem_op)ta->mem, &ev[i]);
+        else if (ta->kern)
+            wsl_kern_trace_event(t->kern, (enum wsl_kern_op)ta->kern, ta->launch_slot, &ev[i]);
         if (ev[i].t_end > max_end)
             max_end = ev[i].t_end;
     }
@@ -239,6 +248,7 @@ static void free_trace_state(struct trace_state *t)
 {
     wsl_io_trace_discard(t->io);
     wsl_mem_trace_discard(t->mem);
+    wsl_kern_trace_discard(t->kern);
     for (unsigned i = 0; i < WSL_MAX_API_IDS; i++)
         if (t->by_id[i]) {
             wsl_hist_free(&t->by_id[i]->ticks);
@@ -273,6 +283,18 @@ static void merge_trace(struct wsl_run *run, struct trace_state *t, struct wsl_p
     p->mem.device_total_bytes = p->gpu_count ? p->gpus[0].total_mem : 0;
     wsl_mem_trace_end(t->mem, clock, &p->mem);
     t->mem = NULL;
+    uint64_t dropped_names = run->kernels.dropped_names, untracked = run->kernels.untracked_launches;
+    wsl_kern_trace_end(t->kern, &run->kernels, p->pid);
+    t->kern = NULL;
+    if (run->kernels.dropped_names > dropped_names)
+        add_warning(run, xasprintf("%s: more than %u kernel names or named handles (or %u MiB of names); %llu "
+                                   "were not kept and their launches count as unnamed", p->trace_path,
+                                   WSL_KERN_MAX_HANDLES, WSL_KERN_MAX_NAME_BYTES >> 20,
+                                   (unsigned long long)(run->kernels.dropped_names - dropped_names)));
+    if (run->kernels.untracked_launches > untracked)
+        add_warning(run, xasprintf("%s: more than %u distinct launched functions; %llu launches of the others "
+                                   "are in the totals only", p->trace_path, WSL_KERN_MAX_HANDLES,
+                                   (unsigned long long)(run->kernels.untracked_launches - untracked)));
     if (p->mem.late_events)
         add_warning(run, xasprintf("%s: %llu memory calls came after later ones of other threads had left the "
                                    "%u-event replay window; they were applied late, so the memory peak may be off",
@@ -299,6 +321,7 @@ int wsl_run_add_trace(struct wsl_run *run, const char *path, char *err, size_t e
         return -1;
     struct trace_state *t = xcalloc(1, sizeof *t);
     t->mem = wsl_mem_trace_begin();
+    t->kern = wsl_kern_trace_begin();
     struct wsl_process p;
     memset(&p, 0, sizeof p);
     bool have_process = false;
@@ -341,6 +364,7 @@ int wsl_run_add_trace(struct wsl_run *run, const char *path, char *err, size_t e
         case WSL_CHUNK_PATHS:
             if (t->io)
                 wsl_io_trace_paths(t->io, &it);
+            wsl_kern_trace_paths(t->kern, &it);
             break;
         }
     }
@@ -427,6 +451,7 @@ void wsl_run_finish(struct wsl_run *run)
     for (size_t i = 0; i < run->proc_count; i++)
         wsl_mem_add(&run->mem, &run->procs[i].mem);
     wsl_io_finish(&run->io);
+    wsl_kern_finish(&run->kernels);
     wsl_rules_run(run);
 }
 
@@ -449,6 +474,7 @@ void wsl_run_free(struct wsl_run *run)
     free(run->warnings);
     free(run->api_index);
     wsl_io_free(&run->io);
+    wsl_kern_free(&run->kernels);
     wsl_findings_free(run->findings, run->finding_count);
     memset(run, 0, sizeof *run);
 }

@@ -379,6 +379,9 @@ void wsl_io_trace_paths(struct wsl_io_trace *t, const struct wsl_item *item)
     size_t pos = 0;
     struct wsl_path_ref ref;
     while (wsl_paths_next(item, &pos, &ref)) {
+        /* File paths are absolute or "<fd N>/..."; anything else is a kernel name. */
+        if (!ref.length || (ref.bytes[0] != '/' && ref.bytes[0] != '<'))
+            continue;
         struct path_record *r = path_get(t, ref.id);
         if (!r || (r->flags & PATH_NAMED))
             continue;   /* past the cap, or defined twice: the first definition stands */

@@ -424,6 +424,57 @@ static void write_memory(struct json_writer *w, const struct wsl_run *run)
     json_end_object(w);
 }
 
+static void write_gpu(struct json_writer *w, const struct wsl_kernels *k)
+{
+    json_begin_object(w);
+    json_key(w, "launches");
+    json_u64(w, k->launches);
+    json_key(w, "kernels_distinct");
+    json_u64(w, k->count);
+    json_key(w, "unnamed_launches");
+    json_u64(w, k->unnamed_launches);
+    json_key(w, "untracked_launches");
+    json_u64(w, k->untracked_launches);
+    json_key(w, "failed_launches");
+    json_u64(w, k->failed_launches);
+    json_key(w, "graph_launches");
+    json_u64(w, k->graph_launches);
+    json_key(w, "named_handles");
+    json_u64(w, k->named_handles);
+    json_key(w, "kernels");     /* the first WSL_KERN_TOP_JSON, most launches first */
+    json_begin_array(w);
+    for (size_t i = 0; i < k->count && i < WSL_KERN_TOP_JSON; i++) {
+        const struct wsl_kernel *kn = &k->items[i];
+        json_begin_object(w);
+        json_key(w, "name");
+        json_string(w, kn->name);
+        json_key(w, "mangled");
+        if (kn->mangled)
+            json_string(w, kn->mangled);
+        else
+            json_null(w);
+        if (!kn->mangled) {     /* an unnamed handle: whose it is */
+            json_key(w, "pid");
+            json_i64(w, kn->pid);
+            json_key(w, "handle");
+            json_u64(w, kn->handle);
+        }
+        json_key(w, "count");
+        json_u64(w, kn->launches);
+        json_key(w, "launch_apis");
+        json_begin_object(w);
+        for (unsigned a = 0; a < k->launch_api_count; a++)
+            if (kn->by_api[a]) {
+                json_key(w, k->launch_apis[a]);
+                json_u64(w, kn->by_api[a]);
+            }
+        json_end_object(w);
+        json_end_object(w);
+    }
+    json_end_array(w);
+    json_end_object(w);
+}
+
 static void write_finding(struct json_writer *w, const struct wsl_finding *f)
 {
     json_begin_object(w);
@@ -489,6 +540,8 @@ void report_write_json(const struct wsl_run *run, FILE *out)
         if (run->apis[i].ns.count && !wsl_is_io_category(run->apis[i].category))
             write_api(&w, &run->apis[i]);
     json_end_object(&w);
+    json_key(&w, "gpu");
+    write_gpu(&w, &run->kernels);
     json_key(&w, "memory");
     write_memory(&w, run);
     json_key(&w, "io");

@@ -209,6 +209,44 @@ static void write_memory(FILE *out, const struct wsl_run *run)
                 wsl_format_bytes(a, sizeof a, m->managed.bytes), wsl_format_bytes(b, sizeof b, m->managed.peak_bytes));
 }
 
+/* s cleaned, cut to at most max bytes (whole UTF-8 characters) with "..." when longer. */
+static void put_clean_cut(FILE *out, const char *s, size_t max)
+{
+    size_t n = strlen(s);
+    if (n <= max) {
+        put_clean(out, s);
+        return;
+    }
+    size_t cut = max - 3;
+    while (cut > 0 && ((unsigned char)s[cut] & 0xc0) == 0x80)
+        cut--;
+    for (size_t i = 0; i < cut; i++)
+        fputc((unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i], out);
+    fputs("...", out);
+}
+
+static void write_kernels(FILE *out, const struct wsl_run *run)
+{
+    const struct wsl_kernels *k = &run->kernels;
+    if (!k->launches && !k->graph_launches)
+        return;
+    fprintf(out, "\nKernels by launches (%" PRIu64 " launches, %zu kernels", k->launches, k->count);
+    if (k->unnamed_launches)
+        fprintf(out, ", %" PRIu64 " launches unnamed", k->unnamed_launches);
+    if (k->graph_launches)
+        fprintf(out, ", %" PRIu64 " graph launches", k->graph_launches);
+    fputs(")\n", out);
+    for (size_t i = 0; i < k->count && i < WSL_KERN_TOP_TEXT; i++) {
+        fprintf(out, "  %10" PRIu64 "  ", k->items[i].launches);
+        put_clean_cut(out, k->items[i].name, 100);
+        if (!k->items[i].mangled)
+            fprintf(out, " (pid %" PRId32 ", unnamed)", k->items[i].pid);
+        fputc('\n', out);
+    }
+    if (k->count > WSL_KERN_TOP_TEXT)
+        fprintf(out, "  ... and %zu more\n", k->count - WSL_KERN_TOP_TEXT);
+}
+
 static void write_findings(FILE *out, const struct wsl_run *run)
 {
     fputs("\nBottlenecks, by time lost\n", out);
@@ -269,6 +307,7 @@ void report_write_text(const struct wsl_run *run, FILE *out)
     }
     if (!shown)
         fputs("  (no CUDA driver calls recorded)\n", out);
+    write_kernels(out, run);
     write_memory(out, run);
     write_io(out, &run->io);
     write_findings(out, run);

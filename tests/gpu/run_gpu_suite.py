@@ -98,11 +98,25 @@ class Suite:
         if compare_profiler:
             _, rep0 = self.traced(f"{name}-0", [*cmd[:4], "0", *extra])
             launches = self.calls(rep, "cuLaunchKernel") - self.calls(rep0, "cuLaunchKernel")
-            prof = self.plain([*cmd, "--profile"])["profiler_kernels"]
+            profiled = self.plain([*cmd, "--profile"])
+            prof = profiled["profiler_kernels"]
+            top = (rep.get("gpu", {}).get("kernels") or [{}])[0]
+            self.results["runs"][name]["top_kernel"] = {"shim": top, "profiler": profiled.get("profiler_top_kernel")}
+            ours = (top.get("name") or "").split("<")[0].split("(")[0].split("::")[-1]
+            self.check(f"{name} top kernel named as torch.profiler names it",
+                       bool(ours) and ours in (profiled.get("profiler_top_kernel") or ""),
+                       f"shim: {top.get('name', '')[:90]!r} x{top.get('count')}, "
+                       f"torch.profiler: {(profiled.get('profiler_top_kernel') or '')[:90]!r}")
             self.results["runs"][name]["profiler_kernels"] = prof
             self.results["runs"][name]["loop_launches"] = launches
             self.check(f"{name} launches == torch.profiler kernels", launches == prof,
                        f"shim saw {launches} cuLaunchKernel in the loop, torch.profiler {prof} kernels")
+        gpu = rep.get("gpu", {})
+        launches, unnamed = gpu.get("launches", 0), gpu.get("unnamed_launches", 0)
+        if launches:
+            self.check(f"{name} kernels named", unnamed <= 0.05 * launches,
+                       f"{launches - unnamed} of {launches} launches named; top: "
+                       f"{[(k.get('name', '')[:60], k.get('count')) for k in gpu.get('kernels', [])[:2]]}")
         for api_name, minimum in (expect_api or {}).items():
             got = self.calls(rep, api_name)
             self.check(f"{name} records {api_name}", got >= minimum, f"{got} calls (expected >= {minimum})")

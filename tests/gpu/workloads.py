@@ -42,6 +42,7 @@ def torch_setup():
 
 
 REPEAT = 1
+PROFILER_TOP_KERNEL = None
 
 
 def run_timed(torch, body, iters, profile):
@@ -64,7 +65,10 @@ def run_timed(torch, body, iters, profile):
         with prof(activities=[ProfilerActivity.CUDA]) as p:
             out = body(iters)
             torch.cuda.synchronize()
-        kernels = sum(1 for e in p.events() if e.device_type == torch.autograd.DeviceType.CUDA)
+        names = [e.name for e in p.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+        kernels = len(names)
+        global PROFILER_TOP_KERNEL
+        PROFILER_TOP_KERNEL = max(set(names), key=names.count) if names else None
     else:
         out = body(iters)
         torch.cuda.synchronize()
@@ -260,7 +264,7 @@ def main():
     global REPEAT
     REPEAT = args.repeat
     result = WORKLOADS[args.name](args)
-    result.update({"workload": args.name, "iters": args.iters})
+    result.update({"workload": args.name, "iters": args.iters, "profiler_top_kernel": PROFILER_TOP_KERNEL})
     print(json.dumps(result))
 
 

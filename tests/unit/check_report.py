@@ -509,6 +509,68 @@ def case_memory_text(env):
         check(needle in out, f"text report lacks {needle!r}:\n{out}")
 
 
+GPU_KEYS = ["launches", "kernels_distinct", "unnamed_launches", "untracked_launches", "failed_launches",
+            "graph_launches", "named_handles"]
+
+
+def check_gpu_shape(g):
+    check_int_keys(g, GPU_KEYS, "gpu")
+    check(isinstance(g["kernels"], list) and len(g["kernels"]) <= 50, "gpu.kernels")
+    counts = [k["count"] for k in g["kernels"]]
+    check(counts == sorted(counts, reverse=True), f"gpu.kernels not by count: {counts}")
+    for k in g["kernels"]:
+        check(isinstance(k["name"], str) and (k["mangled"] is None or isinstance(k["mangled"], str)), f"kernel {k}")
+        check_int_keys(k, ["count"], "gpu.kernels[]")
+        check(isinstance(k["launch_apis"], dict) and sum(k["launch_apis"].values()) == k["count"],
+              f"launch_apis {k}")
+
+
+def case_kernels_json(env):
+    rep, err = env.json_report(env.mem_trace("kernels"), env.mem_trace("kernels_b"))
+    check(err == "", f"unexpected stderr: {err}")
+    g = rep["gpu"]
+    check_gpu_shape(g)
+    want = {"launches": 35, "kernels_distinct": 7, "unnamed_launches": 7, "untracked_launches": 0,
+            "failed_launches": 1, "graph_launches": 3, "named_handles": 7}
+    for k, v in want.items():
+        check(g[k] == v, f"gpu.{k} = {g[k]}, expected {v}")
+    got = [(k["name"], k["mangled"], k["count"], k["launch_apis"]) for k in g["kernels"]]
+    expected = [
+        ("vector_add", "vector_add", 14, {"cuLaunchKernel": 11, "cuLaunchKernelEx": 3}),
+        ("kernel(float*, int)", "_Z6kernelPfi", 7, {"cuLaunchKernel": 7}),
+        ("function 0x9000", None, 6, {"cuLaunchKernel": 6}),
+        ("other_kernel", "other_kernel", 4, {"cuLaunchKernel": 4}),
+        ("at::native::reduce_kernel()", "_ZN2at6native13reduce_kernelEv", 2, {"cuLaunchCooperativeKernel": 2}),
+        ("_Zfoo", "_Zfoo", 1, {"cuLaunchKernel": 1}),
+        ("function 0x9000", None, 1, {"cuLaunchKernel": 1}),
+    ]
+    check(got == expected, f"gpu.kernels {got}")
+    check(g["kernels"][2]["pid"] == 8181 and g["kernels"][6]["pid"] == 8282 and g["kernels"][2]["handle"] == 0x9000,
+          "unnamed handles per process")
+    check(rep["api"]["cuModuleGetFunction"]["calls"] == 5, "cuModuleGetFunction in api")
+    # no names at all: the known trace (launches without FUNC_NAME events), the memory one (no launches)
+    t, _ = env.trace("known.trace.zst")
+    rep, _ = env.json_report(t)
+    check_gpu_shape(rep["gpu"])
+    g = rep["gpu"]
+    check(g["launches"] == g["unnamed_launches"] == 6000, f"known: {g['launches']} launches")
+    rep, _ = env.json_report(env.mem_trace("mixed"))
+    check_gpu_shape(rep["gpu"])
+    check(rep["gpu"]["launches"] == 0 and rep["gpu"]["kernels"] == [], "no launches")
+
+
+def case_kernels_text(env):
+    rc, out, err = env.run(env.mem_trace("kernels"), env.mem_trace("kernels_b"))
+    check(rc == 0 and err == "", f"exit {rc}, stderr {err}")
+    for needle in ("\nKernels by launches (35 launches, 7 kernels, 7 launches unnamed, 3 graph launches)\n",
+                   "          14  vector_add\n", "           7  kernel(float*, int)\n",
+                   "function 0x9000 (pid 8282, unnamed)"):
+        check(needle in out, f"text report lacks {needle!r}:\n{out}")
+    check(out.index("Kernels by launches") < out.index("\nMemory\n"), "kernels after the API table")
+    rc, out, err = env.run(env.mem_trace("mixed"))
+    check("Kernels by launches" not in out, "no kernel section without launches")
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 

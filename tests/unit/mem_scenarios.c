@@ -50,6 +50,17 @@ struct mem_builder *mb_open(const char *path, int32_t pid, uint32_t flags, uint6
 void mb_call(struct mem_builder *b, unsigned thread, uint64_t t_ns, uint64_t dur_ns, const char *symbol,
              int32_t result, uint64_t a0, uint64_t a1)
 {
+    mb_call_args(b, thread, t_ns, dur_ns, symbol, result, 0, a0, a1, 0, 0);
+}
+
+void mb_paths(struct mem_builder *b, const uint32_t *ids, const char *const *strings, uint32_t n)
+{
+    synth_paths(b->s, ids, strings, n);
+}
+
+void mb_call_args(struct mem_builder *b, unsigned thread, uint64_t t_ns, uint64_t dur_ns, const char *symbol,
+                  int32_t result, uint64_t stream, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3)
+{
     if (thread >= MEM_MAX_THREADS)
         abort();
     struct mem_thread *t = &b->th[thread];
@@ -65,8 +76,11 @@ void mb_call(struct mem_builder *b, unsigned thread, uint64_t t_ns, uint64_t dur
     ev->t_start = MEM_START_NS + t_ns;
     ev->t_end = ev->t_start + dur_ns;
     ev->result = result;
+    ev->stream = stream;
     ev->a[0] = a0;
     ev->a[1] = a1;
+    ev->a[2] = a2;
+    ev->a[3] = a3;
     if (ev->t_end > b->last_ns)
         b->last_ns = ev->t_end;
 }

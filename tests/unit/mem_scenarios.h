@@ -25,6 +25,11 @@ struct mem_builder *mb_open(const char *path, int32_t pid, uint32_t flags, uint6
 /* A call on thread `thread` (0..MEM_MAX_THREADS-1) starting at t_ns from the start, lasting dur_ns. */
 void mb_call(struct mem_builder *b, unsigned thread, uint64_t t_ns, uint64_t dur_ns, const char *symbol,
              int32_t result, uint64_t a0, uint64_t a1);
+/* mb_call with all four arguments and the stream. */
+void mb_call_args(struct mem_builder *b, unsigned thread, uint64_t t_ns, uint64_t dur_ns, const char *symbol,
+                  int32_t result, uint64_t stream, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3);
+/* Writes a PATHS chunk now (so before every EVENTS chunk, which mb_close writes). */
+void mb_paths(struct mem_builder *b, const uint32_t *ids, const char *const *strings, uint32_t n);
 /* Writes one EVENTS chunk per thread, in order[0], order[1]... (NULL: 0, 1, ...), then END; closes. */
 void mb_close(struct mem_builder *b, const unsigned *order);
 

@@ -69,7 +69,12 @@
     X(mem_two_processes)          \
     X(rule_vram_headroom_low)     \
     X(rule_vram_headroom_silent)  \
-    X(rule_pinned_memory)
+    X(rule_pinned_memory)         \
+    X(kern_demangle)              \
+    X(kern_names_threads)         \
+    X(kern_two_processes)         \
+    X(kern_no_names)              \
+    X(kern_handles_bounded)
 
 #define DECLARE(name) int test_##name(void);
 TESTS(DECLARE)

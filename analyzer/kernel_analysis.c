@@ -1,0 +1,418 @@
+/*
+ * Kernel launches per name. Per trace three maps, each an open-addressing
+ * table (linear probing, key 0 = empty, no deletions) of key -> index into a
+ * dense array: name id -> name bytes (in one arena), handle -> how it was
+ * named, handle -> launches per API. Names are looked up once, at the end of
+ * the trace.
+ */
+#include "kernel_analysis.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+#include "wslshim/trace_format.h"
+
+/* libstdc++'s demangler (the analyzer links libstdc++ for it). */
+char *__cxa_demangle(const char *mangled, char *out, size_t *len, int *status);
+
+enum wsl_kern_op wsl_kern_op_of(unsigned category)
+{
+    switch (category) {
+    case WSL_CAT_FUNC_NAME: return WSL_KERN_FUNC_NAME;
+    case WSL_CAT_LAUNCH: return WSL_KERN_LAUNCH;
+    case WSL_CAT_GRAPH: return WSL_KERN_GRAPH;
+    default: return WSL_KERN_NONE;
+    }
+}
+
+char *wsl_kern_demangle(const char *mangled)
+{
+    if (mangled[0] == '_' && mangled[1] == 'Z') {
+        int status = -1;
+        char *d = __cxa_demangle(mangled, NULL, NULL, &status);
+        if (d && status == 0) {
+            char *copy = xstrdup(d);    /* xstrdup'd: callers free with the rest */
+            free(d);
+            return copy;
+        }
+        free(d);
+    }
+    return xstrdup(mangled);
+}
+
+unsigned wsl_kern_launch_slot(struct wsl_kernels *k, const char *base)
+{
+    for (unsigned i = 0; i < k->launch_api_count; i++)
+        if (strcmp(k->launch_apis[i], base) == 0)
+            return i;
+    if (k->launch_api_count < WSL_KERN_LAUNCH_APIS) {
+        k->launch_apis[k->launch_api_count] = xstrdup(base);
+        return k->launch_api_count++;
+    }
+    /* more launch APIs than slots: the last one counts the rest */
+    if (strcmp(k->launch_apis[WSL_KERN_LAUNCH_APIS - 1], "other") != 0) {
+        free(k->launch_apis[WSL_KERN_LAUNCH_APIS - 1]);
+        k->launch_apis[WSL_KERN_LAUNCH_APIS - 1] = xstrdup("other");
+    }
+    return WSL_KERN_LAUNCH_APIS - 1;
+}
+
+/* ---- key -> index tables ------------------------------------------------------------- */
+
+struct index_slot {
+    uint64_t key;               /* 0: empty */
+    uint32_t index;
+};
+
+struct index_map {
+    struct index_slot *slots;
+    size_t size, count;         /* size: a power of two, or 0 */
+};
+
+static size_t key_hash(uint64_t k)
+{
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdull;
+    k ^= k >> 33;
+    k *= 0xc4ceb9fe1a85ec53ull;
+    k ^= k >> 33;
+    return (size_t)k;
+}
+
+static const struct index_slot *map_find(const struct index_map *m, uint64_t key)
+{
+    if (!m->size)
+        return NULL;
+    size_t mask = m->size - 1;
+    for (size_t s = key_hash(key) & mask; m->slots[s].key; s = (s + 1) & mask)
+        if (m->slots[s].key == key)
+            return &m->slots[s];
+    return NULL;
+}
+
+static void map_grow(struct index_map *m)
+{
+    size_t size = m->size ? 2 * m->size : 64, old_size = m->size;
+    struct index_slot *old = m->slots;
+    m->slots = xcalloc(size, sizeof *m->slots);
+    m->size = size;
+    for (size_t i = 0; i < old_size; i++)
+        if (old[i].key) {
+            size_t s = key_hash(old[i].key) & (size - 1);
+            while (m->slots[s].key)
+                s = (s + 1) & (size - 1);
+            m->slots[s] = old[i];
+        }
+    free(old);
+}
+
+/* Inserts key (not 0, not present) -> index. */
+static void map_insert(struct index_map *m, uint64_t key, uint32_t index)
+{
+    if (2 * (m->count + 1) > m->size)
+        map_grow(m);
+    size_t mask = m->size - 1, s = key_hash(key) & mask;
+    while (m->slots[s].key)
+        s = (s + 1) & mask;
+    m->slots[s].key = key;
+    m->slots[s].index = index;
+    m->count++;
+}
+
+static void map_free(struct index_map *m)
+{
+    free(m->slots);
+    memset(m, 0, sizeof *m);
+}
+
+/* ---- one trace --------------------------------------------------------------------------- */
+
+struct name_ref {
+    uint32_t offset, length;    /* in the arena */
+};
+
+struct handle_name {
+    uint32_t name_id;           /* 0: named after its kernel */
+    uint64_t kernel;            /* name_id 0: the CUkernel whose name it takes */
+};
+
+struct handle_launches {
+    uint64_t handle;
+    uint64_t by_api[WSL_KERN_LAUNCH_APIS];
+};
+
+struct wsl_kern_trace {
+    struct index_map names;     /* name id -> names_v */
+    struct name_ref *names_v;
+    size_t names_cap;
+    char *arena;
+    size_t arena_used, arena_cap;
+    struct index_map handles;   /* handle -> handles_v */
+    struct handle_name *handles_v;
+    size_t handles_cap;
+    struct index_map launched;  /* handle -> launched_v */
+    struct handle_launches *launched_v;
+    size_t launched_cap;
+    uint64_t launches, failed, graph, untracked, null_handle, dropped_names;
+};
+
+struct wsl_kern_trace *wsl_kern_trace_begin(void) { return xcalloc(1, sizeof(struct wsl_kern_trace)); }
+
+#define GROW(arr, cap, need)                                              \
+    do {                                                                  \
+        if ((need) > (cap)) {                                             \
+            (cap) = (cap) ? 2 * (cap) : 64;                               \
+            (arr) = xrealloc((arr), (cap) * sizeof *(arr));               \
+        }                                                                 \
+    } while (0)
+
+void wsl_kern_trace_paths(struct wsl_kern_trace *t, const struct wsl_item *item)
+{
+    size_t pos = 0;
+    struct wsl_path_ref ref;
+    while (wsl_paths_next(item, &pos, &ref)) {
+        /* File paths are absolute ("/...") or "<fd N>/...": not kernel names. */
+        if (!ref.id || !ref.length || ref.bytes[0] == '/' || ref.bytes[0] == '<')
+            continue;
+        if (map_find(&t->names, ref.id))
+            continue;   /* defined twice: the first definition stands */
+        if (t->names.count >= WSL_KERN_MAX_HANDLES || t->arena_used + ref.length + 1 > WSL_KERN_MAX_NAME_BYTES) {
+            t->dropped_names++;
+            continue;
+        }
+        while (t->arena_used + ref.length + 1 > t->arena_cap) {
+            t->arena_cap = t->arena_cap ? 2 * t->arena_cap : 4096;
+            t->arena = xrealloc(t->arena, t->arena_cap);
+        }
+        memcpy(t->arena + t->arena_used, ref.bytes, ref.length);
+        t->arena[t->arena_used + ref.length] = 0;
+        GROW(t->names_v, t->names_cap, t->names.count + 1);
+        t->names_v[t->names.count] = (struct name_ref){(uint32_t)t->arena_used, ref.length};
+        t->arena_used += ref.length + 1;
+        map_insert(&t->names, ref.id, (uint32_t)t->names.count);
+    }
+}
+
+static void take_name(struct wsl_kern_trace *t, const struct wsl_event *ev)
+{
+    uint64_t handle = ev->a[0];
+    if (ev->result != 0 || !handle)
+        return;
+    struct handle_name hn = {(uint32_t)ev->a[1], ev->a[1] ? 0 : ev->a[2]};
+    if (!hn.name_id && !hn.kernel)
+        return;
+    const struct index_slot *s = map_find(&t->handles, handle);
+    if (s) {
+        t->handles_v[s->index] = hn;    /* named again (a reused handle): the last name stands */
+        return;
+    }
+    if (t->handles.count >= WSL_KERN_MAX_HANDLES) {
+        t->dropped_names++;
+        return;
+    }
+    GROW(t->handles_v, t->handles_cap, t->handles.count + 1);
+    t->handles_v[t->handles.count] = hn;
+    map_insert(&t->handles, handle, (uint32_t)t->handles.count);
+}
+
+static void take_launch(struct wsl_kern_trace *t, unsigned slot, const struct wsl_event *ev)
+{
+    if (ev->result != 0) {
+        t->failed++;
+        return;
+    }
+    t->launches++;
+    uint64_t handle = ev->a[0];
+    if (!handle) {
+        t->null_handle++;
+        return;
+    }
+    const struct index_slot *s = map_find(&t->launched, handle);
+    if (!s) {
+        if (t->launched.count >= WSL_KERN_MAX_HANDLES) {
+            t->untracked++;
+            return;
+        }
+        GROW(t->launched_v, t->launched_cap, t->launched.count + 1);
+        struct handle_launches *hl = &t->launched_v[t->launched.count];
+        memset(hl, 0, sizeof *hl);
+        hl->handle = handle;
+        map_insert(&t->launched, handle, (uint32_t)t->launched.count);
+        s = map_find(&t->launched, handle);
+    }
+    t->launched_v[s->index].by_api[slot < WSL_KERN_LAUNCH_APIS ? slot : WSL_KERN_LAUNCH_APIS - 1]++;
+}
+
+void wsl_kern_trace_event(struct wsl_kern_trace *t, enum wsl_kern_op op, unsigned slot, const struct wsl_event *ev)
+{
+    switch (op) {
+    case WSL_KERN_FUNC_NAME:
+        take_name(t, ev);
+        break;
+    case WSL_KERN_LAUNCH:
+        take_launch(t, slot, ev);
+        break;
+    case WSL_KERN_GRAPH:
+        t->graph += ev->result == 0;
+        break;
+    case WSL_KERN_NONE:
+        break;
+    }
+}
+
+/* The name of handle, or NULL: its own, or its kernel's (a few levels at most). */
+static const char *handle_name(const struct wsl_kern_trace *t, uint64_t handle)
+{
+    for (int depth = 0; depth < 4 && handle; depth++) {
+        const struct index_slot *s = map_find(&t->handles, handle);
+        if (!s)
+            return NULL;
+        const struct handle_name *hn = &t->handles_v[s->index];
+        if (hn->name_id) {
+            const struct index_slot *n = map_find(&t->names, hn->name_id);
+            return n ? t->arena + t->names_v[n->index].offset : NULL;
+        }
+        handle = hn->kernel;
+    }
+    return NULL;
+}
+
+/* ---- the run ------------------------------------------------------------------------------ */
+
+static uint64_t string_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603u; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 1099511628211u;
+    return h;
+}
+
+static void index_rebuild(struct wsl_kernels *k, size_t size)
+{
+    free(k->index);
+    k->index = xmalloc(size * sizeof *k->index);
+    memset(k->index, 0xff, size * sizeof *k->index);
+    k->index_size = size;
+    for (size_t i = 0; i < k->count; i++) {
+        if (!k->items[i].mangled)
+            continue;
+        size_t slot = string_hash(k->items[i].mangled) & (size - 1);
+        while (k->index[slot] != UINT32_MAX)
+            slot = (slot + 1) & (size - 1);
+        k->index[slot] = (uint32_t)i;
+    }
+}
+
+static struct wsl_kernel *kernel_add(struct wsl_kernels *k)
+{
+    k->items = xrealloc(k->items, (k->count + 1) * sizeof *k->items);
+    struct wsl_kernel *kn = &k->items[k->count++];
+    memset(kn, 0, sizeof *kn);
+    return kn;
+}
+
+/* The kernel named `mangled`, added when new; NULL past WSL_KERN_MAX_KERNELS. */
+static struct wsl_kernel *kernel_named(struct wsl_kernels *k, const char *mangled)
+{
+    if (k->index_size < 2 * (k->count + 1))
+        index_rebuild(k, k->index_size ? 2 * k->index_size : 256);
+    size_t mask = k->index_size - 1, slot = string_hash(mangled) & mask;
+    for (; k->index[slot] != UINT32_MAX; slot = (slot + 1) & mask)
+        if (strcmp(k->items[k->index[slot]].mangled, mangled) == 0)
+            return &k->items[k->index[slot]];
+    if (k->count >= WSL_KERN_MAX_KERNELS)
+        return NULL;
+    k->index[slot] = (uint32_t)k->count;
+    struct wsl_kernel *kn = kernel_add(k);
+    kn->mangled = xstrdup(mangled);
+    kn->name = wsl_kern_demangle(mangled);
+    return kn;
+}
+
+void wsl_kern_trace_end(struct wsl_kern_trace *t, struct wsl_kernels *k, int32_t pid)
+{
+    k->launches += t->launches;
+    k->failed_launches += t->failed;
+    k->graph_launches += t->graph;
+    k->untracked_launches += t->untracked;
+    k->unnamed_launches += t->null_handle;
+    k->named_handles += t->handles.count;
+    k->dropped_names += t->dropped_names;
+    for (size_t i = 0; i < t->launched.count; i++) {
+        const struct handle_launches *hl = &t->launched_v[i];
+        uint64_t n = 0;
+        for (unsigned a = 0; a < WSL_KERN_LAUNCH_APIS; a++)
+            n += hl->by_api[a];
+        const char *name = handle_name(t, hl->handle);
+        struct wsl_kernel *kn;
+        if (name) {
+            kn = kernel_named(k, name);
+        } else {
+            k->unnamed_launches += n;
+            kn = k->count < WSL_KERN_MAX_KERNELS ? kernel_add(k) : NULL;
+            if (kn) {
+                kn->pid = pid;
+                kn->handle = hl->handle;
+                kn->name = xasprintf("function 0x%llx", (unsigned long long)hl->handle);
+            }
+        }
+        if (!kn) {
+            k->untracked_launches += n;
+            continue;
+        }
+        kn->launches += n;
+        for (unsigned a = 0; a < WSL_KERN_LAUNCH_APIS; a++)
+            kn->by_api[a] += hl->by_api[a];
+    }
+    wsl_kern_trace_discard(t);
+}
+
+void wsl_kern_trace_discard(struct wsl_kern_trace *t)
+{
+    if (!t)
+        return;
+    map_free(&t->names);
+    map_free(&t->handles);
+    map_free(&t->launched);
+    free(t->names_v);
+    free(t->arena);
+    free(t->handles_v);
+    free(t->launched_v);
+    free(t);
+}
+
+static int by_launches(const void *a, const void *b)
+{
+    const struct wsl_kernel *x = a, *y = b;
+    if (x->launches != y->launches)
+        return x->launches > y->launches ? -1 : 1;
+    int c = strcmp(x->name, y->name);
+    if (c)
+        return c;
+    return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+void wsl_kern_finish(struct wsl_kernels *k)
+{
+    /* The name index points into items: it is not used after sorting. */
+    free(k->index);
+    k->index = NULL;
+    k->index_size = 0;
+    if (k->count > 1)
+        qsort(k->items, k->count, sizeof *k->items, by_launches);
+}
+
+void wsl_kern_free(struct wsl_kernels *k)
+{
+    for (size_t i = 0; i < k->count; i++) {
+        free(k->items[i].mangled);
+        free(k->items[i].name);
+    }
+    free(k->items);
+    for (unsigned i = 0; i < k->launch_api_count; i++)
+        free(k->launch_apis[i]);
+    free(k->index);
+    memset(k, 0, sizeof *k);
+}

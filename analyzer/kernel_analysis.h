@@ -1,0 +1,99 @@
+/*
+ * Kernels of a run: launches counted per kernel name.
+ *
+ * The shim records where a program gets its functions (category
+ * WSL_CAT_FUNC_NAME: cuModuleGetFunction and cuLibraryGetKernel name a
+ * handle, their name a string of the PATHS chunks; cuKernelGetFunction gives a
+ * function the name of its kernel) and every launch with its function handle
+ * (WSL_CAT_LAUNCH; a CUkernel passed as the function works too). Handles are
+ * per process. While a trace is read, launches are counted per handle and
+ * launch API; at its end each handle is given its name, whatever the order in
+ * which the threads' chunks came (a handle named after it was launched is
+ * named all the same). A handle named twice keeps the last name read.
+ * Graph launches (WSL_CAT_GRAPH) are counted, without names.
+ *
+ * Memory is bounded whatever the trace holds: per process at most
+ * WSL_KERN_MAX_HANDLES named handles, as many launched handles and
+ * WSL_KERN_MAX_NAME_BYTES bytes of names (PATHS entries that are not file
+ * paths, i.e. do not start with '/' or '<'); per run at most
+ * WSL_KERN_MAX_KERNELS kernels. What is past a cap is counted.
+ *
+ * Use, per trace: wsl_kern_trace_begin, then _paths and _event in stream
+ * order, then _end (which merges into the run's wsl_kernels); once every
+ * trace was read, wsl_kern_finish.
+ */
+#ifndef WSLSHIM_KERNEL_ANALYSIS_H
+#define WSLSHIM_KERNEL_ANALYSIS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trace_reader.h"
+
+#define WSL_KERN_MAX_HANDLES (1u << 20)       /* named handles, and launched handles, per process */
+#define WSL_KERN_MAX_NAME_BYTES (64u << 20)   /* bytes of names kept per process */
+#define WSL_KERN_MAX_KERNELS (1u << 20)       /* distinct kernels per run */
+#define WSL_KERN_LAUNCH_APIS 4                /* launch API base names counted apart (the 4th may be "other") */
+#define WSL_KERN_TOP_JSON 50
+#define WSL_KERN_TOP_TEXT 10
+
+/* What an API does for the kernel analysis; decided once per API table entry. */
+enum wsl_kern_op {
+    WSL_KERN_NONE = 0,
+    WSL_KERN_FUNC_NAME,         /* a0 handle, a1 name id (0: the kernel a2's name), a2 parent */
+    WSL_KERN_LAUNCH,            /* a0 the function */
+    WSL_KERN_GRAPH,             /* a graph launch */
+};
+
+enum wsl_kern_op wsl_kern_op_of(unsigned category);
+
+struct wsl_kernel {
+    char *mangled;              /* the name as the program asked for it; NULL for an unnamed handle */
+    char *name;                 /* demangled for display (the raw name when that fails), or "function 0x..." */
+    int32_t pid;                /* unnamed handles only: the process the handle belongs to */
+    uint64_t handle;            /* unnamed handles only */
+    uint64_t launches;          /* successful launches */
+    uint64_t by_api[WSL_KERN_LAUNCH_APIS]; /* of them, per launch API (see wsl_kernels.launch_apis) */
+};
+
+struct wsl_kernels {
+    struct wsl_kernel *items;   /* sorted by launches, most first, after wsl_kern_finish */
+    size_t count;
+    char *launch_apis[WSL_KERN_LAUNCH_APIS]; /* base names ("cuLaunchKernel"...); the last may be "other" */
+    unsigned launch_api_count;
+    uint64_t launches;          /* successful kernel launches (not graph launches) */
+    uint64_t unnamed_launches;  /* of them, of a handle no FUNC_NAME event named */
+    uint64_t untracked_launches;/* of them, of handles past a cap: in no item */
+    uint64_t failed_launches;   /* kernel launch calls with result != 0 (not counted above) */
+    uint64_t graph_launches;    /* successful cuGraphLaunch calls */
+    uint64_t named_handles;     /* handles FUNC_NAME events named, all processes */
+    uint64_t dropped_names;     /* names or named handles past a per-process cap */
+    /* mangled name -> index into items, open addressing; freed by wsl_kern_finish */
+    uint32_t *index;
+    size_t index_size;
+};
+
+/* The slot of a launch API base name in k->launch_apis (added when new). */
+unsigned wsl_kern_launch_slot(struct wsl_kernels *k, const char *base);
+
+struct wsl_kern_trace;
+
+struct wsl_kern_trace *wsl_kern_trace_begin(void);
+/* A PATHS chunk: keeps the entries that may be kernel names. */
+void wsl_kern_trace_paths(struct wsl_kern_trace *t, const struct wsl_item *item);
+/* One event of an API whose op is not WSL_KERN_NONE; slot: its launch slot (launches only). */
+void wsl_kern_trace_event(struct wsl_kern_trace *t, enum wsl_kern_op op, unsigned slot, const struct wsl_event *ev);
+/* Names the launched handles, adds them to k and frees t. */
+void wsl_kern_trace_end(struct wsl_kern_trace *t, struct wsl_kernels *k, int32_t pid);
+/* Frees t (NULL is fine). */
+void wsl_kern_trace_discard(struct wsl_kern_trace *t);
+
+void wsl_kern_finish(struct wsl_kernels *k);
+void wsl_kern_free(struct wsl_kernels *k);
+
+/* The display form of a kernel name: C++ names ("_Z...") demangled, others
+ * (and names that fail to demangle) as they are. A new string. */
+char *wsl_kern_demangle(const char *mangled);
+
+#endif /* WSLSHIM_KERNEL_ANALYSIS_H */
