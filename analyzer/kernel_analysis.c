@@ -6,6 +6,7 @@
  * the trace.
  */
 #include "kernel_analysis.h"
+#include "u64_map.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,74 +60,6 @@ unsigned wsl_kern_launch_slot(struct wsl_kernels *k, const char *base)
     return WSL_KERN_LAUNCH_APIS - 1;
 }
 
-/* ---- key -> index tables ------------------------------------------------------------- */
-
-struct index_slot {
-    uint64_t key;               /* 0: empty */
-    uint32_t index;
-};
-
-struct index_map {
-    struct index_slot *slots;
-    size_t size, count;         /* size: a power of two, or 0 */
-};
-
-static size_t key_hash(uint64_t k)
-{
-    k ^= k >> 33;
-    k *= 0xff51afd7ed558ccdull;
-    k ^= k >> 33;
-    k *= 0xc4ceb9fe1a85ec53ull;
-    k ^= k >> 33;
-    return (size_t)k;
-}
-
-static const struct index_slot *map_find(const struct index_map *m, uint64_t key)
-{
-    if (!m->size)
-        return NULL;
-    size_t mask = m->size - 1;
-    for (size_t s = key_hash(key) & mask; m->slots[s].key; s = (s + 1) & mask)
-        if (m->slots[s].key == key)
-            return &m->slots[s];
-    return NULL;
-}
-
-static void map_grow(struct index_map *m)
-{
-    size_t size = m->size ? 2 * m->size : 64, old_size = m->size;
-    struct index_slot *old = m->slots;
-    m->slots = xcalloc(size, sizeof *m->slots);
-    m->size = size;
-    for (size_t i = 0; i < old_size; i++)
-        if (old[i].key) {
-            size_t s = key_hash(old[i].key) & (size - 1);
-            while (m->slots[s].key)
-                s = (s + 1) & (size - 1);
-            m->slots[s] = old[i];
-        }
-    free(old);
-}
-
-/* Inserts key (not 0, not present) -> index. */
-static void map_insert(struct index_map *m, uint64_t key, uint32_t index)
-{
-    if (2 * (m->count + 1) > m->size)
-        map_grow(m);
-    size_t mask = m->size - 1, s = key_hash(key) & mask;
-    while (m->slots[s].key)
-        s = (s + 1) & mask;
-    m->slots[s].key = key;
-    m->slots[s].index = index;
-    m->count++;
-}
-
-static void map_free(struct index_map *m)
-{
-    free(m->slots);
-    memset(m, 0, sizeof *m);
-}
-
 /* ---- one trace --------------------------------------------------------------------------- */
 
 struct name_ref {
@@ -144,15 +77,15 @@ struct handle_launches {
 };
 
 struct wsl_kern_trace {
-    struct index_map names;     /* name id -> names_v */
+    struct wsl_u64_map names;     /* name id -> names_v */
     struct name_ref *names_v;
     size_t names_cap;
     char *arena;
     size_t arena_used, arena_cap;
-    struct index_map handles;   /* handle -> handles_v */
+    struct wsl_u64_map handles;   /* handle -> handles_v */
     struct handle_name *handles_v;
     size_t handles_cap;
-    struct index_map launched;  /* handle -> launched_v */
+    struct wsl_u64_map launched;  /* handle -> launched_v */
     struct handle_launches *launched_v;
     size_t launched_cap;
     uint64_t launches, failed, graph, untracked, null_handle, dropped_names;
@@ -176,7 +109,7 @@ void wsl_kern_trace_paths(struct wsl_kern_trace *t, const struct wsl_item *item)
         /* File paths are absolute ("/...") or "<fd N>/...": not kernel names. */
         if (!ref.id || !ref.length || ref.bytes[0] == '/' || ref.bytes[0] == '<')
             continue;
-        if (map_find(&t->names, ref.id))
+        if (wsl_u64_map_find(&t->names, ref.id))
             continue;   /* defined twice: the first definition stands */
         if (t->names.count >= WSL_KERN_MAX_HANDLES || t->arena_used + ref.length + 1 > WSL_KERN_MAX_NAME_BYTES) {
             t->dropped_names++;
@@ -191,7 +124,7 @@ void wsl_kern_trace_paths(struct wsl_kern_trace *t, const struct wsl_item *item)
         GROW(t->names_v, t->names_cap, t->names.count + 1);
         t->names_v[t->names.count] = (struct name_ref){(uint32_t)t->arena_used, ref.length};
         t->arena_used += ref.length + 1;
-        map_insert(&t->names, ref.id, (uint32_t)t->names.count);
+        wsl_u64_map_insert(&t->names, ref.id, (uint32_t)t->names.count);
     }
 }
 
@@ -203,9 +136,9 @@ static void take_name(struct wsl_kern_trace *t, const struct wsl_event *ev)
     struct handle_name hn = {(uint32_t)ev->a[1], ev->a[1] ? 0 : ev->a[2]};
     if (!hn.name_id && !hn.kernel)
         return;
-    const struct index_slot *s = map_find(&t->handles, handle);
+    const struct wsl_u64_slot *s = wsl_u64_map_find(&t->handles, handle);
     if (s) {
-        t->handles_v[s->index] = hn;    /* named again (a reused handle): the last name stands */
+        t->handles_v[s->value] = hn;    /* named again (a reused handle): the last name stands */
         return;
     }
     if (t->handles.count >= WSL_KERN_MAX_HANDLES) {
@@ -214,7 +147,7 @@ static void take_name(struct wsl_kern_trace *t, const struct wsl_event *ev)
     }
     GROW(t->handles_v, t->handles_cap, t->handles.count + 1);
     t->handles_v[t->handles.count] = hn;
-    map_insert(&t->handles, handle, (uint32_t)t->handles.count);
+    wsl_u64_map_insert(&t->handles, handle, (uint32_t)t->handles.count);
 }
 
 static void take_launch(struct wsl_kern_trace *t, unsigned slot, const struct wsl_event *ev)
@@ -229,7 +162,7 @@ static void take_launch(struct wsl_kern_trace *t, unsigned slot, const struct ws
         t->null_handle++;
         return;
     }
-    const struct index_slot *s = map_find(&t->launched, handle);
+    const struct wsl_u64_slot *s = wsl_u64_map_find(&t->launched, handle);
     if (!s) {
         if (t->launched.count >= WSL_KERN_MAX_HANDLES) {
             t->untracked++;
@@ -239,10 +172,10 @@ static void take_launch(struct wsl_kern_trace *t, unsigned slot, const struct ws
         struct handle_launches *hl = &t->launched_v[t->launched.count];
         memset(hl, 0, sizeof *hl);
         hl->handle = handle;
-        map_insert(&t->launched, handle, (uint32_t)t->launched.count);
-        s = map_find(&t->launched, handle);
+        wsl_u64_map_insert(&t->launched, handle, (uint32_t)t->launched.count);
+        s = wsl_u64_map_find(&t->launched, handle);
     }
-    t->launched_v[s->index].by_api[slot < WSL_KERN_LAUNCH_APIS ? slot : WSL_KERN_LAUNCH_APIS - 1]++;
+    t->launched_v[s->value].by_api[slot < WSL_KERN_LAUNCH_APIS ? slot : WSL_KERN_LAUNCH_APIS - 1]++;
 }
 
 void wsl_kern_trace_event(struct wsl_kern_trace *t, enum wsl_kern_op op, unsigned slot, const struct wsl_event *ev)
@@ -266,13 +199,13 @@ void wsl_kern_trace_event(struct wsl_kern_trace *t, enum wsl_kern_op op, unsigne
 static const char *handle_name(const struct wsl_kern_trace *t, uint64_t handle)
 {
     for (int depth = 0; depth < 4 && handle; depth++) {
-        const struct index_slot *s = map_find(&t->handles, handle);
+        const struct wsl_u64_slot *s = wsl_u64_map_find(&t->handles, handle);
         if (!s)
             return NULL;
-        const struct handle_name *hn = &t->handles_v[s->index];
+        const struct handle_name *hn = &t->handles_v[s->value];
         if (hn->name_id) {
-            const struct index_slot *n = map_find(&t->names, hn->name_id);
-            return n ? t->arena + t->names_v[n->index].offset : NULL;
+            const struct wsl_u64_slot *n = wsl_u64_map_find(&t->names, hn->name_id);
+            return n ? t->arena + t->names_v[n->value].offset : NULL;
         }
         handle = hn->kernel;
     }
@@ -373,9 +306,9 @@ void wsl_kern_trace_discard(struct wsl_kern_trace *t)
 {
     if (!t)
         return;
-    map_free(&t->names);
-    map_free(&t->handles);
-    map_free(&t->launched);
+    wsl_u64_map_free(&t->names);
+    wsl_u64_map_free(&t->handles);
+    wsl_u64_map_free(&t->launched);
     free(t->names_v);
     free(t->arena);
     free(t->handles_v);

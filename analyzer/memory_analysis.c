@@ -11,6 +11,7 @@
  * (no tombstones), key 0 = empty slot (pointer 0 is never tracked).
  */
 #include "memory_analysis.h"
+#include "u64_map.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -65,86 +66,15 @@ const char *wsl_mem_bucket_name(unsigned bucket)
     return bucket < WSL_MEM_SIZE_BUCKETS ? names[bucket] : "?";
 }
 
-/* ---- live tables ------------------------------------------------------------------------ */
-
-struct live_slot {
-    uint64_t ptr;               /* 0: empty */
-    uint64_t bytes;
-};
-
-struct live_map {
-    struct live_slot *slots;
-    size_t size, count;         /* size: a power of two, or 0 */
-};
-
-static size_t ptr_hash(uint64_t p)
-{
-    p ^= p >> 33;
-    p *= 0xff51afd7ed558ccdull;
-    p ^= p >> 33;
-    return (size_t)p;
-}
-
-static void map_grow(struct live_map *m)
-{
-    size_t size = m->size ? 2 * m->size : 256;
-    struct live_slot *old = m->slots;
-    size_t old_size = m->size;
-    m->slots = xcalloc(size, sizeof *m->slots);
-    m->size = size;
-    for (size_t i = 0; i < old_size; i++)
-        if (old[i].ptr) {
-            size_t s = ptr_hash(old[i].ptr) & (size - 1);
-            while (m->slots[s].ptr)
-                s = (s + 1) & (size - 1);
-            m->slots[s] = old[i];
-        }
-    free(old);
-}
-
-static struct live_slot *map_find(const struct live_map *m, uint64_t ptr)
-{
-    if (!m->size)
-        return NULL;
-    size_t mask = m->size - 1;
-    for (size_t s = ptr_hash(ptr) & mask; m->slots[s].ptr; s = (s + 1) & mask)
-        if (m->slots[s].ptr == ptr)
-            return &m->slots[s];
-    return NULL;
-}
+/* ---- live tables: pointer -> bytes (u64_map) --------------------------------------------- */
 
 /* Inserts ptr (not 0, not present); false when the table is full. */
-static bool map_insert(struct live_map *m, uint64_t ptr, uint64_t bytes)
+static bool live_insert(struct wsl_u64_map *m, uint64_t ptr, uint64_t bytes)
 {
     if (m->count >= WSL_MEM_MAX_LIVE)
         return false;
-    if (2 * (m->count + 1) > m->size)
-        map_grow(m);
-    size_t mask = m->size - 1, s = ptr_hash(ptr) & mask;
-    while (m->slots[s].ptr)
-        s = (s + 1) & mask;
-    m->slots[s].ptr = ptr;
-    m->slots[s].bytes = bytes;
-    m->count++;
+    wsl_u64_map_insert(m, ptr, bytes);
     return true;
-}
-
-/* Removes the slot (which map_find returned), shifting followers back. */
-static void map_remove(struct live_map *m, struct live_slot *slot)
-{
-    size_t mask = m->size - 1, hole = (size_t)(slot - m->slots);
-    m->slots[hole].ptr = 0;
-    m->count--;
-    for (size_t s = (hole + 1) & mask; m->slots[s].ptr; s = (s + 1) & mask) {
-        size_t home = ptr_hash(m->slots[s].ptr) & mask;
-        /* can the entry at s move to hole? yes when home is not in (hole, s] cyclically */
-        bool in_between = hole <= s ? (home > hole && home <= s) : (home > hole || home <= s);
-        if (!in_between) {
-            m->slots[hole] = m->slots[s];
-            m->slots[s].ptr = 0;
-            hole = s;
-        }
-    }
 }
 
 /* ---- the window -------------------------------------------------------------------------- */
@@ -163,7 +93,7 @@ struct wsl_mem_trace {
     uint64_t seq;
     bool released_any;
     uint64_t released_t;        /* latest start of the events applied */
-    struct live_map device, managed, pinned, registered;
+    struct wsl_u64_map device, managed, pinned, registered;
     uint64_t live, peak, peak_ticks, failed_ticks;
     uint64_t page_locked_peak;
     struct wsl_mem_summary s;   /* counts; times filled at the end */
@@ -215,7 +145,7 @@ static struct mem_ev heap_pop(struct wsl_mem_trace *t)
 
 /* ---- replay ------------------------------------------------------------------------------ */
 
-static void kind_alloc(struct wsl_mem_trace *t, struct live_map *map, struct wsl_mem_kind *k, const struct mem_ev *e)
+static void kind_alloc(struct wsl_mem_trace *t, struct wsl_u64_map *map, struct wsl_mem_kind *k, const struct mem_ev *e)
 {
     if (e->result != 0) {
         k->failed++;
@@ -223,12 +153,12 @@ static void kind_alloc(struct wsl_mem_trace *t, struct live_map *map, struct wsl
     }
     k->allocations++;
     k->bytes += e->bytes;
-    struct live_slot *old = e->ptr ? map_find(map, e->ptr) : NULL;
+    struct wsl_u64_slot *old = e->ptr ? wsl_u64_map_find(map, e->ptr) : NULL;
     if (old) {
         t->s.reused_pointers++;
-        k->live_bytes -= old->bytes;
-        old->bytes = e->bytes;
-    } else if (!e->ptr || !map_insert(map, e->ptr, e->bytes)) {
+        k->live_bytes -= old->value;
+        old->value = e->bytes;
+    } else if (!e->ptr || !live_insert(map, e->ptr, e->bytes)) {
         t->s.untracked_allocations++;
         return;
     }
@@ -238,13 +168,13 @@ static void kind_alloc(struct wsl_mem_trace *t, struct live_map *map, struct wsl
 }
 
 /* true when the pointer was live in map (and is now freed) */
-static bool kind_free(struct live_map *map, struct wsl_mem_kind *k, uint64_t ptr)
+static bool kind_free(struct wsl_u64_map *map, struct wsl_mem_kind *k, uint64_t ptr)
 {
-    struct live_slot *slot = ptr ? map_find(map, ptr) : NULL;
+    struct wsl_u64_slot *slot = ptr ? wsl_u64_map_find(map, ptr) : NULL;
     if (!slot)
         return false;
-    k->live_bytes -= slot->bytes;
-    map_remove(map, slot);
+    k->live_bytes -= slot->value;
+    wsl_u64_map_remove(map, slot);
     return true;
 }
 
@@ -281,12 +211,12 @@ static void apply(struct wsl_mem_trace *t, const struct mem_ev *e)
             s->async_allocations++;
             s->async_bytes += e->bytes;
         }
-        struct live_slot *old = e->ptr ? map_find(&t->device, e->ptr) : NULL;
+        struct wsl_u64_slot *old = e->ptr ? wsl_u64_map_find(&t->device, e->ptr) : NULL;
         if (old) {
             s->reused_pointers++;
-            t->live -= old->bytes;
-            old->bytes = e->bytes;
-        } else if (!e->ptr || !map_insert(&t->device, e->ptr, e->bytes)) {
+            t->live -= old->value;
+            old->value = e->bytes;
+        } else if (!e->ptr || !live_insert(&t->device, e->ptr, e->bytes)) {
             s->untracked_allocations++;
             break;
         }
@@ -314,13 +244,13 @@ static void apply(struct wsl_mem_trace *t, const struct mem_ev *e)
         }
         s->frees++;
         s->async_frees += e->op == WSL_MEM_FREE_ASYNC;
-        struct live_slot *slot = e->ptr ? map_find(&t->device, e->ptr) : NULL;
+        struct wsl_u64_slot *slot = e->ptr ? wsl_u64_map_find(&t->device, e->ptr) : NULL;
         if (!slot) {
             s->unknown_frees++;
             break;
         }
-        t->live -= slot->bytes;
-        map_remove(&t->device, slot);
+        t->live -= slot->value;
+        wsl_u64_map_remove(&t->device, slot);
         break;
     }
     case WSL_MEM_HOST_ALLOC:
@@ -382,7 +312,7 @@ void wsl_mem_trace_event(struct wsl_mem_trace *t, enum wsl_mem_op op, const stru
         release_one(t);     /* the earliest of what the window holds, this event included */
 }
 
-static void free_map(struct live_map *m) { free(m->slots); }
+static void free_map(struct wsl_u64_map *m) { wsl_u64_map_free(m); }
 
 void wsl_mem_trace_discard(struct wsl_mem_trace *t)
 {
