@@ -52,6 +52,8 @@ enum wsl_chunk_type {
     WSL_CHUNK_STRING = 7,   /* id -> string (kernel names: later) */
     WSL_CHUNK_MOUNTS = 8,   /* the mount table the process sees (mountinfo text) */
     WSL_CHUNK_PATHS = 9,    /* path id -> path of files the program opened or looked up */
+    WSL_CHUNK_GPU_MEMORY = 10, /* free and total memory of each device when the driver came up */
+    /* 11 and up: reserved for additions (environment/ranks, NVTX) */
 };
 
 struct wsl_chunk_header {
@@ -186,6 +188,17 @@ struct wsl_path_entry_header {
  * other than the working directory is written "<fd N>/name". In a forked child
  * the files inherited from the parent keep their ids and are named again.
  *
+ * GPU timing (WSLSHIM_GPU_TIMING; the writer thread writes these once the GPU has run the work):
+ *   category    stream   a0                  a1                  a2                    a3
+ *   GPU_KERNEL  stream   CUfunction or       t_start of the      flags | launching     elapsed ns of the
+ *                        CUgraphExec         LAUNCH/GRAPH event  tid << 32             event pair, raw
+ *   t_start/t_end: when the work ran on the GPU, on the event clock (GPU time mapped
+ *   through a reference event; flag WSL_GPU_MAPPED). Without a mapping t_start is the
+ *   launch's t_end. Either way t_end - t_start is the corrected duration.
+ *   Flags: WSL_GPU_IDLE_AT_SUBMIT the start event had completed when the launch returned
+ *   (the GPU had nothing queued ahead of it on that stream: starved), WSL_GPU_MAPPED,
+ *   WSL_GPU_GRAPH the timed launch was cuGraphLaunch.
+ *
  * GRID = gridX | gridY << 32; BLOCK = gridZ | blockX << 16 | blockY << 32 | blockZ << 48.
  */
 struct wsl_event {
@@ -235,8 +248,14 @@ enum wsl_category {
     WSL_CAT_IO_SEEK,
     WSL_CAT_IO_CLOSE,
     WSL_CAT_FUNC_NAME,
+    WSL_CAT_GPU_KERNEL,     /* a launch timed on the GPU (WSLSHIM_GPU_TIMING); written by the writer */
+    /* NVTX categories follow here */
     WSL_CAT_COUNT
 };
+
+#define WSL_GPU_IDLE_AT_SUBMIT 1u
+#define WSL_GPU_MAPPED 2u
+#define WSL_GPU_GRAPH 4u
 
 #define WSL_GRID(gx, gy) ((uint64_t)(gx) | (uint64_t)(gy) << 32)
 #define WSL_BLOCK(gz, bx, by, bz) \
