@@ -201,7 +201,7 @@ static void take_api_table(struct wsl_run *run, struct trace_state *t, const str
         ta->category = e->category;
         ta->io = wsl_is_io_category(e->category);
         ta->mem = (uint8_t)wsl_mem_op_of(e->category, e->base);
-        ta->kern = (uint8_t)wsl_kern_op_of(e->category);
+        ta->kern = (uint8_t)wsl_kern_op_of(e->category, e->base);
         if (ta->kern == WSL_KERN_LAUNCH)
             ta->launch_slot = (uint8_t)wsl_kern_launch_slot(&run->kernels, e->base);
         t->by_id[e->id] = ta;   /* the reader refuses an id defined twice */
@@ -264,6 +264,10 @@ static void merge_trace(struct wsl_run *run, struct trace_state *t, struct wsl_p
         struct trace_api *ta = t->by_id[id];
         if (!ta || ta->ticks.count == 0)
             continue;
+        if (ta->category == WSL_CAT_GPU_KERNEL) {
+            p->events += ta->ticks.count; /* GPU work the shim timed: not calls of the program */
+            continue;
+        }
         struct wsl_api_stats *a = &run->apis[ta->api];
         wsl_hist_merge_scaled(&a->ns, &ta->ticks, clock->ns_per_tick);
         a->errors += ta->errors;
@@ -284,7 +288,7 @@ static void merge_trace(struct wsl_run *run, struct trace_state *t, struct wsl_p
     wsl_mem_trace_end(t->mem, clock, &p->mem);
     t->mem = NULL;
     uint64_t dropped_names = run->kernels.dropped_names, untracked = run->kernels.untracked_launches;
-    wsl_kern_trace_end(t->kern, &run->kernels, p->pid);
+    wsl_kern_trace_end(t->kern, &run->kernels, p->pid, clock->ns_per_tick, &p->gpu);
     t->kern = NULL;
     if (run->kernels.dropped_names > dropped_names)
         add_warning(run, xasprintf("%s: more than %u kernel names or named handles (or %u MiB of names); %llu "
@@ -365,6 +369,13 @@ int wsl_run_add_trace(struct wsl_run *run, const char *path, char *err, size_t e
             if (t->io)
                 wsl_io_trace_paths(t->io, &it);
             wsl_kern_trace_paths(t->kern, &it);
+            break;
+        case WSL_CHUNK_GPU_MEMORY:
+            if (!p.have_gpu_memory) { /* the first context's device */
+                p.have_gpu_memory = true;
+                p.gpu_free_at_start = it.gpu_memory.free_bytes;
+                p.gpu_total = it.gpu_memory.total_bytes;
+            }
             break;
         }
     }
@@ -452,6 +463,18 @@ void wsl_run_finish(struct wsl_run *run)
         wsl_mem_add(&run->mem, &run->procs[i].mem);
     wsl_io_finish(&run->io);
     wsl_kern_finish(&run->kernels);
+    /* GPU busy: estimated GPU time over the wall time of the processes that
+     * had launches timed (each drives its own GPU or shares one). */
+    run->kernels.busy_wall_ns = 0;
+    for (size_t i = 0; i < run->proc_count; i++) {
+        const struct wsl_process *p = &run->procs[i];
+        if (p->gpu.kernels_timed + p->gpu.graphs_timed)
+            run->kernels.busy_wall_ns += p->end_ns - p->start_ns;
+    }
+    run->kernels.busy_estimate =
+        run->kernels.busy_wall_ns ? (double)run->kernels.est_gpu_ns / (double)run->kernels.busy_wall_ns : -1;
+    if (run->kernels.busy_estimate > 1)
+        run->kernels.busy_estimate = 1; /* streams ran side by side */
     wsl_rules_run(run);
 }
 

@@ -56,6 +56,9 @@ struct wsl_process {
     uint64_t start_ns, end_ns;  /* CLOCK_MONOTONIC */
     struct wsl_io_summary io;   /* this process's file I/O (times in ns) */
     struct wsl_mem_summary mem; /* this process's device, managed and page-locked memory */
+    struct wsl_kern_gpu_use gpu;/* timed launches and estimated GPU time */
+    bool have_gpu_memory;       /* a GPU_MEMORY chunk: free/total when the shim first saw a context */
+    uint64_t gpu_free_at_start, gpu_total;
 };
 
 struct wsl_run {

@@ -18,12 +18,19 @@
 /* libstdc++'s demangler (the analyzer links libstdc++ for it). */
 char *__cxa_demangle(const char *mangled, char *out, size_t *len, int *status);
 
-enum wsl_kern_op wsl_kern_op_of(unsigned category)
+enum wsl_kern_op wsl_kern_op_of(unsigned category, const char *base)
 {
+    if (category == WSL_CAT_OTHER && base) {
+        if (!strcmp(base, "cuStreamBeginCapture") || !strcmp(base, "cuStreamBeginCaptureToGraph"))
+            return WSL_KERN_CAPTURE_BEGIN;
+        if (!strcmp(base, "cuStreamEndCapture"))
+            return WSL_KERN_CAPTURE_END;
+    }
     switch (category) {
     case WSL_CAT_FUNC_NAME: return WSL_KERN_FUNC_NAME;
     case WSL_CAT_LAUNCH: return WSL_KERN_LAUNCH;
     case WSL_CAT_GRAPH: return WSL_KERN_GRAPH;
+    case WSL_CAT_GPU_KERNEL: return WSL_KERN_GPU_TIME;
     default: return WSL_KERN_NONE;
     }
 }
@@ -74,6 +81,15 @@ struct handle_name {
 struct handle_launches {
     uint64_t handle;
     uint64_t by_api[WSL_KERN_LAUNCH_APIS];
+    uint64_t captured;
+};
+
+#define MAX_CAPTURING 64 /* streams capturing at once, per process */
+
+struct handle_timing {
+    uint64_t handle;
+    uint64_t idle;
+    struct wsl_hist ticks;
 };
 
 struct wsl_kern_trace {
@@ -89,6 +105,14 @@ struct wsl_kern_trace {
     struct handle_launches *launched_v;
     size_t launched_cap;
     uint64_t launches, failed, graph, untracked, null_handle, dropped_names;
+    struct wsl_u64_map timed;     /* handle -> timed_v */
+    struct handle_timing *timed_v;
+    size_t timed_cap;
+    uint64_t timed_untracked, idle, mapped, graphs_timed, graph_idle;
+    struct wsl_hist graph_ticks;
+    uint64_t capturing[MAX_CAPTURING]; /* streams between capture begin and end */
+    unsigned ncapturing;
+    uint64_t captured;
 };
 
 struct wsl_kern_trace *wsl_kern_trace_begin(void) { return xcalloc(1, sizeof(struct wsl_kern_trace)); }
@@ -157,6 +181,10 @@ static void take_launch(struct wsl_kern_trace *t, unsigned slot, const struct ws
         return;
     }
     t->launches++;
+    int captured = 0;
+    for (unsigned i = 0; i < t->ncapturing; i++)
+        captured |= t->capturing[i] == ev->stream;
+    t->captured += captured;
     uint64_t handle = ev->a[0];
     if (!handle) {
         t->null_handle++;
@@ -176,11 +204,65 @@ static void take_launch(struct wsl_kern_trace *t, unsigned slot, const struct ws
         s = wsl_u64_map_find(&t->launched, handle);
     }
     t->launched_v[s->value].by_api[slot < WSL_KERN_LAUNCH_APIS ? slot : WSL_KERN_LAUNCH_APIS - 1]++;
+    t->launched_v[s->value].captured += captured;
+}
+
+/* Streams are matched by handle: a capture on the per-thread default stream
+ * (handle 0 of a _ptsz call) matches launches to stream 0 of any thread. */
+static void take_capture(struct wsl_kern_trace *t, int begin, const struct wsl_event *ev)
+{
+    if (ev->result != 0)
+        return;
+    unsigned i;
+    for (i = 0; i < t->ncapturing && t->capturing[i] != ev->stream; i++)
+        ;
+    if (begin && i == t->ncapturing && t->ncapturing < MAX_CAPTURING)
+        t->capturing[t->ncapturing++] = ev->stream;
+    else if (!begin && i < t->ncapturing)
+        t->capturing[i] = t->capturing[--t->ncapturing];
+}
+
+static void take_gpu_time(struct wsl_kern_trace *t, const struct wsl_event *ev)
+{
+    uint64_t flags = ev->a[2] & 0xffffffffu, dur = ev->t_end >= ev->t_start ? ev->t_end - ev->t_start : 0;
+    int idle = (flags & WSL_GPU_IDLE_AT_SUBMIT) != 0;
+    t->mapped += (flags & WSL_GPU_MAPPED) != 0;
+    if (flags & WSL_GPU_GRAPH) {
+        t->graphs_timed++;
+        t->graph_idle += idle;
+        wsl_hist_add(&t->graph_ticks, dur);
+        return;
+    }
+    t->idle += idle;
+    uint64_t handle = ev->a[0];
+    const struct wsl_u64_slot *s = handle ? wsl_u64_map_find(&t->timed, handle) : NULL;
+    if (!s) {
+        if (!handle || t->timed.count >= WSL_KERN_MAX_TIMED) {
+            t->timed_untracked++;
+            return;
+        }
+        GROW(t->timed_v, t->timed_cap, t->timed.count + 1);
+        struct handle_timing *ht = &t->timed_v[t->timed.count];
+        memset(ht, 0, sizeof *ht);
+        ht->handle = handle;
+        wsl_u64_map_insert(&t->timed, handle, (uint32_t)t->timed.count);
+        s = wsl_u64_map_find(&t->timed, handle);
+    }
+    struct handle_timing *ht = &t->timed_v[s->value];
+    ht->idle += idle;
+    wsl_hist_add(&ht->ticks, dur);
 }
 
 void wsl_kern_trace_event(struct wsl_kern_trace *t, enum wsl_kern_op op, unsigned slot, const struct wsl_event *ev)
 {
     switch (op) {
+    case WSL_KERN_GPU_TIME:
+        take_gpu_time(t, ev);
+        break;
+    case WSL_KERN_CAPTURE_BEGIN:
+    case WSL_KERN_CAPTURE_END:
+        take_capture(t, op == WSL_KERN_CAPTURE_BEGIN, ev);
+        break;
     case WSL_KERN_FUNC_NAME:
         take_name(t, ev);
         break;
@@ -264,11 +346,46 @@ static struct wsl_kernel *kernel_named(struct wsl_kernels *k, const char *mangle
     return kn;
 }
 
-void wsl_kern_trace_end(struct wsl_kern_trace *t, struct wsl_kernels *k, int32_t pid)
+static uint64_t mean_of(const struct wsl_hist *h) { return h->count ? h->sum / h->count : 0; }
+
+void wsl_kern_trace_end(struct wsl_kern_trace *t, struct wsl_kernels *k, int32_t pid, double ns_per_tick,
+                        struct wsl_kern_gpu_use *use)
 {
+    memset(use, 0, sizeof *use);
+    /* Mean GPU time of every timed kernel of the process, in ns: the estimate
+     * for handles that were launched but never timed. */
+    struct wsl_hist all;
+    memset(&all, 0, sizeof all);
+    for (size_t i = 0; i < t->timed.count; i++)
+        wsl_hist_merge_scaled(&all, &t->timed_v[i].ticks, ns_per_tick);
+    uint64_t mean_all = mean_of(&all);
+    wsl_hist_merge_scaled(&k->kernel_ns, &all, 1.0);
+    wsl_hist_free(&all);
+    use->kernels_timed = 0;
+    for (size_t i = 0; i < t->timed.count; i++)
+        use->kernels_timed += t->timed_v[i].ticks.count;
+    use->kernels_timed += t->timed_untracked;
+    use->graphs_timed = t->graphs_timed;
+    use->idle_at_submit = t->idle + t->graph_idle;
+    use->mapped = t->mapped;
+    if (t->graphs_timed) {
+        struct wsl_hist g;
+        memset(&g, 0, sizeof g);
+        wsl_hist_merge_scaled(&g, &t->graph_ticks, ns_per_tick);
+        use->est_gpu_ns += mean_of(&g) * t->graph;
+        wsl_hist_merge_scaled(&k->graph_ns, &g, 1.0);
+        wsl_hist_free(&g);
+    }
+    k->kernels_timed += use->kernels_timed;
+    k->graphs_timed += use->graphs_timed;
+    k->idle_at_submit += use->idle_at_submit;
+    k->mapped += use->mapped;
+    /* launches of a null handle or past the caps: the process's mean */
+    use->est_gpu_ns += mean_all * (t->null_handle + t->untracked);
     k->launches += t->launches;
     k->failed_launches += t->failed;
     k->graph_launches += t->graph;
+    k->captured_launches += t->captured;
     k->untracked_launches += t->untracked;
     k->unnamed_launches += t->null_handle;
     k->named_handles += t->handles.count;
@@ -278,6 +395,7 @@ void wsl_kern_trace_end(struct wsl_kern_trace *t, struct wsl_kernels *k, int32_t
         uint64_t n = 0;
         for (unsigned a = 0; a < WSL_KERN_LAUNCH_APIS; a++)
             n += hl->by_api[a];
+        uint64_t run_n = n - hl->captured; /* captured ones run inside graph launches */
         const char *name = handle_name(t, hl->handle);
         struct wsl_kernel *kn;
         if (name) {
@@ -291,14 +409,29 @@ void wsl_kern_trace_end(struct wsl_kern_trace *t, struct wsl_kernels *k, int32_t
                 kn->name = xasprintf("function 0x%llx", (unsigned long long)hl->handle);
             }
         }
+        const struct wsl_u64_slot *ts = wsl_u64_map_find(&t->timed, hl->handle);
+        const struct handle_timing *ht = ts ? &t->timed_v[ts->value] : NULL;
+        uint64_t est = 0;
+        if (ht && ht->ticks.count)
+            est = (uint64_t)((double)ht->ticks.sum / (double)ht->ticks.count * ns_per_tick) * run_n;
+        else
+            est = mean_all * run_n;
+        use->est_gpu_ns += est;
         if (!kn) {
             k->untracked_launches += n;
             continue;
         }
         kn->launches += n;
+        kn->captured += hl->captured;
+        kn->est_gpu_ns += est;
+        if (ht) {
+            kn->idle_at_submit += ht->idle;
+            wsl_hist_merge_scaled(&kn->gpu_ns, &ht->ticks, ns_per_tick);
+        }
         for (unsigned a = 0; a < WSL_KERN_LAUNCH_APIS; a++)
             kn->by_api[a] += hl->by_api[a];
     }
+    k->est_gpu_ns += use->est_gpu_ns;
     wsl_kern_trace_discard(t);
 }
 
@@ -309,6 +442,11 @@ void wsl_kern_trace_discard(struct wsl_kern_trace *t)
     wsl_u64_map_free(&t->names);
     wsl_u64_map_free(&t->handles);
     wsl_u64_map_free(&t->launched);
+    for (size_t i = 0; i < t->timed.count; i++)
+        wsl_hist_free(&t->timed_v[i].ticks);
+    wsl_u64_map_free(&t->timed);
+    free(t->timed_v);
+    wsl_hist_free(&t->graph_ticks);
     free(t->names_v);
     free(t->arena);
     free(t->handles_v);
@@ -342,7 +480,10 @@ void wsl_kern_free(struct wsl_kernels *k)
     for (size_t i = 0; i < k->count; i++) {
         free(k->items[i].mangled);
         free(k->items[i].name);
+        wsl_hist_free(&k->items[i].gpu_ns);
     }
+    wsl_hist_free(&k->kernel_ns);
+    wsl_hist_free(&k->graph_ns);
     free(k->items);
     for (unsigned i = 0; i < k->launch_api_count; i++)
         free(k->launch_apis[i]);

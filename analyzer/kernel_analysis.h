@@ -12,6 +12,13 @@
  * named all the same). A handle named twice keeps the last name read.
  * Graph launches (WSL_CAT_GRAPH) are counted, without names.
  *
+ * GPU time (WSL_CAT_GPU_KERNEL, the shim's sampled event pairs): per handle a
+ * histogram of the corrected durations and how many of the timed launches
+ * found the GPU idle at submit; at the end of the trace they go to the named
+ * kernel. A process's estimated GPU time is, per handle, its mean timed
+ * duration times its launches (handles never timed: the process's mean timed
+ * kernel duration), plus graphs alike.
+ *
  * Memory is bounded whatever the trace holds: per process at most
  * WSL_KERN_MAX_HANDLES named handles, as many launched handles and
  * WSL_KERN_MAX_NAME_BYTES bytes of names (PATHS entries that are not file
@@ -29,11 +36,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "stats.h"
 #include "trace_reader.h"
 
 #define WSL_KERN_MAX_HANDLES (1u << 20)       /* named handles, and launched handles, per process */
 #define WSL_KERN_MAX_NAME_BYTES (64u << 20)   /* bytes of names kept per process */
 #define WSL_KERN_MAX_KERNELS (1u << 20)       /* distinct kernels per run */
+#define WSL_KERN_MAX_TIMED (1u << 16)         /* timed handles per process (a histogram each) */
 #define WSL_KERN_LAUNCH_APIS 4                /* launch API base names counted apart (the 4th may be "other") */
 #define WSL_KERN_TOP_JSON 50
 #define WSL_KERN_TOP_TEXT 10
@@ -44,9 +53,12 @@ enum wsl_kern_op {
     WSL_KERN_FUNC_NAME,         /* a0 handle, a1 name id (0: the kernel a2's name), a2 parent */
     WSL_KERN_LAUNCH,            /* a0 the function */
     WSL_KERN_GRAPH,             /* a graph launch */
+    WSL_KERN_GPU_TIME,          /* a launch timed on the GPU: a0 handle, a2 flags */
+    WSL_KERN_CAPTURE_BEGIN,     /* stream capture begins on stream */
+    WSL_KERN_CAPTURE_END,
 };
 
-enum wsl_kern_op wsl_kern_op_of(unsigned category);
+enum wsl_kern_op wsl_kern_op_of(unsigned category, const char *base);
 
 struct wsl_kernel {
     char *mangled;              /* the name as the program asked for it; NULL for an unnamed handle */
@@ -55,6 +67,16 @@ struct wsl_kernel {
     uint64_t handle;            /* unnamed handles only */
     uint64_t launches;          /* successful launches */
     uint64_t by_api[WSL_KERN_LAUNCH_APIS]; /* of them, per launch API (see wsl_kernels.launch_apis) */
+    uint64_t idle_at_submit;    /* timed launches that found the GPU idle */
+    struct wsl_hist gpu_ns;     /* GPU time of the timed launches (count = launches timed) */
+    uint64_t est_gpu_ns;        /* mean timed GPU time x launches, summed over its handles */
+    uint64_t captured;          /* of the launches, into a stream being captured (graph nodes) */
+};
+
+/* GPU figures of one process (from wsl_kern_trace_end). */
+struct wsl_kern_gpu_use {
+    uint64_t kernels_timed, graphs_timed, idle_at_submit, mapped;
+    uint64_t est_gpu_ns;        /* estimated GPU time of all its kernel and graph launches */
 };
 
 struct wsl_kernels {
@@ -67,8 +89,15 @@ struct wsl_kernels {
     uint64_t untracked_launches;/* of them, of handles past a cap: in no item */
     uint64_t failed_launches;   /* kernel launch calls with result != 0 (not counted above) */
     uint64_t graph_launches;    /* successful cuGraphLaunch calls */
+    uint64_t captured_launches; /* kernel launches into a stream being captured: graph nodes, not GPU work */
     uint64_t named_handles;     /* handles FUNC_NAME events named, all processes */
     uint64_t dropped_names;     /* names or named handles past a per-process cap */
+    uint64_t kernels_timed, graphs_timed, idle_at_submit, mapped;
+    struct wsl_hist kernel_ns;  /* GPU time of every timed kernel launch */
+    struct wsl_hist graph_ns;   /* GPU time of every timed graph launch */
+    uint64_t est_gpu_ns;        /* all processes' estimated GPU time */
+    uint64_t busy_wall_ns;      /* wall time of the processes with timed launches (wsl_run_finish) */
+    double busy_estimate;       /* est_gpu_ns / busy_wall_ns, at most 1; -1: nothing timed */
     /* mangled name -> index into items, open addressing; freed by wsl_kern_finish */
     uint32_t *index;
     size_t index_size;
@@ -85,7 +114,8 @@ void wsl_kern_trace_paths(struct wsl_kern_trace *t, const struct wsl_item *item)
 /* One event of an API whose op is not WSL_KERN_NONE; slot: its launch slot (launches only). */
 void wsl_kern_trace_event(struct wsl_kern_trace *t, enum wsl_kern_op op, unsigned slot, const struct wsl_event *ev);
 /* Names the launched handles, adds them to k and frees t. */
-void wsl_kern_trace_end(struct wsl_kern_trace *t, struct wsl_kernels *k, int32_t pid);
+void wsl_kern_trace_end(struct wsl_kern_trace *t, struct wsl_kernels *k, int32_t pid, double ns_per_tick,
+                        struct wsl_kern_gpu_use *use);
 /* Frees t (NULL is fine). */
 void wsl_kern_trace_discard(struct wsl_kern_trace *t);
 

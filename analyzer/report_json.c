@@ -91,6 +91,34 @@ static void write_process(struct json_writer *w, const struct wsl_run *run, cons
     json_begin_object(w);
     write_io_counts(w, &p->io.data);
     json_end_object(w);
+    json_key(w, "gpu_use");
+    json_begin_object(w);
+    json_key(w, "kernels_timed");
+    json_u64(w, p->gpu.kernels_timed);
+    json_key(w, "graphs_timed");
+    json_u64(w, p->gpu.graphs_timed);
+    json_key(w, "idle_at_submit");
+    json_u64(w, p->gpu.idle_at_submit);
+    json_key(w, "gpu_time_est_ns");
+    json_u64(w, p->gpu.est_gpu_ns);
+    json_key(w, "busy_estimate");
+    if (p->gpu.kernels_timed + p->gpu.graphs_timed && p->end_ns > p->start_ns) {
+        double b = (double)p->gpu.est_gpu_ns / (double)(p->end_ns - p->start_ns);
+        json_double(w, b > 1 ? 1 : b);
+    } else {
+        json_null(w);
+    }
+    json_key(w, "device_free_at_start");  /* cuMemGetInfo when the shim first sampled a launch */
+    if (p->have_gpu_memory)
+        json_u64(w, p->gpu_free_at_start);
+    else
+        json_null(w);
+    json_key(w, "device_total");
+    if (p->have_gpu_memory)
+        json_u64(w, p->gpu_total);
+    else
+        json_null(w);
+    json_end_object(w);
     json_key(w, "gpus");
     json_begin_array(w);
     for (uint32_t i = 0; i < p->gpu_count; i++) {
@@ -424,9 +452,54 @@ static void write_memory(struct json_writer *w, const struct wsl_run *run)
     json_end_object(w);
 }
 
+/* count, total, mean, p50, p99, min, max of a histogram of ns. */
+static void write_ns_summary(struct json_writer *w, const struct wsl_hist *h)
+{
+    json_begin_object(w);
+    json_key(w, "count");
+    json_u64(w, h->count);
+    json_key(w, "total");
+    json_u64(w, h->sum);
+    json_key(w, "mean");
+    json_u64(w, h->count ? h->sum / h->count : 0);
+    json_key(w, "p50");
+    json_u64(w, wsl_hist_quantile(h, 0.5));
+    json_key(w, "p99");
+    json_u64(w, wsl_hist_quantile(h, 0.99));
+    json_key(w, "min");
+    json_u64(w, h->count ? h->min : 0);
+    json_key(w, "max");
+    json_u64(w, h->max);
+    json_end_object(w);
+}
+
 static void write_gpu(struct json_writer *w, const struct wsl_kernels *k)
 {
     json_begin_object(w);
+    json_key(w, "kernels_timed");   /* kernel launches timed on the GPU (WSLSHIM_GPU_TIMING) */
+    json_u64(w, k->kernels_timed);
+    json_key(w, "graphs_timed");
+    json_u64(w, k->graphs_timed);
+    json_key(w, "kernel_ns");       /* GPU time per timed kernel */
+    write_ns_summary(w, &k->kernel_ns);
+    json_key(w, "graph_ns");
+    write_ns_summary(w, &k->graph_ns);
+    json_key(w, "idle_at_submit");  /* timed launches that found their stream's GPU queue empty */
+    json_u64(w, k->idle_at_submit);
+    json_key(w, "idle_at_submit_share");
+    if (k->kernels_timed + k->graphs_timed)
+        json_double(w, (double)k->idle_at_submit / (double)(k->kernels_timed + k->graphs_timed));
+    else
+        json_null(w);
+    json_key(w, "mapped");          /* timed launches placed on the host clock */
+    json_u64(w, k->mapped);
+    json_key(w, "gpu_time_est_ns"); /* mean timed GPU time x launches, per kernel */
+    json_u64(w, k->est_gpu_ns);
+    json_key(w, "busy_estimate");   /* of the wall time of the processes with timed launches */
+    if (k->busy_estimate >= 0)
+        json_double(w, k->busy_estimate);
+    else
+        json_null(w);
     json_key(w, "launches");
     json_u64(w, k->launches);
     json_key(w, "kernels_distinct");
@@ -439,6 +512,8 @@ static void write_gpu(struct json_writer *w, const struct wsl_kernels *k)
     json_u64(w, k->failed_launches);
     json_key(w, "graph_launches");
     json_u64(w, k->graph_launches);
+    json_key(w, "captured_launches");
+    json_u64(w, k->captured_launches);
     json_key(w, "named_handles");
     json_u64(w, k->named_handles);
     json_key(w, "kernels");     /* the first WSL_KERN_TOP_JSON, most launches first */
@@ -461,6 +536,16 @@ static void write_gpu(struct json_writer *w, const struct wsl_kernels *k)
         }
         json_key(w, "count");
         json_u64(w, kn->launches);
+        json_key(w, "captured");    /* launches into a stream being captured (graph nodes) */
+        json_u64(w, kn->captured);
+        json_key(w, "timed");
+        json_u64(w, kn->gpu_ns.count);
+        json_key(w, "gpu_ns");
+        write_ns_summary(w, &kn->gpu_ns);
+        json_key(w, "gpu_time_est_ns");
+        json_u64(w, kn->est_gpu_ns);
+        json_key(w, "idle_at_submit");
+        json_u64(w, kn->idle_at_submit);
         json_key(w, "launch_apis");
         json_begin_object(w);
         for (unsigned a = 0; a < k->launch_api_count; a++)

@@ -99,6 +99,7 @@ static const char *chunk_type_name(uint32_t type)
     case WSL_CHUNK_STRING: return "STRING";
     case WSL_CHUNK_MOUNTS: return "MOUNTS";
     case WSL_CHUNK_PATHS: return "PATHS";
+    case WSL_CHUNK_GPU_MEMORY: return "GPU_MEMORY";
     default: return "unknown";
     }
 }
@@ -626,7 +627,7 @@ enum wsl_read_result wsl_reader_next(struct wsl_reader *r, struct wsl_item *item
         if (!r->seen_process && ch.type != WSL_CHUNK_PROCESS)
             return corrupt(r, "corrupt chunk at byte %llu: the first chunk is %s (type %u), not PROCESS", at,
                            chunk_type_name(ch.type), ch.type);
-        if (ch.type < WSL_CHUNK_PROCESS || ch.type > WSL_CHUNK_PATHS) {
+        if (ch.type < WSL_CHUNK_PROCESS || ch.type > WSL_CHUNK_GPU_MEMORY) {
             if (stream_read(r, NULL, ch.size) < ch.size)   /* a later minor version's chunk */
                 return stream_ended(r, true);
             continue;
@@ -669,6 +670,11 @@ enum wsl_read_result wsl_reader_next(struct wsl_reader *r, struct wsl_item *item
             return parse_mounts(r, ch.size, item);
         case WSL_CHUNK_PATHS:
             return parse_paths(r, ch.size, item);
+        case WSL_CHUNK_GPU_MEMORY:
+            if (ch.size < sizeof item->gpu_memory)
+                return corrupt(r, "corrupt chunk at byte %llu: GPU_MEMORY payload too small", at);
+            memcpy(&item->gpu_memory, r->payload, sizeof item->gpu_memory);
+            return WSL_READ_ITEM;
         }
     }
 }

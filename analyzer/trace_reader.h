@@ -93,6 +93,7 @@ struct wsl_item {
             const struct wsl_event *events;
         } events;
         struct wsl_end_info end;
+        struct wsl_gpu_memory gpu_memory;
         struct {
             uint32_t id;
             uint32_t size;

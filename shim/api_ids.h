@@ -15,6 +15,7 @@ enum wsl_api_id {
 #define WSL_IO(sym, base, cat) WSL_IO_ID_##sym,
 #include "wslshim/io_api.def"
 #undef WSL_IO
+    WSL_ID_GPU_KERNEL, /* written by the writer: a launch timed on the GPU */
     WSL_API_COUNT
 };
 

@@ -53,6 +53,7 @@ const struct wsl_api_entry wsl_api_table[] = {
 #define WSL_IO(sym, base, cat) {#sym, #base, cat, 0, 0},
 #include "wslshim/io_api.def"
 #undef WSL_IO
+    {"wslshim_gpu_kernel", "wslshim_gpu_kernel", WSL_CAT_GPU_KERNEL, 0, 0},
 };
 const unsigned wsl_api_count = WSL_API_COUNT;
 #define WSL_HOOK(sym, base, ver, pt, cat, pfn, params, args, rec) \
@@ -145,7 +146,16 @@ static void *resolve_slot_proc(unsigned id) { return atomic_load(&slot_proc[id])
  * The hot path: a TLS load, two clock reads around the real call, a 64-byte
  * store into this thread's ring. Nested calls (the driver calling back into a
  * hooked entry point) and threads that may not record go straight through. */
-#define WSL_HOOK_BODY(id, pfn_t, cat, slots, args, rec)                                          \
+#define WSL_IS_TIMED(cat) ((cat) == WSL_CAT_LAUNCH || (cat) == WSL_CAT_GRAPH)
+#define WSL_IS_CTX_END(id)                                                                      \
+    ((id) == WSL_ID_cuCtxDestroy_v2 || (id) == WSL_ID_cuDevicePrimaryCtxRelease ||               \
+     (id) == WSL_ID_cuDevicePrimaryCtxRelease_v2 || (id) == WSL_ID_cuDevicePrimaryCtxReset ||    \
+     (id) == WSL_ID_cuDevicePrimaryCtxReset_v2)
+/* A sampled launch (WSLSHIM_GPU_TIMING): the row's record is evaluated first,
+ * for the stream and the function (launch rows never read `r` in it), then
+ * the launch runs between the shim's two events. `cat` and `id` are
+ * constants: other rows compile none of this. */
+#define WSL_HOOK_BODY(id, pfn_t, cat, pt, slots, args, rec)                                      \
     pfn_t real = (pfn_t)atomic_load_explicit(&slots[id],         \
                                                              memory_order_acquire);        \
     if (WSL_UNLIKELY(!real)) {                                                             \
@@ -159,9 +169,23 @@ static void *resolve_slot_proc(unsigned id) { return atomic_load(&slot_proc[id])
     if (WSL_UNLIKELY(!t))                                                                  \
         return real args;                                                                  \
     wsl_tls_depth = 1;                                                                     \
+    struct wsl_gpu_sample wsl_gs;                                                          \
+    wsl_gs.active = 0;                                                                     \
+    if (WSL_IS_TIMED(cat) && WSL_UNLIKELY(wsl_gpu_sample_due())) {                         \
+        CUresult r = CUDA_SUCCESS;                                                         \
+        struct wsl_event wsl_pre, *wsl_ev = &wsl_pre;                                      \
+        (void)r;                                                                           \
+        rec;                                                                               \
+        wsl_gpu_sample_begin(&wsl_gs, (void *)real, wsl_pre.stream, wsl_pre.a[0], pt,      \
+                             (cat) == WSL_CAT_GRAPH);                                      \
+    }                                                                                      \
+    if (WSL_IS_CTX_END(id))                                                                \
+        wsl_gpu_timing_forget_contexts();                                                  \
     uint64_t t0 = wsl_ticks();                                                             \
     CUresult r = real args;                                                                \
     uint64_t t1 = wsl_ticks();                                                             \
+    if (WSL_IS_TIMED(cat) && WSL_UNLIKELY(wsl_gs.active))                                  \
+        wsl_gpu_sample_end(&wsl_gs, (int)r, t0, t1, t->tid);                               \
     wsl_tls_depth = 0;                                                                     \
     struct wsl_event *wsl_ev = wsl_ring_reserve(t);                                        \
     if (WSL_LIKELY(wsl_ev != NULL)) {                                                      \
@@ -179,8 +203,8 @@ static void *resolve_slot_proc(unsigned id) { return atomic_load(&slot_proc[id])
 
 #define WSL_HOOK(sym, base, ver, pt, cat, pfn, params, args, rec)                          \
     WSL_EXPORT CUresult wsl_hook_##sym params __asm__(#sym);                               \
-    WSL_EXPORT CUresult wsl_hook_##sym params { WSL_HOOK_BODY(WSL_ID_##sym, wsl_pfn_##sym, cat, slot_sym, args, rec) } \
-    static CUresult wsl_proc_##sym params { WSL_HOOK_BODY(WSL_ID_##sym, wsl_pfn_##sym, cat, slot_proc, args, rec) }
+    WSL_EXPORT CUresult wsl_hook_##sym params { WSL_HOOK_BODY(WSL_ID_##sym, wsl_pfn_##sym, cat, pt, slot_sym, args, rec) } \
+    static CUresult wsl_proc_##sym params { WSL_HOOK_BODY(WSL_ID_##sym, wsl_pfn_##sym, cat, pt, slot_proc, args, rec) }
 #include "wslshim/cuda_api.def"
 #undef WSL_HOOK
 

@@ -178,6 +178,22 @@ static struct wsl_thread *thread_claim(void)
 
 static struct wsl_thread *thread_setup(void);
 
+/* A ring that the writer thread itself fills (GPU timing results) and drains
+ * like any other; it carries the writer's tid. */
+struct wsl_thread *wsl_thread_claim_aux(void)
+{
+    struct wsl_thread *t = thread_claim();
+    if (!t)
+        return NULL;
+    uint64_t tail = atomic_load(&t->tail);
+    t->head_local = tail;
+    t->limit = tail + WSL_RING_EVENTS; /* never waits: the writer checks for room first */
+    atomic_store(&t->head, tail);
+    t->tid = (uint32_t)syscall(SYS_gettid);
+    t->gen = atomic_load(&wsl_gen);
+    return t;
+}
+
 struct wsl_thread *wsl_thread_setup(void)
 {
     if (tls_thread_exited || wsl_tls_depth || atomic_load_explicit(&wsl_shutting_down, memory_order_relaxed))
@@ -279,6 +295,7 @@ static void at_fork_child(void)
     process_flags |= WSL_PROC_FORKED;
     atomic_store(&inherited_fds_unnamed, 1);
     wsl_exec_note_fork_child();
+    wsl_gpu_timing_after_fork_child();
     wsl_writer_after_fork_child();
     atomic_fetch_add(&wsl_gen, 1);
 }

@@ -173,6 +173,32 @@ extern const unsigned wsl_api_count;
 
 void *wsl_real_dlsym(void *handle, const char *name);
 
+/* ---- sampled GPU timing (gpu_timing.c) ------------------------------------------ */
+extern WSL_TLS uint32_t wsl_tls_launches; /* launches since this thread's last sample */
+
+struct wsl_gpu_sample {
+    int active, pool, graph;
+    void *e0, *e1, *s;      /* CUevent, CUevent, CUstream the events go to */
+    uint64_t stream, handle, t_e0;
+};
+
+/* Is this launch the thread's Nth? Hot: a load, an increment, a compare. */
+static inline __attribute__((always_inline)) int wsl_gpu_sample_due(void)
+{
+    uint32_t n = (uint32_t)wsl_cfg.gpu_timing;
+    if (WSL_LIKELY(!n) || ++wsl_tls_launches < n)
+        return 0;
+    wsl_tls_launches = 0;
+    return 1;
+}
+int wsl_gpu_sample_begin(struct wsl_gpu_sample *gs, void *real, uint64_t stream, uint64_t handle, int per_thread,
+                         int graph);
+void wsl_gpu_sample_end(struct wsl_gpu_sample *gs, int result, uint64_t t0, uint64_t t1, uint32_t tid);
+void wsl_gpu_timing_poll(int final, void (*emit)(uint32_t type, const void *data, size_t size));
+void wsl_gpu_timing_forget_contexts(void); /* before a context is destroyed or reset */
+void wsl_gpu_timing_after_fork_child(void);
+struct wsl_thread *wsl_thread_claim_aux(void); /* a ring the writer itself fills (runtime.c) */
+
 /* ---- file I/O (io_hooks.c) -------------------------------------------------- */
 void wsl_io_init(void);                       /* resolve the real libc functions */
 void wsl_io_name_inherited_fds(struct wsl_thread *t); /* forked child: names of the parent's open files */

@@ -527,6 +527,8 @@ static uint64_t drain_thread(struct wsl_thread *t)
     return n;
 }
 
+static void emit_one(uint32_t type, const void *data, size_t size) { emit_chunk(type, data, size, NULL, 0); }
+
 static uint64_t drain_all(void)
 {
     uint64_t n = 0;
@@ -546,6 +548,7 @@ static void *writer_main(void *arg)
         struct timespec ts = {0, (long)sleep_us * 1000};
         uint32_t seen = atomic_load(&writer_wake_word);
         syscall(SYS_futex, &writer_wake_word, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
+        wsl_gpu_timing_poll(0, emit_one);
         uint64_t n = drain_all();
         /* Busy rings: come back sooner; idle: back off to 50 ms. */
         sleep_us = n > WSL_RING_EVENTS / 8 ? 2000 : n ? 10000 : (sleep_us < 50000 ? sleep_us + 5000 : 50000);
@@ -570,6 +573,7 @@ static void *writer_main(void *arg)
 
 static void writer_finish(void)
 {
+    wsl_gpu_timing_poll(1, emit_one);
     drain_all();
     if (atomic_load(&driver_pending)) {
         atomic_store(&driver_pending, 0);

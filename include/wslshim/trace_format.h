@@ -116,6 +116,16 @@ struct wsl_gpu_info {
 _Static_assert(sizeof(struct wsl_driver_info) == 272, "driver info is 272 bytes");
 _Static_assert(sizeof(struct wsl_gpu_info) == 272, "gpu info is 272 bytes");
 
+/* ---- GPU_MEMORY payload: one per context, when the shim first sampled a launch in it ---- */
+struct wsl_gpu_memory {
+    uint64_t ticks;         /* when it was asked (event clock) */
+    uint64_t free_bytes;    /* cuMemGetInfo of the context's device */
+    uint64_t total_bytes;
+    int32_t device;         /* ordinal */
+    uint32_t reserved;
+};
+_Static_assert(sizeof(struct wsl_gpu_memory) == 32, "gpu memory record is 32 bytes");
+
 /* ---- END payload ------------------------------------------------------------ */
 struct wsl_end_info {
     uint64_t end_ticks;

@@ -15,6 +15,15 @@
  *   - every call is counted per exported symbol; FAKE_CUDA_COUNTS=path writes
  *     the non-zero counts as JSON at exit;
  *   - FAKE_CUDA_{LAUNCH,SYNC,ALLOC,FREE,COPY}_NS busy-wait to simulate costs.
+ *   - a simulated GPU: one engine that runs kernels in submission order, each
+ *     taking FAKE_CUDA_KERNEL_NS x gridDimX ns (0 by default: work is done when
+ *     the call returns). Events complete when the engine passes them, queries
+ *     say CUDA_ERROR_NOT_READY before, synchronizations wait for it; a kernel
+ *     submitted to an idle engine starts when its launch call returns.
+ *   - stream capture (cuStreamBeginCapture ... cuStreamEndCapture into a graph
+ *     whose launch runs the captured kernels); FAKE_CUDA_STATS=path writes at
+ *     exit how many events were recorded into a capturing stream, kernels run
+ *     and the engine's busy time.
  *
  * It represents the driver, so it deliberately does not include the shim's
  * cuda_api.def: its own table below is the driver's truth.
@@ -51,6 +60,8 @@
 #undef cuMemsetD32
 #undef cuEventElapsedTime
 #undef cuGetProcAddress
+#undef cuDevicePrimaryCtxRelease
+#undef cuDevicePrimaryCtxReset
 
 typedef unsigned int devptr_v1; /* CUdeviceptr of the pre-3.2 ABI */
 
@@ -93,6 +104,22 @@ typedef unsigned int devptr_v1; /* CUdeviceptr of the pre-3.2 ABI */
   X(cuGraphExecDestroy, cuGraphExecDestroy, 10000, 0)                          \
   X(cuGraphDestroy, cuGraphDestroy, 10000, 0)                                  \
   X(cuMemGetInfo_v2, cuMemGetInfo, 3020, 0)                                    \
+  X(cuCtxSetCurrent, cuCtxSetCurrent, 4000, 0)                                 \
+  X(cuCtxGetDevice, cuCtxGetDevice, 2000, 0)                                   \
+  X(cuCtxDestroy_v2, cuCtxDestroy, 4000, 0)                                    \
+  X(cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease, 7000, 0)             \
+  X(cuDevicePrimaryCtxRelease_v2, cuDevicePrimaryCtxRelease, 11000, 0)         \
+  X(cuDevicePrimaryCtxReset, cuDevicePrimaryCtxReset, 7000, 0)                 \
+  X(cuDevicePrimaryCtxReset_v2, cuDevicePrimaryCtxReset, 11000, 0)             \
+  X(cuStreamGetCtx, cuStreamGetCtx, 9020, 0)                                   \
+  X(cuStreamBeginCapture_v2, cuStreamBeginCapture, 10010, 0)                   \
+  X(cuStreamBeginCapture_v2_ptsz, cuStreamBeginCapture, 10010, 1)              \
+  X(cuStreamBeginCaptureToGraph, cuStreamBeginCaptureToGraph, 12030, 0)        \
+  X(cuStreamBeginCaptureToGraph_ptsz, cuStreamBeginCaptureToGraph, 12030, 1)   \
+  X(cuStreamEndCapture, cuStreamEndCapture, 10000, 0)                          \
+  X(cuStreamEndCapture_ptsz, cuStreamEndCapture, 10000, 1)                     \
+  X(cuStreamIsCapturing, cuStreamIsCapturing, 10000, 0)                        \
+  X(cuThreadExchangeStreamCaptureMode, cuThreadExchangeStreamCaptureMode, 10010, 0) \
   /* kernel launches */                                                        \
   X(cuLaunchKernel, cuLaunchKernel, 4000, 0)                                   \
   X(cuLaunchKernel_ptsz, cuLaunchKernel, 7000, 1)                              \
@@ -219,9 +246,10 @@ static _Atomic uint64_t fake_alias_calls; /* makes alias bodies differ from the 
 static atomic_int fake_initialized;
 
 static struct {
-  uint64_t launch_ns, sync_ns, alloc_ns, free_ns, copy_ns;
+  uint64_t launch_ns, sync_ns, alloc_ns, free_ns, copy_ns, kernel_ns;
   int proc_aliases;
   char counts_path[4096];
+  char stats_path[4096];
 } fake_config;
 
 #define COUNT(sym) atomic_fetch_add_explicit(&fake_counts[FK_##sym], 1, memory_order_relaxed)
@@ -348,12 +376,67 @@ struct fake_object {
   int kind;
   unsigned int flags;
   struct fake_object *owner; /* module of a function */
-  _Atomic uint64_t recorded_ns; /* events: 0 = never recorded */
+  _Atomic uint64_t recorded_ns; /* events: 0 = never recorded; else when the GPU passes it */
+  _Atomic int capturing;        /* streams: in stream capture */
+  _Atomic uint64_t work_ns;     /* capturing stream, graph, graph exec: GPU time of the captured kernels */
+  _Atomic uint64_t tail_ns;     /* created streams: when the work submitted to it is done */
 };
 
 /* Objects that exist once per process. */
-static struct fake_object fake_context = {0, 0, NULL, 0};
-static struct fake_object fake_default_pool = {0, 0, NULL, 0};
+static struct fake_object fake_context = {0};
+static struct fake_object fake_default_pool = {0};
+
+/* ---- the simulated GPU: one engine, work in submission order ------------------- */
+static pthread_mutex_t gpu_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t gpu_busy_until; /* when the engine has run everything submitted */
+static _Atomic uint64_t gpu_kernels, gpu_busy_ns, capture_event_records;
+static _Atomic int captures_global; /* streams capturing in CU_STREAM_CAPTURE_MODE_GLOBAL */
+static __thread int thread_capture_mode; /* cuThreadExchangeStreamCaptureMode */
+
+static uint64_t gpu_submit(uint64_t ns);
+
+/* Submits `ns` of GPU work now (to created stream so, or NULL); returns when
+ * it will be done. An event recorded into a created stream completes when
+ * that stream's work is done: other streams' work does not hold it up. */
+static uint64_t gpu_submit_on(struct fake_object *so, uint64_t ns) {
+  if (!ns && so) {
+    uint64_t now = now_ns(), tail = atomic_load(&so->tail_ns);
+    return tail > now ? tail : now;
+  }
+  uint64_t done = gpu_submit(ns);
+  if (so)
+    atomic_store(&so->tail_ns, done);
+  return done;
+}
+
+static uint64_t gpu_submit(uint64_t ns) {
+  pthread_mutex_lock(&gpu_lock);
+  uint64_t now = now_ns(), start = gpu_busy_until > now ? gpu_busy_until : now;
+  gpu_busy_until = start + ns;
+  uint64_t done = gpu_busy_until;
+  pthread_mutex_unlock(&gpu_lock);
+  if (ns) {
+    atomic_fetch_add(&gpu_kernels, 1);
+    atomic_fetch_add(&gpu_busy_ns, ns);
+  }
+  return done;
+}
+
+static uint64_t gpu_idle_at(void) {
+  pthread_mutex_lock(&gpu_lock);
+  uint64_t t = gpu_busy_until;
+  pthread_mutex_unlock(&gpu_lock);
+  return t;
+}
+
+/* Blocks until the engine reaches `t` (sleeping: waits can be long). */
+static void gpu_wait(uint64_t t) {
+  for (uint64_t now = now_ns(); now < t; now = now_ns()) {
+    uint64_t left = t - now;
+    struct timespec ts = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
+    nanosleep(&ts, NULL);
+  }
+}
 
 static CUresult handle_create(int kind, unsigned int flags, struct fake_object *owner, void **out) {
   struct fake_object *o = calloc(1, sizeof *o);
@@ -404,6 +487,13 @@ static CUresult check_stream(CUstream s) {
   if (s == NULL || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD)
     return CUDA_SUCCESS;
   return handle_valid(s, HANDLE_STREAM) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+/* A created stream's object, NULL for the built-in streams (never captured here). */
+static struct fake_object *stream_object(CUstream s) {
+  if (s == NULL || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD)
+    return NULL;
+  return handle_valid(s, HANDLE_STREAM) ? (struct fake_object *)s : NULL;
 }
 
 /* ---- initialisation, device queries --------------------------------------------- */
@@ -693,7 +783,13 @@ FAKE_API cuEventDestroy_v2(CUevent hEvent) {
 FAKE_API cuEventQuery(CUevent hEvent) {
   COUNT(cuEventQuery);
   REQUIRE_INIT();
-  return handle_valid(hEvent, HANDLE_EVENT) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+  pthread_rwlock_rdlock(&handle_lock);
+  struct fake_object *o = handle_lookup_locked(hEvent, HANDLE_EVENT);
+  uint64_t at = o ? atomic_load(&o->recorded_ns) : 0;
+  pthread_rwlock_unlock(&handle_lock);
+  if (!o)
+    return CUDA_ERROR_INVALID_HANDLE;
+  return now_ns() < at ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
 }
 
 static CUresult event_elapsed(float *ms, CUevent start, CUevent end) {
@@ -710,6 +806,8 @@ static CUresult event_elapsed(float *ms, CUevent start, CUevent end) {
     uint64_t t0 = atomic_load(&a->recorded_ns), t1 = atomic_load(&b->recorded_ns);
     if (!t0 || !t1)
       rc = CUDA_ERROR_INVALID_HANDLE; /* never recorded */
+    else if (now_ns() < (t0 > t1 ? t0 : t1))
+      rc = CUDA_ERROR_NOT_READY;
     else
       *ms = (float)((double)((int64_t)(t1 - t0)) / 1e6);
   }
@@ -727,6 +825,165 @@ FAKE_API cuEventElapsedTime_v2(float *pMilliseconds, CUevent hStart, CUevent hEn
   return event_elapsed(pMilliseconds, hStart, hEnd);
 }
 
+FAKE_API cuCtxGetDevice(CUdevice *dev) {
+  COUNT(cuCtxGetDevice);
+  REQUIRE_INIT();
+  if (!dev)
+    return CUDA_ERROR_INVALID_VALUE;
+  *dev = 0;
+  return CUDA_SUCCESS;
+}
+
+/* The one context cannot go away: destroying or resetting it is accepted and
+ * changes nothing (the shim must let go of its events all the same). */
+FAKE_API cuCtxDestroy_v2(CUcontext ctx) {
+  COUNT(cuCtxDestroy_v2);
+  REQUIRE_INIT();
+  return ctx == (CUcontext)&fake_context ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+static CUresult primary_ctx_op(CUdevice dev) {
+  REQUIRE_INIT();
+  return dev == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+
+FAKE_API cuDevicePrimaryCtxRelease(CUdevice dev) {
+  COUNT(cuDevicePrimaryCtxRelease);
+  return primary_ctx_op(dev);
+}
+
+FAKE_API cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
+  COUNT(cuDevicePrimaryCtxRelease_v2);
+  return primary_ctx_op(dev);
+}
+
+FAKE_API cuDevicePrimaryCtxReset(CUdevice dev) {
+  COUNT(cuDevicePrimaryCtxReset);
+  return primary_ctx_op(dev);
+}
+
+FAKE_API cuDevicePrimaryCtxReset_v2(CUdevice dev) {
+  COUNT(cuDevicePrimaryCtxReset_v2);
+  return primary_ctx_op(dev);
+}
+
+FAKE_API cuCtxSetCurrent(CUcontext ctx) {
+  COUNT(cuCtxSetCurrent);
+  REQUIRE_INIT();
+  return ctx == NULL || ctx == (CUcontext)&fake_context ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+FAKE_API cuStreamGetCtx(CUstream hStream, CUcontext *pctx) {
+  COUNT(cuStreamGetCtx);
+  REQUIRE_INIT();
+  if (!pctx)
+    return CUDA_ERROR_INVALID_VALUE;
+  CUresult rc = check_stream(hStream);
+  if (rc == CUDA_SUCCESS)
+    *pctx = (CUcontext)&fake_context;
+  return rc;
+}
+
+static CUresult begin_capture(CUstream hStream, CUstreamCaptureMode mode);
+
+FAKE_API cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode) {
+  COUNT(cuStreamBeginCapture_v2);
+  return begin_capture(hStream, mode);
+}
+
+FAKE_API cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode) {
+  COUNT(cuStreamBeginCapture_v2_ptsz);
+  return begin_capture(hStream, mode);
+}
+
+/* Capturing into an existing graph: not simulated. */
+FAKE_API cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph, const CUgraphNode *deps,
+                                     const CUgraphEdgeData *data, size_t n, CUstreamCaptureMode mode) {
+  COUNT(cuStreamBeginCaptureToGraph);
+  (void)hStream, (void)hGraph, (void)deps, (void)data, (void)n, (void)mode;
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+FAKE_API cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGraph, const CUgraphNode *deps,
+                                          const CUgraphEdgeData *data, size_t n, CUstreamCaptureMode mode) {
+  COUNT(cuStreamBeginCaptureToGraph_ptsz);
+  (void)hStream, (void)hGraph, (void)deps, (void)data, (void)n, (void)mode;
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+static CUresult end_capture(CUstream hStream, CUgraph *phGraph);
+
+FAKE_API cuStreamEndCapture(CUstream hStream, CUgraph *phGraph) {
+  COUNT(cuStreamEndCapture);
+  return end_capture(hStream, phGraph);
+}
+
+FAKE_API cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph) {
+  COUNT(cuStreamEndCapture_ptsz);
+  return end_capture(hStream, phGraph);
+}
+
+static CUresult begin_capture(CUstream hStream, CUstreamCaptureMode mode) {
+  REQUIRE_INIT();
+  struct fake_object *so = stream_object(hStream);
+  if (!so)
+    return hStream == NULL || hStream == CU_STREAM_LEGACY ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
+                                                          : CUDA_ERROR_INVALID_VALUE;
+  if ((unsigned)mode > CU_STREAM_CAPTURE_MODE_RELAXED)
+    return CUDA_ERROR_INVALID_VALUE;
+  int expect = 0;
+  if (!atomic_compare_exchange_strong(&so->capturing, &expect, 1 + (int)mode))
+    return CUDA_ERROR_ILLEGAL_STATE;
+  atomic_store(&so->work_ns, 0);
+  if (mode == CU_STREAM_CAPTURE_MODE_GLOBAL)
+    atomic_fetch_add(&captures_global, 1);
+  return CUDA_SUCCESS;
+}
+
+static CUresult end_capture(CUstream hStream, CUgraph *phGraph) {
+  REQUIRE_INIT();
+  struct fake_object *so = stream_object(hStream);
+  if (!so || !phGraph)
+    return CUDA_ERROR_INVALID_VALUE;
+  int was = atomic_exchange(&so->capturing, 0);
+  if (!was)
+    return CUDA_ERROR_ILLEGAL_STATE;
+  if (was == 1 + CU_STREAM_CAPTURE_MODE_GLOBAL)
+    atomic_fetch_sub(&captures_global, 1);
+  CUresult rc = handle_create(HANDLE_GRAPH, 0, NULL, (void **)phGraph);
+  if (rc == CUDA_SUCCESS)
+    atomic_store(&((struct fake_object *)*phGraph)->work_ns, atomic_load(&so->work_ns));
+  return rc;
+}
+
+/* The legacy stream cannot be asked while a global-mode capture runs (the real
+ * driver's CUDA_ERROR_STREAM_CAPTURE_IMPLICIT). */
+FAKE_API cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *status) {
+  COUNT(cuStreamIsCapturing);
+  REQUIRE_INIT();
+  if (!status)
+    return CUDA_ERROR_INVALID_VALUE;
+  CUresult rc = check_stream(hStream);
+  if (rc != CUDA_SUCCESS)
+    return rc;
+  if ((hStream == NULL || hStream == CU_STREAM_LEGACY) && atomic_load(&captures_global))
+    return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
+  struct fake_object *so = stream_object(hStream);
+  *status = so && atomic_load(&so->capturing) ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+  return CUDA_SUCCESS;
+}
+
+FAKE_API cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode) {
+  COUNT(cuThreadExchangeStreamCaptureMode);
+  REQUIRE_INIT();
+  if (!mode || (unsigned)*mode > CU_STREAM_CAPTURE_MODE_RELAXED)
+    return CUDA_ERROR_INVALID_VALUE;
+  int old = thread_capture_mode;
+  thread_capture_mode = (int)*mode;
+  *mode = (CUstreamCaptureMode)old;
+  return CUDA_SUCCESS;
+}
+
 FAKE_API cuGraphCreate(CUgraph *phGraph, unsigned int flags) {
   COUNT(cuGraphCreate);
   REQUIRE_INIT();
@@ -741,7 +998,11 @@ FAKE_API cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph, u
   (void)flags;
   if (!phGraphExec || !handle_valid(hGraph, HANDLE_GRAPH))
     return CUDA_ERROR_INVALID_VALUE;
-  return handle_create(HANDLE_GRAPH_EXEC, 0, NULL, (void **)phGraphExec);
+  CUresult rc = handle_create(HANDLE_GRAPH_EXEC, 0, NULL, (void **)phGraphExec);
+  if (rc == CUDA_SUCCESS)
+    atomic_store(&((struct fake_object *)*phGraphExec)->work_ns,
+                 atomic_load(&((struct fake_object *)hGraph)->work_ns));
+  return rc;
 }
 
 FAKE_API cuGraphExecDestroy(CUgraphExec hGraphExec) {
@@ -773,6 +1034,12 @@ static CUresult launch_impl(CUfunction f, unsigned int gx, unsigned int gy, unsi
   if (rc != CUDA_SUCCESS)
     return rc;
   spin_ns(fake_config.launch_ns);
+  uint64_t work = fake_config.kernel_ns * gx;
+  struct fake_object *so = stream_object(s);
+  if (so && atomic_load(&so->capturing))
+    atomic_fetch_add(&so->work_ns, work); /* a node of the graph being captured */
+  else
+    gpu_submit_on(so, work);
   return CUDA_SUCCESS;
 }
 
@@ -888,6 +1155,7 @@ static CUresult graph_launch_impl(CUgraphExec g, CUstream s) {
   if (rc != CUDA_SUCCESS)
     return rc;
   spin_ns(fake_config.launch_ns);
+  gpu_submit_on(stream_object(s), atomic_load(&((struct fake_object *)g)->work_ns));
   return CUDA_SUCCESS;
 }
 
@@ -1249,8 +1517,10 @@ FAKE_API cuMemHostUnregister(void *p) {
 static CUresult stream_sync_impl(CUstream s) {
   REQUIRE_INIT();
   CUresult rc = check_stream(s);
-  if (rc == CUDA_SUCCESS)
+  if (rc == CUDA_SUCCESS) {
+    gpu_wait(gpu_idle_at());
     spin_ns(fake_config.sync_ns);
+  }
   return rc;
 }
 
@@ -1267,6 +1537,7 @@ FAKE_API cuStreamSynchronize_ptsz(CUstream hStream) {
 FAKE_API cuCtxSynchronize(void) {
   COUNT(cuCtxSynchronize);
   REQUIRE_INIT();
+  gpu_wait(gpu_idle_at());
   spin_ns(fake_config.sync_ns);
   return CUDA_SUCCESS;
 }
@@ -1277,6 +1548,7 @@ FAKE_API cuCtxSynchronize_v2(CUcontext ctx) {
   REQUIRE_INIT();
   if (ctx != NULL && ctx != (CUcontext)&fake_context)
     return CUDA_ERROR_INVALID_CONTEXT;
+  gpu_wait(gpu_idle_at());
   spin_ns(fake_config.sync_ns);
   return CUDA_SUCCESS;
 }
@@ -1284,8 +1556,13 @@ FAKE_API cuCtxSynchronize_v2(CUcontext ctx) {
 FAKE_API cuEventSynchronize(CUevent hEvent) {
   COUNT(cuEventSynchronize);
   REQUIRE_INIT();
-  if (!handle_valid(hEvent, HANDLE_EVENT))
+  pthread_rwlock_rdlock(&handle_lock);
+  struct fake_object *o = handle_lookup_locked(hEvent, HANDLE_EVENT);
+  uint64_t at = o ? atomic_load(&o->recorded_ns) : 0;
+  pthread_rwlock_unlock(&handle_lock);
+  if (!o)
     return CUDA_ERROR_INVALID_HANDLE;
+  gpu_wait(at);
   spin_ns(fake_config.sync_ns);
   return CUDA_SUCCESS;
 }
@@ -1312,7 +1589,10 @@ FAKE_API cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent, unsigned int F
 
 static CUresult stream_query_impl(CUstream s) {
   REQUIRE_INIT();
-  return check_stream(s); /* all work is done by the time a call returns */
+  CUresult rc = check_stream(s);
+  if (rc == CUDA_SUCCESS && now_ns() < gpu_idle_at())
+    rc = CUDA_ERROR_NOT_READY;
+  return rc;
 }
 
 FAKE_API cuStreamQuery(CUstream hStream) {
@@ -1330,10 +1610,15 @@ static CUresult event_record_impl(CUevent e, CUstream s) {
   CUresult rc = check_stream(s);
   if (rc != CUDA_SUCCESS)
     return rc;
+  struct fake_object *so = stream_object(s);
+  int captured = so && atomic_load(&so->capturing);
+  uint64_t at = captured ? 0 : gpu_submit_on(so, 0);
   pthread_rwlock_rdlock(&handle_lock);
   struct fake_object *o = handle_lookup_locked(e, HANDLE_EVENT);
-  if (o)
-    atomic_store(&o->recorded_ns, now_ns());
+  if (o && captured)
+    atomic_fetch_add(&capture_event_records, 1); /* becomes a node of the graph */
+  else if (o)
+    atomic_store(&o->recorded_ns, at);
   pthread_rwlock_unlock(&handle_lock);
   return o ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
@@ -1711,6 +1996,10 @@ __attribute__((constructor)) static void fake_cuda_start(void) {
   fake_config.alloc_ns = env_ns("FAKE_CUDA_ALLOC_NS");
   fake_config.free_ns = env_ns("FAKE_CUDA_FREE_NS");
   fake_config.copy_ns = env_ns("FAKE_CUDA_COPY_NS");
+  fake_config.kernel_ns = env_ns("FAKE_CUDA_KERNEL_NS");
+  const char *stats = getenv("FAKE_CUDA_STATS");
+  if (stats && strlen(stats) < sizeof fake_config.stats_path)
+    snprintf(fake_config.stats_path, sizeof fake_config.stats_path, "%s", stats);
   const char *aliases = getenv("FAKE_CUDA_PROC_ALIASES");
   fake_config.proc_aliases = aliases && strcmp(aliases, "1") == 0;
   const char *path = getenv("FAKE_CUDA_COUNTS");
@@ -1746,7 +2035,21 @@ static int by_name(const void *a, const void *b) {
   return strcmp(fake_symbol_names[*(const int *)a], fake_symbol_names[*(const int *)b]);
 }
 
+static void write_stats(void) {
+  FILE *f = fopen(fake_config.stats_path, "w");
+  if (!f) {
+    fprintf(stderr, "fake libcuda: cannot write %s: %s\n", fake_config.stats_path, strerror(errno));
+    return;
+  }
+  fprintf(f, "{\"capture_event_records\": %llu, \"kernels\": %llu, \"gpu_busy_ns\": %llu}\n",
+          (unsigned long long)atomic_load(&capture_event_records),
+          (unsigned long long)atomic_load(&gpu_kernels), (unsigned long long)atomic_load(&gpu_busy_ns));
+  fclose(f);
+}
+
 __attribute__((destructor)) static void fake_cuda_stop(void) {
+  if (fake_config.stats_path[0])
+    write_stats();
   if (!fake_config.counts_path[0])
     return;
   char path[4200], tmp[4300];

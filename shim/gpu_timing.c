@@ -1,0 +1,573 @@
+/*
+ * Sampled GPU timing with CUDA events (WSLSHIM_GPU_TIMING=N: every Nth kernel
+ * or graph launch of a thread). docs/gpu-timing.md explains the method.
+ *
+ * The program's thread, around a sampled launch (sample_begin/sample_end):
+ *   - skips streams being captured into a graph (cuStreamIsCapturing says
+ *     so, or cannot tell) and streams of another context than the current one;
+ *   - records a pooled event e0 into the stream, lets the launch run, asks
+ *     whether e0 has completed (the GPU had nothing queued ahead of the kernel
+ *     on that stream: it was idle at submit), records e1, and queues the pair.
+ * The writer thread, every few milliseconds (wsl_gpu_timing_poll):
+ *   - queries e1 of each queued pair, never blocking; once done, reads the
+ *     elapsed time of the pair and places it on the host clock through a
+ *     reference event it records on a stream of its own about twice a second;
+ *   - writes a GPU_KERNEL event and returns the events to their pool.
+ * No CUDA call runs under a lock of the shim's: the locks only guard the pools
+ * and the queue. The writer's thread uses the relaxed stream-capture mode, so
+ * its queries never invalidate a capture running in a program thread.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cuda.h>
+
+#include "api_ids.h"
+#include "shim_internal.h"
+
+WSL_TLS uint32_t wsl_tls_launches;
+
+/* ---- the driver functions the shim calls itself ---------------------------------- */
+static struct {
+    CUresult (*ctx_get_current)(CUcontext *);
+    CUresult (*ctx_set_current)(CUcontext);
+    CUresult (*ctx_get_device)(CUdevice *);
+    CUresult (*stream_get_ctx)(CUstream, CUcontext *);
+    CUresult (*stream_is_capturing)(CUstream, CUstreamCaptureStatus *);
+    CUresult (*stream_create)(CUstream *, unsigned);
+    CUresult (*event_create)(CUevent *, unsigned);
+    CUresult (*event_record)(CUevent, CUstream);
+    CUresult (*event_query)(CUevent);
+    CUresult (*event_elapsed)(float *, CUevent, CUevent);
+    CUresult (*exchange_capture_mode)(CUstreamCaptureMode *);
+    CUresult (*mem_get_info)(size_t *, size_t *);
+} fn;
+enum { FNS_UNKNOWN = 0, FNS_OK, FNS_MISSING };
+static _Atomic int fns_state;
+
+/* Resolved without a lock (dlopen takes the loader's lock, which a program
+ * thread may hold while it launches); racing threads find the same values. */
+static int resolve_fns(void *real_launch)
+{
+    int st = atomic_load_explicit(&fns_state, memory_order_acquire);
+    if (WSL_LIKELY(st != FNS_UNKNOWN))
+        return st == FNS_OK;
+    Dl_info info;
+    void *h = NULL;
+    if (dladdr(real_launch, &info) && info.dli_fname)
+        h = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD); /* kept open: the pointers stay valid */
+    if (!h) {
+        atomic_store(&fns_state, FNS_MISSING);
+        return 0;
+    }
+#define GET(field, name) *(void **)&fn.field = wsl_real_dlsym(h, name)
+    GET(ctx_get_current, "cuCtxGetCurrent");
+    GET(ctx_set_current, "cuCtxSetCurrent");
+    GET(ctx_get_device, "cuCtxGetDevice");
+    GET(stream_get_ctx, "cuStreamGetCtx");
+    GET(stream_is_capturing, "cuStreamIsCapturing");
+    GET(stream_create, "cuStreamCreate");
+    GET(event_create, "cuEventCreate");
+    GET(event_record, "cuEventRecord");
+    GET(event_query, "cuEventQuery");
+    GET(event_elapsed, "cuEventElapsedTime_v2");
+    if (!fn.event_elapsed)
+        GET(event_elapsed, "cuEventElapsedTime");
+    GET(exchange_capture_mode, "cuThreadExchangeStreamCaptureMode");
+    GET(mem_get_info, "cuMemGetInfo_v2");
+#undef GET
+    int ok = fn.ctx_get_current && fn.stream_get_ctx && fn.stream_is_capturing && fn.event_create &&
+             fn.event_record && fn.event_query && fn.event_elapsed;
+    if (!ok)
+        wsl_log(WSL_LOG_WARN, "GPU timing off: the driver lacks an event or capture entry point");
+    atomic_store_explicit(&fns_state, ok ? FNS_OK : FNS_MISSING, memory_order_release);
+    return ok;
+}
+
+/* ---- per-context event pools and reference events ----------------------------------- */
+#define MAX_CTX 16
+#define POOL_CAP 2048 /* events per context at most: bounds what a GPU far behind can hold */
+
+struct ctx_pool {
+    CUcontext ctx; /* NULL: slot unused */
+    unsigned nfree, created;
+    CUevent free_ev[POOL_CAP];
+    /* memory of the device when the shim first saw the context */
+    int device, mem_known, mem_written;
+    uint64_t mem_free, mem_total, mem_ticks;
+    /* writer only: reference events on a stream of the shim's own */
+    CUstream ref_stream;
+    CUevent ref_ev[2];
+    int ref_ok;        /* ref_ev[ref_cur] is done and ref_ticks is when it ran */
+    int ref_cur, ref_inflight; /* index of a recorded, not yet done reference, or -1 */
+    uint64_t ref_ticks, ref_inflight_ticks;
+    int ref_broken;    /* the stream or events could not be made: no mapping */
+};
+static struct ctx_pool pools[MAX_CTX];
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+
+struct sample {
+    int pool;
+    CUevent e0, e1;
+    uint64_t stream, handle, t_launch0, t_launch1, t_e0;
+    uint32_t tid, flags;
+};
+#define QUEUE_CAP 4096
+static struct sample queue[QUEUE_CAP]; /* program threads -> writer */
+static unsigned queue_n;
+static pthread_mutex_t queue_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sample inflight[QUEUE_CAP]; /* writer only */
+static unsigned inflight_n;
+
+/* Counters for the log at exit. */
+static _Atomic uint64_t n_sampled, n_skipped_capture, n_skipped_other, n_lost;
+static _Atomic int timing_closed; /* at exit: the writer makes no more CUDA calls */
+static _Atomic int atexit_registered;
+
+static int pool_find_locked(CUcontext ctx)
+{
+    int empty = -1;
+    for (int i = 0; i < MAX_CTX; i++) {
+        if (pools[i].ctx == ctx)
+            return i;
+        if (!pools[i].ctx && empty < 0)
+            empty = i;
+    }
+    if (empty >= 0) {
+        memset(&pools[empty], 0, sizeof pools[empty]);
+        pools[empty].ctx = ctx;
+        pools[empty].ref_inflight = -1;
+    }
+    return empty;
+}
+
+static void pool_put(int p, CUevent e0, CUevent e1)
+{
+    pthread_mutex_lock(&pool_lock);
+    struct ctx_pool *cp = &pools[p];
+    if (cp->ctx && cp->nfree + 2 <= POOL_CAP) {
+        cp->free_ev[cp->nfree++] = e0;
+        cp->free_ev[cp->nfree++] = e1;
+    }
+    pthread_mutex_unlock(&pool_lock);
+}
+
+static void at_exit_flush(void);
+
+/* ---- the program's side ---------------------------------------------------------- */
+int wsl_gpu_sample_begin(struct wsl_gpu_sample *gs, void *real, uint64_t stream, uint64_t handle,
+                         int per_thread, int graph)
+{
+    gs->active = 0;
+    if (atomic_load_explicit(&timing_closed, memory_order_relaxed) || !resolve_fns(real))
+        return 0;
+    CUstream s = (CUstream)(uintptr_t)stream;
+    if (per_thread && !s)
+        s = CU_STREAM_PER_THREAD; /* what the _ptsz launch meant by stream 0 */
+    CUcontext cur = NULL, sctx = NULL;
+    if (fn.ctx_get_current(&cur) != CUDA_SUCCESS || !cur) {
+        atomic_fetch_add(&n_skipped_other, 1);
+        return 0;
+    }
+    if (s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD) {
+        if (fn.stream_get_ctx(s, &sctx) != CUDA_SUCCESS || sctx != cur) {
+            atomic_fetch_add(&n_skipped_other, 1);
+            return 0;
+        }
+    }
+    /* Never into a stream being captured; an error (the legacy stream while a
+     * global-mode capture runs) counts as "maybe". */
+    CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
+    if (fn.stream_is_capturing(s, &cs) != CUDA_SUCCESS || cs != CU_STREAM_CAPTURE_STATUS_NONE) {
+        atomic_fetch_add(&n_skipped_capture, 1);
+        return 0;
+    }
+    pthread_mutex_lock(&pool_lock);
+    int p = pool_find_locked(cur);
+    int have = 0, need_mem = 0;
+    if (p >= 0) {
+        struct ctx_pool *cp = &pools[p];
+        if (cp->nfree >= 2) {
+            gs->e1 = cp->free_ev[--cp->nfree];
+            gs->e0 = cp->free_ev[--cp->nfree];
+            have = 1;
+        } else if (cp->created + 2 <= POOL_CAP) {
+            cp->created += 2; /* made below, outside the lock */
+            have = 2;
+        }
+        need_mem = !cp->mem_known;
+        cp->mem_known = 1;
+    }
+    pthread_mutex_unlock(&pool_lock);
+    if (!have) {
+        atomic_fetch_add(&n_skipped_other, 1);
+        return 0;
+    }
+    if (need_mem && fn.mem_get_info) {
+        size_t fr = 0, tot = 0;
+        CUdevice dev = 0;
+        if (fn.mem_get_info(&fr, &tot) == CUDA_SUCCESS) {
+            if (fn.ctx_get_device)
+                fn.ctx_get_device(&dev);
+            pthread_mutex_lock(&pool_lock);
+            pools[p].device = dev;
+            pools[p].mem_free = fr;
+            pools[p].mem_total = tot;
+            pools[p].mem_ticks = wsl_ticks();
+            pthread_mutex_unlock(&pool_lock);
+        }
+    }
+    if (have == 2) {
+        if (fn.event_create((CUevent *)&gs->e0, CU_EVENT_DEFAULT) != CUDA_SUCCESS)
+            goto fail_created;
+        if (fn.event_create((CUevent *)&gs->e1, CU_EVENT_DEFAULT) != CUDA_SUCCESS)
+            goto fail_created; /* e0 leaks: the driver frees it with the context */
+    }
+    if (!atomic_load_explicit(&atexit_registered, memory_order_relaxed) && !atomic_exchange(&atexit_registered, 1))
+        atexit(at_exit_flush); /* after the runtime's own: runs before its teardown */
+    if (fn.event_record((CUevent)gs->e0, s) != CUDA_SUCCESS) {
+        pool_put(p, gs->e0, gs->e1);
+        atomic_fetch_add(&n_skipped_other, 1);
+        return 0;
+    }
+    gs->t_e0 = wsl_ticks();
+    gs->pool = p;
+    gs->stream = stream;
+    gs->s = s;
+    gs->handle = handle;
+    gs->graph = graph;
+    gs->active = 1;
+    return 1;
+fail_created:
+    pthread_mutex_lock(&pool_lock);
+    pools[p].created -= 2;
+    pthread_mutex_unlock(&pool_lock);
+    atomic_fetch_add(&n_skipped_other, 1);
+    return 0;
+}
+
+void wsl_gpu_sample_end(struct wsl_gpu_sample *gs, int result, uint64_t t0, uint64_t t1, uint32_t tid)
+{
+    if (result != CUDA_SUCCESS) {
+        pool_put(gs->pool, gs->e0, gs->e1); /* e0 ran alone; re-recording it later is fine */
+        return;
+    }
+    /* Done already: nothing was queued ahead of the kernel on this stream. */
+    int idle = fn.event_query(gs->e0) == CUDA_SUCCESS;
+    if (fn.event_record(gs->e1, gs->s) != CUDA_SUCCESS) {
+        pool_put(gs->pool, gs->e0, gs->e1);
+        return;
+    }
+    struct sample sm = {gs->pool, gs->e0, gs->e1, gs->stream, gs->handle, t0, t1, gs->t_e0, tid,
+                        (idle ? WSL_GPU_IDLE_AT_SUBMIT : 0u) | (gs->graph ? WSL_GPU_GRAPH : 0u)};
+    int queued = 0;
+    pthread_mutex_lock(&queue_lock);
+    if (queue_n < QUEUE_CAP) {
+        queue[queue_n++] = sm;
+        queued = 1;
+    }
+    pthread_mutex_unlock(&queue_lock);
+    if (queued)
+        atomic_fetch_add(&n_sampled, 1);
+    else {
+        pool_put(gs->pool, gs->e0, gs->e1);
+        atomic_fetch_add(&n_lost, 1);
+    }
+}
+
+/* ---- the writer's side ------------------------------------------------------------ */
+static struct wsl_thread *out; /* GPU_KERNEL events go through a ring of their own */
+static double ticks_per_ns = 1.0;
+static uint64_t rate_t0, rate_m0;
+static int writer_relaxed;
+
+/* Ticks per ns of the event clock: 2 ms of calibration the first time,
+ * then refined from that first sample as time goes by. */
+static void update_rate(void)
+{
+    if (!wsl_cfg.use_tsc)
+        return;
+    if (!rate_t0) {
+        rate_t0 = wsl_ticks();
+        rate_m0 = wsl_mono_ns();
+        struct timespec ts = {0, 2000000};
+        nanosleep(&ts, NULL);
+    }
+    uint64_t t = wsl_ticks(), m = wsl_mono_ns();
+    if (m > rate_m0)
+        ticks_per_ns = (double)(t - rate_t0) / (double)(m - rate_m0);
+}
+
+static uint64_t ns_to_ticks(double ns) { return ns <= 0 ? 0 : (uint64_t)(ns * ticks_per_ns); }
+static double ticks_to_ns(uint64_t ticks) { return (double)ticks / ticks_per_ns; }
+
+/* Keeps a recent reference event per context: recorded on an idle stream of
+ * the shim's own, it runs on the GPU right away, so the host time of the
+ * record is its GPU time to within the submission latency. */
+static void refresh_reference(struct ctx_pool *cp, uint64_t now)
+{
+    if (cp->ref_broken)
+        return;
+    if (!cp->ref_stream) {
+        if (!fn.ctx_set_current || !fn.stream_create || fn.ctx_set_current(cp->ctx) != CUDA_SUCCESS ||
+            fn.stream_create(&cp->ref_stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS ||
+            fn.event_create(&cp->ref_ev[0], CU_EVENT_DEFAULT) != CUDA_SUCCESS ||
+            fn.event_create(&cp->ref_ev[1], CU_EVENT_DEFAULT) != CUDA_SUCCESS) {
+            cp->ref_broken = 1;
+            wsl_log(WSL_LOG_INFO, "GPU timing: no reference stream; kernel times stay unmapped");
+            return;
+        }
+        cp->ref_cur = 1;
+    }
+    if (cp->ref_inflight >= 0) {
+        CUresult q = fn.event_query(cp->ref_ev[cp->ref_inflight]);
+        if (q == CUDA_SUCCESS) {
+            cp->ref_cur = cp->ref_inflight;
+            cp->ref_ticks = cp->ref_inflight_ticks;
+            cp->ref_ok = 1;
+            cp->ref_inflight = -1;
+        } else if (q != CUDA_ERROR_NOT_READY) {
+            cp->ref_broken = 1;
+            cp->ref_ok = 0;
+        }
+        return;
+    }
+    if (cp->ref_ok && ticks_to_ns(now - cp->ref_ticks) < 500e6)
+        return;
+    int next = cp->ref_ok ? 1 - cp->ref_cur : 0;
+    uint64_t a = wsl_ticks();
+    CUresult r = fn.event_record(cp->ref_ev[next], cp->ref_stream);
+    uint64_t b = wsl_ticks();
+    if (r != CUDA_SUCCESS) {
+        cp->ref_broken = 1;
+        cp->ref_ok = 0;
+        return;
+    }
+    cp->ref_inflight = next;
+    cp->ref_inflight_ticks = b - (b - a) / 4; /* the command goes out at the end of the call */
+}
+
+/* GPU time of e (ticks on the host clock) through the context's reference. */
+static int map_event(struct ctx_pool *cp, CUevent e, uint64_t *ticks)
+{
+    if (!cp->ref_ok)
+        return 0;
+    float ms = 0;
+    CUevent ref = cp->ref_ev[cp->ref_cur];
+    if (fn.event_elapsed(&ms, ref, e) == CUDA_SUCCESS) {
+        double ns = (double)ms * 1e6;
+        *ticks = ns >= 0 ? cp->ref_ticks + ns_to_ticks(ns) : cp->ref_ticks - ns_to_ticks(-ns);
+        return 1;
+    }
+    return 0;
+}
+
+static int emit_sample(const struct sample *sm, double raw_ns)
+{
+    struct ctx_pool *cp = &pools[sm->pool];
+    double dur_ns = raw_ns;
+    if (sm->flags & WSL_GPU_IDLE_AT_SUBMIT) {
+        /* The GPU ran e0 at once and waited for the launch: the pair spans the
+         * rest of the launch call too. Take that host interval off. */
+        double gap = sm->t_launch1 > sm->t_e0 ? ticks_to_ns(sm->t_launch1 - sm->t_e0) : 0;
+        dur_ns = raw_ns > gap ? raw_ns - gap : 0;
+    }
+    uint64_t e0_ticks, start, end;
+    uint32_t flags = sm->flags;
+    if (map_event(cp, sm->e0, &e0_ticks)) {
+        end = e0_ticks + ns_to_ticks(raw_ns);
+        start = end - ns_to_ticks(dur_ns);
+        flags |= WSL_GPU_MAPPED;
+    } else {
+        start = sm->t_launch1;
+        end = start + ns_to_ticks(dur_ns);
+    }
+    struct wsl_event *ev = wsl_ring_reserve(out);
+    if (!ev)
+        return 0;
+    ev->t_start = start;
+    ev->t_end = end;
+    ev->api = WSL_ID_GPU_KERNEL;
+    ev->flags = 0;
+    ev->result = 0;
+    ev->stream = sm->stream;
+    ev->a[0] = sm->handle;
+    ev->a[1] = sm->t_launch0;
+    ev->a[2] = flags | (uint64_t)sm->tid << 32;
+    ev->a[3] = raw_ns <= 0 ? 0 : (uint64_t)(raw_ns + 0.5);
+    wsl_ring_commit(out);
+    return 1;
+}
+
+static void emit_memory_info(void (*emit)(uint32_t, const void *, size_t))
+{
+    for (int i = 0; i < MAX_CTX; i++) {
+        struct ctx_pool *cp = &pools[i];
+        pthread_mutex_lock(&pool_lock);
+        int ready = cp->ctx && cp->mem_total && !cp->mem_written;
+        struct wsl_gpu_memory gm = {cp->mem_ticks, cp->mem_free, cp->mem_total, cp->device, 0};
+        if (ready)
+            cp->mem_written = 1;
+        pthread_mutex_unlock(&pool_lock);
+        if (ready)
+            emit(WSL_CHUNK_GPU_MEMORY, &gm, sizeof gm);
+    }
+}
+
+/* One pass: collect what the GPU has finished. Returns how many pairs are
+ * still in flight. */
+static unsigned poll_once(int no_defer)
+{
+    pthread_mutex_lock(&queue_lock);
+    unsigned take = queue_n < QUEUE_CAP - inflight_n ? queue_n : QUEUE_CAP - inflight_n;
+    memcpy(&inflight[inflight_n], queue, take * sizeof queue[0]);
+    memmove(queue, queue + take, (queue_n - take) * sizeof queue[0]);
+    queue_n -= take;
+    pthread_mutex_unlock(&queue_lock);
+    inflight_n += take;
+    if (!inflight_n)
+        return 0;
+    if (!writer_relaxed && fn.exchange_capture_mode) {
+        CUstreamCaptureMode m = CU_STREAM_CAPTURE_MODE_RELAXED;
+        fn.exchange_capture_mode(&m);
+        writer_relaxed = 1;
+    }
+    uint64_t now = wsl_ticks();
+    for (int i = 0; i < MAX_CTX; i++)
+        if (pools[i].ctx)
+            refresh_reference(&pools[i], now);
+    /* Room in the output ring for every pair that may complete. */
+    uint64_t room = WSL_RING_EVENTS - (out->head_local - atomic_load(&out->tail));
+    uint64_t blocked[16];
+    unsigned nblocked = 0, keep = 0;
+    for (unsigned i = 0; i < inflight_n; i++) {
+        struct sample *sm = &inflight[i];
+        int is_blocked = 0;
+        for (unsigned b = 0; b < nblocked; b++)
+            is_blocked |= blocked[b] == sm->stream;
+        CUresult q = is_blocked || !room ? CUDA_ERROR_NOT_READY : fn.event_query(sm->e1);
+        if (q == CUDA_ERROR_NOT_READY) {
+            if (!is_blocked && nblocked < 16)
+                blocked[nblocked++] = sm->stream; /* later work on it is not done either */
+            inflight[keep++] = *sm;
+            continue;
+        }
+        struct ctx_pool *cp = &pools[sm->pool];
+        if (q == CUDA_SUCCESS && !no_defer && !cp->ref_ok && !cp->ref_broken &&
+            ticks_to_ns(now - sm->t_launch1) < 2e9) {
+            inflight[keep++] = *sm; /* done, but wait a little for a reference to place it */
+            continue;
+        }
+        float ms = 0;
+        if (q == CUDA_SUCCESS && fn.event_elapsed(&ms, sm->e0, sm->e1) == CUDA_SUCCESS) {
+            if (emit_sample(sm, (double)ms * 1e6))
+                room--;
+            pool_put(sm->pool, sm->e0, sm->e1);
+        } else {
+            atomic_fetch_add(&n_lost, 1); /* the events are gone with their context */
+        }
+    }
+    inflight_n = keep;
+    return inflight_n;
+}
+
+static pthread_mutex_t poll_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Caller holds poll_lock. With `wait`, gives the GPU a bounded moment (200 ms)
+ * to finish what was sampled; what is still out then is counted lost. */
+static void collect(int wait)
+{
+    if (!out && !(out = wsl_thread_claim_aux()))
+        return;
+    update_rate();
+    if (atomic_load(&timing_closed))
+        return;
+    unsigned left = poll_once(0);
+    for (int i = 0; wait && left && i < 40; i++) {
+        struct timespec ts = {0, 5000000};
+        nanosleep(&ts, NULL);
+        left = poll_once(i == 39);
+    }
+    if (wait) {
+        atomic_fetch_add(&n_lost, left);
+        inflight_n = 0;
+    }
+}
+
+/* The writer thread, every pass; `final` at the end of the trace. */
+void wsl_gpu_timing_poll(int final, void (*emit)(uint32_t, const void *, size_t))
+{
+    if (atomic_load(&fns_state) != FNS_OK)
+        return;
+    pthread_mutex_lock(&poll_lock);
+    collect(final);
+    emit_memory_info(emit);
+    pthread_mutex_unlock(&poll_lock);
+    if (final && atomic_load(&n_sampled))
+        wsl_log(WSL_LOG_INFO,
+                "GPU timing: %llu launches sampled, %llu skipped (stream capture), %llu skipped (other), %llu lost",
+                (unsigned long long)atomic_load(&n_sampled), (unsigned long long)atomic_load(&n_skipped_capture),
+                (unsigned long long)atomic_load(&n_skipped_other), (unsigned long long)atomic_load(&n_lost));
+}
+
+/* Registered at the first sample, after the CUDA runtime registered its own
+ * teardown, so it runs before it: collect what the GPU finished, then make no
+ * more CUDA calls. */
+static void at_exit_flush(void)
+{
+    int saved = errno;
+    wsl_tls_depth++;
+    pthread_mutex_lock(&poll_lock);
+    collect(1);
+    atomic_store(&timing_closed, 1);
+    pthread_mutex_unlock(&poll_lock);
+    wsl_tls_depth--;
+    wsl_writer_wake();
+    errno = saved;
+}
+
+/* Before the program destroys or resets a context: pairs and pools of every
+ * context are forgotten (a destroyed context's handle may come back for a new
+ * one), after one last look at what is done. */
+void wsl_gpu_timing_forget_contexts(void)
+{
+    if (atomic_load(&fns_state) != FNS_OK)
+        return;
+    pthread_mutex_lock(&poll_lock);
+    if (out && !atomic_load(&timing_closed))
+        poll_once(1);
+    atomic_fetch_add(&n_lost, inflight_n);
+    inflight_n = 0;
+    pthread_mutex_lock(&queue_lock);
+    atomic_fetch_add(&n_lost, queue_n);
+    queue_n = 0;
+    pthread_mutex_unlock(&queue_lock);
+    pthread_mutex_lock(&pool_lock);
+    for (int i = 0; i < MAX_CTX; i++)
+        if (pools[i].ctx)
+            pools[i].ctx = NULL; /* memory info not yet written is dropped too */
+    pthread_mutex_unlock(&pool_lock);
+    pthread_mutex_unlock(&poll_lock);
+}
+
+/* Forked child: only the forking thread exists and the parent's CUDA objects
+ * are not the child's. Start empty, with locks nobody holds. */
+void wsl_gpu_timing_after_fork_child(void)
+{
+    pthread_mutex_init(&pool_lock, NULL);
+    pthread_mutex_init(&queue_lock, NULL);
+    pthread_mutex_init(&poll_lock, NULL);
+    memset(pools, 0, sizeof pools);
+    queue_n = 0;
+    inflight_n = 0;
+    out = NULL;
+    writer_relaxed = 0;
+    rate_t0 = 0;
+}

@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""Sampled GPU timing against the fake driver's simulated GPU.
+
+  gpu_timing_test.py SHIM REPORT CLIENT FAKE_LIB_DIR WORKDIR
+
+CLIENT is client_timing: kernels of known simulated durations (a kernel of
+gridDimX g takes g * FAKE_CUDA_KERNEL_NS on the fake GPU), launched queued
+(GPU busy), starved (a sync after each), captured into a graph and replayed,
+and on the per-thread default stream. Checks, for WSLSHIM_GPU_TIMING=1, 7 and
+off:
+  - the program is unchanged: exit 0, its own driver calls counted exactly as
+    it made them (the shim's own calls are only event, capture-status and
+    context queries);
+  - no event was ever recorded into a stream being captured (fake's count);
+  - exactly the launches due are timed (every Nth of the thread, less those
+    into a capturing stream);
+  - each kernel's median GPU time is the simulated one (within 2%), for queued
+    kernels and, after the correction, for starved ones;
+  - "idle at submit" is set for every starved launch and for none of the
+    queued ones after the first;
+  - every timed launch is placed on the host clock, after its launch began.
+"""
+import json
+import os
+import subprocess
+import sys
+
+SHIM, REPORT, CLIENT, LIBDIR, WORK = sys.argv[1:6]
+K = 50000  # ns per block
+QUEUED, STARVED, REPLAYS = 120, 30, 5
+failures = []
+
+
+def check(cond, msg):
+    if not cond:
+        failures.append(msg)
+        print("FAIL:", msg)
+
+
+# Calls the shim itself may add to the driver's counts, and only when timing.
+SHIM_CALLS = {"cuCtxGetCurrent", "cuStreamGetCtx", "cuStreamIsCapturing", "cuEventCreate", "cuEventRecord",
+              "cuEventQuery", "cuEventElapsedTime", "cuEventElapsedTime_v2", "cuCtxSetCurrent", "cuStreamCreate",
+              "cuThreadExchangeStreamCaptureMode", "cuMemGetInfo_v2", "cuCtxGetDevice",
+              "cuDriverGetVersion", "cuDeviceGetCount", "cuDeviceGet", "cuDeviceGetName", "cuDeviceTotalMem_v2",
+              "cuDeviceGetAttribute"}
+# (the last six: the writer's DRIVER chunk, with or without timing)
+
+
+def run(tag, timing):
+    d = os.path.join(WORK, tag)
+    os.makedirs(d, exist_ok=True)
+    for f in os.listdir(d):
+        os.unlink(os.path.join(d, f))
+    env = dict(os.environ, LD_LIBRARY_PATH=LIBDIR, LD_PRELOAD=SHIM, FAKE_CUDA_KERNEL_NS=str(K),
+               FAKE_CUDA_STATS=os.path.join(d, "stats.json"), FAKE_CUDA_COUNTS=os.path.join(d, "counts.json"),
+               WSLSHIM_OUTPUT=os.path.join(d, "t-%p.trace.zst"), WSLSHIM_GPU_TIMING=timing,
+               FAKE_CUDA_PROC_ALIASES="0")
+    p = subprocess.run([CLIENT, str(QUEUED), str(STARVED), str(REPLAYS)], env=env, capture_output=True, text=True)
+    check(p.returncode == 0, f"{tag}: client exit {p.returncode}: {p.stderr.strip()}")
+    expect = plan = None
+    for line in p.stdout.splitlines():
+        if line.startswith("EXPECT "):
+            expect = json.loads(line[7:])
+        elif line.startswith("PLAN "):
+            plan = json.loads(line[5:])
+    counts = json.load(open(os.path.join(d, "counts.json")))
+    stats = json.load(open(os.path.join(d, "stats.json")))
+    traces = [os.path.join(d, f) for f in os.listdir(d) if f.endswith(".trace.zst")]
+    r = subprocess.run([REPORT, "--json"] + traces, capture_output=True, text=True)
+    check(r.returncode == 0, f"{tag}: report exit {r.returncode}: {r.stderr.strip()}")
+    return expect, plan, counts, stats, json.loads(r.stdout)
+
+
+def driver_calls_unchanged(tag, expect, counts, timing_on):
+    for sym, n in expect.items():
+        extra = counts.get(sym, 0) - n
+        check(extra == 0 or (extra > 0 and sym in SHIM_CALLS and timing_on),
+              f"{tag}: {sym}: driver counted {counts.get(sym, 0)}, the program made {n}")
+    for sym, n in counts.items():
+        if sym not in expect:
+            check(sym in SHIM_CALLS, f"{tag}: the shim called {sym} ({n}x)")
+            if not timing_on:
+                check(not sym.startswith("cuEvent") and sym != "cuStreamIsCapturing",
+                      f"{tag}: timing off, yet the shim called {sym}")
+
+
+def kernels(rep):
+    return {k["name"]: k for k in rep["gpu"]["kernels"]}
+
+
+# ---- every launch -------------------------------------------------------------------
+expect, plan, counts, stats, rep = run("every", "1")
+driver_calls_unchanged("every", expect, counts, True)
+check(stats["capture_event_records"] == 0, f"events recorded into a capturing stream: {stats['capture_event_records']}")
+g = rep["gpu"]
+ks = kernels(rep)
+launched_outside_capture = QUEUED + STARVED + plan["k_ptsz"]
+check(g["kernels_timed"] == launched_outside_capture,
+      f"kernels_timed {g['kernels_timed']}, expected {launched_outside_capture}")
+check(g["graphs_timed"] == REPLAYS, f"graphs_timed {g['graphs_timed']}, expected {REPLAYS}")
+check(ks["k_graph"]["timed"] == 0, "a launch into a capturing stream was timed")
+want = {"k_small": K, "k_mid": 2 * K, "k_big": 4 * K, "k_sync": 2 * K, "k_ptsz": K}
+for name, ns in want.items():
+    k = ks[name]
+    check(k["timed"] == plan[name], f"{name}: timed {k['timed']} of {plan[name]}")
+    p50 = k["gpu_ns"]["p50"]
+    check(abs(p50 - ns) <= 0.02 * ns, f"{name}: median GPU time {p50} ns, simulated {ns}")
+check(abs(g["graph_ns"]["p50"] - 8 * K) <= 0.02 * 8 * K, f"graph median {g['graph_ns']['p50']}, simulated {8 * K}")
+check(ks["k_sync"]["idle_at_submit"] == STARVED, f"k_sync idle at submit {ks['k_sync']['idle_at_submit']}/{STARVED}")
+queued_idle = sum(ks[n]["idle_at_submit"] for n in ("k_small", "k_mid", "k_big"))
+check(queued_idle <= 1, f"queued launches idle at submit: {queued_idle} (only the first may be)")
+check(g["mapped"] == g["kernels_timed"] + g["graphs_timed"], f"mapped {g['mapped']} of {g['kernels_timed']}")
+est = sum(want[n] * plan[n] for n in want) + REPLAYS * 8 * K
+check(abs(g["gpu_time_est_ns"] - est) <= 0.02 * est, f"estimated GPU time {g['gpu_time_est_ns']}, simulated {est}")
+check(abs(g["gpu_time_est_ns"] - stats["gpu_busy_ns"]) <= 0.02 * stats["gpu_busy_ns"],
+      f"estimated GPU time {g['gpu_time_est_ns']}, fake GPU busy {stats['gpu_busy_ns']}")
+proc = rep["processes"][0]["gpu_use"]
+check(proc["device_total"] == 80 << 30, f"device_total {proc['device_total']}")
+
+# ---- every 7th ----------------------------------------------------------------------
+expect, plan, counts, stats, rep = run("seventh", "7")
+driver_calls_unchanged("seventh", expect, counts, True)
+check(stats["capture_event_records"] == 0, "seventh: events recorded into a capturing stream")
+# Launch order: queued, starved, 8 captured, graph replays, ptsz. Due: every 7th.
+order = ["k"] * (QUEUED + STARVED) + ["cap"] * 8 + ["graph"] * REPLAYS + ["k"] * plan["k_ptsz"]
+due = [order[i - 1] for i in range(7, len(order) + 1, 7)]
+check(rep["gpu"]["kernels_timed"] == due.count("k"), f"seventh: kernels_timed {rep['gpu']['kernels_timed']}, due {due.count('k')}")
+check(rep["gpu"]["graphs_timed"] == due.count("graph"), f"seventh: graphs_timed {rep['gpu']['graphs_timed']}")
+
+# ---- off -----------------------------------------------------------------------------
+expect, plan, counts, stats, rep = run("off", "off")
+driver_calls_unchanged("off", expect, counts, False)
+check(rep["gpu"]["kernels_timed"] == 0 and rep["gpu"]["graphs_timed"] == 0, "off: launches were timed")
+check(rep["gpu"]["busy_estimate"] is None, "off: a busy estimate without timing")
+
+print("gpu timing:", "FAIL" if failures else "ok")
+sys.exit(1 if failures else 0)
