@@ -110,6 +110,8 @@ struct wsl_kern_trace {
     size_t timed_cap;
     uint64_t timed_untracked, idle, mapped, graphs_timed, graph_idle;
     struct wsl_hist graph_ticks;
+    struct wsl_hist start_ticks;  /* idle, mapped launches: GPU start - launch call start */
+    struct wsl_hist before_ticks; /* of them, placed before the call began (mapping error): by how much */
     uint64_t capturing[MAX_CAPTURING]; /* streams between capture begin and end */
     unsigned ncapturing;
     uint64_t captured;
@@ -234,6 +236,14 @@ static void take_gpu_time(struct wsl_kern_trace *t, const struct wsl_event *ev)
         return;
     }
     t->idle += idle;
+    if (idle && (flags & WSL_GPU_MAPPED)) {
+        if (ev->t_start >= ev->a[1]) {
+            wsl_hist_add(&t->start_ticks, ev->t_start - ev->a[1]);
+        } else {    /* the clock mapping's error: counted as 0, its size kept */
+            wsl_hist_add(&t->start_ticks, 0);
+            wsl_hist_add(&t->before_ticks, ev->a[1] - ev->t_start);
+        }
+    }
     uint64_t handle = ev->a[0];
     const struct wsl_u64_slot *s = handle ? wsl_u64_map_find(&t->timed, handle) : NULL;
     if (!s) {
@@ -376,6 +386,8 @@ void wsl_kern_trace_end(struct wsl_kern_trace *t, struct wsl_kernels *k, int32_t
         wsl_hist_merge_scaled(&k->graph_ns, &g, 1.0);
         wsl_hist_free(&g);
     }
+    wsl_hist_merge_scaled(&k->idle_start_ns, &t->start_ticks, ns_per_tick);
+    wsl_hist_merge_scaled(&k->idle_start_before_ns, &t->before_ticks, ns_per_tick);
     k->kernels_timed += use->kernels_timed;
     k->graphs_timed += use->graphs_timed;
     k->idle_at_submit += use->idle_at_submit;
@@ -447,6 +459,8 @@ void wsl_kern_trace_discard(struct wsl_kern_trace *t)
     wsl_u64_map_free(&t->timed);
     free(t->timed_v);
     wsl_hist_free(&t->graph_ticks);
+    wsl_hist_free(&t->start_ticks);
+    wsl_hist_free(&t->before_ticks);
     free(t->names_v);
     free(t->arena);
     free(t->handles_v);
@@ -484,6 +498,8 @@ void wsl_kern_free(struct wsl_kernels *k)
     }
     wsl_hist_free(&k->kernel_ns);
     wsl_hist_free(&k->graph_ns);
+    wsl_hist_free(&k->idle_start_ns);
+    wsl_hist_free(&k->idle_start_before_ns);
     free(k->items);
     for (unsigned i = 0; i < k->launch_api_count; i++)
         free(k->launch_apis[i]);

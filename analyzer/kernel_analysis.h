@@ -95,6 +95,10 @@ struct wsl_kernels {
     uint64_t kernels_timed, graphs_timed, idle_at_submit, mapped;
     struct wsl_hist kernel_ns;  /* GPU time of every timed kernel launch */
     struct wsl_hist graph_ns;   /* GPU time of every timed graph launch */
+    struct wsl_hist idle_start_ns; /* launches that found the GPU idle: from the launch call to the
+                                      kernel's start on the GPU (the submission latency) */
+    struct wsl_hist idle_start_before_ns; /* of them, placed before their call began (the clock
+                                             mapping's error; counted 0 above): by how much */
     uint64_t est_gpu_ns;        /* all processes' estimated GPU time */
     uint64_t busy_wall_ns;      /* wall time of the processes with timed launches (wsl_run_finish) */
     double busy_estimate;       /* est_gpu_ns / busy_wall_ns, at most 1; -1: nothing timed */

@@ -493,6 +493,10 @@ static void write_gpu(struct json_writer *w, const struct wsl_kernels *k)
         json_null(w);
     json_key(w, "mapped");          /* timed launches placed on the host clock */
     json_u64(w, k->mapped);
+    json_key(w, "submit_latency_ns"); /* idle at submit: launch call start -> kernel start on the GPU */
+    write_ns_summary(w, &k->idle_start_ns);
+    json_key(w, "submit_latency_mapping_error_ns"); /* of them, placed before the call began: by how much */
+    write_ns_summary(w, &k->idle_start_before_ns);
     json_key(w, "gpu_time_est_ns"); /* mean timed GPU time x launches, per kernel */
     json_u64(w, k->est_gpu_ns);
     json_key(w, "busy_estimate");   /* of the wall time of the processes with timed launches */

@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "report_output.h"
@@ -225,6 +226,75 @@ static void put_clean_cut(FILE *out, const char *s, size_t max)
     fputs("...", out);
 }
 
+static int by_est_gpu(const void *a, const void *b)
+{
+    const struct wsl_kernel *x = *(const struct wsl_kernel *const *)a, *y = *(const struct wsl_kernel *const *)b;
+    return x->est_gpu_ns != y->est_gpu_ns ? (x->est_gpu_ns > y->est_gpu_ns ? -1 : 1) : strcmp(x->name, y->name);
+}
+
+static void put_ns(FILE *out, uint64_t ns)
+{
+    if (ns >= 1000000000u)
+        fprintf(out, "%.2f s", (double)ns / 1e9);
+    else if (ns >= 1000000u)
+        fprintf(out, "%.2f ms", (double)ns / 1e6);
+    else if (ns >= 1000u)
+        fprintf(out, "%.1f us", (double)ns / 1e3);
+    else
+        fprintf(out, "%" PRIu64 " ns", ns);
+}
+
+/* GPU time from the sampled event pairs: totals, then kernels by estimated GPU time. */
+static void write_gpu_time(FILE *out, const struct wsl_kernels *k)
+{
+    uint64_t timed = k->kernels_timed + k->graphs_timed;
+    if (!timed) {
+        fputs("  GPU time: no launch timed (WSLSHIM_GPU_TIMING=off, or no launch reached the sampling rate)\n", out);
+        return;
+    }
+    fprintf(out, "\nGPU time (%" PRIu64 " launches timed with events", timed);
+    if (k->graphs_timed)
+        fprintf(out, ", %" PRIu64 " of them graphs", k->graphs_timed);
+    fputs(")\n  estimated GPU time ", out);
+    put_ns(out, k->est_gpu_ns);
+    if (k->busy_estimate >= 0)
+        fprintf(out, ", GPU busy %.0f%% of the wall time", 100 * k->busy_estimate);
+    fprintf(out, "\n  GPU idle at submit: %.0f%% of timed launches (the GPU had caught up and waited for the host)\n",
+            100.0 * (double)k->idle_at_submit / (double)timed);
+    if (k->kernel_ns.count) {
+        fputs("  kernel time p50 ", out);
+        put_ns(out, wsl_hist_quantile(&k->kernel_ns, 0.5));
+        fputs(", p99 ", out);
+        put_ns(out, wsl_hist_quantile(&k->kernel_ns, 0.99));
+        fputc('\n', out);
+    }
+    if (k->idle_start_ns.count) {
+        fputs("  launch to kernel start when idle: p50 ", out);
+        put_ns(out, wsl_hist_quantile(&k->idle_start_ns, 0.5));
+        fputc('\n', out);
+    }
+    const struct wsl_kernel **v = xcalloc(k->count ? k->count : 1, sizeof *v);
+    size_t n = 0;
+    for (size_t i = 0; i < k->count; i++)
+        if (k->items[i].est_gpu_ns)
+            v[n++] = &k->items[i];
+    qsort(v, n, sizeof *v, by_est_gpu);
+    if (n)
+        fputs("  Kernels by estimated GPU time (mean of the timed launches x launches):\n", out);
+    for (size_t i = 0; i < n && i < WSL_KERN_TOP_TEXT; i++) {
+        fputs("    ", out);
+        put_ns(out, v[i]->est_gpu_ns);
+        fprintf(out, "  (%5.1f%%)  ", k->est_gpu_ns ? 100.0 * (double)v[i]->est_gpu_ns / (double)k->est_gpu_ns : 0.0);
+        put_clean_cut(out, v[i]->name, 90);
+        if (v[i]->gpu_ns.count) {
+            fputs("  p50 ", out);
+            put_ns(out, wsl_hist_quantile(&v[i]->gpu_ns, 0.5));
+        }
+        fputc('\n', out);
+    }
+    free(v);
+}
+
 static void write_kernels(FILE *out, const struct wsl_run *run)
 {
     const struct wsl_kernels *k = &run->kernels;
@@ -245,6 +315,7 @@ static void write_kernels(FILE *out, const struct wsl_run *run)
     }
     if (k->count > WSL_KERN_TOP_TEXT)
         fprintf(out, "  ... and %zu more\n", k->count - WSL_KERN_TOP_TEXT);
+    write_gpu_time(out, k);
 }
 
 static void write_findings(FILE *out, const struct wsl_run *run)

@@ -18,7 +18,7 @@
 
 struct wsl_config wsl_cfg = {
     .output_pattern = "wslshim-%h-%p.trace.zst",
-    .gpu_timing = 0,
+    .gpu_timing = WSL_GPU_TIMING_DEFAULT,
     .io = 1,
     .log_level = WSL_LOG_ERROR,
     .use_tsc = 0,

@@ -24,6 +24,10 @@
 /* ---- configuration, read once at load time (options.c) ---------------------- */
 enum wsl_log_level { WSL_LOG_ERROR = 0, WSL_LOG_WARN, WSL_LOG_INFO, WSL_LOG_DEBUG };
 
+/* Every Nth launch of a thread is timed on the GPU unless WSLSHIM_GPU_TIMING says
+ * otherwise (docs/gpu-timing.md: what it costs). */
+#define WSL_GPU_TIMING_DEFAULT 100
+
 struct wsl_config {
     char output_pattern[1024]; /* WSLSHIM_OUTPUT */
     int gpu_timing;            /* WSLSHIM_GPU_TIMING: 0 off, N every Nth launch */

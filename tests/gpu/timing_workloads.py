@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""PyTorch workloads for the GPU-timing checks (tests/gpu/timing_check.py).
+
+    timing_workloads.py MODE [--profile OUT.json]
+
+MODE: mix (kernels of 20 us and more: bf16 and fp32 matmuls, large
+elementwise, softmax), launch_bound (thousands of tiny adds), matmul_bound
+(8192^3 bf16 matmuls), graph (a small MLP captured into a CUDA graph and
+replayed). Prints one JSON line with a checksum of the output. With --profile
+(mix) torch.profiler records the same loop and the median CUPTI duration per
+kernel name goes to OUT.json. Exit 77 without torch or a GPU.
+"""
+import hashlib
+import json
+import statistics
+import sys
+import time
+
+
+def main():
+    try:
+        import torch
+    except Exception as exc:
+        print(json.dumps({"skip": str(exc)}))
+        sys.exit(77)
+    if not torch.cuda.is_available():
+        print(json.dumps({"skip": "no GPU"}))
+        sys.exit(77)
+    mode = sys.argv[1]
+    prof_out = sys.argv[sys.argv.index("--profile") + 1] if "--profile" in sys.argv else None
+    torch.manual_seed(0)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    dev = "cuda"
+    h = hashlib.sha256()
+    t0 = time.perf_counter()
+    if mode == "mix":
+        a16 = torch.randn(4096, 4096, device=dev, dtype=torch.bfloat16)
+        a32 = torch.randn(2048, 2048, device=dev)
+        big = torch.randn(64 << 20, device=dev)
+        sm = torch.randn(8192, 8192, device=dev)
+
+        def body(n):
+            out = None
+            for _ in range(n):
+                x = a16 @ a16
+                y = a32 @ a32
+                z = big * 1.5 + 2.0
+                s = torch.softmax(sm, dim=1)
+                out = (x.float().sum() + y.sum() + z.sum() + s.sum())
+            return out
+
+        body(3)
+        torch.cuda.synchronize()
+        if prof_out:
+            from torch.profiler import profile, ProfilerActivity
+            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                out = body(30)
+                torch.cuda.synchronize()
+            per = {}
+            for e in prof.events():
+                if str(getattr(e, "device_type", "")).endswith("CUDA") and getattr(e, "device_time", 0) > 0:
+                    per.setdefault(e.name, []).append(e.device_time * 1000.0)  # us -> ns
+            json.dump({k: {"median_ns": statistics.median(v), "count": len(v)} for k, v in per.items()},
+                      open(prof_out, "w"), indent=1)
+        else:
+            out = body(30)
+        h.update(out.cpu().numpy().tobytes())
+    elif mode == "launch_bound":
+        x = torch.zeros(256, device=dev)
+        for _ in range(3000):
+            x = x + 1.0
+        torch.cuda.synchronize()
+        h.update(x.cpu().numpy().tobytes())
+    elif mode == "matmul_bound":
+        a = torch.randn(8192, 8192, device=dev, dtype=torch.bfloat16)
+        c = None
+        for _ in range(50):
+            c = a @ a
+        torch.cuda.synchronize()
+        h.update(c.float().sum().cpu().numpy().tobytes())
+    elif mode == "graph":
+        model = torch.nn.Sequential(torch.nn.Linear(512, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 512)).to(dev)
+        static_in = torch.randn(64, 512, device=dev)
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            for _ in range(3):
+                model(static_in)
+        torch.cuda.current_stream().wait_stream(s)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            static_out = model(static_in)
+        outs = []
+        for i in range(100):
+            static_in.copy_(torch.full((64, 512), 0.01 * i, device=dev))
+            g.replay()
+            outs.append(static_out.sum())
+        torch.cuda.synchronize()
+        eager = model(torch.full((64, 512), 0.99, device=dev)).sum()
+        ok = torch.allclose(outs[-1], eager, rtol=1e-4)
+        h.update(torch.stack(outs).cpu().numpy().tobytes())
+        if not ok:
+            print(json.dumps({"error": "graph replay differs from eager"}))
+            sys.exit(1)
+    else:
+        print(json.dumps({"error": f"unknown mode {mode}"}))
+        sys.exit(2)
+    print(json.dumps({"mode": mode, "checksum": h.hexdigest()[:16], "secs": time.perf_counter() - t0}))
+
+
+if __name__ == "__main__":
+    main()
