@@ -5,9 +5,12 @@
  * The program's thread, around a sampled launch (sample_begin/sample_end):
  *   - skips streams being captured into a graph (cuStreamIsCapturing says
  *     so, or cannot tell) and streams of another context than the current one;
- *   - records a pooled event e0 into the stream, lets the launch run, asks
- *     whether e0 has completed (the GPU had nothing queued ahead of the kernel
- *     on that stream: it was idle at submit), records e1, and queues the pair.
+ *   - asks whether the stream's earlier work is all done (cuStreamQuery: the
+ *     GPU had nothing queued ahead of the kernel on that stream, it was idle
+ *     at submit), records a pooled event e0 into the stream, lets the launch
+ *     run, records e1, and queues the pair. These calls run in the relaxed
+ *     stream-capture mode (queries are "unsafe" while another thread captures
+ *     in global mode).
  * The writer thread, every few milliseconds (wsl_gpu_timing_poll):
  *   - queries e1 of each queued pair, never blocking; once done, reads the
  *     elapsed time of the pair and places it on the host clock through a
@@ -48,6 +51,7 @@ static struct {
     CUresult (*event_elapsed)(float *, CUevent, CUevent);
     CUresult (*exchange_capture_mode)(CUstreamCaptureMode *);
     CUresult (*mem_get_info)(size_t *, size_t *);
+    CUresult (*stream_query)(CUstream);
 } fn;
 enum { FNS_UNKNOWN = 0, FNS_OK, FNS_MISSING };
 static _Atomic int fns_state;
@@ -82,9 +86,10 @@ static int resolve_fns(void *real_launch)
         GET(event_elapsed, "cuEventElapsedTime");
     GET(exchange_capture_mode, "cuThreadExchangeStreamCaptureMode");
     GET(mem_get_info, "cuMemGetInfo_v2");
+    GET(stream_query, "cuStreamQuery");
 #undef GET
     int ok = fn.ctx_get_current && fn.stream_get_ctx && fn.stream_is_capturing && fn.event_create &&
-             fn.event_record && fn.event_query && fn.event_elapsed;
+             fn.event_record && fn.event_query && fn.event_elapsed && fn.stream_query && fn.exchange_capture_mode;
     if (!ok)
         wsl_log(WSL_LOG_WARN, "GPU timing off: the driver lacks an event or capture entry point");
     atomic_store_explicit(&fns_state, ok ? FNS_OK : FNS_MISSING, memory_order_release);
@@ -162,12 +167,35 @@ static void pool_put(int p, CUevent e0, CUevent e1)
 static void at_exit_flush(void);
 
 /* ---- the program's side ---------------------------------------------------------- */
+/* The program's thread may be inside a global-mode stream capture of another
+ * thread, where event and stream queries are "unsafe" calls that would spoil
+ * that capture: the shim's own calls run in the relaxed mode, and the
+ * thread's mode is put back before the program's launch. */
+static CUstreamCaptureMode relax(void)
+{
+    CUstreamCaptureMode m = CU_STREAM_CAPTURE_MODE_RELAXED;
+    fn.exchange_capture_mode(&m);
+    return m;
+}
+
+static void unrelax(CUstreamCaptureMode m) { fn.exchange_capture_mode(&m); }
+
+static int sample_begin(struct wsl_gpu_sample *gs, uint64_t stream, uint64_t handle, int per_thread, int graph);
+
 int wsl_gpu_sample_begin(struct wsl_gpu_sample *gs, void *real, uint64_t stream, uint64_t handle,
                          int per_thread, int graph)
 {
     gs->active = 0;
     if (atomic_load_explicit(&timing_closed, memory_order_relaxed) || !resolve_fns(real))
         return 0;
+    CUstreamCaptureMode m = relax();
+    int r = sample_begin(gs, stream, handle, per_thread, graph);
+    unrelax(m);
+    return r;
+}
+
+static int sample_begin(struct wsl_gpu_sample *gs, uint64_t stream, uint64_t handle, int per_thread, int graph)
+{
     CUstream s = (CUstream)(uintptr_t)stream;
     if (per_thread && !s)
         s = CU_STREAM_PER_THREAD; /* what the _ptsz launch meant by stream 0 */
@@ -232,6 +260,8 @@ int wsl_gpu_sample_begin(struct wsl_gpu_sample *gs, void *real, uint64_t stream,
     }
     if (!atomic_load_explicit(&atexit_registered, memory_order_relaxed) && !atomic_exchange(&atexit_registered, 1))
         atexit(at_exit_flush); /* after the runtime's own: runs before its teardown */
+    /* Idle at submit: nothing of the stream's earlier work is still to run. */
+    gs->idle = fn.stream_query(s) == CUDA_SUCCESS;
     if (fn.event_record((CUevent)gs->e0, s) != CUDA_SUCCESS) {
         pool_put(p, gs->e0, gs->e1);
         atomic_fetch_add(&n_skipped_other, 1);
@@ -259,8 +289,7 @@ void wsl_gpu_sample_end(struct wsl_gpu_sample *gs, int result, uint64_t t0, uint
         pool_put(gs->pool, gs->e0, gs->e1); /* e0 ran alone; re-recording it later is fine */
         return;
     }
-    /* Done already: nothing was queued ahead of the kernel on this stream. */
-    int idle = fn.event_query(gs->e0) == CUDA_SUCCESS;
+    int idle = gs->idle;
     if (fn.event_record(gs->e1, gs->s) != CUDA_SUCCESS) {
         pool_put(gs->pool, gs->e0, gs->e1);
         return;

@@ -361,6 +361,8 @@ static inline __attribute__((always_inline)) struct wsl_thread *io_enter(void)
     if (WSL_UNLIKELY(wsl_tls_depth) || WSL_UNLIKELY(!wsl_cfg.io))
         return NULL;
     struct wsl_thread *t = wsl_thread_get();
+    if (WSL_UNLIKELY(!wsl_cfg.io)) /* the first call may be what loaded WSLSHIM_IO=0 */
+        return NULL;
     if (WSL_LIKELY(t != NULL))
         wsl_tls_depth = 1;
     return t;

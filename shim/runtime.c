@@ -96,6 +96,25 @@ static int tsc_is_reliable(void)
 #endif
 }
 
+/* Loaded by the first of: this library's constructor, or the first thread
+ * that records, which may come earlier (the constructor of a library the
+ * program links runs before ours and may already open files). */
+static _Atomic int config_state; /* 0 not yet, 1 loading, 2 loaded */
+
+static void config_ensure(void)
+{
+    if (atomic_load_explicit(&config_state, memory_order_acquire) == 2)
+        return;
+    int expect = 0;
+    if (atomic_compare_exchange_strong(&config_state, &expect, 1)) {
+        wsl_config_load();
+        atomic_store_explicit(&config_state, 2, memory_order_release);
+        return;
+    }
+    while (atomic_load_explicit(&config_state, memory_order_acquire) != 2)
+        sched_yield(); /* another thread is reading the environment: a moment */
+}
+
 void wsl_config_load(void)
 {
     const char *v;
@@ -199,6 +218,7 @@ struct wsl_thread *wsl_thread_setup(void)
     if (tls_thread_exited || wsl_tls_depth || atomic_load_explicit(&wsl_shutting_down, memory_order_relaxed))
         return NULL;
     wsl_tls_depth++; /* the shim's own file and thread calls below are not the program's */
+    config_ensure();
     struct wsl_thread *t = thread_setup();
     wsl_tls_depth--;
     return t;
@@ -305,7 +325,7 @@ __attribute__((constructor)) static void wsl_init(void)
 {
     int saved = errno;
     wsl_tls_depth++;
-    wsl_config_load();
+    config_ensure();
     thread_key_ok = pthread_key_create(&thread_key, thread_key_destructor) == 0;
     pthread_atfork(NULL, NULL, at_fork_child);
     wsl_io_init();

@@ -181,7 +181,7 @@ void *wsl_real_dlsym(void *handle, const char *name);
 extern WSL_TLS uint32_t wsl_tls_launches; /* launches since this thread's last sample */
 
 struct wsl_gpu_sample {
-    int active, pool, graph;
+    int active, pool, graph, idle;
     void *e0, *e1, *s;      /* CUevent, CUevent, CUstream the events go to */
     uint64_t stream, handle, t_e0;
 };

@@ -205,8 +205,8 @@ struct wsl_path_entry_header {
  *   t_start/t_end: when the work ran on the GPU, on the event clock (GPU time mapped
  *   through a reference event; flag WSL_GPU_MAPPED). Without a mapping t_start is the
  *   launch's t_end. Either way t_end - t_start is the corrected duration.
- *   Flags: WSL_GPU_IDLE_AT_SUBMIT the start event had completed when the launch returned
- *   (the GPU had nothing queued ahead of it on that stream: starved), WSL_GPU_MAPPED,
+ *   Flags: WSL_GPU_IDLE_AT_SUBMIT the stream's earlier work was all done when the launch
+ *   was submitted (cuStreamQuery: the GPU had nothing queued ahead of it, starved), WSL_GPU_MAPPED,
  *   WSL_GPU_GRAPH the timed launch was cuGraphLaunch.
  *
  * GRID = gridX | gridY << 32; BLOCK = gridZ | blockX << 16 | blockY << 32 | blockZ << 48.

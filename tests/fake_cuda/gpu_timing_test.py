@@ -38,7 +38,7 @@ def check(cond, msg):
 
 
 # Calls the shim itself may add to the driver's counts, and only when timing.
-SHIM_CALLS = {"cuCtxGetCurrent", "cuStreamGetCtx", "cuStreamIsCapturing", "cuEventCreate", "cuEventRecord",
+SHIM_CALLS = {"cuCtxGetCurrent", "cuStreamGetCtx", "cuStreamIsCapturing", "cuStreamQuery", "cuEventCreate", "cuEventRecord",
               "cuEventQuery", "cuEventElapsedTime", "cuEventElapsedTime_v2", "cuCtxSetCurrent", "cuStreamCreate",
               "cuThreadExchangeStreamCaptureMode", "cuMemGetInfo_v2", "cuCtxGetDevice",
               "cuDriverGetVersion", "cuDeviceGetCount", "cuDeviceGet", "cuDeviceGetName", "cuDeviceTotalMem_v2",

@@ -78,12 +78,14 @@ def main():
         k = max(match, key=lambda k: k["timed"])
         rows.append({"kernel": pname, "profiler_ns": pv["median_ns"], "shim_ns": k["gpu_ns"]["p50"],
                      "timed": k["timed"], "profiler_count": pv["count"],
+                     "profiler_mean_ns": pv["mean_ns"], "shim_mean_ns": k["gpu_ns"]["mean"],
                      "ratio": k["gpu_ns"]["p50"] / pv["median_ns"] if k["timed"] else None})
     res["runs"]["mix"] = {"rows": rows, "gpu": {k: v for k, v in rep["gpu"].items() if k != "kernels"}}
     for r in rows:
         ok = r.get("ratio") is not None and abs(r["ratio"] - 1) <= 0.15
         check(f"mix: {r['kernel'][:70]}", ok,
-              f"shim median {r['shim_ns']} ns vs torch.profiler {r['profiler_ns']:.0f} ns (ratio {r.get('ratio')})")
+              f"shim median {r['shim_ns']} ns vs torch.profiler {r['profiler_ns']:.0f} ns (ratio {r.get('ratio')}); "
+              f"means {r.get('shim_mean_ns')} vs {r.get('profiler_mean_ns', 0):.0f}; timed {r.get('timed')} of {r.get('profiler_count')}")
     check("mix: some kernels over 20 us compared", len(rows) >= 3, f"{len(rows)} kernels")
 
     for mode, cond, text in (("launch_bound", lambda s: s >= 0.5, ">= 0.5"), ("matmul_bound", lambda s: s <= 0.1, "<= 0.1")):
@@ -110,8 +112,11 @@ def main():
     for _ in range(a.rounds):
         for key in cost:
             o, _ = run("launch_bound", timing=key if key != "plain" else "off", shim_on=key != "plain")
+            if o.get("secs") is None:
+                check(f"cost run {key}", False, o.get("stderr", "")[-300:])
+                continue
             cost[key].append(o["secs"])
-    med = {k: sorted(v)[len(v) // 2] for k, v in cost.items()}
+    med = {k: sorted(v)[len(v) // 2] for k, v in cost.items() if v}
     res["runs"]["cost"] = {"secs": cost, "median": med,
                            "per_launch_ns": {k: (med[k] - med["off"]) / 3000 * 1e9 for k in med}}
     print("cost (median s of the 3000-launch loop):", med, flush=True)

@@ -28,7 +28,7 @@ SHIM_OWN_QUERIES = {"cuDriverGetVersion", "cuDeviceGetCount", "cuDeviceGet", "cu
 # The sampled GPU timing's own calls (WSLSHIM_GPU_TIMING, on by default): the
 # driver may count more of these than the client made, never fewer; the trace
 # must still hold exactly the client's.
-SHIM_TIMING_CALLS = {"cuCtxGetCurrent", "cuStreamGetCtx", "cuStreamIsCapturing", "cuEventCreate", "cuEventRecord",
+SHIM_TIMING_CALLS = {"cuCtxGetCurrent", "cuStreamGetCtx", "cuStreamIsCapturing", "cuStreamQuery", "cuEventCreate", "cuEventRecord",
                      "cuEventQuery", "cuEventElapsedTime", "cuEventElapsedTime_v2", "cuCtxSetCurrent",
                      "cuStreamCreate", "cuThreadExchangeStreamCaptureMode", "cuMemGetInfo_v2", "cuCtxGetDevice"}
 
