@@ -30,7 +30,7 @@ static const char usage[] =
     "reports host time spent in each CUDA driver API, the file I/O (which\n"
     "filesystems, Windows drives, folders, read sizes) and the bottlenecks found.\n"
     "\n"
-    "  TRACE           a .trace.zst file, or a directory: every *" TRACE_SUFFIX " in it\n"
+    "  TRACE           a .trace.zst file, or a directory: every *" TRACE_SUFFIX "(.N) in it\n"
     "  --json          the JSON report instead of text\n"
     "  -o, --output FILE  write the report to FILE instead of stdout\n"
     "  -h, --help      this help\n"
@@ -70,10 +70,17 @@ static void trace_list_add(struct trace_list *l, const char *path, const struct 
     l->count++;
 }
 
+/* NAME.trace.zst, or NAME.trace.zst.N: the shim adds .N when the name is
+ * taken (the image a traced process exec'd keeps its pid). */
 static bool has_trace_suffix(const char *name)
 {
     size_t n = strlen(name), s = strlen(TRACE_SUFFIX);
-    return n > s && strcmp(name + n - s, TRACE_SUFFIX) == 0;
+    const char *end = name + n;
+    while (end > name && end[-1] >= '0' && end[-1] <= '9')
+        end--;
+    if (end < name + n && end > name && end[-1] == '.')
+        n = (size_t)(end - 1 - name);
+    return n > s && strncmp(name + n - s, TRACE_SUFFIX, s) == 0;
 }
 
 static int compare_strings(const void *a, const void *b)
