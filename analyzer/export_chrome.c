@@ -313,6 +313,7 @@ struct write_state {
     struct wsl_u64_map threads;     /* tid + 1 -> 1: metadata written */
     struct wsl_u64_map streams;     /* stream ^ STREAM_KEY -> track index + 1 */
     uint32_t stream_count;
+    uint32_t cur_tid;               /* the thread whose events are being written */
     struct name_table paths;
     /* memory counter */
     struct mem_ev *heap;
@@ -482,9 +483,8 @@ static void put_path(FILE *out, const struct write_state *w, uint64_t id)
 static void write_args(struct exporter *x, struct write_state *w, const struct trace_api *a, const struct wsl_event *ev)
 {
     FILE *out = x->out;
-    fputs(",\"args\":{", out);
-    fprintf(out, "\"api\":");
-    put_string(out, a->name);
+    /* every key is written with a leading comma; "thread" opens the object so they can */
+    fprintf(out, ",\"args\":{\"thread\":%u", w->cur_tid);
     const uint64_t *v = ev->a;
     switch (a->category) {
     case WSL_CAT_LAUNCH: {
@@ -620,6 +620,7 @@ static void write_events(struct exporter *x, struct write_state *w, uint32_t tid
 {
     struct chrome_trace *t = w->t;
     bool track = false;
+    w->cur_tid = tid;
     for (uint32_t i = 0; i < n; i++) {
         const struct wsl_event *ev = &evs[i];
         const struct trace_api *a = &t->api[ev->api];
