@@ -308,6 +308,15 @@ static void trace_set_add(struct trace_set *s, char *path, const struct stat *st
     s->count++;
 }
 
+static void trace_set_free(struct trace_set *s)
+{
+    for (size_t i = 0; i < s->count; i++)
+        free(s->paths[i]);
+    free(s->paths);
+    free(s->ids);
+    memset(s, 0, sizeof *s);
+}
+
 static bool trace_set_has(const struct trace_set *s, const struct stat *st)
 {
     for (size_t i = 0; i < s->count; i++)
@@ -599,8 +608,10 @@ static void run_report(const struct trace_set *traces)
         fprintf(stderr, PROG ": --report: wslshim-report is not next to %s/" PROG "\n", self_dir);
         return;
     }
-    if (traces->count == 0)
+    if (traces->count == 0) {
+        free(report);
         return;
+    }
     char **argv = xmalloc((traces->count + 3) * sizeof *argv);
     size_t n = 0;
     argv[n++] = "wslshim-report";
@@ -691,6 +702,13 @@ static int cmd_run(int argc, char **argv)
     }
     if (plan.run_dir && traces.count == 0)
         rmdir(plan.dir); /* nothing in it: leave no empty directory behind */
+    trace_set_free(&before);
+    trace_set_free(&traces);
+    free(plan.pattern);
+    free(plan.dir);
+    free(plan.base);
+    free(plan.shown_dir);
+    free(shim);
 
     if (WIFSIGNALED(status))
         die_of_signal(WTERMSIG(status));
