@@ -10,8 +10,9 @@
    launcher mid-loop: the launcher dies of SIGTERM and the traces still read.
 3. `wslshim report --chrome` of run 1: valid JSON; launch slices per API equal the report's
    calls; every process of the run present; if GPU_KERNEL events were recorded: kernel slices
-   equal the report's kernels_timed (when it has that key), all on "GPU stream" tracks, every
-   flow paired, and no kernel starting before the launch that submitted it (> 1 us earlier).
+   equal the report's kernels_timed + graphs_timed (when it has them), all on "GPU stream"
+   tracks, every flow paired, and no kernel drawn more than 50 us before the launch that
+   submitted it (the count and largest gap below that are recorded: clock-mapping error).
 Writes OUT_DIR/launcher_chrome_gpu.json; exits 0 if every check passed, 1 if one failed,
 77 if there is no GPU or no PyTorch.
 """
@@ -155,10 +156,11 @@ def main():
             fails.append(f"timeline processes {sorted(pids)} differ from the report's")
         kernels = [e for e in ev if e["ph"] == "X" and e.get("cat") == "kernel"]
         results["kernel_slices"] = len(kernels)
-        timed = rj.get("gpu", {}).get("kernels_timed")
-        results["report_kernels_timed"] = timed
+        gpu = rj.get("gpu", {})
+        timed = None if "kernels_timed" not in gpu else gpu["kernels_timed"] + gpu.get("graphs_timed", 0)
+        results["report_kernels_and_graphs_timed"] = timed
         if timed is not None and len(kernels) != timed:
-            fails.append(f"timeline: {len(kernels)} kernel slices, the report timed {timed}")
+            fails.append(f"timeline: {len(kernels)} kernel slices, the report timed {timed} kernels and graphs")
         if kernels:
             if any(not names.get((k["pid"], k["tid"]), "").startswith("GPU stream 0x") for k in kernels):
                 fails.append("timeline: a kernel slice off the GPU stream tracks")
@@ -167,10 +169,13 @@ def main():
             results["flows"] = len(s)
             if set(s) != set(f_):
                 fails.append(f"timeline: {len(s)} flow starts, {len(f_)} ends")
-            early = sum(1 for i in s if i in f_ and f_[i]["ts"] < s[i]["ts"] - 1.0)
-            results["kernels_before_launch"] = early
-            if early:
-                fails.append(f"timeline: {early} kernels start more than 1 us before their launch")
+            # a kernel cannot start before its launch began: what the timeline shows earlier is the
+            # error of the GPU-to-host clock mapping (informational below 50 us)
+            gaps = [s[i]["ts"] - f_[i]["ts"] for i in s if i in f_]
+            results["kernels_before_launch"] = sum(1 for g in gaps if g > 0)
+            results["kernel_before_launch_max_us"] = max([0.0] + gaps)
+            if max([0.0] + gaps) > 50.0:
+                fails.append(f"timeline: a kernel starts {max(gaps):.1f} us before its launch")
         else:
             results["note"] = "no GPU_KERNEL events in the traces (GPU timing not recorded by this build)"
 
