@@ -332,6 +332,7 @@ int wsl_run_add_trace(struct wsl_run *run, const char *path, char *err, size_t e
     struct wsl_item it;
     enum wsl_read_result res;
     while ((res = wsl_reader_next(r, &it)) == WSL_READ_ITEM) {
+        wsl_progress_update(run->progress, wsl_reader_bytes_in(r));
         switch (it.type) {
         case WSL_CHUNK_PROCESS:
             take_process(&p, &it);

@@ -13,6 +13,7 @@
 #include "io_analysis.h"
 #include "kernel_analysis.h"
 #include "memory_analysis.h"
+#include "progress.h"
 #include "rules.h"
 #include "stats.h"
 
@@ -76,6 +77,7 @@ struct wsl_run {
     uint64_t start_ns, end_ns, wall_ns;
     char **warnings;            /* "<trace>: <what>", in reading order */
     size_t warning_count;
+    struct wsl_progress *progress; /* set by the caller: reading progress on stderr (progress.h), or NULL */
     /* name -> index into apis, open addressing */
     uint32_t *api_index;
     size_t api_index_size;

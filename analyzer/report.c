@@ -16,6 +16,8 @@
 #include <sys/stat.h>
 
 #include "analysis.h"
+#include "export_chrome.h"
+#include "progress.h"
 #include "report_output.h"
 #include "trace_reader.h"
 #include "util.h"
@@ -30,9 +32,15 @@ static const char usage[] =
     "reports host time spent in each CUDA driver API, the file I/O (which\n"
     "filesystems, Windows drives, folders, read sizes) and the bottlenecks found.\n"
     "\n"
-    "  TRACE           a .trace.zst file, or a directory: every *" TRACE_SUFFIX " in it\n"
+    "  TRACE           a .trace.zst file, or a directory: every *" TRACE_SUFFIX "(.N) in it\n"
     "  --json          the JSON report instead of text\n"
     "  -o, --output FILE  write the report to FILE instead of stdout\n"
+    "  --chrome FILE   write the run's timeline instead, as Chrome trace event JSON\n"
+    "                  (ui.perfetto.dev, chrome://tracing); FILE '-' is stdout\n"
+    "  --from S, --to S   with --chrome: only the events that start in this window,\n"
+    "                  in seconds from the run's start\n"
+    "  --max-events N  with --chrome: refuse a window of more recorded events than\n"
+    "                  this (default 2000000, about what a browser can load)\n"
     "  -h, --help      this help\n"
     "\n"
     "Exit status: 0 success, 2 usage error or unreadable/invalid input.\n";
@@ -70,10 +78,17 @@ static void trace_list_add(struct trace_list *l, const char *path, const struct 
     l->count++;
 }
 
+/* NAME.trace.zst, or NAME.trace.zst.N: the shim adds .N when the name is
+ * taken (the image a traced process exec'd keeps its pid). */
 static bool has_trace_suffix(const char *name)
 {
     size_t n = strlen(name), s = strlen(TRACE_SUFFIX);
-    return n > s && strcmp(name + n - s, TRACE_SUFFIX) == 0;
+    const char *end = name + n;
+    while (end > name && end[-1] >= '0' && end[-1] <= '9')
+        end--;
+    if (end < name + n && end > name && end[-1] == '.')
+        n = (size_t)(end - 1 - name);
+    return n > s && strncmp(name + n - s, TRACE_SUFFIX, s) == 0;
 }
 
 static int compare_strings(const void *a, const void *b)
@@ -126,10 +141,65 @@ static void add_argument(struct trace_list *l, const char *path)
         trace_list_add(l, path, &st);
 }
 
+/* A non-negative number of seconds (decimals allowed) as ns. */
+static bool parse_seconds(const char *v, uint64_t *ns)
+{
+    char *end;
+    errno = 0;
+    double s = strtod(v, &end);
+    if (end == v || *end || errno || !(s >= 0) || s > 1e9)
+        return false;
+    *ns = (uint64_t)(s * 1e9 + 0.5);
+    return true;
+}
+
+static bool parse_count(const char *v, uint64_t *n)
+{
+    char *end;
+    errno = 0;
+    unsigned long long c = strtoull(v, &end, 10);
+    if (end == v || *end || errno || c == 0 || v[0] == '-')
+        return false;
+    *n = c;
+    return true;
+}
+
+static void free_trace_list(struct trace_list *l)
+{
+    for (size_t i = 0; i < l->count; i++)
+        free(l->paths[i]);
+    free(l->paths);
+    free(l->devs);
+    free(l->inos);
+}
+
+/* --chrome: the timeline instead of the report. */
+static int export_chrome(struct trace_list *traces, const struct wsl_chrome_options *opt)
+{
+    struct wsl_chrome_result res;
+    char err[512];
+    int rc = wsl_chrome_export(traces->paths, traces->count, opt, &res, err, sizeof err);
+    wsl_progress_end(opt->progress);
+    if (rc != 0)
+        fail("%s", err);
+    for (size_t i = 0; i < res.warning_count; i++)
+        fprintf(stderr, PROG ": warning: %s\n", res.warnings[i]);
+    if (strcmp(opt->output, "-") != 0)
+        fprintf(stderr, PROG ": wrote %s: %zu process%s, %llu calls and kernels (%llu GPU kernels, %llu flows, "
+                        "%llu counter samples)\n", opt->output, res.processes, res.processes == 1 ? "" : "es",
+                (unsigned long long)res.slices, (unsigned long long)res.kernels, (unsigned long long)res.flows,
+                (unsigned long long)res.counters);
+    wsl_chrome_result_free(&res);
+    free_trace_list(traces);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     bool json = false, options_done = false;
-    const char *output = NULL;
+    const char *output = NULL, *chrome = NULL;
+    struct wsl_chrome_options chrome_opt = {0};
+    const char *window_option = NULL;
     struct trace_list traces = {0};
     /* Trace arguments are gathered at the front of argv (there is always room). */
     char **args = argv + 1;
@@ -154,8 +224,28 @@ int main(int argc, char **argv)
             output = a + 9;
         } else if (strncmp(a, "-o", 2) == 0) {
             output = a + 2;
-        } else if (strcmp(a, "--compare") == 0 || strcmp(a, "--project") == 0 || strcmp(a, "--chrome") == 0 ||
-                   strcmp(a, "--html") == 0) {
+        } else if (strcmp(a, "--chrome") == 0 || strncmp(a, "--chrome=", 9) == 0) {
+            chrome = a[8] == '=' ? a + 9 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!chrome || !*chrome)
+                fail("option '--chrome' needs a file name (see --help)");
+        } else if (strcmp(a, "--from") == 0 || strcmp(a, "--to") == 0 || strcmp(a, "--max-events") == 0) {
+            if (i + 1 >= argc)
+                fail("option '%s' needs a value (see --help)", a);
+            const char *v = argv[++i];
+            window_option = a;
+            if (strcmp(a, "--max-events") == 0) {
+                if (!parse_count(v, &chrome_opt.max_events))
+                    fail("--max-events '%s': expected a count of events (1 or more)", v);
+            } else if (strcmp(a, "--from") == 0) {
+                if (!parse_seconds(v, &chrome_opt.from_ns))
+                    fail("--from '%s': expected seconds from the run's start (0 or more)", v);
+                chrome_opt.have_from = true;
+            } else {
+                if (!parse_seconds(v, &chrome_opt.to_ns))
+                    fail("--to '%s': expected seconds from the run's start (0 or more)", v);
+                chrome_opt.have_to = true;
+            }
+        } else if (strcmp(a, "--compare") == 0 || strcmp(a, "--project") == 0 || strcmp(a, "--html") == 0) {
             fail("option '%s' is not implemented yet (see --help)", a);
         } else {
             fail("unknown option '%s' (see --help)", a);
@@ -165,16 +255,43 @@ int main(int argc, char **argv)
         fail("no trace given (see --help)");
     if (output && !*output)
         fail("option '-o' needs a file name (see --help)");
+    if (window_option && !chrome)
+        fail("option '%s' goes with --chrome (see --help)", window_option);
+    if (chrome && (json || output))
+        fail("--chrome writes the timeline instead of the report: leave out %s", json ? "--json" : "-o");
     for (size_t i = 0; i < nargs; i++)
         add_argument(&traces, args[i]);
+    uint64_t total_bytes = 0;
+    for (size_t i = 0; i < traces.count; i++) {
+        struct stat st;
+        if (stat(traces.paths[i], &st) == 0)
+            total_bytes += (uint64_t)st.st_size;
+    }
+    struct wsl_progress progress;
+    bool force_progress = getenv("WSLSHIM_PROGRESS") && strcmp(getenv("WSLSHIM_PROGRESS"), "1") == 0;
+    if (chrome) {
+        /* the scan and the write each read every trace (a window count may read them once more) */
+        wsl_progress_begin(&progress, "exporting", 2 * total_bytes, force_progress);
+        chrome_opt.output = chrome;
+        chrome_opt.progress = &progress;
+        return export_chrome(&traces, &chrome_opt);
+    }
 
     struct wsl_run run;
     wsl_run_init(&run);
+    wsl_progress_begin(&progress, "reading traces", total_bytes, force_progress);
+    run.progress = &progress;
     for (size_t i = 0; i < traces.count; i++) {
         char err[WSL_READER_ERRLEN];
-        if (wsl_run_add_trace(&run, traces.paths[i], err, sizeof err) != 0)
+        if (wsl_run_add_trace(&run, traces.paths[i], err, sizeof err) != 0) {
+            wsl_progress_end(&progress);
             fail("%s: %s", traces.paths[i], err);
+        }
+        struct stat st;
+        wsl_progress_next_file(&progress, stat(traces.paths[i], &st) == 0 ? (uint64_t)st.st_size : 0);
     }
+    wsl_progress_end(&progress);
+    run.progress = NULL;
     wsl_run_finish(&run);
 
     /* Written whole to a temporary stream first: a failed write leaves no half report. */

@@ -1,0 +1,941 @@
+/*
+ * Chrome trace event export (export_chrome.h). Per trace, two passes over
+ * the file through the reader:
+ *   scan   the process, the API table, the clock fit, kernel names (FUNC_NAME
+ *          events and their PATHS strings), event counts and the last time;
+ *   write  metadata, then every event as it is decoded, with the final clock
+ *          fit of the scan; memory events go through a bounded min-heap that
+ *          restores time order across threads for the memory counter.
+ * A third, counting pass runs only when the run is over the limit and a
+ * window was given (the window's count needs the final clock fit).
+ */
+#define _GNU_SOURCE
+#include "export_chrome.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "io_analysis.h"
+#include "json_writer.h"
+#include "kernel_analysis.h"
+#include "memory_analysis.h"
+#include "trace_reader.h"
+#include "u64_map.h"
+#include "util.h"
+
+#define NAME_BYTES_MAX (256u << 20)     /* kernel names, and paths, kept per trace */
+#define MEM_WINDOW 65536u               /* memory events held to restore time order */
+#define GPU_TID_BASE 1000000000u        /* stream tracks: tids no Linux thread has */
+#define GPU_SORT_BASE 1000000           /* stream tracks after the threads */
+#define IO_BINS_MAX (10u << 20)         /* 100 ms bins: about 12 days */
+#define LABEL_MAX 120                   /* bytes of command line in a process name */
+
+/* ---- id -> string tables (kernel names, paths) --------------------------------------------- */
+
+struct name_table {
+    struct wsl_u64_map ids;     /* id -> offset + 1 into arena */
+    char *arena;
+    size_t used, cap;
+    uint64_t dropped;           /* entries past NAME_BYTES_MAX */
+};
+
+static void names_put(struct name_table *t, uint64_t id, const char *bytes, size_t n)
+{
+    if (!id || wsl_u64_map_find(&t->ids, id))
+        return;
+    if (t->used + n + 1 > NAME_BYTES_MAX) {
+        t->dropped++;
+        return;
+    }
+    if (t->used + n + 1 > t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 4096;
+        while (cap < t->used + n + 1)
+            cap *= 2;
+        t->arena = xrealloc(t->arena, cap);
+        t->cap = cap;
+    }
+    memcpy(t->arena + t->used, bytes, n);
+    t->arena[t->used + n] = 0;
+    wsl_u64_map_insert(&t->ids, id, t->used + 1);
+    t->used += n + 1;
+}
+
+static const char *names_get(const struct name_table *t, uint64_t id)
+{
+    struct wsl_u64_slot *s = id ? wsl_u64_map_find(&t->ids, id) : NULL;
+    return s ? t->arena + s->value - 1 : NULL;
+}
+
+static void names_free(struct name_table *t)
+{
+    wsl_u64_map_free(&t->ids);
+    free(t->arena);
+    memset(t, 0, sizeof *t);
+}
+
+/* ---- one trace ------------------------------------------------------------------------------- */
+
+struct trace_api {
+    bool defined;
+    uint16_t category;
+    uint8_t mem;                /* enum wsl_mem_op */
+    char *name;                 /* base name */
+};
+
+struct chrome_trace {
+    const char *path;
+    bool have_process, truncated;
+    int32_t pid, ppid;
+    uint64_t start_ns, end_ns;  /* CLOCK_MONOTONIC */
+    char *label;                /* the command line, shortened */
+    struct wsl_clock_map clock; /* the final fit */
+    struct trace_api api[WSL_MAX_API_IDS];
+    uint64_t events;            /* calls and GPU kernels */
+    struct wsl_u64_map func_name;   /* handle -> name id (FUNC_NAME with a name) */
+    struct wsl_u64_map func_kernel; /* function -> kernel handle (cuKernelGetFunction) */
+    struct name_table strings;      /* name id -> kernel name (PATHS entries that are not paths) */
+    struct name_table kernels;      /* handle -> demangled name, built after the scan */
+};
+
+static void trace_free(struct chrome_trace *t)
+{
+    free(t->label);
+    for (unsigned i = 0; i < WSL_MAX_API_IDS; i++)
+        free(t->api[i].name);
+    wsl_u64_map_free(&t->func_name);
+    wsl_u64_map_free(&t->func_kernel);
+    names_free(&t->strings);
+    names_free(&t->kernels);
+}
+
+static char *make_label(const struct wsl_item *it)
+{
+    char buf[LABEL_MAX + 4];
+    size_t n = 0;
+    for (uint32_t i = 0; i < it->process.argc && n < LABEL_MAX; i++) {
+        const char *a = it->process.argv[i];
+        if (i == 0) { /* the program's base name */
+            const char *slash = strrchr(a, '/');
+            a = slash && slash[1] ? slash + 1 : a;
+        }
+        n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s", i ? " " : "", a);
+        if (n >= sizeof buf)
+            n = sizeof buf - 1;
+    }
+    if (n == 0) {
+        const char *slash = strrchr(it->process.exe, '/');
+        n = (size_t)snprintf(buf, sizeof buf, "%s", slash ? slash + 1 : it->process.exe);
+        if (n >= sizeof buf)
+            n = sizeof buf - 1;
+    }
+    if (n >= LABEL_MAX)
+        strcpy(buf + LABEL_MAX - 3, "...");
+    return xstrdup(buf);
+}
+
+static void take_api_table(struct chrome_trace *t, const struct wsl_item *it)
+{
+    for (uint32_t i = 0; i < it->api_table.count; i++) {
+        const struct wsl_api_entry *e = &it->api_table.entries[i];
+        struct trace_api *a = &t->api[e->id];
+        free(a->name);
+        a->defined = true;
+        a->category = e->category;
+        a->mem = (uint8_t)wsl_mem_op_of(e->category, e->base);
+        a->name = xstrdup(e->base);
+    }
+}
+
+static const char *kernel_name(const struct chrome_trace *t, uint64_t handle)
+{
+    const char *n = names_get(&t->kernels, handle);
+    if (!n) {
+        struct wsl_u64_slot *k = handle ? wsl_u64_map_find(&t->func_kernel, handle) : NULL;
+        if (k)
+            n = names_get(&t->kernels, k->value);
+    }
+    return n;
+}
+
+/* Pass 1. Returns 0, or -1 with err set (the trace is invalid). */
+static int scan_trace(struct chrome_trace *t, struct wsl_progress *progress, struct wsl_chrome_result *res,
+                      char *err, size_t errlen)
+{
+    struct wsl_reader *r = wsl_reader_open(t->path, err, errlen);
+    if (!r)
+        return -1;
+    uint64_t max_end = 0;
+    bool have_events = false;
+    struct wsl_item it;
+    enum wsl_read_result rr;
+    while ((rr = wsl_reader_next(r, &it)) == WSL_READ_ITEM) {
+        wsl_progress_update(progress, wsl_reader_bytes_in(r));
+        switch (it.type) {
+        case WSL_CHUNK_PROCESS:
+            t->have_process = true;
+            t->pid = it.process.info.pid;
+            t->ppid = it.process.info.ppid;
+            t->start_ns = it.process.info.start_mono_ns;
+            t->label = make_label(&it);
+            break;
+        case WSL_CHUNK_API_TABLE:
+            take_api_table(t, &it);
+            break;
+        case WSL_CHUNK_PATHS: {
+            size_t pos = 0;
+            struct wsl_path_ref ref;
+            while (wsl_paths_next(&it, &pos, &ref))
+                if (ref.bytes[0] != '/' && ref.bytes[0] != '<') /* kernel names; paths are absolute or <fd N> */
+                    names_put(&t->strings, ref.id, ref.bytes, ref.length);
+            break;
+        }
+        case WSL_CHUNK_EVENTS:
+            for (uint32_t i = 0; i < it.events.count; i++) {
+                const struct wsl_event *ev = &it.events.events[i];
+                const struct trace_api *a = &t->api[ev->api];
+                t->events++;
+                if (ev->t_end > max_end)
+                    max_end = ev->t_end;
+                have_events = true;
+                if (a->category == WSL_CAT_FUNC_NAME && ev->a[0] && ev->result == 0) {
+                    struct wsl_u64_map *m = ev->a[1] ? &t->func_name : &t->func_kernel;
+                    uint64_t v = ev->a[1] ? ev->a[1] : ev->a[2];
+                    struct wsl_u64_slot *s = wsl_u64_map_find(m, ev->a[0]);
+                    if (s)
+                        s->value = v; /* a handle named twice keeps the last name */
+                    else if (v)
+                        wsl_u64_map_insert(m, ev->a[0], v);
+                }
+            }
+            break;
+        default:
+            break;
+        }
+    }
+    if (rr == WSL_READ_ERROR) {
+        snprintf(err, errlen, "%s", wsl_reader_message(r));
+        wsl_reader_close(r);
+        return -1;
+    }
+    t->truncated = rr == WSL_READ_TRUNCATED;
+    if (t->truncated || !t->have_process) {
+        res->warnings = xrealloc(res->warnings, (res->warning_count + 1) * sizeof *res->warnings);
+        res->warnings[res->warning_count++] =
+            xasprintf("%s: %s%s", t->path, wsl_reader_message(r),
+                      t->have_process ? "" : "; it ends before its process info, so it is left out");
+    }
+    t->clock = *wsl_reader_clock(r);
+    t->end_ns = t->start_ns;
+    if (have_events && wsl_clock_to_ns(&t->clock, max_end) > t->end_ns)
+        t->end_ns = wsl_clock_to_ns(&t->clock, max_end);
+    wsl_reader_close(r);
+
+    /* Kernel names, demangled once per handle. */
+    for (size_t i = 0; i < t->func_name.size; i++) {
+        const struct wsl_u64_slot *s = &t->func_name.slots[i];
+        const char *mangled = s->key ? names_get(&t->strings, s->value) : NULL;
+        if (mangled) {
+            char *d = wsl_kern_demangle(mangled);
+            names_put(&t->kernels, s->key, d, strlen(d));
+            free(d);
+        }
+    }
+    names_free(&t->strings);
+    return 0;
+}
+
+/* ---- output ---------------------------------------------------------------------------------- */
+
+struct exporter {
+    FILE *out;
+    const struct wsl_chrome_options *opt;
+    struct wsl_chrome_result *res;
+    uint64_t run_start_ns;
+    uint64_t from_ns, to_ns;    /* the window; to_ns UINT64_MAX when open */
+    bool first;                 /* no event written yet (no comma) */
+    uint64_t next_flow_id;
+};
+
+static void begin_event(struct exporter *x)
+{
+    if (!x->first)
+        fputs(",\n", x->out);
+    x->first = false;
+}
+
+/* ns from the run's start as microseconds with three decimals */
+static void put_us(FILE *out, uint64_t ns)
+{
+    fprintf(out, "%" PRIu64 ".%03u", ns / 1000, (unsigned)(ns % 1000));
+}
+
+static void put_string(FILE *out, const char *s) { json_write_escaped(out, s, strlen(s)); }
+
+static bool in_window(const struct exporter *x, uint64_t rel_ns) { return rel_ns >= x->from_ns && rel_ns < x->to_ns; }
+
+static uint64_t rel_ns(const struct exporter *x, const struct chrome_trace *t, uint64_t ticks)
+{
+    uint64_t ns = wsl_clock_to_ns(&t->clock, ticks);
+    return ns > x->run_start_ns ? ns - x->run_start_ns : 0;
+}
+
+static void metadata(struct exporter *x, int32_t pid, int64_t tid, const char *what, const char *key,
+                     const char *str, int64_t num)
+{
+    begin_event(x);
+    fprintf(x->out, "{\"ph\":\"M\",\"pid\":%d,", (int)pid);
+    if (tid >= 0)
+        fprintf(x->out, "\"tid\":%" PRId64 ",", tid);
+    fprintf(x->out, "\"name\":\"%s\",\"args\":{\"%s\":", what, key);
+    if (str)
+        put_string(x->out, str);
+    else
+        fprintf(x->out, "%" PRId64, num);
+    fputs("}}", x->out);
+}
+
+/* ---- the per-trace write state ---- */
+
+struct mem_ev {
+    uint64_t t, seq, ptr, bytes;
+    int32_t result;
+    uint8_t op;
+};
+
+struct write_state {
+    struct chrome_trace *t;
+    struct wsl_u64_map threads;     /* tid + 1 -> 1: metadata written */
+    struct wsl_u64_map streams;     /* stream ^ STREAM_KEY -> track index + 1 */
+    uint32_t stream_count;
+    uint32_t cur_tid;               /* the thread whose events are being written */
+    struct name_table paths;
+    /* memory counter */
+    struct mem_ev *heap;
+    size_t heap_n, heap_cap;
+    uint64_t seq;
+    struct wsl_u64_map live;        /* device pointer -> bytes */
+    uint64_t live_bytes;
+    bool mem_before_window;         /* a value exists from before the window */
+    bool mem_window_started;
+    /* I/O counter */
+    uint64_t *io_bins;
+    size_t io_bin_count;
+};
+
+#define STREAM_KEY 0x8000000000000000ull /* a stream handle as a non-zero map key (stream 0 included) */
+
+static void thread_track(struct exporter *x, struct write_state *w, uint32_t tid)
+{
+    if (wsl_u64_map_find(&w->threads, (uint64_t)tid + 1))
+        return;
+    wsl_u64_map_insert(&w->threads, (uint64_t)tid + 1, 1);
+    bool main_thread = (int64_t)tid == (int64_t)w->t->pid;
+    char name[64];
+    snprintf(name, sizeof name, main_thread ? "main thread %u" : "thread %u", tid);
+    metadata(x, w->t->pid, tid, "thread_name", "name", name, 0);
+    metadata(x, w->t->pid, tid, "thread_sort_index", "sort_index", NULL, main_thread ? 0 : (int64_t)tid);
+}
+
+static int64_t stream_track(struct exporter *x, struct write_state *w, uint64_t stream)
+{
+    uint64_t key = stream ^ STREAM_KEY;
+    if (!key)
+        key = 1; /* the stream STREAM_KEY itself: shares with stream 0x8000000000000001 (never both) */
+    struct wsl_u64_slot *s = wsl_u64_map_find(&w->streams, key);
+    if (s)
+        return GPU_TID_BASE + (int64_t)s->value - 1;
+    uint32_t index = w->stream_count++;
+    wsl_u64_map_insert(&w->streams, key, index + 1);
+    int64_t tid = GPU_TID_BASE + (int64_t)index;
+    char name[64];
+    snprintf(name, sizeof name, "GPU stream 0x%" PRIx64, stream);
+    metadata(x, w->t->pid, tid, "thread_name", "name", name, 0);
+    metadata(x, w->t->pid, tid, "thread_sort_index", "sort_index", NULL, GPU_SORT_BASE + (int64_t)index);
+    return tid;
+}
+
+static void counter(struct exporter *x, int32_t pid, const char *name, uint64_t rel, const char *key, uint64_t v)
+{
+    begin_event(x);
+    fprintf(x->out, "{\"ph\":\"C\",\"pid\":%d,\"name\":\"%s\",\"ts\":", (int)pid, name);
+    put_us(x->out, rel);
+    fprintf(x->out, ",\"args\":{\"%s\":%" PRIu64 "}}", key, v);
+    x->res->counters++;
+}
+
+/* ---- memory counter: the heap ---- */
+
+static bool mem_before(const struct mem_ev *a, const struct mem_ev *b)
+{
+    return a->t != b->t ? a->t < b->t : a->seq < b->seq;
+}
+
+static void mem_apply(struct exporter *x, struct write_state *w, const struct mem_ev *e)
+{
+    bool changed = false;
+    uint64_t before = w->live_bytes;
+    if (e->result != 0)
+        return;
+    if ((e->op == WSL_MEM_ALLOC || e->op == WSL_MEM_ALLOC_ASYNC) && e->ptr) {
+        struct wsl_u64_slot *s = wsl_u64_map_find(&w->live, e->ptr);
+        if (s) { /* a pointer handed out again: the old allocation is gone */
+            w->live_bytes -= s->value;
+            wsl_u64_map_remove(&w->live, s);
+        }
+        if (w->live.count < WSL_MEM_MAX_LIVE) {
+            wsl_u64_map_insert(&w->live, e->ptr, e->bytes);
+            w->live_bytes += e->bytes;
+        }
+        changed = true;
+    } else if (e->op == WSL_MEM_FREE || e->op == WSL_MEM_FREE_ASYNC) {
+        struct wsl_u64_slot *s = e->ptr ? wsl_u64_map_find(&w->live, e->ptr) : NULL;
+        if (s) {
+            w->live_bytes -= s->value;
+            wsl_u64_map_remove(&w->live, s);
+            changed = true;
+        }
+    }
+    if (!changed)
+        return;
+    uint64_t rel = rel_ns(x, w->t, e->t);
+    if (rel < x->from_ns) {
+        w->mem_before_window = true;
+        return;
+    }
+    if (rel >= x->to_ns)
+        return;
+    if (!w->mem_window_started && w->mem_before_window && x->from_ns > 0) {
+        /* the value the window starts with (what was live before it) */
+        counter(x, w->t->pid, "GPU memory in use", x->from_ns, "bytes", before);
+    }
+    w->mem_window_started = true;
+    counter(x, w->t->pid, "GPU memory in use", rel, "bytes", w->live_bytes);
+}
+
+static void mem_pop(struct exporter *x, struct write_state *w)
+{
+    struct mem_ev top = w->heap[0];
+    struct mem_ev last = w->heap[--w->heap_n];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= w->heap_n)
+            break;
+        if (c + 1 < w->heap_n && mem_before(&w->heap[c + 1], &w->heap[c]))
+            c++;
+        if (!mem_before(&w->heap[c], &last))
+            break;
+        w->heap[i] = w->heap[c];
+        i = c;
+    }
+    if (w->heap_n)
+        w->heap[i] = last;
+    mem_apply(x, w, &top);
+}
+
+static void mem_push(struct exporter *x, struct write_state *w, const struct mem_ev *e)
+{
+    if (w->heap_n == MEM_WINDOW)
+        mem_pop(x, w);
+    if (w->heap_n == w->heap_cap) {
+        w->heap_cap = w->heap_cap ? 2 * w->heap_cap : 256;
+        w->heap = xrealloc(w->heap, w->heap_cap * sizeof *w->heap);
+    }
+    size_t i = w->heap_n++;
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (!mem_before(e, &w->heap[p]))
+            break;
+        w->heap[i] = w->heap[p];
+        i = p;
+    }
+    w->heap[i] = *e;
+}
+
+/* ---- events ---- */
+
+static void put_result(FILE *out, uint16_t category, int32_t result)
+{
+    if (!result)
+        return;
+    if (wsl_is_io_category(category))
+        fprintf(out, ",\"errno\":%d", -result);
+    else
+        fprintf(out, ",\"result\":%d", result);
+}
+
+static void put_path(FILE *out, const struct write_state *w, uint64_t id)
+{
+    const char *p = names_get(&w->paths, id);
+    fputs(",\"path\":", out);
+    if (p)
+        put_string(out, p);
+    else
+        fprintf(out, "\"(path id %" PRIu64 ")\"", id);
+}
+
+static void write_args(struct exporter *x, struct write_state *w, const struct trace_api *a, const struct wsl_event *ev)
+{
+    FILE *out = x->out;
+    /* every key is written with a leading comma; "thread" opens the object so they can */
+    fprintf(out, ",\"args\":{\"thread\":%u", w->cur_tid);
+    const uint64_t *v = ev->a;
+    switch (a->category) {
+    case WSL_CAT_LAUNCH: {
+        const char *k = kernel_name(w->t, v[0]);
+        fprintf(out, ",\"stream\":\"0x%" PRIx64 "\",\"kernel\":", ev->stream);
+        if (k)
+            put_string(out, k);
+        else
+            fprintf(out, "\"function 0x%" PRIx64 "\"", v[0]);
+        fprintf(out, ",\"grid\":\"%u,%u,%u\",\"block\":\"%u,%u,%u\",\"shared_bytes\":%" PRIu64,
+                (unsigned)(uint32_t)v[1], (unsigned)(v[1] >> 32), (unsigned)(v[2] & 0xffff),
+                (unsigned)(v[2] >> 16 & 0xffff), (unsigned)(v[2] >> 32 & 0xffff), (unsigned)(v[2] >> 48 & 0xffff),
+                v[3]);
+        break;
+    }
+    case WSL_CAT_GRAPH:
+        fprintf(out, ",\"stream\":\"0x%" PRIx64 "\",\"graph_exec\":\"0x%" PRIx64 "\"", ev->stream, v[0]);
+        break;
+    case WSL_CAT_HOSTFN:
+    case WSL_CAT_SYNC_STREAM:
+    case WSL_CAT_QUERY:
+        fprintf(out, ",\"stream\":\"0x%" PRIx64 "\"", ev->stream);
+        break;
+    case WSL_CAT_SYNC_EVENT:
+    case WSL_CAT_STREAM_WAIT:
+    case WSL_CAT_EVENT_RECORD:
+        fprintf(out, ",\"stream\":\"0x%" PRIx64 "\",\"event\":\"0x%" PRIx64 "\"", ev->stream, v[0]);
+        break;
+    case WSL_CAT_ALLOC:
+    case WSL_CAT_ALLOC_MANAGED:
+        fprintf(out, ",\"bytes\":%" PRIu64 ",\"ptr\":\"0x%" PRIx64 "\",\"stream\":\"0x%" PRIx64 "\"", v[1], v[0],
+                ev->stream);
+        break;
+    case WSL_CAT_FREE:
+    case WSL_CAT_HOST_FREE:
+    case WSL_CAT_HOST_UNREGISTER:
+        fprintf(out, ",\"ptr\":\"0x%" PRIx64 "\"", v[0]);
+        break;
+    case WSL_CAT_HOST_ALLOC:
+    case WSL_CAT_HOST_REGISTER:
+        fprintf(out, ",\"bytes\":%" PRIu64 ",\"ptr\":\"0x%" PRIx64 "\"", v[1], v[0]);
+        break;
+    case WSL_CAT_COPY_ANY ... WSL_CAT_COPY_DTOD_ASYNC:
+    case WSL_CAT_MEMSET:
+    case WSL_CAT_MEMSET_ASYNC:
+        fprintf(out, ",\"bytes\":%" PRIu64 ",\"stream\":\"0x%" PRIx64 "\"", v[2], ev->stream);
+        break;
+    case WSL_CAT_FUNC_NAME: {
+        const char *k = kernel_name(w->t, v[0]);
+        if (k) {
+            fputs(",\"kernel\":", out);
+            put_string(out, k);
+        }
+        break;
+    }
+    case WSL_CAT_IO_OPEN:
+        put_path(out, w, v[0]);
+        fprintf(out, ",\"fd\":%" PRId64 ",\"flags\":\"0%" PRIo64 "\"", (int64_t)ev->stream, v[2]);
+        if (v[3] != UINT64_MAX)
+            fprintf(out, ",\"file_size\":%" PRIu64, v[3]);
+        break;
+    case WSL_CAT_IO_READ:
+        put_path(out, w, v[0]);
+        fprintf(out, ",\"fd\":%" PRId64 ",\"bytes_asked\":%" PRIu64 ",\"bytes\":%" PRIu64, (int64_t)ev->stream, v[1],
+                ev->result ? 0 : v[2]);
+        if (v[3] != UINT64_MAX)
+            fprintf(out, ",\"offset\":%" PRIu64, v[3]);
+        break;
+    case WSL_CAT_IO_MMAP:
+        put_path(out, w, v[0]);
+        fprintf(out, ",\"fd\":%" PRId64 ",\"bytes\":%" PRIu64 ",\"offset\":%" PRIu64, (int64_t)ev->stream, v[1], v[2]);
+        break;
+    case WSL_CAT_IO_STAT:
+    case WSL_CAT_IO_SEEK:
+    case WSL_CAT_IO_CLOSE:
+        put_path(out, w, v[0]);
+        if (ev->stream != UINT64_MAX)
+            fprintf(out, ",\"fd\":%" PRId64, (int64_t)ev->stream);
+        break;
+    default:
+        break;
+    }
+    put_result(out, a->category, ev->result);
+    fputc('}', out);
+}
+
+static void write_gpu_kernel(struct exporter *x, struct write_state *w, const struct wsl_event *ev)
+{
+    struct chrome_trace *t = w->t;
+    uint64_t start = rel_ns(x, t, ev->t_start), end = rel_ns(x, t, ev->t_end);
+    if (!in_window(x, start))
+        return;
+    uint32_t flags = (uint32_t)ev->a[2], launch_tid = (uint32_t)(ev->a[2] >> 32);
+    int64_t tid = stream_track(x, w, ev->stream);
+    const char *k = (flags & WSL_GPU_GRAPH) ? NULL : kernel_name(t, ev->a[0]);
+    begin_event(x);
+    fprintf(x->out, "{\"ph\":\"X\",\"cat\":\"kernel\",\"pid\":%d,\"tid\":%" PRId64 ",\"ts\":", (int)t->pid, tid);
+    put_us(x->out, start);
+    fputs(",\"dur\":", x->out);
+    put_us(x->out, end > start ? end - start : 0);
+    fputs(",\"name\":", x->out);
+    if (k)
+        put_string(x->out, k);
+    else
+        fprintf(x->out, "\"%s 0x%" PRIx64 "\"", (flags & WSL_GPU_GRAPH) ? "graph" : "function", ev->a[0]);
+    fprintf(x->out, ",\"args\":{\"stream\":\"0x%" PRIx64 "\",\"launch_tid\":%u,\"idle_at_submit\":%s,"
+                    "\"mapped\":%s,\"event_elapsed_ns\":%" PRIu64 "}}",
+            ev->stream, launch_tid, (flags & WSL_GPU_IDLE_AT_SUBMIT) ? "true" : "false",
+            (flags & WSL_GPU_MAPPED) ? "true" : "false", ev->a[3]);
+    x->res->slices++;
+    x->res->kernels++;
+    /* the flow from the launch (bound to the launch's slice) to the kernel */
+    uint64_t launch = rel_ns(x, t, ev->a[1]);
+    if (!ev->a[1] || !in_window(x, launch) || !launch_tid)
+        return;
+    uint64_t id = ++x->next_flow_id;
+    thread_track(x, w, launch_tid);
+    begin_event(x);
+    fprintf(x->out, "{\"ph\":\"s\",\"cat\":\"ac2g\",\"name\":\"launch\",\"id\":%" PRIu64 ",\"pid\":%d,\"tid\":%u,\"ts\":",
+            id, (int)t->pid, launch_tid);
+    put_us(x->out, launch);
+    fputs("}", x->out);
+    begin_event(x);
+    fprintf(x->out, "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"ac2g\",\"name\":\"launch\",\"id\":%" PRIu64
+                    ",\"pid\":%d,\"tid\":%" PRId64 ",\"ts\":", id, (int)t->pid, tid);
+    put_us(x->out, start);
+    fputs("}", x->out);
+    x->res->flows++;
+}
+
+static void write_events(struct exporter *x, struct write_state *w, uint32_t tid, const struct wsl_event *evs,
+                         uint32_t n)
+{
+    struct chrome_trace *t = w->t;
+    bool track = false;
+    w->cur_tid = tid;
+    for (uint32_t i = 0; i < n; i++) {
+        const struct wsl_event *ev = &evs[i];
+        const struct trace_api *a = &t->api[ev->api];
+        if (a->category == WSL_CAT_GPU_KERNEL) {
+            write_gpu_kernel(x, w, ev);
+            continue;
+        }
+        if (a->mem == WSL_MEM_ALLOC || a->mem == WSL_MEM_ALLOC_ASYNC || a->mem == WSL_MEM_FREE ||
+            a->mem == WSL_MEM_FREE_ASYNC) {
+            struct mem_ev m = {ev->t_start, w->seq++, ev->a[0], ev->a[1], ev->result, a->mem};
+            mem_push(x, w, &m);
+        }
+        uint64_t start = rel_ns(x, t, ev->t_start);
+        if (a->category == WSL_CAT_IO_READ && ev->result == 0 && ev->a[2]) {
+            size_t bin = (size_t)(start / WSL_CHROME_IO_BIN_NS);
+            if (bin < IO_BINS_MAX) {
+                if (bin >= w->io_bin_count) {
+                    size_t count = w->io_bin_count ? w->io_bin_count : 64;
+                    while (count <= bin)
+                        count *= 2;
+                    w->io_bins = xrealloc(w->io_bins, count * sizeof *w->io_bins);
+                    memset(w->io_bins + w->io_bin_count, 0, (count - w->io_bin_count) * sizeof *w->io_bins);
+                    w->io_bin_count = count;
+                }
+                w->io_bins[bin] += ev->a[2];
+            }
+        }
+        if (!in_window(x, start))
+            continue;
+        if (!track) {
+            thread_track(x, w, tid);
+            track = true;
+        }
+        uint64_t end = rel_ns(x, t, ev->t_end);
+        begin_event(x);
+        fprintf(x->out, "{\"ph\":\"X\",\"cat\":\"%s\",\"pid\":%d,\"tid\":%u,\"ts\":",
+                wsl_is_io_category(a->category) ? "io" : "cuda", (int)t->pid, tid);
+        put_us(x->out, start);
+        fputs(",\"dur\":", x->out);
+        put_us(x->out, end > start ? end - start : 0);
+        fputs(",\"name\":", x->out);
+        put_string(x->out, a->name ? a->name : "?");
+        write_args(x, w, a, ev);
+        fputc('}', x->out);
+        x->res->slices++;
+    }
+}
+
+static void write_io_counter(struct exporter *x, struct write_state *w)
+{
+    size_t last = 0;
+    bool any = false;
+    for (size_t b = 0; b < w->io_bin_count; b++)
+        if (w->io_bins[b]) {
+            last = b;
+            any = true;
+        }
+    if (!any)
+        return;
+    bool started = false;
+    for (size_t b = 0; b <= last + 1; b++) {
+        uint64_t at = (uint64_t)b * WSL_CHROME_IO_BIN_NS, v = b <= last ? w->io_bins[b] : 0;
+        if (!started && !v)
+            continue; /* nothing before the first read */
+        started = true;
+        if (at + WSL_CHROME_IO_BIN_NS <= x->from_ns || at >= x->to_ns)
+            continue;
+        counter(x, w->t->pid, "file bytes read per 100 ms", at < x->from_ns ? x->from_ns : at, "bytes", v);
+    }
+}
+
+/* Pass 2 for one trace. Returns 0, or -1 with err set. */
+static int write_trace(struct exporter *x, struct chrome_trace *t, int sort_index, char *err, size_t errlen)
+{
+    struct wsl_reader *r = wsl_reader_open(t->path, err, errlen);
+    if (!r)
+        return -1;
+    struct write_state w;
+    memset(&w, 0, sizeof w);
+    w.t = t;
+    char pname[LABEL_MAX + 32];
+    snprintf(pname, sizeof pname, "%s", t->label ? t->label : "?");
+    metadata(x, t->pid, -1, "process_name", "name", pname, 0);
+    metadata(x, t->pid, -1, "process_sort_index", "sort_index", NULL, sort_index);
+    char labels[64];
+    snprintf(labels, sizeof labels, "ppid %d", (int)t->ppid);
+    metadata(x, t->pid, -1, "process_labels", "labels", labels, 0);
+    x->res->processes++;
+
+    struct wsl_item it;
+    enum wsl_read_result rr;
+    while ((rr = wsl_reader_next(r, &it)) == WSL_READ_ITEM) {
+        wsl_progress_update(x->opt->progress, wsl_reader_bytes_in(r));
+        if (it.type == WSL_CHUNK_PATHS) {
+            size_t pos = 0;
+            struct wsl_path_ref ref;
+            while (wsl_paths_next(&it, &pos, &ref))
+                names_put(&w.paths, ref.id, ref.bytes, ref.length);
+        } else if (it.type == WSL_CHUNK_EVENTS) {
+            write_events(x, &w, it.events.tid, it.events.events, it.events.count);
+        }
+    }
+    int rc = 0;
+    if (rr == WSL_READ_ERROR) { /* the scan read it: only a file changed since can get here */
+        snprintf(err, errlen, "%s", wsl_reader_message(r));
+        rc = -1;
+    }
+    while (w.heap_n)
+        mem_pop(x, &w);
+    write_io_counter(x, &w);
+    wsl_reader_close(r);
+    wsl_u64_map_free(&w.threads);
+    wsl_u64_map_free(&w.streams);
+    wsl_u64_map_free(&w.live);
+    names_free(&w.paths);
+    free(w.heap);
+    free(w.io_bins);
+    return rc;
+}
+
+/* Pass 3 (only over the limit with a window): events whose start is in the window. */
+static int count_in_window(const struct exporter *x, struct chrome_trace *t, uint64_t *count, char *err,
+                           size_t errlen)
+{
+    struct wsl_reader *r = wsl_reader_open(t->path, err, errlen);
+    if (!r)
+        return -1;
+    struct wsl_item it;
+    enum wsl_read_result rr;
+    while ((rr = wsl_reader_next(r, &it)) == WSL_READ_ITEM) {
+        wsl_progress_update(x->opt->progress, wsl_reader_bytes_in(r));
+        if (it.type == WSL_CHUNK_EVENTS)
+            for (uint32_t i = 0; i < it.events.count; i++)
+                *count += in_window(x, rel_ns(x, t, it.events.events[i].t_start));
+    }
+    int rc = rr == WSL_READ_ERROR ? -1 : 0;
+    if (rc)
+        snprintf(err, errlen, "%s", wsl_reader_message(r));
+    wsl_reader_close(r);
+    return rc;
+}
+
+/* ---- the run ----------------------------------------------------------------------------------- */
+
+static int by_start(const void *a, const void *b)
+{
+    const struct chrome_trace *x = *(const struct chrome_trace *const *)a, *y = *(const struct chrome_trace *const *)b;
+    if (x->start_ns != y->start_ns)
+        return x->start_ns < y->start_ns ? -1 : 1;
+    return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+static uint64_t file_size(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+}
+
+__attribute__((format(printf, 3, 4))) static int set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static void format_count(char *buf, size_t size, uint64_t n)
+{
+    if (n >= 1000000)
+        snprintf(buf, size, "%.2f M", (double)n / 1e6);
+    else
+        snprintf(buf, size, "%" PRIu64, n);
+}
+
+int wsl_chrome_export(char *const *paths, size_t count, const struct wsl_chrome_options *opt,
+                      struct wsl_chrome_result *res, char *err, size_t errlen)
+{
+    memset(res, 0, sizeof *res);
+    uint64_t max_events = opt->max_events ? opt->max_events : WSL_CHROME_MAX_EVENTS_DEFAULT;
+    struct chrome_trace **traces = xcalloc(count ? count : 1, sizeof *traces);
+    int rc = 0;
+    char *tmp = NULL;
+    FILE *out = NULL;
+
+    /* pass 1 */
+    for (size_t i = 0; i < count && rc == 0; i++) {
+        traces[i] = xcalloc(1, sizeof *traces[i]);
+        traces[i]->path = paths[i];
+        char why[WSL_READER_ERRLEN];
+        if (scan_trace(traces[i], opt->progress, res, why, sizeof why) != 0)
+            rc = set_err(err, errlen, "%s: %s", paths[i], why);
+        wsl_progress_next_file(opt->progress, file_size(paths[i]));
+    }
+    size_t n = 0; /* the traces with a process, by start */
+    for (size_t i = 0; rc == 0 && i < count; i++)
+        if (traces[i]->have_process)
+            traces[n++] = traces[i];
+        else {
+            trace_free(traces[i]);
+            free(traces[i]);
+        }
+    if (rc != 0)
+        n = count; /* free them all below (NULL past the one that failed) */
+    if (rc == 0 && n)
+        qsort(traces, n, sizeof *traces, by_start);
+
+    struct exporter x = {.opt = opt, .res = res, .first = true, .to_ns = UINT64_MAX};
+    uint64_t run_end = 0, total = 0;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        if (i == 0 || traces[i]->start_ns < x.run_start_ns)
+            x.run_start_ns = traces[i]->start_ns;
+        if (traces[i]->end_ns > run_end)
+            run_end = traces[i]->end_ns;
+        total += traces[i]->events;
+    }
+    uint64_t span = run_end > x.run_start_ns ? run_end - x.run_start_ns : 0;
+    if (opt->have_from)
+        x.from_ns = opt->from_ns;
+    if (opt->have_to)
+        x.to_ns = opt->to_ns;
+    if (rc == 0 && x.from_ns >= x.to_ns)
+        rc = set_err(err, errlen, "--from %.6g s is not before --to %.6g s", (double)x.from_ns / 1e9,
+                     (double)x.to_ns / 1e9);
+    if (rc == 0 && opt->have_from && x.from_ns > span)
+        rc = set_err(err, errlen, "--from %.6g s is past the end of the run (it spans %.3f s)",
+                     (double)x.from_ns / 1e9, (double)span / 1e9);
+
+    /* the limit */
+    uint64_t events = total;
+    bool windowed = opt->have_from || opt->have_to;
+    if (rc == 0 && total > max_events && windowed) {
+        events = 0;
+        for (size_t i = 0; rc == 0 && i < n; i++) {
+            char why[WSL_READER_ERRLEN];
+            if (count_in_window(&x, traces[i], &events, why, sizeof why) != 0)
+                rc = set_err(err, errlen, "%s: %s", traces[i]->path, why);
+        }
+    }
+    if (rc == 0 && events > max_events) {
+        char have[32], lim[32];
+        format_count(have, sizeof have, events);
+        format_count(lim, sizeof lim, max_events);
+        double span_s = (double)span / 1e9, part = span_s * (double)max_events / (double)events;
+        if (windowed)
+            rc = set_err(err, errlen,
+                         "the window holds %s events (calls and kernels), more than a browser can load (limit %s, "
+                         "--max-events N); choose a shorter one: it covers %.3f s, about %.3g s would fit",
+                         have, lim, (double)((x.to_ns < span ? x.to_ns : span) - x.from_ns) / 1e9,
+                         (double)((x.to_ns < span ? x.to_ns : span) - x.from_ns) / 1e9 * (double)max_events /
+                             (double)events);
+        else
+            rc = set_err(err, errlen,
+                         "the run holds %s events (calls and kernels), more than a browser can load (limit %s); "
+                         "export a window with --from S --to S (seconds from the start; the run spans %.3f s, "
+                         "e.g. --from 0 --to %.3g), or raise --max-events N",
+                         have, lim, span_s, part);
+    }
+
+    /* pass 2, into a temporary file renamed at the end */
+    bool to_stdout = strcmp(opt->output, "-") == 0;
+    if (rc == 0) {
+        if (to_stdout) {
+            out = stdout;
+        } else {
+            tmp = xasprintf("%s.tmp-%d", opt->output, (int)getpid());
+            out = fopen(tmp, "w");
+            if (!out)
+                rc = set_err(err, errlen, "%s: cannot write: %s", opt->output, strerror(errno));
+        }
+    }
+    if (rc == 0) {
+        static char buf[1 << 16];
+        setvbuf(out, buf, _IOFBF, sizeof buf);
+        x.out = out;
+        fprintf(out, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"wslshim-report\","
+                     "\"run_start_monotonic_ns\":%" PRIu64 ",\"window_from_ns\":%" PRIu64 ",\"window_to_ns\":",
+                x.run_start_ns, x.from_ns);
+        if (x.to_ns == UINT64_MAX)
+            fputs("null", out);
+        else
+            fprintf(out, "%" PRIu64, x.to_ns);
+        fputs("},\n\"traceEvents\":[\n", out);
+        for (size_t i = 0; rc == 0 && i < n; i++) {
+            char why[WSL_READER_ERRLEN];
+            if (write_trace(&x, traces[i], (int)i, why, sizeof why) != 0)
+                rc = set_err(err, errlen, "%s: %s", traces[i]->path, why);
+            wsl_progress_next_file(opt->progress, file_size(traces[i]->path));
+        }
+        fputs("\n]}\n", out);
+        if (rc == 0 && (fflush(out) != 0 || ferror(out)))
+            rc = set_err(err, errlen, "%s: write error: %s", to_stdout ? "stdout" : opt->output, strerror(errno));
+        if (!to_stdout) {
+            if (fclose(out) != 0 && rc == 0)
+                rc = set_err(err, errlen, "%s: write error: %s", opt->output, strerror(errno));
+            if (rc == 0 && rename(tmp, opt->output) != 0)
+                rc = set_err(err, errlen, "%s: cannot write: %s", opt->output, strerror(errno));
+            if (rc != 0)
+                unlink(tmp);
+        }
+    }
+    free(tmp);
+    for (size_t i = 0; i < n; i++)
+        if (traces[i]) {
+            trace_free(traces[i]);
+            free(traces[i]);
+        }
+    free(traces);
+    return rc;
+}
+
+void wsl_chrome_result_free(struct wsl_chrome_result *r)
+{
+    for (size_t i = 0; i < r->warning_count; i++)
+        free(r->warnings[i]);
+    free(r->warnings);
+    memset(r, 0, sizeof *r);
+}
