@@ -14,7 +14,8 @@
  *     copies and memsets really move data), handles are registered and checked;
  *   - every call is counted per exported symbol; FAKE_CUDA_COUNTS=path writes
  *     the non-zero counts as JSON at exit;
- *   - FAKE_CUDA_{LAUNCH,SYNC,ALLOC,FREE,COPY}_NS busy-wait to simulate costs.
+ *   - FAKE_CUDA_{LAUNCH,SYNC,ALLOC,FREE,COPY}_NS busy-wait to simulate costs;
+ *     FAKE_CUDA_PINNED_MAX (bytes) makes larger pinned allocations fail.
  *
  * It represents the driver, so it deliberately does not include the shim's
  * cuda_api.def: its own table below is the driver's truth.
@@ -93,6 +94,12 @@ typedef unsigned int devptr_v1; /* CUdeviceptr of the pre-3.2 ABI */
   X(cuGraphExecDestroy, cuGraphExecDestroy, 10000, 0)                          \
   X(cuGraphDestroy, cuGraphDestroy, 10000, 0)                                  \
   X(cuMemGetInfo_v2, cuMemGetInfo, 3020, 0)                                    \
+  /* primary context and stream capture (wslshim-probe) */                     \
+  X(cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain, 7000, 0)               \
+  X(cuDevicePrimaryCtxRelease_v2, cuDevicePrimaryCtxRelease, 11000, 0)         \
+  X(cuCtxSetCurrent, cuCtxSetCurrent, 4000, 0)                                 \
+  X(cuStreamBeginCapture_v2, cuStreamBeginCapture, 10010, 0)                   \
+  X(cuStreamEndCapture, cuStreamEndCapture, 10000, 0)                          \
   /* kernel launches */                                                        \
   X(cuLaunchKernel, cuLaunchKernel, 4000, 0)                                   \
   X(cuLaunchKernel_ptsz, cuLaunchKernel, 7000, 1)                              \
@@ -220,6 +227,7 @@ static atomic_int fake_initialized;
 
 static struct {
   uint64_t launch_ns, sync_ns, alloc_ns, free_ns, copy_ns;
+  uint64_t pinned_max; /* FAKE_CUDA_PINNED_MAX: larger pinned allocations fail (0: no limit) */
   int proc_aliases;
   char counts_path[4096];
 } fake_config;
@@ -349,11 +357,12 @@ struct fake_object {
   unsigned int flags;
   struct fake_object *owner; /* module of a function */
   _Atomic uint64_t recorded_ns; /* events: 0 = never recorded */
+  int capturing;                /* streams: between cuStreamBeginCapture and cuStreamEndCapture */
 };
 
 /* Objects that exist once per process. */
-static struct fake_object fake_context = {0, 0, NULL, 0};
-static struct fake_object fake_default_pool = {0, 0, NULL, 0};
+static struct fake_object fake_context = {0, 0, NULL, 0, 0};
+static struct fake_object fake_default_pool = {0, 0, NULL, 0, 0};
 
 static CUresult handle_create(int kind, unsigned int flags, struct fake_object *owner, void **out) {
   struct fake_object *o = calloc(1, sizeof *o);
@@ -742,6 +751,62 @@ FAKE_API cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph, u
   if (!phGraphExec || !handle_valid(hGraph, HANDLE_GRAPH))
     return CUDA_ERROR_INVALID_VALUE;
   return handle_create(HANDLE_GRAPH_EXEC, 0, NULL, (void **)phGraphExec);
+}
+
+/* The primary context is the fake's one process-wide context. */
+FAKE_API cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
+  COUNT(cuDevicePrimaryCtxRetain);
+  REQUIRE_INIT();
+  if (!pctx)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (dev != 0)
+    return CUDA_ERROR_INVALID_DEVICE;
+  *pctx = (CUcontext)&fake_context;
+  return CUDA_SUCCESS;
+}
+
+FAKE_API cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
+  COUNT(cuDevicePrimaryCtxRelease_v2);
+  REQUIRE_INIT();
+  return dev == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+
+FAKE_API cuCtxSetCurrent(CUcontext ctx) {
+  COUNT(cuCtxSetCurrent);
+  REQUIRE_INIT();
+  return ctx == NULL || ctx == (CUcontext)&fake_context ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+/* Capture: only created streams can capture (the real driver refuses the
+ * legacy default stream); work issued meanwhile is accepted as usual, and
+ * ending the capture hands out a new graph. */
+FAKE_API cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode) {
+  COUNT(cuStreamBeginCapture_v2);
+  REQUIRE_INIT();
+  if ((unsigned)mode > CU_STREAM_CAPTURE_MODE_RELAXED)
+    return CUDA_ERROR_INVALID_VALUE;
+  pthread_rwlock_wrlock(&handle_lock);
+  struct fake_object *o = handle_lookup_locked(hStream, HANDLE_STREAM);
+  CUresult rc = !o ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
+                : o->capturing ? CUDA_ERROR_ILLEGAL_STATE : CUDA_SUCCESS;
+  if (rc == CUDA_SUCCESS)
+    o->capturing = 1;
+  pthread_rwlock_unlock(&handle_lock);
+  return rc;
+}
+
+FAKE_API cuStreamEndCapture(CUstream hStream, CUgraph *phGraph) {
+  COUNT(cuStreamEndCapture);
+  REQUIRE_INIT();
+  if (!phGraph)
+    return CUDA_ERROR_INVALID_VALUE;
+  pthread_rwlock_wrlock(&handle_lock);
+  struct fake_object *o = handle_lookup_locked(hStream, HANDLE_STREAM);
+  CUresult rc = !o ? CUDA_ERROR_INVALID_HANDLE : !o->capturing ? CUDA_ERROR_ILLEGAL_STATE : CUDA_SUCCESS;
+  if (rc == CUDA_SUCCESS)
+    o->capturing = 0;
+  pthread_rwlock_unlock(&handle_lock);
+  return rc == CUDA_SUCCESS ? handle_create(HANDLE_GRAPH, 0, NULL, (void **)phGraph) : rc;
 }
 
 FAKE_API cuGraphExecDestroy(CUgraphExec hGraphExec) {
@@ -1161,7 +1226,8 @@ static CUresult host_alloc(void **pp, uint64_t n, unsigned int flags) {
   if (!pp || n == 0 || (flags & ~valid))
     return CUDA_ERROR_INVALID_VALUE;
   void *p = NULL;
-  if (n > fake_total_mem || posix_memalign(&p, 4096, (size_t)n))
+  if (n > fake_total_mem || (fake_config.pinned_max && n > fake_config.pinned_max) ||
+      posix_memalign(&p, 4096, (size_t)n))
     return CUDA_ERROR_OUT_OF_MEMORY;
   pthread_mutex_lock(&host_lock);
   int rc = region_insert(&host_regions, (struct region){(uint64_t)(uintptr_t)p, n, p, REGION_PINNED, 0});
@@ -1665,6 +1731,11 @@ SAME_TYPE(cuMemFreeAsync_ptsz, PFN_cuMemFreeAsync_v11020_ptsz)
 SAME_TYPE(cuMemHostRegister, PFN_cuMemHostRegister_v6050) /* same as the 4000 ABI */
 SAME_TYPE(cuStreamSynchronize_ptsz, PFN_cuStreamSynchronize_v7000_ptsz)
 SAME_TYPE(cuCtxSynchronize_v2, PFN_cuCtxSynchronize_v13000)
+SAME_TYPE(cuDevicePrimaryCtxRetain, PFN_cuDevicePrimaryCtxRetain_v7000)
+SAME_TYPE(cuDevicePrimaryCtxRelease_v2, PFN_cuDevicePrimaryCtxRelease_v11000)
+SAME_TYPE(cuCtxSetCurrent, PFN_cuCtxSetCurrent_v4000)
+SAME_TYPE(cuStreamBeginCapture_v2, PFN_cuStreamBeginCapture_v10010)
+SAME_TYPE(cuStreamEndCapture, PFN_cuStreamEndCapture_v10000)
 SAME_TYPE(cuStreamWaitEvent_ptsz, PFN_cuStreamWaitEvent_v7000_ptsz)
 SAME_TYPE(cuStreamQuery_ptsz, PFN_cuStreamQuery_v7000_ptsz)
 SAME_TYPE(cuEventRecord_ptsz, PFN_cuEventRecord_v7000_ptsz)
@@ -1711,6 +1782,7 @@ __attribute__((constructor)) static void fake_cuda_start(void) {
   fake_config.alloc_ns = env_ns("FAKE_CUDA_ALLOC_NS");
   fake_config.free_ns = env_ns("FAKE_CUDA_FREE_NS");
   fake_config.copy_ns = env_ns("FAKE_CUDA_COPY_NS");
+  fake_config.pinned_max = env_ns("FAKE_CUDA_PINNED_MAX");
   const char *aliases = getenv("FAKE_CUDA_PROC_ALIASES");
   fake_config.proc_aliases = aliases && strcmp(aliases, "1") == 0;
   const char *path = getenv("FAKE_CUDA_COUNTS");

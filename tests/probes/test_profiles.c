@@ -360,8 +360,46 @@ static const struct {
 #undef ENTRY
 };
 
+/* --load NAME_OR_PATH: the profile as the loader sees it, as JSON (null: unknown). */
+static void print_figure(const char *key, struct wsl_figure f, const char *sep)
+{
+    if (wsl_figure_known(f))
+        printf("\"%s\": %.17g%s", key, f.value, sep);
+    else
+        printf("\"%s\": null%s", key, sep);
+}
+
+static int load_and_print(const char *name)
+{
+    struct wsl_profile p;
+    char err[512];
+    if (wsl_profile_load(name, &p, err, sizeof err) != 0) {
+        fprintf(stderr, "%s\n", err);
+        return 2;
+    }
+    printf("{\"platform\": \"%s\", \"gpu\": \"%s\", ", p.platform, p.gpu);
+#define F(x) print_figure(#x, p.x, ", ");
+    F(launch_ns) F(memcpy_ns) F(sync_ns) F(alloc_ns) F(free_ns) F(launch_sync_ns) F(graph_kernel_ns)
+    F(event_record_ns) F(event_query_ns) F(pool_alloc_ns) F(pool_free_ns) F(pinned_alloc_ns) F(pinned_max_bytes)
+    F(htod_pinned_bytes_per_s) F(dtoh_pinned_bytes_per_s) F(htod_pageable_bytes_per_s) F(dtoh_pageable_bytes_per_s)
+#undef F
+    printf("\"alloc_free_1mib_ns\": %.17g, \"alloc_sizes\": %zu, \"fs\": {", wsl_profile_alloc_free_ns(&p, 1 << 20),
+           p.alloc_count);
+    for (size_t i = 0; i < p.fs_count; i++) {
+        printf("\"%s\": {\"kind\": \"%s\", ", p.fs[i].fstype, p.fs[i].kind);
+        print_figure("stat_ns", p.fs[i].stat_ns, ", ");
+        print_figure("open_read_close_ns", p.fs[i].open_read_close_ns, ", ");
+        print_figure("read_bytes_per_s", p.fs[i].read_bytes_per_s, "");
+        printf("}%s", i + 1 < p.fs_count ? ", " : "");
+    }
+    printf("}}\n");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 3 && !strcmp(argv[1], "--load"))
+        return load_and_print(argv[2]);
     if (argc == 2 && !strcmp(argv[1], "--list")) {
         for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++)
             puts(tests[i].name);
