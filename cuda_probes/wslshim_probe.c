@@ -93,7 +93,7 @@ static void usage(FILE *f)
             "                    files are created in a temporary folder there and removed\n"
             "  --no-gpu          file probes only\n"
             "  --pinned-cap SIZE upper bound of the pinned-memory search (e.g. 8G, 512M; default: half of\n"
-            "                    MemAvailable, at most 64G, 4G with --quick)\n");
+            "                    MemAvailable or of the cgroup limit, at most 64G, 4G with --quick)\n");
 }
 
 /* "512M", "8G", "1048576" -> bytes; 0 on error. */
@@ -232,6 +232,7 @@ struct machine {
     char cpu[256];
     long cpus;
     uint64_t mem_total, mem_available;
+    uint64_t cgroup_limit; /* this process's cgroup memory limit, 0 none */
     char hostname[256];
 };
 
@@ -266,6 +267,12 @@ static void machine_identify(struct machine *m)
     m->cpus = sysconf(_SC_NPROCESSORS_ONLN);
     m->mem_total = meminfo_bytes("MemTotal");
     m->mem_available = meminfo_bytes("MemAvailable");
+    char lim[64];
+    if (read_small_file("/sys/fs/cgroup/memory.max", lim, sizeof lim) && isdigit((unsigned char)lim[0]))
+        m->cgroup_limit = strtoull(lim, NULL, 10);
+    else if (read_small_file("/sys/fs/cgroup/memory/memory.limit_in_bytes", lim, sizeof lim) &&
+             isdigit((unsigned char)lim[0]) && strtoull(lim, NULL, 10) < (1ull << 60))
+        m->cgroup_limit = strtoull(lim, NULL, 10);
     if (gethostname(m->hostname, sizeof m->hostname - 1) != 0)
         m->hostname[0] = 0;
 }
@@ -672,6 +679,8 @@ static int probe_pinned(const struct machine *m)
     uint64_t cap = opt.pinned_cap;
     if (!cap) {
         uint64_t avail = m->mem_available ? m->mem_available : m->mem_total;
+        if (m->cgroup_limit && m->cgroup_limit < avail)
+            avail = m->cgroup_limit; /* a container: its limit, not the host's memory */
         cap = avail / 2;
         uint64_t ceiling = opt.quick ? 4 * GiB : 64 * GiB;
         if (!cap || cap > ceiling)
