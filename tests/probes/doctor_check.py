@@ -295,6 +295,29 @@ def case_usage(a, tmp):
     if d is not None:
         expect(d, "libcuda", "ok", "/usr/lib/x86_64-linux-gnu/libcuda.so.1")  # the loader's default folder
         expect(d, "libcuda", "ok", "/etc/ld.so.cache: truncated", "(default directory)", where="evidence")
+    # Garbage caches, mount tables and .wslconfig files: never a crash, always exit 0 with findings.
+    import random
+    rnd = random.Random(6)
+    root = os.path.join(tmp, "fuzz")
+    wsl2_tree(root)
+    good_cache = ld_cache([("libcuda.so.1", "/usr/lib/wsl/lib/libcuda.so.1")] * 3)
+    for i in range(40):
+        cache = bytearray(good_cache)
+        for _ in range(rnd.randint(1, 8)):
+            cache[rnd.randrange(20, len(cache))] = rnd.randrange(256)
+        if i % 4 == 0:
+            cache = cache[:rnd.randrange(20, len(cache))]
+        write(root, "/etc/ld.so.cache", bytes(cache), "wb")
+        lines = MOUNTS_WSL2.splitlines()
+        line = list(rnd.choice(lines))
+        for _ in range(rnd.randint(1, 5)):
+            line[rnd.randrange(len(line))] = rnd.choice(" -\\:0a\t")
+        write(root, "/proc/self/mountinfo", "\n".join(lines + ["".join(line)]) + "\n")
+        write(root, "/mnt/c/Users/alice/.wslconfig", bytes(rnd.randrange(256) for _ in range(200)), "wb")
+        d = doctor(a, root, ["--path", "/mnt/c/x"])
+        if d is None or not d.get("findings"):
+            fail(f"fuzz round {i}: no findings")
+            break
     p = subprocess.run([a.doctor, "--help"], stdout=subprocess.PIPE, text=True)
     if p.returncode != 0 or "--root" not in p.stdout:
         fail("--help")
