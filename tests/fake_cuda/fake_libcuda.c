@@ -14,7 +14,8 @@
  *     copies and memsets really move data), handles are registered and checked;
  *   - every call is counted per exported symbol; FAKE_CUDA_COUNTS=path writes
  *     the non-zero counts as JSON at exit;
- *   - FAKE_CUDA_{LAUNCH,SYNC,ALLOC,FREE,COPY}_NS busy-wait to simulate costs.
+ *   - FAKE_CUDA_{LAUNCH,SYNC,ALLOC,FREE,COPY}_NS busy-wait to simulate costs;
+ *     FAKE_CUDA_PINNED_MAX (bytes) makes larger pinned allocations fail.
  *   - a simulated GPU: one engine that runs kernels in submission order, each
  *     taking FAKE_CUDA_KERNEL_NS x gridDimX ns (0 by default: work is done when
  *     the call returns). Events complete when the engine passes them, queries
@@ -120,6 +121,7 @@ typedef unsigned int devptr_v1; /* CUdeviceptr of the pre-3.2 ABI */
   X(cuStreamEndCapture_ptsz, cuStreamEndCapture, 10000, 1)                     \
   X(cuStreamIsCapturing, cuStreamIsCapturing, 10000, 0)                        \
   X(cuThreadExchangeStreamCaptureMode, cuThreadExchangeStreamCaptureMode, 10010, 0) \
+  X(cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain, 7000, 0)               \
   /* kernel launches */                                                        \
   X(cuLaunchKernel, cuLaunchKernel, 4000, 0)                                   \
   X(cuLaunchKernel_ptsz, cuLaunchKernel, 7000, 1)                              \
@@ -247,6 +249,7 @@ static atomic_int fake_initialized;
 
 static struct {
   uint64_t launch_ns, sync_ns, alloc_ns, free_ns, copy_ns, kernel_ns;
+  uint64_t pinned_max; /* FAKE_CUDA_PINNED_MAX: larger pinned allocations fail (0: no limit) */
   int proc_aliases;
   char counts_path[4096];
   char stats_path[4096];
@@ -1005,6 +1008,18 @@ FAKE_API cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph, u
   return rc;
 }
 
+/* The primary context is the fake's one process-wide context. */
+FAKE_API cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
+  COUNT(cuDevicePrimaryCtxRetain);
+  REQUIRE_INIT();
+  if (!pctx)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (dev != 0)
+    return CUDA_ERROR_INVALID_DEVICE;
+  *pctx = (CUcontext)&fake_context;
+  return CUDA_SUCCESS;
+}
+
 FAKE_API cuGraphExecDestroy(CUgraphExec hGraphExec) {
   COUNT(cuGraphExecDestroy);
   REQUIRE_INIT();
@@ -1429,7 +1444,8 @@ static CUresult host_alloc(void **pp, uint64_t n, unsigned int flags) {
   if (!pp || n == 0 || (flags & ~valid))
     return CUDA_ERROR_INVALID_VALUE;
   void *p = NULL;
-  if (n > fake_total_mem || posix_memalign(&p, 4096, (size_t)n))
+  if (n > fake_total_mem || (fake_config.pinned_max && n > fake_config.pinned_max) ||
+      posix_memalign(&p, 4096, (size_t)n))
     return CUDA_ERROR_OUT_OF_MEMORY;
   pthread_mutex_lock(&host_lock);
   int rc = region_insert(&host_regions, (struct region){(uint64_t)(uintptr_t)p, n, p, REGION_PINNED, 0});
@@ -1950,6 +1966,11 @@ SAME_TYPE(cuMemFreeAsync_ptsz, PFN_cuMemFreeAsync_v11020_ptsz)
 SAME_TYPE(cuMemHostRegister, PFN_cuMemHostRegister_v6050) /* same as the 4000 ABI */
 SAME_TYPE(cuStreamSynchronize_ptsz, PFN_cuStreamSynchronize_v7000_ptsz)
 SAME_TYPE(cuCtxSynchronize_v2, PFN_cuCtxSynchronize_v13000)
+SAME_TYPE(cuDevicePrimaryCtxRetain, PFN_cuDevicePrimaryCtxRetain_v7000)
+SAME_TYPE(cuDevicePrimaryCtxRelease_v2, PFN_cuDevicePrimaryCtxRelease_v11000)
+SAME_TYPE(cuCtxSetCurrent, PFN_cuCtxSetCurrent_v4000)
+SAME_TYPE(cuStreamBeginCapture_v2, PFN_cuStreamBeginCapture_v10010)
+SAME_TYPE(cuStreamEndCapture, PFN_cuStreamEndCapture_v10000)
 SAME_TYPE(cuStreamWaitEvent_ptsz, PFN_cuStreamWaitEvent_v7000_ptsz)
 SAME_TYPE(cuStreamQuery_ptsz, PFN_cuStreamQuery_v7000_ptsz)
 SAME_TYPE(cuEventRecord_ptsz, PFN_cuEventRecord_v7000_ptsz)
@@ -2000,6 +2021,7 @@ __attribute__((constructor)) static void fake_cuda_start(void) {
   const char *stats = getenv("FAKE_CUDA_STATS");
   if (stats && strlen(stats) < sizeof fake_config.stats_path)
     snprintf(fake_config.stats_path, sizeof fake_config.stats_path, "%s", stats);
+  fake_config.pinned_max = env_ns("FAKE_CUDA_PINNED_MAX");
   const char *aliases = getenv("FAKE_CUDA_PROC_ALIASES");
   fake_config.proc_aliases = aliases && strcmp(aliases, "1") == 0;
   const char *path = getenv("FAKE_CUDA_COUNTS");
