@@ -1,0 +1,128 @@
+/*
+ * NVTX ranges of a run (docs/nvtx.md): time per range name, and what the
+ * program did inside each range.
+ *
+ * Per trace, each thread's push/pop events (categories WSL_CAT_NVTX_*) keep a
+ * stack of open ranges; every other event of that thread (CUDA API call,
+ * kernel launch, synchronization, file I/O) is attributed to the innermost
+ * open range ("self" figures), and a range's "inclusive" figures add those
+ * of the ranges nested in it. A timed GPU kernel (WSL_CAT_GPU_KERNEL) is
+ * attributed to the innermost range its launching thread had open at launch
+ * time. Start/end ranges are matched by id across threads and timed only.
+ * Ranges still open at the end of a trace are closed there and flagged.
+ *
+ * Memory is bounded whatever the trace holds: WSL_NVTX_MAX_DEPTH frames per
+ * thread, WSL_NVTX_MAX_RANGES range names, WSL_NVTX_MAX_NAME_BYTES of names
+ * and WSL_NVTX_MAX_OPEN_STARTS open start/end ranges per trace, a
+ * WSL_NVTX_HISTORY-entry history per thread for GPU attribution. What is past
+ * a cap is counted (wsl_nvtx.dropped).
+ *
+ * Use, per trace: wsl_nvtx_trace_begin; then, in stream order,
+ * wsl_nvtx_trace_paths for PATHS chunks, wsl_nvtx_thread for each EVENTS
+ * chunk and wsl_nvtx_trace_event for its events (all of them while
+ * wsl_nvtx_wants says so); then wsl_nvtx_trace_end. Once every trace was
+ * read, wsl_nvtx_finish.
+ */
+#ifndef WSLSHIM_NVTX_ANALYSIS_H
+#define WSLSHIM_NVTX_ANALYSIS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "stats.h"
+#include "trace_reader.h"
+
+#define WSL_NVTX_MAX_DEPTH 128u
+#define WSL_NVTX_MAX_RANGES 65536u            /* distinct (kind, domain, name) per trace and per run */
+#define WSL_NVTX_MAX_NAME_BYTES (64u << 20)   /* bytes of NVTX names kept per trace */
+#define WSL_NVTX_MAX_OPEN_STARTS (1u << 20)   /* start/end ranges open at once per trace */
+#define WSL_NVTX_HISTORY 4096u                /* innermost-range changes kept per thread (GPU attribution) */
+#define WSL_NVTX_TOP_TEXT 15
+
+enum wsl_nvtx_kind {
+    WSL_NVTX_PUSH = 0,          /* push/pop: a thread's nested range */
+    WSL_NVTX_START = 1,         /* start/end: may end on another thread */
+};
+
+/* What a range held; times in ns once merged into the run (ticks inside a trace). */
+struct wsl_nvtx_counts {
+    uint64_t api_calls, api_ns;     /* CUDA driver calls */
+    uint64_t launches;              /* successful kernel and graph launches */
+    uint64_t syncs, sync_ns;        /* stream, context and event synchronizations */
+    uint64_t io_calls, io_ns;       /* file I/O calls of every kind */
+    uint64_t io_reads, io_bytes;    /* successful reads and the bytes they returned */
+    uint64_t gpu_kernels, gpu_ns;   /* GPU_KERNEL events (self only) */
+};
+
+struct wsl_nvtx_range {
+    char *name;                 /* "(unnamed)" for a range without a message */
+    char *domain;               /* NULL: the default domain */
+    enum wsl_nvtx_kind kind;
+    uint64_t count;             /* instances, including those closed at the end of their trace */
+    uint64_t unclosed;          /* of them, still open at the end of their trace */
+    uint64_t top_level;         /* push ranges opened with no other range open on their thread */
+    uint32_t max_depth;         /* deepest nesting level seen (0: top level) */
+    struct wsl_hist ns;         /* duration per instance */
+    struct wsl_nvtx_counts self;/* attributed while this was the innermost open range */
+    struct wsl_nvtx_counts incl;/* self plus the ranges nested in it */
+};
+
+struct wsl_nvtx_mark {
+    char *name;
+    char *domain;
+    uint64_t count;
+};
+
+struct wsl_nvtx {
+    struct wsl_nvtx_range *ranges;  /* by total time, largest first, after wsl_nvtx_finish */
+    size_t range_count;
+    struct wsl_nvtx_mark *marks;    /* by count, after wsl_nvtx_finish */
+    size_t mark_count;
+    uint64_t pushes, pops, starts, ends, marks_total;
+    uint64_t unmatched_pops;        /* pops with no open range of their domain on their thread */
+    uint64_t unmatched_ends;        /* ends of an id no start opened */
+    uint64_t unclosed;              /* ranges closed at the end of their trace */
+    uint64_t unnamed_ids;           /* events naming a string id no PATHS entry defined */
+    uint64_t gpu_unattributed;      /* timed kernels launched outside any range or past the history */
+    uint64_t dropped;               /* ranges or names past a cap */
+    long step;                      /* index into ranges of the training step, or -1 */
+    /* (kind, domain, name) -> index into ranges; freed by wsl_nvtx_finish */
+    uint32_t *index;
+    size_t index_size;
+};
+
+struct wsl_nvtx_trace;
+struct wsl_nvtx_thread;
+
+struct wsl_nvtx_trace *wsl_nvtx_trace_begin(void);
+/* A PATHS chunk: keeps the entries that are NVTX names. */
+void wsl_nvtx_trace_paths(struct wsl_nvtx_trace *t, const struct wsl_item *item);
+/* The state of thread tid (made on first use); NULL only past a cap. */
+struct wsl_nvtx_thread *wsl_nvtx_thread(struct wsl_nvtx_trace *t, uint32_t tid);
+/* The first member of a thread's state: ranges it has open (any domain). */
+struct wsl_nvtx_thread_head {
+    uint32_t open;
+};
+/* True when an event of this category on this thread matters: NVTX and
+ * GPU_KERNEL events always, others while the thread has a range open. */
+static inline bool wsl_nvtx_wants(const struct wsl_nvtx_thread *th, unsigned category)
+{
+    return ((const struct wsl_nvtx_thread_head *)(const void *)th)->open || wsl_is_nvtx_category(category) ||
+           category == WSL_CAT_GPU_KERNEL;
+}
+void wsl_nvtx_trace_event(struct wsl_nvtx_trace *t, struct wsl_nvtx_thread *th, unsigned category,
+                          const struct wsl_event *ev);
+/* Closes what is still open at end_ticks, converts ticks with ns_per_tick,
+ * merges into n and frees t. */
+void wsl_nvtx_trace_end(struct wsl_nvtx_trace *t, struct wsl_nvtx *n, uint64_t end_ticks, double ns_per_tick);
+void wsl_nvtx_trace_discard(struct wsl_nvtx_trace *t);
+
+/* Sorts and picks the step range. */
+void wsl_nvtx_finish(struct wsl_nvtx *n);
+void wsl_nvtx_free(struct wsl_nvtx *n);
+
+/* Mean duration of a range, ns (rounded). */
+uint64_t wsl_nvtx_mean_ns(const struct wsl_nvtx_range *r);
+
+#endif /* WSLSHIM_NVTX_ANALYSIS_H */
