@@ -65,6 +65,8 @@ struct wsl_nvtx_trace {
     struct wsl_nvtx_thread **threads;
     size_t thread_count;
     struct wsl_u64_map start_index; /* range id -> index into starts */
+    struct wsl_u64_map early_ends;  /* range id -> end ticks, for ends read before their start
+                                       (another thread's chunk may come first) */
     struct open_start *starts;
     size_t start_count, start_used;
     uint32_t start_free;        /* free list head, NONE when empty */
@@ -306,6 +308,14 @@ static void on_start(struct wsl_nvtx_trace *t, const struct wsl_event *ev)
     uint64_t rid = ev->a[1];
     if (r == NONE || !rid)
         return;
+    struct wsl_u64_slot *e = wsl_u64_map_find(&t->early_ends, rid);
+    if (e) {
+        struct local_range *lr = &t->ranges[r];
+        lr->count++;
+        wsl_hist_add(&lr->ticks, e->value >= ev->t_start ? e->value - ev->t_start : 0);
+        wsl_u64_map_remove(&t->early_ends, e);
+        return;
+    }
     struct wsl_u64_slot *s = wsl_u64_map_find(&t->start_index, rid);
     if (s) { /* an id started again: the new start counts */
         t->starts[s->value].t0 = ev->t_start;
@@ -346,8 +356,13 @@ static void on_end(struct wsl_nvtx_trace *t, const struct wsl_event *ev)
 {
     t->ends++;
     struct wsl_u64_slot *s = ev->a[1] ? wsl_u64_map_find(&t->start_index, ev->a[1]) : NULL;
-    if (!s) {
-        t->unmatched_ends++;
+    if (!s) { /* its start may still come, in a chunk of another thread */
+        if (!ev->a[1] || wsl_u64_map_find(&t->early_ends, ev->a[1]))
+            t->unmatched_ends++;
+        else if (t->early_ends.count >= WSL_NVTX_MAX_OPEN_STARTS)
+            t->dropped++;
+        else
+            wsl_u64_map_insert(&t->early_ends, ev->a[1], ev->t_start);
         return;
     }
     end_start(t, s, ev->t_start, false);
@@ -480,6 +495,7 @@ void wsl_nvtx_trace_end(struct wsl_nvtx_trace *t, struct wsl_nvtx *n, uint64_t e
             unclosed++;
         }
     }
+    t->unmatched_ends += t->early_ends.count;
     for (size_t i = 0; i < t->range_count; i++) {
         struct local_range *lr = &t->ranges[i];
         struct wsl_nvtx_range *r = run_range(n, lr->kind, name_of(t, n, lr->domain_id, true),
@@ -550,6 +566,7 @@ void wsl_nvtx_trace_discard(struct wsl_nvtx_trace *t)
     free(t->threads);
     wsl_u64_map_free(&t->thread_index);
     wsl_u64_map_free(&t->start_index);
+    wsl_u64_map_free(&t->early_ends);
     free(t->starts);
     free(t);
 }
