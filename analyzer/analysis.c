@@ -217,10 +217,10 @@ static void take_api_table(struct wsl_run *run, struct trace_state *t, const str
 }
 
 /* The hot loop: every event of the trace passes here. */
-static void take_events(struct trace_state *t, uint32_t tid, const struct wsl_event *ev, uint32_t n)
+static void take_events(struct trace_state *t, uint32_t tid, uint64_t dropped, const struct wsl_event *ev, uint32_t n)
 {
     uint64_t max_end = t->max_event_end;
-    struct wsl_nvtx_thread *nth = wsl_nvtx_thread(t->nvtx, tid);
+    struct wsl_nvtx_thread *nth = wsl_nvtx_thread(t->nvtx, tid, dropped);
     for (uint32_t i = 0; i < n; i++) {
         struct trace_api *ta = t->by_id[ev[i].api]; /* the reader checked the id is in the table */
         wsl_hist_add(&ta->ticks, ev[i].t_end - ev[i].t_start);
@@ -375,7 +375,7 @@ int wsl_run_add_trace(struct wsl_run *run, const char *path, char *err, size_t e
                 t->max_clock_ns = it.clock.mono_ns;
             break;
         case WSL_CHUNK_EVENTS:
-            take_events(t, it.events.tid, it.events.events, it.events.count);
+            take_events(t, it.events.tid, it.events.dropped, it.events.events, it.events.count);
             t->dropped_in_chunks += it.events.dropped;
             break;
         case WSL_CHUNK_DRIVER:

@@ -40,6 +40,7 @@ struct history_entry {          /* from t on, this range was innermost (NONE: no
 struct wsl_nvtx_thread {
     struct wsl_nvtx_thread_head head; /* first: read by wsl_nvtx_wants */
     uint32_t frames;            /* frames in use; head.open - frames were pushed past a cap */
+    bool resync;                /* events of this thread were dropped: trust the next push's level */
     struct frame *frame;        /* WSL_NVTX_MAX_DEPTH, allocated on the first push */
     struct history_entry *history; /* ring of WSL_NVTX_HISTORY */
     uint64_t history_count;     /* entries ever appended */
@@ -71,7 +72,7 @@ struct wsl_nvtx_trace {
     size_t start_count, start_used;
     uint32_t start_free;        /* free list head, NONE when empty */
     uint64_t pushes, pops, starts_total, ends, marks_total, unmatched_pops, unmatched_ends, gpu_unattributed,
-        dropped;
+        dropped, lost;
 };
 
 /* ---- counts ------------------------------------------------------------------------- */
@@ -155,11 +156,13 @@ void wsl_nvtx_trace_paths(struct wsl_nvtx_trace *t, const struct wsl_item *item)
     }
 }
 
-struct wsl_nvtx_thread *wsl_nvtx_thread(struct wsl_nvtx_trace *t, uint32_t tid)
+struct wsl_nvtx_thread *wsl_nvtx_thread(struct wsl_nvtx_trace *t, uint32_t tid, uint64_t dropped)
 {
     struct wsl_u64_slot *s = wsl_u64_map_find(&t->thread_index, (uint64_t)tid + 1);
-    if (s)
+    if (s) {
+        t->threads[s->value]->resync |= dropped > 0;
         return t->threads[s->value];
+    }
     struct wsl_nvtx_thread *th = xcalloc(1, sizeof *th);
     t->threads = xrealloc(t->threads, (t->thread_count + 1) * sizeof *t->threads);
     t->threads[t->thread_count] = th;
@@ -260,6 +263,20 @@ static void close_frame(struct wsl_nvtx_trace *t, struct wsl_nvtx_thread *th, ui
 static void on_push(struct wsl_nvtx_trace *t, struct wsl_nvtx_thread *th, const struct wsl_event *ev)
 {
     t->pushes++;
+    if (th->resync) {
+        /* Events were lost before this one: ranges open here beyond the level the
+         * shim counted lost their pop. They are discarded, not timed. */
+        th->resync = false;
+        while (th->head.open > ev->a[1]) {
+            if (th->head.open > th->frames) {
+                th->head.open--;
+            } else {
+                th->frames--;
+                th->head.open--;
+            }
+            t->lost++;
+        }
+    }
     uint32_t r = range_get(t, WSL_NVTX_PUSH, ev->stream, ev->a[0]);
     if (r == NONE || th->frames >= WSL_NVTX_MAX_DEPTH || th->frames < th->head.open) {
         if (r != NONE)
@@ -540,6 +557,7 @@ void wsl_nvtx_trace_end(struct wsl_nvtx_trace *t, struct wsl_nvtx *n, uint64_t e
     n->unclosed += unclosed;
     n->gpu_unattributed += t->gpu_unattributed;
     n->dropped += t->dropped;
+    n->lost += t->lost;
     wsl_nvtx_trace_discard(t);
 }
 

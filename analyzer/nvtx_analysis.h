@@ -10,6 +10,9 @@
  * attributed to the innermost range its launching thread had open at launch
  * time. Start/end ranges are matched by id across threads and timed only.
  * Ranges still open at the end of a trace are closed there and flagged.
+ * Where the shim dropped events (full buffers), the level each push carries
+ * puts the thread's stack right again: ranges whose pop was lost are
+ * discarded (wsl_nvtx.lost).
  *
  * Memory is bounded whatever the trace holds: WSL_NVTX_MAX_DEPTH frames per
  * thread, WSL_NVTX_MAX_RANGES range names, WSL_NVTX_MAX_NAME_BYTES of names
@@ -86,6 +89,7 @@ struct wsl_nvtx {
     uint64_t unnamed_ids;           /* events naming a string id no PATHS entry defined */
     uint64_t gpu_unattributed;      /* timed kernels launched outside any range or past the history */
     uint64_t dropped;               /* ranges or names past a cap */
+    uint64_t lost;                  /* open ranges discarded when dropped events hid their pop */
     long step;                      /* index into ranges of the training step, or -1 */
     /* (kind, domain, name) -> index into ranges; freed by wsl_nvtx_finish */
     uint32_t *index;
@@ -98,8 +102,9 @@ struct wsl_nvtx_thread;
 struct wsl_nvtx_trace *wsl_nvtx_trace_begin(void);
 /* A PATHS chunk: keeps the entries that are NVTX names. */
 void wsl_nvtx_trace_paths(struct wsl_nvtx_trace *t, const struct wsl_item *item);
-/* The state of thread tid (made on first use); NULL only past a cap. */
-struct wsl_nvtx_thread *wsl_nvtx_thread(struct wsl_nvtx_trace *t, uint32_t tid);
+/* The state of thread tid (made on first use), for an EVENTS chunk that
+ * reported `dropped` lost events before it. */
+struct wsl_nvtx_thread *wsl_nvtx_thread(struct wsl_nvtx_trace *t, uint32_t tid, uint64_t dropped);
 /* The first member of a thread's state: ranges it has open (any domain). */
 struct wsl_nvtx_thread_head {
     uint32_t open;

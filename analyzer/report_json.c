@@ -606,6 +606,8 @@ static void write_nvtx_summary(struct json_writer *w, const struct wsl_nvtx *n)
     json_u64(w, n->gpu_unattributed);
     json_key(w, "dropped");
     json_u64(w, n->dropped);
+    json_key(w, "lost");        /* open ranges whose pop the shim dropped (full buffers): discarded */
+    json_u64(w, n->lost);
     json_key(w, "step");        /* the training-step range and per-step figures, or null */
     write_nvtx_step(w, n);
     json_key(w, "marks_by_name");

@@ -177,7 +177,7 @@ static uint32_t wide_to_utf8(const wchar_t *w, char *out)
  * or written once into the thread's string ring (marked as an NVTX name). */
 static uint32_t name_id(struct wsl_thread *t, const char *s, uint32_t len, uint64_t hash)
 {
-    if (WSL_UNLIKELY(t->nvtx_gen != t->gen)) {
+    if (WSL_UNLIKELY(t->nvtx_gen != t->gen)) { /* a forked child's trace has none of the parent's names */
         memset(t->nvtx_names, 0, sizeof t->nvtx_names);
         t->nvtx_gen = t->gen;
     }
@@ -411,7 +411,7 @@ static int nvtx_push_ex(const nvtxEventAttributes_t *a)
     if (t) {
         uint64_t now = wsl_ticks(), cat;
         uint32_t id = attr_id(t, a, &cat);
-        nvtx_record(t, now, ID(nvtxRangePushEx), 0, id, 0, cat);
+        nvtx_record(t, now, ID(nvtxRangePushEx), 0, id, t->nvtx_depth++, cat);
     }
     return NVTX_NO_PUSH_POP_TRACKING;
 }
@@ -421,7 +421,7 @@ static int nvtx_push_a(const char *msg)
     struct wsl_thread *t = nvtx_enter();
     if (t) {
         uint64_t now = wsl_ticks();
-        nvtx_record(t, now, ID(nvtxRangePushA), 0, ascii_id(t, msg), 0, 0);
+        nvtx_record(t, now, ID(nvtxRangePushA), 0, ascii_id(t, msg), t->nvtx_depth++, 0);
     }
     return NVTX_NO_PUSH_POP_TRACKING;
 }
@@ -431,7 +431,7 @@ static int nvtx_push_w(const wchar_t *msg)
     struct wsl_thread *t = nvtx_enter();
     if (t) {
         uint64_t now = wsl_ticks();
-        nvtx_record(t, now, ID(nvtxRangePushW), 0, wide_id(t, msg), 0, 0);
+        nvtx_record(t, now, ID(nvtxRangePushW), 0, wide_id(t, msg), t->nvtx_depth++, 0);
     }
     return NVTX_NO_PUSH_POP_TRACKING;
 }
@@ -439,8 +439,10 @@ static int nvtx_push_w(const wchar_t *msg)
 static int nvtx_pop(void)
 {
     struct wsl_thread *t = nvtx_enter();
-    if (t)
-        nvtx_record(t, wsl_ticks(), ID(nvtxRangePop), 0, 0, 0, 0);
+    if (t) {
+        t->nvtx_depth -= t->nvtx_depth > 0;
+        nvtx_record(t, wsl_ticks(), ID(nvtxRangePop), 0, 0, t->nvtx_depth, 0);
+    }
     return NVTX_NO_PUSH_POP_TRACKING;
 }
 
@@ -498,7 +500,7 @@ static int nvtx_domain_push_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t
     if (t) {
         uint64_t now = wsl_ticks(), cat;
         uint32_t dom = node_id(t, d), id = attr_id(t, a, &cat);
-        nvtx_record(t, now, ID(nvtxDomainRangePushEx), dom, id, 0, cat);
+        nvtx_record(t, now, ID(nvtxDomainRangePushEx), dom, id, t->nvtx_depth++, cat);
     }
     return NVTX_NO_PUSH_POP_TRACKING;
 }
@@ -508,7 +510,9 @@ static int nvtx_domain_pop(nvtxDomainHandle_t d)
     struct wsl_thread *t = nvtx_enter();
     if (t) {
         uint64_t now = wsl_ticks();
-        nvtx_record(t, now, ID(nvtxDomainRangePop), node_id(t, d), 0, 0, 0);
+        uint32_t dom = node_id(t, d);
+        t->nvtx_depth -= t->nvtx_depth > 0;
+        nvtx_record(t, now, ID(nvtxDomainRangePop), dom, 0, t->nvtx_depth, 0);
     }
     return NVTX_NO_PUSH_POP_TRACKING;
 }

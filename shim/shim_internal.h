@@ -111,6 +111,8 @@ struct wsl_thread {
     /* NVTX names this thread already wrote (nvtx_hooks.c): content hash -> string id,
      * valid while nvtx_gen == gen (a forked child's trace starts without them). */
     uint64_t nvtx_gen;
+    uint32_t nvtx_depth;         /* pushes less pops, all domains: lets the report resync after drops */
+    uint32_t nvtx_reserved;
     struct wsl_nvtx_name_slot {
         uint64_t hash;
         uint32_t id;

@@ -201,8 +201,8 @@ struct wsl_path_entry_header {
  *
  * NVTX (include/wslshim/nvtx_api.def; an instant: t_start == t_end; result 0):
  *   category          stream      a0          a1                  a2
- *   NVTX_PUSH         domain id   name id                         NVTX category
- *   NVTX_POP          domain id
+ *   NVTX_PUSH         domain id   name id     level               NVTX category
+ *   NVTX_POP          domain id               level after the pop
  *   NVTX_START        domain id   name id     range id            NVTX category
  *   NVTX_END          domain id               range id
  *   NVTX_MARK         domain id   name id                         NVTX category
@@ -210,8 +210,10 @@ struct wsl_path_entry_header {
  * Ids of names are PATHS entries whose bytes start with WSL_NVTX_NAME_MARK
  * (then the UTF-8 text, wide strings converted); domain id 0 is the default
  * domain, name id 0 a range without a message. A push or pop applies to the
- * recording thread's stack of that domain; a range id is unique in the process
- * and its END may come from any thread.
+ * recording thread's stack of that domain; level counts the thread's pushes
+ * less its pops, all domains together (0 for a top-level push): a reader can
+ * resynchronise its stack after dropped events. A range id is unique in the
+ * process and its END may come from any thread.
  *
  * GRID = gridX | gridY << 32; BLOCK = gridZ | blockX << 16 | blockY << 32 | blockZ << 48.
  */

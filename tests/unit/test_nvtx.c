@@ -303,3 +303,40 @@ int test_nvtx_bounded(void)
     wsl_run_free(&run);
     return 0;
 }
+
+/* Full buffers dropped a pop: the next chunk says events were lost, and the
+ * level its first push carries closes the range whose pop is gone. */
+int test_nvtx_dropped_resync(void)
+{
+    char path[512];
+    test_path(path, sizeof path, "nvtx_dropped");
+    const uint32_t ids[] = {1};
+    const char *const names[] = {"\001step"};
+    struct builder *b = open_trace(path, ids, names, 1);
+    ev(b, 0, PUSH, 1000, 0, 0, 0, 1, 0, 0);
+    ev(b, 0, POP, 2000, 0, 0, 0, 0, 0, 0);
+    ev(b, 0, PUSH, 3000, 0, 0, 0, 1, 0, 0); /* its pop at 4000 was dropped */
+    synth_events(b->s, 100, 0, b->ev[0], 3);
+    ev(b, 1, PUSH, 5000, 0, 0, 0, 1, 0, 0); /* level 0: nothing is open */
+    ev(b, 1, LAUNCH, 5500, 10, 0, 7, 0x1000, 1, 1);
+    ev(b, 1, POP, 6000, 0, 0, 0, 0, 0, 0);
+    synth_events(b->s, 100, 1, b->ev[1], 3);
+    synth_end(b->s, 7000, 6, 1, 1);
+    synth_close(b->s);
+    free(b);
+
+    struct wsl_run run;
+    if (analyze(&run, path))
+        return 1;
+    const struct wsl_nvtx_range *step = range(&run, NULL, "step");
+    CHECK(step);
+    CHECK_EQ(step->count, 2);
+    CHECK_EQ(step->max_depth, 0);
+    CHECK_EQ(step->unclosed, 0);
+    CHECK_EQ(step->ns.sum, 2000);
+    CHECK_EQ(step->incl.launches, 1);
+    CHECK_EQ(run.nvtx.lost, 1);
+    CHECK_EQ(run.nvtx.unclosed, 0);
+    wsl_run_free(&run);
+    return 0;
+}

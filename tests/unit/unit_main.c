@@ -76,7 +76,8 @@
     X(kern_no_names)              \
     X(kern_handles_bounded)       \
     X(nvtx_attribution)           \
-    X(nvtx_bounded)
+    X(nvtx_bounded)               \
+    X(nvtx_dropped_resync)
 
 #define DECLARE(name) int test_##name(void);
 TESTS(DECLARE)
