@@ -78,35 +78,33 @@ static char *real_getenv(const char *name)
     return f(name);
 }
 
+/* Decided once, at load time (dladdr there runs under the loader's own lock,
+ * which a later caller might be holding): the path to answer, or none. */
 static char injection_path[4096];
-static _Atomic int injection_state; /* 0 not yet decided, 1 answer, 2 do not */
+static _Atomic int injection_on;
 
-static char *injection_answer(void)
+__attribute__((constructor)) static void nvtx_hooks_init(void)
 {
-    int st = atomic_load_explicit(&injection_state, memory_order_acquire);
-    if (WSL_LIKELY(st))
-        return st == 1 ? injection_path : NULL;
     int saved = errno;
+    wsl_tls_depth++;
     const char *off = real_getenv("WSLSHIM_NVTX");
     Dl_info info;
-    st = 2;
-    if (!(off && !strcmp(off, "0")) && dladdr((void *)injection_answer, &info) && info.dli_fname &&
+    if (!(off && !strcmp(off, "0")) && dladdr((void *)nvtx_hooks_init, &info) && info.dli_fname &&
         info.dli_fname[0] && strlen(info.dli_fname) < sizeof injection_path) {
-        /* Racing first callers write the same bytes. */
         strcpy(injection_path, info.dli_fname);
-        st = 1;
+        atomic_store_explicit(&injection_on, 1, memory_order_release);
     }
-    atomic_store_explicit(&injection_state, st, memory_order_release);
+    wsl_tls_depth--;
     errno = saved;
-    return st == 1 ? injection_path : NULL;
 }
 
 WSL_EXPORT char *getenv(const char *name)
 {
     char *v = real_getenv(name);
-    if (WSL_LIKELY(v != NULL) || name[0] != 'N' || strcmp(name, NVTX_ENV_NAME) != 0)
+    if (WSL_LIKELY(v != NULL) || name[0] != 'N' || strcmp(name, NVTX_ENV_NAME) != 0 ||
+        !atomic_load_explicit(&injection_on, memory_order_acquire))
         return v;
-    return injection_answer();
+    return injection_path;
 }
 
 /* ---- names ----------------------------------------------------------------------- */
