@@ -298,7 +298,7 @@ static void merge_trace(struct wsl_run *run, struct trace_state *t, struct wsl_p
     if (t->have_end && t->end_ticks > end_ticks)
         end_ticks = t->end_ticks;
     uint64_t nvtx_unclosed = run->nvtx.unclosed, nvtx_dropped = run->nvtx.dropped;
-    wsl_nvtx_trace_end(t->nvtx, &run->nvtx, end_ticks, clock->ns_per_tick);
+    wsl_nvtx_trace_end(t->nvtx, &run->nvtx, end_ticks, clock->ns_per_tick, p->trace_path);
     t->nvtx = NULL;
     if (run->nvtx.unclosed > nvtx_unclosed)
         add_warning(run, xasprintf("%s: %llu NVTX ranges were still open at the end of the trace; they count as "

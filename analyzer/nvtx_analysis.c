@@ -65,6 +65,9 @@ struct wsl_nvtx_trace {
     struct wsl_u64_map thread_index; /* tid + 1 -> index into threads */
     struct wsl_nvtx_thread **threads;
     size_t thread_count;
+    struct wsl_nvtx_window *tops;   /* closed top-level push instances (range: local index) */
+    size_t top_count, top_cap;
+    bool tops_capped;
     struct wsl_u64_map start_index; /* range id -> index into starts */
     struct wsl_u64_map early_ends;  /* range id -> end ticks, for ends read before their start
                                        (another thread's chunk may come first) */
@@ -250,6 +253,17 @@ static void close_frame(struct wsl_nvtx_trace *t, struct wsl_nvtx_thread *th, ui
     r->count++;
     r->unclosed += unclosed;
     wsl_hist_add(&r->ticks, t_end >= f->t0 ? t_end - f->t0 : 0);
+    if (k == 0) {
+        if (t->top_count < WSL_NVTX_MAX_WINDOWS) {
+            if (t->top_count == t->top_cap) {
+                t->top_cap = t->top_cap ? 2 * t->top_cap : 64;
+                t->tops = xrealloc(t->tops, t->top_cap * sizeof *t->tops);
+            }
+            t->tops[t->top_count++] = (struct wsl_nvtx_window){f->t0, t_end, f->range};
+        } else {
+            t->tops_capped = true;
+        }
+    }
     counts_add(&r->self, &f->self);
     counts_add(&f->incl, &f->self);
     counts_add(&r->incl, &f->incl);
@@ -477,6 +491,7 @@ static struct wsl_nvtx_range *run_range(struct wsl_nvtx *n, unsigned kind, const
     struct wsl_nvtx_range *r = &n->ranges[n->range_count];
     memset(r, 0, sizeof *r);
     r->kind = kind;
+    r->id = (uint32_t)n->range_count;
     r->name = xstrdup(name);
     r->domain = domain ? xstrdup(domain) : NULL;
     n->index[slot] = (uint32_t)n->range_count++;
@@ -495,7 +510,8 @@ static const char *name_of(struct wsl_nvtx_trace *t, struct wsl_nvtx *n, uint32_
     return domain ? "(unknown domain)" : "(unknown name)";
 }
 
-void wsl_nvtx_trace_end(struct wsl_nvtx_trace *t, struct wsl_nvtx *n, uint64_t end_ticks, double ns_per_tick)
+void wsl_nvtx_trace_end(struct wsl_nvtx_trace *t, struct wsl_nvtx *n, uint64_t end_ticks, double ns_per_tick,
+                        const char *path)
 {
     uint64_t unclosed = 0;
     for (size_t i = 0; i < t->thread_count; i++) {
@@ -513,10 +529,12 @@ void wsl_nvtx_trace_end(struct wsl_nvtx_trace *t, struct wsl_nvtx *n, uint64_t e
         }
     }
     t->unmatched_ends += t->early_ends.count;
+    uint32_t *run_id = xmalloc((t->range_count + 1) * sizeof *run_id);
     for (size_t i = 0; i < t->range_count; i++) {
         struct local_range *lr = &t->ranges[i];
         struct wsl_nvtx_range *r = run_range(n, lr->kind, name_of(t, n, lr->domain_id, true),
                                              name_of(t, n, lr->name_id, false));
+        run_id[i] = r ? r->id : NONE;
         if (!r) {
             n->dropped++;
             continue;
@@ -530,6 +548,19 @@ void wsl_nvtx_trace_end(struct wsl_nvtx_trace *t, struct wsl_nvtx *n, uint64_t e
         counts_add_scaled(&r->self, &lr->self, ns_per_tick);
         counts_add_scaled(&r->incl, &lr->incl, ns_per_tick);
     }
+    if (t->top_count && path) { /* the windows, by run-wide range id */
+        size_t kept = 0;
+        for (size_t i = 0; i < t->top_count; i++)
+            if (run_id[t->tops[i].range] != NONE) {
+                t->tops[kept] = t->tops[i];
+                t->tops[kept++].range = run_id[t->tops[i].range];
+            }
+        n->traces = xrealloc(n->traces, (n->trace_count + 1) * sizeof *n->traces);
+        n->traces[n->trace_count++] = (struct wsl_nvtx_trace_windows){xstrdup(path), ns_per_tick, t->tops, kept};
+        t->tops = NULL;
+    }
+    n->windows_capped |= t->tops_capped;
+    free(run_id);
     for (size_t i = 0; i < t->mark_count; i++) {
         const char *domain = name_of(t, n, t->marks[i].domain_id, true);
         const char *name = name_of(t, n, t->marks[i].name_id, false);
@@ -586,6 +617,7 @@ void wsl_nvtx_trace_discard(struct wsl_nvtx_trace *t)
     wsl_u64_map_free(&t->start_index);
     wsl_u64_map_free(&t->early_ends);
     free(t->starts);
+    free(t->tops);
     free(t);
 }
 
@@ -618,6 +650,97 @@ static bool named_like_step(const char *name)
     return false;
 }
 
+static int by_start(const void *a, const void *b)
+{
+    const struct wsl_nvtx_window *x = a, *y = b;
+    return x->t0 < y->t0 ? -1 : x->t0 > y->t0;
+}
+
+/* Is t inside one of the disjoint sorted windows? */
+static bool in_windows(const struct wsl_nvtx_window *w, size_t n, uint64_t t)
+{
+    size_t lo = 0, hi = n; /* the first window starting after t */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (w[mid].t0 <= t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo > 0 && t <= w[lo - 1].t1;
+}
+
+/* Reads the trace again: what its threads did inside the windows, in ticks. */
+static bool count_in_windows(const char *path, const struct wsl_nvtx_window *w, size_t n, struct wsl_nvtx_counts *c)
+{
+    char err[WSL_READER_ERRLEN];
+    struct wsl_reader *r = wsl_reader_open(path, err, sizeof err);
+    if (!r)
+        return false;
+    uint16_t *cat = xmalloc(WSL_MAX_API_IDS * sizeof *cat);
+    memset(cat, 0xff, WSL_MAX_API_IDS * sizeof *cat);
+    struct wsl_item it;
+    enum wsl_read_result res;
+    while ((res = wsl_reader_next(r, &it)) == WSL_READ_ITEM) {
+        if (it.type == WSL_CHUNK_API_TABLE) {
+            for (uint32_t i = 0; i < it.api_table.count; i++)
+                cat[it.api_table.entries[i].id] = it.api_table.entries[i].category;
+            continue;
+        }
+        if (it.type != WSL_CHUNK_EVENTS)
+            continue;
+        for (uint32_t i = 0; i < it.events.count; i++) {
+            const struct wsl_event *ev = &it.events.events[i];
+            unsigned k = cat[ev->api];
+            if (k == 0xffff || wsl_is_nvtx_category(k))
+                continue;
+            if (k == WSL_CAT_GPU_KERNEL) {
+                if (in_windows(w, n, ev->a[1])) {
+                    c->gpu_kernels++;
+                    c->gpu_ns += ev->t_end >= ev->t_start ? ev->t_end - ev->t_start : 0;
+                }
+            } else if (in_windows(w, n, ev->t_start)) {
+                attribute(c, k, ev);
+            }
+        }
+    }
+    free(cat);
+    wsl_reader_close(r);
+    return res != WSL_READ_ERROR;
+}
+
+/* The step's process-wide figures: every thread, inside the step's instances. */
+static void step_process_figures(struct wsl_nvtx *n)
+{
+    uint32_t step_id = n->ranges[n->step].id;
+    n->step_process_known = !n->windows_capped;
+    for (size_t i = 0; i < n->trace_count && n->step_process_known; i++) {
+        struct wsl_nvtx_trace_windows *tw = &n->traces[i];
+        size_t m = 0;
+        for (size_t k = 0; k < tw->count; k++)
+            if (tw->w[k].range == step_id)
+                tw->w[m++] = tw->w[k];
+        if (!m)
+            continue;
+        n->step_process_steps += m;
+        qsort(tw->w, m, sizeof *tw->w, by_start);
+        size_t u = 0; /* merge overlapping instances (several threads' steps) into disjoint windows */
+        for (size_t k = 1; k < m; k++) {
+            if (tw->w[k].t0 <= tw->w[u].t1) {
+                if (tw->w[k].t1 > tw->w[u].t1)
+                    tw->w[u].t1 = tw->w[k].t1;
+            } else {
+                tw->w[++u] = tw->w[k];
+            }
+        }
+        struct wsl_nvtx_counts c;
+        memset(&c, 0, sizeof c);
+        if (!count_in_windows(tw->path, tw->w, u + 1, &c))
+            n->step_process_known = false;
+        counts_add_scaled(&n->step_process, &c, tw->ns_per_tick);
+    }
+}
+
 void wsl_nvtx_finish(struct wsl_nvtx *n)
 {
     free(n->index);
@@ -640,6 +763,15 @@ void wsl_nvtx_finish(struct wsl_nvtx *n)
             by_top = (long)i;
     }
     n->step = by_name >= 0 ? by_name : by_top;
+    if (n->step >= 0 && n->ranges[n->step].kind == WSL_NVTX_PUSH)
+        step_process_figures(n);
+    for (size_t i = 0; i < n->trace_count; i++) {
+        free(n->traces[i].path);
+        free(n->traces[i].w);
+    }
+    free(n->traces);
+    n->traces = NULL;
+    n->trace_count = 0;
 }
 
 void wsl_nvtx_free(struct wsl_nvtx *n)
@@ -656,6 +788,11 @@ void wsl_nvtx_free(struct wsl_nvtx *n)
     }
     free(n->marks);
     free(n->index);
+    for (size_t i = 0; i < n->trace_count; i++) {
+        free(n->traces[i].path);
+        free(n->traces[i].w);
+    }
+    free(n->traces);
     memset(n, 0, sizeof *n);
     n->step = -1;
 }

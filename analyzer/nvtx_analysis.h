@@ -20,6 +20,10 @@
  * WSL_NVTX_HISTORY-entry history per thread for GPU attribution. What is past
  * a cap is counted (wsl_nvtx.dropped).
  *
+ * The step (a range named like one, else the most frequent top-level range)
+ * also gets process-wide figures: everything any thread of its process did
+ * while a step instance was open, found by reading its traces a second time.
+ *
  * Use, per trace: wsl_nvtx_trace_begin; then, in stream order,
  * wsl_nvtx_trace_paths for PATHS chunks, wsl_nvtx_thread for each EVENTS
  * chunk and wsl_nvtx_trace_event for its events (all of them while
@@ -41,6 +45,7 @@
 #define WSL_NVTX_MAX_NAME_BYTES (64u << 20)   /* bytes of NVTX names kept per trace */
 #define WSL_NVTX_MAX_OPEN_STARTS (1u << 20)   /* start/end ranges open at once per trace */
 #define WSL_NVTX_HISTORY 4096u                /* innermost-range changes kept per thread (GPU attribution) */
+#define WSL_NVTX_MAX_WINDOWS (1u << 20)       /* top-level range instances kept per trace */
 #define WSL_NVTX_TOP_TEXT 15
 
 enum wsl_nvtx_kind {
@@ -59,6 +64,7 @@ struct wsl_nvtx_counts {
 };
 
 struct wsl_nvtx_range {
+    uint32_t id;                /* order of creation (windows refer to it) */
     char *name;                 /* "(unnamed)" for a range without a message */
     char *domain;               /* NULL: the default domain */
     enum wsl_nvtx_kind kind;
@@ -69,6 +75,20 @@ struct wsl_nvtx_range {
     struct wsl_hist ns;         /* duration per instance */
     struct wsl_nvtx_counts self;/* attributed while this was the innermost open range */
     struct wsl_nvtx_counts incl;/* self plus the ranges nested in it */
+};
+
+/* Top-level range instances of one trace, in its ticks: for the step's
+ * process-wide figures (a second read of the trace, in wsl_nvtx_finish). */
+struct wsl_nvtx_window {
+    uint64_t t0, t1;
+    uint32_t range;             /* wsl_nvtx_range.id */
+};
+
+struct wsl_nvtx_trace_windows {
+    char *path;
+    double ns_per_tick;
+    struct wsl_nvtx_window *w;
+    size_t count;
 };
 
 struct wsl_nvtx_mark {
@@ -91,6 +111,14 @@ struct wsl_nvtx {
     uint64_t dropped;               /* ranges or names past a cap */
     uint64_t lost;                  /* open ranges discarded when dropped events hid their pop */
     long step;                      /* index into ranges of the training step, or -1 */
+    /* The step's instances as windows of time, and what every thread of their
+     * process did inside them (CUDA calls, launches, syncs, I/O, timed kernels). */
+    bool step_process_known;        /* the traces were read again and the figures below hold */
+    uint64_t step_process_steps;    /* step instances the figures cover */
+    struct wsl_nvtx_counts step_process;
+    struct wsl_nvtx_trace_windows *traces;
+    size_t trace_count;
+    bool windows_capped;            /* some trace had more than WSL_NVTX_MAX_WINDOWS top-level ranges */
     /* (kind, domain, name) -> index into ranges; freed by wsl_nvtx_finish */
     uint32_t *index;
     size_t index_size;
@@ -119,11 +147,13 @@ static inline bool wsl_nvtx_wants(const struct wsl_nvtx_thread *th, unsigned cat
 void wsl_nvtx_trace_event(struct wsl_nvtx_trace *t, struct wsl_nvtx_thread *th, unsigned category,
                           const struct wsl_event *ev);
 /* Closes what is still open at end_ticks, converts ticks with ns_per_tick,
- * merges into n and frees t. */
-void wsl_nvtx_trace_end(struct wsl_nvtx_trace *t, struct wsl_nvtx *n, uint64_t end_ticks, double ns_per_tick);
+ * merges into n and frees t; path: the trace's file, read again by wsl_nvtx_finish. */
+void wsl_nvtx_trace_end(struct wsl_nvtx_trace *t, struct wsl_nvtx *n, uint64_t end_ticks, double ns_per_tick,
+                        const char *path);
 void wsl_nvtx_trace_discard(struct wsl_nvtx_trace *t);
 
-/* Sorts and picks the step range. */
+/* Sorts, picks the step range, and reads the traces holding its instances
+ * again for its process-wide figures. */
 void wsl_nvtx_finish(struct wsl_nvtx *n);
 void wsl_nvtx_free(struct wsl_nvtx *n);
 

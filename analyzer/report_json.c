@@ -578,6 +578,36 @@ static void write_nvtx_step(struct json_writer *w, const struct wsl_nvtx *n)
     json_double(w, (double)r->incl.io_bytes / c);
     json_key(w, "io_ns_per_step");
     json_double(w, (double)r->incl.io_ns / c);
+    /* Every thread of the step's process while a step was open (PyTorch's autograd thread too). */
+    json_key(w, "process");
+    if (!n->step_process_known || !n->step_process_steps) {
+        json_null(w);
+    } else {
+        const struct wsl_nvtx_counts *p = &n->step_process;
+        double k = (double)n->step_process_steps;
+        json_begin_object(w);
+        json_key(w, "steps");
+        json_u64(w, n->step_process_steps);
+        json_key(w, "launches_per_step");
+        json_double(w, (double)p->launches / k);
+        json_key(w, "syncs_per_step");
+        json_double(w, (double)p->syncs / k);
+        json_key(w, "api_calls_per_step");
+        json_double(w, (double)p->api_calls / k);
+        json_key(w, "api_ns_per_step");
+        json_double(w, (double)p->api_ns / k);
+        json_key(w, "io_reads_per_step");
+        json_double(w, (double)p->io_reads / k);
+        json_key(w, "io_bytes_per_step");
+        json_double(w, (double)p->io_bytes / k);
+        json_key(w, "io_ns_per_step");
+        json_double(w, (double)p->io_ns / k);
+        json_key(w, "gpu_kernels_per_step");   /* timed kernels launched inside a step */
+        json_double(w, (double)p->gpu_kernels / k);
+        json_key(w, "gpu_ns_per_step");
+        json_double(w, (double)p->gpu_ns / k);
+        json_end_object(w);
+    }
     json_end_object(w);
 }
 

@@ -289,18 +289,29 @@ static void write_nvtx(FILE *out, const struct wsl_run *run)
         fputs("\nPer step (range \"", out);
         put_clean_cut(out, r->name, 80);
         fprintf(out, "\", %" PRIu64 " steps)\n", r->count);
-        fprintf(out, "  time per step      %s (p50 %s, p99 %s)\n", format_ns(mean, sizeof mean, wsl_nvtx_mean_ns(r)),
+        fprintf(out, "  time per step        %s (p50 %s, p99 %s)\n", format_ns(mean, sizeof mean, wsl_nvtx_mean_ns(r)),
                 format_ns(p50, sizeof p50, wsl_hist_quantile(&r->ns, 0.50)),
                 format_ns(p99, sizeof p99, wsl_hist_quantile(&r->ns, 0.99)));
-        fprintf(out, "  launches per step  %.1f\n", (double)r->incl.launches / c);
-        fprintf(out, "  syncs per step     %.1f\n", (double)r->incl.syncs / c);
-        fprintf(out, "  API calls per step %.1f (%s of host time)\n", (double)r->incl.api_calls / c,
+        fprintf(out, "  launches per step    %.1f\n", (double)r->incl.launches / c);
+        fprintf(out, "  syncs per step       %.1f\n", (double)r->incl.syncs / c);
+        fprintf(out, "  API calls per step   %.1f (%s of host time)\n", (double)r->incl.api_calls / c,
                 format_ns(api, sizeof api, (uint64_t)((double)r->incl.api_ns / c + 0.5)));
-        fprintf(out, "  file reads per step %.1f (%s, %s)\n", (double)r->incl.io_reads / c,
+        fprintf(out, "  file reads per step  %.1f (%s, %s)\n", (double)r->incl.io_reads / c,
                 wsl_format_bytes(bytes, sizeof bytes, (uint64_t)((double)r->incl.io_bytes / c + 0.5)),
                 format_ns(io, sizeof io, (uint64_t)((double)r->incl.io_ns / c + 0.5)));
-        fputs("  (calls made on the step's own thread, nested ranges included; work another thread does for\n"
-              "   the step, e.g. PyTorch's autograd thread in backward, is not counted here)\n", out);
+        fputs("  (calls of the step's own thread, nested ranges included)\n", out);
+        if (n->step_process_known && n->step_process_steps) {
+            const struct wsl_nvtx_counts *p = &n->step_process;
+            double k = (double)n->step_process_steps;
+            fprintf(out, "  all threads of the process while a step was open, per step: %.1f launches, %.1f syncs, "
+                         "%.1f API calls (%s), %.1f file reads (%s)\n",
+                    (double)p->launches / k, (double)p->syncs / k, (double)p->api_calls / k,
+                    format_ns(api, sizeof api, (uint64_t)((double)p->api_ns / k + 0.5)), (double)p->io_reads / k,
+                    wsl_format_bytes(bytes, sizeof bytes, (uint64_t)((double)p->io_bytes / k + 0.5)));
+            if (p->gpu_kernels)
+                fprintf(out, "  timed kernels launched inside steps: %.2f per step, %s of GPU time per step\n",
+                        (double)p->gpu_kernels / k, format_ns(io, sizeof io, (uint64_t)((double)p->gpu_ns / k + 0.5)));
+        }
     }
 }
 

@@ -158,10 +158,17 @@ def main():
                                       and step.get("launches_per_step", 0) > 0),
           f"forward {fwd and fwd['launches']}, optimizer {opt and opt['launches']}, per step "
           f"{step.get('launches_per_step')}")
+    proc = step.get("process") or {}
+    check("step process-wide figures", proc.get("steps") == n
+          and proc.get("launches_per_step", -1) >= step.get("launches_per_step", 0) > 0,
+          f"all threads {proc.get('launches_per_step')} launches per step, the step's thread "
+          f"{step.get('launches_per_step')}")
     bwd = ranges.get(("push", None, "backward"))
     result["info"] = {"backward_launches_on_main_thread": bwd and bwd["launches"],
-                      "note": "PyTorch runs backward on its autograd thread: those launches are not the "
-                              "main thread's range's (docs/nvtx.md)"}
+                      "launches_per_step_step_thread": step.get("launches_per_step"),
+                      "launches_per_step_all_threads": proc.get("launches_per_step"),
+                      "note": "PyTorch runs backward on its autograd thread: its launches count in the "
+                              "process-wide step figures, not in the backward range's (docs/nvtx.md)"}
     result["ok"] = failed == 0
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "nvtx_torch.json"), "w") as f:

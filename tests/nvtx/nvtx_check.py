@@ -106,6 +106,9 @@ for k, v in want_summary.items():
     check(s[k] == v, f"nvtx_summary.{k} = {s[k]}, want {v}")
 check(s["step"] is not None and s["step"]["name"] == "worker" and s["step"]["steps"] == T * N,
       f"step {s['step']}: want the most frequent top-level range, worker")
+proc = (s["step"] or {}).get("process")
+check(proc is not None and proc["steps"] == T * N and proc["launches_per_step"] == 0,
+      f"step process-wide figures {proc}: want {T * N} steps (the workers' overlapping ones), no launches")
 check(not any(a.startswith("nvtx") for a in rep["api"]), "NVTX calls listed among the CUDA APIs")
 text = subprocess.run([report, traces], capture_output=True, text=True).stdout
 check("NVTX ranges by total time" in text and "Per step (range \"worker\"" in text, "text report lacks the NVTX section")

@@ -239,6 +239,16 @@ int test_nvtx_attribution(void)
     CHECK_EQ(n->marks_total, 2);
     CHECK(n->mark_count == 1 && !strcmp(n->marks[0].name, "m") && n->marks[0].count == 2);
     CHECK(n->step >= 0 && &n->ranges[n->step] == step);
+    /* Every thread inside the step windows: thread 200's launch, and timed
+     * kernels by launch time whoever launched them. */
+    CHECK(n->step_process_known);
+    CHECK_EQ(n->step_process_steps, 3);
+    CHECK_EQ(n->step_process.launches, 10);
+    CHECK_EQ(n->step_process.api_calls, 16);
+    CHECK_EQ(n->step_process.syncs, 3);
+    CHECK_EQ(n->step_process.io_reads, 3);
+    CHECK_EQ(n->step_process.gpu_kernels, 3);
+    CHECK_EQ(n->step_process.gpu_ns, 1300);
     CHECK(n->ranges[0].ns.sum >= n->ranges[n->range_count - 1].ns.sum); /* by total time */
     for (size_t i = 0; i < run.api_count; i++)
         CHECKF(!run.apis[i].ns.count || strncmp(run.apis[i].name, "nvtx", 4) != 0, "%s among the APIs",
