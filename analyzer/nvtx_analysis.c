@@ -548,16 +548,25 @@ void wsl_nvtx_trace_end(struct wsl_nvtx_trace *t, struct wsl_nvtx *n, uint64_t e
         counts_add_scaled(&r->self, &lr->self, ns_per_tick);
         counts_add_scaled(&r->incl, &lr->incl, ns_per_tick);
     }
-    if (t->top_count && path) { /* the windows, by run-wide range id */
+    if (t->top_count && path) { /* the windows, by run-wide range id; only of ranges that may be the step */
         size_t kept = 0;
         for (size_t i = 0; i < t->top_count; i++)
-            if (run_id[t->tops[i].range] != NONE) {
+            if (run_id[t->tops[i].range] != NONE && t->ranges[t->tops[i].range].count >= 2) {
                 t->tops[kept] = t->tops[i];
                 t->tops[kept++].range = run_id[t->tops[i].range];
             }
-        n->traces = xrealloc(n->traces, (n->trace_count + 1) * sizeof *n->traces);
-        n->traces[n->trace_count++] = (struct wsl_nvtx_trace_windows){xstrdup(path), ns_per_tick, t->tops, kept};
-        t->tops = NULL;
+        if (n->window_total + kept > WSL_NVTX_MAX_RUN_WINDOWS) {
+            t->tops_capped = true;
+            kept = 0;
+        }
+        if (kept) {
+            n->window_total += kept;
+            n->traces = xrealloc(n->traces, (n->trace_count + 1) * sizeof *n->traces);
+            n->traces[n->trace_count++] =
+                (struct wsl_nvtx_trace_windows){xstrdup(path), ns_per_tick, xrealloc(t->tops, kept * sizeof *t->tops),
+                                                kept};
+            t->tops = NULL;
+        }
     }
     n->windows_capped |= t->tops_capped;
     free(run_id);

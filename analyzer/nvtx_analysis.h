@@ -46,6 +46,7 @@
 #define WSL_NVTX_MAX_OPEN_STARTS (1u << 20)   /* start/end ranges open at once per trace */
 #define WSL_NVTX_HISTORY 4096u                /* innermost-range changes kept per thread (GPU attribution) */
 #define WSL_NVTX_MAX_WINDOWS (1u << 20)       /* top-level range instances kept per trace */
+#define WSL_NVTX_MAX_RUN_WINDOWS (1u << 21)   /* and per run, until wsl_nvtx_finish */
 #define WSL_NVTX_TOP_TEXT 15
 
 enum wsl_nvtx_kind {
@@ -117,8 +118,8 @@ struct wsl_nvtx {
     uint64_t step_process_steps;    /* step instances the figures cover */
     struct wsl_nvtx_counts step_process;
     struct wsl_nvtx_trace_windows *traces;
-    size_t trace_count;
-    bool windows_capped;            /* some trace had more than WSL_NVTX_MAX_WINDOWS top-level ranges */
+    size_t trace_count, window_total;
+    bool windows_capped;            /* more top-level ranges than the caps: no process-wide figures */
     /* (kind, domain, name) -> index into ranges; freed by wsl_nvtx_finish */
     uint32_t *index;
     size_t index_size;
