@@ -78,33 +78,55 @@ static char *real_getenv(const char *name)
     return f(name);
 }
 
-/* Decided once, at load time (dladdr there runs under the loader's own lock,
- * which a later caller might be holding): the path to answer, or none. */
-static char injection_path[4096];
-static _Atomic int injection_on;
+/* The path to answer, decided once: at load time, or by the first NVTX client
+ * if one runs earlier (a linked library's constructor runs before the shim's).
+ * Racing first callers each make a copy and publish one with a CAS: no lock,
+ * no waiting on another thread (which might be holding the loader's lock). */
+static char injection_off; /* the answer "none" */
+static char *_Atomic injection_path;
+
+static char *injection_answer(void)
+{
+    char *p = atomic_load_explicit(&injection_path, memory_order_acquire);
+    if (WSL_LIKELY(p != NULL))
+        return p == &injection_off ? NULL : p;
+    int saved = errno;
+    const char *off = real_getenv("WSLSHIM_NVTX");
+    Dl_info info;
+    char *mine = &injection_off;
+    if (!(off && !strcmp(off, "0")) && dladdr((void *)injection_answer, &info) && info.dli_fname &&
+        info.dli_fname[0]) {
+        size_t n = strlen(info.dli_fname) + 1;
+        char *copy = malloc(n);
+        if (copy) {
+            memcpy(copy, info.dli_fname, n);
+            mine = copy;
+        }
+    }
+    char *expect = NULL;
+    if (!atomic_compare_exchange_strong_explicit(&injection_path, &expect, mine, memory_order_acq_rel,
+                                                 memory_order_acquire)) {
+        if (mine != &injection_off)
+            free(mine);
+        mine = expect;
+    }
+    errno = saved;
+    return mine == &injection_off ? NULL : mine;
+}
 
 __attribute__((constructor)) static void nvtx_hooks_init(void)
 {
-    int saved = errno;
     wsl_tls_depth++;
-    const char *off = real_getenv("WSLSHIM_NVTX");
-    Dl_info info;
-    if (!(off && !strcmp(off, "0")) && dladdr((void *)nvtx_hooks_init, &info) && info.dli_fname &&
-        info.dli_fname[0] && strlen(info.dli_fname) < sizeof injection_path) {
-        strcpy(injection_path, info.dli_fname);
-        atomic_store_explicit(&injection_on, 1, memory_order_release);
-    }
+    injection_answer();
     wsl_tls_depth--;
-    errno = saved;
 }
 
 WSL_EXPORT char *getenv(const char *name)
 {
     char *v = real_getenv(name);
-    if (WSL_LIKELY(v != NULL) || name[0] != 'N' || strcmp(name, NVTX_ENV_NAME) != 0 ||
-        !atomic_load_explicit(&injection_on, memory_order_acquire))
+    if (WSL_LIKELY(v != NULL) || name[0] != 'N' || strcmp(name, NVTX_ENV_NAME) != 0)
         return v;
-    return injection_path;
+    return injection_answer();
 }
 
 /* ---- names ----------------------------------------------------------------------- */
