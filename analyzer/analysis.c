@@ -51,6 +51,12 @@ const char *wsl_category_name(unsigned category)
         [WSL_CAT_IO_SEEK] = "io_seek",
         [WSL_CAT_IO_CLOSE] = "io_close",
         [WSL_CAT_FUNC_NAME] = "func_name",
+        [WSL_CAT_NVTX_PUSH] = "nvtx_push",
+        [WSL_CAT_NVTX_POP] = "nvtx_pop",
+        [WSL_CAT_NVTX_START] = "nvtx_start",
+        [WSL_CAT_NVTX_END] = "nvtx_end",
+        [WSL_CAT_NVTX_MARK] = "nvtx_mark",
+        [WSL_CAT_NVTX_NAME_THREAD] = "nvtx_name_thread",
     };
     return category < WSL_CAT_COUNT ? names[category] : "other";
 }
@@ -59,6 +65,7 @@ void wsl_run_init(struct wsl_run *run)
 {
     memset(run, 0, sizeof *run);
     wsl_io_init(&run->io);
+    run->nvtx.step = -1;
 }
 
 static void add_warning(struct wsl_run *run, char *msg)
@@ -144,6 +151,7 @@ struct trace_state {
     struct wsl_io_trace *io;    /* from the PROCESS chunk on */
     struct wsl_mem_trace *mem;
     struct wsl_kern_trace *kern;
+    struct wsl_nvtx_trace *nvtx;
 };
 
 static char **copy_argv(const char *const *argv, uint32_t argc)
@@ -209,9 +217,10 @@ static void take_api_table(struct wsl_run *run, struct trace_state *t, const str
 }
 
 /* The hot loop: every event of the trace passes here. */
-static void take_events(struct trace_state *t, const struct wsl_event *ev, uint32_t n)
+static void take_events(struct trace_state *t, uint32_t tid, uint64_t dropped, const struct wsl_event *ev, uint32_t n)
 {
     uint64_t max_end = t->max_event_end;
+    struct wsl_nvtx_thread *nth = wsl_nvtx_thread(t->nvtx, tid, dropped);
     for (uint32_t i = 0; i < n; i++) {
         struct trace_api *ta = t->by_id[ev[i].api]; /* the reader checked the id is in the table */
         wsl_hist_add(&ta->ticks, ev[i].t_end - ev[i].t_start);
@@ -222,6 +231,8 @@ static void take_events(struct trace_state *t, const struct wsl_event *ev, uint3
             wsl_mem_trace_event(t->mem, (enum wsl_mem_op)ta->mem, &ev[i]);
         else if (ta->kern)
             wsl_kern_trace_event(t->kern, (enum wsl_kern_op)ta->kern, ta->launch_slot, &ev[i]);
+        if (wsl_nvtx_wants(nth, ta->category))
+            wsl_nvtx_trace_event(t->nvtx, nth, ta->category, &ev[i]);
         if (ev[i].t_end > max_end)
             max_end = ev[i].t_end;
     }
@@ -249,6 +260,7 @@ static void free_trace_state(struct trace_state *t)
     wsl_io_trace_discard(t->io);
     wsl_mem_trace_discard(t->mem);
     wsl_kern_trace_discard(t->kern);
+    wsl_nvtx_trace_discard(t->nvtx);
     for (unsigned i = 0; i < WSL_MAX_API_IDS; i++)
         if (t->by_id[i]) {
             wsl_hist_free(&t->by_id[i]->ticks);
@@ -264,8 +276,9 @@ static void merge_trace(struct wsl_run *run, struct trace_state *t, struct wsl_p
         struct trace_api *ta = t->by_id[id];
         if (!ta || ta->ticks.count == 0)
             continue;
-        if (ta->category == WSL_CAT_GPU_KERNEL) {
-            p->events += ta->ticks.count; /* GPU work the shim timed: not calls of the program */
+        if (ta->category == WSL_CAT_GPU_KERNEL || wsl_is_nvtx_category(ta->category)) {
+            /* GPU work the shim timed, NVTX calls ("nvtx"): not among the APIs */
+            p->events += ta->ticks.count;
             continue;
         }
         struct wsl_api_stats *a = &run->apis[ta->api];
@@ -282,6 +295,21 @@ static void merge_trace(struct wsl_run *run, struct trace_state *t, struct wsl_p
     if (t->max_clock_ns > end)
         end = t->max_clock_ns;
     p->end_ns = end;
+    uint64_t end_ticks = t->have_events ? t->max_event_end : 0;
+    if (t->have_end && t->end_ticks > end_ticks)
+        end_ticks = t->end_ticks;
+    uint64_t nvtx_unclosed = run->nvtx.unclosed, nvtx_dropped = run->nvtx.dropped;
+    wsl_nvtx_trace_end(t->nvtx, &run->nvtx, end_ticks, clock->ns_per_tick, p->trace_path);
+    t->nvtx = NULL;
+    if (run->nvtx.unclosed > nvtx_unclosed)
+        add_warning(run, xasprintf("%s: %llu NVTX ranges were still open at the end of the trace; they count as "
+                                   "closed there", p->trace_path,
+                                   (unsigned long long)(run->nvtx.unclosed - nvtx_unclosed)));
+    if (run->nvtx.dropped > nvtx_dropped)
+        add_warning(run, xasprintf("%s: %llu NVTX ranges or names were past a cap (nesting deeper than %u, more "
+                                   "than %u range names or %u open start/end ranges) and are not timed",
+                                   p->trace_path, (unsigned long long)(run->nvtx.dropped - nvtx_dropped),
+                                   WSL_NVTX_MAX_DEPTH, WSL_NVTX_MAX_RANGES, WSL_NVTX_MAX_OPEN_STARTS));
     p->dropped = t->dropped_in_chunks > t->dropped_at_end ? t->dropped_in_chunks : t->dropped_at_end;
     p->clock_rate_known = clock->rate_known;
     p->mem.device_total_bytes = p->gpu_count ? p->gpus[0].total_mem : 0;
@@ -326,6 +354,7 @@ int wsl_run_add_trace(struct wsl_run *run, const char *path, char *err, size_t e
     struct trace_state *t = xcalloc(1, sizeof *t);
     t->mem = wsl_mem_trace_begin();
     t->kern = wsl_kern_trace_begin();
+    t->nvtx = wsl_nvtx_trace_begin();
     struct wsl_process p;
     memset(&p, 0, sizeof p);
     bool have_process = false;
@@ -348,7 +377,7 @@ int wsl_run_add_trace(struct wsl_run *run, const char *path, char *err, size_t e
                 t->max_clock_ns = it.clock.mono_ns;
             break;
         case WSL_CHUNK_EVENTS:
-            take_events(t, it.events.events, it.events.count);
+            take_events(t, it.events.tid, it.events.dropped, it.events.events, it.events.count);
             t->dropped_in_chunks += it.events.dropped;
             break;
         case WSL_CHUNK_DRIVER:
@@ -370,6 +399,7 @@ int wsl_run_add_trace(struct wsl_run *run, const char *path, char *err, size_t e
             if (t->io)
                 wsl_io_trace_paths(t->io, &it);
             wsl_kern_trace_paths(t->kern, &it);
+            wsl_nvtx_trace_paths(t->nvtx, &it);
             break;
         case WSL_CHUNK_GPU_MEMORY:
             if (!p.have_gpu_memory) { /* the first context's device */
@@ -476,6 +506,7 @@ void wsl_run_finish(struct wsl_run *run)
         run->kernels.busy_wall_ns ? (double)run->kernels.est_gpu_ns / (double)run->kernels.busy_wall_ns : -1;
     if (run->kernels.busy_estimate > 1)
         run->kernels.busy_estimate = 1; /* streams ran side by side */
+    wsl_nvtx_finish(&run->nvtx);
     wsl_rules_run(run);
 }
 
@@ -499,6 +530,7 @@ void wsl_run_free(struct wsl_run *run)
     free(run->api_index);
     wsl_io_free(&run->io);
     wsl_kern_free(&run->kernels);
+    wsl_nvtx_free(&run->nvtx);
     wsl_findings_free(run->findings, run->finding_count);
     memset(run, 0, sizeof *run);
 }

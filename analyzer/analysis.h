@@ -14,6 +14,7 @@
 #include "kernel_analysis.h"
 #include "memory_analysis.h"
 #include "progress.h"
+#include "nvtx_analysis.h"
 #include "rules.h"
 #include "stats.h"
 
@@ -72,6 +73,7 @@ struct wsl_run {
     struct wsl_mem_summary mem; /* memory: counts summed over processes, peaks the largest one's
                                    (with its time and device size), after wsl_run_finish */
     struct wsl_kernels kernels; /* kernel launches per name, all processes */
+    struct wsl_nvtx nvtx;       /* NVTX ranges, all processes, after wsl_run_finish */
     struct wsl_finding *findings; /* bottlenecks, largest time lost first, after wsl_run_finish */
     size_t finding_count;
     uint64_t start_ns, end_ns, wall_ns;

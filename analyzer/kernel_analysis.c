@@ -132,8 +132,8 @@ void wsl_kern_trace_paths(struct wsl_kern_trace *t, const struct wsl_item *item)
     size_t pos = 0;
     struct wsl_path_ref ref;
     while (wsl_paths_next(item, &pos, &ref)) {
-        /* File paths are absolute ("/...") or "<fd N>/...": not kernel names. */
-        if (!ref.id || !ref.length || ref.bytes[0] == '/' || ref.bytes[0] == '<')
+        /* File paths are absolute ("/...") or "<fd N>/...", NVTX names marked: not kernel names. */
+        if (!ref.id || !ref.length || ref.bytes[0] == '/' || ref.bytes[0] == '<' || ref.bytes[0] == WSL_NVTX_NAME_MARK)
             continue;
         if (wsl_u64_map_find(&t->names, ref.id))
             continue;   /* defined twice: the first definition stands */

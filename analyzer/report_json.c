@@ -564,6 +564,190 @@ static void write_gpu(struct json_writer *w, const struct wsl_kernels *k)
     json_end_object(w);
 }
 
+static void write_nvtx_counts(struct json_writer *w, const struct wsl_nvtx_counts *c)
+{
+    json_key(w, "api_calls");
+    json_u64(w, c->api_calls);
+    json_key(w, "api_ns");
+    json_u64(w, c->api_ns);
+    json_key(w, "launches");
+    json_u64(w, c->launches);
+    json_key(w, "syncs");
+    json_u64(w, c->syncs);
+    json_key(w, "sync_ns");
+    json_u64(w, c->sync_ns);
+    json_key(w, "io_calls");
+    json_u64(w, c->io_calls);
+    json_key(w, "io_reads");
+    json_u64(w, c->io_reads);
+    json_key(w, "io_bytes");
+    json_u64(w, c->io_bytes);
+    json_key(w, "io_ns");
+    json_u64(w, c->io_ns);
+}
+
+static void write_nvtx_range(struct json_writer *w, const struct wsl_nvtx_range *r)
+{
+    json_begin_object(w);
+    json_key(w, "name");
+    json_string(w, r->name);
+    json_key(w, "domain");      /* null: the default domain */
+    if (r->domain)
+        json_string(w, r->domain);
+    else
+        json_null(w);
+    json_key(w, "kind");        /* "push" (push/pop, nested per thread) or "start" (start/end) */
+    json_string(w, r->kind == WSL_NVTX_PUSH ? "push" : "start");
+    json_key(w, "count");
+    json_u64(w, r->count);
+    json_key(w, "total_ns");
+    json_u64(w, r->ns.sum);
+    json_key(w, "mean_ns");
+    json_u64(w, wsl_nvtx_mean_ns(r));
+    json_key(w, "p50_ns");
+    json_u64(w, wsl_hist_quantile(&r->ns, 0.50));
+    json_key(w, "p99_ns");
+    json_u64(w, wsl_hist_quantile(&r->ns, 0.99));
+    json_key(w, "max_ns");
+    json_u64(w, r->ns.max);
+    json_key(w, "unclosed");    /* still open at the end of their trace: closed there */
+    json_u64(w, r->unclosed);
+    json_key(w, "top_level");   /* opened with no other range open on their thread */
+    json_u64(w, r->top_level);
+    json_key(w, "max_depth");
+    json_u64(w, r->max_depth);
+    /* What happened while this was the innermost open range of its thread. */
+    write_nvtx_counts(w, &r->self);
+    json_key(w, "gpu_kernels");
+    json_u64(w, r->self.gpu_kernels);
+    json_key(w, "gpu_ns");
+    json_u64(w, r->self.gpu_ns);
+    json_key(w, "inclusive");   /* the same, plus the ranges nested in it */
+    json_begin_object(w);
+    write_nvtx_counts(w, &r->incl);
+    json_end_object(w);
+    json_end_object(w);
+}
+
+static void write_nvtx_step(struct json_writer *w, const struct wsl_nvtx *n)
+{
+    if (n->step < 0) {
+        json_null(w);
+        return;
+    }
+    const struct wsl_nvtx_range *r = &n->ranges[n->step];
+    double c = r->count ? (double)r->count : 1.0;
+    json_begin_object(w);
+    json_key(w, "name");
+    json_string(w, r->name);
+    json_key(w, "domain");
+    if (r->domain)
+        json_string(w, r->domain);
+    else
+        json_null(w);
+    json_key(w, "steps");
+    json_u64(w, r->count);
+    json_key(w, "mean_ns");
+    json_u64(w, wsl_nvtx_mean_ns(r));
+    json_key(w, "p50_ns");
+    json_u64(w, wsl_hist_quantile(&r->ns, 0.50));
+    json_key(w, "p99_ns");
+    json_u64(w, wsl_hist_quantile(&r->ns, 0.99));
+    json_key(w, "launches_per_step");
+    json_double(w, (double)r->incl.launches / c);
+    json_key(w, "syncs_per_step");
+    json_double(w, (double)r->incl.syncs / c);
+    json_key(w, "api_calls_per_step");
+    json_double(w, (double)r->incl.api_calls / c);
+    json_key(w, "api_ns_per_step");
+    json_double(w, (double)r->incl.api_ns / c);
+    json_key(w, "io_reads_per_step");
+    json_double(w, (double)r->incl.io_reads / c);
+    json_key(w, "io_bytes_per_step");
+    json_double(w, (double)r->incl.io_bytes / c);
+    json_key(w, "io_ns_per_step");
+    json_double(w, (double)r->incl.io_ns / c);
+    /* Every thread of the step's process while a step was open (PyTorch's autograd thread too). */
+    json_key(w, "process");
+    if (!n->step_process_known || !n->step_process_steps) {
+        json_null(w);
+    } else {
+        const struct wsl_nvtx_counts *p = &n->step_process;
+        double k = (double)n->step_process_steps;
+        json_begin_object(w);
+        json_key(w, "steps");
+        json_u64(w, n->step_process_steps);
+        json_key(w, "launches_per_step");
+        json_double(w, (double)p->launches / k);
+        json_key(w, "syncs_per_step");
+        json_double(w, (double)p->syncs / k);
+        json_key(w, "api_calls_per_step");
+        json_double(w, (double)p->api_calls / k);
+        json_key(w, "api_ns_per_step");
+        json_double(w, (double)p->api_ns / k);
+        json_key(w, "io_reads_per_step");
+        json_double(w, (double)p->io_reads / k);
+        json_key(w, "io_bytes_per_step");
+        json_double(w, (double)p->io_bytes / k);
+        json_key(w, "io_ns_per_step");
+        json_double(w, (double)p->io_ns / k);
+        json_key(w, "gpu_kernels_per_step");   /* timed kernels launched inside a step */
+        json_double(w, (double)p->gpu_kernels / k);
+        json_key(w, "gpu_ns_per_step");
+        json_double(w, (double)p->gpu_ns / k);
+        json_end_object(w);
+    }
+    json_end_object(w);
+}
+
+static void write_nvtx_summary(struct json_writer *w, const struct wsl_nvtx *n)
+{
+    json_begin_object(w);
+    json_key(w, "pushes");
+    json_u64(w, n->pushes);
+    json_key(w, "pops");
+    json_u64(w, n->pops);
+    json_key(w, "starts");
+    json_u64(w, n->starts);
+    json_key(w, "ends");
+    json_u64(w, n->ends);
+    json_key(w, "marks");
+    json_u64(w, n->marks_total);
+    json_key(w, "unmatched_pops");
+    json_u64(w, n->unmatched_pops);
+    json_key(w, "unmatched_ends");
+    json_u64(w, n->unmatched_ends);
+    json_key(w, "unclosed");
+    json_u64(w, n->unclosed);
+    json_key(w, "unnamed_ids");
+    json_u64(w, n->unnamed_ids);
+    json_key(w, "gpu_unattributed");
+    json_u64(w, n->gpu_unattributed);
+    json_key(w, "dropped");
+    json_u64(w, n->dropped);
+    json_key(w, "lost");        /* open ranges whose pop the shim dropped (full buffers): discarded */
+    json_u64(w, n->lost);
+    json_key(w, "step");        /* the training-step range and per-step figures, or null */
+    write_nvtx_step(w, n);
+    json_key(w, "marks_by_name");
+    json_begin_array(w);
+    for (size_t i = 0; i < n->mark_count; i++) {
+        json_begin_object(w);
+        json_key(w, "name");
+        json_string(w, n->marks[i].name);
+        json_key(w, "domain");
+        if (n->marks[i].domain)
+            json_string(w, n->marks[i].domain);
+        else
+            json_null(w);
+        json_key(w, "count");
+        json_u64(w, n->marks[i].count);
+        json_end_object(w);
+    }
+    json_end_array(w);
+    json_end_object(w);
+}
+
 static void write_finding(struct json_writer *w, const struct wsl_finding *f)
 {
     json_begin_object(w);
@@ -641,6 +825,13 @@ void report_write_json(const struct wsl_run *run, FILE *out)
         if (run->apis[i].ns.count && wsl_is_io_category(run->apis[i].category))
             write_api(&w, &run->apis[i]);
     json_end_object(&w);
+    json_key(&w, "nvtx");        /* ranges by total time, largest first */
+    json_begin_array(&w);
+    for (size_t i = 0; i < run->nvtx.range_count; i++)
+        write_nvtx_range(&w, &run->nvtx.ranges[i]);
+    json_end_array(&w);
+    json_key(&w, "nvtx_summary");
+    write_nvtx_summary(&w, &run->nvtx);
     json_key(&w, "bottlenecks");
     json_begin_array(&w);
     for (size_t i = 0; i < run->finding_count; i++)

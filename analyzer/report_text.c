@@ -318,6 +318,74 @@ static void write_kernels(FILE *out, const struct wsl_run *run)
     write_gpu_time(out, k);
 }
 
+static void write_nvtx(FILE *out, const struct wsl_run *run)
+{
+    const struct wsl_nvtx *n = &run->nvtx;
+    if (!n->range_count && !n->mark_count)
+        return;
+    fprintf(out, "\nNVTX ranges by total time (%zu names; launches, syncs, API calls and reads include nested ranges)\n",
+            n->range_count);
+    fprintf(out, "  %9s %11s %11s %11s %11s %9s %7s %9s %7s  %s\n", "count", "total", "mean", "p50", "p99", "launches",
+            "syncs", "API calls", "reads", "range");
+    for (size_t i = 0; i < n->range_count && i < WSL_NVTX_TOP_TEXT; i++) {
+        const struct wsl_nvtx_range *r = &n->ranges[i];
+        char total[32], mean[32], p50[32], p99[32];
+        fprintf(out, "  %9" PRIu64 " %11s %11s %11s %11s %9" PRIu64 " %7" PRIu64 " %9" PRIu64 " %7" PRIu64 "  ", r->count,
+                format_ns(total, sizeof total, r->ns.sum), format_ns(mean, sizeof mean, wsl_nvtx_mean_ns(r)),
+                format_ns(p50, sizeof p50, wsl_hist_quantile(&r->ns, 0.50)),
+                format_ns(p99, sizeof p99, wsl_hist_quantile(&r->ns, 0.99)), r->incl.launches, r->incl.syncs,
+                r->incl.api_calls, r->incl.io_reads);
+        if (r->domain) {
+            put_clean_cut(out, r->domain, 40);
+            fputs("::", out);
+        }
+        put_clean_cut(out, r->name, 80);
+        if (r->kind == WSL_NVTX_START)
+            fputs(" [start/end]", out);
+        if (r->unclosed)
+            fprintf(out, " (%" PRIu64 " still open at the end)", r->unclosed);
+        fputc('\n', out);
+    }
+    if (n->range_count > WSL_NVTX_TOP_TEXT)
+        fprintf(out, "  ... and %zu more\n", n->range_count - WSL_NVTX_TOP_TEXT);
+    if (n->marks_total)
+        fprintf(out, "  marks: %" PRIu64 " (%zu names)\n", n->marks_total, n->mark_count);
+    if (n->unmatched_pops || n->unmatched_ends)
+        fprintf(out, "  unmatched: %" PRIu64 " pops with no open range, %" PRIu64 " ends of no started range\n",
+                n->unmatched_pops, n->unmatched_ends);
+    if (n->step >= 0) {
+        const struct wsl_nvtx_range *r = &n->ranges[n->step];
+        double c = r->count ? (double)r->count : 1.0;
+        char mean[32], p50[32], p99[32], api[32], io[32], bytes[32];
+        fputs("\nPer step (range \"", out);
+        put_clean_cut(out, r->name, 80);
+        fprintf(out, "\", %" PRIu64 " steps)\n", r->count);
+        fprintf(out, "  time per step        %s (p50 %s, p99 %s)\n", format_ns(mean, sizeof mean, wsl_nvtx_mean_ns(r)),
+                format_ns(p50, sizeof p50, wsl_hist_quantile(&r->ns, 0.50)),
+                format_ns(p99, sizeof p99, wsl_hist_quantile(&r->ns, 0.99)));
+        fprintf(out, "  launches per step    %.1f\n", (double)r->incl.launches / c);
+        fprintf(out, "  syncs per step       %.1f\n", (double)r->incl.syncs / c);
+        fprintf(out, "  API calls per step   %.1f (%s of host time)\n", (double)r->incl.api_calls / c,
+                format_ns(api, sizeof api, (uint64_t)((double)r->incl.api_ns / c + 0.5)));
+        fprintf(out, "  file reads per step  %.1f (%s, %s)\n", (double)r->incl.io_reads / c,
+                wsl_format_bytes(bytes, sizeof bytes, (uint64_t)((double)r->incl.io_bytes / c + 0.5)),
+                format_ns(io, sizeof io, (uint64_t)((double)r->incl.io_ns / c + 0.5)));
+        fputs("  (calls of the step's own thread, nested ranges included)\n", out);
+        if (n->step_process_known && n->step_process_steps) {
+            const struct wsl_nvtx_counts *p = &n->step_process;
+            double k = (double)n->step_process_steps;
+            fprintf(out, "  all threads of the process while a step was open, per step: %.1f launches, %.1f syncs, "
+                         "%.1f API calls (%s), %.1f file reads (%s)\n",
+                    (double)p->launches / k, (double)p->syncs / k, (double)p->api_calls / k,
+                    format_ns(api, sizeof api, (uint64_t)((double)p->api_ns / k + 0.5)), (double)p->io_reads / k,
+                    wsl_format_bytes(bytes, sizeof bytes, (uint64_t)((double)p->io_bytes / k + 0.5)));
+            if (p->gpu_kernels)
+                fprintf(out, "  timed kernels launched inside steps: %.2f per step, %s of GPU time per step\n",
+                        (double)p->gpu_kernels / k, format_ns(io, sizeof io, (uint64_t)((double)p->gpu_ns / k + 0.5)));
+        }
+    }
+}
+
 static void write_findings(FILE *out, const struct wsl_run *run)
 {
     fputs("\nBottlenecks, by time lost\n", out);
@@ -381,5 +449,6 @@ void report_write_text(const struct wsl_run *run, FILE *out)
     write_kernels(out, run);
     write_memory(out, run);
     write_io(out, &run->io);
+    write_nvtx(out, run);
     write_findings(out, run);
 }

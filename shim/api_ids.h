@@ -1,6 +1,6 @@
 /*
  * Event ids: the CUDA entry points of cuda_api.def, then the libc I/O entry
- * points of io_api.def, in list order. The trace carries the table (id,
+ * points of io_api.def, then the NVTX ones of nvtx_api.def, in list order. The trace carries the table (id,
  * category, names), so ids may change between versions of the shim.
  */
 #ifndef WSLSHIM_API_IDS_H
@@ -16,6 +16,9 @@ enum wsl_api_id {
 #include "wslshim/io_api.def"
 #undef WSL_IO
     WSL_ID_GPU_KERNEL, /* written by the writer: a launch timed on the GPU */
+#define WSL_NVTX(sym, base, cat) WSL_NVTX_ID_##sym,
+#include "wslshim/nvtx_api.def"
+#undef WSL_NVTX
     WSL_API_COUNT
 };
 

@@ -54,6 +54,9 @@ const struct wsl_api_entry wsl_api_table[] = {
 #include "wslshim/io_api.def"
 #undef WSL_IO
     {"wslshim_gpu_kernel", "wslshim_gpu_kernel", WSL_CAT_GPU_KERNEL, 0, 0},
+#define WSL_NVTX(sym, base, cat) {#sym, #base, cat, 0, 0},
+#include "wslshim/nvtx_api.def"
+#undef WSL_NVTX
 };
 const unsigned wsl_api_count = WSL_API_COUNT;
 #define WSL_HOOK(sym, base, ver, pt, cat, pfn, params, args, rec) \

@@ -112,6 +112,16 @@ struct wsl_thread {
     uint64_t cwd_gen;            /* producer: the working directory cached below */
     uint32_t cwd_len;
     char cwd[4096];
+    /* NVTX names this thread already wrote (nvtx_hooks.c): content hash -> string id,
+     * valid while nvtx_gen == gen (a forked child's trace starts without them). */
+    uint64_t nvtx_gen;
+    uint32_t nvtx_depth;         /* pushes less pops, all domains: lets the report resync after drops */
+    uint32_t nvtx_reserved;
+    struct wsl_nvtx_name_slot {
+        uint64_t hash;
+        uint32_t id;
+        uint32_t len;
+    } nvtx_names[256];
     uint8_t paths[WSL_PATH_RING];
     struct wsl_event ev[WSL_RING_EVENTS];
 };

@@ -209,6 +209,22 @@ struct wsl_path_entry_header {
  *   was submitted (cuStreamQuery: the GPU had nothing queued ahead of it, starved), WSL_GPU_MAPPED,
  *   WSL_GPU_GRAPH the timed launch was cuGraphLaunch.
  *
+ * NVTX (include/wslshim/nvtx_api.def; an instant: t_start == t_end; result 0):
+ *   category          stream      a0          a1                  a2
+ *   NVTX_PUSH         domain id   name id     level               NVTX category
+ *   NVTX_POP          domain id               level after the pop
+ *   NVTX_START        domain id   name id     range id            NVTX category
+ *   NVTX_END          domain id               range id
+ *   NVTX_MARK         domain id   name id                         NVTX category
+ *   NVTX_NAME_THREAD  -           name id     OS thread id named
+ * Ids of names are PATHS entries whose bytes start with WSL_NVTX_NAME_MARK
+ * (then the UTF-8 text, wide strings converted); domain id 0 is the default
+ * domain, name id 0 a range without a message. A push or pop applies to the
+ * recording thread's stack of that domain; level counts the thread's pushes
+ * less its pops, all domains together (0 for a top-level push): a reader can
+ * resynchronise its stack after dropped events. A range id is unique in the
+ * process and its END may come from any thread.
+ *
  * GRID = gridX | gridY << 32; BLOCK = gridZ | blockX << 16 | blockY << 32 | blockZ << 48.
  */
 struct wsl_event {
@@ -259,9 +275,23 @@ enum wsl_category {
     WSL_CAT_IO_CLOSE,
     WSL_CAT_FUNC_NAME,
     WSL_CAT_GPU_KERNEL,     /* a launch timed on the GPU (WSLSHIM_GPU_TIMING); written by the writer */
-    /* NVTX categories follow here */
+    WSL_CAT_NVTX_PUSH,      /* NVTX ranges and marks (docs/nvtx.md); fields in the table above */
+    WSL_CAT_NVTX_POP,
+    WSL_CAT_NVTX_START,
+    WSL_CAT_NVTX_END,
+    WSL_CAT_NVTX_MARK,
+    WSL_CAT_NVTX_NAME_THREAD,
     WSL_CAT_COUNT
 };
+
+/* First byte of a PATHS entry that holds an NVTX name (range, mark, domain, thread):
+ * never the start of a file path or a kernel name. */
+#define WSL_NVTX_NAME_MARK '\x01'
+
+static inline int wsl_is_nvtx_category(unsigned category)
+{
+    return category >= WSL_CAT_NVTX_PUSH && category <= WSL_CAT_NVTX_NAME_THREAD;
+}
 
 #define WSL_GPU_IDLE_AT_SUBMIT 1u
 #define WSL_GPU_MAPPED 2u

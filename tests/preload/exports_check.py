@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """libwslshim.so exports exactly the interposed entry points: every row of
-cuda_api.def and io_api.def, the lookup and process wrappers, and nothing else
+cuda_api.def and io_api.def, the lookup and process wrappers, the NVTX injection entry and getenv, and nothing else
 (it is built with -fvisibility=hidden).
     exports_check.py SHIM HOOK_ROWS_EXE IO_API_DEF"""
 import re, subprocess, sys
@@ -9,7 +9,8 @@ shim, rows_exe, io_def = sys.argv[1:4]
 cuda = {l.split()[0] for l in subprocess.run([rows_exe], capture_output=True, text=True, check=True).stdout.splitlines() if l.strip()}
 io = set(re.findall(r"^WSL_IO\((\w+),", open(io_def).read(), re.M))
 other = {"cuGetProcAddress", "cuGetProcAddress_v2", "dlsym", "execve", "execv", "execvp", "execvpe", "execl",
-         "execlp", "execle", "fexecve", "posix_spawn", "posix_spawnp", "_exit", "_Exit", "chdir", "fchdir"}
+         "execlp", "execle", "fexecve", "posix_spawn", "posix_spawnp", "_exit", "_Exit", "chdir", "fchdir",
+         "getenv", "InitializeInjectionNvtx2"}  # NVTX: shim/nvtx_hooks.c
 want = cuda | io | other
 out = subprocess.run(["nm", "-D", "--defined-only", shim], capture_output=True, text=True, check=True).stdout
 have = {l.split()[-1].split("@")[0] for l in out.splitlines() if l.split() and l.split()[-2] in ("T", "W", "i")}

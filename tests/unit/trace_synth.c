@@ -17,6 +17,9 @@ const struct synth_api synth_apis[] = {
 #define WSL_IO(sym, base, cat) {#sym, #base, cat, 0},
 #include "wslshim/io_api.def"
 #undef WSL_IO
+#define WSL_NVTX(sym, base, cat) {#sym, #base, cat, 0},
+#include "wslshim/nvtx_api.def"
+#undef WSL_NVTX
 };
 const unsigned synth_api_count = sizeof synth_apis / sizeof synth_apis[0];
 

@@ -15,7 +15,7 @@
 
 #include "wslshim/trace_format.h"
 
-/* The shim's API table: the rows of cuda_api.def, then those of io_api.def; id = row index. */
+/* The shim's API table: the rows of cuda_api.def, io_api.def, then nvtx_api.def; id = row index. */
 struct synth_api {
     const char *symbol, *base;
     uint16_t category;

@@ -74,7 +74,10 @@
     X(kern_names_threads)         \
     X(kern_two_processes)         \
     X(kern_no_names)              \
-    X(kern_handles_bounded)
+    X(kern_handles_bounded)       \
+    X(nvtx_attribution)           \
+    X(nvtx_bounded)               \
+    X(nvtx_dropped_resync)
 
 #define DECLARE(name) int test_##name(void);
 TESTS(DECLARE)

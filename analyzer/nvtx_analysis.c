@@ -1,0 +1,815 @@
+/*
+ * NVTX ranges of a run: see nvtx_analysis.h. Inside a trace everything is
+ * kept in that trace's ticks and converted once at its end.
+ */
+#include "nvtx_analysis.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "u64_map.h"
+#include "util.h"
+
+#define NONE UINT32_MAX
+
+struct local_range {            /* per trace: (kind, domain id, name id) */
+    uint32_t kind, domain_id, name_id, max_depth;
+    uint64_t count, unclosed, top_level;
+    struct wsl_hist ticks;
+    struct wsl_nvtx_counts self, incl;
+};
+
+struct local_mark {
+    uint32_t domain_id, name_id;
+    uint64_t count;
+};
+
+struct frame {
+    uint32_t range;             /* index into the trace's ranges */
+    uint32_t domain_id;
+    uint64_t t0;
+    struct wsl_nvtx_counts self, incl;
+};
+
+struct history_entry {          /* from t on, this range was innermost (NONE: no range) */
+    uint64_t t;
+    uint32_t range;
+};
+
+struct wsl_nvtx_thread {
+    struct wsl_nvtx_thread_head head; /* first: read by wsl_nvtx_wants */
+    uint32_t frames;            /* frames in use; head.open - frames were pushed past a cap */
+    bool resync;                /* events of this thread were dropped: trust the next push's level */
+    struct frame *frame;        /* WSL_NVTX_MAX_DEPTH, allocated on the first push */
+    struct history_entry *history; /* ring of WSL_NVTX_HISTORY */
+    uint64_t history_count;     /* entries ever appended */
+};
+
+struct open_start {
+    uint64_t t0;
+    uint32_t range;
+    uint32_t next_free;
+};
+
+struct wsl_nvtx_trace {
+    struct wsl_u64_map names;   /* string id -> index into strs */
+    char **strs;
+    size_t str_count, str_bytes;
+    struct wsl_u64_map range_index[2]; /* per kind: key -> index into ranges */
+    struct local_range *ranges;
+    size_t range_count;
+    struct wsl_u64_map mark_index;
+    struct local_mark *marks;
+    size_t mark_count;
+    struct wsl_u64_map thread_index; /* tid + 1 -> index into threads */
+    struct wsl_nvtx_thread **threads;
+    size_t thread_count;
+    struct wsl_nvtx_window *tops;   /* closed top-level push instances (range: local index) */
+    size_t top_count, top_cap;
+    bool tops_capped;
+    struct wsl_u64_map start_index; /* range id -> index into starts */
+    struct wsl_u64_map early_ends;  /* range id -> end ticks, for ends read before their start
+                                       (another thread's chunk may come first) */
+    struct open_start *starts;
+    size_t start_count, start_used;
+    uint32_t start_free;        /* free list head, NONE when empty */
+    uint64_t pushes, pops, starts_total, ends, marks_total, unmatched_pops, unmatched_ends, gpu_unattributed,
+        dropped, lost;
+};
+
+/* ---- counts ------------------------------------------------------------------------- */
+
+#define COUNT_FIELDS (sizeof(struct wsl_nvtx_counts) / sizeof(uint64_t))
+_Static_assert(sizeof(struct wsl_nvtx_counts) % sizeof(uint64_t) == 0, "counts are u64 fields");
+
+static void counts_add(struct wsl_nvtx_counts *dst, const struct wsl_nvtx_counts *src)
+{
+    uint64_t *d = (uint64_t *)dst;
+    const uint64_t *s = (const uint64_t *)src;
+    for (size_t i = 0; i < COUNT_FIELDS; i++)
+        d[i] += s[i];
+}
+
+static uint64_t scale(uint64_t ticks, double ns_per_tick)
+{
+    double v = (double)ticks * ns_per_tick + 0.5;
+    return v >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)v;
+}
+
+/* dst += src with src's times converted from ticks. */
+static void counts_add_scaled(struct wsl_nvtx_counts *dst, const struct wsl_nvtx_counts *src, double ns_per_tick)
+{
+    struct wsl_nvtx_counts c = *src;
+    c.api_ns = scale(c.api_ns, ns_per_tick);
+    c.sync_ns = scale(c.sync_ns, ns_per_tick);
+    c.io_ns = scale(c.io_ns, ns_per_tick);
+    c.gpu_ns = scale(c.gpu_ns, ns_per_tick);
+    counts_add(dst, &c);
+}
+
+static void attribute(struct wsl_nvtx_counts *c, unsigned cat, const struct wsl_event *ev)
+{
+    uint64_t dur = ev->t_end >= ev->t_start ? ev->t_end - ev->t_start : 0;
+    if (cat >= WSL_CAT_IO_OPEN && cat <= WSL_CAT_IO_CLOSE) {
+        c->io_calls++;
+        c->io_ns += dur;
+        if (cat == WSL_CAT_IO_READ && ev->result >= 0) {
+            c->io_reads++;
+            c->io_bytes += ev->a[2];
+        }
+        return;
+    }
+    c->api_calls++;
+    c->api_ns += dur;
+    if (cat == WSL_CAT_LAUNCH || cat == WSL_CAT_GRAPH) {
+        c->launches += ev->result == 0;
+    } else if (cat == WSL_CAT_SYNC_STREAM || cat == WSL_CAT_SYNC_CTX || cat == WSL_CAT_SYNC_EVENT) {
+        c->syncs++;
+        c->sync_ns += dur;
+    }
+}
+
+/* ---- per trace ---------------------------------------------------------------------- */
+
+struct wsl_nvtx_trace *wsl_nvtx_trace_begin(void)
+{
+    struct wsl_nvtx_trace *t = xcalloc(1, sizeof *t);
+    t->start_free = NONE;
+    return t;
+}
+
+void wsl_nvtx_trace_paths(struct wsl_nvtx_trace *t, const struct wsl_item *item)
+{
+    size_t pos = 0;
+    struct wsl_path_ref ref;
+    while (wsl_paths_next(item, &pos, &ref)) {
+        if (!ref.length || ref.bytes[0] != WSL_NVTX_NAME_MARK)
+            continue;
+        if (wsl_u64_map_find(&t->names, ref.id))
+            continue; /* defined twice: the first definition stands */
+        if (t->str_bytes + ref.length > WSL_NVTX_MAX_NAME_BYTES) {
+            t->dropped++;
+            continue;
+        }
+        t->strs = xrealloc(t->strs, (t->str_count + 1) * sizeof *t->strs);
+        t->strs[t->str_count] = xstrndup(ref.bytes + 1, ref.length - 1);
+        wsl_u64_map_insert(&t->names, ref.id, t->str_count++);
+        t->str_bytes += ref.length;
+    }
+}
+
+struct wsl_nvtx_thread *wsl_nvtx_thread(struct wsl_nvtx_trace *t, uint32_t tid, uint64_t dropped)
+{
+    struct wsl_u64_slot *s = wsl_u64_map_find(&t->thread_index, (uint64_t)tid + 1);
+    if (s) {
+        t->threads[s->value]->resync |= dropped > 0;
+        return t->threads[s->value];
+    }
+    struct wsl_nvtx_thread *th = xcalloc(1, sizeof *th);
+    t->threads = xrealloc(t->threads, (t->thread_count + 1) * sizeof *t->threads);
+    t->threads[t->thread_count] = th;
+    wsl_u64_map_insert(&t->thread_index, (uint64_t)tid + 1, t->thread_count++);
+    return th;
+}
+
+static uint64_t pair_key(uint64_t domain_id, uint64_t name_id)
+{
+    return ((domain_id & 0xffffffffu) << 32 | (name_id & 0xffffffffu)) + 1;
+}
+
+/* The trace's range for (kind, domain, name); NONE past the cap. */
+static uint32_t range_get(struct wsl_nvtx_trace *t, unsigned kind, uint64_t domain_id, uint64_t name_id)
+{
+    uint64_t key = pair_key(domain_id, name_id);
+    struct wsl_u64_slot *s = key ? wsl_u64_map_find(&t->range_index[kind], key) : NULL;
+    if (s)
+        return (uint32_t)s->value;
+    if (!key || t->range_count >= WSL_NVTX_MAX_RANGES) {
+        t->dropped++;
+        return NONE;
+    }
+    t->ranges = xrealloc(t->ranges, (t->range_count + 1) * sizeof *t->ranges);
+    struct local_range *r = &t->ranges[t->range_count];
+    memset(r, 0, sizeof *r);
+    r->kind = kind;
+    r->domain_id = (uint32_t)domain_id;
+    r->name_id = (uint32_t)name_id;
+    wsl_u64_map_insert(&t->range_index[kind], key, t->range_count);
+    return (uint32_t)t->range_count++;
+}
+
+static void mark_add(struct wsl_nvtx_trace *t, uint64_t domain_id, uint64_t name_id)
+{
+    uint64_t key = pair_key(domain_id, name_id);
+    struct wsl_u64_slot *s = key ? wsl_u64_map_find(&t->mark_index, key) : NULL;
+    if (s) {
+        t->marks[s->value].count++;
+        return;
+    }
+    if (!key || t->mark_count >= WSL_NVTX_MAX_RANGES) {
+        t->dropped++;
+        return;
+    }
+    t->marks = xrealloc(t->marks, (t->mark_count + 1) * sizeof *t->marks);
+    t->marks[t->mark_count] = (struct local_mark){(uint32_t)domain_id, (uint32_t)name_id, 1};
+    wsl_u64_map_insert(&t->mark_index, key, t->mark_count++);
+}
+
+static void history_note(struct wsl_nvtx_thread *th, uint64_t t)
+{
+    if (!th->history)
+        th->history = xmalloc(WSL_NVTX_HISTORY * sizeof *th->history);
+    uint32_t innermost = th->frames ? th->frame[th->frames - 1].range : NONE;
+    th->history[th->history_count % WSL_NVTX_HISTORY] = (struct history_entry){t, innermost};
+    th->history_count++;
+}
+
+/* The innermost range of the thread at time t, or NONE (none open, or older than the history). */
+static uint32_t history_at(const struct wsl_nvtx_thread *th, uint64_t t)
+{
+    if (!th || !th->history_count)
+        return NONE;
+    uint64_t lo = th->history_count > WSL_NVTX_HISTORY ? th->history_count - WSL_NVTX_HISTORY : 0;
+    uint64_t hi = th->history_count; /* find the last entry in [lo, hi) with .t <= t */
+    if (th->history[lo % WSL_NVTX_HISTORY].t > t)
+        return NONE;
+    while (hi - lo > 1) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (th->history[mid % WSL_NVTX_HISTORY].t <= t)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return th->history[lo % WSL_NVTX_HISTORY].range;
+}
+
+/* Closes frame k of the thread at t_end. */
+static void close_frame(struct wsl_nvtx_trace *t, struct wsl_nvtx_thread *th, uint32_t k, uint64_t t_end,
+                        bool unclosed)
+{
+    struct frame *f = &th->frame[k];
+    struct local_range *r = &t->ranges[f->range];
+    r->count++;
+    r->unclosed += unclosed;
+    wsl_hist_add(&r->ticks, t_end >= f->t0 ? t_end - f->t0 : 0);
+    if (k == 0) {
+        if (t->top_count < WSL_NVTX_MAX_WINDOWS) {
+            if (t->top_count == t->top_cap) {
+                t->top_cap = t->top_cap ? 2 * t->top_cap : 64;
+                t->tops = xrealloc(t->tops, t->top_cap * sizeof *t->tops);
+            }
+            t->tops[t->top_count++] = (struct wsl_nvtx_window){f->t0, t_end, f->range};
+        } else {
+            t->tops_capped = true;
+        }
+    }
+    counts_add(&r->self, &f->self);
+    counts_add(&f->incl, &f->self);
+    counts_add(&r->incl, &f->incl);
+    if (k > 0)
+        counts_add(&th->frame[k - 1].incl, &f->incl);
+    memmove(&th->frame[k], &th->frame[k + 1], (th->frames - k - 1) * sizeof *th->frame);
+    th->frames--;
+    th->head.open--;
+}
+
+static void on_push(struct wsl_nvtx_trace *t, struct wsl_nvtx_thread *th, const struct wsl_event *ev)
+{
+    t->pushes++;
+    if (th->resync) {
+        /* Events were lost before this one: ranges open here beyond the level the
+         * shim counted lost their pop. They are discarded, not timed. */
+        th->resync = false;
+        while (th->head.open > ev->a[1]) {
+            if (th->head.open > th->frames) {
+                th->head.open--;
+            } else {
+                th->frames--;
+                th->head.open--;
+            }
+            t->lost++;
+        }
+    }
+    uint32_t r = range_get(t, WSL_NVTX_PUSH, ev->stream, ev->a[0]);
+    if (r == NONE || th->frames >= WSL_NVTX_MAX_DEPTH || th->frames < th->head.open) {
+        if (r != NONE)
+            t->dropped++;
+        th->head.open++; /* pushed past a cap: counted, its pop matched, not timed */
+        return;
+    }
+    if (!th->frame)
+        th->frame = xmalloc(WSL_NVTX_MAX_DEPTH * sizeof *th->frame);
+    struct local_range *lr = &t->ranges[r];
+    if (th->frames == 0)
+        lr->top_level++;
+    if (th->frames > lr->max_depth)
+        lr->max_depth = th->frames;
+    struct frame *f = &th->frame[th->frames++];
+    memset(f, 0, sizeof *f);
+    f->range = r;
+    f->domain_id = (uint32_t)ev->stream;
+    f->t0 = ev->t_start;
+    th->head.open++;
+    history_note(th, ev->t_start);
+}
+
+static void on_pop(struct wsl_nvtx_trace *t, struct wsl_nvtx_thread *th, const struct wsl_event *ev)
+{
+    t->pops++;
+    if (th->head.open > th->frames) { /* the innermost push was past a cap */
+        th->head.open--;
+        return;
+    }
+    uint32_t k = th->frames;
+    while (k > 0 && th->frame[k - 1].domain_id != (uint32_t)ev->stream)
+        k--;
+    if (k == 0) {
+        t->unmatched_pops++;
+        return;
+    }
+    close_frame(t, th, k - 1, ev->t_start, false);
+    history_note(th, ev->t_start);
+}
+
+static void on_start(struct wsl_nvtx_trace *t, const struct wsl_event *ev)
+{
+    t->starts_total++;
+    uint32_t r = range_get(t, WSL_NVTX_START, ev->stream, ev->a[0]);
+    uint64_t rid = ev->a[1];
+    if (r == NONE || !rid)
+        return;
+    struct wsl_u64_slot *e = wsl_u64_map_find(&t->early_ends, rid);
+    if (e) {
+        struct local_range *lr = &t->ranges[r];
+        lr->count++;
+        wsl_hist_add(&lr->ticks, e->value >= ev->t_start ? e->value - ev->t_start : 0);
+        wsl_u64_map_remove(&t->early_ends, e);
+        return;
+    }
+    struct wsl_u64_slot *s = wsl_u64_map_find(&t->start_index, rid);
+    if (s) { /* an id started again: the new start counts */
+        t->starts[s->value].t0 = ev->t_start;
+        t->starts[s->value].range = r;
+        return;
+    }
+    uint32_t idx;
+    if (t->start_free != NONE) {
+        idx = t->start_free;
+        t->start_free = t->starts[idx].next_free;
+    } else if (t->start_count < WSL_NVTX_MAX_OPEN_STARTS) {
+        t->starts = xrealloc(t->starts, (t->start_count + 1) * sizeof *t->starts);
+        idx = (uint32_t)t->start_count++;
+    } else {
+        t->dropped++;
+        return;
+    }
+    t->starts[idx] = (struct open_start){ev->t_start, r, NONE};
+    t->start_used++;
+    wsl_u64_map_insert(&t->start_index, rid, idx);
+}
+
+static void end_start(struct wsl_nvtx_trace *t, struct wsl_u64_slot *s, uint64_t t_end, bool unclosed)
+{
+    uint32_t idx = (uint32_t)s->value;
+    struct open_start *o = &t->starts[idx];
+    struct local_range *r = &t->ranges[o->range];
+    r->count++;
+    r->unclosed += unclosed;
+    wsl_hist_add(&r->ticks, t_end >= o->t0 ? t_end - o->t0 : 0);
+    o->next_free = t->start_free;
+    t->start_free = idx;
+    t->start_used--;
+    wsl_u64_map_remove(&t->start_index, s);
+}
+
+static void on_end(struct wsl_nvtx_trace *t, const struct wsl_event *ev)
+{
+    t->ends++;
+    struct wsl_u64_slot *s = ev->a[1] ? wsl_u64_map_find(&t->start_index, ev->a[1]) : NULL;
+    if (!s) { /* its start may still come, in a chunk of another thread */
+        if (!ev->a[1] || wsl_u64_map_find(&t->early_ends, ev->a[1]))
+            t->unmatched_ends++;
+        else if (t->early_ends.count >= WSL_NVTX_MAX_OPEN_STARTS)
+            t->dropped++;
+        else
+            wsl_u64_map_insert(&t->early_ends, ev->a[1], ev->t_start);
+        return;
+    }
+    end_start(t, s, ev->t_start, false);
+}
+
+static void on_gpu_kernel(struct wsl_nvtx_trace *t, const struct wsl_event *ev)
+{
+    uint32_t tid = (uint32_t)(ev->a[2] >> 32);
+    struct wsl_u64_slot *s = wsl_u64_map_find(&t->thread_index, (uint64_t)tid + 1);
+    uint32_t r = history_at(s ? t->threads[s->value] : NULL, ev->a[1]);
+    if (r == NONE) {
+        t->gpu_unattributed++;
+        return;
+    }
+    t->ranges[r].self.gpu_kernels++;
+    t->ranges[r].self.gpu_ns += ev->t_end >= ev->t_start ? ev->t_end - ev->t_start : 0;
+}
+
+void wsl_nvtx_trace_event(struct wsl_nvtx_trace *t, struct wsl_nvtx_thread *th, unsigned category,
+                          const struct wsl_event *ev)
+{
+    switch (category) {
+    case WSL_CAT_NVTX_PUSH:
+        on_push(t, th, ev);
+        return;
+    case WSL_CAT_NVTX_POP:
+        on_pop(t, th, ev);
+        return;
+    case WSL_CAT_NVTX_START:
+        on_start(t, ev);
+        return;
+    case WSL_CAT_NVTX_END:
+        on_end(t, ev);
+        return;
+    case WSL_CAT_NVTX_MARK:
+        t->marks_total++;
+        mark_add(t, ev->stream, ev->a[0]);
+        return;
+    case WSL_CAT_NVTX_NAME_THREAD:
+        return;
+    case WSL_CAT_GPU_KERNEL:
+        on_gpu_kernel(t, ev);
+        return;
+    default:
+        if (th->frames)
+            attribute(&th->frame[th->frames - 1].self, category, ev);
+        return;
+    }
+}
+
+/* ---- the run ----------------------------------------------------------------------------- */
+
+static uint64_t text_hash(uint64_t h, const char *s)
+{
+    for (; s && *s; s++)
+        h = (h ^ (uint8_t)*s) * 1099511628211u;
+    return (h ^ 0xff) * 1099511628211u; /* separates "a","bc" from "ab","c" */
+}
+
+static uint64_t range_hash(unsigned kind, const char *domain, const char *name)
+{
+    return text_hash(text_hash(1469598103934665603u ^ kind ^ (domain ? 2 : 0), domain), name);
+}
+
+static bool same_text(const char *a, const char *b) { return a == b || (a && b && !strcmp(a, b)); }
+
+static void index_rebuild(struct wsl_nvtx *n, size_t size)
+{
+    free(n->index);
+    n->index = xmalloc(size * sizeof *n->index);
+    memset(n->index, 0xff, size * sizeof *n->index);
+    n->index_size = size;
+    for (size_t i = 0; i < n->range_count; i++) {
+        const struct wsl_nvtx_range *r = &n->ranges[i];
+        size_t slot = range_hash(r->kind, r->domain, r->name) & (size - 1);
+        while (n->index[slot] != UINT32_MAX)
+            slot = (slot + 1) & (size - 1);
+        n->index[slot] = (uint32_t)i;
+    }
+}
+
+static struct wsl_nvtx_range *run_range(struct wsl_nvtx *n, unsigned kind, const char *domain, const char *name)
+{
+    if (n->index_size < 2 * (n->range_count + 1))
+        index_rebuild(n, n->index_size ? 2 * n->index_size : 64);
+    size_t mask = n->index_size - 1, slot = range_hash(kind, domain, name) & mask;
+    for (; n->index[slot] != UINT32_MAX; slot = (slot + 1) & mask) {
+        struct wsl_nvtx_range *r = &n->ranges[n->index[slot]];
+        if (r->kind == kind && same_text(r->domain, domain) && same_text(r->name, name))
+            return r;
+    }
+    if (n->range_count >= WSL_NVTX_MAX_RANGES)
+        return NULL;
+    n->ranges = xrealloc(n->ranges, (n->range_count + 1) * sizeof *n->ranges);
+    struct wsl_nvtx_range *r = &n->ranges[n->range_count];
+    memset(r, 0, sizeof *r);
+    r->kind = kind;
+    r->id = (uint32_t)n->range_count;
+    r->name = xstrdup(name);
+    r->domain = domain ? xstrdup(domain) : NULL;
+    n->index[slot] = (uint32_t)n->range_count++;
+    return r;
+}
+
+/* The text of a string id: "(unnamed)" for 0, NULL for a domain 0. */
+static const char *name_of(struct wsl_nvtx_trace *t, struct wsl_nvtx *n, uint32_t id, bool domain)
+{
+    if (!id)
+        return domain ? NULL : "(unnamed)";
+    struct wsl_u64_slot *s = wsl_u64_map_find(&t->names, id);
+    if (s)
+        return t->strs[s->value];
+    n->unnamed_ids++;
+    return domain ? "(unknown domain)" : "(unknown name)";
+}
+
+void wsl_nvtx_trace_end(struct wsl_nvtx_trace *t, struct wsl_nvtx *n, uint64_t end_ticks, double ns_per_tick,
+                        const char *path)
+{
+    uint64_t unclosed = 0;
+    for (size_t i = 0; i < t->thread_count; i++) {
+        struct wsl_nvtx_thread *th = t->threads[i];
+        while (th->frames) {
+            close_frame(t, th, th->frames - 1, end_ticks, true);
+            unclosed++;
+        }
+    }
+    for (size_t i = 0; i < t->start_index.size; i++) {
+        struct wsl_u64_slot *s = &t->start_index.slots[i];
+        while (s->key) { /* removal shifts the next entry into this slot */
+            end_start(t, s, end_ticks, true);
+            unclosed++;
+        }
+    }
+    t->unmatched_ends += t->early_ends.count;
+    uint32_t *run_id = xmalloc((t->range_count + 1) * sizeof *run_id);
+    for (size_t i = 0; i < t->range_count; i++) {
+        struct local_range *lr = &t->ranges[i];
+        struct wsl_nvtx_range *r = run_range(n, lr->kind, name_of(t, n, lr->domain_id, true),
+                                             name_of(t, n, lr->name_id, false));
+        run_id[i] = r ? r->id : NONE;
+        if (!r) {
+            n->dropped++;
+            continue;
+        }
+        r->count += lr->count;
+        r->unclosed += lr->unclosed;
+        r->top_level += lr->top_level;
+        if (lr->max_depth > r->max_depth)
+            r->max_depth = lr->max_depth;
+        wsl_hist_merge_scaled(&r->ns, &lr->ticks, ns_per_tick);
+        counts_add_scaled(&r->self, &lr->self, ns_per_tick);
+        counts_add_scaled(&r->incl, &lr->incl, ns_per_tick);
+    }
+    if (t->top_count && path) { /* the windows, by run-wide range id; only of ranges that may be the step */
+        size_t kept = 0;
+        for (size_t i = 0; i < t->top_count; i++)
+            if (run_id[t->tops[i].range] != NONE && t->ranges[t->tops[i].range].count >= 2) {
+                t->tops[kept] = t->tops[i];
+                t->tops[kept++].range = run_id[t->tops[i].range];
+            }
+        if (n->window_total + kept > WSL_NVTX_MAX_RUN_WINDOWS) {
+            t->tops_capped = true;
+            kept = 0;
+        }
+        if (kept) {
+            n->window_total += kept;
+            n->traces = xrealloc(n->traces, (n->trace_count + 1) * sizeof *n->traces);
+            n->traces[n->trace_count++] =
+                (struct wsl_nvtx_trace_windows){xstrdup(path), ns_per_tick, xrealloc(t->tops, kept * sizeof *t->tops),
+                                                kept};
+            t->tops = NULL;
+        }
+    }
+    n->windows_capped |= t->tops_capped;
+    free(run_id);
+    for (size_t i = 0; i < t->mark_count; i++) {
+        const char *domain = name_of(t, n, t->marks[i].domain_id, true);
+        const char *name = name_of(t, n, t->marks[i].name_id, false);
+        size_t k = 0;
+        while (k < n->mark_count && !(same_text(n->marks[k].domain, domain) && same_text(n->marks[k].name, name)))
+            k++;
+        if (k == n->mark_count) {
+            if (n->mark_count >= WSL_NVTX_MAX_RANGES) {
+                n->dropped++;
+                continue;
+            }
+            n->marks = xrealloc(n->marks, (n->mark_count + 1) * sizeof *n->marks);
+            n->marks[k] = (struct wsl_nvtx_mark){xstrdup(name), domain ? xstrdup(domain) : NULL, 0};
+            n->mark_count++;
+        }
+        n->marks[k].count += t->marks[i].count;
+    }
+    n->pushes += t->pushes;
+    n->pops += t->pops;
+    n->starts += t->starts_total;
+    n->ends += t->ends;
+    n->marks_total += t->marks_total;
+    n->unmatched_pops += t->unmatched_pops;
+    n->unmatched_ends += t->unmatched_ends;
+    n->unclosed += unclosed;
+    n->gpu_unattributed += t->gpu_unattributed;
+    n->dropped += t->dropped;
+    n->lost += t->lost;
+    wsl_nvtx_trace_discard(t);
+}
+
+void wsl_nvtx_trace_discard(struct wsl_nvtx_trace *t)
+{
+    if (!t)
+        return;
+    for (size_t i = 0; i < t->str_count; i++)
+        free(t->strs[i]);
+    free(t->strs);
+    wsl_u64_map_free(&t->names);
+    for (unsigned k = 0; k < 2; k++)
+        wsl_u64_map_free(&t->range_index[k]);
+    for (size_t i = 0; i < t->range_count; i++)
+        wsl_hist_free(&t->ranges[i].ticks);
+    free(t->ranges);
+    wsl_u64_map_free(&t->mark_index);
+    free(t->marks);
+    for (size_t i = 0; i < t->thread_count; i++) {
+        free(t->threads[i]->frame);
+        free(t->threads[i]->history);
+        free(t->threads[i]);
+    }
+    free(t->threads);
+    wsl_u64_map_free(&t->thread_index);
+    wsl_u64_map_free(&t->start_index);
+    wsl_u64_map_free(&t->early_ends);
+    free(t->starts);
+    free(t->tops);
+    free(t);
+}
+
+static int by_total(const void *a, const void *b)
+{
+    const struct wsl_nvtx_range *x = a, *y = b;
+    if (x->ns.sum != y->ns.sum)
+        return x->ns.sum > y->ns.sum ? -1 : 1;
+    if (x->count != y->count)
+        return x->count > y->count ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+static int by_count(const void *a, const void *b)
+{
+    const struct wsl_nvtx_mark *x = a, *y = b;
+    if (x->count != y->count)
+        return x->count > y->count ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+/* Names a training loop gives its iteration range. */
+static bool named_like_step(const char *name)
+{
+    static const char *const names[] = {"step", "train_step", "training_step", "train step", "training step",
+                                        "iteration", "iter", "train_iteration", "train_iter"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!strcasecmp(name, names[i]))
+            return true;
+    return false;
+}
+
+static int by_start(const void *a, const void *b)
+{
+    const struct wsl_nvtx_window *x = a, *y = b;
+    return x->t0 < y->t0 ? -1 : x->t0 > y->t0;
+}
+
+/* Is t inside one of the disjoint sorted windows? */
+static bool in_windows(const struct wsl_nvtx_window *w, size_t n, uint64_t t)
+{
+    size_t lo = 0, hi = n; /* the first window starting after t */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (w[mid].t0 <= t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo > 0 && t <= w[lo - 1].t1;
+}
+
+/* Reads the trace again: what its threads did inside the windows, in ticks. */
+static bool count_in_windows(const char *path, const struct wsl_nvtx_window *w, size_t n, struct wsl_nvtx_counts *c)
+{
+    char err[WSL_READER_ERRLEN];
+    struct wsl_reader *r = wsl_reader_open(path, err, sizeof err);
+    if (!r)
+        return false;
+    uint16_t *cat = xmalloc(WSL_MAX_API_IDS * sizeof *cat);
+    memset(cat, 0xff, WSL_MAX_API_IDS * sizeof *cat);
+    struct wsl_item it;
+    enum wsl_read_result res;
+    while ((res = wsl_reader_next(r, &it)) == WSL_READ_ITEM) {
+        if (it.type == WSL_CHUNK_API_TABLE) {
+            for (uint32_t i = 0; i < it.api_table.count; i++)
+                cat[it.api_table.entries[i].id] = it.api_table.entries[i].category;
+            continue;
+        }
+        if (it.type != WSL_CHUNK_EVENTS)
+            continue;
+        for (uint32_t i = 0; i < it.events.count; i++) {
+            const struct wsl_event *ev = &it.events.events[i];
+            unsigned k = cat[ev->api];
+            if (k == 0xffff || wsl_is_nvtx_category(k))
+                continue;
+            if (k == WSL_CAT_GPU_KERNEL) {
+                if (in_windows(w, n, ev->a[1])) {
+                    c->gpu_kernels++;
+                    c->gpu_ns += ev->t_end >= ev->t_start ? ev->t_end - ev->t_start : 0;
+                }
+            } else if (in_windows(w, n, ev->t_start)) {
+                attribute(c, k, ev);
+            }
+        }
+    }
+    free(cat);
+    wsl_reader_close(r);
+    return res != WSL_READ_ERROR;
+}
+
+/* The step's process-wide figures: every thread, inside the step's instances. */
+static void step_process_figures(struct wsl_nvtx *n)
+{
+    uint32_t step_id = n->ranges[n->step].id;
+    n->step_process_known = !n->windows_capped;
+    for (size_t i = 0; i < n->trace_count && n->step_process_known; i++) {
+        struct wsl_nvtx_trace_windows *tw = &n->traces[i];
+        size_t m = 0;
+        for (size_t k = 0; k < tw->count; k++)
+            if (tw->w[k].range == step_id)
+                tw->w[m++] = tw->w[k];
+        if (!m)
+            continue;
+        n->step_process_steps += m;
+        qsort(tw->w, m, sizeof *tw->w, by_start);
+        size_t u = 0; /* merge overlapping instances (several threads' steps) into disjoint windows */
+        for (size_t k = 1; k < m; k++) {
+            if (tw->w[k].t0 <= tw->w[u].t1) {
+                if (tw->w[k].t1 > tw->w[u].t1)
+                    tw->w[u].t1 = tw->w[k].t1;
+            } else {
+                tw->w[++u] = tw->w[k];
+            }
+        }
+        struct wsl_nvtx_counts c;
+        memset(&c, 0, sizeof c);
+        if (!count_in_windows(tw->path, tw->w, u + 1, &c))
+            n->step_process_known = false;
+        counts_add_scaled(&n->step_process, &c, tw->ns_per_tick);
+    }
+}
+
+void wsl_nvtx_finish(struct wsl_nvtx *n)
+{
+    free(n->index);
+    n->index = NULL;
+    n->index_size = 0;
+    if (n->range_count)
+        qsort(n->ranges, n->range_count, sizeof *n->ranges, by_total);
+    if (n->mark_count)
+        qsort(n->marks, n->mark_count, sizeof *n->marks, by_count);
+    /* The step: a push range named like one, else the most frequent top-level push range. */
+    n->step = -1;
+    long by_name = -1, by_top = -1;
+    for (size_t i = 0; i < n->range_count; i++) {
+        const struct wsl_nvtx_range *r = &n->ranges[i];
+        if (r->kind != WSL_NVTX_PUSH || r->count < 2)
+            continue;
+        if (named_like_step(r->name) && (by_name < 0 || r->count > n->ranges[by_name].count))
+            by_name = (long)i;
+        if (r->top_level >= 2 && (by_top < 0 || r->top_level > n->ranges[by_top].top_level))
+            by_top = (long)i;
+    }
+    n->step = by_name >= 0 ? by_name : by_top;
+    if (n->step >= 0 && n->ranges[n->step].kind == WSL_NVTX_PUSH)
+        step_process_figures(n);
+    for (size_t i = 0; i < n->trace_count; i++) {
+        free(n->traces[i].path);
+        free(n->traces[i].w);
+    }
+    free(n->traces);
+    n->traces = NULL;
+    n->trace_count = 0;
+}
+
+void wsl_nvtx_free(struct wsl_nvtx *n)
+{
+    for (size_t i = 0; i < n->range_count; i++) {
+        free(n->ranges[i].name);
+        free(n->ranges[i].domain);
+        wsl_hist_free(&n->ranges[i].ns);
+    }
+    free(n->ranges);
+    for (size_t i = 0; i < n->mark_count; i++) {
+        free(n->marks[i].name);
+        free(n->marks[i].domain);
+    }
+    free(n->marks);
+    free(n->index);
+    for (size_t i = 0; i < n->trace_count; i++) {
+        free(n->traces[i].path);
+        free(n->traces[i].w);
+    }
+    free(n->traces);
+    memset(n, 0, sizeof *n);
+    n->step = -1;
+}
+
+uint64_t wsl_nvtx_mean_ns(const struct wsl_nvtx_range *r)
+{
+    if (!r->ns.count)
+        return 0;
+    uint64_t q = r->ns.sum / r->ns.count, rem = r->ns.sum % r->ns.count;
+    return q + (rem >= r->ns.count - rem);
+}

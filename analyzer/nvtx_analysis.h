@@ -1,0 +1,164 @@
+/*
+ * NVTX ranges of a run (docs/nvtx.md): time per range name, and what the
+ * program did inside each range.
+ *
+ * Per trace, each thread's push/pop events (categories WSL_CAT_NVTX_*) keep a
+ * stack of open ranges; every other event of that thread (CUDA API call,
+ * kernel launch, synchronization, file I/O) is attributed to the innermost
+ * open range ("self" figures), and a range's "inclusive" figures add those
+ * of the ranges nested in it. A timed GPU kernel (WSL_CAT_GPU_KERNEL) is
+ * attributed to the innermost range its launching thread had open at launch
+ * time. Start/end ranges are matched by id across threads and timed only.
+ * Ranges still open at the end of a trace are closed there and flagged.
+ * Where the shim dropped events (full buffers), the level each push carries
+ * puts the thread's stack right again: ranges whose pop was lost are
+ * discarded (wsl_nvtx.lost).
+ *
+ * Memory is bounded whatever the trace holds: WSL_NVTX_MAX_DEPTH frames per
+ * thread, WSL_NVTX_MAX_RANGES range names, WSL_NVTX_MAX_NAME_BYTES of names
+ * and WSL_NVTX_MAX_OPEN_STARTS open start/end ranges per trace, a
+ * WSL_NVTX_HISTORY-entry history per thread for GPU attribution. What is past
+ * a cap is counted (wsl_nvtx.dropped).
+ *
+ * The step (a range named like one, else the most frequent top-level range)
+ * also gets process-wide figures: everything any thread of its process did
+ * while a step instance was open, found by reading its traces a second time.
+ *
+ * Use, per trace: wsl_nvtx_trace_begin; then, in stream order,
+ * wsl_nvtx_trace_paths for PATHS chunks, wsl_nvtx_thread for each EVENTS
+ * chunk and wsl_nvtx_trace_event for its events (all of them while
+ * wsl_nvtx_wants says so); then wsl_nvtx_trace_end. Once every trace was
+ * read, wsl_nvtx_finish.
+ */
+#ifndef WSLSHIM_NVTX_ANALYSIS_H
+#define WSLSHIM_NVTX_ANALYSIS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "stats.h"
+#include "trace_reader.h"
+
+#define WSL_NVTX_MAX_DEPTH 128u
+#define WSL_NVTX_MAX_RANGES 65536u            /* distinct (kind, domain, name) per trace and per run */
+#define WSL_NVTX_MAX_NAME_BYTES (64u << 20)   /* bytes of NVTX names kept per trace */
+#define WSL_NVTX_MAX_OPEN_STARTS (1u << 20)   /* start/end ranges open at once per trace */
+#define WSL_NVTX_HISTORY 4096u                /* innermost-range changes kept per thread (GPU attribution) */
+#define WSL_NVTX_MAX_WINDOWS (1u << 20)       /* top-level range instances kept per trace */
+#define WSL_NVTX_MAX_RUN_WINDOWS (1u << 21)   /* and per run, until wsl_nvtx_finish */
+#define WSL_NVTX_TOP_TEXT 15
+
+enum wsl_nvtx_kind {
+    WSL_NVTX_PUSH = 0,          /* push/pop: a thread's nested range */
+    WSL_NVTX_START = 1,         /* start/end: may end on another thread */
+};
+
+/* What a range held; times in ns once merged into the run (ticks inside a trace). */
+struct wsl_nvtx_counts {
+    uint64_t api_calls, api_ns;     /* CUDA driver calls */
+    uint64_t launches;              /* successful kernel and graph launches */
+    uint64_t syncs, sync_ns;        /* stream, context and event synchronizations */
+    uint64_t io_calls, io_ns;       /* file I/O calls of every kind */
+    uint64_t io_reads, io_bytes;    /* successful reads and the bytes they returned */
+    uint64_t gpu_kernels, gpu_ns;   /* GPU_KERNEL events (self only) */
+};
+
+struct wsl_nvtx_range {
+    uint32_t id;                /* order of creation (windows refer to it) */
+    char *name;                 /* "(unnamed)" for a range without a message */
+    char *domain;               /* NULL: the default domain */
+    enum wsl_nvtx_kind kind;
+    uint64_t count;             /* instances, including those closed at the end of their trace */
+    uint64_t unclosed;          /* of them, still open at the end of their trace */
+    uint64_t top_level;         /* push ranges opened with no other range open on their thread */
+    uint32_t max_depth;         /* deepest nesting level seen (0: top level) */
+    struct wsl_hist ns;         /* duration per instance */
+    struct wsl_nvtx_counts self;/* attributed while this was the innermost open range */
+    struct wsl_nvtx_counts incl;/* self plus the ranges nested in it */
+};
+
+/* Top-level range instances of one trace, in its ticks: for the step's
+ * process-wide figures (a second read of the trace, in wsl_nvtx_finish). */
+struct wsl_nvtx_window {
+    uint64_t t0, t1;
+    uint32_t range;             /* wsl_nvtx_range.id */
+};
+
+struct wsl_nvtx_trace_windows {
+    char *path;
+    double ns_per_tick;
+    struct wsl_nvtx_window *w;
+    size_t count;
+};
+
+struct wsl_nvtx_mark {
+    char *name;
+    char *domain;
+    uint64_t count;
+};
+
+struct wsl_nvtx {
+    struct wsl_nvtx_range *ranges;  /* by total time, largest first, after wsl_nvtx_finish */
+    size_t range_count;
+    struct wsl_nvtx_mark *marks;    /* by count, after wsl_nvtx_finish */
+    size_t mark_count;
+    uint64_t pushes, pops, starts, ends, marks_total;
+    uint64_t unmatched_pops;        /* pops with no open range of their domain on their thread */
+    uint64_t unmatched_ends;        /* ends of an id no start opened */
+    uint64_t unclosed;              /* ranges closed at the end of their trace */
+    uint64_t unnamed_ids;           /* events naming a string id no PATHS entry defined */
+    uint64_t gpu_unattributed;      /* timed kernels launched outside any range or past the history */
+    uint64_t dropped;               /* ranges or names past a cap */
+    uint64_t lost;                  /* open ranges discarded when dropped events hid their pop */
+    long step;                      /* index into ranges of the training step, or -1 */
+    /* The step's instances as windows of time, and what every thread of their
+     * process did inside them (CUDA calls, launches, syncs, I/O, timed kernels). */
+    bool step_process_known;        /* the traces were read again and the figures below hold */
+    uint64_t step_process_steps;    /* step instances the figures cover */
+    struct wsl_nvtx_counts step_process;
+    struct wsl_nvtx_trace_windows *traces;
+    size_t trace_count, window_total;
+    bool windows_capped;            /* more top-level ranges than the caps: no process-wide figures */
+    /* (kind, domain, name) -> index into ranges; freed by wsl_nvtx_finish */
+    uint32_t *index;
+    size_t index_size;
+};
+
+struct wsl_nvtx_trace;
+struct wsl_nvtx_thread;
+
+struct wsl_nvtx_trace *wsl_nvtx_trace_begin(void);
+/* A PATHS chunk: keeps the entries that are NVTX names. */
+void wsl_nvtx_trace_paths(struct wsl_nvtx_trace *t, const struct wsl_item *item);
+/* The state of thread tid (made on first use), for an EVENTS chunk that
+ * reported `dropped` lost events before it. */
+struct wsl_nvtx_thread *wsl_nvtx_thread(struct wsl_nvtx_trace *t, uint32_t tid, uint64_t dropped);
+/* The first member of a thread's state: ranges it has open (any domain). */
+struct wsl_nvtx_thread_head {
+    uint32_t open;
+};
+/* True when an event of this category on this thread matters: NVTX and
+ * GPU_KERNEL events always, others while the thread has a range open. */
+static inline bool wsl_nvtx_wants(const struct wsl_nvtx_thread *th, unsigned category)
+{
+    return ((const struct wsl_nvtx_thread_head *)(const void *)th)->open || wsl_is_nvtx_category(category) ||
+           category == WSL_CAT_GPU_KERNEL;
+}
+void wsl_nvtx_trace_event(struct wsl_nvtx_trace *t, struct wsl_nvtx_thread *th, unsigned category,
+                          const struct wsl_event *ev);
+/* Closes what is still open at end_ticks, converts ticks with ns_per_tick,
+ * merges into n and frees t; path: the trace's file, read again by wsl_nvtx_finish. */
+void wsl_nvtx_trace_end(struct wsl_nvtx_trace *t, struct wsl_nvtx *n, uint64_t end_ticks, double ns_per_tick,
+                        const char *path);
+void wsl_nvtx_trace_discard(struct wsl_nvtx_trace *t);
+
+/* Sorts, picks the step range, and reads the traces holding its instances
+ * again for its process-wide figures. */
+void wsl_nvtx_finish(struct wsl_nvtx *n);
+void wsl_nvtx_free(struct wsl_nvtx *n);
+
+/* Mean duration of a range, ns (rounded). */
+uint64_t wsl_nvtx_mean_ns(const struct wsl_nvtx_range *r);
+
+#endif /* WSLSHIM_NVTX_ANALYSIS_H */

@@ -1,0 +1,352 @@
+/* NVTX ranges on synthetic traces: time per range, nesting, self and
+ * inclusive attribution, domains, start/end across threads whose chunks come
+ * in any order, timed-kernel attribution by launching thread and time, and
+ * the caps (depth, history, unknown names). The trace carries its own API
+ * table, with a GPU_KERNEL row. Ticks are ns (monotonic clock). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis.h"
+#include "trace_synth.h"
+#include "unit_test.h"
+
+#define CHECK_EQ(got, want)                                                                                 \
+    CHECKF((uint64_t)(got) == (uint64_t)(want), "%s = %llu, expected %llu", #got, (unsigned long long)(got), \
+           (unsigned long long)(want))
+
+enum { LAUNCH, SYNC, READ, PUSH, POP, START, END, MARK, DPUSH, DPOP, GPU, ROWS };
+static const struct {
+    const char *sym, *base;
+    uint16_t cat;
+} rows[ROWS] = {
+    [LAUNCH] = {"cuLaunchKernel", "cuLaunchKernel", WSL_CAT_LAUNCH},
+    [SYNC] = {"cuStreamSynchronize", "cuStreamSynchronize", WSL_CAT_SYNC_STREAM},
+    [READ] = {"read", "read", WSL_CAT_IO_READ},
+    [PUSH] = {"nvtxRangePushA", "nvtxRangePush", WSL_CAT_NVTX_PUSH},
+    [POP] = {"nvtxRangePop", "nvtxRangePop", WSL_CAT_NVTX_POP},
+    [START] = {"nvtxRangeStartA", "nvtxRangeStart", WSL_CAT_NVTX_START},
+    [END] = {"nvtxRangeEnd", "nvtxRangeEnd", WSL_CAT_NVTX_END},
+    [MARK] = {"nvtxMarkA", "nvtxMark", WSL_CAT_NVTX_MARK},
+    [DPUSH] = {"nvtxDomainRangePushEx", "nvtxDomainRangePushEx", WSL_CAT_NVTX_PUSH},
+    [DPOP] = {"nvtxDomainRangePop", "nvtxDomainRangePop", WSL_CAT_NVTX_POP},
+    [GPU] = {"gpu_kernel", "gpu_kernel", WSL_CAT_GPU_KERNEL},
+};
+
+#define START_NS 1000u
+
+struct builder {
+    struct synth *s;
+    struct wsl_event ev[3][16384];
+    uint32_t n[3];
+};
+
+static struct builder *open_trace(const char *path, const uint32_t *ids, const char *const *names, uint32_t count)
+{
+    struct builder *b = calloc(1, sizeof *b);
+    b->s = synth_open(path, NULL);
+    synth_file_header(b->s, NULL);
+    struct wsl_process_info pi;
+    memset(&pi, 0, sizeof pi);
+    pi.pid = 9000;
+    pi.ppid = 1;
+    pi.clock_kind = WSL_CLOCK_MONOTONIC_NS;
+    pi.start_ticks = pi.start_mono_ns = START_NS;
+    pi.start_real_ns = 1700000000000000000u;
+    const char *argv[] = {"python3", "train.py"};
+    synth_process(b->s, &pi, "host", "/usr/bin/python3", "6.8.0", 2, argv);
+    uint8_t table[4096];
+    uint32_t nrows = ROWS;
+    size_t off = 4;
+    memcpy(table, &nrows, 4);
+    for (uint16_t i = 0; i < ROWS; i++) {
+        uint8_t head[8] = {0};
+        memcpy(head, &i, 2);
+        memcpy(head + 2, &rows[i].cat, 2);
+        memcpy(table + off, head, 8);
+        off += 8;
+        size_t ls = strlen(rows[i].sym) + 1, lb = strlen(rows[i].base) + 1;
+        memcpy(table + off, rows[i].sym, ls);
+        off += ls;
+        memcpy(table + off, rows[i].base, lb);
+        off += lb;
+    }
+    synth_chunk(b->s, WSL_CHUNK_API_TABLE, table, off);
+    synth_clock(b->s, START_NS, START_NS, pi.start_real_ns);
+    synth_paths(b->s, ids, names, count);
+    return b;
+}
+
+/* An event on builder thread th (0..2). */
+static void ev(struct builder *b, unsigned th, unsigned api, uint64_t t, uint64_t dur, int32_t result,
+               uint64_t stream, uint64_t a0, uint64_t a1, uint64_t a2)
+{
+    struct wsl_event *e = &b->ev[th][b->n[th]++];
+    memset(e, 0, sizeof *e);
+    e->t_start = t;
+    e->t_end = t + dur;
+    e->api = (uint16_t)api;
+    e->result = result;
+    e->stream = stream;
+    e->a[0] = a0;
+    e->a[1] = a1;
+    e->a[2] = a2;
+}
+
+/* Writes the threads' chunks in `order` (tids 100, 200, 300), then END. */
+static void close_trace(struct builder *b, const unsigned *order, uint64_t end_ticks)
+{
+    static const uint32_t tids[3] = {100, 200, 300};
+    for (unsigned k = 0; k < 3; k++) {
+        unsigned th = order[k];
+        for (uint32_t i = 0; i < b->n[th]; i += 4096) {
+            uint32_t n = b->n[th] - i < 4096 ? b->n[th] - i : 4096;
+            synth_events(b->s, tids[th], 0, &b->ev[th][i], n);
+        }
+    }
+    synth_clock(b->s, end_ticks, end_ticks, 1700000000000000000u + end_ticks);
+    synth_end(b->s, end_ticks, 0, 0, 3);
+    synth_close(b->s);
+    free(b);
+}
+
+static int analyze(struct wsl_run *run, const char *path)
+{
+    wsl_run_init(run);
+    char err[WSL_READER_ERRLEN];
+    CHECKF(wsl_run_add_trace(run, path, err, sizeof err) == 0, "%s: %s", path, err);
+    wsl_run_finish(run);
+    return 0;
+}
+
+static const struct wsl_nvtx_range *range(const struct wsl_run *run, const char *domain, const char *name)
+{
+    for (size_t i = 0; i < run->nvtx.range_count; i++) {
+        const struct wsl_nvtx_range *r = &run->nvtx.ranges[i];
+        if (!strcmp(r->name, name) && (domain ? r->domain && !strcmp(r->domain, domain) : !r->domain))
+            return r;
+    }
+    return NULL;
+}
+
+enum { N_STEP = 1, N_FWD, N_BWD, N_DOM, N_DOMR, N_ASYNC, N_MARK, N_FILE, N_OUTER2, N_TAIL };
+
+/* Three steps on thread 100 (step > forward, backward), a domain range popped
+ * under a default-domain one, an unmatched pop, a start ended on thread 200
+ * whose chunk comes first, marks, a range left open; timed kernels on thread
+ * 300 attributed by launching thread and launch time. */
+int test_nvtx_attribution(void)
+{
+    char path[512];
+    test_path(path, sizeof path, "nvtx_attr");
+    const uint32_t ids[] = {N_STEP, N_FWD, N_BWD, N_DOM, N_DOMR, N_ASYNC, N_MARK, N_FILE, N_OUTER2, N_TAIL};
+    const char *const names[] = {"\001step", "\001forward", "\001backward", "\001dom", "\001dom_range",
+                                 "\001async", "\001m", "/data/x.bin", "\001outer2", "\001tail"};
+    struct builder *b = open_trace(path, ids, names, 10);
+    for (uint64_t s = 0; s < 3; s++) {
+        uint64_t base = 1000000 * (s + 1);
+        ev(b, 0, PUSH, base, 0, 0, 0, N_STEP, 0, 0);
+        ev(b, 0, LAUNCH, base + 100, 10, 0, 7, 0x1000, 1, 1);
+        ev(b, 0, PUSH, base + 1000, 0, 0, 0, N_FWD, 0, 0);
+        ev(b, 0, LAUNCH, base + 1100, 10, 0, 7, 0x1000, 1, 1);
+        ev(b, 0, LAUNCH, base + 1200, 10, 0, 7, 0x1000, 1, 1);
+        ev(b, 0, READ, base + 1300, 50, 0, 3, N_FILE, 4096, 4096);
+        ev(b, 0, POP, base + 2000, 0, 0, 0, 0, 0, 0);
+        ev(b, 0, PUSH, base + 3000, 0, 0, 0, N_BWD, 0, 0);
+        ev(b, 0, SYNC, base + 3100, 200, 0, 7, 0, 0, 0);
+        ev(b, 0, LAUNCH, base + 3400, 10, 1, 7, 0x1000, 1, 1); /* failed: a call, not a launch */
+        ev(b, 0, POP, base + 4000, 0, 0, 0, 0, 0, 0);
+        ev(b, 0, POP, base + 5000, 0, 0, 0, 0, 0, 0);
+    }
+    ev(b, 0, DPUSH, 10000000, 0, 0, N_DOM, N_DOMR, 0, 0);
+    ev(b, 0, PUSH, 10000100, 0, 0, 0, N_OUTER2, 0, 0);
+    ev(b, 0, DPOP, 10000200, 0, 0, N_DOM, 0, 0, 0); /* closes dom_range, below outer2 */
+    ev(b, 0, POP, 10000300, 0, 0, 0, 0, 0, 0);
+    ev(b, 0, POP, 10000400, 0, 0, 0, 0, 0, 0);     /* nothing open */
+    ev(b, 0, START, 11000000, 0, 0, 0, N_ASYNC, 77, 0);
+    ev(b, 0, MARK, 11000100, 0, 0, 0, N_MARK, 0, 0);
+    ev(b, 0, MARK, 11000200, 0, 0, 0, N_MARK, 0, 0);
+    ev(b, 0, PUSH, 12000000, 0, 0, 0, N_TAIL, 0, 0);
+    /* thread 200: the end of range 77, and a launch outside any range */
+    ev(b, 1, LAUNCH, 1000500, 10, 0, 7, 0x1000, 1, 1);
+    ev(b, 1, END, 11500000, 0, 0, 0, 0, 77, 0);
+    /* thread 300: timed kernels (a1 launch time, a2 launching tid << 32) */
+    ev(b, 2, GPU, 1002000, 700, 0, 7, 0x1000, 1001100, 100ull << 32 | WSL_GPU_MAPPED); /* forward, step 0 */
+    ev(b, 2, GPU, 2001000, 300, 0, 7, 0x1000, 2000100, 100ull << 32);                  /* step 1 itself */
+    ev(b, 2, GPU, 2002000, 300, 0, 7, 0x1000, 1000500, 200ull << 32);                  /* thread 200: none */
+    ev(b, 2, GPU, 2003000, 300, 0, 7, 0x1000, 500, 100ull << 32);                      /* before any range */
+    const unsigned order[] = {1, 0, 2};
+    close_trace(b, order, 13000000);
+
+    struct wsl_run run;
+    if (analyze(&run, path))
+        return 1;
+    const struct wsl_nvtx *n = &run.nvtx;
+    const struct wsl_nvtx_range *step = range(&run, NULL, "step"), *fwd = range(&run, NULL, "forward"),
+                                *bwd = range(&run, NULL, "backward"), *dom = range(&run, "dom", "dom_range"),
+                                *outer2 = range(&run, NULL, "outer2"), *async = range(&run, NULL, "async"),
+                                *tail = range(&run, NULL, "tail");
+    CHECK(step && fwd && bwd && dom && outer2 && async && tail);
+    CHECK_EQ(n->range_count, 7);
+    CHECK_EQ(step->count, 3);
+    CHECK_EQ(step->top_level, 3);
+    CHECK_EQ(step->ns.sum, 15000);
+    CHECK_EQ(step->self.launches, 3);
+    CHECK_EQ(step->self.api_calls, 3);
+    CHECK_EQ(step->incl.launches, 9);
+    CHECK_EQ(step->incl.api_calls, 15);
+    CHECK_EQ(step->incl.syncs, 3);
+    CHECK_EQ(step->incl.io_reads, 3);
+    CHECK_EQ(step->incl.io_bytes, 3 * 4096);
+    CHECK_EQ(step->self.io_reads, 0);
+    CHECK_EQ(step->self.gpu_kernels, 1);
+    CHECK_EQ(step->self.gpu_ns, 300);
+    CHECK_EQ(fwd->count, 3);
+    CHECK_EQ(fwd->top_level, 0);
+    CHECK_EQ(fwd->max_depth, 1);
+    CHECK_EQ(fwd->ns.sum, 3000);
+    CHECK_EQ(fwd->self.launches, 6);
+    CHECK_EQ(fwd->self.io_reads, 3);
+    CHECK_EQ(fwd->self.io_bytes, 3 * 4096);
+    CHECK_EQ(fwd->self.io_ns, 150);
+    CHECK_EQ(fwd->self.gpu_kernels, 1);
+    CHECK_EQ(fwd->self.gpu_ns, 700);
+    CHECK_EQ(bwd->self.syncs, 3);
+    CHECK_EQ(bwd->self.sync_ns, 600);
+    CHECK_EQ(bwd->self.api_calls, 6);
+    CHECK_EQ(bwd->self.launches, 0);
+    CHECK_EQ(dom->count, 1);
+    CHECK_EQ(dom->ns.sum, 200);
+    CHECK_EQ(outer2->count, 1);
+    CHECK_EQ(outer2->ns.sum, 200);
+    CHECK_EQ(outer2->max_depth, 1);
+    CHECK_EQ(async->kind, WSL_NVTX_START);
+    CHECK_EQ(async->count, 1);
+    CHECK_EQ(async->ns.sum, 500000);
+    CHECK_EQ(async->unclosed, 0);
+    CHECK_EQ(tail->count, 1);
+    CHECK_EQ(tail->unclosed, 1);
+    CHECK_EQ(tail->ns.sum, 1000000);
+    CHECK_EQ(n->pushes, 12);
+    CHECK_EQ(n->pops, 12);
+    CHECK_EQ(n->unmatched_pops, 1);
+    CHECK_EQ(n->starts, 1);
+    CHECK_EQ(n->ends, 1);
+    CHECK_EQ(n->unmatched_ends, 0);
+    CHECK_EQ(n->unclosed, 1);
+    CHECK_EQ(n->gpu_unattributed, 2);
+    CHECK_EQ(n->unnamed_ids, 0);
+    CHECK_EQ(n->dropped, 0);
+    CHECK_EQ(n->marks_total, 2);
+    CHECK(n->mark_count == 1 && !strcmp(n->marks[0].name, "m") && n->marks[0].count == 2);
+    CHECK(n->step >= 0 && &n->ranges[n->step] == step);
+    /* Every thread inside the step windows: thread 200's launch, and timed
+     * kernels by launch time whoever launched them. */
+    CHECK(n->step_process_known);
+    CHECK_EQ(n->step_process_steps, 3);
+    CHECK_EQ(n->step_process.launches, 10);
+    CHECK_EQ(n->step_process.api_calls, 16);
+    CHECK_EQ(n->step_process.syncs, 3);
+    CHECK_EQ(n->step_process.io_reads, 3);
+    CHECK_EQ(n->step_process.gpu_kernels, 3);
+    CHECK_EQ(n->step_process.gpu_ns, 1300);
+    CHECK(n->ranges[0].ns.sum >= n->ranges[n->range_count - 1].ns.sum); /* by total time */
+    for (size_t i = 0; i < run.api_count; i++)
+        CHECKF(!run.apis[i].ns.count || strncmp(run.apis[i].name, "nvtx", 4) != 0, "%s among the APIs",
+               run.apis[i].name);
+    wsl_run_free(&run);
+    return 0;
+}
+
+/* Nesting past the depth cap, a long history, unknown name ids, an end of no
+ * start: counted, never a crash; the step is the most frequent top-level range. */
+int test_nvtx_bounded(void)
+{
+    char path[512];
+    test_path(path, sizeof path, "nvtx_bounded");
+    const uint32_t ids[] = {1, 2};
+    const char *const names[] = {"\001deep", "\001loop"};
+    struct builder *b = open_trace(path, ids, names, 2);
+    uint64_t t = 10000;
+    unsigned deep = WSL_NVTX_MAX_DEPTH + 72;
+    for (unsigned i = 0; i < deep; i++, t += 10)
+        ev(b, 0, PUSH, t, 0, 0, 0, 1, 0, 0);
+    ev(b, 0, LAUNCH, t, 10, 0, 7, 0x1000, 1, 1);
+    for (unsigned i = 0; i < deep; i++, t += 10)
+        ev(b, 0, POP, t, 0, 0, 0, 0, 0, 0);
+    uint64_t first_loop = t;
+    unsigned loops = 3000; /* 6000 innermost changes: past the per-thread history */
+    for (unsigned i = 0; i < loops; i++, t += 100) {
+        ev(b, 0, PUSH, t, 0, 0, 0, 2, 0, 0);
+        ev(b, 0, POP, t + 50, 0, 0, 0, 0, 0, 0);
+    }
+    ev(b, 0, PUSH, t, 0, 0, 0, 999, 0, 0); /* a name id no PATHS entry defined */
+    ev(b, 0, POP, t + 10, 0, 0, 0, 0, 0, 0);
+    ev(b, 0, END, t + 20, 0, 0, 0, 0, 4242, 0);
+    ev(b, 2, GPU, t + 100, 10, 0, 7, 0x1000, first_loop + 10, 100ull << 32);         /* too old */
+    ev(b, 2, GPU, t + 200, 10, 0, 7, 0x1000, t - 100 + 10, 100ull << 32);            /* the last loop */
+    const unsigned order[] = {0, 1, 2};
+    close_trace(b, order, t + 1000);
+
+    struct wsl_run run;
+    if (analyze(&run, path))
+        return 1;
+    const struct wsl_nvtx *n = &run.nvtx;
+    const struct wsl_nvtx_range *d = range(&run, NULL, "deep"), *l = range(&run, NULL, "loop"),
+                                *u = range(&run, NULL, "(unknown name)");
+    CHECK(d && l && u);
+    CHECK_EQ(d->count, WSL_NVTX_MAX_DEPTH);
+    CHECK_EQ(d->max_depth, WSL_NVTX_MAX_DEPTH - 1);
+    CHECK_EQ(d->top_level, 1);
+    CHECK_EQ(d->incl.launches, WSL_NVTX_MAX_DEPTH); /* every nested instance of a recursive name holds it */
+    CHECK_EQ(d->self.launches, 1);
+    CHECK_EQ(n->dropped, 72);
+    CHECK_EQ(n->unmatched_pops, 0);
+    CHECK_EQ(n->pushes, deep + loops + 1);
+    CHECK_EQ(l->count, loops);
+    CHECK_EQ(l->ns.sum, 50ull * loops);
+    CHECK_EQ(l->self.gpu_kernels, 1);
+    CHECK_EQ(n->gpu_unattributed, 1);
+    CHECK_EQ(u->count, 1);
+    CHECK_EQ(n->unnamed_ids, 1);
+    CHECK_EQ(n->unmatched_ends, 1);
+    CHECK(n->step >= 0 && &n->ranges[n->step] == l);
+    wsl_run_free(&run);
+    return 0;
+}
+
+/* Full buffers dropped a pop: the next chunk says events were lost, and the
+ * level its first push carries closes the range whose pop is gone. */
+int test_nvtx_dropped_resync(void)
+{
+    char path[512];
+    test_path(path, sizeof path, "nvtx_dropped");
+    const uint32_t ids[] = {1};
+    const char *const names[] = {"\001step"};
+    struct builder *b = open_trace(path, ids, names, 1);
+    ev(b, 0, PUSH, 1000, 0, 0, 0, 1, 0, 0);
+    ev(b, 0, POP, 2000, 0, 0, 0, 0, 0, 0);
+    ev(b, 0, PUSH, 3000, 0, 0, 0, 1, 0, 0); /* its pop at 4000 was dropped */
+    synth_events(b->s, 100, 0, b->ev[0], 3);
+    ev(b, 1, PUSH, 5000, 0, 0, 0, 1, 0, 0); /* level 0: nothing is open */
+    ev(b, 1, LAUNCH, 5500, 10, 0, 7, 0x1000, 1, 1);
+    ev(b, 1, POP, 6000, 0, 0, 0, 0, 0, 0);
+    synth_events(b->s, 100, 1, b->ev[1], 3);
+    synth_end(b->s, 7000, 6, 1, 1);
+    synth_close(b->s);
+    free(b);
+
+    struct wsl_run run;
+    if (analyze(&run, path))
+        return 1;
+    const struct wsl_nvtx_range *step = range(&run, NULL, "step");
+    CHECK(step);
+    CHECK_EQ(step->count, 2);
+    CHECK_EQ(step->max_depth, 0);
+    CHECK_EQ(step->unclosed, 0);
+    CHECK_EQ(step->ns.sum, 2000);
+    CHECK_EQ(step->incl.launches, 1);
+    CHECK_EQ(run.nvtx.lost, 1);
+    CHECK_EQ(run.nvtx.unclosed, 0);
+    wsl_run_free(&run);
+    return 0;
+}
