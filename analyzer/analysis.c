@@ -129,6 +129,7 @@ struct trace_api {              /* one api id of the trace being read */
     uint8_t mem;                /* enum wsl_mem_op: its events also go to the memory replay */
     uint8_t kern;               /* enum wsl_kern_op: its events also go to the kernel analysis */
     uint8_t launch_slot;        /* launches: the API's slot in run->kernels.launch_apis */
+    bool host;                  /* a CUDA call the host analysis reads (syncs, copies, submissions, allocations) */
     uint64_t errors;
     struct wsl_hist ticks;      /* durations in this trace's ticks */
 };
@@ -144,6 +145,7 @@ struct trace_state {
     struct wsl_io_trace *io;    /* from the PROCESS chunk on */
     struct wsl_mem_trace *mem;
     struct wsl_kern_trace *kern;
+    struct wsl_host_trace *host;
 };
 
 static char **copy_argv(const char *const *argv, uint32_t argc)
@@ -202,6 +204,8 @@ static void take_api_table(struct wsl_run *run, struct trace_state *t, const str
         ta->io = wsl_is_io_category(e->category);
         ta->mem = (uint8_t)wsl_mem_op_of(e->category, e->base);
         ta->kern = (uint8_t)wsl_kern_op_of(e->category);
+        ta->host = !ta->io && e->category != WSL_CAT_OTHER && e->category != WSL_CAT_INIT &&
+                   e->category != WSL_CAT_FUNC_NAME && e->category < WSL_CAT_GPU_KERNEL;
         if (ta->kern == WSL_KERN_LAUNCH)
             ta->launch_slot = (uint8_t)wsl_kern_launch_slot(&run->kernels, e->base);
         t->by_id[e->id] = ta;   /* the reader refuses an id defined twice */
@@ -209,7 +213,7 @@ static void take_api_table(struct wsl_run *run, struct trace_state *t, const str
 }
 
 /* The hot loop: every event of the trace passes here. */
-static void take_events(struct trace_state *t, const struct wsl_event *ev, uint32_t n)
+static void take_events(struct trace_state *t, uint32_t tid, const struct wsl_event *ev, uint32_t n)
 {
     uint64_t max_end = t->max_event_end;
     for (uint32_t i = 0; i < n; i++) {
@@ -222,6 +226,8 @@ static void take_events(struct trace_state *t, const struct wsl_event *ev, uint3
             wsl_mem_trace_event(t->mem, (enum wsl_mem_op)ta->mem, &ev[i]);
         else if (ta->kern)
             wsl_kern_trace_event(t->kern, (enum wsl_kern_op)ta->kern, ta->launch_slot, &ev[i]);
+        if (ta->host)
+            wsl_host_trace_event(t->host, tid, ta->category, &ev[i]);
         if (ev[i].t_end > max_end)
             max_end = ev[i].t_end;
     }
@@ -242,6 +248,7 @@ static void free_process(struct wsl_process *p)
     for (uint32_t i = 0; i < p->gpu_count; i++)
         free(p->gpus[i].name);
     free(p->gpus);
+    wsl_host_free(&p->host_cuda);
 }
 
 static void free_trace_state(struct trace_state *t)
@@ -249,6 +256,7 @@ static void free_trace_state(struct trace_state *t)
     wsl_io_trace_discard(t->io);
     wsl_mem_trace_discard(t->mem);
     wsl_kern_trace_discard(t->kern);
+    wsl_host_trace_discard(t->host);
     for (unsigned i = 0; i < WSL_MAX_API_IDS; i++)
         if (t->by_id[i]) {
             wsl_hist_free(&t->by_id[i]->ticks);
@@ -283,6 +291,8 @@ static void merge_trace(struct wsl_run *run, struct trace_state *t, struct wsl_p
     p->mem.device_total_bytes = p->gpu_count ? p->gpus[0].total_mem : 0;
     wsl_mem_trace_end(t->mem, clock, &p->mem);
     t->mem = NULL;
+    wsl_host_trace_end(t->host, clock, &p->host_cuda);
+    t->host = NULL;
     uint64_t dropped_names = run->kernels.dropped_names, untracked = run->kernels.untracked_launches;
     wsl_kern_trace_end(t->kern, &run->kernels, p->pid);
     t->kern = NULL;
@@ -322,6 +332,7 @@ int wsl_run_add_trace(struct wsl_run *run, const char *path, char *err, size_t e
     struct trace_state *t = xcalloc(1, sizeof *t);
     t->mem = wsl_mem_trace_begin();
     t->kern = wsl_kern_trace_begin();
+    t->host = wsl_host_trace_begin();
     struct wsl_process p;
     memset(&p, 0, sizeof p);
     bool have_process = false;
@@ -343,7 +354,7 @@ int wsl_run_add_trace(struct wsl_run *run, const char *path, char *err, size_t e
                 t->max_clock_ns = it.clock.mono_ns;
             break;
         case WSL_CHUNK_EVENTS:
-            take_events(t, it.events.events, it.events.count);
+            take_events(t, it.events.tid, it.events.events, it.events.count);
             t->dropped_in_chunks += it.events.dropped;
             break;
         case WSL_CHUNK_DRIVER:
@@ -356,6 +367,7 @@ int wsl_run_add_trace(struct wsl_run *run, const char *path, char *err, size_t e
             p.threads = it.end.threads;
             break;
         case WSL_CHUNK_STRING:
+        case WSL_CHUNK_GPU_MEMORY:  /* read by the GPU timing work */
             break;
         case WSL_CHUNK_MOUNTS:
             if (t->io)
@@ -450,6 +462,9 @@ void wsl_run_finish(struct wsl_run *run)
     memset(&run->mem, 0, sizeof run->mem);
     for (size_t i = 0; i < run->proc_count; i++)
         wsl_mem_add(&run->mem, &run->procs[i].mem);
+    wsl_host_free(&run->host_cuda);
+    for (size_t i = 0; i < run->proc_count; i++)
+        wsl_host_add(&run->host_cuda, &run->procs[i].host_cuda);
     wsl_io_finish(&run->io);
     wsl_kern_finish(&run->kernels);
     wsl_rules_run(run);
@@ -475,6 +490,7 @@ void wsl_run_free(struct wsl_run *run)
     free(run->api_index);
     wsl_io_free(&run->io);
     wsl_kern_free(&run->kernels);
+    wsl_host_free(&run->host_cuda);
     wsl_findings_free(run->findings, run->finding_count);
     memset(run, 0, sizeof *run);
 }

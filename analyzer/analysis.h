@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "host_analysis.h"
 #include "io_analysis.h"
 #include "kernel_analysis.h"
 #include "memory_analysis.h"
@@ -56,6 +57,7 @@ struct wsl_process {
     uint64_t start_ns, end_ns;  /* CLOCK_MONOTONIC */
     struct wsl_io_summary io;   /* this process's file I/O (times in ns) */
     struct wsl_mem_summary mem; /* this process's device, managed and page-locked memory */
+    struct wsl_host_summary host_cuda; /* this process's waits for the GPU and copies */
 };
 
 struct wsl_run {
@@ -68,6 +70,11 @@ struct wsl_run {
     struct wsl_mem_summary mem; /* memory: counts summed over processes, peaks the largest one's
                                    (with its time and device size), after wsl_run_finish */
     struct wsl_kernels kernels; /* kernel launches per name, all processes */
+    struct wsl_host_summary host_cuda; /* waits for the GPU and copies, summed over processes */
+    /* GPU busy time, filled by the GPU timing analysis when the traces hold
+     * GPU_KERNEL events; gpu_busy_known false: not measured */
+    bool gpu_busy_known;
+    uint64_t gpu_busy_ns;
     struct wsl_finding *findings; /* bottlenecks, largest time lost first, after wsl_run_finish */
     size_t finding_count;
     uint64_t start_ns, end_ns, wall_ns;
