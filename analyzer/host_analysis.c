@@ -503,7 +503,9 @@ static void classify_copies(struct wsl_host_trace *t, uint64_t submit)
             s->unknown_direction += d == DIR_UNKNOWN;
             if (d == DIR_HTOD || d == DIR_DTOH) {
                 if (host == 0) {
-                    uint64_t p = left > submit ? left - submit : 0;
+                    /* only copies to the GPU are charged: a copy to pageable memory is a wait for the
+                     * GPU's earlier work (sync_heavy's), which pinning alone does not remove */
+                    uint64_t p = d == DIR_HTOD && left > submit ? left - submit : 0;
                     s->pageable_copies++;
                     s->pageable_bytes += c->bytes;
                     s->pageable_htod += d == DIR_HTOD;

@@ -18,11 +18,14 @@
  *   first one to the end of the thread's next GPU submission; removing the
  *   wait saves at most the wait, and at most the GPU idle time it caused.
  *   A group with no later submission on its thread is charged 0.
- *   pageable copies (host side outside every cuMemHostAlloc/cuMemAllocHost/
- *   cuMemHostRegister range live at that time): the host time left after the
- *   sync charge, minus one submission (the median host time of the
- *   process's kernel launches), which is what pinned memory with
- *   non_blocking=True leaves on the host thread.
+ *   pageable copies to the GPU (host side outside every cuMemHostAlloc/
+ *   cuMemAllocHost/cuMemHostRegister range live at that time): the host time
+ *   left after the sync charge, minus one submission (the median host time
+ *   of the process's kernel launches), which is what pinned memory with
+ *   non_blocking=True leaves on the host thread. Copies from the GPU to
+ *   pageable memory are counted but not charged here: their host time is a
+ *   wait for the GPU's earlier work (the sync charge's), which pinning alone
+ *   does not remove.
  *   small copies (< WSL_HOST_SMALL_COPY bytes): what is left of their host
  *   time after both charges; the rule keeps the share that coalescing into
  *   WSL_HOST_SMALL_COPY-byte copies would save.

@@ -5,7 +5,8 @@
  * they cannot overlap with the host, and a copy to pageable memory waits
  * for the GPU. With pinned memory and non_blocking=True the host thread
  * only submits the copy. The time lost is the host time beyond that one
- * submission (after what sync_heavy charged for the same calls).
+ * submission (after what sync_heavy charged for the same calls), for
+ * copies to the GPU; copies from it are waits (sync_heavy).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -60,9 +61,11 @@ const struct wsl_rule wsl_rule_pageable_transfers = {
         "Replays each process's allocation calls in time order to know, at each copy, the live device, managed "
         "and page-locked ranges (cuMemHostAlloc, cuMemAllocHost, cuMemHostRegister). A copy to or from the GPU "
         "(cuMemcpyHtoD*, cuMemcpyDtoH*, and cuMemcpy/cuMemcpyAsync whose one side is device memory) whose host "
-        "side lies in no page-locked range is pageable. Time lost = its host time, less what sync_heavy charged "
-        "for the same call, less one submission (the median host time of the process's kernel launches): what "
-        "pinned memory with non_blocking=True leaves on the host thread. Fires with at least 50 pageable copies "
+        "side lies in no page-locked range is pageable. For a pageable copy to the GPU, time lost = its host "
+        "time, less what sync_heavy charged for the same call, less one submission (the median host time of "
+        "the process's kernel launches): what pinned memory with non_blocking=True leaves on the host thread. "
+        "Copies from the GPU to pageable memory are counted but add nothing: their host time is a wait for the "
+        "GPU's earlier work, which sync_heavy charges. Fires with at least 50 pageable copies "
         "and time lost of at least 1% of wall time.",
     .fix = "pin the host side (pin_memory=True, cudaHostRegister) and copy with non_blocking=True",
     .cuda_host_time = true,

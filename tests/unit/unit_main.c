@@ -74,7 +74,15 @@
     X(kern_names_threads)         \
     X(kern_two_processes)         \
     X(kern_no_names)              \
-    X(kern_handles_bounded)
+    X(kern_handles_bounded)       \
+    X(rule_sync_heavy)            \
+    X(rule_sync_polls)            \
+    X(rules_host_quiet)           \
+    X(rule_alloc_churn)           \
+    X(rule_small_transfers)       \
+    X(rule_pageable_transfers)    \
+    X(rules_host_wall_cap)        \
+    X(host_ranges_hook)
 
 #define DECLARE(name) int test_##name(void);
 TESTS(DECLARE)

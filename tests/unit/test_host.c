@@ -1,0 +1,257 @@
+/* Host-side CUDA rules on synthetic traces with exact times: sync_heavy,
+ * alloc_churn, small_transfers, pageable_transfers, the NVTX hook, and the
+ * wall-time cap over the CUDA host-time rules. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis.h"
+#include "host_scenarios.h"
+#include "unit_test.h"
+
+#define CHECK_EQ(got, want)                                                                                 \
+    CHECKF((uint64_t)(got) == (uint64_t)(want), "%s = %llu, expected %llu", #got, (unsigned long long)(got), \
+           (unsigned long long)(want))
+/* |got - want| <= tol */
+#define CHECK_NEAR(got, want, tol)                                                                          \
+    CHECKF((got) + (tol) >= (want) && (got) <= (want) + (tol), "%s = %llu, expected %llu +- %llu", #got,   \
+           (unsigned long long)(got), (unsigned long long)(want), (unsigned long long)(tol))
+
+static int analyze(struct wsl_run *run, const char *const *names, size_t n)
+{
+    wsl_run_init(run);
+    for (size_t i = 0; i < n; i++) {
+        char path[512], err[WSL_READER_ERRLEN];
+        test_path(path, sizeof path, names[i]);
+        CHECK(host_scenario_write(path, names[i]));
+        CHECKF(wsl_run_add_trace(run, path, err, sizeof err) == 0, "%s: %s", path, err);
+    }
+    wsl_run_finish(run);
+    return 0;
+}
+
+static const struct wsl_finding *finding(const struct wsl_run *run, const char *id)
+{
+    for (size_t i = 0; i < run->finding_count; i++)
+        if (strcmp(run->findings[i].id, id) == 0)
+            return &run->findings[i];
+    return NULL;
+}
+
+static const struct wsl_evidence *evidence(const struct wsl_finding *f, const char *key)
+{
+    for (size_t i = 0; i < f->evidence_count; i++)
+        if (strcmp(f->evidence[i].key, key) == 0)
+            return &f->evidence[i];
+    return NULL;
+}
+
+static int only(const struct wsl_run *run, const char *id)
+{
+    CHECKF(run->finding_count == 1 && strcmp(run->findings[0].id, id) == 0, "%zu findings, first %s (want only %s)",
+           run->finding_count, run->finding_count ? run->findings[0].id : "-", id);
+    return 0;
+}
+
+/* loss.item() every step: the refill gap after each wait is charged, not the 1 ms wait. */
+int test_rule_sync_heavy(void)
+{
+    struct wsl_run run;
+    const char *names[] = {"sync_item"};
+    if (analyze(&run, names, 1) || only(&run, "sync_heavy"))
+        return 1;
+    const struct wsl_host_summary *h = &run.host_cuda;
+    CHECK_EQ(h->blocks[WSL_BLOCK_COPY], HOST_SYNC_STEPS);
+    CHECK_EQ(h->blocks[WSL_BLOCK_STREAM_SYNC], HOST_SYNC_STEPS);
+    CHECK_EQ(wsl_host_blocked_ns(h), HOST_SYNC_STEPS * (1 * HOST_MS + 2 * HOST_US));
+    CHECK_EQ(h->unresolved_blocks, 2);                 /* the last step's copy and sync */
+    const struct wsl_finding *f = &run.findings[0];
+    /* 499 groups x 107 us, less at most 1 ns of rounding per wait */
+    CHECK_NEAR(f->time_lost_ns, (HOST_SYNC_STEPS - 1) * HOST_SYNC_GAP_NS, 2 * HOST_SYNC_STEPS);
+    CHECK(f->severity == WSL_SEVERITY_MEDIUM);         /* 53 ms of 601 ms */
+    CHECK_EQ(evidence(f, "waits")->u64, 2 * HOST_SYNC_STEPS);
+    CHECK_EQ(evidence(f, "blocking_copy")->u64, HOST_SYNC_STEPS);
+    double per_s = evidence(f, "waits_per_s")->number;
+    CHECKF(per_s > 1660 && per_s < 1666, "waits/s %f", per_s);
+    const struct wsl_evidence *apis = evidence(f, "apis");
+    CHECK(apis && apis->string_count == 2);
+    CHECKF(strstr(apis->strings[0], "cuMemcpyDtoHAsync: 500 calls"), "%s", apis->strings[0]);
+    CHECK(strstr(f->summary, "500 stream") && strstr(f->summary, "500 blocking copies"));
+    CHECK(strstr(f->advice, ".item()") && f->fix && f->how_computed);
+    /* the 4-byte copies to pageable memory: counted, not charged (they are waits) */
+    CHECK_EQ(h->pageable_dtoh, HOST_SYNC_STEPS);
+    CHECK_EQ(h->pageable_lost_ns, 0);
+    wsl_run_free(&run);
+    return 0;
+}
+
+/* Polling with cuStreamQuery: one wait per poll loop, from the first NOT_READY to the success. */
+int test_rule_sync_polls(void)
+{
+    struct wsl_run run;
+    const char *names[] = {"polls"};
+    if (analyze(&run, names, 1) || only(&run, "sync_heavy"))
+        return 1;
+    const struct wsl_host_summary *h = &run.host_cuda;
+    CHECK_EQ(h->polls, 1100);
+    CHECK_EQ(h->polls_not_ready, 1000);
+    CHECK_EQ(h->blocks[WSL_BLOCK_POLL], 100);
+    CHECK_EQ(h->blocked_ns[WSL_BLOCK_POLL], 100 * 1001 * HOST_US);
+    CHECK_EQ(run.findings[0].time_lost_ns, 100 * 55 * HOST_US);
+    CHECK_EQ(h->unresolved_blocks, 0);
+    wsl_run_free(&run);
+    return 0;
+}
+
+/* Large kernels and one final sync, a watchdog thread polling: nothing fires. */
+int test_rules_host_quiet(void)
+{
+    struct wsl_run run;
+    const char *names[] = {"quiet"};
+    if (analyze(&run, names, 1))
+        return 1;
+    CHECKF(run.finding_count == 0, "%zu findings, first %s", run.finding_count,
+           run.finding_count ? run.findings[0].id : "");
+    CHECK_EQ(run.host_cuda.blocks[WSL_BLOCK_CTX_SYNC], 1);
+    CHECK_EQ(run.host_cuda.blocks[WSL_BLOCK_POLL], 200);
+    CHECK_EQ(wsl_host_block_lost_ns(&run.host_cuda), 0); /* no submission after any of them */
+    wsl_run_free(&run);
+    return 0;
+}
+
+int test_rule_alloc_churn(void)
+{
+    struct wsl_run run;
+    const char *names[] = {"alloc_churn"};
+    if (analyze(&run, names, 1) || only(&run, "alloc_churn"))
+        return 1;
+    const struct wsl_finding *f = &run.findings[0];
+    CHECK_EQ(run.mem.churn_reallocs, HOST_CHURN_STEPS - 1);
+    CHECK_EQ(f->time_lost_ns, (HOST_CHURN_STEPS - 1) * HOST_CHURN_PAIR_NS);
+    CHECK(f->severity == WSL_SEVERITY_MEDIUM);         /* 41.9 ms of 299.4 ms */
+    CHECK_EQ(evidence(f, "allocation_calls")->u64, 2 * HOST_CHURN_STEPS);   /* with the stream-ordered ones */
+    CHECK_EQ(evidence(f, "free_calls")->u64, 2 * HOST_CHURN_STEPS);
+    CHECK_EQ(evidence(f, "stream_ordered_allocations")->u64, HOST_CHURN_STEPS);
+    const struct wsl_evidence *sizes = evidence(f, "sizes");
+    CHECK(sizes && sizes->string_count == 1 && strcmp(sizes->strings[0], "1M-2M: 600") == 0);
+    CHECK(strstr(f->advice, "PYTORCH_NO_CUDA_MEMORY_CACHING"));
+    wsl_run_free(&run);
+    return 0;
+}
+
+int test_rule_small_transfers(void)
+{
+    struct wsl_run run;
+    const char *names[] = {"small_copies"};
+    if (analyze(&run, names, 1) || only(&run, "small_transfers"))
+        return 1;
+    const struct wsl_host_summary *h = &run.host_cuda;
+    CHECK_EQ(h->small_copies, HOST_SMALL_COPIES);
+    CHECK_EQ(h->small_bytes, HOST_SMALL_COPIES * 4096ull);
+    CHECK_EQ(h->locked_copies, HOST_SMALL_COPIES);
+    CHECK_EQ(h->pageable_copies, 0);
+    /* 8,192,000 bytes coalesced = 125 copies of 64 KiB: (1 - 125/2000) of 20 ms */
+    const struct wsl_finding *f = &run.findings[0];
+    CHECK_NEAR(f->time_lost_ns, 18750 * HOST_US, 1);
+    CHECK(f->severity == WSL_SEVERITY_HIGH);
+    CHECK_EQ(evidence(f, "coalesced_copies")->u64, 125);
+    double mean = evidence(f, "mean_ns_per_copy")->number;
+    CHECKF(mean > 9999 && mean < 10001, "mean %f", mean);
+    wsl_run_free(&run);
+    return 0;
+}
+
+/* Pageable vs pinned vs registered, direction of cuMemcpyAsync from the pointers, ranges in time
+ * order across threads (a copy after cuMemFreeHost is pageable). */
+int test_rule_pageable_transfers(void)
+{
+    struct wsl_run run;
+    const char *names[] = {"pageable"};
+    if (analyze(&run, names, 1) || only(&run, "pageable_transfers"))
+        return 1;
+    const struct wsl_host_summary *h = &run.host_cuda;
+    CHECK_EQ(h->pageable_copies, HOST_PAGEABLE_COPIES + 2);
+    CHECK_EQ(h->pageable_htod, HOST_PAGEABLE_COPIES + 1);
+    CHECK_EQ(h->pageable_dtoh, 1);
+    CHECK_EQ(h->locked_copies, HOST_PAGEABLE_COPIES + 1);
+    CHECK_EQ(h->htod, 2 * HOST_PAGEABLE_COPIES + 2);
+    CHECK_EQ(h->dtoh, 1);
+    CHECK_EQ(h->submit_ns, HOST_LAUNCH_NS);
+    const struct wsl_finding *f = &run.findings[0];
+    /* thread 1's three cuMemcpyAsync are waits (they may copy to the host): each of the first two is
+     * charged its whole 300 us as sync (the GPU idled longer than that before the thread's next copy),
+     * so the pageable one adds nothing here; each call is charged once */
+    CHECK_EQ(h->blocks[WSL_BLOCK_COPY], 3);
+    CHECK_EQ(h->block_lost_ns[WSL_BLOCK_COPY], 600 * HOST_US);
+    CHECK_EQ(h->unresolved_blocks, 1);
+    CHECK_EQ(f->time_lost_ns, HOST_PAGEABLE_COPIES * (HOST_PAGEABLE_COPY_NS - HOST_LAUNCH_NS));
+    CHECK(f->severity == WSL_SEVERITY_HIGH);
+    CHECK(strstr(f->advice, "pin_memory=True"));
+    wsl_run_free(&run);
+    return 0;
+}
+
+/* Two processes over the same 400 ms losing 93% and 50% of it: scaled together to the wall. */
+int test_rules_host_wall_cap(void)
+{
+    struct wsl_run run;
+    const char *names[] = {"churn_parallel", "sync_parallel"};
+    if (analyze(&run, names, 2))
+        return 1;
+    const struct wsl_finding *c = finding(&run, "alloc_churn"), *s = finding(&run, "sync_heavy");
+    CHECK(c && s && run.finding_count == 2);
+    CHECK(c->scaled_to_wall && s->scaled_to_wall);
+    CHECKF(c->time_lost_ns + s->time_lost_ns <= run.wall_ns, "%llu + %llu > %llu",
+           (unsigned long long)c->time_lost_ns, (unsigned long long)s->time_lost_ns, (unsigned long long)run.wall_ns);
+    CHECKF(c->time_lost_ns + s->time_lost_ns >= run.wall_ns - 2, "scaled too far");
+    /* the ratio is kept: churn 140/150, sync ~1/2 */
+    double ratio = (double)c->time_lost_ns / (double)s->time_lost_ns;
+    CHECKF(ratio > 1.80 && ratio < 1.90, "ratio %f", ratio);
+    CHECK(run.findings[0].time_lost_ns >= run.findings[1].time_lost_ns);
+    wsl_run_free(&run);
+    return 0;
+}
+
+/* The NVTX hook: waits credited to the range current on their thread. */
+int test_host_ranges_hook(void)
+{
+    struct wsl_host_trace *t = wsl_host_trace_begin();
+    struct wsl_event ev;
+    memset(&ev, 0, sizeof ev);
+    uint64_t now = 0;
+#define EVENT(cat, dur, gap)                                                                                     \
+    do {                                                                                                         \
+        ev.t_start = now;                                                                                        \
+        ev.t_end = now + (dur);                                                                                  \
+        wsl_host_trace_event(t, 1, (cat), &ev);                                                                  \
+        now = ev.t_end + (gap);                                                                                  \
+    } while (0)
+    wsl_host_trace_range(t, 1, "train_step");
+    for (int i = 0; i < 10; i++) {
+        EVENT(WSL_CAT_LAUNCH, 5, 0);
+        EVENT(WSL_CAT_SYNC_STREAM, 1000, 20);   /* gap to the next launch's end: 25 */
+    }
+    wsl_host_trace_range(t, 1, "eval");
+    EVENT(WSL_CAT_LAUNCH, 5, 0);                /* ends train_step's last group */
+    EVENT(WSL_CAT_SYNC_CTX, 300, 100);
+    wsl_host_trace_range(t, 1, NULL);
+    EVENT(WSL_CAT_SYNC_STREAM, 7, 0);           /* in no range */
+    EVENT(WSL_CAT_LAUNCH, 5, 0);
+#undef EVENT
+    struct wsl_clock_map clock;
+    memset(&clock, 0, sizeof clock);
+    clock.ns_per_tick = 1.0;
+    clock.rate_known = true;
+    struct wsl_host_summary s;
+    wsl_host_trace_end(t, &clock, &s);
+    CHECK_EQ(s.range_count, 2);
+    CHECK(strcmp(s.ranges[0].name, "train_step") == 0 && strcmp(s.ranges[1].name, "eval") == 0);
+    CHECK_EQ(s.ranges[0].blocks, 10);
+    CHECK_EQ(s.ranges[0].blocked_ns, 10000);
+    CHECK_EQ(s.ranges[0].lost_ns, 10 * 25);
+    CHECK_EQ(s.ranges[1].blocks, 1);
+    /* one group with the unranged sync after it: min(300 + 7, 100 + 7 + 5) = 112, 300/307 of it */
+    CHECK_EQ(s.ranges[1].lost_ns, 109);
+    CHECK_EQ(wsl_host_blocks(&s), 12);
+    wsl_host_free(&s);
+    return 0;
+}
