@@ -14,8 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "analysis.h"
+#include "compare.h"
 #include "report_output.h"
 #include "trace_reader.h"
 #include "util.h"
@@ -24,14 +26,22 @@
 #define TRACE_SUFFIX ".trace.zst"
 
 static const char usage[] =
-    "usage: " PROG " [--json] [-o FILE] TRACE...\n"
+    "usage: " PROG " [--json] [--color=WHEN] [-o FILE] TRACE...\n"
+    "       " PROG " --compare A B [--json] [--color=WHEN] [-o FILE]\n"
     "\n"
     "Reads wslshim traces (the processes of one run, merged on one clock) and\n"
-    "reports host time spent in each CUDA driver API, the file I/O (which\n"
-    "filesystems, Windows drives, folders, read sizes) and the bottlenecks found.\n"
+    "reports a one-screen summary, host time spent in each CUDA driver API, the\n"
+    "file I/O (which filesystems, Windows drives, folders, read sizes), memory and\n"
+    "the bottlenecks found, each with the time it cost and what to do.\n"
     "\n"
     "  TRACE           a .trace.zst file, or a directory: every *" TRACE_SUFFIX " in it\n"
-    "  --json          the JSON report instead of text\n"
+    "  --json          the JSON report instead of text (docs/report-schema.json)\n"
+    "  --compare A B   compare run B with the baseline run A (each a trace or a\n"
+    "                  directory of traces): per-API counts and times, I/O per\n"
+    "                  filesystem, bottlenecks, and the wall-time difference split\n"
+    "                  into causes; with --json, B's report with \"compare\" added\n"
+    "  --color=WHEN    ANSI colours in the text report: auto (default: when stdout\n"
+    "                  is a terminal and NO_COLOR is unset), always, never\n"
     "  -o, --output FILE  write the report to FILE instead of stdout\n"
     "  -h, --help      this help\n"
     "\n"
@@ -126,11 +136,48 @@ static void add_argument(struct trace_list *l, const char *path)
         trace_list_add(l, path, &st);
 }
 
+/* Reads the traces of one run (files and directories) into run; fails on the first bad one. */
+static void load_run(struct wsl_run *run, struct trace_list *traces, char *const *args, size_t nargs)
+{
+    for (size_t i = 0; i < nargs; i++)
+        add_argument(traces, args[i]);
+    wsl_run_init(run);
+    for (size_t i = 0; i < traces->count; i++) {
+        char err[WSL_READER_ERRLEN];
+        if (wsl_run_add_trace(run, traces->paths[i], err, sizeof err) != 0)
+            fail("%s: %s", traces->paths[i], err);
+    }
+    wsl_run_finish(run);
+}
+
+static void trace_list_free(struct trace_list *l)
+{
+    for (size_t i = 0; i < l->count; i++)
+        free(l->paths[i]);
+    free(l->paths);
+    free(l->devs);
+    free(l->inos);
+}
+
+enum color_when { COLOR_AUTO, COLOR_ALWAYS, COLOR_NEVER };
+
+static enum color_when parse_color(const char *v)
+{
+    if (strcmp(v, "auto") == 0)
+        return COLOR_AUTO;
+    if (strcmp(v, "always") == 0)
+        return COLOR_ALWAYS;
+    if (strcmp(v, "never") == 0)
+        return COLOR_NEVER;
+    fail("option '--color' takes auto, always or never, not '%s' (see --help)", v);
+}
+
 int main(int argc, char **argv)
 {
-    bool json = false, options_done = false;
+    bool json = false, options_done = false, compare = false;
+    enum color_when color = COLOR_AUTO;
     const char *output = NULL;
-    struct trace_list traces = {0};
+    char *compare_args[2] = {NULL, NULL};
     /* Trace arguments are gathered at the front of argv (there is always room). */
     char **args = argv + 1;
     size_t nargs = 0;
@@ -154,28 +201,51 @@ int main(int argc, char **argv)
             output = a + 9;
         } else if (strncmp(a, "-o", 2) == 0) {
             output = a + 2;
-        } else if (strcmp(a, "--compare") == 0 || strcmp(a, "--project") == 0 || strcmp(a, "--chrome") == 0 ||
-                   strcmp(a, "--html") == 0) {
+        } else if (strcmp(a, "--color") == 0 || strcmp(a, "--colour") == 0) {
+            color = COLOR_ALWAYS;
+        } else if (strncmp(a, "--color=", 8) == 0) {
+            color = parse_color(a + 8);
+        } else if (strncmp(a, "--colour=", 9) == 0) {
+            color = parse_color(a + 9);
+        } else if (strcmp(a, "--compare") == 0) {
+            if (compare)
+                fail("option '--compare' given twice (see --help)");
+            if (i + 2 >= argc)
+                fail("option '--compare' needs two runs, A (the baseline) and B (see --help)");
+            compare = true;
+            compare_args[0] = argv[++i];
+            compare_args[1] = argv[++i];
+        } else if (strcmp(a, "--project") == 0 || strcmp(a, "--chrome") == 0 || strcmp(a, "--html") == 0) {
             fail("option '%s' is not implemented yet (see --help)", a);
         } else {
             fail("unknown option '%s' (see --help)", a);
         }
     }
-    if (nargs == 0)
+    if (compare && nargs)
+        fail("with '--compare A B' give no other traces ('%s'); a run of several traces is a directory", args[0]);
+    if (!compare && nargs == 0)
         fail("no trace given (see --help)");
     if (output && !*output)
         fail("option '-o' needs a file name (see --help)");
-    for (size_t i = 0; i < nargs; i++)
-        add_argument(&traces, args[i]);
 
-    struct wsl_run run;
-    wsl_run_init(&run);
-    for (size_t i = 0; i < traces.count; i++) {
-        char err[WSL_READER_ERRLEN];
-        if (wsl_run_add_trace(&run, traces.paths[i], err, sizeof err) != 0)
-            fail("%s: %s", traces.paths[i], err);
+    struct trace_list traces = {0}, traces_b = {0};
+    struct wsl_run run, run_b;
+    struct wsl_compare cmp;
+    struct report_compare_labels labels = {0};
+    if (compare) {
+        load_run(&run, &traces, &compare_args[0], 1);
+        load_run(&run_b, &traces_b, &compare_args[1], 1);
+        wsl_compare_build(&cmp, &run, &run_b);
+        labels.a = (const char *const *)traces.paths;
+        labels.a_count = traces.count;
+        labels.b = (const char *const *)traces_b.paths;
+        labels.b_count = traces_b.count;
+    } else {
+        load_run(&run, &traces, args, nargs);
     }
-    wsl_run_finish(&run);
+    bool use_color = !json && (color == COLOR_ALWAYS ||
+                               (color == COLOR_AUTO && !output && isatty(STDOUT_FILENO) &&
+                                !(getenv("NO_COLOR") && *getenv("NO_COLOR"))));
 
     /* Written whole to a temporary stream first: a failed write leaves no half report. */
     char *text = NULL;
@@ -183,10 +253,14 @@ int main(int argc, char **argv)
     FILE *mem = open_memstream(&text, &text_size);
     if (!mem)
         fail("out of memory");
-    if (json)
-        report_write_json(&run, mem);
+    if (compare && json)
+        report_write_json(&run_b, &cmp, &labels, mem);
+    else if (compare)
+        report_write_compare_text(&cmp, &labels, mem);
+    else if (json)
+        report_write_json(&run, NULL, NULL, mem);
     else
-        report_write_text(&run, mem);
+        report_write_text(&run, mem, use_color);
     if (fclose(mem) != 0)
         fail("out of memory");
 
@@ -195,16 +269,19 @@ int main(int argc, char **argv)
         fail("%s: cannot write: %s", output, strerror(errno));
     for (size_t i = 0; i < run.warning_count; i++)
         fprintf(stderr, PROG ": warning: %s\n", run.warnings[i]);
+    for (size_t i = 0; compare && i < run_b.warning_count; i++)
+        fprintf(stderr, PROG ": warning: %s\n", run_b.warnings[i]);
     fwrite(text, 1, text_size, out);
     if (fflush(out) != 0 || ferror(out) || (out != stdout && fclose(out) != 0))
         fail("%s: write error: %s", output ? output : "stdout", strerror(errno));
 
     free(text);
+    if (compare) {
+        wsl_compare_free(&cmp);
+        wsl_run_free(&run_b);
+        trace_list_free(&traces_b);
+    }
     wsl_run_free(&run);
-    for (size_t i = 0; i < traces.count; i++)
-        free(traces.paths[i]);
-    free(traces.paths);
-    free(traces.devs);
-    free(traces.inos);
+    trace_list_free(&traces);
     return 0;
 }

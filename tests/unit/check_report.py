@@ -218,7 +218,12 @@ def case_exit_codes(env):
         ([good, bad], f"{bad}: corrupt chunk", "one good, one bad"),
         (["--json", good, text], f"{text}: not a zstd file", "one good, one foreign"),
         (["-o", env.path("no/such/dir/out.json"), good], "cannot write: No such file or directory", "bad -o"),
-        (["--compare", good, good], "'--compare' is not implemented yet", "later option"),
+        (["--project", "wsl2", good], "'--project' is not implemented yet", "later option"),
+        (["--compare", good], "'--compare' needs two runs", "--compare with one run"),
+        (["--compare", good, good, good], "give no other traces", "--compare with three runs"),
+        (["--compare", good, bad], f"{bad}: corrupt chunk", "--compare with a bad B"),
+        (["--compare", missing, good], f"{missing}: cannot open", "--compare with a missing A"),
+        (["--color=sometimes", good], "takes auto, always or never", "bad --color"),
     ]
     for args, needle, what in cases:
         expect_usage_error(env, args, needle, what)

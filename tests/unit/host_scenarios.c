@@ -147,6 +147,27 @@ static void sync_parallel(struct mem_builder *b)
     }
 }
 
+/* For --compare: `launches` launches of `launch_ns` every `every_ns` on each of `threads` threads,
+ * then 10 cuStreamSynchronize of 100 us every 200 us on thread 0. */
+static void compare_run(struct mem_builder *b, unsigned threads, unsigned launches, uint64_t launch_ns,
+                        uint64_t every_ns)
+{
+    uint64_t end = 0;
+    for (unsigned th = 0; th < threads; th++)
+        for (unsigned i = 0; i < launches; i++) {
+            uint64_t t = i * every_ns;
+            mb_call_args(b, th, t, launch_ns, "cuLaunchKernel", 0, STREAM, 0xf00d, 1, 1, 0);
+            if (t + every_ns > end)
+                end = t + every_ns;
+        }
+    for (unsigned k = 0; k < 10; k++)
+        mb_call_args(b, 0, end + k * 200 * HOST_US, 100 * HOST_US, "cuStreamSynchronize", 0, STREAM, 0, 0, 0, 0);
+}
+
+static void cmp_a(struct mem_builder *b) { compare_run(b, 1, 1000, 5 * HOST_US, 10 * HOST_US); }
+static void cmp_b(struct mem_builder *b) { compare_run(b, 1, 3000, 8 * HOST_US, 20 * HOST_US); }
+static void cmp_b_parallel(struct mem_builder *b) { compare_run(b, 4, 1000, 50 * HOST_US, 50 * HOST_US); }
+
 bool host_scenario_write(const char *path, const char *name)
 {
     static const struct {
@@ -162,6 +183,9 @@ bool host_scenario_write(const char *path, const char *name)
         {"polls", polls, 7006, 0},
         {"churn_parallel", churn_parallel, 7007, 0},
         {"sync_parallel", sync_parallel, 7008, 0},
+        {"cmp_a", cmp_a, 7101, 0},
+        {"cmp_b", cmp_b, 7102, WSL_PROC_WSL2},
+        {"cmp_b_parallel", cmp_b_parallel, 7103, WSL_PROC_WSL2},
     };
     if (strcmp(name, "alloc_churn") == 0) {
         struct mem_builder *b = mb_open(path, 7002, WSL_PROC_WSL2, 80ull << 30);

@@ -30,7 +30,10 @@
 
 /* Writes scenario `name`; false when there is none. Names: sync_item, alloc_churn, small_copies,
  * pageable, quiet (large kernels, one final sync, a polling watchdog thread), polls, plus the
- * wall-time cap pair churn_parallel (process 1 of 2) and sync_parallel (process 2 of 2). */
+ * wall-time cap pair churn_parallel (process 1 of 2) and sync_parallel (process 2 of 2), and for
+ * --compare: cmp_a (1000 launches of 5 us, wall 11.901 ms), cmp_b (3000 of 8 us, wall 61.901 ms),
+ * cmp_b_parallel (4 threads x 1000 launches of 50 us back to back, wall 51.901 ms); each ends with
+ * 10 cuStreamSynchronize of 100 us. */
 bool host_scenario_write(const char *path, const char *name);
 
 #endif /* WSLSHIM_HOST_SCENARIOS_H */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "analysis.h"
+#include "compare.h"
 #include "host_scenarios.h"
 #include "unit_test.h"
 
@@ -253,5 +254,84 @@ int test_host_ranges_hook(void)
     CHECK_EQ(s.ranges[1].lost_ns, 109);
     CHECK_EQ(wsl_host_blocks(&s), 12);
     wsl_host_free(&s);
+    return 0;
+}
+
+static int load(struct wsl_run *run, const char *name)
+{
+    const char *names[] = {name};
+    return analyze(run, names, 1);
+}
+
+static const struct wsl_cause *cause(const struct wsl_compare *c, enum wsl_cause_kind kind, const char *name)
+{
+    for (size_t i = 0; i < c->cause_count; i++)
+        if (c->causes[i].kind == kind && strcmp(c->causes[i].name, name) == 0)
+            return &c->causes[i];
+    return NULL;
+}
+
+/* Known differences give the expected causes: +2000 launches x 5 us, +3 us x 3000 launches, the
+ * syncs (equal) nowhere, the rest unexplained; the other way round, the same with signs flipped. */
+int test_compare_causes(void)
+{
+    struct wsl_run a, b;
+    if (load(&a, "cmp_a") || load(&b, "cmp_b"))
+        return 1;
+    CHECK_EQ(a.wall_ns, 11901 * HOST_US);
+    CHECK_EQ(b.wall_ns, 61901 * HOST_US);
+    struct wsl_compare c;
+    wsl_compare_build(&c, &a, &b);
+    CHECK(c.wall_diff_ns == 50 * (int64_t)HOST_MS);
+    CHECK(c.cause_count == 2 && c.scale == 1.0);
+    const struct wsl_cause *calls = cause(&c, WSL_CAUSE_API_CALLS, "launches");
+    const struct wsl_cause *time = cause(&c, WSL_CAUSE_API_TIME, "launches");
+    CHECK(calls && time && !cause(&c, WSL_CAUSE_API_CALLS, "synchronizations"));
+    CHECK(calls->estimate_ns == 10 * (int64_t)HOST_MS && calls->attributed_ns == calls->estimate_ns);
+    CHECK(time->estimate_ns == 9 * (int64_t)HOST_MS && time->attributed_ns == time->estimate_ns);
+    CHECKF(strstr(calls->text, "2000 more launches in B (1000 -> 3000) x 5.00 us each"), "%s", calls->text);
+    CHECKF(strstr(time->text, "launches 3.00 us slower each in B (5.00 us -> 8.00 us) x 3000 calls"), "%s",
+           time->text);
+    CHECK(c.causes == calls);                   /* the largest first */
+    CHECK(c.explained_ns == 19 * (int64_t)HOST_MS && c.unexplained_ns == 31 * (int64_t)HOST_MS);
+    CHECK(c.api_count == 2 && strcmp(c.apis[0].name, "cuLaunchKernel") == 0);
+    CHECK_EQ(c.apis[0].a->ns.count, 1000);
+    CHECK_EQ(c.apis[0].b->ns.count, 3000);
+    wsl_compare_free(&c);
+
+    wsl_compare_build(&c, &b, &a);              /* B faster than A */
+    CHECK(c.wall_diff_ns == -50 * (int64_t)HOST_MS);
+    calls = cause(&c, WSL_CAUSE_API_CALLS, "launches");
+    time = cause(&c, WSL_CAUSE_API_TIME, "launches");
+    CHECK(calls && calls->estimate_ns == -16 * (int64_t)HOST_MS);   /* -2000 x 8 us */
+    CHECK(time && time->estimate_ns == -3 * (int64_t)HOST_MS);      /* 1000 x -3 us */
+    CHECK(c.unexplained_ns == -31 * (int64_t)HOST_MS);
+    wsl_compare_free(&c);
+    wsl_run_free(&a);
+    wsl_run_free(&b);
+    return 0;
+}
+
+/* Four threads launching at once: 195 ms of extra host time in a 40 ms longer run. The causes are
+ * scaled so that they explain the 40 ms, never more. */
+int test_compare_never_more_than_difference(void)
+{
+    struct wsl_run a, b;
+    if (load(&a, "cmp_a") || load(&b, "cmp_b_parallel"))
+        return 1;
+    struct wsl_compare c;
+    wsl_compare_build(&c, &a, &b);
+    CHECK(c.wall_diff_ns == 40 * (int64_t)HOST_MS);
+    const struct wsl_cause *calls = cause(&c, WSL_CAUSE_API_CALLS, "launches");
+    const struct wsl_cause *time = cause(&c, WSL_CAUSE_API_TIME, "launches");
+    CHECK(calls && calls->estimate_ns == 15 * (int64_t)HOST_MS);     /* +3000 x 5 us */
+    CHECK(time && time->estimate_ns == 180 * (int64_t)HOST_MS);      /* 4000 x +45 us */
+    CHECKF(c.scale > 0.2051 && c.scale < 0.2052, "scale %f", c.scale); /* 40 / 195 */
+    CHECK(c.explained_ns <= c.wall_diff_ns && c.wall_diff_ns - c.explained_ns <= 2);
+    CHECK(calls->attributed_ns + time->attributed_ns == c.explained_ns);
+    CHECK(c.unexplained_ns >= 0 && c.unexplained_ns <= 2);
+    wsl_compare_free(&c);
+    wsl_run_free(&a);
+    wsl_run_free(&b);
     return 0;
 }

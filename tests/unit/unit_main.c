@@ -82,7 +82,9 @@
     X(rule_small_transfers)       \
     X(rule_pageable_transfers)    \
     X(rules_host_wall_cap)        \
-    X(host_ranges_hook)
+    X(host_ranges_hook)           \
+    X(compare_causes)             \
+    X(compare_never_more_than_difference)
 
 #define DECLARE(name) int test_##name(void);
 TESTS(DECLARE)
