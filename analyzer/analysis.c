@@ -216,6 +216,7 @@ static void take_api_table(struct wsl_run *run, struct trace_state *t, const str
 static void take_events(struct trace_state *t, uint32_t tid, const struct wsl_event *ev, uint32_t n)
 {
     uint64_t max_end = t->max_event_end;
+    wsl_host_trace_thread(t->host, tid);
     for (uint32_t i = 0; i < n; i++) {
         struct trace_api *ta = t->by_id[ev[i].api]; /* the reader checked the id is in the table */
         wsl_hist_add(&ta->ticks, ev[i].t_end - ev[i].t_start);
@@ -227,7 +228,7 @@ static void take_events(struct trace_state *t, uint32_t tid, const struct wsl_ev
         else if (ta->kern)
             wsl_kern_trace_event(t->kern, (enum wsl_kern_op)ta->kern, ta->launch_slot, &ev[i]);
         if (ta->host)
-            wsl_host_trace_event(t->host, tid, ta->category, &ev[i]);
+            wsl_host_trace_event(t->host, ta->category, &ev[i]);
         if (ev[i].t_end > max_end)
             max_end = ev[i].t_end;
     }
@@ -264,6 +265,18 @@ static void free_trace_state(struct trace_state *t)
         }
 }
 
+/* The cost of one GPU submission in this trace: the median host time of its most used launch API. */
+static uint64_t submit_ticks(const struct trace_state *t)
+{
+    const struct trace_api *best = NULL;
+    for (unsigned id = 0; id < WSL_MAX_API_IDS; id++) {
+        const struct trace_api *ta = t->by_id[id];
+        if (ta && ta->category == WSL_CAT_LAUNCH && (!best || ta->ticks.count > best->ticks.count))
+            best = ta;
+    }
+    return best ? wsl_hist_quantile(&best->ticks, 0.5) : 0;
+}
+
 /* Folds the trace's tick statistics into the run, converted with the final clock fit. */
 static void merge_trace(struct wsl_run *run, struct trace_state *t, struct wsl_process *p,
                         const struct wsl_clock_map *clock)
@@ -291,7 +304,7 @@ static void merge_trace(struct wsl_run *run, struct trace_state *t, struct wsl_p
     p->mem.device_total_bytes = p->gpu_count ? p->gpus[0].total_mem : 0;
     wsl_mem_trace_end(t->mem, clock, &p->mem);
     t->mem = NULL;
-    wsl_host_trace_end(t->host, clock, &p->host_cuda);
+    wsl_host_trace_end(t->host, clock, submit_ticks(t), &p->host_cuda);
     t->host = NULL;
     uint64_t dropped_names = run->kernels.dropped_names, untracked = run->kernels.untracked_launches;
     wsl_kern_trace_end(t->kern, &run->kernels, p->pid);

@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "stats.h"
 #include "u64_map.h"
 #include "util.h"
 #include "wslshim/trace_format.h"
@@ -166,9 +165,11 @@ struct range_acc {              /* ticks until the end */
 };
 
 struct wsl_host_trace {
+    struct wsl_host_trace_fast fast;    /* first: the header's inline path reads it */
     struct wsl_u64_map thread_index;    /* tid + 1 -> index into threads */
-    struct thread_state *threads;
+    struct thread_state **threads;      /* each allocated apart: pointers stay valid */
     size_t thread_count;
+    struct thread_state *current;       /* the thread of the EVENTS batch being read */
     struct thread_state overflow;       /* threads past WSL_HOST_MAX_THREADS share this */
     struct copy_rec *copies;
     size_t copy_count, copy_cap;
@@ -177,7 +178,6 @@ struct wsl_host_trace {
     bool ranges_overflowed;
     uint64_t ranges_overflow_t;         /* copies from then on are not classified */
     uint64_t seq;
-    struct wsl_hist launch_ticks;       /* submission cost */
     /* NVTX hook */
     char **range_names;
     struct range_acc *range_acc;
@@ -192,6 +192,8 @@ struct wsl_host_trace *wsl_host_trace_begin(void)
 {
     struct wsl_host_trace *t = xcalloc(1, sizeof *t);
     t->overflow.range = NONE;
+    t->current = &t->overflow;          /* until the first batch names its thread */
+    t->fast.current_pending = &t->overflow.npend;
     return t;
 }
 
@@ -199,15 +201,21 @@ static struct thread_state *thread_of(struct wsl_host_trace *t, uint32_t tid)
 {
     struct wsl_u64_slot *slot = wsl_u64_map_find(&t->thread_index, (uint64_t)tid + 1);
     if (slot)
-        return &t->threads[slot->value];
+        return t->threads[slot->value];
     if (t->thread_count >= WSL_HOST_MAX_THREADS)
         return &t->overflow;
     t->threads = xrealloc(t->threads, (t->thread_count + 1) * sizeof *t->threads);
-    struct thread_state *th = &t->threads[t->thread_count];
-    memset(th, 0, sizeof *th);
+    struct thread_state *th = xcalloc(1, sizeof *th);
     th->range = NONE;
+    t->threads[t->thread_count] = th;
     wsl_u64_map_insert(&t->thread_index, (uint64_t)tid + 1, t->thread_count++);
     return th;
+}
+
+void wsl_host_trace_thread(struct wsl_host_trace *t, uint32_t tid)
+{
+    t->current = thread_of(t, tid);
+    t->fast.current_pending = &t->current->npend;
 }
 
 /* Charges the thread's waiting group with the gap up to `until` (ticks). */
@@ -283,15 +291,14 @@ static void range_event(struct wsl_host_trace *t, const struct wsl_event *ev, ui
                                                     .bytes = bytes, .op = op};
 }
 
-void wsl_host_trace_event(struct wsl_host_trace *t, uint32_t tid, unsigned category, const struct wsl_event *ev)
+void wsl_host_trace_event_slow(struct wsl_host_trace *t, unsigned category, const struct wsl_event *ev)
 {
     uint64_t dur = ev->t_end > ev->t_start ? ev->t_end - ev->t_start : 0;
-    struct thread_state *th;
+    struct thread_state *th = t->current;
     switch (category) {
     case WSL_CAT_SYNC_STREAM:
     case WSL_CAT_SYNC_CTX:
     case WSL_CAT_SYNC_EVENT:
-        th = thread_of(t, tid);
         add_block(t, th,
                   category == WSL_CAT_SYNC_STREAM ? WSL_BLOCK_STREAM_SYNC
                   : category == WSL_CAT_SYNC_CTX  ? WSL_BLOCK_CTX_SYNC
@@ -299,7 +306,6 @@ void wsl_host_trace_event(struct wsl_host_trace *t, uint32_t tid, unsigned categ
                   ev->t_start, ev->t_end, NONE);
         return;
     case WSL_CAT_QUERY:
-        th = thread_of(t, tid);
         t->s.polls++;
         if (ev->result == WSL_CUDA_ERROR_NOT_READY) {
             t->s.polls_not_ready++;
@@ -315,15 +321,12 @@ void wsl_host_trace_event(struct wsl_host_trace *t, uint32_t tid, unsigned categ
         }
         return;
     case WSL_CAT_LAUNCH:
-        wsl_hist_add(&t->launch_ticks, dur);
-        /* fall through */
     case WSL_CAT_GRAPH:
     case WSL_CAT_HOSTFN:
     case WSL_CAT_MEMSET:
     case WSL_CAT_MEMSET_ASYNC:
         if (ev->result != 0)
             return;
-        th = thread_of(t, tid);
         t->s.submissions++;
         resolve(t, th, ev->t_end);
         return;
@@ -373,7 +376,6 @@ void wsl_host_trace_event(struct wsl_host_trace *t, uint32_t tid, unsigned categ
         if (bytes < WSL_HOST_SMALL_COPY)
             t->unrecorded_small_ticks += dur;
     }
-    th = thread_of(t, tid);
     if (copy_blocks(category)) {
         resolve(t, th, ev->t_start);    /* the GPU had this copy to do from its start */
         add_block(t, th, WSL_BLOCK_COPY, ev->t_start, ev->t_end, index);
@@ -535,10 +537,11 @@ static void classify_copies(struct wsl_host_trace *t, uint64_t submit)
 static void discard(struct wsl_host_trace *t)
 {
     wsl_u64_map_free(&t->thread_index);
+    for (size_t i = 0; i < t->thread_count; i++)
+        free(t->threads[i]);
     free(t->threads);
     free(t->copies);
     free(t->ranges);
-    wsl_hist_free(&t->launch_ticks);
     for (size_t i = 0; i < t->range_name_count; i++)
         free(t->range_names[i]);
     free(t->range_names);
@@ -552,14 +555,15 @@ void wsl_host_trace_discard(struct wsl_host_trace *t)
         discard(t);
 }
 
-void wsl_host_trace_end(struct wsl_host_trace *t, const struct wsl_clock_map *clock, struct wsl_host_summary *out)
+void wsl_host_trace_end(struct wsl_host_trace *t, const struct wsl_clock_map *clock, uint64_t submit,
+                        struct wsl_host_summary *out)
 {
     struct wsl_host_summary *s = &t->s;
+    s->submissions += t->fast.submissions;
     for (size_t i = 0; i <= t->thread_count; i++) {   /* waits with no submission after them: charged 0 */
-        const struct thread_state *th = i < t->thread_count ? &t->threads[i] : &t->overflow;
+        const struct thread_state *th = i < t->thread_count ? t->threads[i] : &t->overflow;
         s->unresolved_blocks += th->npend;
     }
-    uint64_t submit = wsl_hist_quantile(&t->launch_ticks, 0.5);
     classify_copies(t, submit);
 #define NS(ticks) wsl_clock_duration_ns(clock, ticks)
     s->submit_ns = NS(submit);

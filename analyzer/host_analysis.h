@@ -30,9 +30,9 @@
  *   time after both charges; the rule keeps the share that coalescing into
  *   WSL_HOST_SMALL_COPY-byte copies would save.
  *
- * Use, per trace: wsl_host_trace_begin, _event for every event (in each
- * thread's order; threads' chunks may interleave), _end with the trace's
- * clock fit. Memory is bounded: at most WSL_HOST_MAX_COPIES copies and
+ * Use, per trace: wsl_host_trace_begin, then per batch of one thread's events
+ * _thread and _event for each (in the thread's order; threads' batches may
+ * interleave), _end with the trace's clock fit. Memory is bounded: at most WSL_HOST_MAX_COPIES copies and
  * WSL_HOST_MAX_RANGE_EVENTS allocation calls are kept for the end-of-trace
  * classification; copies past that are counted but not classified.
  */
@@ -95,8 +95,27 @@ struct wsl_host_summary {
 struct wsl_host_trace;
 
 struct wsl_host_trace *wsl_host_trace_begin(void);
-/* One event of thread tid with its API's category (every category may come; others are ignored). */
-void wsl_host_trace_event(struct wsl_host_trace *t, uint32_t tid, unsigned category, const struct wsl_event *ev);
+/* The thread whose events follow (an EVENTS batch is one thread's); call before _event. */
+void wsl_host_trace_thread(struct wsl_host_trace *t, uint32_t tid);
+/* What the inline fast path reads: the first member of struct wsl_host_trace. */
+struct wsl_host_trace_fast {
+    const uint32_t *current_pending;    /* waits of the current thread not yet charged */
+    uint64_t submissions;               /* launches counted on the fast path */
+};
+
+void wsl_host_trace_event_slow(struct wsl_host_trace *t, unsigned category, const struct wsl_event *ev);
+
+/* One event of the current thread with its API's category (others than the CUDA ones are
+ * ignored). A launch with no wait to charge, the common case, only counts. */
+static inline void wsl_host_trace_event(struct wsl_host_trace *t, unsigned category, const struct wsl_event *ev)
+{
+    struct wsl_host_trace_fast *fast = (struct wsl_host_trace_fast *)(void *)t;
+    if (category == WSL_CAT_LAUNCH && *fast->current_pending == 0 && ev->result == 0) {
+        fast->submissions++;
+        return;
+    }
+    wsl_host_trace_event_slow(t, category, ev);
+}
 /*
  * The NVTX hook: from now on, blocking points of thread tid are credited to
  * the range `name` (NULL: to none). The caller feeds it in the thread's event
@@ -104,8 +123,10 @@ void wsl_host_trace_event(struct wsl_host_trace *t, uint32_t tid, unsigned categ
  * innermost range counts). name is copied.
  */
 void wsl_host_trace_range(struct wsl_host_trace *t, uint32_t tid, const char *name);
-/* Classifies the copies, converts times with clock, writes *out and frees t. */
-void wsl_host_trace_end(struct wsl_host_trace *t, const struct wsl_clock_map *clock, struct wsl_host_summary *out);
+/* Classifies the copies, converts times with clock, writes *out and frees t. submit_ticks: the
+ * cost of one submission (the median host time of the trace's kernel launches), 0 if unknown. */
+void wsl_host_trace_end(struct wsl_host_trace *t, const struct wsl_clock_map *clock, uint64_t submit_ticks,
+                        struct wsl_host_summary *out);
 void wsl_host_trace_discard(struct wsl_host_trace *t);
 
 /* Adds one process's figures to run totals (submit_ns: the largest). */

@@ -223,9 +223,10 @@ int test_host_ranges_hook(void)
     do {                                                                                                         \
         ev.t_start = now;                                                                                        \
         ev.t_end = now + (dur);                                                                                  \
-        wsl_host_trace_event(t, 1, (cat), &ev);                                                                  \
+        wsl_host_trace_event(t, (cat), &ev);                                                                  \
         now = ev.t_end + (gap);                                                                                  \
     } while (0)
+    wsl_host_trace_thread(t, 1);
     wsl_host_trace_range(t, 1, "train_step");
     for (int i = 0; i < 10; i++) {
         EVENT(WSL_CAT_LAUNCH, 5, 0);
@@ -243,7 +244,7 @@ int test_host_ranges_hook(void)
     clock.ns_per_tick = 1.0;
     clock.rate_known = true;
     struct wsl_host_summary s;
-    wsl_host_trace_end(t, &clock, &s);
+    wsl_host_trace_end(t, &clock, 0, &s);
     CHECK_EQ(s.range_count, 2);
     CHECK(strcmp(s.ranges[0].name, "train_step") == 0 && strcmp(s.ranges[1].name, "eval") == 0);
     CHECK_EQ(s.ranges[0].blocks, 10);
