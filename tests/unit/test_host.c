@@ -7,6 +7,7 @@
 #include "analysis.h"
 #include "compare.h"
 #include "host_scenarios.h"
+#include "mem_scenarios.h"
 #include "unit_test.h"
 
 #define CHECK_EQ(got, want)                                                                                 \
@@ -334,5 +335,79 @@ int test_compare_never_more_than_difference(void)
     wsl_compare_free(&c);
     wsl_run_free(&a);
     wsl_run_free(&b);
+    return 0;
+}
+
+/* Copies classified against live ranges, checked against a brute-force model over random
+ * allocations, frees and copies (the treap of live ranges, address reuse, interior pointers). */
+int test_host_classify_random(void)
+{
+    enum { SLOTS = 64, STEPS = 6000 };
+    const uint64_t base = 0x7e0000000000ull, span = 32ull << 20;
+    int kind[SLOTS] = {0};                  /* 0 free, 1 pinned, 2 registered, 3 device */
+    uint64_t size[SLOTS] = {0};
+    uint64_t want_pageable = 0, want_locked = 0, want_htod = 0, want_dtoh = 0, want_dtod = 0, want_unknown = 0;
+    char path[512];
+    test_path(path, sizeof path, "classify_random");
+    struct mem_builder *b = mb_open(path, 9001, 0, 80ull << 30);
+    rng_seed(42);
+    uint64_t t = 0;
+    static const char *const alloc_api[] = {NULL, "cuMemHostAlloc", "cuMemHostRegister_v2", "cuMemAlloc_v2"};
+    static const char *const free_api[] = {NULL, "cuMemFreeHost", "cuMemHostUnregister", "cuMemFree_v2"};
+    for (int step = 0; step < STEPS; step++, t += 10 * HOST_US) {
+        unsigned op = (unsigned)rng_below(10), s = (unsigned)rng_below(SLOTS);
+        uint64_t slot_base = base + s * span;
+        if (op < 3) {                       /* allocate (again, even over a live one: address reuse) */
+            int k = 1 + (int)rng_below(3);
+            uint64_t bytes = 1 + rng_below(16ull << 20);
+            mb_call(b, 0, t, 1 * HOST_US, alloc_api[k], 0, slot_base, bytes);
+            kind[s] = k;
+            size[s] = bytes;
+        } else if (op < 5) {                /* free what is there (a failed free changes nothing) */
+            if (!kind[s])
+                continue;
+            bool failed = rng_below(8) == 0;
+            mb_call(b, 0, t, 1 * HOST_US, free_api[kind[s]], failed ? 1 : 0, slot_base, 0);
+            if (!failed)
+                kind[s] = 0;
+        } else {                            /* a copy from a random address, maybe inside a range */
+            unsigned s2 = (unsigned)rng_below(SLOTS);
+            uint64_t p1 = slot_base + rng_below(24ull << 20), p2 = base + s2 * span + rng_below(24ull << 20);
+            int k1 = kind[s] && p1 - slot_base < size[s] ? kind[s] : 0;
+            int k2 = kind[s2] && p2 - (base + s2 * span) < size[s2] ? kind[s2] : 0;
+            if (op < 8) {                   /* cuMemcpyHtoDAsync from p1 */
+                mb_call_args(b, 0, t, 1 * HOST_US, "cuMemcpyHtoDAsync_v2", 0, 0, p2, p1, 4096, 0);
+                want_htod++;
+                want_pageable += k1 == 0;
+                want_locked += k1 == 1 || k1 == 2;
+            } else {                        /* cuMemcpyAsync p1 -> p2: direction from the pointers */
+                mb_call_args(b, 0, t, 1 * HOST_US, "cuMemcpyAsync", 0, 0, p2, p1, 4096, 0);
+                bool dev_dst = k2 == 3, dev_src = k1 == 3;
+                int host = dev_dst && !dev_src ? k1 : dev_src && !dev_dst ? k2 : -1;
+                want_htod += dev_dst && !dev_src;
+                want_dtoh += dev_src && !dev_dst;
+                want_dtod += dev_src && dev_dst;
+                want_unknown += !dev_src && !dev_dst;
+                want_pageable += host == 0;
+                want_locked += host == 1 || host == 2;
+            }
+        }
+    }
+    mb_close(b, NULL);
+    struct wsl_run run;
+    wsl_run_init(&run);
+    char err[WSL_READER_ERRLEN];
+    CHECKF(wsl_run_add_trace(&run, path, err, sizeof err) == 0, "%s", err);
+    wsl_run_finish(&run);
+    const struct wsl_host_summary *h = &run.host_cuda;
+    CHECKF(want_pageable > 100 && want_locked > 100 && want_dtoh > 10 && want_dtod > 1, "%llu %llu %llu %llu", (unsigned long long)want_pageable, (unsigned long long)want_locked, (unsigned long long)want_dtoh, (unsigned long long)want_dtod);
+    CHECK_EQ(h->htod, want_htod);
+    CHECK_EQ(h->dtoh, want_dtoh);
+    CHECK_EQ(h->dtod, want_dtod);
+    CHECK_EQ(h->unknown_direction, want_unknown);
+    CHECK_EQ(h->pageable_copies, want_pageable);
+    CHECK_EQ(h->locked_copies, want_locked);
+    CHECK_EQ(h->unclassified_copies, 0);
+    wsl_run_free(&run);
     return 0;
 }

@@ -84,7 +84,8 @@
     X(rules_host_wall_cap)        \
     X(host_ranges_hook)           \
     X(compare_causes)             \
-    X(compare_never_more_than_difference)
+    X(compare_never_more_than_difference) \
+    X(host_classify_random)
 
 #define DECLARE(name) int test_##name(void);
 TESTS(DECLARE)
