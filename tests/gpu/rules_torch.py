@@ -7,7 +7,7 @@ Records each workload under the shim (LD_PRELOAD, one trace per process in
 OUTDIR/traces/<name>), prints the report's one-screen summary, and checks
 which bottlenecks fire:
 
-  mlp            small-batch MLP training loop, loss read once at the end   none of the four
+  mlp            MLP training loop (batch 256, width 4096), loss read once  none of the four
   mlp_item       the same with loss.item() every step                       sync_heavy
   mlp_nocache    mlp with PYTORCH_NO_CUDA_MEMORY_CACHING=1                  alloc_churn
   small_pageable many small (1 KiB) and some large (16 MiB) tensors from    small_transfers or
@@ -38,11 +38,15 @@ def workload(name, steps):
     torch.manual_seed(0)
     dev = torch.device("cuda")
     if name in ("mlp", "mlp_item", "mlp_nocache"):
-        model = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512),
-                                    torch.nn.ReLU(), torch.nn.Linear(512, 10)).to(dev)
+        # wide enough that the GPU has work queued when the host asks for the loss: a wait then
+        # drains a real queue (with a tiny model the host is the bottleneck and a wait costs little)
+        width = 4096
+        model = torch.nn.Sequential(torch.nn.Linear(1024, width), torch.nn.ReLU(), torch.nn.Linear(width, width),
+                                    torch.nn.ReLU(), torch.nn.Linear(width, width), torch.nn.ReLU(),
+                                    torch.nn.Linear(width, 10)).to(dev)
         opt = torch.optim.SGD(model.parameters(), lr=0.01)
-        x = torch.randn(32, 256, device=dev)
-        y = torch.randint(0, 10, (32,), device=dev)
+        x = torch.randn(256, 1024, device=dev)
+        y = torch.randint(0, 10, (256,), device=dev)
         total = 0.0
         running = torch.zeros((), device=dev)
         for _ in range(steps):
@@ -104,7 +108,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build")
     ap.add_argument("--out")
-    ap.add_argument("--steps", type=int, default=3000)
+    ap.add_argument("--steps", type=int, default=2000)
     ap.add_argument("--workload")
     args = ap.parse_args()
     if args.workload:
