@@ -130,6 +130,14 @@ static uint8_t tree_find(const struct range_tree *t, uint64_t p)
 
 /* ---- per-trace state ------------------------------------------------------------------------- */
 
+static size_t max_copies = WSL_HOST_MAX_COPIES, max_range_events = WSL_HOST_MAX_RANGE_EVENTS;
+
+void wsl_host_set_limits(size_t copies, size_t range_events)
+{
+    max_copies = copies ? copies : WSL_HOST_MAX_COPIES;
+    max_range_events = range_events ? range_events : WSL_HOST_MAX_RANGE_EVENTS;
+}
+
 struct pend_entry {
     uint64_t dur;               /* ticks */
     uint32_t copy;              /* index into copies, or NONE */
@@ -175,6 +183,7 @@ struct wsl_host_trace {
     size_t copy_count, copy_cap;
     struct range_ev *ranges;
     size_t range_count, range_cap;
+    size_t max_copies, max_range_events;    /* the limits when the trace began */
     bool ranges_overflowed;
     uint64_t ranges_overflow_t;         /* copies from then on are not classified */
     uint64_t seq;
@@ -192,6 +201,8 @@ struct wsl_host_trace *wsl_host_trace_begin(void)
 {
     struct wsl_host_trace *t = xcalloc(1, sizeof *t);
     t->overflow.range = NONE;
+    t->max_copies = max_copies;
+    t->max_range_events = max_range_events;
     t->current = &t->overflow;          /* until the first batch names its thread */
     t->fast.current_pending = &t->overflow.npend;
     return t;
@@ -276,7 +287,7 @@ static void range_event(struct wsl_host_trace *t, const struct wsl_event *ev, ui
 {
     if (ev->result != 0)
         return;
-    if (t->range_count >= WSL_HOST_MAX_RANGE_EVENTS) {
+    if (t->range_count >= t->max_range_events) {
         if (!t->ranges_overflowed) {
             t->ranges_overflowed = true;
             t->ranges_overflow_t = ev->t_start;
@@ -363,7 +374,7 @@ void wsl_host_trace_event_slow(struct wsl_host_trace *t, unsigned category, cons
         t->small_ticks += dur;
     }
     uint32_t index = NONE;
-    if (t->copy_count < WSL_HOST_MAX_COPIES) {
+    if (t->copy_count < t->max_copies) {
         if (t->copy_count == t->copy_cap) {
             t->copy_cap = t->copy_cap ? 2 * t->copy_cap : 1024;
             t->copies = xrealloc(t->copies, t->copy_cap * sizeof *t->copies);

@@ -129,6 +129,10 @@ void wsl_host_trace_end(struct wsl_host_trace *t, const struct wsl_clock_map *cl
                         struct wsl_host_summary *out);
 void wsl_host_trace_discard(struct wsl_host_trace *t);
 
+/* The per-process limits on kept copies and allocation calls used by new traces (tests make
+ * them small); 0 restores WSL_HOST_MAX_COPIES / WSL_HOST_MAX_RANGE_EVENTS. */
+void wsl_host_set_limits(size_t copies, size_t range_events);
+
 /* Adds one process's figures to run totals (submit_ns: the largest). */
 void wsl_host_add(struct wsl_host_summary *total, const struct wsl_host_summary *p);
 void wsl_host_free(struct wsl_host_summary *s);

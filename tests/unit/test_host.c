@@ -411,3 +411,35 @@ int test_host_classify_random(void)
     wsl_run_free(&run);
     return 0;
 }
+
+/* Past the limits, copies are counted but not classified, and the rules still work from counts. */
+int test_host_limits(void)
+{
+    wsl_host_set_limits(100, 4);        /* all 4 allocation calls kept, 100 copies of 203 */
+    struct wsl_run run;
+    const char *names[] = {"pageable"};
+    int rc = analyze(&run, names, 1);
+    wsl_host_set_limits(0, 0);
+    if (rc)
+        return 1;
+    const struct wsl_host_summary *h = &run.host_cuda;
+    CHECK_EQ(h->copies, 2 * HOST_PAGEABLE_COPIES + 3);
+    CHECK_EQ(h->unclassified_copies, 2 * HOST_PAGEABLE_COPIES + 3 - 100);
+    CHECK_EQ(h->htod + h->dtoh + h->dtod + h->unknown_direction, 100);
+    CHECK_EQ(h->pageable_copies + h->locked_copies, 100);   /* thread 1's 3 (its chunk came first), then 97 */
+    wsl_run_free(&run);
+
+    /* only 2 allocation calls kept: from the third one's time (700 us) on nothing is classified,
+     * and pageable_transfers, which needs classified copies, stays silent */
+    wsl_host_set_limits(0, 2);
+    rc = analyze(&run, names, 1);
+    wsl_host_set_limits(0, 0);
+    if (rc)
+        return 1;
+    h = &run.host_cuda;
+    CHECK_EQ(h->unclassified_copies, 2 * HOST_PAGEABLE_COPIES + 3);
+    CHECK_EQ(h->pageable_copies + h->locked_copies, 0);
+    CHECK(!finding(&run, "pageable_transfers"));
+    wsl_run_free(&run);
+    return 0;
+}

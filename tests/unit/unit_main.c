@@ -85,7 +85,8 @@
     X(host_ranges_hook)           \
     X(compare_causes)             \
     X(compare_never_more_than_difference) \
-    X(host_classify_random)
+    X(host_classify_random)       \
+    X(host_limits)
 
 #define DECLARE(name) int test_##name(void);
 TESTS(DECLARE)
