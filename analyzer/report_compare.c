@@ -11,9 +11,8 @@
 /* "+1.25 s", "-812 ns" */
 static const char *signed_ns(char *buf, size_t size, int64_t ns)
 {
-    char t[32];
-    wsl_format_ns(t, sizeof t, ns < 0 ? (uint64_t)(-(ns + 1)) + 1 : (uint64_t)ns);
-    snprintf(buf, size, "%s%s", ns < 0 ? "-" : "+", t);
+    buf[0] = ns < 0 ? '-' : '+';
+    wsl_format_ns(buf + 1, size - 1, ns < 0 ? (uint64_t)(-(ns + 1)) + 1 : (uint64_t)ns);
     return buf;
 }
 
