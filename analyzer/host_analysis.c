@@ -158,7 +158,9 @@ struct copy_rec {
     uint64_t t, dur, dst, src, bytes;
     uint64_t sync_charge;       /* ticks */
     uint64_t seq;
+    uint32_t range;             /* NVTX range when it was counted as a wait, or NONE */
     uint8_t category;
+    uint8_t wait;               /* counted as a wait: 1 pending, 2 charged */
 };
 
 enum range_op { OP_DEVICE_ALLOC = 1, OP_MANAGED_ALLOC, OP_LOCKED_ALLOC, OP_FREE, OP_LOCKED_FREE };
@@ -243,8 +245,10 @@ static void resolve(struct wsl_host_trace *t, struct thread_state *th, uint64_t 
         const struct pend_entry *e = &th->pend[i];
         uint64_t c = total ? (uint64_t)((double)charge * ((double)e->dur / (double)total)) : 0;
         t->lost[e->kind] += c;
-        if (e->copy != NONE)
+        if (e->copy != NONE) {
             t->copies[e->copy].sync_charge = c;
+            t->copies[e->copy].wait = 2;
+        }
         if (e->range != NONE)
             t->range_acc[e->range].lost += c;
     }
@@ -260,6 +264,10 @@ static void add_block(struct wsl_host_trace *t, struct thread_state *th, enum ws
     if (th->range != NONE) {
         t->range_acc[th->range].blocks++;
         t->range_acc[th->range].blocked += dur;
+    }
+    if (copy != NONE) {
+        t->copies[copy].wait = 1;
+        t->copies[copy].range = th->range;
     }
     if (th->npend == MAX_PENDING) {
         t->s.unresolved_blocks++;       /* a thread that waits and waits without submitting: nothing to charge */
@@ -381,7 +389,8 @@ void wsl_host_trace_event_slow(struct wsl_host_trace *t, unsigned category, cons
         }
         index = (uint32_t)t->copy_count++;
         t->copies[index] = (struct copy_rec){.t = ev->t_start, .dur = dur, .dst = ev->a[0], .src = ev->a[1],
-                                             .bytes = bytes, .seq = t->seq++, .category = (uint8_t)category};
+                                             .bytes = bytes, .seq = t->seq++, .range = NONE,
+                                             .category = (uint8_t)category};
     } else {
         t->s.unclassified_copies++;
         if (bytes < WSL_HOST_SMALL_COPY)
@@ -481,6 +490,26 @@ static enum direction classify(const struct range_tree *tree, const struct copy_
     }
 }
 
+/* Takes back what was counted for c as a wait (it was a cuMemcpyAsync to the GPU). The group it
+ * was in keeps the rest of its charge; its own share goes to the pageable and small charges. */
+static void not_a_wait(struct wsl_host_trace *t, struct copy_rec *c)
+{
+    t->s.blocks[WSL_BLOCK_COPY]--;
+    t->blocked[WSL_BLOCK_COPY] -= c->dur;
+    if (c->wait == 2)
+        t->lost[WSL_BLOCK_COPY] -= c->sync_charge;
+    else
+        t->s.unresolved_blocks--;
+    if (c->range != NONE) {
+        struct range_acc *r = &t->range_acc[c->range];
+        r->blocks--;
+        r->blocked -= c->dur;
+        r->lost -= c->wait == 2 ? c->sync_charge : 0;
+    }
+    c->sync_charge = 0;
+    c->wait = 0;
+}
+
 static void classify_copies(struct wsl_host_trace *t, uint64_t submit)
 {
     struct wsl_host_summary *s = &t->s;
@@ -510,6 +539,10 @@ static void classify_copies(struct wsl_host_trace *t, uint64_t submit)
         } else {
             uint8_t host = 0;
             enum direction d = classify(&tree, c, &host);
+            if (c->wait && c->category == WSL_CAT_COPY_ANY_ASYNC && (d == DIR_HTOD || d == DIR_DTOD)) {
+                not_a_wait(t, c);   /* a cuMemcpyAsync that turned out to go to the GPU: a submission */
+                left = c->dur;
+            }
             s->htod += d == DIR_HTOD;
             s->dtoh += d == DIR_DTOH;
             s->dtod += d == DIR_DTOD;

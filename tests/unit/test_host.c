@@ -179,13 +179,16 @@ int test_rule_pageable_transfers(void)
     CHECK_EQ(h->dtoh, 1);
     CHECK_EQ(h->submit_ns, HOST_LAUNCH_NS);
     const struct wsl_finding *f = &run.findings[0];
-    /* thread 1's three cuMemcpyAsync are waits (they may copy to the host): each of the first two is
-     * charged its whole 300 us as sync (the GPU idled longer than that before the thread's next copy),
-     * so the pageable one adds nothing here; each call is charged once */
-    CHECK_EQ(h->blocks[WSL_BLOCK_COPY], 3);
-    CHECK_EQ(h->block_lost_ns[WSL_BLOCK_COPY], 600 * HOST_US);
+    /* thread 1's three cuMemcpyAsync count as waits while read (they may copy to the host); once
+     * classified, the two to the GPU are submissions again: their wait charge is taken back and the
+     * pageable one is charged as pageable. The copy to the host stays a wait, with no later
+     * submission on its thread (charged 0). */
+    CHECK_EQ(h->blocks[WSL_BLOCK_COPY], 1);
+    CHECK_EQ(h->block_lost_ns[WSL_BLOCK_COPY], 0);
+    CHECK_EQ(h->blocked_ns[WSL_BLOCK_COPY], 300 * HOST_US);
     CHECK_EQ(h->unresolved_blocks, 1);
-    CHECK_EQ(f->time_lost_ns, HOST_PAGEABLE_COPIES * (HOST_PAGEABLE_COPY_NS - HOST_LAUNCH_NS));
+    CHECK_EQ(f->time_lost_ns, HOST_PAGEABLE_COPIES * (HOST_PAGEABLE_COPY_NS - HOST_LAUNCH_NS) +
+                                  (300 * HOST_US - HOST_LAUNCH_NS));
     CHECK(f->severity == WSL_SEVERITY_HIGH);
     CHECK(strstr(f->advice, "pin_memory=True"));
     wsl_run_free(&run);
@@ -239,6 +242,18 @@ int test_host_ranges_hook(void)
     wsl_host_trace_range(t, 1, NULL);
     EVENT(WSL_CAT_SYNC_STREAM, 7, 0);           /* in no range */
     EVENT(WSL_CAT_LAUNCH, 5, 0);
+    /* a cuMemcpyAsync from pageable memory into device memory: a wait while read, a submission
+     * once classified; the range's figures are taken back with it */
+    ev.a[0] = 0x10000;
+    ev.a[1] = 4096;
+    EVENT(WSL_CAT_ALLOC, 50, 0);
+    wsl_host_trace_range(t, 1, "h2d");
+    ev.a[0] = 0x10800;
+    ev.a[1] = 0x5000000;
+    ev.a[2] = 64;
+    EVENT(WSL_CAT_COPY_ANY_ASYNC, 40, 10);
+    memset(ev.a, 0, sizeof ev.a);
+    EVENT(WSL_CAT_LAUNCH, 5, 0);
 #undef EVENT
     struct wsl_clock_map clock;
     memset(&clock, 0, sizeof clock);
@@ -246,7 +261,12 @@ int test_host_ranges_hook(void)
     clock.rate_known = true;
     struct wsl_host_summary s;
     wsl_host_trace_end(t, &clock, 0, &s);
-    CHECK_EQ(s.range_count, 2);
+    CHECK_EQ(s.range_count, 3);
+    CHECK(strcmp(s.ranges[2].name, "h2d") == 0);
+    CHECK(s.ranges[2].blocks == 0 && s.ranges[2].blocked_ns == 0 && s.ranges[2].lost_ns == 0);
+    CHECK_EQ(s.pageable_copies, 1);
+    CHECK_EQ(s.pageable_lost_ns, 40);           /* its whole host time: no submission cost given */
+    CHECK_EQ(s.blocks[WSL_BLOCK_COPY], 0);
     CHECK(strcmp(s.ranges[0].name, "train_step") == 0 && strcmp(s.ranges[1].name, "eval") == 0);
     CHECK_EQ(s.ranges[0].blocks, 10);
     CHECK_EQ(s.ranges[0].blocked_ns, 10000);
