@@ -11,7 +11,9 @@
  *
  *   blocking points (cuStreamSynchronize, cuCtxSynchronize,
  *   cuEventSynchronize, a run of cuStreamQuery polls, every synchronous copy
- *   and every copy to host memory): after one returns, the GPU has nothing
+ *   and every copy to host memory; a cuMemcpyAsync counts as one until its
+ *   pointers, classified at the end, show it went to the GPU, and then its
+ *   charge is taken back): after one returns, the GPU has nothing
  *   queued (by the calling thread) until that thread submits again. The
  *   sync charge of a group of consecutive blocking points is
  *   min(their host time, refill gap), the gap running from the end of the

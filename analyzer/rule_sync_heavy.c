@@ -94,7 +94,8 @@ const struct wsl_rule wsl_rule_sync_heavy = {
     .how_computed =
         "Waits: cuStreamSynchronize, cuCtxSynchronize, cuEventSynchronize, a cuStreamQuery poll (from the first "
         "CUDA_ERROR_NOT_READY to the query that saw the work done), every synchronous cuMemcpy/cuMemcpyHtoD/"
-        "cuMemcpyDtoH and every copy to host memory (cuMemcpyDtoHAsync, cuMemcpyAsync). After a wait the GPU has "
+        "cuMemcpyDtoH and every copy to host memory (cuMemcpyDtoHAsync, and cuMemcpyAsync unless its pointers "
+        "show it went to the GPU). After a wait the GPU has "
         "no work from that thread until it submits again (a launch, graph launch, copy or memset). For each group "
         "of consecutive waits on a thread, time lost = min(host time of the waits, time from the end of the "
         "first one to the end of the thread's next submission); waits with no later submission count 0. Fires "
