@@ -535,7 +535,6 @@ static void classify_copies(struct wsl_host_trace *t, uint64_t submit)
         }
         if (t->ranges_overflowed && c->t >= t->ranges_overflow_t) {
             s->unclassified_copies++;
-            s->unknown_direction++;
         } else {
             uint8_t host = 0;
             enum direction d = classify(&tree, c, &host);

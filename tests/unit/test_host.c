@@ -8,6 +8,7 @@
 #include "compare.h"
 #include "host_scenarios.h"
 #include "mem_scenarios.h"
+#include "trace_synth.h"
 #include "unit_test.h"
 
 #define CHECK_EQ(got, want)                                                                                 \
@@ -459,7 +460,67 @@ int test_host_limits(void)
     h = &run.host_cuda;
     CHECK_EQ(h->unclassified_copies, 2 * HOST_PAGEABLE_COPIES + 3);
     CHECK_EQ(h->pageable_copies + h->locked_copies, 0);
+    CHECK_EQ(h->htod + h->dtoh + h->dtod + h->unknown_direction, 0);
     CHECK(!finding(&run, "pageable_transfers"));
     wsl_run_free(&run);
+    return 0;
+}
+
+/* Random CUDA calls (any API, any arguments and results, 4 threads, times out of order between
+ * threads): whatever comes, the invariants hold. */
+int test_host_random_invariants(void)
+{
+    for (uint64_t seed = 1; seed <= 6; seed++) {
+        char path[512];
+        test_path(path, sizeof path, "random_calls");
+        struct mem_builder *b = mb_open(path, 9100 + (int32_t)seed, WSL_PROC_WSL2, 80ull << 30);
+        rng_seed(seed);
+        uint64_t t[MEM_MAX_THREADS] = {0};
+        for (int i = 0; i < 20000; i++) {
+            unsigned th = (unsigned)rng_below(MEM_MAX_THREADS), id;
+            do
+                id = (unsigned)rng_below(synth_api_count);
+            while (synth_apis[id].category >= WSL_CAT_IO_OPEN);     /* the CUDA rows */
+            static const uint64_t ptrs[] = {0, 1, 0x7f0000000000ull, 0x7f0000001000ull, 0x7e0000000000ull,
+                                            0x5555000000ull, UINT64_MAX, UINT64_MAX - 4096};
+            uint64_t a0 = rng_below(3) ? ptrs[rng_below(8)] + rng_below(1u << 20) : rng_next();
+            uint64_t a1 = rng_below(2) ? rng_below(1ull << 26) : ptrs[rng_below(8)];
+            uint64_t a2 = rng_below(4) ? rng_below(1ull << 20) : rng_next();
+            int32_t result = rng_below(6) ? 0 : rng_below(2) ? 600 : (int32_t)rng_next();
+            uint64_t dur = rng_below(5) ? rng_below(20000) : rng_below(5000000);
+            mb_call_args(b, th, t[th], dur, synth_apis[id].symbol, result, rng_below(3), a0, a1, a2, rng_next());
+            t[th] += dur + rng_below(10000);
+        }
+        const unsigned order[] = {3, 1, 0, 2};
+        mb_close(b, order);
+        struct wsl_run run;
+        wsl_run_init(&run);
+        char err[WSL_READER_ERRLEN];
+        CHECKF(wsl_run_add_trace(&run, path, err, sizeof err) == 0, "%s", err);
+        wsl_run_finish(&run);
+        const struct wsl_host_summary *h = &run.host_cuda;
+        uint64_t cuda_host_sum = 0;
+        for (size_t i = 0; i < run.finding_count; i++) {
+            const struct wsl_finding *f = &run.findings[i];
+            CHECK(f->time_lost_ns <= run.wall_ns);
+            CHECK(i == 0 || f->time_lost_ns <= run.findings[i - 1].time_lost_ns);
+            if (!strcmp(f->id, "sync_heavy") || !strcmp(f->id, "alloc_churn") || !strcmp(f->id, "small_transfers") ||
+                !strcmp(f->id, "pageable_transfers"))
+                cuda_host_sum += f->time_lost_ns;
+        }
+        CHECKF(cuda_host_sum <= run.wall_ns, "seed %llu: %llu > wall %llu", (unsigned long long)seed,
+               (unsigned long long)cuda_host_sum, (unsigned long long)run.wall_ns);
+        for (unsigned k = 0; k < WSL_BLOCK_KINDS; k++)
+            CHECKF(h->block_lost_ns[k] <= h->blocked_ns[k] + 2, "seed %llu kind %u: lost %llu > blocked %llu",
+                   (unsigned long long)seed, k, (unsigned long long)h->block_lost_ns[k],
+                   (unsigned long long)h->blocked_ns[k]);
+        CHECK(h->pageable_copies + h->locked_copies <= h->htod + h->dtoh);
+        CHECK(h->htod + h->dtoh + h->dtod + h->unknown_direction + h->unclassified_copies == h->copies);
+        CHECK(h->pageable_lost_ns <= h->pageable_ns + 2);
+        CHECK(h->small_left_ns <= h->small_ns + 2);
+        CHECK(h->unresolved_blocks <= wsl_host_blocks(h));
+        CHECK(run.mem.churn_reallocs <= run.mem.allocations + run.mem.pinned.allocations);
+        wsl_run_free(&run);
+    }
     return 0;
 }

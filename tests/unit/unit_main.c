@@ -86,7 +86,8 @@
     X(compare_causes)             \
     X(compare_never_more_than_difference) \
     X(host_classify_random)       \
-    X(host_limits)
+    X(host_limits)                \
+    X(host_random_invariants)
 
 #define DECLARE(name) int test_##name(void);
 TESTS(DECLARE)
