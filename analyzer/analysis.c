@@ -136,6 +136,7 @@ struct trace_api {              /* one api id of the trace being read */
     uint8_t mem;                /* enum wsl_mem_op: its events also go to the memory replay */
     uint8_t kern;               /* enum wsl_kern_op: its events also go to the kernel analysis */
     uint8_t launch_slot;        /* launches: the API's slot in run->kernels.launch_apis */
+    bool host;                  /* a CUDA call the host analysis reads (syncs, copies, submissions, allocations) */
     uint64_t errors;
     struct wsl_hist ticks;      /* durations in this trace's ticks */
 };
@@ -152,6 +153,7 @@ struct trace_state {
     struct wsl_mem_trace *mem;
     struct wsl_kern_trace *kern;
     struct wsl_nvtx_trace *nvtx;
+    struct wsl_host_trace *host;
 };
 
 static char **copy_argv(const char *const *argv, uint32_t argc)
@@ -210,6 +212,8 @@ static void take_api_table(struct wsl_run *run, struct trace_state *t, const str
         ta->io = wsl_is_io_category(e->category);
         ta->mem = (uint8_t)wsl_mem_op_of(e->category, e->base);
         ta->kern = (uint8_t)wsl_kern_op_of(e->category, e->base);
+        ta->host = !ta->io && e->category != WSL_CAT_OTHER && e->category != WSL_CAT_INIT &&
+                   e->category != WSL_CAT_FUNC_NAME && e->category < WSL_CAT_GPU_KERNEL;
         if (ta->kern == WSL_KERN_LAUNCH)
             ta->launch_slot = (uint8_t)wsl_kern_launch_slot(&run->kernels, e->base);
         t->by_id[e->id] = ta;   /* the reader refuses an id defined twice */
@@ -221,6 +225,7 @@ static void take_events(struct trace_state *t, uint32_t tid, uint64_t dropped, c
 {
     uint64_t max_end = t->max_event_end;
     struct wsl_nvtx_thread *nth = wsl_nvtx_thread(t->nvtx, tid, dropped);
+    wsl_host_trace_thread(t->host, tid);
     for (uint32_t i = 0; i < n; i++) {
         struct trace_api *ta = t->by_id[ev[i].api]; /* the reader checked the id is in the table */
         wsl_hist_add(&ta->ticks, ev[i].t_end - ev[i].t_start);
@@ -233,6 +238,8 @@ static void take_events(struct trace_state *t, uint32_t tid, uint64_t dropped, c
             wsl_kern_trace_event(t->kern, (enum wsl_kern_op)ta->kern, ta->launch_slot, &ev[i]);
         if (wsl_nvtx_wants(nth, ta->category))
             wsl_nvtx_trace_event(t->nvtx, nth, ta->category, &ev[i]);
+        if (ta->host)
+            wsl_host_trace_event(t->host, ta->category, &ev[i]);
         if (ev[i].t_end > max_end)
             max_end = ev[i].t_end;
     }
@@ -253,6 +260,7 @@ static void free_process(struct wsl_process *p)
     for (uint32_t i = 0; i < p->gpu_count; i++)
         free(p->gpus[i].name);
     free(p->gpus);
+    wsl_host_free(&p->host_cuda);
 }
 
 static void free_trace_state(struct trace_state *t)
@@ -261,11 +269,24 @@ static void free_trace_state(struct trace_state *t)
     wsl_mem_trace_discard(t->mem);
     wsl_kern_trace_discard(t->kern);
     wsl_nvtx_trace_discard(t->nvtx);
+    wsl_host_trace_discard(t->host);
     for (unsigned i = 0; i < WSL_MAX_API_IDS; i++)
         if (t->by_id[i]) {
             wsl_hist_free(&t->by_id[i]->ticks);
             free(t->by_id[i]);
         }
+}
+
+/* The cost of one GPU submission in this trace: the median host time of its most used launch API. */
+static uint64_t submit_ticks(const struct trace_state *t)
+{
+    const struct trace_api *best = NULL;
+    for (unsigned id = 0; id < WSL_MAX_API_IDS; id++) {
+        const struct trace_api *ta = t->by_id[id];
+        if (ta && ta->category == WSL_CAT_LAUNCH && (!best || ta->ticks.count > best->ticks.count))
+            best = ta;
+    }
+    return best ? wsl_hist_quantile(&best->ticks, 0.5) : 0;
 }
 
 /* Folds the trace's tick statistics into the run, converted with the final clock fit. */
@@ -315,6 +336,8 @@ static void merge_trace(struct wsl_run *run, struct trace_state *t, struct wsl_p
     p->mem.device_total_bytes = p->gpu_count ? p->gpus[0].total_mem : 0;
     wsl_mem_trace_end(t->mem, clock, &p->mem);
     t->mem = NULL;
+    wsl_host_trace_end(t->host, clock, submit_ticks(t), &p->host_cuda);
+    t->host = NULL;
     uint64_t dropped_names = run->kernels.dropped_names, untracked = run->kernels.untracked_launches;
     wsl_kern_trace_end(t->kern, &run->kernels, p->pid, clock->ns_per_tick, &p->gpu);
     t->kern = NULL;
@@ -355,6 +378,7 @@ int wsl_run_add_trace(struct wsl_run *run, const char *path, char *err, size_t e
     t->mem = wsl_mem_trace_begin();
     t->kern = wsl_kern_trace_begin();
     t->nvtx = wsl_nvtx_trace_begin();
+    t->host = wsl_host_trace_begin();
     struct wsl_process p;
     memset(&p, 0, sizeof p);
     bool have_process = false;
@@ -492,6 +516,9 @@ void wsl_run_finish(struct wsl_run *run)
     memset(&run->mem, 0, sizeof run->mem);
     for (size_t i = 0; i < run->proc_count; i++)
         wsl_mem_add(&run->mem, &run->procs[i].mem);
+    wsl_host_free(&run->host_cuda);
+    for (size_t i = 0; i < run->proc_count; i++)
+        wsl_host_add(&run->host_cuda, &run->procs[i].host_cuda);
     wsl_io_finish(&run->io);
     wsl_kern_finish(&run->kernels);
     /* GPU busy: estimated GPU time over the wall time of the processes that
@@ -506,6 +533,8 @@ void wsl_run_finish(struct wsl_run *run)
         run->kernels.busy_wall_ns ? (double)run->kernels.est_gpu_ns / (double)run->kernels.busy_wall_ns : -1;
     if (run->kernels.busy_estimate > 1)
         run->kernels.busy_estimate = 1; /* streams ran side by side */
+    run->gpu_busy_known = run->kernels.busy_estimate >= 0;
+    run->gpu_busy_ns = run->gpu_busy_known ? (uint64_t)(run->kernels.busy_estimate * (double)run->wall_ns) : 0;
     wsl_nvtx_finish(&run->nvtx);
     wsl_rules_run(run);
 }
@@ -531,6 +560,7 @@ void wsl_run_free(struct wsl_run *run)
     wsl_io_free(&run->io);
     wsl_kern_free(&run->kernels);
     wsl_nvtx_free(&run->nvtx);
+    wsl_host_free(&run->host_cuda);
     wsl_findings_free(run->findings, run->finding_count);
     memset(run, 0, sizeof *run);
 }

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "host_analysis.h"
 #include "io_analysis.h"
 #include "kernel_analysis.h"
 #include "memory_analysis.h"
@@ -61,6 +62,7 @@ struct wsl_process {
     struct wsl_kern_gpu_use gpu;/* timed launches and estimated GPU time */
     bool have_gpu_memory;       /* a GPU_MEMORY chunk: free/total when the shim first saw a context */
     uint64_t gpu_free_at_start, gpu_total;
+    struct wsl_host_summary host_cuda; /* this process's waits for the GPU and copies */
 };
 
 struct wsl_run {
@@ -74,6 +76,11 @@ struct wsl_run {
                                    (with its time and device size), after wsl_run_finish */
     struct wsl_kernels kernels; /* kernel launches per name, all processes */
     struct wsl_nvtx nvtx;       /* NVTX ranges, all processes, after wsl_run_finish */
+    struct wsl_host_summary host_cuda; /* waits for the GPU and copies, summed over processes */
+    /* GPU busy time, filled by the GPU timing analysis when the traces hold
+     * GPU_KERNEL events; gpu_busy_known false: not measured */
+    bool gpu_busy_known;
+    uint64_t gpu_busy_ns;
     struct wsl_finding *findings; /* bottlenecks, largest time lost first, after wsl_run_finish */
     size_t finding_count;
     uint64_t start_ns, end_ns, wall_ns;

@@ -94,6 +94,8 @@ struct wsl_mem_trace {
     bool released_any;
     uint64_t released_t;        /* latest start of the events applied */
     struct wsl_u64_map device, managed, pinned, registered;
+    struct wsl_u64_map freed_count, freed_ticks;   /* churn: (size, kind) -> blocks freed and not asked for again */
+    uint64_t churn_ticks;
     uint64_t live, peak, peak_ticks, failed_ticks;
     uint64_t page_locked_peak;
     struct wsl_mem_summary s;   /* counts; times filled at the end */
@@ -178,6 +180,37 @@ static bool kind_free(struct wsl_u64_map *map, struct wsl_mem_kind *k, uint64_t 
     return true;
 }
 
+/* ---- churn: freed sizes asked for again ---------------------------------------------------- */
+
+static uint64_t freed_key(uint64_t bytes, bool host) { return bytes * 2 + host + 1; }
+
+static void churn_free(struct wsl_mem_trace *t, uint64_t bytes, bool host, uint64_t dur)
+{
+    uint64_t key = freed_key(bytes, host);
+    struct wsl_u64_slot *n = wsl_u64_map_find(&t->freed_count, key);
+    if (n) {
+        n->value++;
+        wsl_u64_map_find(&t->freed_ticks, key)->value += dur;
+    } else if (t->freed_count.count < WSL_MEM_MAX_FREED_SIZES) {
+        wsl_u64_map_insert(&t->freed_count, key, 1);
+        wsl_u64_map_insert(&t->freed_ticks, key, dur);
+    }
+}
+
+static void churn_alloc(struct wsl_mem_trace *t, uint64_t bytes, bool host, uint64_t dur)
+{
+    uint64_t key = freed_key(bytes, host);
+    struct wsl_u64_slot *n = wsl_u64_map_find(&t->freed_count, key);
+    if (!n || n->value == 0)
+        return;
+    struct wsl_u64_slot *ticks = wsl_u64_map_find(&t->freed_ticks, key);
+    uint64_t free_dur = ticks->value / n->value;    /* one of the frees it reuses, on average */
+    n->value--;
+    ticks->value -= free_dur;
+    t->s.churn_reallocs++;
+    t->churn_ticks += dur + free_dur;
+}
+
 static void page_locked_update(struct wsl_mem_trace *t)
 {
     uint64_t locked = t->s.pinned.live_bytes + t->s.registered.live_bytes;
@@ -221,6 +254,8 @@ static void apply(struct wsl_mem_trace *t, const struct mem_ev *e)
             break;
         }
         t->live += e->bytes;
+        if (e->op == WSL_MEM_ALLOC)
+            churn_alloc(t, e->bytes, false, e->dur);
         if (t->live > t->peak) {
             t->peak = t->live;
             t->peak_ticks = e->t + e->dur;
@@ -250,11 +285,15 @@ static void apply(struct wsl_mem_trace *t, const struct mem_ev *e)
             break;
         }
         t->live -= slot->value;
+        if (e->op == WSL_MEM_FREE)
+            churn_free(t, slot->value, false, e->dur);
         wsl_u64_map_remove(&t->device, slot);
         break;
     }
     case WSL_MEM_HOST_ALLOC:
         kind_alloc(t, &t->pinned, &s->pinned, e);
+        if (e->result == 0)
+            churn_alloc(t, e->bytes, true, e->dur);
         page_locked_update(t);
         break;
     case WSL_MEM_HOST_REGISTER:
@@ -268,6 +307,9 @@ static void apply(struct wsl_mem_trace *t, const struct mem_ev *e)
         if (e->result != 0)
             break;
         k->frees++;
+        struct wsl_u64_slot *held = !reg && e->ptr ? wsl_u64_map_find(&t->pinned, e->ptr) : NULL;
+        if (held)
+            churn_free(t, held->value, true, e->dur);
         if (!kind_free(reg ? &t->registered : &t->pinned, k, e->ptr))
             k->unknown_frees++;
         break;
@@ -323,6 +365,8 @@ void wsl_mem_trace_discard(struct wsl_mem_trace *t)
     free_map(&t->managed);
     free_map(&t->pinned);
     free_map(&t->registered);
+    free_map(&t->freed_count);
+    free_map(&t->freed_ticks);
     free(t);
 }
 
@@ -337,6 +381,7 @@ void wsl_mem_trace_end(struct wsl_mem_trace *t, const struct wsl_clock_map *cloc
     s->live_at_exit_bytes = t->live;
     s->live_at_exit_allocations = t->device.count;
     s->page_locked_peak_bytes = t->page_locked_peak;
+    s->churn_ns = wsl_clock_duration_ns(clock, t->churn_ticks);
     uint64_t device_total = out->device_total_bytes;
     *out = *s;
     out->device_total_bytes = device_total;
@@ -388,4 +433,6 @@ void wsl_mem_add(struct wsl_mem_summary *a, const struct wsl_mem_summary *b)
     a->late_events += b->late_events;
     a->untracked_allocations += b->untracked_allocations;
     a->reused_pointers += b->reused_pointers;
+    a->churn_reallocs += b->churn_reallocs;
+    a->churn_ns += b->churn_ns;
 }

@@ -31,6 +31,7 @@
 #define WSL_MEM_WINDOW (1u << 18)           /* memory events held to restore time order across threads */
 #define WSL_MEM_MAX_LIVE (1u << 24)         /* live allocations tracked per process and kind */
 #define WSL_CUDA_ERROR_OUT_OF_MEMORY 2      /* CUresult */
+#define WSL_MEM_MAX_FREED_SIZES (1u << 16)  /* distinct freed sizes remembered for churn, per process */
 
 /* What an API does to memory; decided once per API table entry. */
 enum wsl_mem_op {
@@ -86,6 +87,11 @@ struct wsl_mem_summary {
     uint64_t late_events;           /* arrived after the window had moved past them */
     uint64_t untracked_allocations; /* successful, but pointer 0 or the live table full: not in live bytes */
     uint64_t reused_pointers;       /* an allocation returned a pointer still live: the old one was dropped */
+    /* churn: allocations (cuMemAlloc*, cuMemAllocPitch, cuMemHostAlloc, cuMemAllocHost; not the
+     * stream-ordered ones) of a size that an earlier free of the same kind had given back, i.e.
+     * what a caching allocator would have served from its cache without calling the driver */
+    uint64_t churn_reallocs;
+    uint64_t churn_ns;              /* host time of those allocations and of the frees they reused */
     /* set by the run model from the DRIVER chunk: GPU 0's total memory, 0 when unknown */
     uint64_t device_total_bytes;
 };

@@ -14,8 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "analysis.h"
+#include "compare.h"
 #include "export_chrome.h"
 #include "progress.h"
 #include "report_output.h"
@@ -26,14 +28,21 @@
 #define TRACE_SUFFIX ".trace.zst"
 
 static const char usage[] =
-    "usage: " PROG " [--json] [-o FILE] TRACE...\n"
+    "usage: " PROG " [--json] [-o FILE] [--color=WHEN] TRACE...\n"
+    "       " PROG " [--json] [-o FILE] --compare A B\n"
     "\n"
     "Reads wslshim traces (the processes of one run, merged on one clock) and\n"
     "reports host time spent in each CUDA driver API, the file I/O (which\n"
     "filesystems, Windows drives, folders, read sizes) and the bottlenecks found.\n"
     "\n"
     "  TRACE           a .trace.zst file, or a directory: every *" TRACE_SUFFIX "(.N) in it\n"
-    "  --json          the JSON report instead of text\n"
+    "  --json          the JSON report instead of text (docs/report-schema.json)\n"
+    "  --compare A B   compare run B with the baseline run A (each a trace or a\n"
+    "                  directory of traces): per-API counts and times, I/O per\n"
+    "                  filesystem, bottlenecks, and the wall-time difference split\n"
+    "                  into causes; with --json, B's report with \"compare\" added\n"
+    "  --color=WHEN    ANSI colours in the text report: auto (default: when stdout\n"
+    "                  is a terminal and NO_COLOR is unset), always, never\n"
     "  -o, --output FILE  write the report to FILE instead of stdout\n"
     "  --chrome FILE   write the run's timeline instead, as Chrome trace event JSON\n"
     "                  (ui.perfetto.dev, chrome://tracing); FILE '-' is stdout\n"
@@ -194,9 +203,51 @@ static int export_chrome(struct trace_list *traces, const struct wsl_chrome_opti
     return 0;
 }
 
+enum color_when { COLOR_AUTO, COLOR_ALWAYS, COLOR_NEVER };
+
+static enum color_when parse_color(const char *v)
+{
+    if (strcmp(v, "auto") == 0)
+        return COLOR_AUTO;
+    if (strcmp(v, "always") == 0)
+        return COLOR_ALWAYS;
+    if (strcmp(v, "never") == 0)
+        return COLOR_NEVER;
+    fail("option '--color' takes auto, always or never, not '%s' (see --help)", v);
+}
+
+/* Reads the traces of one run into run, with progress on a terminal; fails on the first bad one. */
+static void load_run(struct wsl_run *run, struct trace_list *traces, bool force_progress)
+{
+    uint64_t total_bytes = 0;
+    for (size_t i = 0; i < traces->count; i++) {
+        struct stat st;
+        if (stat(traces->paths[i], &st) == 0)
+            total_bytes += (uint64_t)st.st_size;
+    }
+    struct wsl_progress progress;
+    wsl_run_init(run);
+    wsl_progress_begin(&progress, "reading traces", total_bytes, force_progress);
+    run->progress = &progress;
+    for (size_t i = 0; i < traces->count; i++) {
+        char err[WSL_READER_ERRLEN];
+        if (wsl_run_add_trace(run, traces->paths[i], err, sizeof err) != 0) {
+            wsl_progress_end(&progress);
+            fail("%s: %s", traces->paths[i], err);
+        }
+        struct stat st;
+        wsl_progress_next_file(&progress, stat(traces->paths[i], &st) == 0 ? (uint64_t)st.st_size : 0);
+    }
+    wsl_progress_end(&progress);
+    run->progress = NULL;
+    wsl_run_finish(run);
+}
+
 int main(int argc, char **argv)
 {
-    bool json = false, options_done = false;
+    bool json = false, options_done = false, compare = false;
+    enum color_when color = COLOR_AUTO;
+    char *compare_args[2] = {NULL, NULL};
     const char *output = NULL, *chrome = NULL;
     struct wsl_chrome_options chrome_opt = {0};
     const char *window_option = NULL;
@@ -245,13 +296,31 @@ int main(int argc, char **argv)
                     fail("--to '%s': expected seconds from the run's start (0 or more)", v);
                 chrome_opt.have_to = true;
             }
-        } else if (strcmp(a, "--compare") == 0 || strcmp(a, "--project") == 0 || strcmp(a, "--html") == 0) {
+        } else if (strcmp(a, "--color") == 0 || strcmp(a, "--colour") == 0) {
+            color = COLOR_ALWAYS;
+        } else if (strncmp(a, "--color=", 8) == 0) {
+            color = parse_color(a + 8);
+        } else if (strncmp(a, "--colour=", 9) == 0) {
+            color = parse_color(a + 9);
+        } else if (strcmp(a, "--compare") == 0) {
+            if (compare)
+                fail("option '--compare' given twice (see --help)");
+            if (i + 2 >= argc)
+                fail("option '--compare' needs two runs, A (the baseline) and B (see --help)");
+            compare = true;
+            compare_args[0] = argv[++i];
+            compare_args[1] = argv[++i];
+        } else if (strcmp(a, "--project") == 0 || strcmp(a, "--html") == 0) {
             fail("option '%s' is not implemented yet (see --help)", a);
         } else {
             fail("unknown option '%s' (see --help)", a);
         }
     }
-    if (nargs == 0)
+    if (compare && nargs)
+        fail("with '--compare A B' give no other traces ('%s'); a run of several traces is a directory", args[0]);
+    if (compare && chrome)
+        fail("--chrome exports one run: leave out --compare");
+    if (!compare && nargs == 0)
         fail("no trace given (see --help)");
     if (output && !*output)
         fail("option '-o' needs a file name (see --help)");
@@ -259,17 +328,17 @@ int main(int argc, char **argv)
         fail("option '%s' goes with --chrome (see --help)", window_option);
     if (chrome && (json || output))
         fail("--chrome writes the timeline instead of the report: leave out %s", json ? "--json" : "-o");
-    for (size_t i = 0; i < nargs; i++)
-        add_argument(&traces, args[i]);
-    uint64_t total_bytes = 0;
-    for (size_t i = 0; i < traces.count; i++) {
-        struct stat st;
-        if (stat(traces.paths[i], &st) == 0)
-            total_bytes += (uint64_t)st.st_size;
-    }
-    struct wsl_progress progress;
     bool force_progress = getenv("WSLSHIM_PROGRESS") && strcmp(getenv("WSLSHIM_PROGRESS"), "1") == 0;
     if (chrome) {
+        for (size_t i = 0; i < nargs; i++)
+            add_argument(&traces, args[i]);
+        uint64_t total_bytes = 0;
+        for (size_t i = 0; i < traces.count; i++) {
+            struct stat st;
+            if (stat(traces.paths[i], &st) == 0)
+                total_bytes += (uint64_t)st.st_size;
+        }
+        struct wsl_progress progress;
         /* the scan and the write each read every trace (a window count may read them once more) */
         wsl_progress_begin(&progress, "exporting", 2 * total_bytes, force_progress);
         chrome_opt.output = chrome;
@@ -277,22 +346,28 @@ int main(int argc, char **argv)
         return export_chrome(&traces, &chrome_opt);
     }
 
-    struct wsl_run run;
-    wsl_run_init(&run);
-    wsl_progress_begin(&progress, "reading traces", total_bytes, force_progress);
-    run.progress = &progress;
-    for (size_t i = 0; i < traces.count; i++) {
-        char err[WSL_READER_ERRLEN];
-        if (wsl_run_add_trace(&run, traces.paths[i], err, sizeof err) != 0) {
-            wsl_progress_end(&progress);
-            fail("%s: %s", traces.paths[i], err);
-        }
-        struct stat st;
-        wsl_progress_next_file(&progress, stat(traces.paths[i], &st) == 0 ? (uint64_t)st.st_size : 0);
+    struct trace_list traces_b = {0};
+    struct wsl_run run, run_b;
+    struct wsl_compare cmp;
+    struct report_compare_labels labels = {0};
+    if (compare) {
+        add_argument(&traces, compare_args[0]);
+        add_argument(&traces_b, compare_args[1]);
+        load_run(&run, &traces, force_progress);
+        load_run(&run_b, &traces_b, force_progress);
+        wsl_compare_build(&cmp, &run, &run_b);
+        labels.a = (const char *const *)traces.paths;
+        labels.a_count = traces.count;
+        labels.b = (const char *const *)traces_b.paths;
+        labels.b_count = traces_b.count;
+    } else {
+        for (size_t i = 0; i < nargs; i++)
+            add_argument(&traces, args[i]);
+        load_run(&run, &traces, force_progress);
     }
-    wsl_progress_end(&progress);
-    run.progress = NULL;
-    wsl_run_finish(&run);
+    bool use_color = !json && (color == COLOR_ALWAYS ||
+                               (color == COLOR_AUTO && !output && isatty(STDOUT_FILENO) &&
+                                !(getenv("NO_COLOR") && *getenv("NO_COLOR"))));
 
     /* Written whole to a temporary stream first: a failed write leaves no half report. */
     char *text = NULL;
@@ -300,10 +375,14 @@ int main(int argc, char **argv)
     FILE *mem = open_memstream(&text, &text_size);
     if (!mem)
         fail("out of memory");
-    if (json)
-        report_write_json(&run, mem);
+    if (compare && json)
+        report_write_json(&run_b, &cmp, &labels, mem);
+    else if (compare)
+        report_write_compare_text(&cmp, &labels, mem);
+    else if (json)
+        report_write_json(&run, NULL, NULL, mem);
     else
-        report_write_text(&run, mem);
+        report_write_text(&run, mem, use_color);
     if (fclose(mem) != 0)
         fail("out of memory");
 
@@ -312,16 +391,19 @@ int main(int argc, char **argv)
         fail("%s: cannot write: %s", output, strerror(errno));
     for (size_t i = 0; i < run.warning_count; i++)
         fprintf(stderr, PROG ": warning: %s\n", run.warnings[i]);
+    for (size_t i = 0; compare && i < run_b.warning_count; i++)
+        fprintf(stderr, PROG ": warning: %s\n", run_b.warnings[i]);
     fwrite(text, 1, text_size, out);
     if (fflush(out) != 0 || ferror(out) || (out != stdout && fclose(out) != 0))
         fail("%s: write error: %s", output ? output : "stdout", strerror(errno));
 
     free(text);
+    if (compare) {
+        wsl_compare_free(&cmp);
+        wsl_run_free(&run_b);
+        free_trace_list(&traces_b);
+    }
     wsl_run_free(&run);
-    for (size_t i = 0; i < traces.count; i++)
-        free(traces.paths[i]);
-    free(traces.paths);
-    free(traces.devs);
-    free(traces.inos);
+    free_trace_list(&traces);
     return 0;
 }

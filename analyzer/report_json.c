@@ -473,9 +473,19 @@ static void write_ns_summary(struct json_writer *w, const struct wsl_hist *h)
     json_end_object(w);
 }
 
-static void write_gpu(struct json_writer *w, const struct wsl_kernels *k)
+static void write_gpu(struct json_writer *w, const struct wsl_run *run, const struct wsl_kernels *k)
 {
     json_begin_object(w);
+    json_key(w, "busy_ns");     /* GPU timing: null when not measured */
+    if (run->gpu_busy_known)
+        json_u64(w, run->gpu_busy_ns);
+    else
+        json_null(w);
+    json_key(w, "busy_share");
+    if (run->gpu_busy_known && run->wall_ns)
+        json_double(w, (double)run->gpu_busy_ns / (double)run->wall_ns);
+    else
+        json_null(w);
     json_key(w, "kernels_timed");   /* kernel launches timed on the GPU (WSLSHIM_GPU_TIMING) */
     json_u64(w, k->kernels_timed);
     json_key(w, "graphs_timed");
@@ -790,10 +800,88 @@ static void write_finding(struct json_writer *w, const struct wsl_finding *f)
     json_end_object(w);
     json_key(w, "how_computed");
     json_string(w, f->how_computed);
+    json_key(w, "fix");
+    json_string(w, f->fix);
+    json_key(w, "scaled_to_wall");
+    json_bool(w, f->scaled_to_wall);
     json_end_object(w);
 }
 
-void report_write_json(const struct wsl_run *run, FILE *out)
+/* Waits for the GPU and copies (host_analysis.h; docs/report.md). */
+static void write_cuda_host(struct json_writer *w, const struct wsl_host_summary *h)
+{
+    json_begin_object(w);
+    json_key(w, "waits");
+    json_begin_object(w);
+    for (unsigned k = 0; k < WSL_BLOCK_KINDS; k++) {
+        json_key(w, wsl_block_kind_name((enum wsl_block_kind)k));
+        json_begin_object(w);
+        json_key(w, "count");
+        json_u64(w, h->blocks[k]);
+        json_key(w, "blocked_ns");
+        json_u64(w, h->blocked_ns[k]);
+        json_key(w, "lost_ns");
+        json_u64(w, h->block_lost_ns[k]);
+        json_end_object(w);
+    }
+    json_end_object(w);
+    json_key(w, "queries");
+    json_u64(w, h->polls);
+    json_key(w, "queries_not_ready");
+    json_u64(w, h->polls_not_ready);
+    json_key(w, "waits_without_later_submission");
+    json_u64(w, h->unresolved_blocks);
+    json_key(w, "submissions");
+    json_u64(w, h->submissions);
+    json_key(w, "submit_ns");
+    json_u64(w, h->submit_ns);
+    json_key(w, "copies");
+    json_begin_object(w);
+#define FIELD(key, value) \
+    json_key(w, key);     \
+    json_u64(w, value)
+    FIELD("count", h->copies);
+    FIELD("bytes", h->copy_bytes);
+    FIELD("host_ns", h->copy_ns);
+    FIELD("htod", h->htod);
+    FIELD("dtoh", h->dtoh);
+    FIELD("dtod", h->dtod);
+    FIELD("unknown_direction", h->unknown_direction);
+    FIELD("unclassified", h->unclassified_copies);
+    FIELD("small", h->small_copies);
+    FIELD("small_bytes", h->small_bytes);
+    FIELD("small_host_ns", h->small_ns);
+    FIELD("small_threshold_bytes", WSL_HOST_SMALL_COPY);
+    FIELD("pageable", h->pageable_copies);
+    FIELD("pageable_htod", h->pageable_htod);
+    FIELD("pageable_dtoh", h->pageable_dtoh);
+    FIELD("pageable_bytes", h->pageable_bytes);
+    FIELD("pageable_host_ns", h->pageable_ns);
+    FIELD("pinned", h->locked_copies);
+    FIELD("pinned_bytes", h->locked_bytes);
+    FIELD("pinned_host_ns", h->locked_ns);
+#undef FIELD
+    json_end_object(w);
+    json_key(w, "by_range");    /* NVTX ranges, when the traces have them */
+    json_begin_array(w);
+    for (size_t i = 0; i < h->range_count; i++) {
+        json_begin_object(w);
+        json_key(w, "name");
+        json_string(w, h->ranges[i].name);
+        json_key(w, "waits");
+        json_u64(w, h->ranges[i].blocks);
+        json_key(w, "blocked_ns");
+        json_u64(w, h->ranges[i].blocked_ns);
+        json_key(w, "lost_ns");
+        json_u64(w, h->ranges[i].lost_ns);
+        json_end_object(w);
+    }
+    json_end_array(w);
+    json_end_object(w);
+}
+
+void report_write_json(const struct wsl_run *run, const struct wsl_compare *cmp,
+                       const struct report_compare_labels *labels, FILE *out)
 {
     struct json_writer w;
     json_init(&w, out);
@@ -814,7 +902,7 @@ void report_write_json(const struct wsl_run *run, FILE *out)
             write_api(&w, &run->apis[i]);
     json_end_object(&w);
     json_key(&w, "gpu");
-    write_gpu(&w, &run->kernels);
+    write_gpu(&w, run, &run->kernels);
     json_key(&w, "memory");
     write_memory(&w, run);
     json_key(&w, "io");
@@ -832,16 +920,28 @@ void report_write_json(const struct wsl_run *run, FILE *out)
     json_end_array(&w);
     json_key(&w, "nvtx_summary");
     write_nvtx_summary(&w, &run->nvtx);
+    json_key(&w, "cuda_host");
+    write_cuda_host(&w, &run->host_cuda);
     json_key(&w, "bottlenecks");
     json_begin_array(&w);
     for (size_t i = 0; i < run->finding_count; i++)
         write_finding(&w, &run->findings[i]);
+    json_end_array(&w);
+    json_key(&w, "not_evaluated");  /* rules that need what the traces lack */
+    json_begin_array(&w);
+    if (!run->gpu_busy_known)
+        for (size_t i = 0; i < wsl_rules_need_gpu_timing_count; i++)
+            json_string(&w, wsl_rules_need_gpu_timing[i]);
     json_end_array(&w);
     json_key(&w, "warnings");
     json_begin_array(&w);
     for (size_t i = 0; i < run->warning_count; i++)
         json_string(&w, run->warnings[i]);
     json_end_array(&w);
+    if (cmp) {
+        json_key(&w, "compare");
+        report_write_compare_json(&w, cmp, labels);
+    }
     json_end_object(&w);
     json_finish(&w);
 }

@@ -2,13 +2,30 @@
 #ifndef WSLSHIM_REPORT_OUTPUT_H
 #define WSLSHIM_REPORT_OUTPUT_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "analysis.h"
+#include "compare.h"
 
 #define WSL_REPORT_SCHEMA 1
 
-void report_write_text(const struct wsl_run *run, FILE *out);
-void report_write_json(const struct wsl_run *run, FILE *out);
+struct json_writer;
+
+/* What each side of a comparison was read from (the arguments given). */
+struct report_compare_labels {
+    const char *const *a, *const *b;
+    size_t a_count, b_count;
+};
+
+/* color: ANSI colours and bold (the caller decides: --color, a terminal, NO_COLOR). */
+void report_write_text(const struct wsl_run *run, FILE *out, bool color);
+/* The JSON report of run; with cmp (NULL: none) it adds "compare". */
+void report_write_json(const struct wsl_run *run, const struct wsl_compare *cmp,
+                       const struct report_compare_labels *labels, FILE *out);
+
+void report_write_compare_text(const struct wsl_compare *c, const struct report_compare_labels *labels, FILE *out);
+void report_write_compare_json(struct json_writer *w, const struct wsl_compare *c,
+                               const struct report_compare_labels *labels);
 
 #endif /* WSLSHIM_REPORT_OUTPUT_H */

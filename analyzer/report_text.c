@@ -1,5 +1,7 @@
-/* The text report: who ran, for how long, where host time went per API, the
- * file I/O on one screen, and the bottlenecks found. */
+/* The text report: a one-screen summary (the run, the platform, where the
+ * time went, the top bottlenecks with their one-line fix), then who ran,
+ * where host time went per API, kernels, memory, the file I/O and every
+ * bottleneck with its evidence and advice. */
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -11,6 +13,34 @@
 #include "wslshim/trace_format.h"
 
 static const char *format_ns(char *buf, size_t size, uint64_t ns) { return wsl_format_ns(buf, size, ns); }
+
+/* ANSI styles, written only when colour is on */
+static bool use_color;
+#define BOLD "\033[1m"
+#define RED "\033[31m"
+#define YELLOW "\033[33m"
+#define CYAN "\033[36m"
+#define DIM "\033[2m"
+#define RESET "\033[0m"
+
+static void style(FILE *out, const char *code)
+{
+    if (use_color)
+        fputs(code, out);
+}
+
+static void heading(FILE *out, const char *text)
+{
+    style(out, BOLD);
+    fputs(text, out);
+    style(out, RESET);
+    fputc('\n', out);
+}
+
+static const char *severity_style(enum wsl_severity s)
+{
+    return s == WSL_SEVERITY_HIGH ? RED BOLD : s == WSL_SEVERITY_MEDIUM ? YELLOW : DIM;
+}
 
 /* Strings from a trace may hold anything: keep terminal control bytes out. */
 static void put_clean(FILE *out, const char *s)
@@ -85,10 +115,8 @@ static void write_io(FILE *out, const struct wsl_io *io)
     const struct wsl_io_summary *s = &io->total;
     const struct wsl_io_counts *d = &s->data, *sys = &s->system, *other = &s->unknown_fd, *code = &s->code;
     char a[32], b[32], c[32];
-    fputs("\nFile I/O", out);
-    if (io->wsl)
-        fputs(" (WSL: files on a Windows drive cross the VM boundary)", out);
     fputc('\n', out);
+    heading(out, io->wsl ? "File I/O (WSL: files on a Windows drive cross the VM boundary)" : "File I/O");
     if (wsl_io_calls(d) + wsl_io_calls(sys) + wsl_io_calls(other) + wsl_io_calls(code) == 0) {
         fputs("  (no file I/O recorded)\n", out);
         return;
@@ -184,7 +212,8 @@ static void write_memory(FILE *out, const struct wsl_run *run)
 {
     const struct wsl_mem_summary *m = &run->mem;
     char a[32], b[32], c[32];
-    fputs("\nMemory\n", out);
+    fputc('\n', out);
+    heading(out, "Memory");
     if (!m->any) {
         fputs("  (no memory calls recorded)\n", out);
         return;
@@ -388,7 +417,8 @@ static void write_nvtx(FILE *out, const struct wsl_run *run)
 
 static void write_findings(FILE *out, const struct wsl_run *run)
 {
-    fputs("\nBottlenecks, by time lost\n", out);
+    fputc('\n', out);
+    heading(out, "Bottlenecks, by time lost");
     if (!run->finding_count) {
         fputs("  (none found)\n", out);
         return;
@@ -396,18 +426,157 @@ static void write_findings(FILE *out, const struct wsl_run *run)
     for (size_t i = 0; i < run->finding_count; i++) {
         const struct wsl_finding *f = &run->findings[i];
         char lost[32];
-        fprintf(out, "  [%s] %s: %s lost (%.0f%% of wall time)\n", wsl_severity_name(f->severity), f->id,
-                format_ns(lost, sizeof lost, f->time_lost_ns), percent(f->time_lost_ns, run->wall_ns));
+        fputs("  ", out);
+        style(out, severity_style(f->severity));
+        fprintf(out, "[%s]", wsl_severity_name(f->severity));
+        style(out, RESET);
+        fputc(' ', out);
+        style(out, BOLD);
+        fputs(f->id, out);
+        style(out, RESET);
+        fprintf(out, ": %s lost (%.0f%% of wall time%s)\n", format_ns(lost, sizeof lost, f->time_lost_ns),
+                percent(f->time_lost_ns, run->wall_ns), f->scaled_to_wall ? ", scaled with the other CUDA rules to "
+                                                                           "fit the wall time" : "");
         fputs("      ", out);
         put_clean(out, f->summary);
         fputs("\n      advice: ", out);
         put_clean(out, f->advice);
+        fputs("\n      how: ", out);
+        style(out, DIM);
+        put_clean(out, f->how_computed);
+        style(out, RESET);
         fputc('\n', out);
     }
 }
 
-void report_write_text(const struct wsl_run *run, FILE *out)
+/* ---- the one-screen summary ------------------------------------------------------------------- */
+
+#define SUMMARY_TOP 5
+#define SUMMARY_CMD_MAX 100
+
+static const struct wsl_process *first_with_driver(const struct wsl_run *run)
 {
+    for (size_t i = 0; i < run->proc_count; i++)
+        if (run->procs[i].have_driver && run->procs[i].gpu_count)
+            return &run->procs[i];
+    for (size_t i = 0; i < run->proc_count; i++)
+        if (run->procs[i].have_driver)
+            return &run->procs[i];
+    return NULL;
+}
+
+static void summary_label(FILE *out, const char *label)
+{
+    fputs("  ", out);
+    style(out, CYAN);
+    fprintf(out, "%-10s", label);
+    style(out, RESET);
+}
+
+static void write_summary(FILE *out, const struct wsl_run *run)
+{
+    char a[32], b[32];
+    if (!run->proc_count)
+        return;
+    const struct wsl_process *root = &run->procs[0];   /* the earliest: the command the user ran */
+
+    summary_label(out, "run");
+    char cmd[SUMMARY_CMD_MAX + 4];
+    size_t n = 0;
+    cmd[0] = 0;
+    for (uint32_t i = 0; i < root->argc && n < SUMMARY_CMD_MAX; i++)
+        n += (size_t)snprintf(cmd + n, sizeof cmd - n, "%s%s", i ? " " : "", root->argv[i]);
+    if (n >= SUMMARY_CMD_MAX)
+        memcpy(cmd + SUMMARY_CMD_MAX - 3, "...", 4);
+    put_clean(out, root->argc ? cmd : root->exe);
+    fprintf(out, "  (pid %" PRId32, root->pid);
+    if (run->proc_count > 1) {
+        fputs("; pids", out);
+        for (size_t i = 1; i < run->proc_count && i < 8; i++)
+            fprintf(out, " %" PRId32, run->procs[i].pid);
+        if (run->proc_count > 8)
+            fprintf(out, " and %zu more", run->proc_count - 8);
+    }
+    fputs(")\n", out);
+
+    summary_label(out, "platform");
+    fputs(root->flags & WSL_PROC_WSL2 ? "WSL2" : root->flags & WSL_PROC_WSL1 ? "WSL1" : "native Linux", out);
+    fputs(" (", out);
+    put_clean(out, root->kernel_release);
+    fputs("), host ", out);
+    put_clean(out, root->host);
+    fputc('\n', out);
+
+    const struct wsl_process *d = first_with_driver(run);
+    summary_label(out, "GPU");
+    if (d && d->gpu_count) {
+        put_clean(out, d->gpus[0].name);
+        fprintf(out, " (%.1f GiB)", (double)d->gpus[0].total_mem / (1024.0 * 1024 * 1024));
+        if (d->gpu_count > 1)
+            fprintf(out, " and %u more", d->gpu_count - 1);
+        fputs("; ", out);
+    } else if (!d) {
+        fputs("no CUDA driver loaded", out);
+    }
+    if (d) {
+        fprintf(out, "driver %d.%d (", d->driver_version / 1000, d->driver_version % 1000 / 10);
+        put_clean(out, d->libcuda_path);
+        fputc(')', out);
+    }
+    fputc('\n', out);
+
+    uint64_t cuda_ns = 0;
+    for (size_t i = 0; i < run->api_count; i++)
+        if (!wsl_is_io_category(run->apis[i].category))
+            cuda_ns += run->apis[i].ns.sum;
+    summary_label(out, "wall");
+    char c[32];
+    fprintf(out, "%s; host time in CUDA calls %s, in data file I/O %s (all threads)\n",
+            format_ns(a, sizeof a, run->wall_ns), format_ns(b, sizeof b, cuda_ns),
+            format_ns(c, sizeof c, wsl_io_time(&run->io.total.data)));
+
+    summary_label(out, "GPU busy");
+    if (run->gpu_busy_known)
+        fprintf(out, "%s (%.0f%% of wall time)\n", format_ns(a, sizeof a, run->gpu_busy_ns),
+                percent(run->gpu_busy_ns, run->wall_ns));
+    else
+        fputs("not measured (record with WSLSHIM_GPU_TIMING=N)\n", out);
+
+    fputs("  ", out);
+    style(out, BOLD);
+    fputs("top bottlenecks", out);
+    style(out, RESET);
+    if (!run->finding_count)
+        fputs(": none found\n", out);
+    else
+        fputc('\n', out);
+    for (size_t i = 0; i < run->finding_count && i < SUMMARY_TOP; i++) {
+        const struct wsl_finding *f = &run->findings[i];
+        fprintf(out, "    %zu. ", i + 1);
+        style(out, severity_style(f->severity));
+        fprintf(out, "%-8s", wsl_severity_name(f->severity));
+        style(out, RESET);
+        fprintf(out, " %-20s %10s %4.0f%%  ", f->id, format_ns(a, sizeof a, f->time_lost_ns),
+                percent(f->time_lost_ns, run->wall_ns));
+        fputs(f->fix ? f->fix : "", out);
+        fputc('\n', out);
+    }
+    if (run->finding_count > SUMMARY_TOP)
+        fprintf(out, "    ... and %zu more below\n", run->finding_count - SUMMARY_TOP);
+    if (!run->gpu_busy_known) {
+        fputs("  ", out);
+        style(out, DIM);
+        fputs("not evaluated without GPU timing:", out);
+        for (size_t i = 0; i < wsl_rules_need_gpu_timing_count; i++)
+            fprintf(out, " %s", wsl_rules_need_gpu_timing[i]);
+        style(out, RESET);
+        fputc('\n', out);
+    }
+}
+
+void report_write_text(const struct wsl_run *run, FILE *out, bool color)
+{
+    use_color = color;
     char buf[32];
     uint64_t events = 0, dropped = 0;
     for (size_t i = 0; i < run->proc_count; i++) {
@@ -418,13 +587,16 @@ void report_write_text(const struct wsl_run *run, FILE *out)
             run->proc_count == 1 ? "" : "es", events);
     if (dropped)
         fprintf(out, " (%" PRIu64 " dropped)", dropped);
-    fprintf(out, ", wall time %s\n\n", format_ns(buf, sizeof buf, run->wall_ns));
+    fprintf(out, ", wall time %s\n", format_ns(buf, sizeof buf, run->wall_ns));
+    write_summary(out, run);
 
-    fputs("Processes\n", out);
+    fputc('\n', out);
+    heading(out, "Processes");
     for (size_t i = 0; i < run->proc_count; i++)
         write_process(out, &run->procs[i]);
 
-    fputs("\nHost time per CUDA driver API, by total\n", out);
+    fputc('\n', out);
+    heading(out, "Host time per CUDA driver API, by total");
     fprintf(out, "  %-28s %10s %11s %11s %11s %11s %11s %8s\n", "API", "calls", "total", "mean", "p50", "p99",
             "max", "errors");
     size_t shown = 0;

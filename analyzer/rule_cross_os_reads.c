@@ -142,5 +142,6 @@ const struct wsl_rule wsl_rule_cross_os_reads = {
         "time of the data calls there minus what the same calls cost on ext4 inside WSL2: 53 us per opened "
         "file (an open+read+close cycle, microsoft/WSL#9430), 1.5 us per other call (stat, microsoft/WSL#7038) "
         "and 1.5 GB/s of bytes read (enso-org/enso#1542); never below 0.",
+    .fix = "copy the data from the Windows drive into the Linux filesystem (e.g. ~/data) and read it there",
     .evaluate = evaluate,
 };

@@ -61,5 +61,6 @@ const struct wsl_rule wsl_rule_managed_memory = {
         "Fires, low, on any managed allocation there (WSL2 has no full UVM; concurrent CPU/GPU access is "
         "unsupported); medium when the managed peak is above 1 GiB or managed allocations failed. Time lost is "
         "0: the rule is about risk.",
+    .fix = "use explicit device memory (cuMemAlloc/torch tensors on cuda) instead of managed memory under WSL",
     .evaluate = evaluate,
 };

@@ -66,5 +66,6 @@ const struct wsl_rule wsl_rule_pinned_memory = {
         "time order and takes the largest live total of page-locked bytes. Fires, low, when a process running "
         "under WSL exceeds 512 MiB (WSL2 pinned-memory ceilings of 0.5-1 GB are reported); medium when pinned "
         "allocations failed there. Time lost is 0: the rule is about risk.",
+    .fix = "pin less at once: fewer DataLoader workers or a smaller prefetch_factor with pin_memory=True",
     .evaluate = evaluate,
 };

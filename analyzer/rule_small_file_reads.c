@@ -109,5 +109,6 @@ const struct wsl_rule wsl_rule_small_file_reads = {
         "is above 0. Time lost (a): metadata time minus ceil(bytes read / 256 MiB) shards times this run's "
         "metadata time per file; (b): small-read time minus their bytes at the rate of this run's reads above "
         "1 MiB (1.5 GB/s, ext4 inside WSL2, when they moved less than 64 MiB).",
+    .fix = "pack the small files into shards (tar/WebDataset, one array file) or raise DataLoader num_workers",
     .evaluate = evaluate,
 };

@@ -99,5 +99,6 @@ const struct wsl_rule wsl_rule_vram_headroom = {
         "85% (low), above 95% (medium), or when any allocation failed with CUDA_ERROR_OUT_OF_MEMORY (high). "
         "Time lost is 0 (the rule is about risk: WSL2 leaves 0.3-1.3 GiB less usable VRAM than native) unless "
         "allocations failed; then it is the host time of the failed allocation calls.",
+    .fix = "lower the peak: smaller batch, activation checkpointing, bf16 autocast, expandable_segments",
     .evaluate = evaluate,
 };

@@ -13,8 +13,15 @@ const struct wsl_rule *const wsl_rules[] = {
     &wsl_rule_vram_headroom,
     &wsl_rule_pinned_memory,
     &wsl_rule_managed_memory,
+    &wsl_rule_sync_heavy,
+    &wsl_rule_alloc_churn,
+    &wsl_rule_small_transfers,
+    &wsl_rule_pageable_transfers,
 };
 const size_t wsl_rule_count = sizeof wsl_rules / sizeof wsl_rules[0];
+
+const char *const wsl_rules_need_gpu_timing[] = {"launch_bound", "gpu_idle"};
+const size_t wsl_rules_need_gpu_timing_count = sizeof wsl_rules_need_gpu_timing / sizeof wsl_rules_need_gpu_timing[0];
 
 const char *wsl_severity_name(enum wsl_severity s)
 {
@@ -102,14 +109,38 @@ static int by_time_lost(const void *a, const void *b)
     return strcmp(x->id, y->id);
 }
 
+/* The CUDA host-time rules charge disjoint calls, but calls of parallel
+ * threads and processes overlap in time: keep their sum within the wall time
+ * by scaling them down together. */
+static void cap_cuda_host_time(struct wsl_run *run, const bool *cuda_host)
+{
+    uint64_t sum = 0;
+    for (size_t i = 0; i < run->finding_count; i++)
+        if (cuda_host[i])
+            sum += run->findings[i].time_lost_ns;
+    if (sum <= run->wall_ns)
+        return;
+    double scale = (double)run->wall_ns / (double)sum;
+    for (size_t i = 0; i < run->finding_count; i++)
+        if (cuda_host[i]) {
+            struct wsl_finding *f = &run->findings[i];
+            f->time_lost_ns = (uint64_t)((double)f->time_lost_ns * scale);
+            f->scaled_to_wall = true;
+            if (!f->severity_fixed)
+                f->severity = wsl_severity_of(f->time_lost_ns, run->wall_ns);
+        }
+}
+
 void wsl_rules_run(struct wsl_run *run)
 {
+    bool cuda_host[sizeof wsl_rules / sizeof wsl_rules[0]];
     for (size_t i = 0; i < wsl_rule_count; i++) {
         const struct wsl_rule *rule = wsl_rules[i];
         struct wsl_finding f;
         memset(&f, 0, sizeof f);
         f.id = rule->id;
         f.how_computed = rule->how_computed;
+        f.fix = rule->fix;
         if (!rule->evaluate(run, &f)) {
             finding_free(&f);
             continue;
@@ -119,8 +150,10 @@ void wsl_rules_run(struct wsl_run *run)
         if (!f.severity_fixed)
             f.severity = wsl_severity_of(f.time_lost_ns, run->wall_ns);
         run->findings = xrealloc(run->findings, (run->finding_count + 1) * sizeof *run->findings);
+        cuda_host[run->finding_count] = rule->cuda_host_time;
         run->findings[run->finding_count++] = f;
     }
+    cap_cuda_host_time(run, cuda_host);
     if (run->finding_count > 1)
         qsort(run->findings, run->finding_count, sizeof *run->findings, by_time_lost);
 }

@@ -22,6 +22,7 @@ enum wsl_severity { WSL_SEVERITY_LOW, WSL_SEVERITY_MEDIUM, WSL_SEVERITY_HIGH };
 
 #define WSL_SEVERITY_HIGH_SHARE 0.20    /* time lost >= 20% of wall time */
 #define WSL_SEVERITY_MEDIUM_SHARE 0.05  /* >= 5% */
+#define WSL_RULE_MIN_SHARE 0.01         /* the host-time rules stay silent below 1% of wall time */
 
 enum wsl_evidence_type { WSL_EVIDENCE_U64, WSL_EVIDENCE_NUMBER, WSL_EVIDENCE_BOOL, WSL_EVIDENCE_STRING,
                          WSL_EVIDENCE_STRINGS };
@@ -45,6 +46,8 @@ struct wsl_finding {
     char *summary;              /* one sentence with the numbers */
     char *advice;               /* what to do, with commands where there are some */
     const char *how_computed;   /* the rule's method, one paragraph */
+    const char *fix;            /* the one-line fix (the summary screen) */
+    bool scaled_to_wall;        /* time lost was scaled down so that the CUDA host-time rules sum to <= wall */
     struct wsl_evidence *evidence;
     size_t evidence_count;
 };
@@ -53,6 +56,10 @@ struct wsl_rule {
     const char *id;             /* the contract's bottleneck id */
     const char *needs;          /* what of the run model it reads (documentation) */
     const char *how_computed;   /* copied into every finding */
+    const char *fix;            /* one line, copied into every finding */
+    /* true for rules whose time lost is host time of CUDA calls (each call charged to one rule
+     * at most, see host_analysis.h): their sum is kept <= the wall time */
+    bool cuda_host_time;
     /* Decides whether the rule fires; when it does, fills f's time_lost_ns,
      * summary, advice and evidence (the framework does the rest). */
     bool (*evaluate)(const struct wsl_run *run, struct wsl_finding *f);
@@ -63,6 +70,13 @@ extern const struct wsl_rule wsl_rule_small_file_reads;
 extern const struct wsl_rule wsl_rule_vram_headroom;
 extern const struct wsl_rule wsl_rule_pinned_memory;
 extern const struct wsl_rule wsl_rule_managed_memory;
+extern const struct wsl_rule wsl_rule_sync_heavy;
+extern const struct wsl_rule wsl_rule_alloc_churn;
+extern const struct wsl_rule wsl_rule_small_transfers;
+extern const struct wsl_rule wsl_rule_pageable_transfers;
+/* Not evaluated yet: they need GPU timing (GPU_KERNEL events); the summary says so. */
+extern const char *const wsl_rules_need_gpu_timing[];
+extern const size_t wsl_rules_need_gpu_timing_count;
 
 /* Every rule, in no particular order. */
 extern const struct wsl_rule *const wsl_rules[];

@@ -218,7 +218,12 @@ def case_exit_codes(env):
         ([good, bad], f"{bad}: corrupt chunk", "one good, one bad"),
         (["--json", good, text], f"{text}: not a zstd file", "one good, one foreign"),
         (["-o", env.path("no/such/dir/out.json"), good], "cannot write: No such file or directory", "bad -o"),
-        (["--compare", good, good], "'--compare' is not implemented yet", "later option"),
+        (["--project", "wsl2", good], "'--project' is not implemented yet", "later option"),
+        (["--compare", good], "'--compare' needs two runs", "--compare with one run"),
+        (["--compare", good, good, good], "give no other traces", "--compare with three runs"),
+        (["--compare", good, bad], f"{bad}: corrupt chunk", "--compare with a bad B"),
+        (["--compare", missing, good], f"{missing}: cannot open", "--compare with a missing A"),
+        (["--color=sometimes", good], "takes auto, always or never", "bad --color"),
     ]
     for args, needle, what in cases:
         expect_usage_error(env, args, needle, what)
@@ -569,6 +574,152 @@ def case_kernels_text(env):
     check(out.index("Kernels by launches") < out.index("\nMemory\n"), "kernels after the API table")
     rc, out, err = env.run(env.mem_trace("mixed"))
     check("Kernels by launches" not in out, "no kernel section without launches")
+
+
+# ---- summary, colour, host-side rules, --compare ----
+def case_summary_text(env):
+    rc, out, err = env.run(env.mem_trace("sync_item"))
+    check(rc == 0 and err == "", f"exit {rc}, stderr {err}")
+    check("\x1b" not in out, "colour in piped output")
+    head = out[:out.index("\nProcesses\n")]
+    for needle in ("  run       python3 train.py  (pid 7001)\n",
+                   "  platform  WSL2 (6.6.87.2-microsoft-standard-WSL2), host memhost\n",
+                   "  GPU       NVIDIA A100-SXM4-80GB (80.0 GiB); driver 12.8 (/usr/lib/wsl/lib/libcuda.so.1)\n",
+                   "  wall      601.00 ms; host time in CUDA calls 526.05 ms",
+                   "  GPU busy  not measured",
+                   "    1. medium   sync_heavy             53.39 ms    9%  read GPU values",
+                   "  not evaluated without GPU timing: launch_bound gpu_idle\n"):
+        check(needle in head, f"summary lacks {needle!r}:\n{head}")
+    check(len(head.splitlines()) <= 24, "the summary fits one screen")
+    check("      how: Waits: cuStreamSynchronize" in out, "how_computed in the bottleneck section")
+    rc, out, err = env.run(env.mem_trace("quiet"))
+    check("  top bottlenecks: none found\n" in out, f"no findings: {out[:800]}")
+
+
+def run_in_pty(argv, env_extra):
+    """Runs argv with stdout on a pseudo-terminal; returns what it wrote."""
+    import pty
+    import select
+    master, slave = pty.openpty()
+    env = dict(os.environ)
+    env.pop("NO_COLOR", None)
+    env.update(env_extra)
+    p = subprocess.Popen(argv, stdout=slave, stderr=subprocess.PIPE, env=env)
+    os.close(slave)
+    chunks = []
+    while True:
+        r, _, _ = select.select([master], [], [], 10)
+        if not r:
+            break
+        try:
+            data = os.read(master, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    p.wait(timeout=30)
+    os.close(master)
+    return p.returncode, b"".join(chunks).decode("utf-8", "replace")
+
+
+def case_color(env):
+    t = env.mem_trace("sync_item")
+    rc, out, _ = env.run("--color=always", t)
+    check(rc == 0 and "\x1b[1m" in out and "\x1b[33m" in out, "--color=always: bold and the medium colour")
+    rc, out, _ = env.run("--color=never", t)
+    check("\x1b" not in out, "--color=never")
+    rc, out, _ = env.run("--json", "--color=always", t)
+    check("\x1b" not in out, "no colour in JSON")
+    json.loads(out)
+    rc, out = run_in_pty([env.report, t], {})
+    check(rc == 0 and "\x1b[" in out, "auto on a terminal: colour")
+    rc, out = run_in_pty([env.report, t], {"NO_COLOR": "1"})
+    check(rc == 0 and "\x1b" not in out, "auto on a terminal with NO_COLOR: none")
+    rc, out = run_in_pty([env.report, "--color=never", t], {})
+    check(rc == 0 and "\x1b" not in out, "never on a terminal")
+    rc, out = run_in_pty([env.report, "--color=always", t], {"NO_COLOR": "1"})
+    check(rc == 0 and "\x1b[" in out, "always wins over NO_COLOR")
+    out_file = env.path("colour.txt")
+    rc, out = run_in_pty([env.report, "-o", out_file, t], {})
+    check("\x1b" not in open(out_file).read(), "auto: no colour into a file")
+
+
+def case_host_json(env):
+    expected = {"sync_item": "sync_heavy", "alloc_churn": "alloc_churn", "small_copies": "small_transfers",
+                "pageable": "pageable_transfers"}
+    for scenario, rule in expected.items():
+        rep, _ = env.json_report(env.mem_trace(scenario))
+        ids = [b["id"] for b in rep["bottlenecks"]]
+        check(ids == [rule], f"{scenario}: bottlenecks {ids}, expected [{rule}]")
+        b = rep["bottlenecks"][0]
+        for key in ("severity", "time_lost_ns", "summary", "advice", "how_computed", "fix", "evidence"):
+            check(key in b, f"{scenario}: {key} missing")
+        check(0 < b["time_lost_ns"] <= rep["wall_ns"] and b["scaled_to_wall"] is False, f"{scenario}: {b}")
+        check(rep["not_evaluated"] == ["launch_bound", "gpu_idle"], "not_evaluated")
+        check(rep["gpu"]["busy_ns"] is None and rep["gpu"]["busy_share"] is None, "gpu busy unknown")
+    rep, _ = env.json_report(env.mem_trace("sync_item"))
+    w = rep["cuda_host"]["waits"]
+    check(w["stream_sync"]["count"] == 500 and w["blocking_copy"]["count"] == 500, f"waits {w}")
+    check(w["blocking_copy"]["blocked_ns"] == 500 * 1000000, "blocked")
+    c = rep["cuda_host"]["copies"]
+    check(c["count"] == 500 and c["dtoh"] == 500 and c["pageable_dtoh"] == 500 and c["small"] == 500, f"copies {c}")
+    rep, _ = env.json_report(env.mem_trace("quiet"))
+    check(rep["bottlenecks"] == [], "quiet: nothing")
+
+
+def case_compare_text(env):
+    a, b = env.mem_trace("cmp_a"), env.mem_trace("cmp_b")
+    rc, out, err = env.run("--compare", a, b)
+    check(rc == 0 and err == "", f"exit {rc}, stderr {err}")
+    for needle in ("wslshim comparison: A is the baseline, B the other run\n",
+                   f"  A: {a}\n", f"  B: {b}\n",
+                   "  wall        A 11.90 ms, B 61.90 ms: +50.00 ms (+420%)\n",
+                   "   +10.00 ms  2000 more launches in B (1000 -> 3000) x 5.00 us each\n",
+                   "    +9.00 ms  launches 3.00 us slower each in B (5.00 us -> 8.00 us) x 3000 calls\n",
+                   "   +31.00 ms  unexplained",
+                   "  cuLaunchKernel                     1000       3000    5.00 us    8.00 us"):
+        check(needle in out, f"compare text lacks {needle!r}:\n{out}")
+    # reversed: B faster
+    rc, out, err = env.run("--compare", b, a)
+    check("Why B took 50.00 ms less" in out and "-16.00 ms  2000 fewer launches" in out, out)
+
+
+def case_compare_json(env):
+    a_dir, b_dir = env.path("run_a"), env.path("run_b")
+    os.mkdir(a_dir)
+    os.mkdir(b_dir)
+    os.replace(env.mem_trace("cmp_a"), os.path.join(a_dir, "1.trace.zst"))
+    os.replace(env.io_trace("ext4"), os.path.join(a_dir, "2.trace.zst"))
+    os.replace(env.mem_trace("cmp_b_parallel"), os.path.join(b_dir, "1.trace.zst"))
+    os.replace(env.io_trace("drvfs"), os.path.join(b_dir, "2.trace.zst"))
+    rep, err = env.json_report("--compare", a_dir, b_dir)
+    ra, _ = env.json_report(a_dir)
+    rb, _ = env.json_report(b_dir)
+    c = rep["compare"]
+    check(rep["wall_ns"] == rb["wall_ns"], "the report is B's")
+    check(c["wall_ns_a"] == ra["wall_ns"] and c["wall_ns_b"] == rb["wall_ns"], "walls")
+    check(c["wall_diff_ns"] == rb["wall_ns"] - ra["wall_ns"], "difference")
+    check(len(c["traces_a"]) == 2 and len(c["traces_b"]) == 2, "both traces of each run")
+    api = c["api"]["cuLaunchKernel"]
+    check(api["calls_a"] == 1000 and api["calls_b"] == 4000 and api["mean_ns_a"] == 5000 and
+          api["mean_ns_b"] == 50000 and api["p50_ns_b"] == 50000 and api["p99_ns_a"] == 5000, f"api {api}")
+    fs = c["io"]["by_fs"]
+    check("9p" in fs and "ext4" in fs and fs["9p"]["crosses_windows"] is True, f"by_fs {sorted(fs)}")
+    check(fs["9p"]["time_ns_a"] == 0 and fs["9p"]["time_ns_b"] == rb["io"]["by_fs"]["9p"]["read_ns"] +
+          rb["io"]["by_fs"]["9p"]["meta_ns"] + rb["io"]["by_fs"]["9p"]["mmap_ns"], "9p time")
+    kinds = {(k["kind"], k["name"]) for k in c["causes"]}
+    check(("api_calls", "launches") in kinds and ("api_time", "launches") in kinds and ("io", "9p") in kinds,
+          f"causes {kinds}")
+    total = sum(k["attributed_ns"] for k in c["causes"])
+    check(total == c["explained_ns"] and c["explained_ns"] + c["unexplained_ns"] == c["wall_diff_ns"],
+          "explained + unexplained = difference")
+    d = c["wall_diff_ns"]
+    check((d >= 0 and 0 <= c["unexplained_ns"] <= d) or (d < 0 and d <= c["unexplained_ns"] <= 0),
+          f"never more than the difference: {c['explained_ns']} of {d}")
+    check(0 < c["scale"] <= 1, "scale")
+    ids = {x["id"] for x in c["bottlenecks"]}
+    check(ids == {x["id"] for x in ra["bottlenecks"]} | {x["id"] for x in rb["bottlenecks"]}, f"bottlenecks {ids}")
 
 
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}

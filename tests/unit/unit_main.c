@@ -77,7 +77,20 @@
     X(kern_handles_bounded)       \
     X(nvtx_attribution)           \
     X(nvtx_bounded)               \
-    X(nvtx_dropped_resync)
+    X(nvtx_dropped_resync) \
+    X(rule_sync_heavy)            \
+    X(rule_sync_polls)            \
+    X(rules_host_quiet)           \
+    X(rule_alloc_churn)           \
+    X(rule_small_transfers)       \
+    X(rule_pageable_transfers)    \
+    X(rules_host_wall_cap)        \
+    X(host_ranges_hook)           \
+    X(compare_causes)             \
+    X(compare_never_more_than_difference) \
+    X(host_classify_random)       \
+    X(host_limits)                \
+    X(host_random_invariants)
 
 #define DECLARE(name) int test_##name(void);
 TESTS(DECLARE)

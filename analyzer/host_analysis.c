@@ -1,0 +1,716 @@
+/*
+ * Host-side CUDA costs (host_analysis.h). While a trace is read, each
+ * thread's blocking points wait in a small group until the thread's next GPU
+ * submission, which fixes their sync charge; copies and allocation calls are
+ * kept in two arrays. At the end of the trace both arrays are sorted by time
+ * and swept together: the allocation calls keep a treap of the address
+ * ranges live at that moment (device, managed, page-locked), and each copy
+ * is classified by where its pointers fall.
+ */
+#include "host_analysis.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "u64_map.h"
+#include "util.h"
+#include "wslshim/trace_format.h"
+
+#define MAX_PENDING 64
+#define NONE UINT32_MAX
+
+/* ---- address ranges: a treap keyed by start address ---------------------------------------- */
+
+enum range_kind { RANGE_DEVICE = 1, RANGE_MANAGED, RANGE_LOCKED };
+
+struct range_node {
+    uint64_t start, end;
+    uint32_t prio, left, right;
+    uint8_t kind;
+};
+
+struct range_tree {
+    struct range_node *nodes;   /* nodes[0] is unused: 0 means "no node" */
+    uint32_t used, cap, root, free_list;
+    uint32_t seed;
+};
+
+static uint32_t tree_rand(struct range_tree *t)
+{
+    t->seed ^= t->seed << 13;
+    t->seed ^= t->seed >> 17;
+    t->seed ^= t->seed << 5;
+    return t->seed;
+}
+
+/* Splits the subtree n into keys < key (*l) and keys >= key (*r). */
+static void tree_split(struct range_tree *t, uint32_t n, uint64_t key, uint32_t *l, uint32_t *r)
+{
+    if (!n) {
+        *l = *r = 0;
+        return;
+    }
+    struct range_node *x = &t->nodes[n];
+    if (x->start < key) {
+        tree_split(t, x->right, key, &x->right, r);
+        *l = n;
+    } else {
+        tree_split(t, x->left, key, l, &x->left);
+        *r = n;
+    }
+}
+
+static uint32_t tree_merge(struct range_tree *t, uint32_t a, uint32_t b)
+{
+    if (!a || !b)
+        return a ? a : b;
+    if (t->nodes[a].prio > t->nodes[b].prio) {
+        t->nodes[a].right = tree_merge(t, t->nodes[a].right, b);
+        return a;
+    }
+    t->nodes[b].left = tree_merge(t, a, t->nodes[b].left);
+    return b;
+}
+
+/* Removes the range starting at start; true when there was one. */
+static bool tree_remove(struct range_tree *t, uint64_t start)
+{
+    uint32_t l, mid, r;
+    tree_split(t, t->root, start, &l, &mid);
+    tree_split(t, mid, start + 1, &mid, &r);
+    bool found = mid != 0;
+    if (mid) {                  /* starts are unique: mid is one node */
+        t->nodes[mid].left = t->free_list;
+        t->free_list = mid;
+    }
+    t->root = tree_merge(t, l, r);
+    return found;
+}
+
+static void tree_insert(struct range_tree *t, uint64_t start, uint64_t end, uint8_t kind)
+{
+    tree_remove(t, start);      /* an address handed out again without a free we saw */
+    uint32_t n;
+    if (t->free_list) {
+        n = t->free_list;
+        t->free_list = t->nodes[n].left;
+    } else {
+        if (t->used + 1 >= t->cap) {
+            t->cap = t->cap ? 2 * t->cap : 256;
+            t->nodes = xrealloc(t->nodes, t->cap * sizeof *t->nodes);
+        }
+        n = ++t->used;
+    }
+    struct range_node *x = &t->nodes[n];
+    x->start = start;
+    x->end = end > start ? end : start + 1;
+    x->kind = kind;
+    x->left = x->right = 0;
+    x->prio = tree_rand(t);
+    uint32_t l, r;
+    tree_split(t, t->root, start, &l, &r);
+    t->root = tree_merge(t, tree_merge(t, l, n), r);
+}
+
+/* The kind of the range holding p, 0 when none. */
+static uint8_t tree_find(const struct range_tree *t, uint64_t p)
+{
+    uint32_t n = t->root, best = 0;
+    while (n) {
+        const struct range_node *x = &t->nodes[n];
+        if (x->start <= p) {
+            best = n;
+            n = x->right;
+        } else {
+            n = x->left;
+        }
+    }
+    return best && p < t->nodes[best].end ? t->nodes[best].kind : 0;
+}
+
+/* ---- per-trace state ------------------------------------------------------------------------- */
+
+static size_t max_copies = WSL_HOST_MAX_COPIES, max_range_events = WSL_HOST_MAX_RANGE_EVENTS;
+
+void wsl_host_set_limits(size_t copies, size_t range_events)
+{
+    max_copies = copies ? copies : WSL_HOST_MAX_COPIES;
+    max_range_events = range_events ? range_events : WSL_HOST_MAX_RANGE_EVENTS;
+}
+
+struct pend_entry {
+    uint64_t dur;               /* ticks */
+    uint32_t copy;              /* index into copies, or NONE */
+    uint32_t range;             /* index into ranges, or NONE */
+    uint8_t kind;               /* enum wsl_block_kind */
+};
+
+struct thread_state {
+    uint32_t range;             /* current NVTX range (index), NONE when none */
+    bool poll_waiting;          /* a query returned NOT_READY: the wait runs from poll_start */
+    uint64_t poll_start;
+    uint64_t first_end;         /* end of the group's first blocking point */
+    uint32_t npend;
+    struct pend_entry pend[MAX_PENDING];
+};
+
+struct copy_rec {
+    uint64_t t, dur, dst, src, bytes;
+    uint64_t sync_charge;       /* ticks */
+    uint64_t seq;
+    uint32_t range;             /* NVTX range when it was counted as a wait, or NONE */
+    uint8_t category;
+    uint8_t wait;               /* counted as a wait: 1 pending, 2 charged */
+};
+
+enum range_op { OP_DEVICE_ALLOC = 1, OP_MANAGED_ALLOC, OP_LOCKED_ALLOC, OP_FREE, OP_LOCKED_FREE };
+
+struct range_ev {
+    uint64_t t, seq, ptr, bytes;
+    uint8_t op;
+};
+
+struct range_acc {              /* ticks until the end */
+    uint64_t blocks, blocked, lost;
+};
+
+struct wsl_host_trace {
+    struct wsl_host_trace_fast fast;    /* first: the header's inline path reads it */
+    struct wsl_u64_map thread_index;    /* tid + 1 -> index into threads */
+    struct thread_state **threads;      /* each allocated apart: pointers stay valid */
+    size_t thread_count;
+    struct thread_state *current;       /* the thread of the EVENTS batch being read */
+    struct thread_state overflow;       /* threads past WSL_HOST_MAX_THREADS share this */
+    struct copy_rec *copies;
+    size_t copy_count, copy_cap;
+    struct range_ev *ranges;
+    size_t range_count, range_cap;
+    size_t max_copies, max_range_events;    /* the limits when the trace began */
+    bool ranges_overflowed;
+    uint64_t ranges_overflow_t;         /* copies from then on are not classified */
+    uint64_t seq;
+    /* NVTX hook */
+    char **range_names;
+    struct range_acc *range_acc;
+    size_t range_name_count;
+    /* figures in ticks, converted at the end */
+    uint64_t blocked[WSL_BLOCK_KINDS], lost[WSL_BLOCK_KINDS];
+    uint64_t copy_ticks, small_ticks, unrecorded_small_ticks;
+    struct wsl_host_summary s;          /* counts */
+};
+
+struct wsl_host_trace *wsl_host_trace_begin(void)
+{
+    struct wsl_host_trace *t = xcalloc(1, sizeof *t);
+    t->overflow.range = NONE;
+    t->max_copies = max_copies;
+    t->max_range_events = max_range_events;
+    t->current = &t->overflow;          /* until the first batch names its thread */
+    t->fast.current_pending = &t->overflow.npend;
+    return t;
+}
+
+static struct thread_state *thread_of(struct wsl_host_trace *t, uint32_t tid)
+{
+    struct wsl_u64_slot *slot = wsl_u64_map_find(&t->thread_index, (uint64_t)tid + 1);
+    if (slot)
+        return t->threads[slot->value];
+    if (t->thread_count >= WSL_HOST_MAX_THREADS)
+        return &t->overflow;
+    t->threads = xrealloc(t->threads, (t->thread_count + 1) * sizeof *t->threads);
+    struct thread_state *th = xcalloc(1, sizeof *th);
+    th->range = NONE;
+    t->threads[t->thread_count] = th;
+    wsl_u64_map_insert(&t->thread_index, (uint64_t)tid + 1, t->thread_count++);
+    return th;
+}
+
+void wsl_host_trace_thread(struct wsl_host_trace *t, uint32_t tid)
+{
+    t->current = thread_of(t, tid);
+    t->fast.current_pending = &t->current->npend;
+}
+
+/* Charges the thread's waiting group with the gap up to `until` (ticks). */
+static void resolve(struct wsl_host_trace *t, struct thread_state *th, uint64_t until)
+{
+    if (!th->npend)
+        return;
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < th->npend; i++)
+        total += th->pend[i].dur;
+    uint64_t gap = until > th->first_end ? until - th->first_end : 0;
+    uint64_t charge = gap < total ? gap : total;
+    for (uint32_t i = 0; i < th->npend; i++) {
+        const struct pend_entry *e = &th->pend[i];
+        uint64_t c = total ? (uint64_t)((double)charge * ((double)e->dur / (double)total)) : 0;
+        t->lost[e->kind] += c;
+        if (e->copy != NONE) {
+            t->copies[e->copy].sync_charge = c;
+            t->copies[e->copy].wait = 2;
+        }
+        if (e->range != NONE)
+            t->range_acc[e->range].lost += c;
+    }
+    th->npend = 0;
+}
+
+static void add_block(struct wsl_host_trace *t, struct thread_state *th, enum wsl_block_kind kind, uint64_t start,
+                      uint64_t end, uint32_t copy)
+{
+    uint64_t dur = end > start ? end - start : 0;
+    t->s.blocks[kind]++;
+    t->blocked[kind] += dur;
+    if (th->range != NONE) {
+        t->range_acc[th->range].blocks++;
+        t->range_acc[th->range].blocked += dur;
+    }
+    if (copy != NONE) {
+        t->copies[copy].wait = 1;
+        t->copies[copy].range = th->range;
+    }
+    if (th->npend == MAX_PENDING) {
+        t->s.unresolved_blocks++;       /* a thread that waits and waits without submitting: nothing to charge */
+        return;
+    }
+    if (th->npend == 0)
+        th->first_end = end;
+    th->pend[th->npend++] = (struct pend_entry){.dur = dur, .copy = copy, .range = th->range, .kind = (uint8_t)kind};
+}
+
+static bool is_copy(unsigned c) { return c >= WSL_CAT_COPY_ANY && c <= WSL_CAT_COPY_DTOD_ASYNC; }
+
+/* Copies that return only when the host may go on using the data: the
+ * synchronous ones (but device to device) and every copy to host memory
+ * (CUDA driver API documentation, "API synchronization behavior"). A
+ * cuMemcpyAsync may be either; one that was not blocking is short, and the
+ * charge min(host time, gap) stays small. */
+static bool copy_blocks(unsigned c)
+{
+    return c == WSL_CAT_COPY_ANY || c == WSL_CAT_COPY_ANY_ASYNC || c == WSL_CAT_COPY_HTOD || c == WSL_CAT_COPY_DTOH ||
+           c == WSL_CAT_COPY_DTOH_ASYNC;
+}
+
+static void range_event(struct wsl_host_trace *t, const struct wsl_event *ev, uint8_t op, uint64_t bytes)
+{
+    if (ev->result != 0)
+        return;
+    if (t->range_count >= t->max_range_events) {
+        if (!t->ranges_overflowed) {
+            t->ranges_overflowed = true;
+            t->ranges_overflow_t = ev->t_start;
+        }
+        return;
+    }
+    if (t->range_count == t->range_cap) {
+        t->range_cap = t->range_cap ? 2 * t->range_cap : 1024;
+        t->ranges = xrealloc(t->ranges, t->range_cap * sizeof *t->ranges);
+    }
+    t->ranges[t->range_count++] = (struct range_ev){.t = ev->t_start, .seq = t->seq++, .ptr = ev->a[0],
+                                                    .bytes = bytes, .op = op};
+}
+
+void wsl_host_trace_event_slow(struct wsl_host_trace *t, unsigned category, const struct wsl_event *ev)
+{
+    uint64_t dur = ev->t_end > ev->t_start ? ev->t_end - ev->t_start : 0;
+    struct thread_state *th = t->current;
+    switch (category) {
+    case WSL_CAT_SYNC_STREAM:
+    case WSL_CAT_SYNC_CTX:
+    case WSL_CAT_SYNC_EVENT:
+        add_block(t, th,
+                  category == WSL_CAT_SYNC_STREAM ? WSL_BLOCK_STREAM_SYNC
+                  : category == WSL_CAT_SYNC_CTX  ? WSL_BLOCK_CTX_SYNC
+                                                  : WSL_BLOCK_EVENT_SYNC,
+                  ev->t_start, ev->t_end, NONE);
+        return;
+    case WSL_CAT_QUERY:
+        t->s.polls++;
+        if (ev->result == WSL_CUDA_ERROR_NOT_READY) {
+            t->s.polls_not_ready++;
+            if (!th->poll_waiting) {
+                th->poll_waiting = true;
+                th->poll_start = ev->t_start;
+            }
+        } else if (th->poll_waiting) {      /* the wait ends with the query that saw the work done */
+            th->poll_waiting = false;
+            add_block(t, th, WSL_BLOCK_POLL, th->poll_start, ev->t_end, NONE);
+        } else {
+            add_block(t, th, WSL_BLOCK_POLL, ev->t_start, ev->t_end, NONE);
+        }
+        return;
+    case WSL_CAT_LAUNCH:
+    case WSL_CAT_GRAPH:
+    case WSL_CAT_HOSTFN:
+    case WSL_CAT_MEMSET:
+    case WSL_CAT_MEMSET_ASYNC:
+        if (ev->result != 0)
+            return;
+        t->s.submissions++;
+        resolve(t, th, ev->t_end);
+        return;
+    case WSL_CAT_ALLOC:
+        range_event(t, ev, OP_DEVICE_ALLOC, ev->a[1]);
+        return;
+    case WSL_CAT_ALLOC_MANAGED:
+        range_event(t, ev, OP_MANAGED_ALLOC, ev->a[1]);
+        return;
+    case WSL_CAT_FREE:
+        range_event(t, ev, OP_FREE, 0);
+        return;
+    case WSL_CAT_HOST_ALLOC:
+    case WSL_CAT_HOST_REGISTER:
+        range_event(t, ev, OP_LOCKED_ALLOC, ev->a[1]);
+        return;
+    case WSL_CAT_HOST_FREE:
+    case WSL_CAT_HOST_UNREGISTER:
+        range_event(t, ev, OP_LOCKED_FREE, 0);
+        return;
+    default:
+        break;
+    }
+    if (!is_copy(category) || ev->result != 0)
+        return;
+
+    uint64_t bytes = ev->a[2];
+    t->s.copies++;
+    t->s.copy_bytes += bytes;
+    t->copy_ticks += dur;
+    if (bytes < WSL_HOST_SMALL_COPY) {
+        t->s.small_copies++;
+        t->s.small_bytes += bytes;
+        t->small_ticks += dur;
+    }
+    uint32_t index = NONE;
+    if (t->copy_count < t->max_copies) {
+        if (t->copy_count == t->copy_cap) {
+            t->copy_cap = t->copy_cap ? 2 * t->copy_cap : 1024;
+            t->copies = xrealloc(t->copies, t->copy_cap * sizeof *t->copies);
+        }
+        index = (uint32_t)t->copy_count++;
+        t->copies[index] = (struct copy_rec){.t = ev->t_start, .dur = dur, .dst = ev->a[0], .src = ev->a[1],
+                                             .bytes = bytes, .seq = t->seq++, .range = NONE,
+                                             .category = (uint8_t)category};
+    } else {
+        t->s.unclassified_copies++;
+        if (bytes < WSL_HOST_SMALL_COPY)
+            t->unrecorded_small_ticks += dur;
+    }
+    if (copy_blocks(category)) {
+        resolve(t, th, ev->t_start);    /* the GPU had this copy to do from its start */
+        add_block(t, th, WSL_BLOCK_COPY, ev->t_start, ev->t_end, index);
+    } else {
+        t->s.submissions++;
+        resolve(t, th, ev->t_end);
+    }
+}
+
+void wsl_host_trace_range(struct wsl_host_trace *t, uint32_t tid, const char *name)
+{
+    struct thread_state *th = thread_of(t, tid);
+    if (!name) {
+        th->range = NONE;
+        return;
+    }
+    for (size_t i = 0; i < t->range_name_count; i++)
+        if (strcmp(t->range_names[i], name) == 0) {
+            th->range = (uint32_t)i;
+            return;
+        }
+    if (t->range_name_count >= WSL_HOST_MAX_RANGES) {
+        th->range = NONE;
+        return;
+    }
+    t->range_names = xrealloc(t->range_names, (t->range_name_count + 1) * sizeof *t->range_names);
+    t->range_acc = xrealloc(t->range_acc, (t->range_name_count + 1) * sizeof *t->range_acc);
+    t->range_names[t->range_name_count] = xstrdup(name);
+    memset(&t->range_acc[t->range_name_count], 0, sizeof *t->range_acc);
+    th->range = (uint32_t)t->range_name_count++;
+}
+
+/* ---- end of trace: classify the copies ----------------------------------------------------- */
+
+static int copy_by_time(const void *a, const void *b)
+{
+    const struct copy_rec *x = a, *y = b;
+    if (x->t != y->t)
+        return x->t < y->t ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static int range_by_time(const void *a, const void *b)
+{
+    const struct range_ev *x = a, *y = b;
+    if (x->t != y->t)
+        return x->t < y->t ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static void apply_range(struct range_tree *tree, const struct range_ev *e)
+{
+    switch (e->op) {
+    case OP_DEVICE_ALLOC: tree_insert(tree, e->ptr, e->ptr + e->bytes, RANGE_DEVICE); break;
+    case OP_MANAGED_ALLOC: tree_insert(tree, e->ptr, e->ptr + e->bytes, RANGE_MANAGED); break;
+    case OP_LOCKED_ALLOC: tree_insert(tree, e->ptr, e->ptr + e->bytes, RANGE_LOCKED); break;
+    case OP_FREE:
+    case OP_LOCKED_FREE: tree_remove(tree, e->ptr); break;
+    }
+}
+
+enum direction { DIR_UNKNOWN, DIR_HTOD, DIR_DTOH, DIR_DTOD };
+
+static bool on_device(uint8_t kind) { return kind == RANGE_DEVICE || kind == RANGE_MANAGED; }
+
+/* Direction and the host side's kind (0: not in any range, i.e. pageable). */
+static enum direction classify(const struct range_tree *tree, const struct copy_rec *c, uint8_t *host_kind)
+{
+    uint8_t dst = tree_find(tree, c->dst), src = tree_find(tree, c->src);
+    switch (c->category) {
+    case WSL_CAT_COPY_HTOD:
+    case WSL_CAT_COPY_HTOD_ASYNC:
+        *host_kind = src;
+        return DIR_HTOD;
+    case WSL_CAT_COPY_DTOH:
+    case WSL_CAT_COPY_DTOH_ASYNC:
+        *host_kind = dst;
+        return DIR_DTOH;
+    case WSL_CAT_COPY_DTOD:
+    case WSL_CAT_COPY_DTOD_ASYNC:
+        return DIR_DTOD;
+    default:                    /* cuMemcpy, cuMemcpyAsync: unified addresses, direction from the pointers */
+        if (on_device(dst) && !on_device(src)) {
+            *host_kind = src;
+            return DIR_HTOD;
+        }
+        if (on_device(src) && !on_device(dst)) {
+            *host_kind = dst;
+            return DIR_DTOH;
+        }
+        return on_device(src) && on_device(dst) ? DIR_DTOD : DIR_UNKNOWN;
+    }
+}
+
+/* Takes back what was counted for c as a wait (it was a cuMemcpyAsync to the GPU). The group it
+ * was in keeps the rest of its charge; its own share goes to the pageable and small charges. */
+static void not_a_wait(struct wsl_host_trace *t, struct copy_rec *c)
+{
+    t->s.blocks[WSL_BLOCK_COPY]--;
+    t->blocked[WSL_BLOCK_COPY] -= c->dur;
+    if (c->wait == 2)
+        t->lost[WSL_BLOCK_COPY] -= c->sync_charge;
+    else
+        t->s.unresolved_blocks--;
+    if (c->range != NONE) {
+        struct range_acc *r = &t->range_acc[c->range];
+        r->blocks--;
+        r->blocked -= c->dur;
+        r->lost -= c->wait == 2 ? c->sync_charge : 0;
+    }
+    c->sync_charge = 0;
+    c->wait = 0;
+}
+
+static void classify_copies(struct wsl_host_trace *t, uint64_t submit)
+{
+    struct wsl_host_summary *s = &t->s;
+    if (t->copy_count > 1)
+        qsort(t->copies, t->copy_count, sizeof *t->copies, copy_by_time);
+    if (t->range_count > 1)
+        qsort(t->ranges, t->range_count, sizeof *t->ranges, range_by_time);
+    struct range_tree tree;
+    memset(&tree, 0, sizeof tree);
+    tree.seed = 0x9e3779b9u;
+    size_t r = 0;
+    uint64_t small_left = t->unrecorded_small_ticks, pageable_lost = 0, pageable_ticks = 0, locked_ticks = 0,
+             large_ticks = 0;
+    for (size_t i = 0; i < t->copy_count; i++) {
+        struct copy_rec *c = &t->copies[i];
+        while (r < t->range_count && t->ranges[r].t <= c->t)
+            apply_range(&tree, &t->ranges[r++]);
+        uint64_t left = c->dur > c->sync_charge ? c->dur - c->sync_charge : 0;
+        if (c->bytes >= (1u << 20)) {
+            s->large_copies++;
+            s->large_bytes += c->bytes;
+            large_ticks += c->dur;
+        }
+        if (t->ranges_overflowed && c->t >= t->ranges_overflow_t) {
+            s->unclassified_copies++;
+        } else {
+            uint8_t host = 0;
+            enum direction d = classify(&tree, c, &host);
+            if (c->wait && c->category == WSL_CAT_COPY_ANY_ASYNC && (d == DIR_HTOD || d == DIR_DTOD)) {
+                not_a_wait(t, c);   /* a cuMemcpyAsync that turned out to go to the GPU: a submission */
+                left = c->dur;
+            }
+            s->htod += d == DIR_HTOD;
+            s->dtoh += d == DIR_DTOH;
+            s->dtod += d == DIR_DTOD;
+            s->unknown_direction += d == DIR_UNKNOWN;
+            if (d == DIR_HTOD || d == DIR_DTOH) {
+                if (host == 0) {
+                    /* only copies to the GPU are charged: a copy to pageable memory is a wait for the
+                     * GPU's earlier work (sync_heavy's), which pinning alone does not remove */
+                    uint64_t p = d == DIR_HTOD && left > submit ? left - submit : 0;
+                    s->pageable_copies++;
+                    s->pageable_bytes += c->bytes;
+                    s->pageable_htod += d == DIR_HTOD;
+                    s->pageable_dtoh += d == DIR_DTOH;
+                    pageable_ticks += c->dur;
+                    pageable_lost += p;
+                    left -= p;
+                } else if (host == RANGE_LOCKED) {
+                    s->locked_copies++;
+                    s->locked_bytes += c->bytes;
+                    locked_ticks += c->dur;
+                }
+            }
+        }
+        if (c->bytes < WSL_HOST_SMALL_COPY)
+            small_left += left;
+    }
+    free(tree.nodes);
+    /* in ticks until wsl_host_trace_end converts them */
+    s->small_left_ns = small_left;
+    s->pageable_lost_ns = pageable_lost;
+    s->pageable_ns = pageable_ticks;
+    s->locked_ns = locked_ticks;
+    s->large_ns = large_ticks;
+}
+
+static void discard(struct wsl_host_trace *t)
+{
+    wsl_u64_map_free(&t->thread_index);
+    for (size_t i = 0; i < t->thread_count; i++)
+        free(t->threads[i]);
+    free(t->threads);
+    free(t->copies);
+    free(t->ranges);
+    for (size_t i = 0; i < t->range_name_count; i++)
+        free(t->range_names[i]);
+    free(t->range_names);
+    free(t->range_acc);
+    free(t);
+}
+
+void wsl_host_trace_discard(struct wsl_host_trace *t)
+{
+    if (t)
+        discard(t);
+}
+
+void wsl_host_trace_end(struct wsl_host_trace *t, const struct wsl_clock_map *clock, uint64_t submit,
+                        struct wsl_host_summary *out)
+{
+    struct wsl_host_summary *s = &t->s;
+    s->submissions += t->fast.submissions;
+    for (size_t i = 0; i <= t->thread_count; i++) {   /* waits with no submission after them: charged 0 */
+        const struct thread_state *th = i < t->thread_count ? t->threads[i] : &t->overflow;
+        s->unresolved_blocks += th->npend;
+    }
+    classify_copies(t, submit);
+#define NS(ticks) wsl_clock_duration_ns(clock, ticks)
+    s->submit_ns = NS(submit);
+    for (unsigned k = 0; k < WSL_BLOCK_KINDS; k++) {
+        s->blocked_ns[k] = NS(t->blocked[k]);
+        s->block_lost_ns[k] = NS(t->lost[k]);
+    }
+    s->copy_ns = NS(t->copy_ticks);
+    s->small_ns = NS(t->small_ticks);
+    s->small_left_ns = NS(s->small_left_ns);
+    s->pageable_ns = NS(s->pageable_ns);
+    s->pageable_lost_ns = NS(s->pageable_lost_ns);
+    s->locked_ns = NS(s->locked_ns);
+    s->large_ns = NS(s->large_ns);
+    s->range_count = t->range_name_count;
+    s->ranges = t->range_name_count ? xcalloc(t->range_name_count, sizeof *s->ranges) : NULL;
+    for (size_t i = 0; i < t->range_name_count; i++) {
+        s->ranges[i].name = t->range_names[i];
+        t->range_names[i] = NULL;
+        s->ranges[i].blocks = t->range_acc[i].blocks;
+        s->ranges[i].blocked_ns = NS(t->range_acc[i].blocked);
+        s->ranges[i].lost_ns = NS(t->range_acc[i].lost);
+    }
+#undef NS
+    *out = *s;
+    discard(t);
+}
+
+/* ---- run totals ---------------------------------------------------------------------------- */
+
+static void add_range(struct wsl_host_summary *a, const struct wsl_host_range *r)
+{
+    for (size_t i = 0; i < a->range_count; i++)
+        if (strcmp(a->ranges[i].name, r->name) == 0) {
+            a->ranges[i].blocks += r->blocks;
+            a->ranges[i].blocked_ns += r->blocked_ns;
+            a->ranges[i].lost_ns += r->lost_ns;
+            return;
+        }
+    a->ranges = xrealloc(a->ranges, (a->range_count + 1) * sizeof *a->ranges);
+    a->ranges[a->range_count] = *r;
+    a->ranges[a->range_count++].name = xstrdup(r->name);
+}
+
+void wsl_host_add(struct wsl_host_summary *a, const struct wsl_host_summary *b)
+{
+    for (unsigned k = 0; k < WSL_BLOCK_KINDS; k++) {
+        a->blocks[k] += b->blocks[k];
+        a->blocked_ns[k] += b->blocked_ns[k];
+        a->block_lost_ns[k] += b->block_lost_ns[k];
+    }
+#define ADD(f) a->f += b->f
+    ADD(polls); ADD(polls_not_ready); ADD(unresolved_blocks); ADD(submissions);
+    ADD(copies); ADD(copy_bytes); ADD(copy_ns);
+    ADD(small_copies); ADD(small_bytes); ADD(small_ns); ADD(small_left_ns);
+    ADD(htod); ADD(dtoh); ADD(dtod); ADD(unknown_direction);
+    ADD(pageable_copies); ADD(pageable_bytes); ADD(pageable_ns); ADD(pageable_lost_ns);
+    ADD(pageable_htod); ADD(pageable_dtoh);
+    ADD(locked_copies); ADD(locked_bytes); ADD(locked_ns);
+    ADD(large_copies); ADD(large_bytes); ADD(large_ns);
+    ADD(unclassified_copies);
+#undef ADD
+    if (b->submit_ns > a->submit_ns)
+        a->submit_ns = b->submit_ns;
+    for (size_t i = 0; i < b->range_count; i++)
+        add_range(a, &b->ranges[i]);
+}
+
+void wsl_host_free(struct wsl_host_summary *s)
+{
+    for (size_t i = 0; i < s->range_count; i++)
+        free(s->ranges[i].name);
+    free(s->ranges);
+    s->ranges = NULL;
+    s->range_count = 0;
+}
+
+uint64_t wsl_host_blocks(const struct wsl_host_summary *s)
+{
+    uint64_t n = 0;
+    for (unsigned k = 0; k < WSL_BLOCK_KINDS; k++)
+        n += s->blocks[k];
+    return n;
+}
+
+uint64_t wsl_host_blocked_ns(const struct wsl_host_summary *s)
+{
+    uint64_t n = 0;
+    for (unsigned k = 0; k < WSL_BLOCK_KINDS; k++)
+        n += s->blocked_ns[k];
+    return n;
+}
+
+uint64_t wsl_host_block_lost_ns(const struct wsl_host_summary *s)
+{
+    uint64_t n = 0;
+    for (unsigned k = 0; k < WSL_BLOCK_KINDS; k++)
+        n += s->block_lost_ns[k];
+    return n;
+}
+
+const char *wsl_block_kind_name(enum wsl_block_kind k)
+{
+    static const char *const names[WSL_BLOCK_KINDS] = {"stream_sync", "ctx_sync", "event_sync", "query_poll",
+                                                       "blocking_copy"};
+    return k < WSL_BLOCK_KINDS ? names[k] : "?";
+}
