@@ -401,20 +401,25 @@ static int map_event(struct ctx_pool *cp, CUevent e, uint64_t *ticks)
 static int emit_sample(const struct sample *sm, double raw_ns)
 {
     struct ctx_pool *cp = &pools[sm->pool];
-    double dur_ns = raw_ns;
-    if (sm->flags & WSL_GPU_IDLE_AT_SUBMIT) {
-        /* The GPU ran e0 at once and waited for the launch: the pair spans the
-         * rest of the launch call too. Take that host interval off. */
-        double gap = sm->t_launch1 > sm->t_e0 ? ticks_to_ns(sm->t_launch1 - sm->t_e0) : 0;
-        dur_ns = raw_ns > gap ? raw_ns - gap : 0;
-    }
     uint64_t e0_ticks, start, end;
     uint32_t flags = sm->flags;
     if (map_event(cp, sm->e0, &e0_ticks)) {
+        /* The kernel ran from no earlier than its launch call began (the GPU
+         * may have run e0 long before: an idle GPU, or a queue that drained
+         * while the host was still submitting) to e1. */
         end = e0_ticks + ns_to_ticks(raw_ns);
-        start = end - ns_to_ticks(dur_ns);
+        start = e0_ticks > sm->t_launch0 ? e0_ticks : sm->t_launch0;
+        if (start > end)
+            start = end;
         flags |= WSL_GPU_MAPPED;
     } else {
+        /* No clock mapping: for a launch that found the GPU idle take off the
+         * host interval from e0's record to the launch's return. */
+        double dur_ns = raw_ns;
+        if (sm->flags & WSL_GPU_IDLE_AT_SUBMIT) {
+            double gap = sm->t_launch1 > sm->t_e0 ? ticks_to_ns(sm->t_launch1 - sm->t_e0) : 0;
+            dur_ns = raw_ns > gap ? raw_ns - gap : 0;
+        }
         start = sm->t_launch1;
         end = start + ns_to_ticks(dur_ns);
     }
