@@ -18,6 +18,7 @@
 #include "analysis.h"
 #include "export_chrome.h"
 #include "progress.h"
+#include "projection.h"
 #include "report_output.h"
 #include "trace_reader.h"
 #include "util.h"
@@ -26,7 +27,7 @@
 #define TRACE_SUFFIX ".trace.zst"
 
 static const char usage[] =
-    "usage: " PROG " [--json] [-o FILE] TRACE...\n"
+    "usage: " PROG " [--json] [-o FILE] [--project TARGET] TRACE...\n"
     "\n"
     "Reads wslshim traces (the processes of one run, merged on one clock) and\n"
     "reports host time spent in each CUDA driver API, the file I/O (which\n"
@@ -41,6 +42,15 @@ static const char usage[] =
     "                  in seconds from the run's start\n"
     "  --max-events N  with --chrome: refuse a window of more recorded events than\n"
     "                  this (default 2000000, about what a browser can load)\n"
+    "  --project TARGET  add a what-if replay of the run on another platform: TARGET\n"
+    "                  is native, wsl2 (built-in profiles) or a calibration file\n"
+    "                  from wslshim-probe (docs/projection.md)\n"
+    "  --project-from SOURCE  with --project: the profile of the platform the trace\n"
+    "                  was recorded on (default: wsl2 for a process recorded under\n"
+    "                  WSL 2, else native)\n"
+    "  --project-fs FSTYPE  with --project: replay file I/O as if the files were on\n"
+    "                  this filesystem type on the target (e.g. ext4: a dataset\n"
+    "                  copied off /mnt/c); default: the same type as recorded\n"
     "  -h, --help      this help\n"
     "\n"
     "Exit status: 0 success, 2 usage error or unreadable/invalid input.\n";
@@ -201,6 +211,7 @@ int main(int argc, char **argv)
     struct wsl_chrome_options chrome_opt = {0};
     const char *window_option = NULL;
     struct trace_list traces = {0};
+    struct wsl_projection_options project_opt = {0};
     /* Trace arguments are gathered at the front of argv (there is always room). */
     char **args = argv + 1;
     size_t nargs = 0;
@@ -245,7 +256,21 @@ int main(int argc, char **argv)
                     fail("--to '%s': expected seconds from the run's start (0 or more)", v);
                 chrome_opt.have_to = true;
             }
-        } else if (strcmp(a, "--compare") == 0 || strcmp(a, "--project") == 0 || strcmp(a, "--html") == 0) {
+        } else if (strcmp(a, "--project") == 0 || strcmp(a, "--project-from") == 0 ||
+                   strcmp(a, "--project-fs") == 0 || strncmp(a, "--project=", 10) == 0 ||
+                   strncmp(a, "--project-from=", 15) == 0 || strncmp(a, "--project-fs=", 13) == 0) {
+            const char *eq = strchr(a, '=');
+            size_t n = eq ? (size_t)(eq - a) : strlen(a);
+            const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!v || !*v)
+                fail("option '%.*s' needs a value (see --help)", (int)n, a);
+            if (n == 9)
+                project_opt.target = v;
+            else if (n == 14)
+                project_opt.source = v;
+            else
+                project_opt.fs = v;
+        } else if (strcmp(a, "--compare") == 0 || strcmp(a, "--html") == 0) {
             fail("option '%s' is not implemented yet (see --help)", a);
         } else {
             fail("unknown option '%s' (see --help)", a);
@@ -259,6 +284,23 @@ int main(int argc, char **argv)
         fail("option '%s' goes with --chrome (see --help)", window_option);
     if (chrome && (json || output))
         fail("--chrome writes the timeline instead of the report: leave out %s", json ? "--json" : "-o");
+    if ((project_opt.source || project_opt.fs) && !project_opt.target)
+        fail("option '%s' goes with --project (see --help)", project_opt.source ? "--project-from" : "--project-fs");
+    if (chrome && project_opt.target)
+        fail("--chrome writes the timeline instead of the report: leave out --project");
+    /* Profiles are checked before any trace is read: a bad TARGET is a usage error. */
+    struct wsl_projection projection;
+    if (project_opt.target) {
+        struct wsl_profile check;
+        char perr[512];
+        if (wsl_profile_load(project_opt.target, &check, perr, sizeof perr) != 0)
+            fail("--project: %s", perr);
+        if (project_opt.source && wsl_profile_load(project_opt.source, &check, perr, sizeof perr) != 0)
+            fail("--project-from: %s", perr);
+        if (project_opt.fs && (strlen(project_opt.fs) >= sizeof projection.fs ||
+                               strspn(project_opt.fs, "abcdefghijklmnopqrstuvwxyz0123456789._-") != strlen(project_opt.fs)))
+            fail("--project-fs '%s': expected a filesystem type such as ext4 or 9p", project_opt.fs);
+    }
     for (size_t i = 0; i < nargs; i++)
         add_argument(&traces, args[i]);
     uint64_t total_bytes = 0;
@@ -293,6 +335,13 @@ int main(int argc, char **argv)
     wsl_progress_end(&progress);
     run.progress = NULL;
     wsl_run_finish(&run);
+    if (project_opt.target) {
+        char perr[512];
+        if (wsl_project((const char *const *)traces.paths, traces.count, &project_opt, &projection, perr,
+                        sizeof perr) != 0)
+            fail("%s", perr);
+        run.projection = &projection;
+    }
 
     /* Written whole to a temporary stream first: a failed write leaves no half report. */
     char *text = NULL;
@@ -317,6 +366,8 @@ int main(int argc, char **argv)
         fail("%s: write error: %s", output ? output : "stdout", strerror(errno));
 
     free(text);
+    if (run.projection)
+        wsl_projection_free(&projection);
     wsl_run_free(&run);
     for (size_t i = 0; i < traces.count; i++)
         free(traces.paths[i]);

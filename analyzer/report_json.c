@@ -646,6 +646,10 @@ void report_write_json(const struct wsl_run *run, FILE *out)
     for (size_t i = 0; i < run->finding_count; i++)
         write_finding(&w, &run->findings[i]);
     json_end_array(&w);
+    if (run->projection) {
+        json_key(&w, "projection");
+        wsl_projection_write_json(&w, run->projection);
+    }
     json_key(&w, "warnings");
     json_begin_array(&w);
     for (size_t i = 0; i < run->warning_count; i++)

@@ -382,4 +382,6 @@ void report_write_text(const struct wsl_run *run, FILE *out)
     write_memory(out, run);
     write_io(out, &run->io);
     write_findings(out, run);
+    if (run->projection)
+        wsl_projection_write_text(out, run->projection);
 }
