@@ -282,7 +282,7 @@ struct replay {
 
 static void note_unknown(struct wsl_projection *pr, const char *side, const char *profile, const char *figure)
 {
-    char what[96];
+    char what[160];
     snprintf(what, sizeof what, "%s %s: %s", side, profile, figure);
     for (size_t i = 0; i < pr->unknown_count; i++)
         if (!strcmp(pr->unknown[i].what, what)) {
@@ -404,17 +404,14 @@ static bool file_delta(struct replay *R, const struct pending *e, double *delta)
     char fig[80];
     double sv = -1, tv = -1;
     if (e->kind == K_IO_STAT) {
-        snprintf(fig, sizeof fig, "file %s stat_ns", src_type);
         sv = s && wsl_figure_known(s->stat_ns) ? s->stat_ns.value : -1;
         tv = t && wsl_figure_known(t->stat_ns) ? t->stat_ns.value : -1;
     } else if (e->kind == K_IO_OPEN) {
-        snprintf(fig, sizeof fig, "file %s open_read_close_ns", src_type);
         sv = s && wsl_figure_known(s->open_read_close_ns) ? s->open_read_close_ns.value : -1;
         tv = t && wsl_figure_known(t->open_read_close_ns) ? t->open_read_close_ns.value : -1;
     } else if (e->kind == K_IO_READ) {
         if (e->result != 0)
             return false;
-        snprintf(fig, sizeof fig, "file %s read_bytes_per_s", src_type);
         double sb = s && wsl_figure_known(s->read_bytes_per_s) && s->read_bytes_per_s.value > 0
                         ? s->read_bytes_per_s.value : -1;
         double tb = t && wsl_figure_known(t->read_bytes_per_s) && t->read_bytes_per_s.value > 0
@@ -425,10 +422,22 @@ static bool file_delta(struct replay *R, const struct pending *e, double *delta)
     } else {
         return false;
     }
-    if (tv < 0 && strcmp(tgt_type, src_type) != 0) /* name the target's filesystem in the message */
-        snprintf(fig, sizeof fig, "file %s %s", tgt_type, e->kind == K_IO_STAT ? "stat_ns"
-                 : e->kind == K_IO_OPEN ? "open_read_close_ns" : "read_bytes_per_s");
-    return figure_delta(R, tv, sv, fig, delta);
+    if (tv >= 0 && sv >= 0) {
+        *delta = tv - sv;
+        return true;
+    }
+    /* Name each side's own filesystem type. */
+    const char *what = e->kind == K_IO_STAT ? "stat_ns" : e->kind == K_IO_OPEN ? "open_read_close_ns"
+                                                                             : "read_bytes_per_s";
+    if (tv < 0) {
+        snprintf(fig, sizeof fig, "file %s %s", tgt_type, what);
+        note_unknown(R->pr, "target", R->tgt->name, fig);
+    }
+    if (sv < 0) {
+        snprintf(fig, sizeof fig, "file %s %s", src_type, what);
+        note_unknown(R->pr, "source", R->src_name, fig);
+    }
+    return false;
 }
 
 /* Replays one call. */

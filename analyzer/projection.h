@@ -55,7 +55,7 @@ struct wsl_proj_cause_figs {
 };
 
 struct wsl_proj_unknown {
-    char what[96];              /* e.g. "target wsl2: sync_ns" */
+    char what[160];             /* e.g. "target wsl2: sync_ns" */
     uint64_t calls;             /* calls that kept their recorded cost for it */
 };
 
