@@ -16,6 +16,7 @@
 #include "memory_analysis.h"
 #include "progress.h"
 #include "nvtx_analysis.h"
+#include "projection.h"
 #include "rules.h"
 #include "stats.h"
 
@@ -86,6 +87,7 @@ struct wsl_run {
     uint64_t start_ns, end_ns, wall_ns;
     char **warnings;            /* "<trace>: <what>", in reading order */
     size_t warning_count;
+    const struct wsl_projection *projection; /* set by the caller for --project (not owned), or NULL */
     struct wsl_progress *progress; /* set by the caller: reading progress on stderr (progress.h), or NULL */
     /* name -> index into apis, open addressing */
     uint32_t *api_index;

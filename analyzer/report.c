@@ -18,6 +18,7 @@
 
 #include "analysis.h"
 #include "compare.h"
+#include "projection.h"
 #include "export_chrome.h"
 #include "progress.h"
 #include "report_output.h"
@@ -28,7 +29,7 @@
 #define TRACE_SUFFIX ".trace.zst"
 
 static const char usage[] =
-    "usage: " PROG " [--json] [-o FILE] [--color=WHEN] TRACE...\n"
+    "usage: " PROG " [--json] [-o FILE] [--color=WHEN] [--project TARGET] TRACE...\n"
     "       " PROG " [--json] [-o FILE] --compare A B\n"
     "\n"
     "Reads wslshim traces (the processes of one run, merged on one clock) and\n"
@@ -50,6 +51,15 @@ static const char usage[] =
     "                  in seconds from the run's start\n"
     "  --max-events N  with --chrome: refuse a window of more recorded events than\n"
     "                  this (default 2000000, about what a browser can load)\n"
+    "  --project TARGET  add a what-if replay of the run on another platform: TARGET\n"
+    "                  is native, wsl2 (built-in profiles) or a calibration file\n"
+    "                  from wslshim-probe (docs/projection.md)\n"
+    "  --project-from SOURCE  with --project: the profile of the platform the trace\n"
+    "                  was recorded on (default: wsl2 for a process recorded under\n"
+    "                  WSL 2, else native)\n"
+    "  --project-fs FSTYPE  with --project: replay file I/O as if the files were on\n"
+    "                  this filesystem type on the target (e.g. ext4: a dataset\n"
+    "                  copied off /mnt/c); default: the same type as recorded\n"
     "  -h, --help      this help\n"
     "\n"
     "Exit status: 0 success, 2 usage error or unreadable/invalid input.\n";
@@ -248,6 +258,7 @@ int main(int argc, char **argv)
     bool json = false, options_done = false, compare = false;
     enum color_when color = COLOR_AUTO;
     char *compare_args[2] = {NULL, NULL};
+    struct wsl_projection_options project_opt = {0};
     const char *output = NULL, *chrome = NULL;
     struct wsl_chrome_options chrome_opt = {0};
     const char *window_option = NULL;
@@ -310,7 +321,21 @@ int main(int argc, char **argv)
             compare = true;
             compare_args[0] = argv[++i];
             compare_args[1] = argv[++i];
-        } else if (strcmp(a, "--project") == 0 || strcmp(a, "--html") == 0) {
+        } else if (strcmp(a, "--project") == 0 || strcmp(a, "--project-from") == 0 ||
+                   strcmp(a, "--project-fs") == 0 || strncmp(a, "--project=", 10) == 0 ||
+                   strncmp(a, "--project-from=", 15) == 0 || strncmp(a, "--project-fs=", 13) == 0) {
+            const char *eq = strchr(a, '=');
+            size_t n = eq ? (size_t)(eq - a) : strlen(a);
+            const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!v || !*v)
+                fail("option '%.*s' needs a value (see --help)", (int)n, a);
+            if (n == 9)
+                project_opt.target = v;
+            else if (n == 14)
+                project_opt.source = v;
+            else
+                project_opt.fs = v;
+        } else if (strcmp(a, "--html") == 0) {
             fail("option '%s' is not implemented yet (see --help)", a);
         } else {
             fail("unknown option '%s' (see --help)", a);
@@ -328,6 +353,25 @@ int main(int argc, char **argv)
         fail("option '%s' goes with --chrome (see --help)", window_option);
     if (chrome && (json || output))
         fail("--chrome writes the timeline instead of the report: leave out %s", json ? "--json" : "-o");
+    if ((project_opt.source || project_opt.fs) && !project_opt.target)
+        fail("option '%s' goes with --project (see --help)", project_opt.source ? "--project-from" : "--project-fs");
+    if (compare && project_opt.target)
+        fail("--project replays one run: leave out --compare");
+    if (chrome && project_opt.target)
+        fail("--chrome writes the timeline instead of the report: leave out --project");
+    /* Profiles are checked before any trace is read: a bad TARGET is a usage error. */
+    struct wsl_projection projection;
+    if (project_opt.target) {
+        struct wsl_profile check;
+        char perr[512];
+        if (wsl_profile_load(project_opt.target, &check, perr, sizeof perr) != 0)
+            fail("--project: %s", perr);
+        if (project_opt.source && wsl_profile_load(project_opt.source, &check, perr, sizeof perr) != 0)
+            fail("--project-from: %s", perr);
+        if (project_opt.fs && (strlen(project_opt.fs) >= sizeof projection.fs ||
+                               strspn(project_opt.fs, "abcdefghijklmnopqrstuvwxyz0123456789._-") != strlen(project_opt.fs)))
+            fail("--project-fs '%s': expected a filesystem type such as ext4 or 9p", project_opt.fs);
+    }
     bool force_progress = getenv("WSLSHIM_PROGRESS") && strcmp(getenv("WSLSHIM_PROGRESS"), "1") == 0;
     if (chrome) {
         for (size_t i = 0; i < nargs; i++)
@@ -364,6 +408,13 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < nargs; i++)
             add_argument(&traces, args[i]);
         load_run(&run, &traces, force_progress);
+        if (project_opt.target) {
+            char perr[512];
+            if (wsl_project((const char *const *)traces.paths, traces.count, &project_opt, &projection, perr,
+                            sizeof perr) != 0)
+                fail("%s", perr);
+            run.projection = &projection;
+        }
     }
     bool use_color = !json && (color == COLOR_ALWAYS ||
                                (color == COLOR_AUTO && !output && isatty(STDOUT_FILENO) &&
@@ -403,6 +454,8 @@ int main(int argc, char **argv)
         wsl_run_free(&run_b);
         free_trace_list(&traces_b);
     }
+    if (run.projection)
+        wsl_projection_free(&projection);
     wsl_run_free(&run);
     free_trace_list(&traces);
     return 0;

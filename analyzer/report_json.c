@@ -933,6 +933,10 @@ void report_write_json(const struct wsl_run *run, const struct wsl_compare *cmp,
         for (size_t i = 0; i < wsl_rules_need_gpu_timing_count; i++)
             json_string(&w, wsl_rules_need_gpu_timing[i]);
     json_end_array(&w);
+    if (run->projection) {
+        json_key(&w, "projection");
+        wsl_projection_write_json(&w, run->projection);
+    }
     json_key(&w, "warnings");
     json_begin_array(&w);
     for (size_t i = 0; i < run->warning_count; i++)

@@ -623,4 +623,6 @@ void report_write_text(const struct wsl_run *run, FILE *out, bool color)
     write_io(out, &run->io);
     write_nvtx(out, run);
     write_findings(out, run);
+    if (run->projection)
+        wsl_projection_write_text(out, run->projection);
 }

@@ -404,11 +404,11 @@ static int emit_sample(const struct sample *sm, double raw_ns)
     uint64_t e0_ticks, start, end;
     uint32_t flags = sm->flags;
     if (map_event(cp, sm->e0, &e0_ticks)) {
-        /* The kernel ran from no earlier than its launch call began (the GPU
-         * may have run e0 long before: an idle GPU, or a queue that drained
-         * while the host was still submitting) to e1. */
+        /* The kernel ran from no earlier than its launch call returned (the
+         * GPU may have run e0 long before: an idle GPU, or a queue that
+         * drained while the host was still submitting) to e1. */
         end = e0_ticks + ns_to_ticks(raw_ns);
-        start = e0_ticks > sm->t_launch0 ? e0_ticks : sm->t_launch0;
+        start = e0_ticks > sm->t_launch1 ? e0_ticks : sm->t_launch1;
         if (start > end)
             start = end;
         flags |= WSL_GPU_MAPPED;

@@ -1,0 +1,932 @@
+/*
+ * projection.c: the what-if replay (projection.h; docs/projection.md).
+ */
+#define _GNU_SOURCE
+#include "projection.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernel_analysis.h"
+#include "mounts.h"
+#include "trace_reader.h"
+#include "u64_map.h"
+#include "util.h"
+
+const char *wsl_proj_cause_name(unsigned cause)
+{
+    static const char *const names[WSL_PROJ_CAUSES] = {"launch", "sync", "alloc", "copy",
+                                                       "event", "file_io", "other_cuda", "cpu"};
+    return cause < WSL_PROJ_CAUSES ? names[cause] : "other_cuda";
+}
+
+/* ---- what each API does in the replay -------------------------------------------------- */
+
+enum proj_kind {
+    K_SKIP = 0,         /* not a call of the program (GPU_KERNEL) */
+    K_OTHER,            /* kept as recorded */
+    K_LAUNCH, K_GRAPH, K_HOSTFN,
+    K_ALLOC, K_FREE, K_POOL_ALLOC, K_POOL_FREE, K_MANAGED, K_PINNED_ALLOC, K_HOST_OTHER,
+    K_SYNC_STREAM, K_SYNC_CTX, K_SYNC_EVENT,
+    K_STREAM_WAIT, K_EVENT_RECORD, K_EVENT_QUERY, K_QUERY,
+    K_COPY_ASYNC, K_COPY_BLOCKING, K_COPY_DTOD, K_MEMSET,
+    K_CAPTURE_BEGIN, K_CAPTURE_END,
+    K_IO_OPEN, K_IO_READ, K_IO_STAT, K_IO_OTHER,
+};
+
+static uint8_t kind_of(unsigned cat, const char *base)
+{
+    enum wsl_kern_op op = wsl_kern_op_of(cat, base);
+    if (op == WSL_KERN_CAPTURE_BEGIN)
+        return K_CAPTURE_BEGIN;
+    if (op == WSL_KERN_CAPTURE_END)
+        return K_CAPTURE_END;
+    switch (cat) {
+    case WSL_CAT_GPU_KERNEL: return K_SKIP;
+    case WSL_CAT_LAUNCH: return K_LAUNCH;
+    case WSL_CAT_GRAPH: return K_GRAPH;
+    case WSL_CAT_HOSTFN: return K_HOSTFN;
+    case WSL_CAT_ALLOC:
+        return strstr(base, "Async") ? K_POOL_ALLOC : K_ALLOC;
+    case WSL_CAT_FREE:
+        return strstr(base, "Async") ? K_POOL_FREE : K_FREE;
+    case WSL_CAT_ALLOC_MANAGED: return K_MANAGED;
+    case WSL_CAT_HOST_ALLOC: return K_PINNED_ALLOC;
+    case WSL_CAT_HOST_FREE: case WSL_CAT_HOST_REGISTER: case WSL_CAT_HOST_UNREGISTER: return K_HOST_OTHER;
+    case WSL_CAT_SYNC_STREAM: return K_SYNC_STREAM;
+    case WSL_CAT_SYNC_CTX: return K_SYNC_CTX;
+    case WSL_CAT_SYNC_EVENT: return K_SYNC_EVENT;
+    case WSL_CAT_STREAM_WAIT: return K_STREAM_WAIT;
+    case WSL_CAT_EVENT_RECORD: return K_EVENT_RECORD;
+    case WSL_CAT_QUERY: return strstr(base, "Event") ? K_EVENT_QUERY : K_QUERY;
+    case WSL_CAT_COPY_ANY_ASYNC: case WSL_CAT_COPY_HTOD_ASYNC: case WSL_CAT_COPY_DTOH_ASYNC:
+    case WSL_CAT_COPY_DTOD_ASYNC: return K_COPY_ASYNC;
+    case WSL_CAT_COPY_ANY: case WSL_CAT_COPY_HTOD: case WSL_CAT_COPY_DTOH: return K_COPY_BLOCKING;
+    case WSL_CAT_COPY_DTOD: return K_COPY_DTOD;
+    case WSL_CAT_MEMSET: case WSL_CAT_MEMSET_ASYNC: return K_MEMSET;
+    case WSL_CAT_IO_OPEN: return K_IO_OPEN;
+    case WSL_CAT_IO_READ: return K_IO_READ;
+    case WSL_CAT_IO_STAT: return K_IO_STAT;
+    case WSL_CAT_IO_MMAP: case WSL_CAT_IO_SEEK: case WSL_CAT_IO_CLOSE: return K_IO_OTHER;
+    default: return K_OTHER;
+    }
+}
+
+static enum wsl_proj_cause cause_of(uint8_t k)
+{
+    switch (k) {
+    case K_LAUNCH: case K_GRAPH: return WSL_PROJ_LAUNCH;
+    case K_ALLOC: case K_FREE: case K_POOL_ALLOC: case K_POOL_FREE: case K_MANAGED: case K_PINNED_ALLOC:
+    case K_HOST_OTHER: return WSL_PROJ_ALLOC;
+    case K_SYNC_STREAM: case K_SYNC_CTX: case K_SYNC_EVENT: return WSL_PROJ_SYNC;
+    case K_STREAM_WAIT: case K_EVENT_RECORD: case K_EVENT_QUERY: case K_QUERY: return WSL_PROJ_EVENT;
+    case K_COPY_ASYNC: case K_COPY_BLOCKING: case K_COPY_DTOD: case K_MEMSET: return WSL_PROJ_COPY;
+    case K_IO_OPEN: case K_IO_READ: case K_IO_STAT: case K_IO_OTHER: return WSL_PROJ_FILE;
+    default: return WSL_PROJ_OTHER;
+    }
+}
+
+/* ---- pass 1: GPU durations, clock, process span ----------------------------------------- */
+
+/* Timed launches of one kernel: all of them, and those that found the GPU
+ * idle at submit (their event pair was corrected to the kernel's own start;
+ * a launch submitted just as the queue drained may include the gap between
+ * the earlier work's end and its own submission). */
+struct gpu_mean {
+    double sum_ns, idle_sum_ns;
+    uint64_t count, idle_count;
+};
+
+static double gpu_mean_ns(const struct gpu_mean *m)
+{
+    return m->idle_count ? m->idle_sum_ns / (double)m->idle_count : m->sum_ns / (double)m->count;
+}
+
+static void gpu_mean_add(struct gpu_mean *m, double ticks, bool idle)
+{
+    m->sum_ns += ticks;
+    m->count++;
+    if (idle) {
+        m->idle_sum_ns += ticks;
+        m->idle_count++;
+    }
+}
+
+struct trace_facts {
+    struct wsl_clock_map clock;
+    int32_t pid;
+    uint32_t flags;
+    uint64_t start_ns, end_ns;
+    struct wsl_u64_map handle_index;    /* handle -> index into means */
+    struct gpu_mean *means;
+    size_t mean_count;
+    struct gpu_mean kernel_all;         /* every timed kernel launch of the process */
+    struct gpu_mean graph_all;
+};
+
+static int read_facts(const char *path, struct trace_facts *f, struct wsl_projection *pr, char *err, size_t errlen)
+{
+    struct wsl_reader *r = wsl_reader_open(path, err, errlen);
+    if (!r)
+        return -1;
+    bool gpu_api[WSL_MAX_API_IDS] = {false};
+    bool have_process = false, have_events = false;
+    uint64_t max_end = 0, end_ticks = 0, max_clock_ns = 0;
+    bool have_end = false;
+    struct wsl_item it;
+    enum wsl_read_result res;
+    /* Durations are kept in ticks until the clock fit is final. */
+    while ((res = wsl_reader_next(r, &it)) == WSL_READ_ITEM) {
+        switch (it.type) {
+        case WSL_CHUNK_PROCESS:
+            have_process = true;
+            f->pid = it.process.info.pid;
+            f->flags = it.process.info.flags;
+            f->start_ns = it.process.info.start_mono_ns;
+            break;
+        case WSL_CHUNK_API_TABLE:
+            for (uint32_t i = 0; i < it.api_table.count; i++)
+                gpu_api[it.api_table.entries[i].id] = it.api_table.entries[i].category == WSL_CAT_GPU_KERNEL;
+            break;
+        case WSL_CHUNK_CLOCK:
+            if (it.clock.mono_ns > max_clock_ns)
+                max_clock_ns = it.clock.mono_ns;
+            break;
+        case WSL_CHUNK_END:
+            have_end = true;
+            end_ticks = it.end.end_ticks;
+            break;
+        case WSL_CHUNK_EVENTS:
+            for (uint32_t i = 0; i < it.events.count; i++) {
+                const struct wsl_event *ev = &it.events.events[i];
+                if (ev->t_end > max_end)
+                    max_end = ev->t_end;
+                have_events = true;
+                if (!gpu_api[ev->api] || !ev->a[0])
+                    continue;
+                double ticks = (double)(ev->t_end >= ev->t_start ? ev->t_end - ev->t_start : 0);
+                bool graph = (ev->a[2] & WSL_GPU_GRAPH) != 0;
+                struct gpu_mean *all = graph ? &f->graph_all : &f->kernel_all;
+                bool idle = (ev->a[2] & WSL_GPU_IDLE_AT_SUBMIT) != 0;
+                gpu_mean_add(all, ticks, idle);
+                (graph ? &pr->graph_samples : &pr->kernel_samples)[0]++;
+                struct wsl_u64_slot *s = wsl_u64_map_find(&f->handle_index, ev->a[0]);
+                if (!s) {
+                    if (f->mean_count >= WSL_KERN_MAX_TIMED)
+                        continue; /* past the cap: the process mean stands in */
+                    f->means = xrealloc(f->means, (f->mean_count + 1) * sizeof *f->means);
+                    f->means[f->mean_count] = (struct gpu_mean){0, 0, 0, 0};
+                    wsl_u64_map_insert(&f->handle_index, ev->a[0], f->mean_count++);
+                    s = wsl_u64_map_find(&f->handle_index, ev->a[0]);
+                }
+                gpu_mean_add(&f->means[s->value], ticks, idle);
+            }
+            break;
+        default:
+            break;
+        }
+    }
+    if (res == WSL_READ_ERROR || !have_process) {
+        snprintf(err, errlen, "%s", res == WSL_READ_ERROR ? wsl_reader_message(r) : "no process info");
+        wsl_reader_close(r);
+        return -1;
+    }
+    f->clock = *wsl_reader_clock(r);
+    wsl_reader_close(r);
+    /* ticks -> ns */
+    double k = f->clock.ns_per_tick;
+    for (size_t i = 0; i < f->mean_count; i++) {
+        f->means[i].sum_ns *= k;
+        f->means[i].idle_sum_ns *= k;
+    }
+    f->kernel_all.sum_ns *= k;
+    f->kernel_all.idle_sum_ns *= k;
+    f->graph_all.sum_ns *= k;
+    f->graph_all.idle_sum_ns *= k;
+    uint64_t end = f->start_ns;
+    if (have_events && wsl_clock_to_ns(&f->clock, max_end) > end)
+        end = wsl_clock_to_ns(&f->clock, max_end);
+    if (have_end && wsl_clock_to_ns(&f->clock, end_ticks) > end)
+        end = wsl_clock_to_ns(&f->clock, end_ticks);
+    if (max_clock_ns > end)
+        end = max_clock_ns;
+    f->end_ns = end;
+    return 0;
+}
+
+static void facts_free(struct trace_facts *f)
+{
+    wsl_u64_map_free(&f->handle_index);
+    free(f->means);
+}
+
+/* ---- pass 2: the replay ----------------------------------------------------------------- */
+
+struct pending {                /* one call waiting in the time-order window */
+    uint64_t t_start, t_end;    /* ticks */
+    uint64_t seq;
+    uint64_t stream, a[4];
+    int32_t result;
+    uint32_t tid;
+    uint8_t kind;
+    uint8_t fs;                 /* index into the fstype names, or FS_NONE */
+    uint8_t fs_system;          /* a system filesystem (/proc...): kept as recorded */
+};
+#define FS_NONE 0xffu
+#define MAX_FSTYPES 64
+
+struct thread_state {
+    bool any;
+    int64_t shift;              /* projected - recorded, after its last call */
+    uint64_t first_rs, last_re; /* recorded, ns */
+    uint64_t last_pe;
+};
+
+struct gpu_queue {
+    double rec, proj;           /* when the work submitted so far is done: recorded and projected timelines */
+};
+
+struct replay {
+    struct wsl_projection *pr;
+    const struct wsl_projection_options *opt;
+    const struct wsl_profile *src, *tgt;
+    const char *src_name;
+    const struct trace_facts *facts;
+    bool wsl;
+    /* window */
+    struct pending *heap;
+    size_t heap_count, window;
+    uint64_t seq, last_popped;
+    bool popped_any;
+    /* per process */
+    struct wsl_u64_map threads;         /* tid+1 -> index */
+    struct thread_state *thr;
+    size_t thr_count;
+    struct wsl_u64_map streams;         /* stream+1 -> index into queues */
+    struct gpu_queue *queues;
+    size_t queue_count;
+    struct wsl_u64_map capturing;       /* stream+1 -> 1 while captured */
+    struct wsl_u64_map events;          /* event -> index into event_times */
+    struct gpu_queue *event_times;
+    size_t event_count;
+    struct wsl_u64_map allocs;          /* device pointer -> bytes << 1 | paired */
+    struct wsl_u64_map fds;             /* fd+1 -> fs index + 1 (0x100: system) */
+    char fstypes[MAX_FSTYPES][32];
+    size_t fstype_count;
+    uint64_t latest_re;                 /* the latest recorded call end of the process */
+    int64_t latest_shift;
+    uint64_t max_pe;
+};
+
+static void note_unknown(struct wsl_projection *pr, const char *side, const char *profile, const char *figure)
+{
+    char what[160];
+    snprintf(what, sizeof what, "%s %s: %s", side, profile, figure);
+    for (size_t i = 0; i < pr->unknown_count; i++)
+        if (!strcmp(pr->unknown[i].what, what)) {
+            pr->unknown[i].calls++;
+            return;
+        }
+    if (pr->unknown_count == WSL_PROJ_MAX_UNKNOWN) {
+        pr->unknown_more++;
+        return;
+    }
+    snprintf(pr->unknown[pr->unknown_count].what, sizeof pr->unknown[0].what, "%s", what);
+    pr->unknown[pr->unknown_count++].calls = 1;
+}
+
+/* The cost difference target - source of one figure; false (and the figure
+ * named as unknown) when either side does not know it. */
+static bool figure_delta(struct replay *R, double tgt, double src, const char *figure, double *delta)
+{
+    if (tgt >= 0 && src >= 0) {
+        *delta = tgt - src;
+        return true;
+    }
+    if (tgt < 0)
+        note_unknown(R->pr, "target", R->tgt->name, figure);
+    if (src < 0)
+        note_unknown(R->pr, "source", R->src_name, figure);
+    return false;
+}
+
+/* A per-size allocation figure (alloc: which 0, free: 1) interpolated in
+ * log(size) between the sizes that know it; the 1 MiB figure when none does. */
+static double size_figure(const struct wsl_profile *p, uint64_t bytes, int which)
+{
+    uint64_t sz[WSL_PROFILE_MAX_ALLOC];
+    double ns[WSL_PROFILE_MAX_ALLOC];
+    size_t n = 0;
+    for (size_t i = 0; i < p->alloc_count; i++) {
+        struct wsl_figure f = which ? p->alloc[i].free_ns : p->alloc[i].alloc_ns;
+        if (wsl_figure_known(f)) {
+            sz[n] = p->alloc[i].bytes;
+            ns[n++] = f.value;
+        }
+    }
+    if (!n) {
+        struct wsl_figure f = which ? p->free_ns : p->alloc_ns;
+        return wsl_figure_known(f) ? f.value : -1;
+    }
+    if (bytes <= sz[0])
+        return ns[0];
+    if (bytes >= sz[n - 1])
+        return ns[n - 1];
+    size_t k = 1;
+    while (sz[k] < bytes)
+        k++;
+    double t = (log((double)bytes) - log((double)sz[k - 1])) / (log((double)sz[k]) - log((double)sz[k - 1]));
+    return ns[k - 1] + t * (ns[k] - ns[k - 1]);
+}
+
+static struct gpu_queue *queue_of(struct replay *R, uint64_t stream)
+{
+    struct wsl_u64_slot *s = wsl_u64_map_find(&R->streams, stream + 1);
+    if (s)
+        return &R->queues[s->value];
+    if (R->queue_count >= WSL_PROJ_MAX_STREAMS)
+        return &R->queues[0]; /* past the cap: the first stream's queue */
+    R->queues = xrealloc(R->queues, (R->queue_count + 1) * sizeof *R->queues);
+    R->queues[R->queue_count] = (struct gpu_queue){0, 0};
+    wsl_u64_map_insert(&R->streams, stream + 1, R->queue_count);
+    return &R->queues[R->queue_count++];
+}
+
+/* When everything submitted to any stream is done. */
+static struct gpu_queue all_queues(const struct replay *R)
+{
+    struct gpu_queue q = {0, 0};
+    for (size_t i = 0; i < R->queue_count; i++) {
+        q.rec = fmax(q.rec, R->queues[i].rec);
+        q.proj = fmax(q.proj, R->queues[i].proj);
+    }
+    return q;
+}
+
+/* What a stream sync waits for: the legacy default stream (0) waits for every stream. */
+static struct gpu_queue ready_of(struct replay *R, uint64_t stream)
+{
+    return stream == 0 ? all_queues(R) : *queue_of(R, stream);
+}
+
+static double kernel_ns(struct replay *R, uint64_t handle, bool graph)
+{
+    const struct trace_facts *f = R->facts;
+    struct wsl_u64_slot *s = handle ? wsl_u64_map_find(&f->handle_index, handle) : NULL;
+    if (s && f->means[s->value].count) {
+        R->pr->launches_kernel_mean += !graph;
+        return gpu_mean_ns(&f->means[s->value]);
+    }
+    const struct gpu_mean *all = graph ? &f->graph_all : &f->kernel_all;
+    if (all->count) {
+        R->pr->launches_process_mean += !graph;
+        return gpu_mean_ns(all);
+    }
+    R->pr->launches_no_gpu_time += !graph;
+    return 0;
+}
+
+static const struct wsl_profile_fs *fs_of(const struct wsl_profile *p, const char *fstype)
+{
+    return wsl_profile_fs_find(p, fstype);
+}
+
+/* A file call's cost difference (false: kept as recorded). */
+static bool file_delta(struct replay *R, const struct pending *e, double *delta)
+{
+    if (e->fs == FS_NONE || e->fs_system)
+        return false;
+    const char *src_type = R->fstypes[e->fs];
+    const char *tgt_type = R->opt->fs ? R->opt->fs : src_type;
+    const struct wsl_profile_fs *s = fs_of(R->src, src_type), *t = fs_of(R->tgt, tgt_type);
+    char fig[80];
+    double sv = -1, tv = -1;
+    if (e->kind == K_IO_STAT) {
+        sv = s && wsl_figure_known(s->stat_ns) ? s->stat_ns.value : -1;
+        tv = t && wsl_figure_known(t->stat_ns) ? t->stat_ns.value : -1;
+    } else if (e->kind == K_IO_OPEN) {
+        sv = s && wsl_figure_known(s->open_read_close_ns) ? s->open_read_close_ns.value : -1;
+        tv = t && wsl_figure_known(t->open_read_close_ns) ? t->open_read_close_ns.value : -1;
+    } else if (e->kind == K_IO_READ) {
+        if (e->result != 0)
+            return false;
+        double sb = s && wsl_figure_known(s->read_bytes_per_s) && s->read_bytes_per_s.value > 0
+                        ? s->read_bytes_per_s.value : -1;
+        double tb = t && wsl_figure_known(t->read_bytes_per_s) && t->read_bytes_per_s.value > 0
+                        ? t->read_bytes_per_s.value : -1;
+        double bytes = (double)e->a[2];
+        sv = sb > 0 ? bytes * 1e9 / sb : -1;
+        tv = tb > 0 ? bytes * 1e9 / tb : -1;
+    } else {
+        return false;
+    }
+    if (tv >= 0 && sv >= 0) {
+        *delta = tv - sv;
+        return true;
+    }
+    /* Name each side's own filesystem type. */
+    const char *what = e->kind == K_IO_STAT ? "stat_ns" : e->kind == K_IO_OPEN ? "open_read_close_ns"
+                                                                             : "read_bytes_per_s";
+    if (tv < 0) {
+        snprintf(fig, sizeof fig, "file %s %s", tgt_type, what);
+        note_unknown(R->pr, "target", R->tgt->name, fig);
+    }
+    if (sv < 0) {
+        snprintf(fig, sizeof fig, "file %s %s", src_type, what);
+        note_unknown(R->pr, "source", R->src_name, fig);
+    }
+    return false;
+}
+
+/* Replays one call. */
+static void replay_one(struct replay *R, const struct pending *e)
+{
+    struct wsl_projection *pr = R->pr;
+    const struct wsl_clock_map *clk = &R->facts->clock;
+    uint64_t rs = wsl_clock_to_ns(clk, e->t_start), re = wsl_clock_to_ns(clk, e->t_end);
+    if (re < rs)
+        re = rs;
+    double rd = (double)(re - rs);
+    struct wsl_u64_slot *ts = wsl_u64_map_find(&R->threads, (uint64_t)e->tid + 1);
+    if (!ts) {
+        R->thr = xrealloc(R->thr, (R->thr_count + 1) * sizeof *R->thr);
+        memset(&R->thr[R->thr_count], 0, sizeof *R->thr);
+        wsl_u64_map_insert(&R->threads, (uint64_t)e->tid + 1, R->thr_count++);
+        ts = wsl_u64_map_find(&R->threads, (uint64_t)e->tid + 1);
+    }
+    struct thread_state *th = &R->thr[ts->value];
+    if (!th->any) {
+        th->any = true;
+        th->first_rs = rs;
+    } else if (rs > th->last_re) {
+        uint64_t gap = rs - th->last_re;
+        pr->cause[WSL_PROJ_CPU].recorded_ns += gap;
+        pr->cause[WSL_PROJ_CPU].projected_ns += gap;
+    }
+    double ps = (double)rs + (double)th->shift;
+    double pd = rd, delta = 0;
+    bool changed = false, kept = true;
+    double wait_rec = 0, wait_proj = 0;
+    const struct wsl_profile *S = R->src, *T = R->tgt;
+    enum wsl_proj_cause cause = cause_of(e->kind);
+
+    switch (e->kind) {
+    case K_LAUNCH: {
+        changed = figure_delta(R, T->launch_ns.value, S->launch_ns.value, "launch_ns", &delta);
+        pd = fmax(0, rd + delta);
+        if (e->result != 0)
+            break;
+        pr->launches++;
+        if (wsl_u64_map_find(&R->capturing, e->stream + 1)) {
+            pr->captured_launches++;
+            break;
+        }
+        double g = kernel_ns(R, e->a[0], false);
+        struct gpu_queue *q = queue_of(R, e->stream);
+        q->rec = fmax(q->rec, (double)re) + g;
+        q->proj = fmax(q->proj, ps + pd) + g;
+        pr->gpu_ns += (uint64_t)g;
+        break;
+    }
+    case K_GRAPH: {
+        /* No profile holds the host cost of cuGraphLaunch: kept. */
+        if (e->result != 0)
+            break;
+        pr->graph_launches++;
+        double g = kernel_ns(R, e->a[0], true);
+        struct gpu_queue *q = queue_of(R, e->stream);
+        q->rec = fmax(q->rec, (double)re) + g;
+        q->proj = fmax(q->proj, ps + pd) + g;
+        pr->gpu_ns += (uint64_t)g;
+        break;
+    }
+    case K_CAPTURE_BEGIN:
+        if (e->result == 0 && !wsl_u64_map_find(&R->capturing, e->stream + 1))
+            wsl_u64_map_insert(&R->capturing, e->stream + 1, 1);
+        break;
+    case K_CAPTURE_END: {
+        struct wsl_u64_slot *c = wsl_u64_map_find(&R->capturing, e->stream + 1);
+        if (c)
+            wsl_u64_map_remove(&R->capturing, c);
+        break;
+    }
+    case K_SYNC_STREAM:
+    case K_SYNC_CTX:
+    case K_SYNC_EVENT:
+    case K_COPY_BLOCKING: {
+        struct gpu_queue ready = {0, 0};
+        if (e->kind == K_SYNC_CTX || e->kind == K_COPY_BLOCKING) {
+            ready = all_queues(R);
+        } else if (e->kind == K_SYNC_STREAM) {
+            ready = ready_of(R, e->stream);
+        } else {
+            struct wsl_u64_slot *ev = e->a[0] ? wsl_u64_map_find(&R->events, e->a[0]) : NULL;
+            if (ev)
+                ready = R->event_times[ev->value];
+        }
+        wait_rec = fmax(0, fmin(ready.rec - (double)rs, rd));
+        double overhead = rd - wait_rec;
+        if (e->kind == K_COPY_BLOCKING)
+            changed = figure_delta(R, T->memcpy_ns.value, S->memcpy_ns.value, "memcpy_ns", &delta);
+        else
+            changed = figure_delta(R, T->sync_ns.value, S->sync_ns.value, "sync_ns", &delta);
+        double start = fmax(ps, ready.proj);
+        wait_proj = start - ps;
+        pd = wait_proj + fmax(0, overhead + delta);
+        break;
+    }
+    case K_STREAM_WAIT: {
+        struct wsl_u64_slot *ev = e->a[0] ? wsl_u64_map_find(&R->events, e->a[0]) : NULL;
+        if (ev && e->result == 0) {
+            struct gpu_queue *q = queue_of(R, e->stream);
+            q->rec = fmax(q->rec, R->event_times[ev->value].rec);
+            q->proj = fmax(q->proj, R->event_times[ev->value].proj);
+        }
+        break;
+    }
+    case K_EVENT_RECORD: {
+        changed = figure_delta(R, T->event_record_ns.value, S->event_record_ns.value, "event_record_ns", &delta);
+        pd = fmax(0, rd + delta);
+        if (e->result != 0 || !e->a[0] || wsl_u64_map_find(&R->capturing, e->stream + 1))
+            break;
+        struct gpu_queue q = ready_of(R, e->stream);
+        q.rec = fmax(q.rec, (double)re);
+        q.proj = fmax(q.proj, ps + pd);
+        struct wsl_u64_slot *ev = wsl_u64_map_find(&R->events, e->a[0]);
+        if (ev) {
+            R->event_times[ev->value] = q;
+        } else if (R->event_count < WSL_PROJ_MAX_EVENTS) {
+            R->event_times = xrealloc(R->event_times, (R->event_count + 1) * sizeof *R->event_times);
+            R->event_times[R->event_count] = q;
+            wsl_u64_map_insert(&R->events, e->a[0], R->event_count++);
+        }
+        break;
+    }
+    case K_EVENT_QUERY:
+        changed = figure_delta(R, T->event_query_ns.value, S->event_query_ns.value, "event_query_ns", &delta);
+        pd = fmax(0, rd + delta);
+        break;
+    case K_COPY_ASYNC:
+    case K_COPY_DTOD:
+        changed = figure_delta(R, T->memcpy_ns.value, S->memcpy_ns.value, "memcpy_ns", &delta);
+        pd = fmax(0, rd + delta);
+        break;
+    case K_ALLOC: {
+        uint64_t bytes = e->a[1];
+        double ta = size_figure(T, bytes, 0), sa = size_figure(S, bytes, 0);
+        double tf = size_figure(T, bytes, 1), sf = size_figure(S, bytes, 1);
+        bool paired = false;
+        if (ta >= 0 && sa >= 0 && tf >= 0 && sf >= 0) {
+            changed = figure_delta(R, ta, sa, "alloc_ns", &delta);
+        } else {
+            /* Only the alloc + free pair is known on a side: the pair's difference goes to the allocation. */
+            paired = true;
+            changed = figure_delta(R, wsl_profile_alloc_free_ns(T, bytes), wsl_profile_alloc_free_ns(S, bytes),
+                                   "alloc_ns + free_ns", &delta);
+        }
+        pd = fmax(0, rd + delta);
+        if (e->result == 0 && e->a[0] && R->allocs.count < WSL_PROJ_MAX_ALLOCS &&
+            !wsl_u64_map_find(&R->allocs, e->a[0]))
+            wsl_u64_map_insert(&R->allocs, e->a[0], bytes << 1 | (paired && changed));
+        break;
+    }
+    case K_FREE: {
+        struct wsl_u64_slot *a = e->a[0] ? wsl_u64_map_find(&R->allocs, e->a[0]) : NULL;
+        uint64_t bytes = a ? a->value >> 1 : 1u << 20;
+        bool paired = a && (a->value & 1);
+        if (a)
+            wsl_u64_map_remove(&R->allocs, a);
+        if (paired) {
+            changed = true; /* its difference went with the allocation */
+            break;
+        }
+        changed = figure_delta(R, size_figure(T, bytes, 1), size_figure(S, bytes, 1), "free_ns", &delta);
+        pd = fmax(0, rd + delta);
+        break;
+    }
+    case K_POOL_ALLOC:
+        changed = figure_delta(R, T->pool_alloc_ns.value, S->pool_alloc_ns.value, "pool_alloc_ns", &delta);
+        pd = fmax(0, rd + delta);
+        break;
+    case K_POOL_FREE:
+        changed = figure_delta(R, T->pool_free_ns.value, S->pool_free_ns.value, "pool_free_ns", &delta);
+        pd = fmax(0, rd + delta);
+        break;
+    case K_PINNED_ALLOC:
+        changed = figure_delta(R, T->pinned_alloc_ns.value, S->pinned_alloc_ns.value, "pinned_alloc_ns", &delta);
+        pd = fmax(0, rd + delta);
+        break;
+    case K_IO_OPEN:
+    case K_IO_READ:
+    case K_IO_STAT:
+        changed = file_delta(R, e, &delta);
+        pd = fmax(0, rd + delta);
+        break;
+    default:
+        break; /* no figure for it in any profile: kept as recorded */
+    }
+    kept = !changed;
+    double pe = ps + pd;
+    struct wsl_proj_cause_figs *c = &pr->cause[cause];
+    c->calls++;
+    c->recorded_ns += (uint64_t)rd;
+    c->projected_ns += (uint64_t)llround(pd);
+    c->wait_recorded_ns += (uint64_t)wait_rec;
+    c->wait_projected_ns += (uint64_t)llround(wait_proj);
+    c->changed_calls += changed;
+    c->kept_calls += kept;
+    pr->events++;
+    th->shift = (int64_t)llround(pe - (double)re);
+    th->last_re = re;
+    th->last_pe = (uint64_t)llround(fmax(0, pe));
+    if (re >= R->latest_re) {
+        R->latest_re = re;
+        R->latest_shift = th->shift;
+    }
+    if (th->last_pe > R->max_pe)
+        R->max_pe = th->last_pe;
+}
+
+/* ---- the window: a min-heap on (t_start, seq) ---- */
+
+static bool before(const struct pending *a, const struct pending *b)
+{
+    return a->t_start != b->t_start ? a->t_start < b->t_start : a->seq < b->seq;
+}
+
+static void heap_pop_replay(struct replay *R)
+{
+    struct pending top = R->heap[0];
+    R->heap[0] = R->heap[--R->heap_count];
+    for (size_t i = 0;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < R->heap_count && before(&R->heap[l], &R->heap[m]))
+            m = l;
+        if (r < R->heap_count && before(&R->heap[r], &R->heap[m]))
+            m = r;
+        if (m == i)
+            break;
+        struct pending t = R->heap[i];
+        R->heap[i] = R->heap[m];
+        R->heap[m] = t;
+        i = m;
+    }
+    if (R->popped_any && top.t_start < R->last_popped)
+        R->pr->late_events++;
+    else
+        R->last_popped = top.t_start;
+    R->popped_any = true;
+    replay_one(R, &top);
+}
+
+static void heap_push(struct replay *R, const struct pending *p)
+{
+    if (R->heap_count == R->window)
+        heap_pop_replay(R);
+    size_t i = R->heap_count++;
+    R->heap[i] = *p;
+    while (i) {
+        size_t up = (i - 1) / 2;
+        if (!before(&R->heap[i], &R->heap[up]))
+            break;
+        struct pending t = R->heap[i];
+        R->heap[i] = R->heap[up];
+        R->heap[up] = t;
+        i = up;
+    }
+}
+
+static uint8_t fstype_index(struct replay *R, const char *fstype)
+{
+    for (size_t i = 0; i < R->fstype_count; i++)
+        if (!strcmp(R->fstypes[i], fstype))
+            return (uint8_t)i;
+    if (R->fstype_count == MAX_FSTYPES)
+        return FS_NONE;
+    snprintf(R->fstypes[R->fstype_count], sizeof R->fstypes[0], "%s", fstype);
+    return (uint8_t)R->fstype_count++;
+}
+
+/* The filesystem of a file call, from the device it names (open, stat) or its fd. */
+static void classify_file(struct replay *R, const struct wsl_reader *r, struct pending *p)
+{
+    p->fs = FS_NONE;
+    p->fs_system = 0;
+    const struct wsl_mount_table *mt = wsl_reader_mounts(r);
+    uint64_t dev = 0;
+    if (p->kind == K_IO_OPEN || p->kind == K_IO_STAT) {
+        dev = p->a[1];
+    } else if (p->kind == K_IO_READ) {
+        struct wsl_u64_slot *s = wsl_u64_map_find(&R->fds, p->stream + 1);
+        if (s) {
+            p->fs = (uint8_t)(s->value & 0xff);
+            p->fs_system = (s->value >> 8) & 1;
+        }
+        return;
+    }
+    if (!mt || !dev)
+        return;
+    const struct wsl_mount *m = wsl_mounts_find(mt, dev, NULL, 0);
+    if (!m)
+        return;
+    p->fs = fstype_index(R, m->fstype);
+    p->fs_system = wsl_fs_kind_is_system(wsl_mount_classify(m, R->wsl));
+    if (p->kind == K_IO_OPEN && p->result == 0 && (int64_t)p->stream >= 0) {
+        struct wsl_u64_slot *s = wsl_u64_map_find(&R->fds, p->stream + 1);
+        uint64_t v = p->fs | (uint64_t)p->fs_system << 8;
+        if (s)
+            s->value = v;
+        else
+            wsl_u64_map_insert(&R->fds, p->stream + 1, v);
+    }
+}
+
+static void replay_reset(struct replay *R)
+{
+    wsl_u64_map_free(&R->threads);
+    wsl_u64_map_free(&R->streams);
+    wsl_u64_map_free(&R->capturing);
+    wsl_u64_map_free(&R->events);
+    wsl_u64_map_free(&R->allocs);
+    wsl_u64_map_free(&R->fds);
+    free(R->thr);
+    free(R->queues);
+    free(R->event_times);
+    R->thr = NULL;
+    R->queues = NULL;
+    R->event_times = NULL;
+    R->thr_count = R->queue_count = R->event_count = 0;
+    R->heap_count = 0;
+    R->popped_any = false;
+    R->latest_re = 0;
+    R->latest_shift = 0;
+    R->max_pe = 0;
+}
+
+static int replay_trace(struct replay *R, const char *path, char *err, size_t errlen, uint64_t *proj_end)
+{
+    struct wsl_reader *r = wsl_reader_open(path, err, errlen);
+    if (!r)
+        return -1;
+    uint8_t kinds[WSL_MAX_API_IDS];
+    memset(kinds, K_OTHER, sizeof kinds);
+    struct wsl_item it;
+    enum wsl_read_result res;
+    while ((res = wsl_reader_next(r, &it)) == WSL_READ_ITEM) {
+        if (it.type == WSL_CHUNK_API_TABLE) {
+            for (uint32_t i = 0; i < it.api_table.count; i++)
+                kinds[it.api_table.entries[i].id] =
+                    kind_of(it.api_table.entries[i].category, it.api_table.entries[i].base);
+        } else if (it.type == WSL_CHUNK_EVENTS) {
+            for (uint32_t i = 0; i < it.events.count; i++) {
+                const struct wsl_event *ev = &it.events.events[i];
+                uint8_t k = kinds[ev->api];
+                if (k == K_SKIP)
+                    continue;
+                struct pending p = {ev->t_start, ev->t_end, R->seq++, ev->stream,
+                                    {ev->a[0], ev->a[1], ev->a[2], ev->a[3]}, ev->result, it.events.tid, k,
+                                    FS_NONE, 0};
+                if (k == K_IO_OPEN || k == K_IO_READ || k == K_IO_STAT)
+                    classify_file(R, r, &p);
+                heap_push(R, &p);
+            }
+        }
+    }
+    if (res == WSL_READ_ERROR) {
+        snprintf(err, errlen, "%s", wsl_reader_message(r));
+        wsl_reader_close(r);
+        return -1;
+    }
+    wsl_reader_close(r);
+    while (R->heap_count)
+        heap_pop_replay(R);
+    /* The process's own time before its first call and after its last one: unchanged. */
+    const struct trace_facts *f = R->facts;
+    uint64_t first = UINT64_MAX;
+    for (size_t i = 0; i < R->thr_count; i++)
+        if (R->thr[i].any && R->thr[i].first_rs < first)
+            first = R->thr[i].first_rs;
+    if (first != UINT64_MAX) {
+        uint64_t lead = first > f->start_ns ? first - f->start_ns : 0;
+        uint64_t tail = f->end_ns > R->latest_re ? f->end_ns - R->latest_re : 0;
+        R->pr->cause[WSL_PROJ_CPU].recorded_ns += lead + tail;
+        R->pr->cause[WSL_PROJ_CPU].projected_ns += lead + tail;
+    }
+    double end = (double)f->end_ns + (double)R->latest_shift;
+    if ((double)R->max_pe > end)
+        end = (double)R->max_pe;
+    if (end < (double)f->start_ns)
+        end = (double)f->start_ns;
+    *proj_end = (uint64_t)llround(end);
+    return 0;
+}
+
+int wsl_project(const char *const *paths, size_t count, const struct wsl_projection_options *opt,
+                struct wsl_projection *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    char perr[512];
+    if (wsl_profile_load(opt->target, &out->target, perr, sizeof perr) != 0) {
+        snprintf(err, errlen, "--project: %s", perr);
+        return -1;
+    }
+    static struct wsl_profile builtin_native, builtin_wsl2, given_source;
+    if (opt->source) {
+        if (wsl_profile_load(opt->source, &given_source, perr, sizeof perr) != 0) {
+            snprintf(err, errlen, "--project-from: %s", perr);
+            return -1;
+        }
+    } else if (wsl_profile_load("native", &builtin_native, perr, sizeof perr) != 0 ||
+               wsl_profile_load("wsl2", &builtin_wsl2, perr, sizeof perr) != 0) {
+        snprintf(err, errlen, "%s", perr);
+        return -1;
+    }
+    if (opt->fs) {
+        if (!*opt->fs || strlen(opt->fs) >= sizeof out->fs) {
+            snprintf(err, errlen, "--project-fs '%s': expected a filesystem type such as ext4 or 9p", opt->fs);
+            return -1;
+        }
+        snprintf(out->fs, sizeof out->fs, "%s", opt->fs);
+    }
+    struct replay R;
+    memset(&R, 0, sizeof R);
+    R.pr = out;
+    R.opt = opt;
+    R.tgt = &out->target;
+    R.window = opt->window ? opt->window : WSL_PROJ_WINDOW;
+    R.heap = xmalloc(R.window * sizeof *R.heap);
+    uint64_t run_start = UINT64_MAX, end_rec = 0, end_proj = 0;
+    bool used_native = false, used_wsl2 = false;
+    int rc = 0;
+    for (size_t i = 0; i < count && rc == 0; i++) {
+        struct trace_facts f;
+        memset(&f, 0, sizeof f);
+        char terr[WSL_READER_ERRLEN];
+        if (read_facts(paths[i], &f, out, terr, sizeof terr) != 0) {
+            snprintf(err, errlen, "%s: %s", paths[i], terr);
+            facts_free(&f);
+            rc = -1;
+            break;
+        }
+        R.facts = &f;
+        R.wsl = (f.flags & (WSL_PROC_WSL1 | WSL_PROC_WSL2)) != 0;
+        if (opt->source) {
+            R.src = &given_source;
+            R.src_name = given_source.name;
+        } else if (f.flags & WSL_PROC_WSL2) {
+            R.src = &builtin_wsl2;
+            R.src_name = "wsl2";
+            used_wsl2 = true;
+        } else {
+            R.src = &builtin_native;
+            R.src_name = "native";
+            used_native = true;
+        }
+        replay_reset(&R);
+        uint64_t pend = 0;
+        if (replay_trace(&R, paths[i], terr, sizeof terr, &pend) != 0) {
+            snprintf(err, errlen, "%s: %s", paths[i], terr);
+            rc = -1;
+        } else {
+            out->procs = xrealloc(out->procs, (out->proc_count + 1) * sizeof *out->procs);
+            struct wsl_proj_process *pp = &out->procs[out->proc_count++];
+            pp->pid = f.pid;
+            snprintf(pp->source, sizeof pp->source, "%s", R.src_name);
+            pp->wall_ns_recorded = f.end_ns - f.start_ns;
+            pp->wall_ns = pend > f.start_ns ? pend - f.start_ns : 0;
+            if (f.start_ns < run_start)
+                run_start = f.start_ns;
+            if (f.end_ns > end_rec)
+                end_rec = f.end_ns;
+            if (pend > end_proj)
+                end_proj = pend;
+        }
+        facts_free(&f);
+    }
+    replay_reset(&R);
+    free(R.heap);
+    if (rc != 0) {
+        wsl_projection_free(out);
+        return -1;
+    }
+    if (opt->source)
+        snprintf(out->source, sizeof out->source, "%s", given_source.name);
+    else if (used_native && used_wsl2)
+        snprintf(out->source, sizeof out->source, "mixed: native, wsl2");
+    else
+        snprintf(out->source, sizeof out->source, "%s", used_wsl2 ? "wsl2" : "native");
+    if (run_start != UINT64_MAX) {
+        out->wall_ns_recorded = end_rec - run_start;
+        out->wall_ns = end_proj > run_start ? end_proj - run_start : 0;
+    }
+    return 0;
+}
+
+void wsl_projection_free(struct wsl_projection *p)
+{
+    free(p->procs);
+    p->procs = NULL;
+    p->proc_count = 0;
+}

@@ -1,0 +1,257 @@
+/*
+ * projection_report.c: the projection as JSON ("projection") and as a text section.
+ */
+#include <inttypes.h>
+#include <string.h>
+
+#include "projection.h"
+#include "util.h"
+
+static const char *const cause_how[WSL_PROJ_CAUSES] = {
+    [WSL_PROJ_LAUNCH] = "each kernel launch's recorded host time + (target launch_ns - source launch_ns); "
+                        "cuGraphLaunch kept as recorded (no profile has its host cost)",
+    [WSL_PROJ_SYNC] = "replayed: waits for the simulated GPU work submitted before it (kernels in order per stream, "
+                      "their sampled GPU durations), plus the recorded overhead (recorded time minus the recorded "
+                      "wait) + (target sync_ns - source sync_ns)",
+    [WSL_PROJ_ALLOC] = "recorded host time + (target - source) cost of cuMemAlloc/cuMemFree at the call's size "
+                       "(interpolated in log(size); the alloc+free pair's difference at the allocation when a "
+                       "profile only has pairs), pool_alloc_ns/pool_free_ns, pinned_alloc_ns",
+    [WSL_PROJ_COPY] = "recorded host time + (target memcpy_ns - source memcpy_ns); blocking copies first wait for "
+                      "the simulated GPU; memsets kept",
+    [WSL_PROJ_EVENT] = "cuEventRecord and cuEventQuery: + (target - source) event_record_ns / event_query_ns; "
+                       "others kept; events carry the simulated GPU time to syncs and stream waits",
+    [WSL_PROJ_FILE] = "recorded host time + (target - source) per call (stat_ns, open_read_close_ns at open) and "
+                      "per byte read (1/read_bytes_per_s), on the file's filesystem type (or --project-fs)",
+    [WSL_PROJ_OTHER] = "kept as recorded (no profile figure)",
+    [WSL_PROJ_CPU] = "the program's own time between its calls: unchanged",
+};
+
+/* The bottleneck id a cause stands for, when it is significant. */
+static const char *const cause_bottleneck[WSL_PROJ_CAUSES] = {
+    [WSL_PROJ_LAUNCH] = "launch_bound", [WSL_PROJ_SYNC] = "sync_heavy", [WSL_PROJ_ALLOC] = "alloc_churn",
+    [WSL_PROJ_COPY] = "small_transfers", [WSL_PROJ_FILE] = "file_io",
+};
+
+static const char *change_word(double share_rec, double share_proj)
+{
+    bool was = share_rec >= WSL_PROJ_SIGNIFICANT, is = share_proj >= WSL_PROJ_SIGNIFICANT;
+    if (!was && is)
+        return "appears";
+    if (was && !is)
+        return "vanishes";
+    if (!was)
+        return "absent";
+    if (share_proj > share_rec * 1.25)
+        return "grows";
+    if (share_proj < share_rec * 0.8)
+        return "shrinks";
+    return "stays";
+}
+
+static double share(uint64_t part, uint64_t wall)
+{
+    return wall ? (double)part / (double)wall : 0;
+}
+
+static const char *how_overall =
+    "a replay of every recorded call per thread in time order: each call's host cost changes by the target's "
+    "figure minus the source platform's for its kind, every later call of the thread moves by that much, the "
+    "program's own time between calls is unchanged, and a simulated GPU runs the kernels in order per stream "
+    "with their sampled durations so that syncs wait only for real GPU work. Figures unknown on either side "
+    "keep the recorded cost (unknown_figures). Threads are independent; processes are not moved against "
+    "each other (docs/projection.md)";
+
+void wsl_projection_write_json(struct json_writer *w, const struct wsl_projection *p)
+{
+    json_begin_object(w);
+    json_key(w, "target");
+    json_string(w, p->target.name);
+    json_key(w, "target_origin");
+    json_string(w, p->target.origin);
+    json_key(w, "source");
+    json_string(w, p->source);
+    json_key(w, "target_fs");
+    if (*p->fs)
+        json_string(w, p->fs);
+    else
+        json_null(w);
+    json_key(w, "wall_ns");
+    json_u64(w, p->wall_ns);
+    json_key(w, "wall_ns_recorded");
+    json_u64(w, p->wall_ns_recorded);
+    json_key(w, "ratio");
+    json_double(w, p->wall_ns_recorded ? (double)p->wall_ns / (double)p->wall_ns_recorded : 0);
+    json_key(w, "breakdown");
+    json_begin_object(w);
+    for (unsigned c = 0; c < WSL_PROJ_CAUSES; c++) {
+        const struct wsl_proj_cause_figs *f = &p->cause[c];
+        json_key(w, wsl_proj_cause_name(c));
+        json_begin_object(w);
+        json_key(w, "calls");
+        json_u64(w, f->calls);
+        json_key(w, "recorded_ns");
+        json_u64(w, f->recorded_ns);
+        json_key(w, "projected_ns");
+        json_u64(w, f->projected_ns);
+        json_key(w, "delta_ns");
+        json_i64(w, (int64_t)f->projected_ns - (int64_t)f->recorded_ns);
+        if (c == WSL_PROJ_SYNC || c == WSL_PROJ_COPY) {
+            json_key(w, "gpu_wait_recorded_ns");
+            json_u64(w, f->wait_recorded_ns);
+            json_key(w, "gpu_wait_projected_ns");
+            json_u64(w, f->wait_projected_ns);
+        }
+        if (c != WSL_PROJ_CPU) {
+            json_key(w, "changed_calls");
+            json_u64(w, f->changed_calls);
+            json_key(w, "kept_calls");
+            json_u64(w, f->kept_calls);
+        }
+        json_key(w, "how_computed");
+        json_string(w, cause_how[c]);
+        json_end_object(w);
+    }
+    json_end_object(w);
+    json_key(w, "bottlenecks");
+    json_begin_array(w);
+    for (unsigned c = 0; c < WSL_PROJ_CAUSES; c++) {
+        if (!cause_bottleneck[c])
+            continue;
+        const struct wsl_proj_cause_figs *f = &p->cause[c];
+        double sr = share(f->recorded_ns, p->wall_ns_recorded), sp = share(f->projected_ns, p->wall_ns);
+        json_begin_object(w);
+        json_key(w, "id");
+        json_string(w, cause_bottleneck[c]);
+        json_key(w, "cause");
+        json_string(w, wsl_proj_cause_name(c));
+        json_key(w, "time_ns_recorded");
+        json_u64(w, f->recorded_ns);
+        json_key(w, "time_ns");
+        json_u64(w, f->projected_ns);
+        json_key(w, "share_recorded");
+        json_double(w, sr);
+        json_key(w, "share");
+        json_double(w, sp);
+        json_key(w, "change");
+        json_string(w, change_word(sr, sp));
+        json_end_object(w);
+    }
+    json_end_array(w);
+    json_key(w, "bottlenecks_how_computed");
+    json_string(w, "the host time of each cause's calls against the wall time, recorded and projected; a cause "
+                   "taking at least 10% of the wall time counts as a bottleneck (appears, vanishes, grows, "
+                   "shrinks by more than 25%, stays, absent). The report's rules are not re-run on projected "
+                   "figures");
+    json_key(w, "unknown_figures");
+    json_begin_array(w);
+    for (size_t i = 0; i < p->unknown_count; i++) {
+        json_begin_object(w);
+        json_key(w, "figure");
+        json_string(w, p->unknown[i].what);
+        json_key(w, "calls");
+        json_u64(w, p->unknown[i].calls);
+        json_end_object(w);
+    }
+    json_end_array(w);
+    if (p->unknown_more) {
+        json_key(w, "unknown_figures_more_calls");
+        json_u64(w, p->unknown_more);
+    }
+    json_key(w, "gpu");
+    json_begin_object(w);
+    json_key(w, "kernel_samples");
+    json_u64(w, p->kernel_samples);
+    json_key(w, "graph_samples");
+    json_u64(w, p->graph_samples);
+    json_key(w, "launches");
+    json_u64(w, p->launches);
+    json_key(w, "launches_kernel_mean");
+    json_u64(w, p->launches_kernel_mean);
+    json_key(w, "launches_process_mean");
+    json_u64(w, p->launches_process_mean);
+    json_key(w, "launches_no_gpu_time");
+    json_u64(w, p->launches_no_gpu_time);
+    json_key(w, "graph_launches");
+    json_u64(w, p->graph_launches);
+    json_key(w, "captured_launches");
+    json_u64(w, p->captured_launches);
+    json_key(w, "gpu_ns");
+    json_u64(w, p->gpu_ns);
+    json_key(w, "how_computed");
+    json_string(w, "a launch runs for the mean GPU duration of its kernel's timed launches (GPU_KERNEL samples; "
+                   "those that found the GPU idle at submit when there are any, their pairs being corrected), else the process's mean timed kernel; without any GPU timing it takes no GPU time and "
+                   "syncs keep their recorded cost");
+    json_end_object(w);
+    json_key(w, "processes");
+    json_begin_array(w);
+    for (size_t i = 0; i < p->proc_count; i++) {
+        json_begin_object(w);
+        json_key(w, "pid");
+        json_i64(w, p->procs[i].pid);
+        json_key(w, "source");
+        json_string(w, p->procs[i].source);
+        json_key(w, "wall_ns_recorded");
+        json_u64(w, p->procs[i].wall_ns_recorded);
+        json_key(w, "wall_ns");
+        json_u64(w, p->procs[i].wall_ns);
+        json_end_object(w);
+    }
+    json_end_array(w);
+    json_key(w, "calls_replayed");
+    json_u64(w, p->events);
+    json_key(w, "late_calls");
+    json_u64(w, p->late_events);
+    json_key(w, "how_computed");
+    json_string(w, how_overall);
+    json_end_object(w);
+}
+
+void wsl_projection_write_text(FILE *out, const struct wsl_projection *p)
+{
+    char a[32], b[32], d[32];
+    fprintf(out, "\nProjection onto %s (%s), recorded costs read as %s", p->target.name, p->target.origin, p->source);
+    if (*p->fs)
+        fprintf(out, ", files moved to %s", p->fs);
+    fputs("\n", out);
+    double ratio = p->wall_ns_recorded ? (double)p->wall_ns / (double)p->wall_ns_recorded : 0;
+    fprintf(out, "  wall time: recorded %s, projected %s (%+.1f%%)\n",
+            wsl_format_ns(a, sizeof a, p->wall_ns_recorded), wsl_format_ns(b, sizeof b, p->wall_ns),
+            (ratio - 1) * 100);
+    fprintf(out, "  %-12s %10s %11s %11s %12s  %s\n", "cause", "calls", "recorded", "projected", "change", "kept");
+    for (unsigned c = 0; c < WSL_PROJ_CAUSES; c++) {
+        const struct wsl_proj_cause_figs *f = &p->cause[c];
+        if (!f->calls && c != WSL_PROJ_CPU)
+            continue;
+        int64_t delta = (int64_t)f->projected_ns - (int64_t)f->recorded_ns;
+        snprintf(d, sizeof d, "%s", delta < 0 ? "-" : "+");
+        wsl_format_ns(d + 1, sizeof d - 1, (uint64_t)(delta < 0 ? -delta : delta));
+        fprintf(out, "  %-12s %10" PRIu64 " %11s %11s %12s", wsl_proj_cause_name(c), f->calls,
+                wsl_format_ns(a, sizeof a, f->recorded_ns), wsl_format_ns(b, sizeof b, f->projected_ns), d);
+        if (c != WSL_PROJ_CPU)
+            fprintf(out, "  %" PRIu64, f->kept_calls);
+        fputs("\n", out);
+        if (c == WSL_PROJ_SYNC && f->calls)
+            fprintf(out, "  %-12s %10s %11s %11s   (waiting for the GPU)\n", "", "",
+                    wsl_format_ns(a, sizeof a, f->wait_recorded_ns), wsl_format_ns(b, sizeof b, f->wait_projected_ns));
+    }
+    for (unsigned c = 0; c < WSL_PROJ_CAUSES; c++) {
+        if (!cause_bottleneck[c])
+            continue;
+        const struct wsl_proj_cause_figs *f = &p->cause[c];
+        double sr = share(f->recorded_ns, p->wall_ns_recorded), sp = share(f->projected_ns, p->wall_ns);
+        const char *word = change_word(sr, sp);
+        if (strcmp(word, "absent") != 0)
+            fprintf(out, "  %s %s: %.0f%% of the wall time recorded, %.0f%% projected\n", cause_bottleneck[c], word,
+                    sr * 100, sp * 100);
+    }
+    fprintf(out, "  GPU durations: %" PRIu64 " launches from their kernel's timed mean, %" PRIu64
+                 " from the process mean, %" PRIu64 " without GPU timing\n",
+            p->launches_kernel_mean, p->launches_process_mean, p->launches_no_gpu_time);
+    if (p->unknown_count) {
+        fputs("  Unknown figures (those calls keep their recorded cost; a probe file fills them in):\n", out);
+        for (size_t i = 0; i < p->unknown_count; i++)
+            fprintf(out, "    %s (%" PRIu64 " calls)\n", p->unknown[i].what, p->unknown[i].calls);
+    }
+    if (p->late_events)
+        fprintf(out, "  %" PRIu64 " calls came out of time order past the replay window\n", p->late_events);
+}
