@@ -14,10 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "analysis.h"
 #include "export_chrome.h"
 #include "progress.h"
+#include "report_html.h"
 #include "report_output.h"
 #include "trace_reader.h"
 #include "util.h"
@@ -26,7 +28,7 @@
 #define TRACE_SUFFIX ".trace.zst"
 
 static const char usage[] =
-    "usage: " PROG " [--json] [-o FILE] TRACE...\n"
+    "usage: " PROG " [--json] [-o FILE] [--html FILE] [--chrome FILE] TRACE...\n"
     "\n"
     "Reads wslshim traces (the processes of one run, merged on one clock) and\n"
     "reports host time spent in each CUDA driver API, the file I/O (which\n"
@@ -35,6 +37,8 @@ static const char usage[] =
     "  TRACE           a .trace.zst file, or a directory: every *" TRACE_SUFFIX "(.N) in it\n"
     "  --json          the JSON report instead of text\n"
     "  -o, --output FILE  write the report to FILE instead of stdout\n"
+    "  --html FILE     write the report as one self-contained HTML page (charts\n"
+    "                  inline, nothing loaded from the network); FILE '-' is stdout\n"
     "  --chrome FILE   write the run's timeline instead, as Chrome trace event JSON\n"
     "                  (ui.perfetto.dev, chrome://tracing); FILE '-' is stdout\n"
     "  --from S, --to S   with --chrome: only the events that start in this window,\n"
@@ -194,10 +198,57 @@ static int export_chrome(struct trace_list *traces, const struct wsl_chrome_opti
     return 0;
 }
 
+/* --html: the second pass over the traces (the timeline), then the page,
+ * into a temporary file renamed at the end: a failure leaves no file. */
+static int write_html(struct wsl_run *run, struct wsl_progress *progress, struct trace_list *traces,
+                      const char *path)
+{
+    struct wsl_html_series *series = xmalloc(sizeof *series);
+    char err[512];
+    int rc = wsl_html_series_build(run, series, progress, err, sizeof err);
+    wsl_progress_end(progress);
+    if (rc != 0)
+        fail("%s", err);
+    bool to_stdout = strcmp(path, "-") == 0;
+    char *tmp = to_stdout ? NULL : xasprintf("%s.tmp-%d", path, (int)getpid());
+    FILE *out = to_stdout ? stdout : fopen(tmp, "w");
+    if (!out)
+        fail("%s: cannot write: %s", path, strerror(errno));
+    struct wsl_html_run page = {.label = NULL, .run = run, .series = series};
+    wsl_html_write(out, &page, 1, NULL);
+    bool bad = fflush(out) != 0 || ferror(out);
+    int saved = errno;
+    if (!to_stdout) {
+        if (fclose(out) != 0 && !bad) {
+            bad = true;
+            saved = errno;
+        }
+        if (!bad && rename(tmp, path) != 0) {
+            saved = errno;
+            unlink(tmp);
+            fail("%s: cannot write: %s", path, strerror(saved));
+        }
+        if (bad)
+            unlink(tmp);
+    }
+    if (bad)
+        fail("%s: write error: %s", to_stdout ? "stdout" : path, strerror(saved));
+    for (size_t i = 0; i < run->warning_count; i++)
+        fprintf(stderr, PROG ": warning: %s\n", run->warnings[i]);
+    if (!to_stdout)
+        fprintf(stderr, PROG ": wrote %s: %zu process%s, %zu bottleneck%s\n", path, run->proc_count,
+                run->proc_count == 1 ? "" : "es", run->finding_count, run->finding_count == 1 ? "" : "s");
+    free(tmp);
+    free(series);
+    wsl_run_free(run);
+    free_trace_list(traces);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     bool json = false, options_done = false;
-    const char *output = NULL, *chrome = NULL;
+    const char *output = NULL, *chrome = NULL, *html = NULL;
     struct wsl_chrome_options chrome_opt = {0};
     const char *window_option = NULL;
     struct trace_list traces = {0};
@@ -228,6 +279,10 @@ int main(int argc, char **argv)
             chrome = a[8] == '=' ? a + 9 : (i + 1 < argc ? argv[++i] : NULL);
             if (!chrome || !*chrome)
                 fail("option '--chrome' needs a file name (see --help)");
+        } else if (strcmp(a, "--html") == 0 || strncmp(a, "--html=", 7) == 0) {
+            html = a[6] == '=' ? a + 7 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!html || !*html)
+                fail("option '--html' needs a file name (see --help)");
         } else if (strcmp(a, "--from") == 0 || strcmp(a, "--to") == 0 || strcmp(a, "--max-events") == 0) {
             if (i + 1 >= argc)
                 fail("option '%s' needs a value (see --help)", a);
@@ -236,7 +291,11 @@ int main(int argc, char **argv)
             if (strcmp(a, "--max-events") == 0) {
                 if (!parse_count(v, &chrome_opt.max_events))
                     fail("--max-events '%s': expected a count of events (1 or more)", v);
-            } else if (strcmp(a, "--from") == 0) {
+            } else if (strcmp(a, "--html") == 0 || strncmp(a, "--html=", 7) == 0) {
+            html = a[6] == '=' ? a + 7 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!html || !*html)
+                fail("option '--html' needs a file name (see --help)");
+        } else if (strcmp(a, "--from") == 0) {
                 if (!parse_seconds(v, &chrome_opt.from_ns))
                     fail("--from '%s': expected seconds from the run's start (0 or more)", v);
                 chrome_opt.have_from = true;
@@ -245,7 +304,7 @@ int main(int argc, char **argv)
                     fail("--to '%s': expected seconds from the run's start (0 or more)", v);
                 chrome_opt.have_to = true;
             }
-        } else if (strcmp(a, "--compare") == 0 || strcmp(a, "--project") == 0 || strcmp(a, "--html") == 0) {
+        } else if (strcmp(a, "--compare") == 0 || strcmp(a, "--project") == 0) {
             fail("option '%s' is not implemented yet (see --help)", a);
         } else {
             fail("unknown option '%s' (see --help)", a);
@@ -257,6 +316,10 @@ int main(int argc, char **argv)
         fail("option '-o' needs a file name (see --help)");
     if (window_option && !chrome)
         fail("option '%s' goes with --chrome (see --help)", window_option);
+    if (chrome && html)
+        fail("--chrome and --html write different files: give one of them");
+    if (html && (json || output))
+        fail("--html writes the report to its FILE: leave out %s", json ? "--json" : "-o");
     if (chrome && (json || output))
         fail("--chrome writes the timeline instead of the report: leave out %s", json ? "--json" : "-o");
     for (size_t i = 0; i < nargs; i++)
@@ -279,7 +342,8 @@ int main(int argc, char **argv)
 
     struct wsl_run run;
     wsl_run_init(&run);
-    wsl_progress_begin(&progress, "reading traces", total_bytes, force_progress);
+    /* --html reads every trace once more, for the timeline */
+    wsl_progress_begin(&progress, "reading traces", html ? 2 * total_bytes : total_bytes, force_progress);
     run.progress = &progress;
     for (size_t i = 0; i < traces.count; i++) {
         char err[WSL_READER_ERRLEN];
@@ -290,9 +354,11 @@ int main(int argc, char **argv)
         struct stat st;
         wsl_progress_next_file(&progress, stat(traces.paths[i], &st) == 0 ? (uint64_t)st.st_size : 0);
     }
-    wsl_progress_end(&progress);
     run.progress = NULL;
     wsl_run_finish(&run);
+    if (html)
+        return write_html(&run, &progress, &traces, html);
+    wsl_progress_end(&progress);
 
     /* Written whole to a temporary stream first: a failed write leaves no half report. */
     char *text = NULL;
