@@ -342,8 +342,10 @@ def case_fake_client():
     if not chart_points(p, "gpu-busy"):
         fail("fake_client: no GPU busy points with GPU timing on")
     hist = sum(chart_points(p, "kernel-hist"))
-    if hist < want * 0.5:
-        fail(f"fake_client: kernel histogram holds {hist} timed launches of {want}")
+    r = run([A.report, "--json", d])
+    timed = json.loads(r.stdout)["gpu"]["kernels_timed"] if r.returncode == 0 else None
+    if not hist or hist != timed or hist > want:
+        fail(f"fake_client: kernel histogram holds {hist} timed launches, the JSON report {timed}, launches {want}")
 
 
 def png_pixels(path):
