@@ -216,7 +216,7 @@ static const char page_style[] =
     "code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:.92em}\n"
     "table{border-collapse:collapse;margin:.4em 0;font-variant-numeric:tabular-nums}\n"
     "th,td{padding:.15em .6em;border-bottom:1px solid var(--grid);text-align:right;vertical-align:top}\n"
-    "th{font-weight:600}th:first-child,td:first-child,td.l{text-align:left}\n"
+    "th{font-weight:600}th:first-child,td:first-child,td.l,th.l{text-align:left}\n"
     "td.name{text-align:left;max-width:42em;overflow-wrap:anywhere}\n"
     "table.ev td{text-align:left}\n"
     "details{margin-top:.3em}summary{cursor:pointer;color:var(--muted)}\n"
@@ -434,16 +434,24 @@ static void timeline_panel(FILE *out, const struct wsl_html_series *s, double to
                            const double *raw, double scale, double floor_max, enum value_kind kind,
                            const char *chart, const char *cls, const char *title, const char *unit)
 {
-    double max = floor_max;
+    double max = 0;
     for (unsigned b = 0; b < s->buckets; b++)
         if (raw[b] * scale > max)
             max = raw[b] * scale;
-    if (!(max > 0))
-        max = 1;
-    double step = nice_step(max, 2), ymax = ceil(max / step) * step;
     double x0 = PAD_L, w = CW - PAD_L - PAD_R, bw = w / s->buckets;
     char a[48];
     svg_text(out, x0, top - 5, "start", NULL, title);
+    if (!(max > 0)) {
+        fprintf(out, "<line class=\"ax\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/>\n", x0, x0 + w,
+                top + height, top + height);
+        svg_text(out, x0 + w / 2, top + height / 2, "middle", "lbl", "(none recorded)");
+        return;
+    }
+    if (max < floor_max)
+        max = floor_max;
+    if (kind == VALUE_BYTES && max < 8)
+        max = 8; /* no fractions of a byte on the axis */
+    double step = nice_step(max, 2), ymax = ceil(max / step) * step;
     for (double v = 0; v <= ymax * 1.0001; v += step) {
         double y = top + height - height * v / ymax;
         fprintf(out, "<line class=\"ax\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/>\n", x0, x0 + w, y, y);
@@ -782,7 +790,7 @@ static void write_io_fs(FILE *out, const struct wsl_html_run *hr)
     fputs("</svg>\n", out);
     if (!io->dir_count)
         return;
-    fputs("<table><thead><tr><th>folder (data files)</th><th>filesystem</th><th>files</th><th>reads</th>"
+    fputs("<table><thead><tr><th class=\"l\">folder (data files)</th><th class=\"l\">filesystem</th><th>files</th><th>reads</th>"
           "<th>read</th><th>time</th></tr></thead><tbody>\n", out);
     for (size_t i = 0; i < io->dir_count && i < WSL_IO_TOP_DIRS; i++) {
         const struct wsl_io_dir *dir = &io->dirs[i];
@@ -812,7 +820,7 @@ static void write_api_table(FILE *out, const struct wsl_html_run *hr)
     const struct wsl_run *run = hr->run;
     if (!run->api_count)
         return;
-    fputs("<table><thead><tr><th>API</th><th>calls</th><th>total</th><th>mean</th><th>p50</th><th>p99</th>"
+    fputs("<table><thead><tr><th class=\"l\">API</th><th>calls</th><th>total</th><th>mean</th><th>p50</th><th>p99</th>"
           "<th>errors</th></tr></thead><tbody>\n", out);
     size_t shown = 0;
     for (size_t i = 0; i < run->api_count && shown < API_ROWS; i++) {
@@ -842,7 +850,7 @@ static void write_kernel_table(FILE *out, const struct wsl_html_run *hr)
         fputs("<p class=\"muted\">No kernel launch recorded.</p>\n", out);
         return;
     }
-    fputs("<table><thead><tr><th>kernel</th><th>launches</th><th>timed</th><th>GPU p50</th><th>GPU p99</th>"
+    fputs("<table><thead><tr><th class=\"l\">kernel</th><th>launches</th><th>timed</th><th>GPU p50</th><th>GPU p99</th>"
           "<th>est. GPU total</th></tr></thead><tbody>\n", out);
     for (size_t i = 0; i < k->count && i < KERNEL_ROWS; i++) {
         const struct wsl_kernel *kn = &k->items[i];
@@ -868,7 +876,7 @@ static void write_kernel_table(FILE *out, const struct wsl_html_run *hr)
 static void write_processes(FILE *out, const struct wsl_html_run *hr)
 {
     const struct wsl_run *run = hr->run;
-    fputs("<table><thead><tr><th>pid</th><th>ppid</th><th>command</th><th>platform</th><th>GPU</th>"
+    fputs("<table><thead><tr><th>pid</th><th>ppid</th><th class=\"l\">command</th><th class=\"l\">platform</th><th class=\"l\">GPU</th>"
           "<th>events</th><th>dropped</th><th>time</th></tr></thead><tbody>\n", out);
     for (size_t i = 0; i < run->proc_count; i++) {
         const struct wsl_process *p = &run->procs[i];

@@ -9,6 +9,8 @@ Cases:
               kernel histogram, API rows, filesystems)
   hostile     HTML and script planted in the trace's strings come out as text
   two_traces  two processes of one run: the timeline adds both
+  two_runs    the writer with two runs (as --compare calls it): side by side,
+              each column with its own run's numbers, plus the extra section
   options     usage errors and unwritable output: exit 2, one line, no file left
   fake_client a launch-bound fake-driver run under the shim, GPU timing on
   browser     chromium (headless) loads the page without errors and draws the
@@ -269,6 +271,40 @@ def case_two_traces():
         fail("two_traces: both processes are not in the page")
 
 
+def case_two_runs():
+    d = workdir("two_runs")
+    a, ia = make(d, "a.trace.zst", "--pid", "7101", "--launches", "2000")
+    b, ib = make(d, "b.trace.zst", "--pid", "7102", "--launches", "500", "--hostile")
+    r = run([A.pair, a, b])
+    if r.returncode != 0:
+        fail(f"two_runs: html_pair exit {r.returncode}: {r.stderr.decode()}")
+        return
+    page = r.stdout.decode("utf-8")
+    p = parse(page, "two_runs")
+    no_external(p, page, "two_runs")
+    heads = [d for stack, d in p.path_text if stack and stack[-1] == "p" and d.startswith(("A: ", "B: "))]
+    sections = [t[1].get("id") for t in p.tags if t[0] == "section"]
+    if sections[:2] != ["summary", "compare"]:
+        fail(f"two_runs: sections {sections}: the extra section should follow the summary")
+    if heads.count("A: " + a) < 8 or heads.count("B: " + b) < 8:
+        fail(f"two_runs: column headings {heads[:4]}...: expected one per run in every section")
+    # the timeline's launch groups, in order A then B
+    groups, cur = [], None
+    for tag, attrs, stack in p.tags:
+        if tag == "g" and attrs.get("data-chart") == "launches":
+            cur = []
+            groups.append((len(stack), cur))
+        elif groups and tag == "rect" and "data-v" in attrs and len(stack) > groups[-1][0] and cur is not None:
+            cur.append(float(attrs["data-v"]))
+        elif tag == "g":
+            cur = None
+    sums = [sum(g[1]) for g in groups]
+    if sums != [ia["launches"], ib["launches"]]:
+        fail(f"two_runs: launches per column {sums}, the runs made {[ia['launches'], ib['launches']]}")
+    if "<script" in page:
+        fail("two_runs: the hostile run's strings reached the page unescaped")
+
+
 def expect_usage_error(args, what, must_not_exist=None):
     r = run([A.report, *args])
     err = r.stderr.decode()
@@ -465,10 +501,11 @@ def main():
     ap.add_argument("--shim")
     ap.add_argument("--fakedir")
     ap.add_argument("--client")
+    ap.add_argument("--pair")
     ap.add_argument("case")
     A = ap.parse_args()
     os.makedirs(A.workdir, exist_ok=True)
-    {"synthetic": case_synthetic, "hostile": case_hostile, "two_traces": case_two_traces, "options": case_options,
+    {"synthetic": case_synthetic, "hostile": case_hostile, "two_traces": case_two_traces, "two_runs": case_two_runs, "options": case_options,
      "fake_client": case_fake_client, "browser": case_browser}[A.case]()
     for f in FAILS:
         print("FAIL:", f)
