@@ -36,6 +36,8 @@ static void add_overlap(double *busy, const struct wsl_html_series *s, uint64_t 
     }
 }
 
+#define STREAMS_MAX 256u /* distinct streams counted per process for the busy cap */
+
 static int series_trace(const struct wsl_process *p, struct wsl_html_series *s, struct wsl_progress *progress,
                         char *err, size_t errlen)
 {
@@ -51,6 +53,8 @@ static int series_trace(const struct wsl_process *p, struct wsl_html_series *s, 
     double busy[WSL_HTML_BUCKETS];
     memset(busy, 0, sizeof busy);
     uint64_t launches = 0, timed = 0;
+    uint64_t streams[STREAMS_MAX];  /* streams that ran timed work: a stream runs one thing at a time */
+    unsigned stream_count = 0;
     struct wsl_item it;
     enum wsl_read_result rr;
     while ((rr = wsl_reader_next(r, &it)) == WSL_READ_ITEM) {
@@ -86,6 +90,11 @@ static int series_trace(const struct wsl_process *p, struct wsl_html_series *s, 
                 uint64_t rel1 = t1 > s->start_ns ? t1 - s->start_ns : 0;
                 add_overlap(busy, s, rel, rel1);
                 timed++;
+                unsigned k = 0;
+                while (k < stream_count && streams[k] != ev->stream)
+                    k++;
+                if (k == stream_count && stream_count < STREAMS_MAX)
+                    streams[stream_count++] = ev->stream;
             }
         }
     }
@@ -97,8 +106,10 @@ static int series_trace(const struct wsl_process *p, struct wsl_html_series *s, 
     wsl_reader_close(r);
     /* 1 in N launches timed: each timed kernel stands for launches / timed of them */
     double scale = timed && launches > timed ? (double)launches / (double)timed : 1.0;
+    /* a sampled estimate can exceed what the streams could run in a bucket: capped there */
+    double cap = (double)stream_count * (double)s->bucket_ns;
     for (unsigned b = 0; b < s->buckets; b++)
-        s->gpu_busy_ns[b] += busy[b] * scale;
+        s->gpu_busy_ns[b] += busy[b] * scale < cap ? busy[b] * scale : cap;
     s->launch_total += launches;
     s->gpu_samples += timed;
     return 0;
@@ -458,7 +469,7 @@ static void timeline_panel(FILE *out, const struct wsl_html_series *s, double to
         format_value(a, sizeof a, kind, v);
         svg_text(out, x0 - 6, y + 4, "end", "lbl", a);
     }
-    fprintf(out, "<g data-chart=\"%s\">\n", chart);
+    fprintf(out, "<g data-chart=\"%s\" data-bucket-ns=\"%" PRIu64 "\">\n", chart, s->bucket_ns);
     for (unsigned b = 0; b < s->buckets; b++) {
         if (!(raw[b] > 0))
             continue;
@@ -519,8 +530,8 @@ static void write_timeline(FILE *out, const struct wsl_html_run *hr)
     fmt_ns(out, s->bucket_ns);
     fprintf(out, "; %" PRIu64 " launches, %" PRIu64 " GPU samples, ", s->launch_total, s->gpu_samples);
     fmt_bytes(out, s->io_bytes_total);
-    fputs(" read. GPU busy scales each process's timed kernels by its launches per timed launch; "
-          "concurrent streams or several GPUs can exceed 100%.</p>\n", out);
+    fputs(" read. GPU busy scales each process's timed kernels by its launches per timed launch, "
+          "at most 100% per stream that ran timed work: concurrent streams or several GPUs can exceed 100%.</p>\n", out);
 }
 
 /* Calls fn(lo, hi, count) for every non-empty bucket of h, in value order. */
@@ -610,7 +621,7 @@ static void write_kernel_hist(FILE *out, const struct wsl_html_run *hr)
         double from = pow(10, kb.first_decade + (double)b / KBINS_PER_DECADE);
         double to = pow(10, kb.first_decade + (double)(b + 1) / KBINS_PER_DECADE);
         double x = x0 + (b - b0) * bw;
-        if ((b - b0) % (nb > 20 ? 5 : 1) == 0 || b == b0) {
+        if (nb <= 8 || (b - b0) % KBINS_PER_DECADE == 0) {
             wsl_format_ns(a, sizeof a, (uint64_t)(from + 0.5));
             svg_text(out, x, top + height + 16, "start", "lbl", a);
         }

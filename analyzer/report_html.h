@@ -42,7 +42,8 @@ struct wsl_html_series {
     uint64_t launches[WSL_HTML_BUCKETS];   /* successful kernel and graph launch calls */
     uint64_t io_bytes[WSL_HTML_BUCKETS];   /* bytes returned by successful reads */
     /* per bucket, by overlap: timed GPU work (GPU_KERNEL), each process's
-     * share scaled by its launches / timed launches (1 in N sampled) */
+     * share scaled by its launches / timed launches (1 in N sampled) and
+     * capped at bucket_ns per stream that process ran timed work on */
     double gpu_busy_ns[WSL_HTML_BUCKETS];
     uint64_t launch_total, io_bytes_total;
     uint64_t gpu_samples;       /* GPU_KERNEL events read */

@@ -204,15 +204,34 @@ def check_synthetic_page(page, info, what):
     return p
 
 
+def bucket_ns(p, chart):
+    for tag, attrs, _ in p.tags:
+        if tag == "g" and attrs.get("data-chart") == chart:
+            return int(attrs["data-bucket-ns"])
+    return None
+
+
 def case_synthetic():
     d = workdir("synthetic")
-    path, info = make(d, "a.trace.zst")
+    # every launch timed: the busy estimate is the timed GPU time itself (one stream, never overlapping)
+    path, info = make(d, "a.trace.zst", "--sample", "1")
     page = report_html(os.path.join(d, "a.html"), path)
     if page:
         p = check_synthetic_page(page, info, "synthetic")
         text = " ".join(p.text)
         if "small_kernel(float*, int)" not in text:
             fail("synthetic: the demangled kernel name is not in the page")
+    # 1 in 4 timed: scaled by 4, but never more than the one stream's time in a bucket
+    path, info = make(d, "b.trace.zst", "--sample", "4")
+    page = report_html(os.path.join(d, "b.html"), path)
+    if page:
+        p = parse(page, "synthetic 1 in 4")
+        busy, width = chart_points(p, "gpu-busy"), bucket_ns(p, "gpu-busy")
+        if not busy or max(busy) > width or max(busy) < width * 0.99:
+            fail(f"synthetic 1 in 4: busy per bucket up to {max(busy or [0])} ns, buckets of {width} ns: "
+                 f"expected the big kernels' buckets capped at one stream's time")
+        if not info["gpu_busy_ns"] * 0.5 < sum(busy) < info["gpu_busy_ns"]:
+            fail(f"synthetic 1 in 4: busy adds up to {sum(busy)}, the uncapped estimate is {info['gpu_busy_ns']}")
 
 
 HOSTILE = "<script>alert(1)</script><img src=\"http://evil.example/x.png\" onerror='alert(2)'>&amp;"
@@ -220,7 +239,7 @@ HOSTILE = "<script>alert(1)</script><img src=\"http://evil.example/x.png\" onerr
 
 def case_hostile():
     d = workdir("hostile")
-    path, info = make(d, "h.trace.zst", "--hostile")
+    path, info = make(d, "h.trace.zst", "--hostile", "--sample", "1")
     page = report_html(os.path.join(d, "h.html"), path)
     if not page:
         return
@@ -249,7 +268,7 @@ def case_hostile():
 
 def case_two_traces():
     d = workdir("two_traces")
-    a, ia = make(d, "a.trace.zst", "--pid", "7001", "--start-ns", "9000000000", "--launches", "2000")
+    a, ia = make(d, "a.trace.zst", "--pid", "7001", "--start-ns", "9000000000", "--launches", "2000", "--sample", "1")
     b, ib = make(d, "b.trace.zst", "--pid", "7002", "--start-ns", "9005000000", "--launches", "1000", "--sample", "1")
     page = report_html(os.path.join(d, "ab.html"), d)
     if not page:
