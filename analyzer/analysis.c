@@ -333,6 +333,7 @@ static void merge_trace(struct wsl_run *run, struct trace_state *t, struct wsl_p
                                    WSL_NVTX_MAX_DEPTH, WSL_NVTX_MAX_RANGES, WSL_NVTX_MAX_OPEN_STARTS));
     p->dropped = t->dropped_in_chunks > t->dropped_at_end ? t->dropped_in_chunks : t->dropped_at_end;
     p->clock_rate_known = clock->rate_known;
+    p->clock = *clock;
     p->mem.device_total_bytes = p->gpu_count ? p->gpus[0].total_mem : 0;
     wsl_mem_trace_end(t->mem, clock, &p->mem);
     t->mem = NULL;

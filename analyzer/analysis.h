@@ -57,6 +57,7 @@ struct wsl_process {
     uint32_t threads;           /* from the END chunk; 0 when absent */
     bool truncated;
     bool clock_rate_known;
+    struct wsl_clock_map clock; /* the trace's final tick -> ns fit (for a second pass over it) */
     uint64_t start_ns, end_ns;  /* CLOCK_MONOTONIC */
     struct wsl_io_summary io;   /* this process's file I/O (times in ns) */
     struct wsl_mem_summary mem; /* this process's device, managed and page-locked memory */

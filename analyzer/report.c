@@ -19,6 +19,7 @@
 #include "analysis.h"
 #include "compare.h"
 #include "projection.h"
+#include "report_html.h"
 #include "export_chrome.h"
 #include "progress.h"
 #include "report_output.h"
@@ -29,8 +30,8 @@
 #define TRACE_SUFFIX ".trace.zst"
 
 static const char usage[] =
-    "usage: " PROG " [--json] [-o FILE] [--color=WHEN] [--project TARGET] TRACE...\n"
-    "       " PROG " [--json] [-o FILE] --compare A B\n"
+    "usage: " PROG " [--json | --html FILE | --chrome FILE] [-o FILE] [--color=WHEN] [--project TARGET] TRACE...\n"
+    "       " PROG " [--json | --html FILE] [-o FILE] --compare A B\n"
     "\n"
     "Reads wslshim traces (the processes of one run, merged on one clock) and\n"
     "reports host time spent in each CUDA driver API, the file I/O (which\n"
@@ -45,6 +46,9 @@ static const char usage[] =
     "  --color=WHEN    ANSI colours in the text report: auto (default: when stdout\n"
     "                  is a terminal and NO_COLOR is unset), always, never\n"
     "  -o, --output FILE  write the report to FILE instead of stdout\n"
+    "  --html FILE     write the report as one self-contained HTML page (charts\n"
+    "                  inline, nothing loaded from the network); FILE '-' is stdout;\n"
+    "                  with --compare, the two runs side by side\n"
     "  --chrome FILE   write the run's timeline instead, as Chrome trace event JSON\n"
     "                  (ui.perfetto.dev, chrome://tracing); FILE '-' is stdout\n"
     "  --from S, --to S   with --chrome: only the events that start in this window,\n"
@@ -213,6 +217,62 @@ static int export_chrome(struct trace_list *traces, const struct wsl_chrome_opti
     return 0;
 }
 
+/* --html: a second pass over each run's traces (the timeline), then the
+ * page, into a temporary file renamed at the end: a failure leaves no file. */
+static void write_html(struct wsl_html_run *pages, size_t count, bool force_progress, const char *path)
+{
+    struct wsl_html_series *series = xcalloc(count, sizeof *series);
+    for (size_t r = 0; r < count; r++) {
+        uint64_t total_bytes = 0;
+        for (size_t i = 0; i < pages[r].run->proc_count; i++) {
+            struct stat st;
+            if (pages[r].run->procs[i].trace_path && stat(pages[r].run->procs[i].trace_path, &st) == 0)
+                total_bytes += (uint64_t)st.st_size;
+        }
+        struct wsl_progress progress;
+        wsl_progress_begin(&progress, "timeline", total_bytes, force_progress);
+        char err[512];
+        int rc = wsl_html_series_build(pages[r].run, &series[r], &progress, err, sizeof err);
+        wsl_progress_end(&progress);
+        if (rc != 0)
+            fail("%s", err);
+        pages[r].series = &series[r];
+    }
+    bool to_stdout = strcmp(path, "-") == 0;
+    char *tmp = to_stdout ? NULL : xasprintf("%s.tmp-%d", path, (int)getpid());
+    FILE *out = to_stdout ? stdout : fopen(tmp, "w");
+    if (!out)
+        fail("%s: cannot write: %s", path, strerror(errno));
+    wsl_html_write(out, pages, count, NULL);
+    bool bad = fflush(out) != 0 || ferror(out);
+    int saved = errno;
+    if (!to_stdout) {
+        if (fclose(out) != 0 && !bad) {
+            bad = true;
+            saved = errno;
+        }
+        if (!bad && rename(tmp, path) != 0) {
+            saved = errno;
+            unlink(tmp);
+            fail("%s: cannot write: %s", path, strerror(saved));
+        }
+        if (bad)
+            unlink(tmp);
+    }
+    if (bad)
+        fail("%s: write error: %s", to_stdout ? "stdout" : path, strerror(saved));
+    for (size_t r = 0; r < count; r++)
+        for (size_t i = 0; i < pages[r].run->warning_count; i++)
+            fprintf(stderr, PROG ": warning: %s\n", pages[r].run->warnings[i]);
+    if (!to_stdout)
+        fprintf(stderr, PROG ": wrote %s: %zu run%s, %zu process%s, %zu bottleneck%s\n", path, count,
+                count == 1 ? "" : "s", pages[count - 1].run->proc_count,
+                pages[count - 1].run->proc_count == 1 ? "" : "es", pages[count - 1].run->finding_count,
+                pages[count - 1].run->finding_count == 1 ? "" : "s");
+    free(tmp);
+    free(series);
+}
+
 enum color_when { COLOR_AUTO, COLOR_ALWAYS, COLOR_NEVER };
 
 static enum color_when parse_color(const char *v)
@@ -259,7 +319,7 @@ int main(int argc, char **argv)
     enum color_when color = COLOR_AUTO;
     char *compare_args[2] = {NULL, NULL};
     struct wsl_projection_options project_opt = {0};
-    const char *output = NULL, *chrome = NULL;
+    const char *output = NULL, *chrome = NULL, *html = NULL;
     struct wsl_chrome_options chrome_opt = {0};
     const char *window_option = NULL;
     struct trace_list traces = {0};
@@ -335,8 +395,10 @@ int main(int argc, char **argv)
                 project_opt.source = v;
             else
                 project_opt.fs = v;
-        } else if (strcmp(a, "--html") == 0) {
-            fail("option '%s' is not implemented yet (see --help)", a);
+        } else if (strcmp(a, "--html") == 0 || strncmp(a, "--html=", 7) == 0) {
+            html = a[6] == '=' ? a + 7 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!html || !*html)
+                fail("option '--html' needs a file name (see --help)");
         } else {
             fail("unknown option '%s' (see --help)", a);
         }
@@ -345,6 +407,12 @@ int main(int argc, char **argv)
         fail("with '--compare A B' give no other traces ('%s'); a run of several traces is a directory", args[0]);
     if (compare && chrome)
         fail("--chrome exports one run: leave out --compare");
+    if (chrome && html)
+        fail("--chrome and --html write different files: give one of them");
+    if (html && (json || output))
+        fail("--html writes the report to its FILE: leave out %s", json ? "--json" : "-o");
+    if (html && project_opt.target)
+        fail("--project is in the text and JSON reports: leave out --html");
     if (!compare && nargs == 0)
         fail("no trace given (see --help)");
     if (output && !*output)
@@ -415,6 +483,25 @@ int main(int argc, char **argv)
                 fail("%s", perr);
             run.projection = &projection;
         }
+    }
+    if (html) {
+        struct wsl_html_run pages[2] = {{.label = NULL, .run = &run}, {.label = NULL, .run = &run_b}};
+        char *la = NULL, *lb = NULL;
+        if (compare) {
+            pages[0].label = la = xasprintf("A: %s", compare_args[0]);
+            pages[1].label = lb = xasprintf("B: %s", compare_args[1]);
+        }
+        write_html(pages, compare ? 2 : 1, force_progress, html);
+        free(la);
+        free(lb);
+        if (compare) {
+            wsl_compare_free(&cmp);
+            wsl_run_free(&run_b);
+            free_trace_list(&traces_b);
+        }
+        wsl_run_free(&run);
+        free_trace_list(&traces);
+        return 0;
     }
     bool use_color = !json && (color == COLOR_ALWAYS ||
                                (color == COLOR_AUTO && !output && isatty(STDOUT_FILENO) &&
