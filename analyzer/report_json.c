@@ -832,6 +832,7 @@ void report_write_json(const struct wsl_run *run, FILE *out)
     json_end_array(&w);
     json_key(&w, "nvtx_summary");
     write_nvtx_summary(&w, &run->nvtx);
+    report_json_distributed(&w, run);
     json_key(&w, "bottlenecks");
     json_begin_array(&w);
     for (size_t i = 0; i < run->finding_count; i++)

@@ -450,5 +450,6 @@ void report_write_text(const struct wsl_run *run, FILE *out)
     write_memory(out, run);
     write_io(out, &run->io);
     write_nvtx(out, run);
+    report_text_distributed(out, run);
     write_findings(out, run);
 }

@@ -13,6 +13,7 @@ const struct wsl_rule *const wsl_rules[] = {
     &wsl_rule_vram_headroom,
     &wsl_rule_pinned_memory,
     &wsl_rule_managed_memory,
+    &wsl_rule_straggler,
 };
 const size_t wsl_rule_count = sizeof wsl_rules / sizeof wsl_rules[0];
 
