@@ -96,18 +96,22 @@ static void take_solo(struct wsl_rank *rk, const struct wsl_run *solo)
     rk->gpu_ns = solo->kernels.est_gpu_ns;
     rk->kernels_timed = solo->kernels.kernels_timed + solo->kernels.graphs_timed;
     rk->launches = solo->kernels.launches + solo->kernels.graph_launches;
+    uint64_t coll_est = 0;
     for (size_t i = 0; i < solo->kernels.count; i++) {
         const struct wsl_kernel *k = &solo->kernels.items[i];
         int kind = wsl_coll_kind_of(k->mangled ? k->name : NULL);
         if (kind < 0)
             continue;
-        rk->collective_ns += k->est_gpu_ns;
+        coll_est += k->est_gpu_ns;
         rk->collective_launches += k->launches;
+        rk->coll_launches[kind] += k->launches;
+        if (!k->gpu_ns.count)
+            continue; /* never timed: its estimate is other kernels' mean, no measure of waiting */
+        rk->collective_ns += k->est_gpu_ns;
         rk->collectives_timed += k->gpu_ns.count;
         rk->coll_ns[kind] += k->est_gpu_ns;
-        rk->coll_launches[kind] += k->launches;
     }
-    rk->compute_ns = rk->gpu_ns > rk->collective_ns ? rk->gpu_ns - rk->collective_ns : 0;
+    rk->compute_ns = rk->gpu_ns > coll_est ? rk->gpu_ns - coll_est : 0;
     for (size_t i = 0; i < solo->api_count; i++) {
         const struct wsl_api_stats *a = &solo->apis[i];
         if (a->category == WSL_CAT_SYNC_STREAM || a->category == WSL_CAT_SYNC_CTX ||
@@ -354,7 +358,7 @@ void wsl_dist_analyze(struct wsl_run *run)
             rk->gpu = -1;
             set_identity(rk, &run->procs[g[k].main]);
             read_rank(rk, run, g[k].procs, g[k].count);
-            d->collectives_seen |= rk->collective_launches > 0;
+            d->collectives_seen |= rk->collectives_timed > 0;
         }
         d->world_size = world ? world : (uint32_t)ng;
         /* Without rank variables, GPU processes are ranks only when they ran collectives. */

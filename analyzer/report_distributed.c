@@ -213,7 +213,7 @@ void report_text_distributed(FILE *out, const struct wsl_run *run)
                 "cause: %s\n", (int)s->rank, wsl_format_ns(a, sizeof a, s->wait_mean_ns),
                 wsl_format_ns(b, sizeof b, s->wait_total_ns), s->cause);
     } else if (!d->collectives_seen) {
-        fputs("  straggler: unknown (no NCCL kernel launches recorded)\n", out);
+        fputs("  straggler: unknown (no NCCL kernel was timed on the GPU)\n", out);
     } else {
         fputs("  straggler: none (the ranks wait about as long in collectives)\n", out);
     }

@@ -77,7 +77,14 @@
     X(kern_handles_bounded)       \
     X(nvtx_attribution)           \
     X(nvtx_bounded)               \
-    X(nvtx_dropped_resync)
+    X(nvtx_dropped_resync)        \
+    X(ddp_straggler_host)         \
+    X(ddp_straggler_io_steps)     \
+    X(ddp_balanced)               \
+    X(ddp_process_order)          \
+    X(ddp_single_process)         \
+    X(ddp_coll_names)             \
+    X(reader_rank_chunk)
 
 #define DECLARE(name) int test_##name(void);
 TESTS(DECLARE)
