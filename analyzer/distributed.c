@@ -301,10 +301,16 @@ void wsl_dist_analyze(struct wsl_run *run)
     struct group *g = NULL;
     size_t ng = 0;
     uint32_t world = 0;
-    /* Ranks from the environment; processes are in start order here. */
-    for (size_t i = 0; i < run->proc_count; i++) {
+    /* Ranks from the environment, by the first variable of rank_keys any process has (under
+     * SLURM, torchrun's agent has SLURM_PROCID and its workers RANK); processes are in start order. */
+    const char *key = NULL;
+    for (size_t k = 0; !key && rank_keys[k]; k++)
+        for (size_t i = 0; !key && i < run->proc_count; i++)
+            if (parse_int(wsl_process_rank_var(&run->procs[i], rank_keys[k])) >= 0)
+                key = rank_keys[k];
+    for (size_t i = 0; key && i < run->proc_count; i++) {
         const struct wsl_process *p = &run->procs[i];
-        int32_t rank = first_int(p, rank_keys);
+        int32_t rank = parse_int(wsl_process_rank_var(p, key));
         if (rank < 0)
             continue;
         int32_t w = first_int(p, world_keys);
