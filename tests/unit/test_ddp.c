@@ -214,3 +214,44 @@ int test_reader_rank_chunk(void)
     }
     return 0;
 }
+
+/* Under Slurm, torchrun's agent has SLURM_PROCID and its workers RANK: the agent is no rank. */
+int test_ddp_slurm_agent(void)
+{
+    struct ddp_plan p = ddp_plan_default();
+    p.ranks = 2;
+    p.straggler = 1;
+    p.delay_ns = 10000000;
+    p.rank_env = true;
+    struct wsl_run run;
+    wsl_run_init(&run);
+    char path[512], err[256];
+    test_path(path, sizeof path, "slurm-agent.trace.zst");
+    struct synth *s = synth_open(path, NULL);
+    synth_file_header(s, NULL);
+    struct wsl_process_info pi;
+    memset(&pi, 0, sizeof pi);
+    pi.pid = 4999;
+    pi.ppid = 1;
+    pi.start_mono_ns = pi.start_ticks = 900000000;
+    const char *argv[] = {"torchrun"};
+    synth_process(s, &pi, "node0", "/usr/bin/python3", "6.8", 1, argv);
+    static const char env[] = "SLURM_PROCID=0\0SLURM_NTASKS=1\0SLURM_LOCALID=0\0";
+    synth_chunk(s, WSL_CHUNK_RANK, env, sizeof env - 1);
+    synth_end(s, 5000000000ull, 0, 0, 0);
+    synth_close(s);
+    CHECKF(wsl_run_add_trace(&run, path, err, sizeof err) == 0, "%s", err);
+    for (unsigned r = 0; r < p.ranks; r++) {
+        char name[64];
+        snprintf(name, sizeof name, "slurm-rank%u.trace.zst", r);
+        test_path(path, sizeof path, name);
+        ddp_write_rank(path, &p, r);
+        CHECKF(wsl_run_add_trace(&run, path, err, sizeof err) == 0, "%s", err);
+    }
+    wsl_run_finish(&run);
+    const struct wsl_dist *d = &run.dist;
+    CHECK(d->active && d->count == 2 && d->ranks[0].pid == 5000 && d->ranks[1].pid == 5001);
+    CHECK(d->have_straggler && d->straggler.rank == 1);
+    wsl_run_free(&run);
+    return 0;
+}

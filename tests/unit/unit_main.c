@@ -84,7 +84,8 @@
     X(ddp_process_order)          \
     X(ddp_single_process)         \
     X(ddp_coll_names)             \
-    X(reader_rank_chunk)
+    X(reader_rank_chunk)          \
+    X(ddp_slurm_agent)
 
 #define DECLARE(name) int test_##name(void);
 TESTS(DECLARE)
