@@ -261,6 +261,19 @@ static void free_process(struct wsl_process *p)
         free(p->gpus[i].name);
     free(p->gpus);
     wsl_host_free(&p->host_cuda);
+    free(p->rank_env);
+}
+
+const char *wsl_process_rank_var(const struct wsl_process *p, const char *key)
+{
+    size_t lk = strlen(key);
+    for (uint32_t pos = 0; p->rank_env && pos < p->rank_env_size;) {
+        const char *e = p->rank_env + pos;
+        if (strncmp(e, key, lk) == 0 && e[lk] == '=')
+            return e + lk + 1;
+        pos += (uint32_t)strlen(e) + 1;
+    }
+    return NULL;
 }
 
 static void free_trace_state(struct trace_state *t)
@@ -382,6 +395,7 @@ int wsl_run_add_trace(struct wsl_run *run, const char *path, char *err, size_t e
     t->host = wsl_host_trace_begin();
     struct wsl_process p;
     memset(&p, 0, sizeof p);
+    p.gpu_device = -1;
     bool have_process = false;
     struct wsl_item it;
     enum wsl_read_result res;
@@ -431,7 +445,15 @@ int wsl_run_add_trace(struct wsl_run *run, const char *path, char *err, size_t e
                 p.have_gpu_memory = true;
                 p.gpu_free_at_start = it.gpu_memory.free_bytes;
                 p.gpu_total = it.gpu_memory.total_bytes;
+                p.gpu_device = it.gpu_memory.device;
             }
+            break;
+        case WSL_CHUNK_RANK: /* each one is complete: the last one stands */
+            free(p.rank_env);
+            p.rank_env = xmalloc(it.rank.size + 1);
+            memcpy(p.rank_env, it.rank.data, it.rank.size);
+            p.rank_env[it.rank.size] = 0;
+            p.rank_env_size = it.rank.size;
             break;
         }
     }
@@ -537,6 +559,8 @@ void wsl_run_finish(struct wsl_run *run)
     run->gpu_busy_known = run->kernels.busy_estimate >= 0;
     run->gpu_busy_ns = run->gpu_busy_known ? (uint64_t)(run->kernels.busy_estimate * (double)run->wall_ns) : 0;
     wsl_nvtx_finish(&run->nvtx);
+    if (!run->solo)
+        wsl_dist_analyze(run);
     wsl_rules_run(run);
 }
 
@@ -563,5 +587,6 @@ void wsl_run_free(struct wsl_run *run)
     wsl_nvtx_free(&run->nvtx);
     wsl_host_free(&run->host_cuda);
     wsl_findings_free(run->findings, run->finding_count);
+    wsl_dist_free(&run->dist);
     memset(run, 0, sizeof *run);
 }

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "host_analysis.h"
+#include "distributed.h"
 #include "io_analysis.h"
 #include "kernel_analysis.h"
 #include "memory_analysis.h"
@@ -65,7 +66,13 @@ struct wsl_process {
     bool have_gpu_memory;       /* a GPU_MEMORY chunk: free/total when the shim first saw a context */
     uint64_t gpu_free_at_start, gpu_total;
     struct wsl_host_summary host_cuda; /* this process's waits for the GPU and copies */
+    int32_t gpu_device;         /* that context's device ordinal; -1 without a GPU_MEMORY chunk */
+    char *rank_env;             /* the last RANK chunk: NUL-terminated KEY=VALUE entries; NULL: none */
+    uint32_t rank_env_size;
 };
+
+/* The value of key in p's RANK chunk, or NULL. */
+const char *wsl_process_rank_var(const struct wsl_process *p, const char *key);
 
 struct wsl_run {
     struct wsl_process *procs;  /* sorted by start time after wsl_run_finish */
@@ -90,6 +97,8 @@ struct wsl_run {
     size_t warning_count;
     const struct wsl_projection *projection; /* set by the caller for --project (not owned), or NULL */
     struct wsl_progress *progress; /* set by the caller: reading progress on stderr (progress.h), or NULL */
+    bool solo;                  /* set by the caller: one rank's own run, no distributed analysis */
+    struct wsl_dist dist;       /* ranks, collectives, straggler (distributed.h), after wsl_run_finish */
     /* name -> index into apis, open addressing */
     uint32_t *api_index;
     size_t api_index_size;

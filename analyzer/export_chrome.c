@@ -92,6 +92,7 @@ struct chrome_trace {
     const char *path;
     bool have_process, truncated;
     int32_t pid, ppid;
+    int32_t rank;               /* from the RANK chunk (RANK, else OMPI/PMI/SLURM); -1: none */
     uint64_t start_ns, end_ns;  /* CLOCK_MONOTONIC */
     char *label;                /* the command line, shortened */
     struct wsl_clock_map clock; /* the final fit */
@@ -184,6 +185,21 @@ static int scan_trace(struct chrome_trace *t, struct wsl_progress *progress, str
             t->start_ns = it.process.info.start_mono_ns;
             t->label = make_label(&it);
             break;
+        case WSL_CHUNK_RANK: { /* the last one stands; the first variable found, in this order */
+            static const char *const keys[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"};
+            size_t pos = 0, klen;
+            const char *key, *value;
+            int best = 4;
+            t->rank = -1;
+            while (wsl_rank_next(&it, &pos, &key, &klen, &value))
+                for (int k = 0; k < best; k++)
+                    if (strlen(keys[k]) == klen && !strncmp(key, keys[k], klen) && *value &&
+                        strspn(value, "0123456789") == strlen(value) && strlen(value) < 10) {
+                        t->rank = atoi(value);
+                        best = k;
+                    }
+            break;
+        }
         case WSL_CHUNK_API_TABLE:
             take_api_table(t, &it);
             break;
@@ -702,7 +718,10 @@ static int write_trace(struct exporter *x, struct chrome_trace *t, int sort_inde
     memset(&w, 0, sizeof w);
     w.t = t;
     char pname[LABEL_MAX + 32];
-    snprintf(pname, sizeof pname, "%s", t->label ? t->label : "?");
+    if (t->rank >= 0) /* a rank of a distributed run: one process group per rank */
+        snprintf(pname, sizeof pname, "rank %d (pid %d)", (int)t->rank, (int)t->pid);
+    else
+        snprintf(pname, sizeof pname, "%s", t->label ? t->label : "?");
     metadata(x, t->pid, -1, "process_name", "name", pname, 0);
     metadata(x, t->pid, -1, "process_sort_index", "sort_index", NULL, sort_index);
     char labels[64];
@@ -768,6 +787,10 @@ static int count_in_window(const struct exporter *x, struct chrome_trace *t, uin
 static int by_start(const void *a, const void *b)
 {
     const struct chrome_trace *x = *(const struct chrome_trace *const *)a, *y = *(const struct chrome_trace *const *)b;
+    if ((x->rank >= 0) != (y->rank >= 0)) /* ranks first, by rank */
+        return x->rank >= 0 ? -1 : 1;
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
     if (x->start_ns != y->start_ns)
         return x->start_ns < y->start_ns ? -1 : 1;
     return x->pid < y->pid ? -1 : x->pid > y->pid;
@@ -810,6 +833,7 @@ int wsl_chrome_export(char *const *paths, size_t count, const struct wsl_chrome_
     for (size_t i = 0; i < count && rc == 0; i++) {
         traces[i] = xcalloc(1, sizeof *traces[i]);
         traces[i]->path = paths[i];
+        traces[i]->rank = -1;
         char why[WSL_READER_ERRLEN];
         if (scan_trace(traces[i], opt->progress, res, why, sizeof why) != 0)
             rc = set_err(err, errlen, "%s: %s", paths[i], why);

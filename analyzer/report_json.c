@@ -922,6 +922,7 @@ void report_write_json(const struct wsl_run *run, const struct wsl_compare *cmp,
     write_nvtx_summary(&w, &run->nvtx);
     json_key(&w, "cuda_host");
     write_cuda_host(&w, &run->host_cuda);
+    report_json_distributed(&w, run);
     json_key(&w, "bottlenecks");
     json_begin_array(&w);
     for (size_t i = 0; i < run->finding_count; i++)

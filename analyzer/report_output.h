@@ -28,4 +28,9 @@ void report_write_compare_text(const struct wsl_compare *c, const struct report_
 void report_write_compare_json(struct json_writer *w, const struct wsl_compare *c,
                                const struct report_compare_labels *labels);
 
+/* The distributed parts (report_distributed.c): "ranks" and "distributed" keys, the text section. */
+struct json_writer;
+void report_json_distributed(struct json_writer *w, const struct wsl_run *run);
+void report_text_distributed(FILE *out, const struct wsl_run *run);
+
 #endif /* WSLSHIM_REPORT_OUTPUT_H */

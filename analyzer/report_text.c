@@ -622,6 +622,7 @@ void report_write_text(const struct wsl_run *run, FILE *out, bool color)
     write_memory(out, run);
     write_io(out, &run->io);
     write_nvtx(out, run);
+    report_text_distributed(out, run);
     write_findings(out, run);
     if (run->projection)
         wsl_projection_write_text(out, run->projection);

@@ -17,6 +17,7 @@ const struct wsl_rule *const wsl_rules[] = {
     &wsl_rule_alloc_churn,
     &wsl_rule_small_transfers,
     &wsl_rule_pageable_transfers,
+    &wsl_rule_straggler,
 };
 const size_t wsl_rule_count = sizeof wsl_rules / sizeof wsl_rules[0];
 

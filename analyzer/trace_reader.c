@@ -100,6 +100,7 @@ static const char *chunk_type_name(uint32_t type)
     case WSL_CHUNK_MOUNTS: return "MOUNTS";
     case WSL_CHUNK_PATHS: return "PATHS";
     case WSL_CHUNK_GPU_MEMORY: return "GPU_MEMORY";
+    case WSL_CHUNK_RANK: return "RANK";
     default: return "unknown";
     }
 }
@@ -608,6 +609,31 @@ static enum wsl_read_result parse_paths(struct wsl_reader *r, uint32_t size, str
 
 /* ---- public ---------------------------------------------------------------------------- */
 
+/* RANK: "KEY=VALUE" strings, each NUL-terminated, with a non-empty key. */
+static enum wsl_read_result parse_rank(struct wsl_reader *r, uint32_t size, struct wsl_item *item)
+{
+    const unsigned long long at = (unsigned long long)r->chunk_offset;
+    if (size > WSL_RANK_MAX_PAYLOAD)
+        return corrupt(r, "corrupt chunk at byte %llu: RANK payload of %u bytes exceeds %u", at, size,
+                       WSL_RANK_MAX_PAYLOAD);
+    const char *p = (const char *)r->payload, *end = p + size;
+    uint32_t count = 0;
+    while (p < end) {
+        const char *nul = memchr(p, 0, (size_t)(end - p));
+        if (!nul)
+            return corrupt(r, "corrupt chunk at byte %llu: RANK entry not NUL-terminated", at);
+        const char *eq = memchr(p, '=', (size_t)(nul - p));
+        if (!eq || eq == p)
+            return corrupt(r, "corrupt chunk at byte %llu: RANK entry is not KEY=VALUE", at);
+        count++;
+        p = nul + 1;
+    }
+    item->rank.count = count;
+    item->rank.data = (const char *)r->payload;
+    item->rank.size = size;
+    return WSL_READ_ITEM;
+}
+
 enum wsl_read_result wsl_reader_next(struct wsl_reader *r, struct wsl_item *item)
 {
     if (r->done != WSL_READ_ITEM)
@@ -627,7 +653,7 @@ enum wsl_read_result wsl_reader_next(struct wsl_reader *r, struct wsl_item *item
         if (!r->seen_process && ch.type != WSL_CHUNK_PROCESS)
             return corrupt(r, "corrupt chunk at byte %llu: the first chunk is %s (type %u), not PROCESS", at,
                            chunk_type_name(ch.type), ch.type);
-        if (ch.type < WSL_CHUNK_PROCESS || ch.type > WSL_CHUNK_GPU_MEMORY) {
+        if (ch.type < WSL_CHUNK_PROCESS || ch.type > WSL_CHUNK_RANK) {
             if (stream_read(r, NULL, ch.size) < ch.size)   /* a later minor version's chunk */
                 return stream_ended(r, true);
             continue;
@@ -675,6 +701,8 @@ enum wsl_read_result wsl_reader_next(struct wsl_reader *r, struct wsl_item *item
                 return corrupt(r, "corrupt chunk at byte %llu: GPU_MEMORY payload too small", at);
             memcpy(&item->gpu_memory, r->payload, sizeof item->gpu_memory);
             return WSL_READ_ITEM;
+        case WSL_CHUNK_RANK:
+            return parse_rank(r, ch.size, item);
         }
     }
 }

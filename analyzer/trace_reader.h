@@ -95,6 +95,11 @@ struct wsl_item {
         struct wsl_end_info end;
         struct wsl_gpu_memory gpu_memory;
         struct {
+            uint32_t count;                     /* entries; read them with wsl_rank_next */
+            uint32_t size;
+            const char *data;                   /* checked: NUL-terminated KEY=VALUE entries */
+        } rank;
+        struct {
             uint32_t id;
             uint32_t size;
             const char *bytes;                  /* not NUL-terminated */
@@ -132,6 +137,21 @@ static inline bool wsl_paths_next(const struct wsl_item *item, size_t *pos, stru
     ref->length = h.length;
     ref->bytes = (const char *)item->paths.data + *pos + sizeof h;
     *pos += sizeof h + h.length;
+    return true;
+}
+
+/* Reads the RANK entry at *pos (start with 0): *key (key_len bytes, not
+ * terminated) and *value (NUL-terminated); false after the last entry. */
+static inline bool wsl_rank_next(const struct wsl_item *item, size_t *pos, const char **key, size_t *key_len,
+                                 const char **value)
+{
+    if (*pos >= item->rank.size)
+        return false;
+    const char *e = item->rank.data + *pos, *eq = strchr(e, '=');
+    *key = e;
+    *key_len = (size_t)(eq - e);
+    *value = eq + 1;
+    *pos += strlen(e) + 1;
     return true;
 }
 

@@ -95,6 +95,46 @@ static _Atomic int driver_pending;
 
 void wsl_thread_forbid_recording(void);
 
+/* ---- distributed identity (RANK chunks) ---------------------------------------------- */
+
+/* The launchers' variables a RANK chunk keeps (trace_format.h), and nothing else. */
+static const char *const rank_vars[] = {
+    "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT",
+    "TORCHELASTIC_RUN_ID", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "PMI_RANK", "PMI_SIZE",
+    "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "CUDA_VISIBLE_DEVICES",
+};
+
+/* Appends "key=value\0" when it fits; returns the new length. */
+static size_t rank_put(char *buf, size_t n, size_t cap, const char *key, const char *value)
+{
+    size_t lk = strlen(key), lv = strnlen(value, 1024);
+    if (!lk || n + lk + 1 + lv + 1 > cap)
+        return n;
+    memcpy(buf + n, key, lk);
+    buf[n + lk] = '=';
+    memcpy(buf + n + lk + 1, value, lv);
+    buf[n + lk + 1 + lv] = 0;
+    return n + lk + 1 + lv + 1;
+}
+
+/* The listed variables as the process has them now. Called on a program
+ * thread (recording start, cuInit), never the writer's: the environment is
+ * the program's to change. */
+static size_t rank_collect(char *buf, size_t cap)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof rank_vars / sizeof rank_vars[0]; i++) {
+        const char *v = getenv(rank_vars[i]);
+        if (v)
+            n = rank_put(buf, n, cap, rank_vars[i], v);
+    }
+    return n;
+}
+
+/* Snapshot taken when the driver came up, published with driver_pending. */
+static char rank_at_init[WSL_RANK_MAX_PAYLOAD];
+static size_t rank_at_init_len;
+
 /* ---- output ------------------------------------------------------------------- */
 
 static void write_all(const uint8_t *p, size_t n)
@@ -400,9 +440,28 @@ static void emit_driver(void)
             }
         }
     }
+    /* The RANK chunk again: the environment at cuInit, plus each GPU's PCI bus id. */
+    static char rank_buf[WSL_RANK_MAX_PAYLOAD];
+    size_t rn = rank_at_init_len;
+    memcpy(rank_buf, rank_at_init, rn);
+    if (lib && di.init_result == CUDA_SUCCESS) {
+        CUresult (*get_dev)(CUdevice *, int) = (CUresult(*)(CUdevice *, int))wsl_real_dlsym(lib, "cuDeviceGet");
+        CUresult (*get_pci)(char *, int, CUdevice) =
+            (CUresult(*)(char *, int, CUdevice))wsl_real_dlsym(lib, "cuDeviceGetPCIBusId");
+        for (uint32_t i = 0; get_dev && get_pci && i < di.devices; i++) {
+            CUdevice d;
+            char bus[64] = "", key[32];
+            if (get_dev(&d, (int)i) != CUDA_SUCCESS || get_pci(bus, (int)sizeof bus - 1, d) != CUDA_SUCCESS)
+                continue;
+            snprintf(key, sizeof key, "gpu.%u.pci_bus_id", i);
+            rn = rank_put(rank_buf, rn, sizeof rank_buf, key, bus);
+        }
+    }
     if (lib)
         dlclose(lib);
     emit_chunk(WSL_CHUNK_DRIVER, &di, sizeof di, gpus, sizeof gpus[0] * di.devices);
+    if (rn)
+        emit_chunk(WSL_CHUNK_RANK, rank_buf, rn, NULL, 0);
 }
 
 void wsl_writer_note_driver(void *real_cuInit, int init_result)
@@ -411,8 +470,11 @@ void wsl_writer_note_driver(void *real_cuInit, int init_result)
         return;
     atomic_store(&driver_init_result, init_result);
     void *expect = NULL;
-    if (atomic_compare_exchange_strong(&driver_cuInit, &expect, real_cuInit))
+    if (atomic_compare_exchange_strong(&driver_cuInit, &expect, real_cuInit)) {
+        /* once per process, on the program's thread; the writer reads it after driver_pending */
+        rank_at_init_len = rank_collect(rank_at_init, sizeof rank_at_init);
         atomic_store(&driver_pending, 1);
+    }
 }
 
 /* ---- draining ---------------------------------------------------------------------- */
@@ -631,6 +693,12 @@ static int writer_open(void)
     z_append(&fh, sizeof fh);
     emit_process();
     emit_api_table();
+    {
+        static char rank_start[WSL_RANK_MAX_PAYLOAD];
+        size_t n = rank_collect(rank_start, sizeof rank_start);
+        if (n)
+            emit_chunk(WSL_CHUNK_RANK, rank_start, n, NULL, 0);
+    }
     mounts_prev_len = 0;
     emit_mounts_if_changed();
     emit_clock();

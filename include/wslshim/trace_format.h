@@ -53,7 +53,8 @@ enum wsl_chunk_type {
     WSL_CHUNK_MOUNTS = 8,   /* the mount table the process sees (mountinfo text) */
     WSL_CHUNK_PATHS = 9,    /* path id -> path of files the program opened or looked up */
     WSL_CHUNK_GPU_MEMORY = 10, /* free and total memory of each device when the driver came up */
-    /* 11 and up: reserved for additions (environment/ranks, NVTX) */
+    WSL_CHUNK_RANK = 11,    /* distributed identity: rank variables, GPUs (KEY=VALUE strings) */
+    /* 12 and up: reserved for additions (NVTX) */
 };
 
 struct wsl_chunk_header {
@@ -125,6 +126,20 @@ struct wsl_gpu_memory {
     uint32_t reserved;
 };
 _Static_assert(sizeof(struct wsl_gpu_memory) == 32, "gpu memory record is 32 bytes");
+
+/* ---- RANK payload: NUL-terminated "KEY=VALUE" strings, one after another, filling the
+ * payload (the last one NUL-terminated too). Two kinds of keys:
+ *  - the launcher's variables, as the process had them (only these names, when set):
+ *    RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT,
+ *    TORCHELASTIC_RUN_ID, OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE, PMI_RANK, PMI_SIZE,
+ *    SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, CUDA_VISIBLE_DEVICES;
+ *  - the shim's own facts, lower case and dotted (never an environment variable's name):
+ *    "gpu.N.pci_bus_id" (cuDeviceGetPCIBusId of device ordinal N, once the driver is up).
+ * Written when recording starts (the environment the process started with, read again
+ * after an exec since the new image starts a new trace) and again once the driver is up
+ * (the environment then, plus the GPUs). Each RANK chunk is complete: the last one read
+ * replaces the earlier ones. Which GPU the process drives: the device of GPU_MEMORY. --- */
+#define WSL_RANK_MAX_PAYLOAD 16384u
 
 /* ---- END payload ------------------------------------------------------------ */
 struct wsl_end_info {

@@ -76,6 +76,7 @@ typedef unsigned int devptr_v1; /* CUdeviceptr of the pre-3.2 ABI */
   X(cuDeviceGet, cuDeviceGet, 2000, 0)                                         \
   X(cuDeviceGetCount, cuDeviceGetCount, 2000, 0)                               \
   X(cuDeviceGetName, cuDeviceGetName, 2000, 0)                                 \
+  X(cuDeviceGetPCIBusId, cuDeviceGetPCIBusId, 4010, 0)                         \
   X(cuDeviceTotalMem_v2, cuDeviceTotalMem, 3020, 0)                            \
   X(cuDeviceGetAttribute, cuDeviceGetAttribute, 2000, 0)                       \
   X(cuDeviceGetDefaultMemPool, cuDeviceGetDefaultMemPool, 11020, 0)            \
@@ -544,6 +545,17 @@ FAKE_API cuDeviceGetName(char *name, int len, CUdevice dev) {
   if (dev != 0)
     return CUDA_ERROR_INVALID_DEVICE;
   snprintf(name, (size_t)len, "%s", fake_device_name);
+  return CUDA_SUCCESS;
+}
+
+FAKE_API cuDeviceGetPCIBusId(char *bus, int len, CUdevice dev) {
+  COUNT(cuDeviceGetPCIBusId);
+  REQUIRE_INIT();
+  if (!bus || len <= 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (dev != 0)
+    return CUDA_ERROR_INVALID_DEVICE;
+  snprintf(bus, (size_t)len, "0000:fa:00.0");
   return CUDA_SUCCESS;
 }
 

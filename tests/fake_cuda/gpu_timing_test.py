@@ -42,8 +42,8 @@ SHIM_CALLS = {"cuCtxGetCurrent", "cuStreamGetCtx", "cuStreamIsCapturing", "cuStr
               "cuEventQuery", "cuEventElapsedTime", "cuEventElapsedTime_v2", "cuCtxSetCurrent", "cuStreamCreate",
               "cuThreadExchangeStreamCaptureMode", "cuMemGetInfo_v2", "cuCtxGetDevice",
               "cuDriverGetVersion", "cuDeviceGetCount", "cuDeviceGet", "cuDeviceGetName", "cuDeviceTotalMem_v2",
-              "cuDeviceGetAttribute"}
-# (the last six: the writer's DRIVER chunk, with or without timing)
+              "cuDeviceGetAttribute", "cuDeviceGetPCIBusId"}
+# (the last seven: the writer's DRIVER and RANK chunks, with or without timing)
 
 
 def run(tag, timing):

@@ -24,7 +24,7 @@ import subprocess
 import sys
 
 SHIM_OWN_QUERIES = {"cuDriverGetVersion", "cuDeviceGetCount", "cuDeviceGet", "cuDeviceGetName",
-                    "cuDeviceTotalMem_v2", "cuDeviceGetAttribute"}
+                    "cuDeviceTotalMem_v2", "cuDeviceGetAttribute", "cuDeviceGetPCIBusId"}
 # The sampled GPU timing's own calls (WSLSHIM_GPU_TIMING, on by default): the
 # driver may count more of these than the client made, never fewer; the trace
 # must still hold exactly the client's.

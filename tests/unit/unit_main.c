@@ -90,7 +90,15 @@
     X(compare_never_more_than_difference) \
     X(host_classify_random)       \
     X(host_limits)                \
-    X(host_random_invariants)
+    X(host_random_invariants) \
+    X(ddp_straggler_host)         \
+    X(ddp_straggler_io_steps)     \
+    X(ddp_balanced)               \
+    X(ddp_process_order)          \
+    X(ddp_single_process)         \
+    X(ddp_coll_names)             \
+    X(reader_rank_chunk)          \
+    X(ddp_slurm_agent)
 
 #define DECLARE(name) int test_##name(void);
 TESTS(DECLARE)

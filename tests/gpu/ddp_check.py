@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""DDP over NCCL under the shim, with a straggler planted on purpose.
+
+    python3 tests/gpu/ddp_check.py --build BUILD --out OUTDIR [--nproc 2] [--steps 100] [--delay-ms 50]
+
+torchrun starts --nproc ranks (one GPU each, NCCL_NVLS_ENABLE=0) that train a
+small MLP with DistributedDataParallel for --steps steps, each step inside an
+NVTX "train_step" range; rank 1 sleeps --delay-ms in its data loading every
+step. The job runs once without the shim and once under it (LD_PRELOAD,
+WSLSHIM_GPU_TIMING=1: every launch timed); the ranks' loss digests must match.
+Then wslshim-report over the traces must find the ranks from their
+environment, name rank 1 as the straggler, and show rank 0 waiting in
+all-reduce for about steps x delay. Prints the report's per-rank section and
+one JSON result; exits 0 when every check passed, 1 when one failed, 77 with
+fewer than 2 GPUs (or no PyTorch).
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+
+def worker(steps, delay_ms):
+    import time
+
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    rank, local = int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"])
+    torch.cuda.set_device(local)
+    dist.init_process_group("nccl")
+    torch.manual_seed(0)
+    dev = torch.device("cuda", local)
+    layers = []
+    for _ in range(4):
+        layers += [torch.nn.Linear(2048, 2048), torch.nn.ReLU()]
+    model = DDP(torch.nn.Sequential(*layers, torch.nn.Linear(2048, 10)).to(dev), device_ids=[local])
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    gen = torch.Generator().manual_seed(1234 + rank)
+
+    def load_batch():
+        # The data loading: rank 1 is slow on purpose (the straggler).
+        if rank == 1:
+            time.sleep(delay_ms / 1000.0)
+        return torch.randn(256, 2048, generator=gen), torch.randint(0, 10, (256,), generator=gen)
+
+    digest = 0.0
+    for step in range(steps):
+        torch.cuda.nvtx.range_push("train_step")
+        x, y = load_batch()
+        x, y = x.to(dev, non_blocking=True), y.to(dev, non_blocking=True)
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        if step % 10 == 9:
+            digest += float(loss.item())
+        torch.cuda.nvtx.range_pop()
+    torch.cuda.synchronize()
+    print(json.dumps({"rank": rank, "digest": round(digest, 6)}), flush=True)
+    dist.destroy_process_group()
+
+
+def gpu_count():
+    try:
+        out = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.device_count())"],
+                             capture_output=True, text=True, timeout=120)
+        return int(out.stdout.strip() or 0) if out.returncode == 0 else -1
+    except (subprocess.TimeoutExpired, ValueError):
+        return 0
+
+
+def torchrun(args, env):
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(args.nproc),
+           os.path.abspath(__file__), "--worker", "--steps", str(args.steps), "--delay-ms", str(args.delay_ms)]
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+    digests = {}
+    for line in p.stdout.splitlines():
+        try:
+            d = json.loads(line)
+            digests[d["rank"]] = d["digest"]
+        except (ValueError, KeyError, TypeError):
+            pass
+    return p, digests
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build")
+    ap.add_argument("--out")
+    ap.add_argument("--nproc", type=int, default=2)
+    ap.add_argument("--steps", type=int, default=100)
+    ap.add_argument("--delay-ms", type=float, default=50.0)
+    ap.add_argument("--worker", action="store_true")
+    a = ap.parse_args()
+    if a.worker:
+        worker(a.steps, a.delay_ms)
+        return 0
+    if not a.build or not a.out:
+        ap.error("--build and --out are required")
+    n = gpu_count()
+    if n < 0:
+        print(json.dumps({"skip": "no PyTorch"}))
+        return 77
+    if n < 2 or a.nproc < 2 or n < a.nproc:
+        print(json.dumps({"skip": f"{n} GPUs; the check needs {max(a.nproc, 2)}"}))
+        return 77
+    shim = os.path.join(a.build, "lib", "libwslshim.so")
+    report = os.path.join(a.build, "analyzer", "wslshim-report")
+    traces = os.path.join(a.out, "ddp_traces")
+    shutil.rmtree(traces, ignore_errors=True)
+    os.makedirs(traces)
+    failures = []
+
+    def check(cond, msg):
+        if not cond:
+            failures.append(msg)
+        return cond
+
+    base = dict(os.environ, NCCL_NVLS_ENABLE="0")
+    base.pop("LD_PRELOAD", None)
+    plain, plain_digests = torchrun(a, base)
+    check(plain.returncode == 0, f"torchrun without the shim exited {plain.returncode}: {plain.stderr[-2000:]}")
+    env = dict(base, LD_PRELOAD=shim, WSLSHIM_OUTPUT=os.path.join(traces, "%p.trace.zst"), WSLSHIM_GPU_TIMING="1")
+    traced, traced_digests = torchrun(a, env)
+    check(traced.returncode == 0, f"torchrun under the shim exited {traced.returncode}: {traced.stderr[-2000:]}")
+    check(len(plain_digests) == a.nproc and plain_digests == traced_digests,
+          f"loss digests differ: plain {plain_digests} traced {traced_digests}")
+
+    rep = subprocess.run([report, "--json", traces], capture_output=True, text=True)
+    text = subprocess.run([report, traces], capture_output=True, text=True)
+    chrome_path = os.path.join(a.out, "ddp_timeline.json")
+    chrome = subprocess.run([report, "--chrome", chrome_path, traces], capture_output=True, text=True)
+    result = {"plain_digests": plain_digests, "traced_digests": traced_digests}
+    if check(rep.returncode == 0 and text.returncode == 0, f"wslshim-report failed: {rep.stderr} {text.stderr}"):
+        section = text.stdout[text.stdout.find("Distributed run"):]
+        section = section[:section.find("\nBottlenecks")] if "\nBottlenecks" in section else section
+        print(section)
+        j = json.loads(rep.stdout)
+        ranks, dist = j.get("ranks", []), j.get("distributed")
+        result["ranks"] = [{k: r.get(k) for k in ("rank", "pid", "gpu", "gpu_pci_bus_id", "wall_ns", "compute_ns",
+                                                   "collective_ns", "wait_ns", "collectives", "step")} for r in ranks]
+        result["distributed"] = dist
+        if check(dist is not None, "no distributed section"):
+            check(dist["world_size"] == a.nproc and len(ranks) == a.nproc,
+                  f"world size {dist['world_size']}, {len(ranks)} ranks; want {a.nproc}")
+            check(dist["rank_source"] == "environment", f"ranks from {dist['rank_source']}")
+            st = dist.get("straggler")
+            check(st is not None and st.get("rank") == 1, f"straggler {st}, want rank 1")
+            r0 = next((r for r in ranks if r["rank"] == 0), None)
+            planted = a.steps * a.delay_ms * 1e6
+            if check(r0 is not None, "no rank 0"):
+                ar = r0["collectives"].get("all_reduce", {})
+                check(ar.get("launches", 0) > 0, f"rank 0 ran no all-reduce kernel: {r0['collectives']}")
+                # the wait is about steps x delay, less whatever rank 0 itself spent outside its GPU work
+                check(r0["wait_ns"] >= 0.5 * planted, f"rank 0 waits {r0['wait_ns']} ns, planted {planted:.0f}")
+                check(ar.get("gpu_ns", 0) >= 0.5 * planted, f"rank 0 all-reduce GPU time {ar.get('gpu_ns')}")
+            if st:
+                result["wait_vs_planted"] = st["wait_mean_ns"] / planted
+            check(any(b["id"] == "straggler" for b in j["bottlenecks"]), "no straggler bottleneck")
+        if not ranks or not any(r["collective_ns"] for r in ranks):
+            names = [k["name"][:80] for k in j.get("gpu", {}).get("kernels", [])[:15]]
+            result["kernel_names"] = names  # why no collective was found
+    if check(chrome.returncode == 0, f"--chrome failed: {chrome.stderr}"):
+        with open(chrome_path) as f:
+            events = json.load(f)["traceEvents"]
+        pnames = [e["args"]["name"] for e in events if e.get("ph") == "M" and e.get("name") == "process_name"]
+        for r in range(a.nproc):
+            check(any(p.startswith(f"rank {r} (pid ") for p in pnames), f"timeline lacks rank {r}: {pnames}")
+    result["failures"] = failures
+    print(json.dumps(result, indent=1))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

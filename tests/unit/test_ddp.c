@@ -1,0 +1,257 @@
+/* Distributed runs: ranks from RANK chunks or process order, collectives,
+ * the straggler and its wait, balanced runs. Scenarios: ddp_scenarios.c. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis.h"
+#include "ddp_scenarios.h"
+#include "trace_synth.h"
+#include "unit_test.h"
+
+/* Writes the plan's ranks and reads them into run (finished). */
+static int read_plan(struct wsl_run *run, const struct ddp_plan *p, const char *tag)
+{
+    wsl_run_init(run);
+    for (unsigned r = 0; r < p->ranks; r++) {
+        char name[64], path[512], err[256];
+        snprintf(name, sizeof name, "%s-rank%u.trace.zst", tag, r);
+        test_path(path, sizeof path, name);
+        ddp_write_rank(path, p, r);
+        CHECKF(wsl_run_add_trace(run, path, err, sizeof err) == 0, "%s", err);
+    }
+    wsl_run_finish(run);
+    return 0;
+}
+
+static const struct wsl_finding *finding(const struct wsl_run *run, const char *id)
+{
+    for (size_t i = 0; i < run->finding_count; i++)
+        if (!strcmp(run->findings[i].id, id))
+            return &run->findings[i];
+    return NULL;
+}
+
+static double rel_err(uint64_t got, uint64_t want) { return ((double)got - (double)want) / (double)want; }
+
+int test_ddp_straggler_host(void)
+{
+    struct ddp_plan p = ddp_plan_default();
+    p.ranks = 4;
+    p.straggler = 2;
+    p.delay_ns = 15000000; /* 15 ms a step off the record */
+    p.rank_env = true;
+    p.timing_every = 1;
+    struct wsl_run run;
+    if (read_plan(&run, &p, "host"))
+        return 1;
+    const struct wsl_dist *d = &run.dist;
+    CHECK(d->active && d->ranks_from_env && d->count == 4 && d->world_size == 4);
+    for (unsigned r = 0; r < 4; r++) {
+        const struct wsl_rank *rk = &d->ranks[r];
+        CHECK(rk->rank == (int32_t)r && rk->pid == 5000 + (int32_t)r && rk->local_rank == (int32_t)r);
+        CHECK(rk->gpu == (int32_t)r && rk->gpu_pci_bus_id && rk->gpu_name && !strcmp(rk->gpu_name, "NVIDIA H200"));
+        CHECK(rk->collective_launches == p.steps && rk->coll_launches[WSL_COLL_ALL_REDUCE] == p.steps);
+        CHECK(rk->launches == p.steps * (p.kernels_per_step + 1));
+        CHECK(rk->syncs == p.steps);
+        CHECK(rk->io_reads == 2 * p.steps);
+        CHECKF(llabs((long long)rk->compute_ns - (long long)(p.steps * p.compute_ns)) < 1000, "compute %llu",
+               (unsigned long long)rk->compute_ns);
+    }
+    CHECK(d->have_straggler && d->straggler.rank == 2 && d->straggler.index == 2);
+    uint64_t planted = (uint64_t)p.steps * p.delay_ns;
+    CHECKF(rel_err(d->straggler.wait_mean_ns, planted) < 0.10 && rel_err(d->straggler.wait_mean_ns, planted) > -0.10,
+           "wait %llu planted %llu", (unsigned long long)d->straggler.wait_mean_ns, (unsigned long long)planted);
+    CHECK(d->straggler.wait_total_ns >= 3 * planted * 9 / 10);
+    CHECK(!strcmp(d->straggler.cause, "host"));
+    CHECK(d->ranks[2].wait_ns == 0 && d->ranks[0].wait_ns > planted / 2);
+    /* the straggler's collectives are the pure all-reduce time */
+    CHECK(rel_err(d->ranks[2].collective_ns, (uint64_t)p.steps * p.comm_ns) < 0.01);
+    CHECK(d->imbalance > 0.99 && d->imbalance < 1.01);
+    const struct wsl_finding *f = finding(&run, "straggler");
+    CHECK(f && f->time_lost_ns == d->straggler.wait_mean_ns && strstr(f->summary, "rank 2"));
+    wsl_run_free(&run);
+    return 0;
+}
+
+int test_ddp_straggler_io_steps(void)
+{
+    struct ddp_plan p = ddp_plan_default();
+    p.ranks = 3;
+    p.straggler = 1;
+    p.delay_ns = 8000000;
+    p.delay_in_io = true;
+    p.nvtx = true;
+    p.rank_env = true;
+    p.timing_every = 4; /* sampled (9 launches a step: every launch position gets timed) */
+    p.jitter_ns = 200000;
+    struct wsl_run run;
+    if (read_plan(&run, &p, "io"))
+        return 1;
+    const struct wsl_dist *d = &run.dist;
+    CHECK(d->active && d->count == 3 && d->have_straggler && d->straggler.rank == 1);
+    uint64_t planted = (uint64_t)p.steps * p.delay_ns;
+    double e = rel_err(d->straggler.wait_mean_ns, planted);
+    CHECKF(e < 0.10 && e > -0.10, "wait %llu planted %llu", (unsigned long long)d->straggler.wait_mean_ns,
+           (unsigned long long)planted);
+    CHECK(!strcmp(d->straggler.cause, "file_io"));
+    CHECK(d->straggler.io_excess_ns > (int64_t)(planted * 9 / 10));
+    for (unsigned r = 0; r < 3; r++)
+        CHECK(d->ranks[r].have_step && d->ranks[r].steps == p.steps && !strcmp(d->ranks[r].step_name, "train_step"));
+    CHECK(d->straggler.have_step_excess);
+    wsl_run_free(&run);
+    return 0;
+}
+
+int test_ddp_balanced(void)
+{
+    struct ddp_plan p = ddp_plan_default();
+    p.ranks = 4;
+    p.jitter_ns = 400000; /* 0.4 ms of noise on a ~27 ms step */
+    p.rank_env = true;
+    struct wsl_run run;
+    if (read_plan(&run, &p, "balanced"))
+        return 1;
+    const struct wsl_dist *d = &run.dist;
+    CHECK(d->active && d->count == 4 && d->collectives_seen);
+    CHECK(!d->have_straggler);
+    CHECK(!finding(&run, "straggler"));
+    CHECK(d->imbalance >= 1.0 && d->imbalance < 1.01);
+    wsl_run_free(&run);
+    return 0;
+}
+
+int test_ddp_process_order(void)
+{
+    struct ddp_plan p = ddp_plan_default();
+    p.ranks = 3;
+    p.straggler = 0;
+    p.delay_ns = 10000000;
+    p.rank_env = false;
+    struct wsl_run run;
+    if (read_plan(&run, &p, "order"))
+        return 1;
+    const struct wsl_dist *d = &run.dist;
+    CHECK(d->active && !d->ranks_from_env && d->count == 3 && d->world_size == 3);
+    for (unsigned r = 0; r < 3; r++)
+        CHECK(d->ranks[r].rank == (int32_t)r && d->ranks[r].pid == 5000 + (int32_t)r && !d->ranks[r].gpu_pci_bus_id);
+    CHECK(d->have_straggler && d->straggler.rank == 0);
+    wsl_run_free(&run);
+    return 0;
+}
+
+int test_ddp_single_process(void)
+{
+    /* one GPU process without rank variables: not a distributed run */
+    struct ddp_plan p = ddp_plan_default();
+    p.ranks = 1;
+    struct wsl_run run;
+    if (read_plan(&run, &p, "single"))
+        return 1;
+    CHECK(!run.dist.active && run.dist.count == 0 && !finding(&run, "straggler"));
+    wsl_run_free(&run);
+    return 0;
+}
+
+int test_ddp_coll_names(void)
+{
+    CHECK(wsl_coll_kind_of("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)") ==
+          WSL_COLL_ALL_REDUCE);
+    CHECK(wsl_coll_kind_of("_Z29ncclDevKernel_AllGather_RING_LL24ncclDevKernelArgsStorageILm4096EE") ==
+          WSL_COLL_ALL_GATHER);
+    CHECK(wsl_coll_kind_of("ncclKernel_ReduceScatter_RING_LL_Sum_float(ncclWorkElem)") == WSL_COLL_REDUCE_SCATTER);
+    CHECK(wsl_coll_kind_of("ncclDevKernel_Reduce_Sum_f16_RING_LL") == WSL_COLL_REDUCE);
+    CHECK(wsl_coll_kind_of("ncclDevKernel_Broadcast_RING_LL") == WSL_COLL_BROADCAST);
+    CHECK(wsl_coll_kind_of("ncclDevKernel_SendRecv") == WSL_COLL_SEND_RECV);
+    CHECK(wsl_coll_kind_of("ncclDevKernel_Generic_4") == WSL_COLL_OTHER);
+    CHECK(wsl_coll_kind_of("sgemm_128x64_nn") == -1 && wsl_coll_kind_of("nccl_helper") == -1);
+    CHECK(wsl_coll_kind_of(NULL) == -1);
+    CHECK(!strcmp(wsl_coll_kind_name(WSL_COLL_ALL_REDUCE), "all_reduce"));
+    return 0;
+}
+
+/* RANK chunks: entries handed out; the last chunk stands; malformed ones refused. */
+int test_reader_rank_chunk(void)
+{
+    char path[512];
+    test_path(path, sizeof path, "rank-chunk.trace.zst");
+    static const char a[] = "RANK=3\0WORLD_SIZE=8\0", b[] = "RANK=5\0gpu.0.pci_bus_id=0000:19:00.0\0";
+    for (int bad = 0; bad < 4; bad++) {
+        struct synth *s = synth_open(path, NULL);
+        synth_file_header(s, NULL);
+        struct wsl_process_info pi;
+        memset(&pi, 0, sizeof pi);
+        pi.pid = 77;
+        pi.start_mono_ns = pi.start_ticks = 1000;
+        const char *argv[] = {"x"};
+        synth_process(s, &pi, "h", "/x", "6.8", 1, argv);
+        synth_chunk(s, WSL_CHUNK_RANK, a, sizeof a - 1);
+        if (bad == 1)
+            synth_chunk(s, WSL_CHUNK_RANK, "RANK=1", 6); /* no NUL */
+        else if (bad == 2)
+            synth_chunk(s, WSL_CHUNK_RANK, "=1\0", 3); /* empty key */
+        else if (bad == 3)
+            synth_chunk(s, WSL_CHUNK_RANK, "RANK\0", 5); /* no '=' */
+        else
+            synth_chunk(s, WSL_CHUNK_RANK, b, sizeof b - 1);
+        synth_end(s, 2000, 0, 0, 0);
+        synth_close(s);
+        struct wsl_run run;
+        wsl_run_init(&run);
+        char err[256];
+        int rc = wsl_run_add_trace(&run, path, err, sizeof err);
+        if (bad) {
+            CHECKF(rc != 0 && strstr(err, "RANK"), "bad %d: rc %d err %s", bad, rc, err);
+        } else {
+            CHECK(rc == 0 && run.proc_count == 1);
+            const struct wsl_process *pr = &run.procs[0];
+            CHECK(!strcmp(wsl_process_rank_var(pr, "RANK"), "5"));
+            CHECK(!wsl_process_rank_var(pr, "WORLD_SIZE")); /* replaced by the later chunk */
+            CHECK(!strcmp(wsl_process_rank_var(pr, "gpu.0.pci_bus_id"), "0000:19:00.0"));
+            CHECK(!wsl_process_rank_var(pr, "RAN"));
+        }
+        wsl_run_finish(&run);
+        wsl_run_free(&run);
+    }
+    return 0;
+}
+
+/* Under Slurm, torchrun's agent has SLURM_PROCID and its workers RANK: the agent is no rank. */
+int test_ddp_slurm_agent(void)
+{
+    struct ddp_plan p = ddp_plan_default();
+    p.ranks = 2;
+    p.straggler = 1;
+    p.delay_ns = 10000000;
+    p.rank_env = true;
+    struct wsl_run run;
+    wsl_run_init(&run);
+    char path[512], err[256];
+    test_path(path, sizeof path, "slurm-agent.trace.zst");
+    struct synth *s = synth_open(path, NULL);
+    synth_file_header(s, NULL);
+    struct wsl_process_info pi;
+    memset(&pi, 0, sizeof pi);
+    pi.pid = 4999;
+    pi.ppid = 1;
+    pi.start_mono_ns = pi.start_ticks = 900000000;
+    const char *argv[] = {"torchrun"};
+    synth_process(s, &pi, "node0", "/usr/bin/python3", "6.8", 1, argv);
+    static const char env[] = "SLURM_PROCID=0\0SLURM_NTASKS=1\0SLURM_LOCALID=0\0";
+    synth_chunk(s, WSL_CHUNK_RANK, env, sizeof env - 1);
+    synth_end(s, 5000000000ull, 0, 0, 0);
+    synth_close(s);
+    CHECKF(wsl_run_add_trace(&run, path, err, sizeof err) == 0, "%s", err);
+    for (unsigned r = 0; r < p.ranks; r++) {
+        char name[64];
+        snprintf(name, sizeof name, "slurm-rank%u.trace.zst", r);
+        test_path(path, sizeof path, name);
+        ddp_write_rank(path, &p, r);
+        CHECKF(wsl_run_add_trace(&run, path, err, sizeof err) == 0, "%s", err);
+    }
+    wsl_run_finish(&run);
+    const struct wsl_dist *d = &run.dist;
+    CHECK(d->active && d->count == 2 && d->ranks[0].pid == 5000 && d->ranks[1].pid == 5001);
+    CHECK(d->have_straggler && d->straggler.rank == 1);
+    wsl_run_free(&run);
+    return 0;
+}
