@@ -113,6 +113,13 @@ struct ctx_pool {
     int ref_ok;        /* ref_ev[ref_cur] is done and ref_ticks is when it ran */
     int ref_cur, ref_inflight; /* index of a recorded, not yet done reference, or -1 */
     uint64_t ref_ticks, ref_inflight_ticks;
+    /* When the reference ran, on the host clock, is bracketed: no event runs
+     * before its record call began (a lower bound from every event timed
+     * against the reference), none after the writer saw it done (an upper
+     * bound). The reference may wait behind other streams' work sharing its
+     * hardware queue, so the events that ran at once (idle streams) are what
+     * make the lower bound tight. ref_ticks is the lower bound. */
+    uint64_t ref_hi;
     int ref_broken;    /* the stream or events could not be made: no mapping */
 };
 static struct ctx_pool pools[MAX_CTX];
@@ -123,12 +130,15 @@ struct sample {
     CUevent e0, e1;
     uint64_t stream, handle, t_launch0, t_launch1, t_e0;
     uint32_t tid, flags;
+    uint64_t t_e0_rec; /* when e0's record call began: e0 cannot have run before */
 };
 #define QUEUE_CAP 4096
 static struct sample queue[QUEUE_CAP]; /* program threads -> writer */
 static unsigned queue_n;
 static pthread_mutex_t queue_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sample inflight[QUEUE_CAP]; /* writer only */
+static struct sample done[QUEUE_CAP];     /* writer only: finished in this pass */
+static double done_raw[QUEUE_CAP];
 static unsigned inflight_n;
 
 /* Counters for the log at exit. */
@@ -262,6 +272,7 @@ static int sample_begin(struct wsl_gpu_sample *gs, uint64_t stream, uint64_t han
         atexit(at_exit_flush); /* after the runtime's own: runs before its teardown */
     /* Idle at submit: nothing of the stream's earlier work is still to run. */
     gs->idle = fn.stream_query(s) == CUDA_SUCCESS;
+    gs->t_e0_rec = wsl_ticks();
     if (fn.event_record((CUevent)gs->e0, s) != CUDA_SUCCESS) {
         pool_put(p, gs->e0, gs->e1);
         atomic_fetch_add(&n_skipped_other, 1);
@@ -295,7 +306,7 @@ void wsl_gpu_sample_end(struct wsl_gpu_sample *gs, int result, uint64_t t0, uint
         return;
     }
     struct sample sm = {gs->pool, gs->e0, gs->e1, gs->stream, gs->handle, t0, t1, gs->t_e0, tid,
-                        (idle ? WSL_GPU_IDLE_AT_SUBMIT : 0u) | (gs->graph ? WSL_GPU_GRAPH : 0u)};
+                        (idle ? WSL_GPU_IDLE_AT_SUBMIT : 0u) | (gs->graph ? WSL_GPU_GRAPH : 0u), gs->t_e0_rec};
     int queued = 0;
     pthread_mutex_lock(&queue_lock);
     if (queue_n < QUEUE_CAP) {
@@ -360,6 +371,7 @@ static void refresh_reference(struct ctx_pool *cp, uint64_t now)
         if (q == CUDA_SUCCESS) {
             cp->ref_cur = cp->ref_inflight;
             cp->ref_ticks = cp->ref_inflight_ticks;
+            cp->ref_hi = now;
             cp->ref_ok = 1;
             cp->ref_inflight = -1;
         } else if (q != CUDA_ERROR_NOT_READY) {
@@ -379,23 +391,43 @@ static void refresh_reference(struct ctx_pool *cp, uint64_t now)
         cp->ref_ok = 0;
         return;
     }
+    (void)b;
     cp->ref_inflight = next;
-    cp->ref_inflight_ticks = b - (b - a) / 4; /* the command goes out at the end of the call */
+    cp->ref_inflight_ticks = a; /* it cannot run before its record call began */
+}
+
+/* GPU time of e after the context's reference, in ns (may be negative). */
+static int since_reference(struct ctx_pool *cp, CUevent e, double *ns)
+{
+    float ms = 0;
+    if (!cp->ref_ok || fn.event_elapsed(&ms, cp->ref_ev[cp->ref_cur], e) != CUDA_SUCCESS)
+        return 0;
+    *ns = (double)ms * 1e6;
+    return 1;
+}
+
+static uint64_t add_ns(uint64_t ticks, double ns) { return ns >= 0 ? ticks + ns_to_ticks(ns) : ticks - ns_to_ticks(-ns); }
+
+/* Tightens the reference's bracket with a finished pair: e0 ran after its
+ * record call began, e1 before the writer saw it done (now). */
+static void tighten_reference(struct ctx_pool *cp, const struct sample *sm, double d0, double d1, uint64_t now)
+{
+    uint64_t lo = add_ns(sm->t_e0_rec, -d0), hi = add_ns(now, -d1);
+    if (lo > cp->ref_ticks)
+        cp->ref_ticks = lo;
+    if (hi < cp->ref_hi)
+        cp->ref_hi = hi;
 }
 
 /* GPU time of e (ticks on the host clock) through the context's reference. */
 static int map_event(struct ctx_pool *cp, CUevent e, uint64_t *ticks)
 {
-    if (!cp->ref_ok)
+    double ns;
+    if (!since_reference(cp, e, &ns))
         return 0;
-    float ms = 0;
-    CUevent ref = cp->ref_ev[cp->ref_cur];
-    if (fn.event_elapsed(&ms, ref, e) == CUDA_SUCCESS) {
-        double ns = (double)ms * 1e6;
-        *ticks = ns >= 0 ? cp->ref_ticks + ns_to_ticks(ns) : cp->ref_ticks - ns_to_ticks(-ns);
-        return 1;
-    }
-    return 0;
+    uint64_t ref = cp->ref_ticks <= cp->ref_hi ? cp->ref_ticks : cp->ref_hi; /* bounds crossed: noise */
+    *ticks = add_ns(ref, ns);
+    return 1;
 }
 
 static int emit_sample(const struct sample *sm, double raw_ns)
@@ -480,7 +512,7 @@ static unsigned poll_once(int no_defer)
     /* Room in the output ring for every pair that may complete. */
     uint64_t room = WSL_RING_EVENTS - (out->head_local - atomic_load(&out->tail));
     uint64_t blocked[16];
-    unsigned nblocked = 0, keep = 0;
+    unsigned nblocked = 0, keep = 0, ndone = 0;
     for (unsigned i = 0; i < inflight_n; i++) {
         struct sample *sm = &inflight[i];
         int is_blocked = 0;
@@ -501,14 +533,22 @@ static unsigned poll_once(int no_defer)
         }
         float ms = 0;
         if (q == CUDA_SUCCESS && fn.event_elapsed(&ms, sm->e0, sm->e1) == CUDA_SUCCESS) {
-            if (emit_sample(sm, (double)ms * 1e6))
-                room--;
-            pool_put(sm->pool, sm->e0, sm->e1);
+            double d0, d1;
+            if (since_reference(cp, sm->e0, &d0) && since_reference(cp, sm->e1, &d1))
+                tighten_reference(cp, sm, d0, d1, now);
+            done_raw[ndone] = (double)ms * 1e6;
+            done[ndone++] = *sm;
+            room--;
         } else {
             atomic_fetch_add(&n_lost, 1); /* the events are gone with their context */
         }
     }
     inflight_n = keep;
+    /* Placed once every finished pair of this pass has tightened the bracket. */
+    for (unsigned i = 0; i < ndone; i++) {
+        emit_sample(&done[i], done_raw[i]);
+        pool_put(done[i].pool, done[i].e0, done[i].e1);
+    }
     return inflight_n;
 }
 
