@@ -444,6 +444,11 @@ static int emit_sample(const struct sample *sm, double raw_ns)
         if (start > end)
             start = end;
         flags |= WSL_GPU_MAPPED;
+        /* e0 ran before the launch call returned: the stream had drained
+         * and the GPU waited for the host, even if the query before e0
+         * still saw the previous work in flight. */
+        if (e0_ticks <= sm->t_launch1)
+            flags |= WSL_GPU_IDLE_AT_SUBMIT;
     } else {
         /* No clock mapping: for a launch that found the GPU idle take off the
          * host interval from e0's record to the launch's return. */

@@ -220,8 +220,9 @@ struct wsl_path_entry_header {
  *   t_start/t_end: when the work ran on the GPU, on the event clock (GPU time mapped
  *   through a reference event; flag WSL_GPU_MAPPED). Without a mapping t_start is the
  *   launch's t_end. Either way t_end - t_start is the corrected duration.
- *   Flags: WSL_GPU_IDLE_AT_SUBMIT the stream's earlier work was all done when the launch
- *   was submitted (cuStreamQuery: the GPU had nothing queued ahead of it, starved), WSL_GPU_MAPPED,
+ *   Flags: WSL_GPU_IDLE_AT_SUBMIT the GPU had nothing left to run ahead of the kernel on its
+ *   stream by the time the launch call returned (cuStreamQuery before the start event said
+ *   so, or the start event ran before the call returned: starved), WSL_GPU_MAPPED,
  *   WSL_GPU_GRAPH the timed launch was cuGraphLaunch.
  *
  * NVTX (include/wslshim/nvtx_api.def; an instant: t_start == t_end; result 0):

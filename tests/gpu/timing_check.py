@@ -88,8 +88,11 @@ def main():
               f"means {r.get('shim_mean_ns')} vs {r.get('profiler_mean_ns', 0):.0f}; timed {r.get('timed')} of {r.get('profiler_count')}")
     check("mix: some kernels over 20 us compared", len(rows) >= 3, f"{len(rows)} kernels")
 
-    for mode, cond, text in (("launch_bound", lambda s: s >= 0.5, ">= 0.5"), ("matmul_bound", lambda s: s <= 0.1, "<= 0.1")):
-        out, rep = run(mode)
+    for mode, timing, cond, text in (("launch_bound", "100", lambda s: s >= 0.5, ">= 0.5"),
+                                     ("launch_bound", "1", lambda s: s >= 0.5, ">= 0.5"),
+                                     ("matmul_bound", "1", lambda s: s <= 0.1, "<= 0.1")):
+        out, rep = run(mode, timing=timing)
+        mode = f"{mode} (every {timing})"
         g = rep["gpu"]
         res["runs"][mode] = {k: v for k, v in g.items() if k != "kernels"}
         check(f"{mode}: idle-at-submit share {text}", g["idle_at_submit_share"] is not None and cond(g["idle_at_submit_share"]),
