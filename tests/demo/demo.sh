@@ -45,4 +45,9 @@ else
     "$build/tests/fake_cuda/client_runtime" 4 2000 >/dev/null
 fi
 "$report" "$out"
-echo "demo: traces in $work/io and $out"
+echo
+echo "demo: 3. a sample run recorded on an NVIDIA H200: a PyTorch training loop with 2 DataLoader"
+echo "      workers, NVTX step ranges and loss.item() every step (tests/demo/sample_train.py)"
+"$report" tests/demo/sample
+"$report" --html "$work/sample.html" tests/demo/sample
+echo "demo: traces in $work/io and $out; the sample run as a web page: $work/sample.html"
