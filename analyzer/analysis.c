@@ -544,20 +544,21 @@ void wsl_run_finish(struct wsl_run *run)
         wsl_host_add(&run->host_cuda, &run->procs[i].host_cuda);
     wsl_io_finish(&run->io);
     wsl_kern_finish(&run->kernels);
-    /* GPU busy: estimated GPU time over the wall time of the processes that
-     * had launches timed (each drives its own GPU or shares one). */
+    /* GPU busy: estimated GPU time over the GPU phase (first launch to last
+     * GPU work) of the processes that had launches timed (each drives its own
+     * GPU or shares one): start-up and teardown are not the GPU's idle time. */
     run->kernels.busy_wall_ns = 0;
     for (size_t i = 0; i < run->proc_count; i++) {
         const struct wsl_process *p = &run->procs[i];
         if (p->gpu.kernels_timed + p->gpu.graphs_timed)
-            run->kernels.busy_wall_ns += p->end_ns - p->start_ns;
+            run->kernels.busy_wall_ns += p->gpu.gpu_phase_ns;
     }
     run->kernels.busy_estimate =
         run->kernels.busy_wall_ns ? (double)run->kernels.est_gpu_ns / (double)run->kernels.busy_wall_ns : -1;
     if (run->kernels.busy_estimate > 1)
         run->kernels.busy_estimate = 1; /* streams ran side by side */
     run->gpu_busy_known = run->kernels.busy_estimate >= 0;
-    run->gpu_busy_ns = run->gpu_busy_known ? (uint64_t)(run->kernels.busy_estimate * (double)run->wall_ns) : 0;
+    run->gpu_busy_ns = run->gpu_busy_known ? (uint64_t)(run->kernels.busy_estimate * (double)run->kernels.busy_wall_ns) : 0;
     wsl_nvtx_finish(&run->nvtx);
     if (!run->solo)
         wsl_dist_analyze(run);

@@ -112,6 +112,7 @@ struct wsl_kern_trace {
     struct wsl_hist graph_ticks;
     struct wsl_hist start_ticks;  /* idle, mapped launches: GPU start - launch call start */
     struct wsl_hist before_ticks; /* of them, placed before the call began (mapping error): by how much */
+    uint64_t first_launch, last_gpu; /* ticks: the GPU phase (first_launch 0: none yet) */
     uint64_t capturing[MAX_CAPTURING]; /* streams between capture begin and end */
     unsigned ncapturing;
     uint64_t captured;
@@ -265,6 +266,11 @@ static void take_gpu_time(struct wsl_kern_trace *t, const struct wsl_event *ev)
 
 void wsl_kern_trace_event(struct wsl_kern_trace *t, enum wsl_kern_op op, unsigned slot, const struct wsl_event *ev)
 {
+    if ((op == WSL_KERN_LAUNCH || op == WSL_KERN_GRAPH) && ev->result == 0 &&
+        (!t->first_launch || ev->t_start < t->first_launch))
+        t->first_launch = ev->t_start;
+    if ((op == WSL_KERN_LAUNCH || op == WSL_KERN_GRAPH || op == WSL_KERN_GPU_TIME) && ev->t_end > t->last_gpu)
+        t->last_gpu = ev->t_end;
     switch (op) {
     case WSL_KERN_GPU_TIME:
         take_gpu_time(t, ev);
@@ -444,6 +450,8 @@ void wsl_kern_trace_end(struct wsl_kern_trace *t, struct wsl_kernels *k, int32_t
             kn->by_api[a] += hl->by_api[a];
     }
     k->est_gpu_ns += use->est_gpu_ns;
+    if (t->first_launch && t->last_gpu > t->first_launch)
+        use->gpu_phase_ns = (uint64_t)((double)(t->last_gpu - t->first_launch) * ns_per_tick);
     wsl_kern_trace_discard(t);
 }
 

@@ -77,6 +77,7 @@ struct wsl_kernel {
 struct wsl_kern_gpu_use {
     uint64_t kernels_timed, graphs_timed, idle_at_submit, mapped;
     uint64_t est_gpu_ns;        /* estimated GPU time of all its kernel and graph launches */
+    uint64_t gpu_phase_ns;      /* from its first launch to the end of its last launch or timed GPU work */
 };
 
 struct wsl_kernels {
@@ -100,7 +101,8 @@ struct wsl_kernels {
     struct wsl_hist idle_start_before_ns; /* of them, placed before their call began (the clock
                                              mapping's error; counted 0 above): by how much */
     uint64_t est_gpu_ns;        /* all processes' estimated GPU time */
-    uint64_t busy_wall_ns;      /* wall time of the processes with timed launches (wsl_run_finish) */
+    uint64_t busy_wall_ns;      /* GPU phase (first launch to last GPU work) of the processes with timed
+                                   launches, summed (wsl_run_finish) */
     double busy_estimate;       /* est_gpu_ns / busy_wall_ns, at most 1; -1: nothing timed */
     /* mangled name -> index into items, open addressing; freed by wsl_kern_finish */
     uint32_t *index;

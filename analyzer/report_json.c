@@ -101,9 +101,11 @@ static void write_process(struct json_writer *w, const struct wsl_run *run, cons
     json_u64(w, p->gpu.idle_at_submit);
     json_key(w, "gpu_time_est_ns");
     json_u64(w, p->gpu.est_gpu_ns);
-    json_key(w, "busy_estimate");
-    if (p->gpu.kernels_timed + p->gpu.graphs_timed && p->end_ns > p->start_ns) {
-        double b = (double)p->gpu.est_gpu_ns / (double)(p->end_ns - p->start_ns);
+    json_key(w, "gpu_phase_ns");
+    json_u64(w, p->gpu.gpu_phase_ns);
+    json_key(w, "busy_estimate");   /* of its GPU phase */
+    if (p->gpu.kernels_timed + p->gpu.graphs_timed && p->gpu.gpu_phase_ns) {
+        double b = (double)p->gpu.est_gpu_ns / (double)p->gpu.gpu_phase_ns;
         json_double(w, b > 1 ? 1 : b);
     } else {
         json_null(w);
@@ -509,7 +511,9 @@ static void write_gpu(struct json_writer *w, const struct wsl_run *run, const st
     write_ns_summary(w, &k->idle_start_before_ns);
     json_key(w, "gpu_time_est_ns"); /* mean timed GPU time x launches, per kernel */
     json_u64(w, k->est_gpu_ns);
-    json_key(w, "busy_estimate");   /* of the wall time of the processes with timed launches */
+    json_key(w, "gpu_phase_ns");    /* first launch to last GPU work, summed over processes with timed launches */
+    json_u64(w, k->busy_wall_ns);
+    json_key(w, "busy_estimate");   /* of that GPU phase */
     if (k->busy_estimate >= 0)
         json_double(w, k->busy_estimate);
     else

@@ -287,7 +287,7 @@ static void write_gpu_time(FILE *out, const struct wsl_kernels *k)
     fputs(")\n  estimated GPU time ", out);
     put_ns(out, k->est_gpu_ns);
     if (k->busy_estimate >= 0)
-        fprintf(out, ", GPU busy %.0f%% of the wall time", 100 * k->busy_estimate);
+        fprintf(out, ", GPU busy %.0f%% of the GPU phase (first launch to last GPU work)", 100 * k->busy_estimate);
     fprintf(out, "\n  GPU idle at submit: %.0f%% of timed launches (the GPU had caught up and waited for the host)\n",
             100.0 * (double)k->idle_at_submit / (double)timed);
     if (k->kernel_ns.count) {
@@ -537,8 +537,9 @@ static void write_summary(FILE *out, const struct wsl_run *run)
 
     summary_label(out, "GPU busy");
     if (run->gpu_busy_known)
-        fprintf(out, "%s (%.0f%% of wall time)\n", format_ns(a, sizeof a, run->gpu_busy_ns),
-                percent(run->gpu_busy_ns, run->wall_ns));
+        fprintf(out, "%s (%.0f%% of the %s from the first launch to the last GPU work; %.0f%% of wall time)\n",
+                format_ns(a, sizeof a, run->gpu_busy_ns), percent(run->gpu_busy_ns, run->kernels.busy_wall_ns),
+                format_ns(b, sizeof b, run->kernels.busy_wall_ns), percent(run->gpu_busy_ns, run->wall_ns));
     else
         fputs("not measured (record with WSLSHIM_GPU_TIMING=N)\n", out);
 

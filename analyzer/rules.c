@@ -18,10 +18,12 @@ const struct wsl_rule *const wsl_rules[] = {
     &wsl_rule_small_transfers,
     &wsl_rule_pageable_transfers,
     &wsl_rule_straggler,
+    &wsl_rule_launch_bound,
+    &wsl_rule_gpu_idle,         /* last: it claims only the idle time the findings above leave */
 };
 const size_t wsl_rule_count = sizeof wsl_rules / sizeof wsl_rules[0];
 
-const char *const wsl_rules_need_gpu_timing[] = {"launch_bound", "gpu_idle"};
+const char *const wsl_rules_need_gpu_timing[] = {"launch_bound", "gpu_idle"}; /* not evaluated without it */
 const size_t wsl_rules_need_gpu_timing_count = sizeof wsl_rules_need_gpu_timing / sizeof wsl_rules_need_gpu_timing[0];
 
 const char *wsl_severity_name(enum wsl_severity s)

@@ -74,7 +74,9 @@ extern const struct wsl_rule wsl_rule_sync_heavy;
 extern const struct wsl_rule wsl_rule_alloc_churn;
 extern const struct wsl_rule wsl_rule_small_transfers;
 extern const struct wsl_rule wsl_rule_pageable_transfers;
-/* Not evaluated yet: they need GPU timing (GPU_KERNEL events); the summary says so. */
+extern const struct wsl_rule wsl_rule_launch_bound;
+extern const struct wsl_rule wsl_rule_gpu_idle;
+/* Rules that need GPU timing (GPU_KERNEL events): listed as not evaluated when a run has none. */
 extern const char *const wsl_rules_need_gpu_timing[];
 extern const size_t wsl_rules_need_gpu_timing_count;
 

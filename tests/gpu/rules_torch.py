@@ -60,6 +60,31 @@ def workload(name, steps):
                 running += loss.detach()
         torch.cuda.synchronize()
         result = total if name == "mlp_item" else running.item()
+    elif name in ("mlp_small", "mlp_small_graph"):
+        # a small-batch MLP forward step (inference): tiny kernels, launch-bound; the same step
+        # captured once into a CUDA graph and replayed
+        model = torch.nn.Sequential(*[m for _ in range(6) for m in (torch.nn.Linear(256, 256), torch.nn.ReLU())]).to(dev)
+        x = torch.randn(8, 256, device=dev)
+        torch.set_grad_enabled(False)
+        running = torch.zeros((), device=dev)
+        if name == "mlp_small":
+            for _ in range(steps):
+                running += model(x).sum()
+        else:
+            s = torch.cuda.Stream()
+            s.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(s):
+                for _ in range(3):
+                    model(x)
+            torch.cuda.current_stream().wait_stream(s)
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                out = model(x).sum()
+            for _ in range(steps):
+                g.replay()
+                running += out
+        torch.cuda.synchronize()
+        result = running.item()
     elif name in ("small_pageable", "small_pinned"):
         pin = name == "small_pinned"
         small = [torch.randn(256, pin_memory=pin) for _ in range(64)]          # 1 KiB each
@@ -89,12 +114,14 @@ def workload(name, steps):
 # ---- the driver ---------------------------------------------------------------------------------
 RUNS = [
     # name, extra environment, bottlenecks that must fire (any one of a tuple), that must not
-    ("mlp", {}, [], HOST_RULES),
+    ("mlp_small", {}, ["launch_bound"], []),
+    ("mlp_small_graph", {}, [], ["launch_bound"]),
+    ("mlp", {}, [], HOST_RULES + ["launch_bound"]),
     ("mlp_item", {}, ["sync_heavy"], ["alloc_churn"]),
     ("mlp_nocache", {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}, ["alloc_churn"], []),
     ("small_pageable", {}, [("small_transfers", "pageable_transfers")], []),
     ("small_pinned", {}, [], ["pageable_transfers"]),
-    ("bf16_matmul", {}, [], HOST_RULES),
+    ("bf16_matmul", {}, [], HOST_RULES + ["launch_bound", "gpu_idle"]),
 ]
 
 
@@ -157,6 +184,9 @@ def main():
             options = want if isinstance(want, tuple) else (want,)
             if not any(o in found for o in options):
                 run["problems"].append(f"expected {' or '.join(options)}")
+        if name == "mlp_small" and (not rep["bottlenecks"] or rep["bottlenecks"][0]["id"] != "launch_bound"):
+            run["problems"].append("launch_bound is not the first bottleneck: "
+                                   + ", ".join(b["id"] for b in rep["bottlenecks"]))
         for unwanted in must_not:
             if unwanted in found:
                 run["problems"].append(f"{unwanted} fired: {found[unwanted]['summary']}")

@@ -98,7 +98,11 @@
     X(ddp_single_process)         \
     X(ddp_coll_names)             \
     X(reader_rank_chunk)          \
-    X(ddp_slurm_agent)
+    X(ddp_slurm_agent)            \
+    X(rule_launch_bound_fires)    \
+    X(rule_launch_bound_silent_compute) \
+    X(rule_launch_bound_silent_graph) \
+    X(rule_gpu_idle_fires)
 
 #define DECLARE(name) int test_##name(void);
 TESTS(DECLARE)

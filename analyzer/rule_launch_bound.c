@@ -1,0 +1,98 @@
+/*
+ * launch_bound: the GPU waits for the host to submit work. Kernels are
+ * shorter than it takes to launch them, so the GPU runs each one and then
+ * idles until the next launch arrives. Under WSL2 every launch crosses to the
+ * Windows host (facts.md), so this is where WSL2 loses most.
+ *
+ * Needs the sampled GPU timing (GPU_KERNEL events): launches that found the
+ * GPU idle at submit, their kernels' GPU times and the GPU busy estimate, and
+ * the host time of the launch calls.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "analysis.h"
+#include "util.h"
+
+#define MIN_LAUNCHES 1000       /* kernel launches in the run */
+#define MIN_TIMED 20            /* timed launches, for the shares below to mean something */
+#define MIN_IDLE_SHARE 0.5      /* of timed launches, idle at submit */
+#define MAX_BUSY 0.5            /* GPU busy share of the wall time */
+
+static bool evaluate(const struct wsl_run *run, struct wsl_finding *f)
+{
+    /* needs: kernel launches (host time per call), timed launches, idle at submit, GPU busy */
+    const struct wsl_kernels *k = &run->kernels;
+    uint64_t timed = k->kernels_timed + k->graphs_timed;
+    uint64_t launch_calls = 0, launch_host_ns = 0;
+    for (size_t i = 0; i < run->api_count; i++)
+        if (run->apis[i].category == WSL_CAT_LAUNCH) {
+            launch_calls += run->apis[i].ns.count;
+            launch_host_ns += run->apis[i].ns.sum;
+        }
+    if (!run->gpu_busy_known || k->launches < MIN_LAUNCHES || timed < MIN_TIMED || !launch_calls || !run->wall_ns)
+        return false;
+    double idle_share = (double)k->idle_at_submit / (double)timed;
+    uint64_t phase = run->kernels.busy_wall_ns;
+    if (!phase)
+        return false;
+    double busy = (double)run->gpu_busy_ns / (double)phase;
+    uint64_t launch_mean = launch_host_ns / launch_calls;
+    uint64_t kernel_mean = k->kernel_ns.count ? k->kernel_ns.sum / k->kernel_ns.count : 0;
+    uint64_t kernel_p50 = wsl_hist_quantile(&k->kernel_ns, 0.5);
+
+    /* fires: most timed launches found the GPU idle, the GPU was mostly idle,
+     * and the kernels take less GPU time than their launch takes host time */
+    if (idle_share < MIN_IDLE_SHARE || busy > MAX_BUSY || kernel_p50 >= launch_mean)
+        return false;
+    /* time lost: per launch that found the GPU idle, the part of its submission
+     * the kernel did not cover (what a CUDA graph replay would save) */
+    uint64_t per_launch = launch_mean > kernel_mean ? launch_mean - kernel_mean : 0;
+    f->time_lost_ns = (uint64_t)((double)k->launches * idle_share * (double)per_launch);
+    uint64_t idle_ns = phase > run->gpu_busy_ns ? phase - run->gpu_busy_ns : 0;
+    if (f->time_lost_ns > idle_ns)
+        f->time_lost_ns = idle_ns;
+    if (!f->time_lost_ns)
+        return false;
+
+    double secs = (double)phase / 1e9;
+    wsl_evidence_u64(f, "kernel_launches", k->launches);
+    wsl_evidence_number(f, "launches_per_s", (double)k->launches / secs);
+    wsl_evidence_u64(f, "launch_host_mean_ns", launch_mean);
+    wsl_evidence_u64(f, "kernel_gpu_p50_ns", kernel_p50);
+    wsl_evidence_u64(f, "kernel_gpu_mean_ns", kernel_mean);
+    wsl_evidence_u64(f, "timed_launches", timed);
+    wsl_evidence_number(f, "idle_at_submit_share", idle_share);
+    wsl_evidence_number(f, "gpu_busy_share", busy);
+    wsl_evidence_u64(f, "graph_launches", k->graph_launches);
+
+    char lost[32];
+    f->summary = xasprintf("The GPU waits for the host: %" PRIu64 " kernel launches (%.0f/s), a median kernel runs "
+                           "%.1f us on the GPU but its launch takes %.1f us on the host; %.0f%% of timed launches found "
+                           "the GPU idle and it was busy %.1f%% of the time from the first launch on (%s of submission the GPU "
+                           "waited for)",
+                           k->launches, (double)k->launches / secs, (double)kernel_p50 / 1e3,
+                           (double)launch_mean / 1e3, idle_share * 100, busy * 100,
+                           wsl_format_ns(lost, sizeof lost, f->time_lost_ns));
+    f->advice = xstrdup(
+        "Submit fewer, larger pieces of work. Capture the step into a CUDA graph and replay it (torch.cuda.graphs, "
+        "or torch.compile(model, mode=\"reduce-overhead\"), which does it for you); fuse small operations "
+        "(torch.compile, fused optimizers: torch.optim.AdamW(..., fused=True)); raise the batch size so each kernel "
+        "does more. Each launch costs more under WSL2, where every submission crosses to the Windows host: this "
+        "pattern loses the most there.");
+    return true;
+}
+
+const struct wsl_rule wsl_rule_launch_bound = {
+    .id = "launch_bound",
+    .needs = "kernel launches and their host time; sampled GPU timing: kernel GPU times, idle at submit, GPU busy",
+    .how_computed = "Fires with at least 1000 kernel launches and 20 timed ones when at least half of the timed "
+                    "launches found the GPU idle at submit, the GPU was busy at most half of its GPU phase (first launch "
+                    "to last GPU work) and the "
+                    "median kernel's GPU time is below the mean host time of a launch call. Time lost: launches x "
+                    "the idle-at-submit share x (mean launch host time - mean kernel GPU time), at most the time the "
+                    "GPU was idle.",
+    .fix = "capture the step in a CUDA graph (torch.compile mode=\"reduce-overhead\"), fuse kernels, larger batches",
+    .evaluate = evaluate,
+};
