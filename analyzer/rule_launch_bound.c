@@ -18,7 +18,8 @@
 #define MIN_LAUNCHES 1000       /* kernel launches in the run */
 #define MIN_TIMED 20            /* timed launches, for the shares below to mean something */
 #define MIN_IDLE_SHARE 0.5      /* of timed launches, idle at submit */
-#define MAX_BUSY 0.5            /* GPU busy share of the wall time */
+#define MAX_BUSY 0.5            /* GPU busy share of the GPU phase */
+#define MAX_INTERVAL_NS 50000   /* mean time between launches in the GPU phase: the host is busy launching */
 
 static bool evaluate(const struct wsl_run *run, struct wsl_finding *f)
 {
@@ -41,14 +42,18 @@ static bool evaluate(const struct wsl_run *run, struct wsl_finding *f)
     uint64_t launch_mean = launch_host_ns / launch_calls;
     uint64_t kernel_mean = k->kernel_ns.count ? k->kernel_ns.sum / k->kernel_ns.count : 0;
     uint64_t kernel_p50 = wsl_hist_quantile(&k->kernel_ns, 0.5);
+    uint64_t interval = phase / (k->launches + k->graph_launches);
 
     /* fires: most timed launches found the GPU idle, the GPU was mostly idle,
-     * and the kernels take less GPU time than their launch takes host time */
-    if (idle_share < MIN_IDLE_SHARE || busy > MAX_BUSY || kernel_p50 >= launch_mean)
+     * the kernels take less GPU time than their launch takes host time, and
+     * the host launched at a high rate (it was busy launching, not doing
+     * something else between launches: that is gpu_idle) */
+    if (idle_share < MIN_IDLE_SHARE || busy > MAX_BUSY || kernel_p50 >= launch_mean || interval > MAX_INTERVAL_NS)
         return false;
-    /* time lost: per launch that found the GPU idle, the part of its submission
-     * the kernel did not cover (what a CUDA graph replay would save) */
-    uint64_t per_launch = launch_mean > kernel_mean ? launch_mean - kernel_mean : 0;
+    /* time lost: per launch that found the GPU idle, the host time from one
+     * launch to the next that the kernel did not cover: the framework's and
+     * the driver's work per operation, which a CUDA graph replay does away with */
+    uint64_t per_launch = interval > kernel_mean ? interval - kernel_mean : 0;
     f->time_lost_ns = (uint64_t)((double)k->launches * idle_share * (double)per_launch);
     uint64_t idle_ns = phase > run->gpu_busy_ns ? phase - run->gpu_busy_ns : 0;
     if (f->time_lost_ns > idle_ns)
@@ -60,6 +65,7 @@ static bool evaluate(const struct wsl_run *run, struct wsl_finding *f)
     wsl_evidence_u64(f, "kernel_launches", k->launches);
     wsl_evidence_number(f, "launches_per_s", (double)k->launches / secs);
     wsl_evidence_u64(f, "launch_host_mean_ns", launch_mean);
+    wsl_evidence_u64(f, "launch_interval_mean_ns", interval);
     wsl_evidence_u64(f, "kernel_gpu_p50_ns", kernel_p50);
     wsl_evidence_u64(f, "kernel_gpu_mean_ns", kernel_mean);
     wsl_evidence_u64(f, "timed_launches", timed);
@@ -68,11 +74,12 @@ static bool evaluate(const struct wsl_run *run, struct wsl_finding *f)
     wsl_evidence_u64(f, "graph_launches", k->graph_launches);
 
     char lost[32];
-    f->summary = xasprintf("The GPU waits for the host: %" PRIu64 " kernel launches (%.0f/s), a median kernel runs "
-                           "%.1f us on the GPU but its launch takes %.1f us on the host; %.0f%% of timed launches found "
+    f->summary = xasprintf("The GPU waits for the host: %" PRIu64 " kernel launches (%.0f/s, one every %.1f us), a "
+                           "median kernel runs %.1f us on the GPU and its launch call alone takes %.1f us on the host; "
+                           "%.0f%% of timed launches found "
                            "the GPU idle and it was busy %.1f%% of the time from the first launch on (%s of submission the GPU "
                            "waited for)",
-                           k->launches, (double)k->launches / secs, (double)kernel_p50 / 1e3,
+                           k->launches, (double)k->launches / secs, (double)interval / 1e3, (double)kernel_p50 / 1e3,
                            (double)launch_mean / 1e3, idle_share * 100, busy * 100,
                            wsl_format_ns(lost, sizeof lost, f->time_lost_ns));
     f->advice = xstrdup(
@@ -90,9 +97,10 @@ const struct wsl_rule wsl_rule_launch_bound = {
     .how_computed = "Fires with at least 1000 kernel launches and 20 timed ones when at least half of the timed "
                     "launches found the GPU idle at submit, the GPU was busy at most half of its GPU phase (first launch "
                     "to last GPU work) and the "
-                    "median kernel's GPU time is below the mean host time of a launch call. Time lost: launches x "
-                    "the idle-at-submit share x (mean launch host time - mean kernel GPU time), at most the time the "
-                    "GPU was idle.",
+                    "median kernel's GPU time is below the mean host time of a launch call and the host launched at "
+                    "least every 50 us on average in the GPU phase. Time lost: launches x the idle-at-submit share x "
+                    "(mean time from one launch to the next - mean kernel GPU time), at most the time the GPU was "
+                    "idle: the host's work per operation (framework and driver) that a CUDA graph replay removes.",
     .fix = "capture the step in a CUDA graph (torch.compile mode=\"reduce-overhead\"), fuse kernels, larger batches",
     .evaluate = evaluate,
 };
