@@ -320,6 +320,14 @@ static void at_fork_child(void)
     atomic_fetch_add(&wsl_gen, 1);
 }
 
+/* quick_exit runs the at_quick_exit handlers (this one, registered first,
+ * last) and then leaves without destructors. */
+static void quick_exit_flush(void)
+{
+    if (!wsl_exec_in_vfork_child())
+        wsl_writer_final_flush(2000);
+}
+
 /* ---- load and exit -------------------------------------------------------------- */
 __attribute__((constructor)) static void wsl_init(void)
 {
@@ -329,6 +337,8 @@ __attribute__((constructor)) static void wsl_init(void)
     thread_key_ok = pthread_key_create(&thread_key, thread_key_destructor) == 0;
     pthread_atfork(NULL, NULL, at_fork_child);
     wsl_io_init();
+    wsl_signals_init();
+    at_quick_exit(quick_exit_flush);
     wsl_tls_depth--;
     errno = saved;
 }

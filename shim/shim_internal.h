@@ -162,6 +162,8 @@ void wsl_writer_shutdown(void); /* drain, END chunk, close; at exit and before e
 void wsl_writer_after_fork_child(void);
 void wsl_writer_note_driver(void *real_cuInit, int init_result);
 void wsl_writer_restart(void);  /* after an exec that failed */
+/* Ends the trace without a lock (signal handlers, _exit); bounded wait. */
+int wsl_writer_final_flush(unsigned timeout_ms);
 void wsl_thread_forbid_recording(void); /* the writer's own thread */
 
 /* ---- CUDA hooks (cuda_hooks.c) ----------------------------------------------- */
@@ -211,6 +213,10 @@ size_t wsl_io_read_mounts(char **buf, size_t *cap); /* the mount table text, for
 
 /* ---- exec (exec_hooks.c) ---------------------------------------------------- */
 void wsl_exec_note_fork_child(void);
+int wsl_exec_in_vfork_child(void); /* this memory is another (vforking) process's */
+
+/* ---- signals (signals.c) ------------------------------------------------------ */
+void wsl_signals_init(void);
 
 /* ---- lifecycle (runtime.c) ---------------------------------------------------- */
 extern _Atomic int wsl_shutting_down;

@@ -36,6 +36,12 @@ static _Atomic int writer_state;
 static _Atomic int writer_stop;
 static pthread_t writer_thread;
 static _Atomic uint32_t writer_wake_word; /* futex: bumped to cut the writer's sleep short */
+/* The lock-free end of a trace (signal handlers, _exit): a request the writer
+ * answers by writing everything out, ending the trace and setting final_done
+ * (a futex the requester waits on, bounded). */
+static _Atomic int final_req;
+static _Atomic uint32_t final_done;
+static _Atomic long writer_tid;
 
 struct chunk_part {
     const void *data;
@@ -537,14 +543,17 @@ static uint64_t drain_all(void)
     return n;
 }
 
+static void writer_finish(void);
+
 static void *writer_main(void *arg)
 {
     (void)arg;
     wsl_thread_forbid_recording();
+    atomic_store(&writer_tid, syscall(SYS_gettid));
     uint64_t last_flush = wsl_mono_ns(), started = last_flush;
     int calibrated = 0;
     unsigned sleep_us = 10000;
-    while (!atomic_load(&writer_stop)) {
+    while (!atomic_load(&writer_stop) && !atomic_load(&final_req)) {
         struct timespec ts = {0, (long)sleep_us * 1000};
         uint32_t seen = atomic_load(&writer_wake_word);
         syscall(SYS_futex, &writer_wake_word, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
@@ -568,6 +577,10 @@ static void *writer_main(void *arg)
             last_flush = now;
         }
     }
+    /* The trace ends here, in the writer thread, whoever asked for it. */
+    writer_finish();
+    atomic_store(&final_done, 1);
+    syscall(SYS_futex, &final_done, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
     return NULL;
 }
 
@@ -697,12 +710,37 @@ void wsl_writer_shutdown(void)
         atomic_store(&writer_stop, 1);
         wsl_writer_wake();
         if (!pthread_equal(pthread_self(), writer_thread))
-            pthread_join(writer_thread, NULL);
-        writer_finish();
+            pthread_join(writer_thread, NULL); /* it ends the trace */
+        else
+            writer_finish();
     }
     atomic_store(&writer_state, WRITER_STOPPED);
     pthread_mutex_unlock(&writer_lock);
     wsl_tls_depth--;
+}
+
+/* Async-signal-safe: no lock, no allocation, only atomics and futexes. The
+ * calling thread must not be the writer (a crash in the writer itself cannot
+ * be flushed by it). Returns 0 when the trace was ended within the time. */
+int wsl_writer_final_flush(unsigned timeout_ms)
+{
+    if (atomic_load(&writer_state) != WRITER_RUNNING)
+        return -1;
+    if (syscall(SYS_gettid) == atomic_load(&writer_tid))
+        return -1;
+    atomic_store(&wsl_shutting_down, 1);
+    atomic_store(&final_req, 1);
+    wsl_writer_wake();
+    uint64_t deadline = wsl_mono_ns() + (uint64_t)timeout_ms * 1000000ull;
+    while (!atomic_load(&final_done)) {
+        uint64_t now = wsl_mono_ns();
+        if (now >= deadline)
+            return -1;
+        uint64_t left = deadline - now;
+        struct timespec ts = {(time_t)(left / 1000000000ull), (long)(left % 1000000000ull)};
+        syscall(SYS_futex, &final_done, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0);
+    }
+    return 0;
 }
 
 /* In a forked child: the writer thread is gone and the parent's lock may have
@@ -720,6 +758,9 @@ void wsl_writer_after_fork_child(void)
     zacc_len = zacc_cap = 0;
     atomic_store(&writer_state, WRITER_NONE);
     atomic_store(&writer_stop, 0);
+    atomic_store(&final_req, 0);
+    atomic_store(&final_done, 0);
+    atomic_store(&writer_tid, 0);
     atomic_store(&driver_pending, 0); /* CUDA is not usable in a forked child */
     start_ticks = wsl_ticks();
     start_mono = wsl_mono_ns();
