@@ -210,6 +210,9 @@ void wsl_io_init(void);                       /* resolve the real libc functions
 void wsl_io_name_inherited_fds(struct wsl_thread *t); /* forked child: names of the parent's open files */
 uint32_t wsl_string_record(struct wsl_thread *t, const char *s); /* a string (kernel name) into the PATHS ring */
 size_t wsl_io_read_mounts(char **buf, size_t *cap); /* the mount table text, for the writer */
+/* The shim's own descriptors, which the program's close calls leave alone:
+ * slot 0 the trace, slot 1 the mount table while it is read; -1 for none. */
+void wsl_fd_protect(int slot, int fd);
 
 /* ---- exec (exec_hooks.c) ---------------------------------------------------- */
 void wsl_exec_note_fork_child(void);

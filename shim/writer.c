@@ -17,6 +17,7 @@
 #include <string.h>
 #include <linux/futex.h>
 #include <sys/syscall.h>
+#include <sys/resource.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -273,6 +274,24 @@ static int open_trace(void)
     }
     wsl_log(WSL_LOG_ERROR, "cannot create trace %s: too many files of that name", base);
     return -1;
+}
+
+/* The trace's descriptor moves out of the way of the program's own numbers
+ * (which count up from the lowest free one): just under 1024, or under the
+ * limit if that is lower. The shim's close hooks never let the program close it. */
+static int fd_move_high(int fd)
+{
+    struct rlimit rl;
+    rlim_t lim = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur : 1024;
+    if (lim > 1024)
+        lim = 1024;
+    if (lim < 128)
+        return fd;
+    int hi = fcntl(fd, F_DUPFD_CLOEXEC, (int)lim - 32);
+    if (hi < 0)
+        return fd;
+    close(fd);
+    return hi;
 }
 
 static size_t read_small_file(const char *path, char *buf, size_t size)
@@ -605,6 +624,7 @@ static void writer_finish(void)
         wsl_log(WSL_LOG_WARN, "%llu events dropped (buffers full); the trace counts them",
                 (unsigned long long)events_dropped);
     wsl_log(WSL_LOG_INFO, "trace written to %s (%llu events)", trace_path, (unsigned long long)events_written);
+    wsl_fd_protect(0, -1);
     if (trace_fd >= 0)
         close(trace_fd);
     trace_fd = -1;
@@ -620,6 +640,8 @@ static int writer_open(void)
     trace_fd = open_trace();
     if (trace_fd < 0)
         return -1;
+    trace_fd = fd_move_high(trace_fd);
+    wsl_fd_protect(0, trace_fd);
     zctx = ZSTD_createCCtx();
     zacc_len = 0;
     if (!zout) {
@@ -627,6 +649,7 @@ static int writer_open(void)
         zout = malloc(zout_size);
     }
     if (!zctx || !zout) {
+        wsl_fd_protect(0, -1);
         close(trace_fd);
         trace_fd = -1;
         return -1;
@@ -748,6 +771,7 @@ int wsl_writer_final_flush(unsigned timeout_ms)
 void wsl_writer_after_fork_child(void)
 {
     pthread_mutex_init(&writer_lock, NULL);
+    wsl_fd_protect(0, -1);
     if (trace_fd >= 0)
         close(trace_fd);
     trace_fd = -1;
