@@ -27,7 +27,7 @@ static pid_t recording_pid; /* the process whose trace state this memory holds *
 
 static const char *const carried_vars[] = {
     "WSLSHIM_OUTPUT", "WSLSHIM_GPU_TIMING", "WSLSHIM_IO", "WSLSHIM_LOG", "WSLSHIM_MOUNTINFO", "WSLSHIM_CLOCK",
-    "WSLSHIM_SIGNALS",
+    "WSLSHIM_SIGNALS", "WSLSHIM_IO_PATHS", "WSLSHIM_IO_PATHS_KEY",
 };
 #define N_CARRIED (sizeof carried_vars / sizeof carried_vars[0])
 

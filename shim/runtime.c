@@ -148,6 +148,14 @@ void wsl_config_load(void)
     }
     if ((v = getenv("WSLSHIM_IO")) && !strcmp(v, "0"))
         wsl_cfg.io = 0;
+    if ((v = getenv("WSLSHIM_IO_PATHS")) && *v) {
+        if (!strcmp(v, "hash"))
+            wsl_cfg.io_paths_hash = 1;
+        else if (strcmp(v, "plain") != 0)
+            wsl_log(WSL_LOG_ERROR, "WSLSHIM_IO_PATHS=%s is not 'hash' or 'plain'; paths are hashed", v),
+                wsl_cfg.io_paths_hash = 1; /* asked for something: err on the side of privacy */
+    }
+    wsl_path_hash_set_key(getenv("WSLSHIM_IO_PATHS_KEY"));
     v = getenv("WSLSHIM_CLOCK");
     if (v && !strcmp(v, "mono"))
         wsl_cfg.use_tsc = 0;

@@ -32,6 +32,7 @@ struct wsl_config {
     char output_pattern[1024]; /* WSLSHIM_OUTPUT */
     int gpu_timing;            /* WSLSHIM_GPU_TIMING: 0 off, N every Nth launch */
     int io;                    /* WSLSHIM_IO */
+    int io_paths_hash;         /* WSLSHIM_IO_PATHS=hash */
     int log_level;             /* WSLSHIM_LOG */
     int use_tsc;               /* event clock is the cycle counter */
 };
@@ -213,6 +214,11 @@ size_t wsl_io_read_mounts(char **buf, size_t *cap); /* the mount table text, for
 /* The shim's own descriptors, which the program's close calls leave alone:
  * slot 0 the trace, slot 1 the mount table while it is read; -1 for none. */
 void wsl_fd_protect(int slot, int fd);
+
+/* ---- hashed paths (path_hash.c), writer thread only ------------------------------- */
+void wsl_path_hash_set_key(const char *key);                /* WSLSHIM_IO_PATHS_KEY */
+void wsl_path_hash_note_mounts(const char *text, size_t n); /* the latest mount table */
+size_t wsl_path_hash(const char *path, size_t len, char *out, size_t cap);
 
 /* ---- exec (exec_hooks.c) ---------------------------------------------------- */
 void wsl_exec_note_fork_child(void);

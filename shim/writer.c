@@ -60,6 +60,8 @@ static void emit_mounts_if_changed(void)
     size_t n = wsl_io_read_mounts(&mounts_buf, &mounts_cap);
     if (!n || (n == mounts_prev_len && !memcmp(mounts_buf, mounts_prev, n)))
         return;
+    if (wsl_cfg.io_paths_hash)
+        wsl_path_hash_note_mounts(mounts_buf, n);
     emit_chunk(WSL_CHUNK_MOUNTS, mounts_buf, n, NULL, 0);
     if (n > mounts_prev_cap) {
         char *nb = realloc(mounts_prev, n);
@@ -322,6 +324,37 @@ static uint32_t detect_wsl(void)
     return strstr(rel, "WSL2") || strcasestr(rel, "microsoft-standard") ? WSL_PROC_WSL2 : WSL_PROC_WSL1;
 }
 
+/* WSLSHIM_IO_PATHS=hash: arguments that name files (they hold a '/') are
+ * hashed like paths; the others (flags, numbers) stay. In place; returns the
+ * new length of the NUL-separated list. */
+static size_t hash_path_arguments(char *args, size_t len, size_t cap)
+{
+    static char copy[65536], out[65536];
+    if (len > sizeof copy)
+        return len;
+    memcpy(copy, args, len);
+    size_t o = 0;
+    for (size_t i = 0; i < len;) {
+        size_t l = strnlen(copy + i, len - i);
+        if (memchr(copy + i, '/', l)) {
+            size_t room = sizeof out - o - 1;
+            o += wsl_path_hash(copy + i, l, out + o, room < WSL_PATH_MAX_LENGTH ? room : WSL_PATH_MAX_LENGTH);
+        } else {
+            size_t c = l < sizeof out - o - 1 ? l : sizeof out - o - 1;
+            memcpy(out + o, copy + i, c);
+            o += c;
+        }
+        out[o++] = 0;
+        i += l + 1;
+        if (o + 2 >= sizeof out)
+            break;
+    }
+    if (o > cap)
+        o = cap;
+    memcpy(args, out, o);
+    return o;
+}
+
 static void emit_process(void)
 {
     static char strings[65536];
@@ -332,6 +365,12 @@ static void emit_process(void)
     char exe[PATH_MAX];
     ssize_t el = readlink("/proc/self/exe", exe, sizeof exe - 1);
     exe[el > 0 ? el : 0] = 0;
+    if (wsl_cfg.io_paths_hash && exe[0]) {
+        static char hx[PATH_MAX];
+        size_t hl = wsl_path_hash(exe, strlen(exe), hx, sizeof hx - 1);
+        hx[hl] = 0;
+        snprintf(exe, sizeof exe, "%s", hx);
+    }
     n += (size_t)snprintf(strings + n, sizeof strings - n, "%s", exe) + 1;
     struct utsname u;
     if (uname(&u) != 0)
@@ -340,6 +379,8 @@ static void emit_process(void)
     size_t cl = read_small_file("/proc/self/cmdline", strings + n, sizeof strings - n - 1);
     if (cl && strings[n + cl - 1] != 0)
         strings[n + cl++] = 0; /* cut short: keep it NUL-terminated */
+    if (wsl_cfg.io_paths_hash)
+        cl = hash_path_arguments(strings + n, cl, sizeof strings - n);
     n += cl;
 
     struct wsl_process_info pi;
@@ -493,6 +534,7 @@ static void emit_events(struct wsl_thread *t, uint64_t from, uint64_t to, uint64
 static void drain_paths(struct wsl_thread *t)
 {
     static uint8_t buf[WSL_PATH_RING];
+    static char hashed[WSL_PATH_MAX_LENGTH];
     uint64_t head = atomic_load_explicit(&t->paths_head, memory_order_acquire);
     uint64_t tail = atomic_load_explicit(&t->paths_tail, memory_order_relaxed);
     if (head == tail)
@@ -505,8 +547,20 @@ static void drain_paths(struct wsl_thread *t)
         uint32_t step = (uint32_t)((sizeof h + h.length + 7) & ~7u);
         if (h.length > WSL_PATH_RING - off - sizeof h)
             break; /* cannot happen; never read past the ring */
-        if (h.id != 0 && n + sizeof h + h.length <= sizeof buf) {
-            memcpy(buf + n, t->paths + off, sizeof h + h.length);
+        const char *name = (const char *)t->paths + off + sizeof h;
+        /* Paths (absolute, or under a directory fd) are hashed; kernel names are not paths. */
+        if (h.id != 0 && wsl_cfg.io_paths_hash && h.length &&
+            (name[0] == '/' || (h.length >= 4 && !memcmp(name, "<fd ", 4)))) {
+            h.length = (uint32_t)wsl_path_hash(name, h.length, hashed, sizeof hashed);
+            name = hashed;
+        }
+        if (h.id != 0 && n + sizeof h + h.length > sizeof buf) {
+            emit_chunk(WSL_CHUNK_PATHS, buf, n, NULL, 0);
+            n = 0;
+        }
+        if (h.id != 0) {
+            memcpy(buf + n, &h, sizeof h);
+            memcpy(buf + n + sizeof h, name, h.length);
             n += sizeof h + h.length;
         }
         tail += step;
@@ -665,6 +719,11 @@ static int writer_open(void)
     fh.header_size = sizeof fh;
     fh.record_size = sizeof(struct wsl_event);
     z_append(&fh, sizeof fh);
+    if (wsl_cfg.io_paths_hash) { /* the mount points, before the first path is hashed */
+        size_t mn = wsl_io_read_mounts(&mounts_buf, &mounts_cap);
+        if (mn)
+            wsl_path_hash_note_mounts(mounts_buf, mn);
+    }
     emit_process();
     emit_api_table();
     mounts_prev_len = 0;
