@@ -44,8 +44,11 @@ static void say(const char *s)
 static void generate(void)
 {
     if (sig == SIGSEGV) {
-        volatile int *volatile nowhere = NULL;
-        *nowhere = 1;
+        /* a page with no access: a real fault, and no undefined behaviour to a sanitizer */
+        volatile int *page = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (page == MAP_FAILED)
+            _exit(91);
+        *page = 1;
     } else if (sig == SIGBUS) {
         char path[] = "/tmp/wslshim-sigbus-XXXXXX";
         int fd = mkstemp(path);
