@@ -48,7 +48,7 @@ opt = torch.optim.SGD(model.parameters(), lr=0.05)
 g = torch.Generator()
 g.manual_seed(0)
 loader = torch.utils.data.DataLoader(Files(), batch_size=64, shuffle=True, num_workers=4, generator=g,
-                                     persistent_workers=True)
+                                     persistent_workers=True, multiprocessing_context="fork")
 step = 0
 term_at = steps - 3
 
