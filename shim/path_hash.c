@@ -2,7 +2,7 @@
  * WSLSHIM_IO_PATHS=hash: file paths go into the trace with every name below
  * its mount point replaced by a keyed hash, for traces that will be shared.
  *
- *   /home/alice/data/train/img_0001.jpg  ->  /home/3f9c0a51d2e4/5b0e.../img-hash.jpg
+ *   /mnt/d/alice/train/img_0001.jpg  ->  /mnt/d/<hash>/<hash>/<hash>.jpg   (/mnt/d a mount point)
  *
  * What stays readable, so that the report still says where time went:
  *   - the mount point the path lies under (from the writer's latest mount
