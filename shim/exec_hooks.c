@@ -27,6 +27,7 @@ static pid_t recording_pid; /* the process whose trace state this memory holds *
 
 static const char *const carried_vars[] = {
     "WSLSHIM_OUTPUT", "WSLSHIM_GPU_TIMING", "WSLSHIM_IO", "WSLSHIM_LOG", "WSLSHIM_MOUNTINFO", "WSLSHIM_CLOCK",
+    "WSLSHIM_SIGNALS", "WSLSHIM_IO_PATHS", "WSLSHIM_IO_PATHS_KEY",
 };
 #define N_CARRIED (sizeof carried_vars / sizeof carried_vars[0])
 
@@ -39,6 +40,8 @@ __attribute__((constructor)) static void exec_hooks_init(void)
 }
 
 void wsl_exec_note_fork_child(void) { recording_pid = getpid(); }
+
+int wsl_exec_in_vfork_child(void) { return getpid() != recording_pid; }
 
 static const char *env_find(char *const *envp, const char *name)
 {
@@ -200,11 +203,19 @@ WSL_EXPORT int execle(const char *path, const char *arg, ...)
 }
 
 /* _exit and _Exit skip the destructors: finish the trace first (Python's
- * multiprocessing workers, for one, always leave this way). */
+ * multiprocessing workers, for one, always leave this way). _exit is
+ * async-signal-safe and is called from signal handlers: the trace is ended
+ * by the lock-free handshake with the writer, never under its lock. */
+static void before_exit(void)
+{
+    if (getpid() == recording_pid)
+        wsl_writer_final_flush(2000);
+}
+
 WSL_EXPORT void _exit(int status)
 {
     void (*real)(int) = real_fn("_exit");
-    before_exec();
+    before_exit();
     if (real)
         real(status);
     syscall(SYS_exit_group, status);
@@ -214,7 +225,7 @@ WSL_EXPORT void _exit(int status)
 WSL_EXPORT void _Exit(int status)
 {
     void (*real)(int) = real_fn("_Exit");
-    before_exec();
+    before_exit();
     if (real)
         real(status);
     syscall(SYS_exit_group, status);

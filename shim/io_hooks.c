@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/close_range.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -808,8 +809,76 @@ WSL_EXPORT off64_t lseek64(int fd, off64_t off, int whence)
     SEEK_HOOK(WSL_IO_ID_lseek64, REAL(lseek64)(fd, off, whence))
 }
 
+/* ---- the shim's own descriptors ------------------------------------------------------------
+ * A program may close every descriptor it did not open (daemons, subprocess
+ * children, test harnesses): close(), close_range() and closefrom() leave the
+ * shim's alone and answer as if they were not open (EBADF for close(), which
+ * is what the program would get without the shim). */
+static _Atomic int protected_fds[2] = {-1, -1};
+
+void wsl_fd_protect(int slot, int fd) { atomic_store(&protected_fds[slot], fd); }
+
+static inline int fd_protected(int fd)
+{
+    return fd >= 0 && (fd == atomic_load_explicit(&protected_fds[0], memory_order_relaxed) ||
+                       fd == atomic_load_explicit(&protected_fds[1], memory_order_relaxed));
+}
+
+static int sys_close_range(unsigned first, unsigned last, int flags)
+{
+    return (int)syscall(SYS_close_range, first, last, flags);
+}
+
+/* close_range over [first, last] minus the protected descriptors, in order. */
+static int close_range_around(unsigned first, unsigned last, int flags)
+{
+    int p[2] = {atomic_load(&protected_fds[0]), atomic_load(&protected_fds[1])};
+    if (p[0] > p[1]) {
+        int x = p[0];
+        p[0] = p[1];
+        p[1] = x;
+    }
+    unsigned from = first;
+    for (int i = 0; i < 2; i++) {
+        if (p[i] < 0 || (unsigned)p[i] < from || (unsigned)p[i] > last)
+            continue;
+        if ((unsigned)p[i] > from && sys_close_range(from, (unsigned)p[i] - 1, flags) != 0)
+            return -1;
+        from = (unsigned)p[i] + 1;
+        if (from == 0 || from > last) /* wrapped, or nothing after it */
+            return 0;
+    }
+    return sys_close_range(from, last, flags);
+}
+
+WSL_EXPORT int close_range(unsigned first, unsigned last, int flags)
+{
+    if (first > last || (flags & CLOSE_RANGE_CLOEXEC))
+        return sys_close_range(first, last, flags); /* errors as the kernel gives them; CLOEXEC is harmless */
+    return close_range_around(first, last, flags);
+}
+
+WSL_EXPORT void closefrom(int lowfd)
+{
+    int saved = errno;
+    if (lowfd < 0)
+        lowfd = 0;
+    if (close_range_around((unsigned)lowfd, ~0u, 0) != 0) {
+        /* No close_range in this kernel: one by one, up to the limit. */
+        long max = sysconf(_SC_OPEN_MAX);
+        for (long fd = lowfd; fd < (max > 0 ? max : 65536); fd++)
+            if (!fd_protected((int)fd))
+                REAL(close)((int)fd);
+    }
+    errno = saved;
+}
+
 WSL_EXPORT int close(int fd)
 {
+    if (WSL_UNLIKELY(fd_protected(fd))) {
+        errno = EBADF;
+        return -1;
+    }
     struct wsl_thread *t = io_enter();
     if (!t) {
         fd_set_path(fd, 0);
@@ -873,6 +942,7 @@ size_t wsl_io_read_mounts(char **buf, size_t *cap)
     int fd = REAL(open)(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return 0;
+    wsl_fd_protect(1, fd);
     size_t n = 0;
     for (;;) {
         if (n + 4096 > *cap) {
@@ -892,6 +962,7 @@ size_t wsl_io_read_mounts(char **buf, size_t *cap)
             break;
         n += (size_t)r;
     }
+    wsl_fd_protect(1, -1);
     REAL(close)(fd);
     return n;
 }

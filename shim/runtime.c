@@ -148,6 +148,14 @@ void wsl_config_load(void)
     }
     if ((v = getenv("WSLSHIM_IO")) && !strcmp(v, "0"))
         wsl_cfg.io = 0;
+    if ((v = getenv("WSLSHIM_IO_PATHS")) && *v) {
+        if (!strcmp(v, "hash"))
+            wsl_cfg.io_paths_hash = 1;
+        else if (strcmp(v, "plain") != 0)
+            wsl_log(WSL_LOG_ERROR, "WSLSHIM_IO_PATHS=%s is not 'hash' or 'plain'; paths are hashed", v),
+                wsl_cfg.io_paths_hash = 1; /* asked for something: err on the side of privacy */
+    }
+    wsl_path_hash_set_key(getenv("WSLSHIM_IO_PATHS_KEY"));
     v = getenv("WSLSHIM_CLOCK");
     if (v && !strcmp(v, "mono"))
         wsl_cfg.use_tsc = 0;
@@ -320,6 +328,14 @@ static void at_fork_child(void)
     atomic_fetch_add(&wsl_gen, 1);
 }
 
+/* quick_exit runs the at_quick_exit handlers (this one, registered first,
+ * last) and then leaves without destructors. */
+static void quick_exit_flush(void)
+{
+    if (!wsl_exec_in_vfork_child())
+        wsl_writer_final_flush(2000);
+}
+
 /* ---- load and exit -------------------------------------------------------------- */
 __attribute__((constructor)) static void wsl_init(void)
 {
@@ -329,6 +345,8 @@ __attribute__((constructor)) static void wsl_init(void)
     thread_key_ok = pthread_key_create(&thread_key, thread_key_destructor) == 0;
     pthread_atfork(NULL, NULL, at_fork_child);
     wsl_io_init();
+    wsl_signals_init();
+    at_quick_exit(quick_exit_flush);
     wsl_tls_depth--;
     errno = saved;
 }

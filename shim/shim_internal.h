@@ -32,6 +32,7 @@ struct wsl_config {
     char output_pattern[1024]; /* WSLSHIM_OUTPUT */
     int gpu_timing;            /* WSLSHIM_GPU_TIMING: 0 off, N every Nth launch */
     int io;                    /* WSLSHIM_IO */
+    int io_paths_hash;         /* WSLSHIM_IO_PATHS=hash */
     int log_level;             /* WSLSHIM_LOG */
     int use_tsc;               /* event clock is the cycle counter */
 };
@@ -172,6 +173,8 @@ void wsl_writer_shutdown(void); /* drain, END chunk, close; at exit and before e
 void wsl_writer_after_fork_child(void);
 void wsl_writer_note_driver(void *real_cuInit, int init_result);
 void wsl_writer_restart(void);  /* after an exec that failed */
+/* Ends the trace without a lock (signal handlers, _exit); bounded wait. */
+int wsl_writer_final_flush(unsigned timeout_ms);
 void wsl_thread_forbid_recording(void); /* the writer's own thread */
 
 /* ---- CUDA hooks (cuda_hooks.c) ----------------------------------------------- */
@@ -218,9 +221,21 @@ void wsl_io_init(void);                       /* resolve the real libc functions
 void wsl_io_name_inherited_fds(struct wsl_thread *t); /* forked child: names of the parent's open files */
 uint32_t wsl_string_record(struct wsl_thread *t, const char *s); /* a string (kernel name) into the PATHS ring */
 size_t wsl_io_read_mounts(char **buf, size_t *cap); /* the mount table text, for the writer */
+/* The shim's own descriptors, which the program's close calls leave alone:
+ * slot 0 the trace, slot 1 the mount table while it is read; -1 for none. */
+void wsl_fd_protect(int slot, int fd);
+
+/* ---- hashed paths (path_hash.c), writer thread only ------------------------------- */
+void wsl_path_hash_set_key(const char *key);                /* WSLSHIM_IO_PATHS_KEY */
+void wsl_path_hash_note_mounts(const char *text, size_t n); /* the latest mount table */
+size_t wsl_path_hash(const char *path, size_t len, char *out, size_t cap);
 
 /* ---- exec (exec_hooks.c) ---------------------------------------------------- */
 void wsl_exec_note_fork_child(void);
+int wsl_exec_in_vfork_child(void); /* this memory is another (vforking) process's */
+
+/* ---- signals (signals.c) ------------------------------------------------------ */
+void wsl_signals_init(void);
 
 /* ---- lifecycle (runtime.c) ---------------------------------------------------- */
 extern _Atomic int wsl_shutting_down;

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <linux/futex.h>
 #include <sys/syscall.h>
+#include <sys/resource.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -36,6 +37,12 @@ static _Atomic int writer_state;
 static _Atomic int writer_stop;
 static pthread_t writer_thread;
 static _Atomic uint32_t writer_wake_word; /* futex: bumped to cut the writer's sleep short */
+/* The lock-free end of a trace (signal handlers, _exit): a request the writer
+ * answers by writing everything out, ending the trace and setting final_done
+ * (a futex the requester waits on, bounded). */
+static _Atomic int final_req;
+static _Atomic uint32_t final_done;
+static _Atomic long writer_tid;
 
 struct chunk_part {
     const void *data;
@@ -53,6 +60,8 @@ static void emit_mounts_if_changed(void)
     size_t n = wsl_io_read_mounts(&mounts_buf, &mounts_cap);
     if (!n || (n == mounts_prev_len && !memcmp(mounts_buf, mounts_prev, n)))
         return;
+    if (wsl_cfg.io_paths_hash)
+        wsl_path_hash_note_mounts(mounts_buf, n);
     emit_chunk(WSL_CHUNK_MOUNTS, mounts_buf, n, NULL, 0);
     if (n > mounts_prev_cap) {
         char *nb = realloc(mounts_prev, n);
@@ -309,6 +318,24 @@ static int open_trace(void)
     return -1;
 }
 
+/* The trace's descriptor moves out of the way of the program's own numbers
+ * (which count up from the lowest free one): just under 1024, or under the
+ * limit if that is lower. The shim's close hooks never let the program close it. */
+static int fd_move_high(int fd)
+{
+    struct rlimit rl;
+    rlim_t lim = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur : 1024;
+    if (lim > 1024)
+        lim = 1024;
+    if (lim < 128)
+        return fd;
+    int hi = fcntl(fd, F_DUPFD_CLOEXEC, (int)lim - 32);
+    if (hi < 0)
+        return fd;
+    close(fd);
+    return hi;
+}
+
 static size_t read_small_file(const char *path, char *buf, size_t size)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -337,6 +364,37 @@ static uint32_t detect_wsl(void)
     return strstr(rel, "WSL2") || strcasestr(rel, "microsoft-standard") ? WSL_PROC_WSL2 : WSL_PROC_WSL1;
 }
 
+/* WSLSHIM_IO_PATHS=hash: arguments that name files (they hold a '/') are
+ * hashed like paths; the others (flags, numbers) stay. In place; returns the
+ * new length of the NUL-separated list. */
+static size_t hash_path_arguments(char *args, size_t len, size_t cap)
+{
+    static char copy[65536], out[65536];
+    if (len > sizeof copy)
+        return len;
+    memcpy(copy, args, len);
+    size_t o = 0;
+    for (size_t i = 0; i < len;) {
+        size_t l = strnlen(copy + i, len - i);
+        if (memchr(copy + i, '/', l)) {
+            size_t room = sizeof out - o - 1;
+            o += wsl_path_hash(copy + i, l, out + o, room < WSL_PATH_MAX_LENGTH ? room : WSL_PATH_MAX_LENGTH);
+        } else {
+            size_t c = l < sizeof out - o - 1 ? l : sizeof out - o - 1;
+            memcpy(out + o, copy + i, c);
+            o += c;
+        }
+        out[o++] = 0;
+        i += l + 1;
+        if (o + 2 >= sizeof out)
+            break;
+    }
+    if (o > cap)
+        o = cap;
+    memcpy(args, out, o);
+    return o;
+}
+
 static void emit_process(void)
 {
     static char strings[65536];
@@ -347,6 +405,12 @@ static void emit_process(void)
     char exe[PATH_MAX];
     ssize_t el = readlink("/proc/self/exe", exe, sizeof exe - 1);
     exe[el > 0 ? el : 0] = 0;
+    if (wsl_cfg.io_paths_hash && exe[0]) {
+        static char hx[PATH_MAX];
+        size_t hl = wsl_path_hash(exe, strlen(exe), hx, sizeof hx - 1);
+        hx[hl] = 0;
+        snprintf(exe, sizeof exe, "%s", hx);
+    }
     n += (size_t)snprintf(strings + n, sizeof strings - n, "%s", exe) + 1;
     struct utsname u;
     if (uname(&u) != 0)
@@ -355,6 +419,8 @@ static void emit_process(void)
     size_t cl = read_small_file("/proc/self/cmdline", strings + n, sizeof strings - n - 1);
     if (cl && strings[n + cl - 1] != 0)
         strings[n + cl++] = 0; /* cut short: keep it NUL-terminated */
+    if (wsl_cfg.io_paths_hash)
+        cl = hash_path_arguments(strings + n, cl, sizeof strings - n);
     n += cl;
 
     struct wsl_process_info pi;
@@ -530,6 +596,7 @@ static void emit_events(struct wsl_thread *t, uint64_t from, uint64_t to, uint64
 static void drain_paths(struct wsl_thread *t)
 {
     static uint8_t buf[WSL_PATH_RING];
+    static char hashed[WSL_PATH_MAX_LENGTH];
     uint64_t head = atomic_load_explicit(&t->paths_head, memory_order_acquire);
     uint64_t tail = atomic_load_explicit(&t->paths_tail, memory_order_relaxed);
     if (head == tail)
@@ -542,8 +609,20 @@ static void drain_paths(struct wsl_thread *t)
         uint32_t step = (uint32_t)((sizeof h + h.length + 7) & ~7u);
         if (h.length > WSL_PATH_RING - off - sizeof h)
             break; /* cannot happen; never read past the ring */
-        if (h.id != 0 && n + sizeof h + h.length <= sizeof buf) {
-            memcpy(buf + n, t->paths + off, sizeof h + h.length);
+        const char *name = (const char *)t->paths + off + sizeof h;
+        /* Paths (absolute, or under a directory fd) are hashed; kernel names are not paths. */
+        if (h.id != 0 && wsl_cfg.io_paths_hash && h.length &&
+            (name[0] == '/' || (h.length >= 4 && !memcmp(name, "<fd ", 4)))) {
+            h.length = (uint32_t)wsl_path_hash(name, h.length, hashed, sizeof hashed);
+            name = hashed;
+        }
+        if (h.id != 0 && n + sizeof h + h.length > sizeof buf) {
+            emit_chunk(WSL_CHUNK_PATHS, buf, n, NULL, 0);
+            n = 0;
+        }
+        if (h.id != 0) {
+            memcpy(buf + n, &h, sizeof h);
+            memcpy(buf + n + sizeof h, name, h.length);
             n += sizeof h + h.length;
         }
         tail += step;
@@ -599,14 +678,17 @@ static uint64_t drain_all(void)
     return n;
 }
 
+static void writer_finish(void);
+
 static void *writer_main(void *arg)
 {
     (void)arg;
     wsl_thread_forbid_recording();
+    atomic_store(&writer_tid, syscall(SYS_gettid));
     uint64_t last_flush = wsl_mono_ns(), started = last_flush;
     int calibrated = 0;
     unsigned sleep_us = 10000;
-    while (!atomic_load(&writer_stop)) {
+    while (!atomic_load(&writer_stop) && !atomic_load(&final_req)) {
         struct timespec ts = {0, (long)sleep_us * 1000};
         uint32_t seen = atomic_load(&writer_wake_word);
         syscall(SYS_futex, &writer_wake_word, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
@@ -630,6 +712,10 @@ static void *writer_main(void *arg)
             last_flush = now;
         }
     }
+    /* The trace ends here, in the writer thread, whoever asked for it. */
+    writer_finish();
+    atomic_store(&final_done, 1);
+    syscall(SYS_futex, &final_done, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
     return NULL;
 }
 
@@ -654,6 +740,7 @@ static void writer_finish(void)
         wsl_log(WSL_LOG_WARN, "%llu events dropped (buffers full); the trace counts them",
                 (unsigned long long)events_dropped);
     wsl_log(WSL_LOG_INFO, "trace written to %s (%llu events)", trace_path, (unsigned long long)events_written);
+    wsl_fd_protect(0, -1);
     if (trace_fd >= 0)
         close(trace_fd);
     trace_fd = -1;
@@ -669,6 +756,8 @@ static int writer_open(void)
     trace_fd = open_trace();
     if (trace_fd < 0)
         return -1;
+    trace_fd = fd_move_high(trace_fd);
+    wsl_fd_protect(0, trace_fd);
     zctx = ZSTD_createCCtx();
     zacc_len = 0;
     if (!zout) {
@@ -676,6 +765,7 @@ static int writer_open(void)
         zout = malloc(zout_size);
     }
     if (!zctx || !zout) {
+        wsl_fd_protect(0, -1);
         close(trace_fd);
         trace_fd = -1;
         return -1;
@@ -691,6 +781,11 @@ static int writer_open(void)
     fh.header_size = sizeof fh;
     fh.record_size = sizeof(struct wsl_event);
     z_append(&fh, sizeof fh);
+    if (wsl_cfg.io_paths_hash) { /* the mount points, before the first path is hashed */
+        size_t mn = wsl_io_read_mounts(&mounts_buf, &mounts_cap);
+        if (mn)
+            wsl_path_hash_note_mounts(mounts_buf, mn);
+    }
     emit_process();
     emit_api_table();
     {
@@ -765,12 +860,37 @@ void wsl_writer_shutdown(void)
         atomic_store(&writer_stop, 1);
         wsl_writer_wake();
         if (!pthread_equal(pthread_self(), writer_thread))
-            pthread_join(writer_thread, NULL);
-        writer_finish();
+            pthread_join(writer_thread, NULL); /* it ends the trace */
+        else
+            writer_finish();
     }
     atomic_store(&writer_state, WRITER_STOPPED);
     pthread_mutex_unlock(&writer_lock);
     wsl_tls_depth--;
+}
+
+/* Async-signal-safe: no lock, no allocation, only atomics and futexes. The
+ * calling thread must not be the writer (a crash in the writer itself cannot
+ * be flushed by it). Returns 0 when the trace was ended within the time. */
+int wsl_writer_final_flush(unsigned timeout_ms)
+{
+    if (atomic_load(&writer_state) != WRITER_RUNNING)
+        return -1;
+    if (syscall(SYS_gettid) == atomic_load(&writer_tid))
+        return -1;
+    atomic_store(&wsl_shutting_down, 1);
+    atomic_store(&final_req, 1);
+    wsl_writer_wake();
+    uint64_t deadline = wsl_mono_ns() + (uint64_t)timeout_ms * 1000000ull;
+    while (!atomic_load(&final_done)) {
+        uint64_t now = wsl_mono_ns();
+        if (now >= deadline)
+            return -1;
+        uint64_t left = deadline - now;
+        struct timespec ts = {(time_t)(left / 1000000000ull), (long)(left % 1000000000ull)};
+        syscall(SYS_futex, &final_done, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0);
+    }
+    return 0;
 }
 
 /* In a forked child: the writer thread is gone and the parent's lock may have
@@ -778,6 +898,7 @@ void wsl_writer_shutdown(void)
 void wsl_writer_after_fork_child(void)
 {
     pthread_mutex_init(&writer_lock, NULL);
+    wsl_fd_protect(0, -1);
     if (trace_fd >= 0)
         close(trace_fd);
     trace_fd = -1;
@@ -788,6 +909,9 @@ void wsl_writer_after_fork_child(void)
     zacc_len = zacc_cap = 0;
     atomic_store(&writer_state, WRITER_NONE);
     atomic_store(&writer_stop, 0);
+    atomic_store(&final_req, 0);
+    atomic_store(&final_done, 0);
+    atomic_store(&writer_tid, 0);
     atomic_store(&driver_pending, 0); /* CUDA is not usable in a forked child */
     start_ticks = wsl_ticks();
     start_mono = wsl_mono_ns();

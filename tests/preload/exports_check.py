@@ -10,7 +10,9 @@ cuda = {l.split()[0] for l in subprocess.run([rows_exe], capture_output=True, te
 io = set(re.findall(r"^WSL_IO\((\w+),", open(io_def).read(), re.M))
 other = {"cuGetProcAddress", "cuGetProcAddress_v2", "dlsym", "execve", "execv", "execvp", "execvpe", "execl",
          "execlp", "execle", "fexecve", "posix_spawn", "posix_spawnp", "_exit", "_Exit", "chdir", "fchdir",
-         "getenv", "InitializeInjectionNvtx2"}  # NVTX: shim/nvtx_hooks.c
+         "getenv", "InitializeInjectionNvtx2",  # NVTX: shim/nvtx_hooks.c
+         "sigaction", "signal", "abort", "close_range", "closefrom", "bsd_signal", "sysv_signal"}
+
 want = cuda | io | other
 out = subprocess.run(["nm", "-D", "--defined-only", shim], capture_output=True, text=True, check=True).stdout
 have = {l.split()[-1].split("@")[0] for l in out.splitlines() if l.split() and l.split()[-2] in ("T", "W", "i")}

@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""Builds the fuzz corpus from real traces, and checks wslshim-report on the
+damaged ones.
+
+    make_corpus.py --shim LIB --report EXE --client SIGNAL_CLIENT --fakedir DIR --out CORPUS
+                   [--check-report N]
+
+Real traces come from programs run under the shim here (the fake-driver
+client ended by SIGTERM, cat, a shell that forks and execs). Each trace's
+uncompressed stream S becomes corpus inputs (first byte 0: S is compressed by
+the target; 1: the file's bytes as they are):
+  the trace itself; S cut at every chunk boundary and inside every chunk;
+  the file cut every 256 bytes; 96 single-bit flips; a newer major and minor
+  version; the other byte order; absurd sizes (chunk sizes, event counts,
+  encoded sizes, path lengths, header and record sizes).
+With --check-report N, N of the damaged streams are written as trace files
+and wslshim-report must end each with status 0 (a readable prefix, warned)
+or 2 with exactly one line on stderr: never a crash, never a hang.
+"""
+import argparse, os, random, shutil, struct, subprocess, sys
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--shim", required=True)
+ap.add_argument("--report", required=True)
+ap.add_argument("--client", required=True)
+ap.add_argument("--fakedir", required=True)
+ap.add_argument("--out", required=True)
+ap.add_argument("--check-report", type=int, default=0)
+a = ap.parse_args()
+
+work = a.out + ".work"
+shutil.rmtree(work, ignore_errors=True)
+shutil.rmtree(a.out, ignore_errors=True)
+os.makedirs(work)
+os.makedirs(a.out)
+env = dict(os.environ, LD_PRELOAD=a.shim, LD_LIBRARY_PATH=a.fakedir,
+           WSLSHIM_OUTPUT=os.path.join(work, "%p.trace.zst"))
+for cmd in ([a.client, "TERM", "dfl", "300"], [a.client, "INT", "query", "50"], ["cat", "/etc/hostname"],
+            ["sh", "-c", "ls / > /dev/null; true"]):
+    subprocess.run(cmd, env=env, capture_output=True, timeout=60)
+traces = sorted(os.path.join(work, f) for f in os.listdir(work) if ".trace.zst" in f)
+if not traces:
+    sys.exit("FAIL: no traces were made")
+
+
+def zstd(args, data):
+    p = subprocess.run(["zstd"] + args, input=data, capture_output=True)
+    if p.returncode != 0:
+        sys.exit(f"FAIL: zstd {args}: {p.stderr.decode().strip()}")
+    return p.stdout
+
+
+def chunks(s):
+    """(offset, type, size) of each chunk of stream s."""
+    out, pos = [], 32
+    while pos + 8 <= len(s):
+        t, n = struct.unpack_from("<II", s, pos)
+        out.append((pos, t, n))
+        pos += 8 + n
+    return out
+
+
+rnd = random.Random(1)
+inputs = []  # (name, bytes)
+damaged = []  # uncompressed damaged streams for the report check
+for ti, path in enumerate(traces[:6]):
+    f = open(path, "rb").read()
+    s = zstd(["-dc"], f)
+    tag = f"t{ti}"
+    inputs.append((f"{tag}-whole", b"\0" + s))
+    inputs.append((f"{tag}-file", b"\1" + f))
+    cs = chunks(s)
+    for k, (off, t, n) in enumerate(cs[:150]):
+        inputs.append((f"{tag}-cut{k}", b"\0" + s[:off]))
+        if n > 4:
+            inputs.append((f"{tag}-cutin{k}", b"\0" + s[:off + 8 + n // 2]))
+            damaged.append(s[:off + 8 + n // 2])
+    for k in range(256, len(f), 256):
+        inputs.append((f"{tag}-filecut{k}", b"\1" + f[:k]))
+    for k in range(96):
+        b = bytearray(s)
+        bit = rnd.randrange(len(b) * 8)
+        b[bit // 8] ^= 1 << (bit % 8)
+        inputs.append((f"{tag}-flip{k}", b"\0" + bytes(b)))
+        damaged.append(bytes(b))
+    for name, off, fmt, val in (("major", 12, "<H", 2), ("minor", 14, "<H", 999), ("byteorder", 8, "<I", 0x04030201),
+                                ("headersize", 16, "<I", 0xFFFFFFFF), ("recordsize", 20, "<I", 7)):
+        b = bytearray(s)
+        struct.pack_into(fmt, b, off, val)
+        inputs.append((f"{tag}-{name}", b"\0" + bytes(b)))
+        damaged.append(bytes(b))
+    for k, (off, t, n) in enumerate(cs[:40]):
+        for label, size in (("huge", 0xFFFFFFF0), ("plus1", n + 1), ("zero", 0), ("minus1", max(n - 1, 0))):
+            b = bytearray(s)
+            struct.pack_into("<I", b, off + 4, size)
+            inputs.append((f"{tag}-size{k}-{label}", b"\0" + bytes(b)))
+            damaged.append(bytes(b))
+        if t == 4 and n >= 32:  # EVENTS: count and encoded_size
+            for label, field, val in (("count", 4, 0xFFFFFFFF), ("count0", 4, 0), ("enc", 24, 0xFFFFFFF0)):
+                b = bytearray(s)
+                struct.pack_into("<I", b, off + 8 + field, val)
+                inputs.append((f"{tag}-ev{k}-{label}", b"\0" + bytes(b)))
+                damaged.append(bytes(b))
+        if t == 9 and n >= 8:  # PATHS: the first entry's length
+            b = bytearray(s)
+            struct.pack_into("<I", b, off + 8 + 4, 0xFFFFFF00)
+            inputs.append((f"{tag}-path{k}-len", b"\0" + bytes(b)))
+            damaged.append(bytes(b))
+
+for name, data in inputs:
+    with open(os.path.join(a.out, name), "wb") as fh:
+        fh.write(data)
+print(f"corpus: {len(inputs)} inputs from {len(traces)} real traces in {a.out}")
+
+fails = []
+if a.check_report:
+    rnd.shuffle(damaged)
+    statuses = {}
+    for k, s in enumerate(damaged[:a.check_report]):
+        p = os.path.join(work, f"damaged{k}.trace.zst")
+        with open(p, "wb") as fh:
+            fh.write(zstd(["-q", "-1", "-c"], s))
+        try:
+            r = subprocess.run([a.report, "--json", p], capture_output=True, text=True, timeout=60)
+        except subprocess.TimeoutExpired:
+            fails.append(f"{p}: wslshim-report hung")
+            continue
+        statuses[r.returncode] = statuses.get(r.returncode, 0) + 1
+        err_lines = [l for l in r.stderr.splitlines() if l.strip()]
+        if r.returncode == 2 and len(err_lines) != 1:
+            fails.append(f"{p}: exit 2 with {len(err_lines)} lines on stderr: {r.stderr!r}")
+        elif r.returncode not in (0, 2):
+            fails.append(f"{p}: exit {r.returncode}: {r.stderr[-300:]!r}")
+    print(f"wslshim-report on {min(len(damaged), a.check_report)} damaged traces: exit statuses {statuses}")
+if fails:
+    print("\n".join("FAIL " + f for f in fails[:20]))
+    sys.exit(1)
