@@ -2023,7 +2023,17 @@ static uint64_t env_ns(const char *name) {
   return v;
 }
 
+/* A forked child has only the forking thread: a lock another thread held at
+ * the fork would never be released there. Start the child with free locks. */
+static void fake_after_fork_child(void) {
+  pthread_mutex_init(&dev_lock, NULL);
+  pthread_mutex_init(&host_lock, NULL);
+  pthread_rwlock_init(&handle_lock, NULL);
+  pthread_mutex_init(&gpu_lock, NULL);
+}
+
 __attribute__((constructor)) static void fake_cuda_start(void) {
+  pthread_atfork(NULL, NULL, fake_after_fork_child);
   fake_config.launch_ns = env_ns("FAKE_CUDA_LAUNCH_NS");
   fake_config.sync_ns = env_ns("FAKE_CUDA_SYNC_NS");
   fake_config.alloc_ns = env_ns("FAKE_CUDA_ALLOC_NS");
