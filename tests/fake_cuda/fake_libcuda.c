@@ -148,6 +148,10 @@ typedef unsigned int devptr_v1; /* CUdeviceptr of the pre-3.2 ABI */
   X(cuMemFree_v2, cuMemFree, 3020, 0)                                          \
   X(cuMemFreeAsync, cuMemFreeAsync, 11020, 0)                                  \
   X(cuMemFreeAsync_ptsz, cuMemFreeAsync, 11020, 1)                             \
+  X(cuMemCreate, cuMemCreate, 10020, 0)                                        \
+  X(cuMemRelease, cuMemRelease, 10020, 0)                                      \
+  X(cuMemMap, cuMemMap, 10020, 0)                                              \
+  X(cuMemUnmap, cuMemUnmap, 10020, 0)                                          \
   /* host memory */                                                            \
   X(cuMemHostAlloc, cuMemHostAlloc, 2020, 0)                                   \
   X(cuMemAllocHost, cuMemAllocHost, 2000, 0)                                   \
@@ -1436,6 +1440,69 @@ FAKE_API cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
   return free_async_impl(dptr, hStream);
 }
 
+/* Virtual memory management: physical allocations by handle (no backing
+ * bytes), counted in the device's used memory until released. */
+#define FAKE_VMM_MAX 4096
+static pthread_mutex_t vmm_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t vmm_size[FAKE_VMM_MAX]; /* by handle - 1; 0: released */
+static unsigned vmm_next;
+
+FAKE_API cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop,
+                     unsigned long long flags) {
+  COUNT(cuMemCreate);
+  REQUIRE_INIT();
+  if (!handle || !prop || !size || flags || size % (2u << 20))
+    return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&vmm_lock);
+  CUresult rc = CUDA_ERROR_OUT_OF_MEMORY;
+  if (vmm_next < FAKE_VMM_MAX) { /* handles are never reused */
+    vmm_size[vmm_next] = size;
+    *handle = ++vmm_next;
+    rc = CUDA_SUCCESS;
+  }
+  pthread_mutex_unlock(&vmm_lock);
+  if (rc == CUDA_SUCCESS) {
+    pthread_mutex_lock(&dev_lock);
+    dev_used += size;
+    pthread_mutex_unlock(&dev_lock);
+  }
+  return rc;
+}
+
+FAKE_API cuMemRelease(CUmemGenericAllocationHandle handle) {
+  COUNT(cuMemRelease);
+  REQUIRE_INIT();
+  uint64_t size = 0;
+  pthread_mutex_lock(&vmm_lock);
+  if (handle >= 1 && handle <= FAKE_VMM_MAX) {
+    size = vmm_size[handle - 1];
+    vmm_size[handle - 1] = 0;
+  }
+  pthread_mutex_unlock(&vmm_lock);
+  if (!size)
+    return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&dev_lock);
+  dev_used -= size;
+  pthread_mutex_unlock(&dev_lock);
+  return CUDA_SUCCESS;
+}
+
+FAKE_API cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+                  unsigned long long flags) {
+  COUNT(cuMemMap);
+  REQUIRE_INIT();
+  pthread_mutex_lock(&vmm_lock);
+  int ok = handle >= 1 && handle <= FAKE_VMM_MAX && vmm_size[handle - 1] && offset + size <= vmm_size[handle - 1];
+  pthread_mutex_unlock(&vmm_lock);
+  return ok && ptr && !flags ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+FAKE_API cuMemUnmap(CUdeviceptr ptr, size_t size) {
+  COUNT(cuMemUnmap);
+  REQUIRE_INIT();
+  return ptr && size ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
 FAKE_API cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes) {
   COUNT(cuMemGetInfo_v2);
   REQUIRE_INIT();
@@ -2030,6 +2097,7 @@ static void fake_after_fork_child(void) {
   pthread_mutex_init(&host_lock, NULL);
   pthread_rwlock_init(&handle_lock, NULL);
   pthread_mutex_init(&gpu_lock, NULL);
+  pthread_mutex_init(&vmm_lock, NULL);
 }
 
 __attribute__((constructor)) static void fake_cuda_start(void) {
