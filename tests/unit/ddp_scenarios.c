@@ -8,10 +8,7 @@
 #include "trace_synth.h"
 
 enum { FUNC, LAUNCH, SYNC, OPEN, READ, PUSH, POP, GPU, ROWS };
-static const struct {
-    const char *sym, *base;
-    uint16_t cat;
-} rows[ROWS] = {
+static const struct synth_row rows[ROWS] = {
     [FUNC] = {"cuModuleGetFunction", "cuModuleGetFunction", WSL_CAT_FUNC_NAME},
     [LAUNCH] = {"cuLaunchKernel", "cuLaunchKernel", WSL_CAT_LAUNCH},
     [SYNC] = {"cuStreamSynchronize", "cuStreamSynchronize", WSL_CAT_SYNC_STREAM},
@@ -94,27 +91,6 @@ static uint64_t load_time(const struct ddp_plan *p, unsigned r, unsigned k)
     return t;
 }
 
-static void api_table(struct synth *s)
-{
-    uint8_t table[2048];
-    uint32_t n = ROWS;
-    size_t off = 4;
-    memcpy(table, &n, 4);
-    for (uint16_t i = 0; i < ROWS; i++) {
-        uint8_t head[8] = {0};
-        memcpy(head, &i, 2);
-        memcpy(head + 2, &rows[i].cat, 2);
-        memcpy(table + off, head, 8);
-        off += 8;
-        size_t ls = strlen(rows[i].sym) + 1, lb = strlen(rows[i].base) + 1;
-        memcpy(table + off, rows[i].sym, ls);
-        off += ls;
-        memcpy(table + off, rows[i].base, lb);
-        off += lb;
-    }
-    synth_chunk(s, WSL_CHUNK_API_TABLE, table, off);
-}
-
 void ddp_write_rank(const char *path, const struct ddp_plan *p, unsigned r)
 {
     struct synth *s = synth_open(path, NULL);
@@ -128,7 +104,7 @@ void ddp_write_rank(const char *path, const struct ddp_plan *p, unsigned r)
     pi.start_real_ns = 1700000000000000000ull;
     const char *argv[] = {"python3", "train_ddp.py"};
     synth_process(s, &pi, "node0", "/usr/bin/python3", "6.8.0-45-generic", 2, argv);
-    api_table(s);
+    synth_api_rows(s, rows, ROWS);
     unsigned gpu = r % 8;
     if (p->rank_env) {
         char env[512];

@@ -6,6 +6,7 @@
 #include "analysis.h"
 #include "ddp_scenarios.h"
 #include "trace_synth.h"
+#include "test_findings.h"
 #include "unit_test.h"
 
 /* Writes the plan's ranks and reads them into run (finished). */
@@ -21,14 +22,6 @@ static int read_plan(struct wsl_run *run, const struct ddp_plan *p, const char *
     }
     wsl_run_finish(run);
     return 0;
-}
-
-static const struct wsl_finding *finding(const struct wsl_run *run, const char *id)
-{
-    for (size_t i = 0; i < run->finding_count; i++)
-        if (!strcmp(run->findings[i].id, id))
-            return &run->findings[i];
-    return NULL;
 }
 
 static double rel_err(uint64_t got, uint64_t want) { return ((double)got - (double)want) / (double)want; }

@@ -6,13 +6,11 @@
 
 #include "analysis.h"
 #include "trace_synth.h"
+#include "test_findings.h"
 #include "unit_test.h"
 
 enum { FUNC, LAUNCH, GRAPH, SYNC, GPU, ROWS };
-static const struct {
-    const char *sym, *base;
-    uint16_t cat;
-} rows[ROWS] = {
+static const struct synth_row rows[ROWS] = {
     [FUNC] = {"cuModuleGetFunction", "cuModuleGetFunction", WSL_CAT_FUNC_NAME},
     [LAUNCH] = {"cuLaunchKernel", "cuLaunchKernel", WSL_CAT_LAUNCH},
     [GRAPH] = {"cuGraphLaunch", "cuGraphLaunch", WSL_CAT_GRAPH},
@@ -64,23 +62,7 @@ static int write_plan(const char *path, const struct plan *p)
     pi.start_ticks = pi.start_mono_ns = START;
     const char *argv[] = {"python3", "train.py"};
     synth_process(s, &pi, "host", "/usr/bin/python3", "6.8.0", 2, argv);
-    uint8_t table[1024];
-    uint32_t n = ROWS;
-    size_t off = 4;
-    memcpy(table, &n, 4);
-    for (uint16_t i = 0; i < ROWS; i++) {
-        uint8_t head[8] = {0};
-        memcpy(head, &i, 2);
-        memcpy(head + 2, &rows[i].cat, 2);
-        memcpy(table + off, head, 8);
-        off += 8;
-        size_t ls = strlen(rows[i].sym) + 1, lb = strlen(rows[i].base) + 1;
-        memcpy(table + off, rows[i].sym, ls);
-        off += ls;
-        memcpy(table + off, rows[i].base, lb);
-        off += lb;
-    }
-    synth_chunk(s, WSL_CHUNK_API_TABLE, table, off);
+    synth_api_rows(s, rows, ROWS);
     synth_clock(s, START, START, 0);
     const uint32_t ids[] = {1};
     const char *const names[] = {"tiny_kernel"};
@@ -132,14 +114,6 @@ static int read_plan(struct wsl_run *run, const struct plan *p, const char *tag)
     CHECKF(wsl_run_add_trace(run, path, err, sizeof err) == 0, "%s", err);
     wsl_run_finish(run);
     return 0;
-}
-
-static const struct wsl_finding *finding(const struct wsl_run *run, const char *id)
-{
-    for (size_t i = 0; i < run->finding_count; i++)
-        if (!strcmp(run->findings[i].id, id))
-            return &run->findings[i];
-    return NULL;
 }
 
 static uint64_t sum_lost(const struct wsl_run *run)

@@ -9,6 +9,7 @@
 #include "host_scenarios.h"
 #include "mem_scenarios.h"
 #include "trace_synth.h"
+#include "test_findings.h"
 #include "unit_test.h"
 
 #define CHECK_EQ(got, want)                                                                                 \
@@ -30,22 +31,6 @@ static int analyze(struct wsl_run *run, const char *const *names, size_t n)
     }
     wsl_run_finish(run);
     return 0;
-}
-
-static const struct wsl_finding *finding(const struct wsl_run *run, const char *id)
-{
-    for (size_t i = 0; i < run->finding_count; i++)
-        if (strcmp(run->findings[i].id, id) == 0)
-            return &run->findings[i];
-    return NULL;
-}
-
-static const struct wsl_evidence *evidence(const struct wsl_finding *f, const char *key)
-{
-    for (size_t i = 0; i < f->evidence_count; i++)
-        if (strcmp(f->evidence[i].key, key) == 0)
-            return &f->evidence[i];
-    return NULL;
 }
 
 static int only(const struct wsl_run *run, const char *id)

@@ -8,6 +8,7 @@
 
 #include "analysis.h"
 #include "io_scenarios.h"
+#include "test_findings.h"
 #include "unit_test.h"
 
 static int analyze(struct wsl_run *run, const char *const *paths, size_t n)
@@ -34,22 +35,6 @@ static const struct wsl_io_mount *mount_named(const struct wsl_run *run, const c
     for (size_t i = 0; i < run->io.mount_count; i++)
         if (strcmp(run->io.mounts[i].mount_point, mount_point) == 0)
             return &run->io.mounts[i];
-    return NULL;
-}
-
-static const struct wsl_finding *finding(const struct wsl_run *run, const char *id)
-{
-    for (size_t i = 0; i < run->finding_count; i++)
-        if (strcmp(run->findings[i].id, id) == 0)
-            return &run->findings[i];
-    return NULL;
-}
-
-static const struct wsl_evidence *evidence(const struct wsl_finding *f, const char *key)
-{
-    for (size_t i = 0; i < f->evidence_count; i++)
-        if (strcmp(f->evidence[i].key, key) == 0)
-            return &f->evidence[i];
     return NULL;
 }
 

@@ -5,6 +5,7 @@
 
 #include "analysis.h"
 #include "mem_scenarios.h"
+#include "test_findings.h"
 #include "unit_test.h"
 
 static int analyze(struct wsl_run *run, const char *const *paths, size_t n)
@@ -25,22 +26,6 @@ static int analyze_scenario(struct wsl_run *run, const char *scenario)
     CHECK(mem_scenario_write(path, scenario));
     const char *paths[] = {path};
     return analyze(run, paths, 1);
-}
-
-static const struct wsl_finding *finding(const struct wsl_run *run, const char *id)
-{
-    for (size_t i = 0; i < run->finding_count; i++)
-        if (strcmp(run->findings[i].id, id) == 0)
-            return &run->findings[i];
-    return NULL;
-}
-
-static const struct wsl_evidence *evidence(const struct wsl_finding *f, const char *key)
-{
-    for (size_t i = 0; i < f->evidence_count; i++)
-        if (strcmp(f->evidence[i].key, key) == 0)
-            return &f->evidence[i];
-    return NULL;
 }
 
 #define CHECK_EQ(got, want)                                                                                 \

@@ -15,10 +15,7 @@
            (unsigned long long)(want))
 
 enum { LAUNCH, SYNC, READ, PUSH, POP, START, END, MARK, DPUSH, DPOP, GPU, ROWS };
-static const struct {
-    const char *sym, *base;
-    uint16_t cat;
-} rows[ROWS] = {
+static const struct synth_row rows[ROWS] = {
     [LAUNCH] = {"cuLaunchKernel", "cuLaunchKernel", WSL_CAT_LAUNCH},
     [SYNC] = {"cuStreamSynchronize", "cuStreamSynchronize", WSL_CAT_SYNC_STREAM},
     [READ] = {"read", "read", WSL_CAT_IO_READ},
@@ -54,23 +51,7 @@ static struct builder *open_trace(const char *path, const uint32_t *ids, const c
     pi.start_real_ns = 1700000000000000000u;
     const char *argv[] = {"python3", "train.py"};
     synth_process(b->s, &pi, "host", "/usr/bin/python3", "6.8.0", 2, argv);
-    uint8_t table[4096];
-    uint32_t nrows = ROWS;
-    size_t off = 4;
-    memcpy(table, &nrows, 4);
-    for (uint16_t i = 0; i < ROWS; i++) {
-        uint8_t head[8] = {0};
-        memcpy(head, &i, 2);
-        memcpy(head + 2, &rows[i].cat, 2);
-        memcpy(table + off, head, 8);
-        off += 8;
-        size_t ls = strlen(rows[i].sym) + 1, lb = strlen(rows[i].base) + 1;
-        memcpy(table + off, rows[i].sym, ls);
-        off += ls;
-        memcpy(table + off, rows[i].base, lb);
-        off += lb;
-    }
-    synth_chunk(b->s, WSL_CHUNK_API_TABLE, table, off);
+    synth_api_rows(b->s, rows, ROWS);
     synth_clock(b->s, START_NS, START_NS, pi.start_real_ns);
     synth_paths(b->s, ids, names, count);
     return b;

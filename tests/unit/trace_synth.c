@@ -385,3 +385,27 @@ void synth_write_file(const char *path, const void *data, size_t size)
     if (!f || (size && fwrite(data, 1, size, f) != size) || fclose(f) != 0)
         die("write %s failed", path);
 }
+
+void synth_api_rows(struct synth *s, const struct synth_row *rows, uint16_t n)
+{
+    size_t cap = 4, off = 4;
+    for (uint16_t i = 0; i < n; i++)
+        cap += 8 + strlen(rows[i].sym) + 1 + strlen(rows[i].base) + 1;
+    uint8_t *table = calloc(1, cap);
+    uint32_t count = n;
+    memcpy(table, &count, 4);
+    for (uint16_t i = 0; i < n; i++) {
+        uint8_t head[8] = {0};
+        memcpy(head, &i, 2);
+        memcpy(head + 2, &rows[i].cat, 2);
+        memcpy(table + off, head, 8);
+        off += 8;
+        size_t ls = strlen(rows[i].sym) + 1, lb = strlen(rows[i].base) + 1;
+        memcpy(table + off, rows[i].sym, ls);
+        off += ls;
+        memcpy(table + off, rows[i].base, lb);
+        off += lb;
+    }
+    synth_chunk(s, WSL_CHUNK_API_TABLE, table, off);
+    free(table);
+}

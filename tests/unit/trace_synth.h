@@ -55,6 +55,12 @@ void synth_file_header(struct synth *s, const struct wsl_file_header *h); /* NUL
 void synth_process(struct synth *s, const struct wsl_process_info *pi, const char *host, const char *exe,
                    const char *kernel_release, int argc, const char *const *argv);
 void synth_api_table(struct synth *s);  /* all of synth_apis */
+/* An API table of just these rows (a scenario's own), ids 0..n-1 in order. */
+struct synth_row {
+    const char *sym, *base;
+    uint16_t cat;
+};
+void synth_api_rows(struct synth *s, const struct synth_row *rows, uint16_t n);
 void synth_clock(struct synth *s, uint64_t ticks, uint64_t mono_ns, uint64_t real_ns);
 /* One EVENTS chunk; base_ticks is the first event's t_start (0 when n is 0). */
 void synth_events(struct synth *s, uint32_t tid, uint64_t dropped, const struct wsl_event *ev, uint32_t n);
