@@ -137,6 +137,7 @@ struct trace_api {              /* one api id of the trace being read */
     uint8_t kern;               /* enum wsl_kern_op: its events also go to the kernel analysis */
     uint8_t launch_slot;        /* launches: the API's slot in run->kernels.launch_apis */
     bool host;                  /* a CUDA call the host analysis reads (syncs, copies, submissions, allocations) */
+    bool nvtx;                  /* the NVTX analysis reads all its events, not only those inside ranges */
     uint64_t errors;
     struct wsl_hist ticks;      /* durations in this trace's ticks */
 };
@@ -214,6 +215,7 @@ static void take_api_table(struct wsl_run *run, struct trace_state *t, const str
         ta->kern = (uint8_t)wsl_kern_op_of(e->category, e->base);
         ta->host = !ta->io && e->category != WSL_CAT_OTHER && e->category != WSL_CAT_INIT &&
                    e->category != WSL_CAT_FUNC_NAME && e->category < WSL_CAT_GPU_KERNEL;
+        ta->nvtx = wsl_nvtx_wants_always(e->category);
         if (ta->kern == WSL_KERN_LAUNCH)
             ta->launch_slot = (uint8_t)wsl_kern_launch_slot(&run->kernels, e->base);
         t->by_id[e->id] = ta;   /* the reader refuses an id defined twice */
@@ -236,7 +238,7 @@ static void take_events(struct trace_state *t, uint32_t tid, uint64_t dropped, c
             wsl_mem_trace_event(t->mem, (enum wsl_mem_op)ta->mem, &ev[i]);
         else if (ta->kern)
             wsl_kern_trace_event(t->kern, (enum wsl_kern_op)ta->kern, ta->launch_slot, &ev[i]);
-        if (wsl_nvtx_wants(nth, ta->category))
+        if (ta->nvtx || wsl_nvtx_thread_open(nth))
             wsl_nvtx_trace_event(t->nvtx, nth, ta->category, &ev[i]);
         if (ta->host)
             wsl_host_trace_event(t->host, ta->category, &ev[i]);

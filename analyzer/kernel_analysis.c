@@ -85,6 +85,8 @@ struct handle_launches {
 };
 
 #define MAX_CAPTURING 64 /* streams capturing at once, per process */
+#define HANDLE_CACHE_BITS 4
+#define HANDLE_CACHE_SIZE (1u << HANDLE_CACHE_BITS)
 
 struct handle_timing {
     uint64_t handle;
@@ -116,7 +118,36 @@ struct wsl_kern_trace {
     uint64_t capturing[MAX_CAPTURING]; /* streams between capture begin and end */
     unsigned ncapturing;
     uint64_t captured;
+    /* Recently used handles of `launched` and `timed`, by a few bits of the
+     * handle: most events skip the hash lookup. Entries never go stale (the
+     * maps only grow); handle 0 marks an empty entry. */
+    struct handle_cache_entry {
+        uint64_t handle;
+        uint64_t index;
+    } launched_cache[HANDLE_CACHE_SIZE], timed_cache[HANDLE_CACHE_SIZE];
 };
+
+/* Handles are pointers, their low bits often equal: a multiplicative hash
+ * takes the slot from the top bits of the product. */
+static inline unsigned handle_cache_slot(uint64_t handle)
+{
+    return (unsigned)((handle * 0x9e3779b97f4a7c15ull) >> (64 - HANDLE_CACHE_BITS));
+}
+
+/* The dense index of handle (not 0) in map, through cache; UINT64_MAX when
+ * the map lacks it. */
+static inline uint64_t cached_index(struct handle_cache_entry *cache, const struct wsl_u64_map *map, uint64_t handle)
+{
+    struct handle_cache_entry *c = &cache[handle_cache_slot(handle)];
+    if (c->handle == handle)
+        return c->index;
+    const struct wsl_u64_slot *s = wsl_u64_map_find(map, handle);
+    if (!s)
+        return UINT64_MAX;
+    c->handle = handle;
+    c->index = s->value;
+    return s->value;
+}
 
 struct wsl_kern_trace *wsl_kern_trace_begin(void) { return xcalloc(1, sizeof(struct wsl_kern_trace)); }
 
@@ -193,8 +224,8 @@ static void take_launch(struct wsl_kern_trace *t, unsigned slot, const struct ws
         t->null_handle++;
         return;
     }
-    const struct wsl_u64_slot *s = wsl_u64_map_find(&t->launched, handle);
-    if (!s) {
+    uint64_t index = cached_index(t->launched_cache, &t->launched, handle);
+    if (index == UINT64_MAX) {
         if (t->launched.count >= WSL_KERN_MAX_HANDLES) {
             t->untracked++;
             return;
@@ -203,11 +234,11 @@ static void take_launch(struct wsl_kern_trace *t, unsigned slot, const struct ws
         struct handle_launches *hl = &t->launched_v[t->launched.count];
         memset(hl, 0, sizeof *hl);
         hl->handle = handle;
-        wsl_u64_map_insert(&t->launched, handle, (uint32_t)t->launched.count);
-        s = wsl_u64_map_find(&t->launched, handle);
+        index = t->launched.count;
+        wsl_u64_map_insert(&t->launched, handle, index);
     }
-    t->launched_v[s->value].by_api[slot < WSL_KERN_LAUNCH_APIS ? slot : WSL_KERN_LAUNCH_APIS - 1]++;
-    t->launched_v[s->value].captured += captured;
+    t->launched_v[index].by_api[slot < WSL_KERN_LAUNCH_APIS ? slot : WSL_KERN_LAUNCH_APIS - 1]++;
+    t->launched_v[index].captured += captured;
 }
 
 /* Streams are matched by handle: a capture on the per-thread default stream
@@ -246,8 +277,8 @@ static void take_gpu_time(struct wsl_kern_trace *t, const struct wsl_event *ev)
         }
     }
     uint64_t handle = ev->a[0];
-    const struct wsl_u64_slot *s = handle ? wsl_u64_map_find(&t->timed, handle) : NULL;
-    if (!s) {
+    uint64_t index = handle ? cached_index(t->timed_cache, &t->timed, handle) : UINT64_MAX;
+    if (index == UINT64_MAX) {
         if (!handle || t->timed.count >= WSL_KERN_MAX_TIMED) {
             t->timed_untracked++;
             return;
@@ -256,15 +287,16 @@ static void take_gpu_time(struct wsl_kern_trace *t, const struct wsl_event *ev)
         struct handle_timing *ht = &t->timed_v[t->timed.count];
         memset(ht, 0, sizeof *ht);
         ht->handle = handle;
-        wsl_u64_map_insert(&t->timed, handle, (uint32_t)t->timed.count);
-        s = wsl_u64_map_find(&t->timed, handle);
+        index = t->timed.count;
+        wsl_u64_map_insert(&t->timed, handle, index);
     }
-    struct handle_timing *ht = &t->timed_v[s->value];
+    struct handle_timing *ht = &t->timed_v[index];
     ht->idle += idle;
     wsl_hist_add(&ht->ticks, dur);
 }
 
-void wsl_kern_trace_event(struct wsl_kern_trace *t, enum wsl_kern_op op, unsigned slot, const struct wsl_event *ev)
+static __attribute__((noinline)) void kern_event_slow(struct wsl_kern_trace *t, enum wsl_kern_op op, unsigned slot,
+                                                      const struct wsl_event *ev)
 {
     if ((op == WSL_KERN_LAUNCH || op == WSL_KERN_GRAPH) && ev->result == 0 &&
         (!t->first_launch || ev->t_start < t->first_launch))
@@ -291,6 +323,26 @@ void wsl_kern_trace_event(struct wsl_kern_trace *t, enum wsl_kern_op op, unsigne
     case WSL_KERN_NONE:
         break;
     }
+}
+
+void wsl_kern_trace_event(struct wsl_kern_trace *t, enum wsl_kern_op op, unsigned slot, const struct wsl_event *ev)
+{
+    /* Most events: a successful launch of a handle in the cache, outside any
+     * capture, after the first launch. It does what kern_event_slow would do
+     * for it (first_launch stays, no capture to count) without its calls. */
+    uint64_t handle = ev->a[0];
+    if (op == WSL_KERN_LAUNCH && ev->result == 0 && handle && !t->ncapturing && t->first_launch &&
+        ev->t_start >= t->first_launch) {
+        const struct handle_cache_entry *c = &t->launched_cache[handle_cache_slot(handle)];
+        if (c->handle == handle) {
+            if (ev->t_end > t->last_gpu)
+                t->last_gpu = ev->t_end;
+            t->launches++;
+            t->launched_v[c->index].by_api[slot < WSL_KERN_LAUNCH_APIS ? slot : WSL_KERN_LAUNCH_APIS - 1]++;
+            return;
+        }
+    }
+    kern_event_slow(t, op, slot, ev);
 }
 
 /* The name of handle, or NULL: its own, or its kernel's (a few levels at most). */

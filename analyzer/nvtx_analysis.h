@@ -138,12 +138,20 @@ struct wsl_nvtx_thread *wsl_nvtx_thread(struct wsl_nvtx_trace *t, uint32_t tid, 
 struct wsl_nvtx_thread_head {
     uint32_t open;
 };
-/* True when an event of this category on this thread matters: NVTX and
- * GPU_KERNEL events always, others while the thread has a range open. */
+/* True for the categories whose events always matter: NVTX and GPU_KERNEL. */
+static inline bool wsl_nvtx_wants_always(unsigned category)
+{
+    return wsl_is_nvtx_category(category) || category == WSL_CAT_GPU_KERNEL;
+}
+/* True while the thread has a range open: then its other events matter too. */
+static inline bool wsl_nvtx_thread_open(const struct wsl_nvtx_thread *th)
+{
+    return ((const struct wsl_nvtx_thread_head *)(const void *)th)->open != 0;
+}
+/* True when an event of this category on this thread matters (the two above). */
 static inline bool wsl_nvtx_wants(const struct wsl_nvtx_thread *th, unsigned category)
 {
-    return ((const struct wsl_nvtx_thread_head *)(const void *)th)->open || wsl_is_nvtx_category(category) ||
-           category == WSL_CAT_GPU_KERNEL;
+    return wsl_nvtx_thread_open(th) || wsl_nvtx_wants_always(category);
 }
 void wsl_nvtx_trace_event(struct wsl_nvtx_trace *t, struct wsl_nvtx_thread *th, unsigned category,
                           const struct wsl_event *ev);

@@ -472,7 +472,29 @@ static enum wsl_read_result parse_driver(struct wsl_reader *r, uint32_t size, st
     return WSL_READ_ITEM;
 }
 
-/* Decodes the next batch of the EVENTS chunk in progress. */
+/* A varint of the checked decoder's common lengths (1 and 2 bytes), else
+ * wsl_get_varint itself: the same result and position for every input. */
+static inline const uint8_t *get_varint(const uint8_t *p, const uint8_t *end, uint64_t *out)
+{
+    if (__builtin_expect(end - p >= 2, 1)) {
+        unsigned b0 = p[0];
+        if (b0 < 0x80) {
+            *out = b0;
+            return p + 1;
+        }
+        unsigned b1 = p[1];
+        if (b1 < 0x80) {
+            *out = (uint64_t)(b0 & 0x7f) | (uint64_t)b1 << 7;
+            return p + 2;
+        }
+    }
+    return wsl_get_varint(p, end, out);
+}
+
+/* Decodes the next batch of the EVENTS chunk in progress. The loop is
+ * wsl_event_decode_columns (trace_format.h) written out with the column
+ * cursors in locals, so that they stay in registers: the same checks in the
+ * same order, hence the same events and the same first error. */
 static enum wsl_read_result next_event_batch(struct wsl_reader *r, struct wsl_item *item)
 {
     const unsigned long long at = (unsigned long long)r->chunk_offset;
@@ -480,25 +502,69 @@ static enum wsl_read_result next_event_batch(struct wsl_reader *r, struct wsl_it
     if (n > WSL_READER_BATCH)
         n = WSL_READER_BATCH;
     struct wsl_columns_in in = r->ev_in;
+    const uint8_t *api_p = in.api, *mask_p = in.mask, *dt_p = in.dt, *dur_p = in.dur, *fld_p = in.fld;
+    const uint8_t *const api_end = in.api_end, *const mask_end = in.mask_end, *const dt_end = in.dt_end,
+                         *const dur_end = in.dur_end, *const fld_end = in.fld_end;
     struct wsl_codec_state *st = r->codec;
     struct wsl_event *out = r->batch;
-    for (uint32_t i = 0; i < n; i++) {
-        const uint8_t *api_at = in.api;
-        if (!wsl_event_decode_columns(st, &in, WSL_MAX_API_IDS, &out[i])) {
-            if (api_at == in.api_end)
-                return corrupt(r, "corrupt chunk at byte %llu: event count mismatch (header says %u, "
-                                  "the encoded bytes hold %u)", at, r->ev_count, r->ev_done + i);
-            return corrupt(r, "corrupt chunk at byte %llu: bad event encoding (event %u)", at,
-                           r->ev_done + i);
+    uint64_t prev_t = st->prev_t;
+    const uint8_t *api_at = api_p;
+    uint32_t i;
+    for (i = 0; i < n; i++) {
+        uint64_t id, dt, dur, v;
+        api_at = api_p;
+        const uint8_t *p;
+        if (!(p = get_varint(api_p, api_end, &id)) || id >= WSL_MAX_API_IDS)
+            goto bad;
+        api_p = p;
+        if (mask_p >= mask_end)
+            goto bad;
+        unsigned mask = *mask_p++;
+        if (mask & 0xc0)
+            goto bad;
+        if (!(p = get_varint(dt_p, dt_end, &dt)))
+            goto bad;
+        dt_p = p;
+        if (!(p = get_varint(dur_p, dur_end, &dur)))
+            goto bad;
+        dur_p = p;
+        struct wsl_event *pv = &st->prev[id];
+        if (mask) {
+            if (mask & 1) {
+                if (!(fld_p = get_varint(fld_p, fld_end, &v)))
+                    goto bad;
+                pv->result = (int32_t)wsl_unzigzag(v);
+            }
+            if (mask & 2) {
+                if (!(fld_p = get_varint(fld_p, fld_end, &v)))
+                    goto bad;
+                pv->stream ^= v;
+            }
+            for (unsigned m = mask >> 2; m; m &= m - 1) {
+                if (!(fld_p = get_varint(fld_p, fld_end, &v)))
+                    goto bad;
+                pv->a[__builtin_ctz(m)] ^= v;
+            }
         }
-        uint16_t api = out[i].api;
-        if (__builtin_expect(r->api_state[api] != API_TOUCHED, 0)) {
-            if (r->api_state[api] == API_ABSENT)
-                return corrupt(r, "corrupt chunk at byte %llu: api id %u not in the API table", at, api);
-            r->api_state[api] = API_TOUCHED;
-            r->touched[r->touched_count++] = api;
+        struct wsl_event *ev = &out[i];
+        *ev = *pv;
+        ev->api = (uint16_t)id;
+        prev_t += (uint64_t)wsl_unzigzag(dt);
+        ev->t_start = prev_t;
+        ev->t_end = prev_t + dur;
+        if (__builtin_expect(r->api_state[id] != API_TOUCHED, 0)) {
+            if (r->api_state[id] == API_ABSENT)
+                return corrupt(r, "corrupt chunk at byte %llu: api id %u not in the API table", at, (unsigned)id);
+            r->api_state[id] = API_TOUCHED;
+            r->touched[r->touched_count++] = (uint16_t)id;
         }
     }
+    st->prev_t = prev_t;
+    in.api = api_p;
+    in.mask = mask_p;
+    in.dt = dt_p;
+    in.dur = dur_p;
+    in.fld = fld_p;
     r->ev_in = in;
     item->type = WSL_CHUNK_EVENTS;
     item->events.tid = r->ev_tid;
@@ -515,6 +581,11 @@ static enum wsl_read_result next_event_batch(struct wsl_reader *r, struct wsl_it
                            at, left, r->ev_count);
     }
     return WSL_READ_ITEM;
+bad: /* event i is malformed; api_at is where its api id starts */
+    if (api_at == api_end)
+        return corrupt(r, "corrupt chunk at byte %llu: event count mismatch (header says %u, "
+                          "the encoded bytes hold %u)", at, r->ev_count, r->ev_done + i);
+    return corrupt(r, "corrupt chunk at byte %llu: bad event encoding (event %u)", at, r->ev_done + i);
 }
 
 static enum wsl_read_result parse_events(struct wsl_reader *r, uint32_t size, struct wsl_item *item)

@@ -41,7 +41,7 @@
 #include "wslshim/trace_format.h"
 
 #define WSL_READER_ERRLEN 256
-#define WSL_READER_BATCH 4096  /* events per EVENTS item, at most */
+#define WSL_READER_BATCH 256   /* events per EVENTS item, at most */
 #define WSL_READER_MAJOR WSL_TRACE_VERSION_MAJOR /* the major version this reader reads */
 
 enum wsl_read_result {

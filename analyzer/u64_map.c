@@ -6,27 +6,6 @@
 
 #include "util.h"
 
-static size_t key_hash(uint64_t k)
-{
-    k ^= k >> 33;
-    k *= 0xff51afd7ed558ccdull;
-    k ^= k >> 33;
-    k *= 0xc4ceb9fe1a85ec53ull;
-    k ^= k >> 33;
-    return (size_t)k;
-}
-
-struct wsl_u64_slot *wsl_u64_map_find(const struct wsl_u64_map *m, uint64_t key)
-{
-    if (!m->size)
-        return NULL;
-    size_t mask = m->size - 1;
-    for (size_t s = key_hash(key) & mask; m->slots[s].key; s = (s + 1) & mask)
-        if (m->slots[s].key == key)
-            return &m->slots[s];
-    return NULL;
-}
-
 static void map_grow(struct wsl_u64_map *m)
 {
     size_t size = m->size ? 2 * m->size : 64, old_size = m->size;
@@ -35,7 +14,7 @@ static void map_grow(struct wsl_u64_map *m)
     m->size = size;
     for (size_t i = 0; i < old_size; i++)
         if (old[i].key) {
-            size_t s = key_hash(old[i].key) & (size - 1);
+            size_t s = wsl_u64_key_hash(old[i].key) & (size - 1);
             while (m->slots[s].key)
                 s = (s + 1) & (size - 1);
             m->slots[s] = old[i];
@@ -47,7 +26,7 @@ void wsl_u64_map_insert(struct wsl_u64_map *m, uint64_t key, uint64_t value)
 {
     if (2 * (m->count + 1) > m->size)
         map_grow(m);
-    size_t mask = m->size - 1, s = key_hash(key) & mask;
+    size_t mask = m->size - 1, s = wsl_u64_key_hash(key) & mask;
     while (m->slots[s].key)
         s = (s + 1) & mask;
     m->slots[s].key = key;
@@ -61,7 +40,7 @@ void wsl_u64_map_remove(struct wsl_u64_map *m, struct wsl_u64_slot *slot)
     m->slots[hole].key = 0;
     m->count--;
     for (size_t s = (hole + 1) & mask; m->slots[s].key; s = (s + 1) & mask) {
-        size_t home = key_hash(m->slots[s].key) & mask;
+        size_t home = wsl_u64_key_hash(m->slots[s].key) & mask;
         /* the entry at s may move into the hole unless its home lies in (hole, s] cyclically */
         bool in_between = hole <= s ? (home > hole && home <= s) : (home > hole || home <= s);
         if (!in_between) {
