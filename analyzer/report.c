@@ -219,7 +219,44 @@ static int export_chrome(struct trace_list *traces, const struct wsl_chrome_opti
 
 /* --html: a second pass over each run's traces (the timeline), then the
  * page, into a temporary file renamed at the end: a failure leaves no file. */
-static void write_html(struct wsl_html_run *pages, size_t count, bool force_progress, const char *path)
+/* --html --compare: the wall-time difference split into its causes, after the summary. */
+static void html_fmt_ns(FILE *out, int64_t ns)
+{
+    double a = (double)(ns < 0 ? -ns : ns);
+    const char *sign = ns < 0 ? "-" : "+";
+    if (a >= 1e9)
+        fprintf(out, "%s%.3f s", sign, a / 1e9);
+    else if (a >= 1e6)
+        fprintf(out, "%s%.2f ms", sign, a / 1e6);
+    else
+        fprintf(out, "%s%.1f us", sign, a / 1e3);
+}
+
+static void html_compare_causes(FILE *out, const struct wsl_html_run *runs, size_t count, void *arg)
+{
+    (void)runs;
+    (void)count;
+    const struct wsl_compare *c = arg;
+    fputs("<section id=\"causes\">\n<h2>Why B took ", out);
+    html_fmt_ns(out, c->wall_diff_ns);
+    fputs(" against A</h2>\n<p class=\"note\">The wall-time difference split into its causes: calls made more or less "
+          "often, calls that cost more or less each, file I/O per filesystem. Causes never claim more than the "
+          "difference; the rest is unexplained (GPU time, Python, anything not in recorded calls).</p>\n"
+          "<table>\n<thead><tr><th>cause</th><th>share of the difference</th></tr></thead>\n<tbody>\n", out);
+    for (size_t i = 0; i < c->cause_count; i++) {
+        fputs("<tr><td>", out);
+        wsl_html_escape(out, c->causes[i].text);
+        fputs("</td><td>", out);
+        html_fmt_ns(out, c->causes[i].attributed_ns);
+        fputs("</td></tr>\n", out);
+    }
+    fputs("<tr><td>unexplained</td><td>", out);
+    html_fmt_ns(out, c->unexplained_ns);
+    fputs("</td></tr>\n</tbody>\n</table>\n</section>\n", out);
+}
+
+static void write_html(struct wsl_html_run *pages, size_t count, bool force_progress, const char *path,
+                       const struct wsl_compare *cmp)
 {
     struct wsl_html_series *series = xcalloc(count, sizeof *series);
     for (size_t r = 0; r < count; r++) {
@@ -243,7 +280,9 @@ static void write_html(struct wsl_html_run *pages, size_t count, bool force_prog
     FILE *out = to_stdout ? stdout : fopen(tmp, "w");
     if (!out)
         fail("%s: cannot write: %s", path, strerror(errno));
-    wsl_html_write(out, pages, count, NULL);
+    struct wsl_html_options hopt = {.title = NULL, .extra_section = cmp ? html_compare_causes : NULL,
+                                    .extra_arg = (void *)cmp};
+    wsl_html_write(out, pages, count, &hopt);
     bool bad = fflush(out) != 0 || ferror(out);
     int saved = errno;
     if (!to_stdout) {
@@ -491,7 +530,7 @@ int main(int argc, char **argv)
             pages[0].label = la = xasprintf("A: %s", compare_args[0]);
             pages[1].label = lb = xasprintf("B: %s", compare_args[1]);
         }
-        write_html(pages, compare ? 2 : 1, force_progress, html);
+        write_html(pages, compare ? 2 : 1, force_progress, html, compare ? &cmp : NULL);
         free(la);
         free(lb);
         if (compare) {
