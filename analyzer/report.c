@@ -222,14 +222,8 @@ static int export_chrome(struct trace_list *traces, const struct wsl_chrome_opti
 /* --html --compare: the wall-time difference split into its causes, after the summary. */
 static void html_fmt_ns(FILE *out, int64_t ns)
 {
-    double a = (double)(ns < 0 ? -ns : ns);
-    const char *sign = ns < 0 ? "-" : "+";
-    if (a >= 1e9)
-        fprintf(out, "%s%.3f s", sign, a / 1e9);
-    else if (a >= 1e6)
-        fprintf(out, "%s%.2f ms", sign, a / 1e6);
-    else
-        fprintf(out, "%s%.1f us", sign, a / 1e3);
+    char buf[32];
+    fprintf(out, "%s%s", ns < 0 ? "-" : "+", wsl_format_ns(buf, sizeof buf, (uint64_t)(ns < 0 ? -ns : ns)));
 }
 
 static void html_compare_causes(FILE *out, const struct wsl_html_run *runs, size_t count, void *arg)
