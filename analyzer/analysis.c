@@ -138,12 +138,16 @@ struct trace_api {              /* one api id of the trace being read */
     uint8_t launch_slot;        /* launches: the API's slot in run->kernels.launch_apis */
     bool host;                  /* a CUDA call the host analysis reads (syncs, copies, submissions, allocations) */
     bool nvtx;                  /* the NVTX analysis reads all its events, not only those inside ranges */
+    bool sampled;               /* a file call whose timing was sampled (WSL_API_IO_SAMPLED) */
     uint64_t errors;
-    struct wsl_hist ticks;      /* durations in this trace's ticks */
+    uint64_t untimed;           /* sampled: calls not timed */
+    uint64_t untimed_events;    /* and the events that stand for them */
+    struct wsl_hist ticks;      /* durations in this trace's ticks (sampled: of the timed calls) */
 };
 
 struct trace_state {
     struct trace_api *by_id[WSL_MAX_API_IDS];
+    uint32_t io_weight;         /* calls a timed sampled file call stands for (PROCESS io_timing) */
     bool have_events;
     uint64_t max_event_end;     /* ticks */
     bool have_end;
@@ -216,6 +220,7 @@ static void take_api_table(struct wsl_run *run, struct trace_state *t, const str
         ta->host = !ta->io && e->category != WSL_CAT_OTHER && e->category != WSL_CAT_INIT &&
                    e->category != WSL_CAT_FUNC_NAME && e->category < WSL_CAT_GPU_KERNEL;
         ta->nvtx = wsl_nvtx_wants_always(e->category);
+        ta->sampled = ta->io && (e->flags & WSL_API_IO_SAMPLED);
         if (ta->kern == WSL_KERN_LAUNCH)
             ta->launch_slot = (uint8_t)wsl_kern_launch_slot(&run->kernels, e->base);
         t->by_id[e->id] = ta;   /* the reader refuses an id defined twice */
@@ -230,16 +235,27 @@ static void take_events(struct trace_state *t, uint32_t tid, uint64_t dropped, c
     wsl_host_trace_thread(t->host, tid);
     for (uint32_t i = 0; i < n; i++) {
         struct trace_api *ta = t->by_id[ev[i].api]; /* the reader checked the id is in the table */
-        wsl_hist_add(&ta->ticks, ev[i].t_end - ev[i].t_start);
-        ta->errors += ev[i].result != 0;
+        uint64_t dur = ev[i].t_end - ev[i].t_start, calls = 1, ticks = dur;
+        if (__builtin_expect(ta->sampled, 0)) {
+            calls = wsl_event_calls(ta->category, true, &ev[i]);
+            ticks = wsl_event_ticks(true, t->io_weight, &ev[i]);
+            if (dur)
+                wsl_hist_add(&ta->ticks, dur);
+            else
+                ta->untimed += calls, ta->untimed_events++;
+            ta->errors += ev[i].result != 0 ? calls : 0;
+        } else {
+            wsl_hist_add(&ta->ticks, dur);
+            ta->errors += ev[i].result != 0;
+        }
         if (ta->io && t->io)
-            wsl_io_trace_event(t->io, ta->category, &ev[i]);
+            wsl_io_trace_event(t->io, ta->category, &ev[i], calls, ticks);
         else if (ta->mem)
             wsl_mem_trace_event(t->mem, (enum wsl_mem_op)ta->mem, &ev[i]);
         else if (ta->kern)
             wsl_kern_trace_event(t->kern, (enum wsl_kern_op)ta->kern, ta->launch_slot, &ev[i]);
         if (ta->nvtx || wsl_nvtx_thread_open(nth))
-            wsl_nvtx_trace_event(t->nvtx, nth, ta->category, &ev[i]);
+            wsl_nvtx_trace_event(t->nvtx, nth, ta->category, &ev[i], calls, ticks);
         if (ta->host)
             wsl_host_trace_event(t->host, ta->category, &ev[i]);
         if (ev[i].t_end > max_end)
@@ -310,18 +326,23 @@ static void merge_trace(struct wsl_run *run, struct trace_state *t, struct wsl_p
 {
     for (unsigned id = 0; id < WSL_MAX_API_IDS; id++) {
         struct trace_api *ta = t->by_id[id];
-        if (!ta || ta->ticks.count == 0)
+        if (!ta)
+            continue;
+        uint64_t events = ta->ticks.count + ta->untimed_events;
+        if (ta->sampled && ta->untimed) /* the timed calls stand for all of them */
+            wsl_hist_expand(&ta->ticks, ta->ticks.count + ta->untimed, t->io_weight);
+        if (ta->ticks.count == 0)
             continue;
         if (ta->category == WSL_CAT_GPU_KERNEL || wsl_is_nvtx_category(ta->category)) {
             /* GPU work the shim timed, NVTX calls ("nvtx"): not among the APIs */
-            p->events += ta->ticks.count;
+            p->events += events;
             continue;
         }
         struct wsl_api_stats *a = &run->apis[ta->api];
         wsl_hist_merge_scaled(&a->ns, &ta->ticks, clock->ns_per_tick);
         a->errors += ta->errors;
         a->variants[ta->variant].calls += ta->ticks.count;
-        p->events += ta->ticks.count;
+        p->events += events;
     }
     uint64_t end = p->start_ns;
     if (t->have_events && wsl_clock_to_ns(clock, t->max_event_end) > end)
@@ -407,6 +428,7 @@ int wsl_run_add_trace(struct wsl_run *run, const char *path, char *err, size_t e
         case WSL_CHUNK_PROCESS:
             take_process(&p, &it);
             have_process = true;
+            t->io_weight = wsl_io_weight(&it.process.info);
             if (!t->io)
                 t->io = wsl_io_trace_begin(&run->io, (p.flags & (WSL_PROC_WSL1 | WSL_PROC_WSL2)) != 0);
             break;

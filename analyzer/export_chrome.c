@@ -85,6 +85,7 @@ struct trace_api {
     bool defined;
     uint16_t category;
     uint8_t mem;                /* enum wsl_mem_op */
+    bool sampled;               /* a file call whose timing was sampled (WSL_API_IO_SAMPLED) */
     char *name;                 /* base name */
 };
 
@@ -149,6 +150,7 @@ static void take_api_table(struct chrome_trace *t, const struct wsl_item *it)
         a->defined = true;
         a->category = e->category;
         a->mem = (uint8_t)wsl_mem_op_of(e->category, e->base);
+        a->sampled = wsl_is_io_category(e->category) && (e->flags & WSL_API_IO_SAMPLED);
         a->name = xstrdup(e->base);
     }
 }
@@ -566,7 +568,9 @@ static void write_args(struct exporter *x, struct write_state *w, const struct t
         put_path(out, w, v[0]);
         fprintf(out, ",\"fd\":%" PRId64 ",\"bytes_asked\":%" PRIu64 ",\"bytes\":%" PRIu64, (int64_t)ev->stream, v[1],
                 ev->result ? 0 : v[2]);
-        if (v[3] != UINT64_MAX)
+        if (a->sampled && ev->t_start == ev->t_end)
+            fprintf(out, ",\"calls\":%" PRIu64, wsl_event_calls(WSL_CAT_IO_READ, true, ev));
+        else if (v[3] != UINT64_MAX)
             fprintf(out, ",\"offset\":%" PRIu64, v[3]);
         break;
     case WSL_CAT_IO_MMAP:
@@ -583,6 +587,8 @@ static void write_args(struct exporter *x, struct write_state *w, const struct t
     default:
         break;
     }
+    if (a->sampled)  /* 1 in N of these calls was timed (docs/io.md) */
+        fputs(ev->t_start == ev->t_end ? ",\"timed\":false" : ",\"timed\":\"sampled\"", out);
     put_result(out, a->category, ev->result);
     fputc('}', out);
 }

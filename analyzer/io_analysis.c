@@ -421,39 +421,40 @@ static void classify(struct wsl_io_trace *t, struct path_record *r, uint64_t dev
         r->flags &= ~(uint32_t)PATH_BY_DEVICE;
 }
 
-static void count_call(struct wsl_io_counts *c, unsigned category, const struct wsl_event *ev, uint64_t ticks)
+static void count_call(struct wsl_io_counts *c, unsigned category, const struct wsl_event *ev, uint64_t n,
+                       uint64_t ticks)
 {
     bool ok = ev->result == 0;
     switch (category) {
     case WSL_CAT_IO_READ:
-        c->reads++;
+        c->reads += n;
         c->bytes_read += ok ? ev->a[2] : 0;
         c->read_time += ticks;
         break;
     case WSL_CAT_IO_OPEN:
-        c->opens++;
-        c->files_opened += ok;
+        c->opens += n;
+        c->files_opened += ok ? n : 0;
         c->meta_time += ticks;
         break;
     case WSL_CAT_IO_STAT:
-        c->stats++;
+        c->stats += n;
         c->meta_time += ticks;
         break;
     case WSL_CAT_IO_SEEK:
-        c->seeks++;
+        c->seeks += n;
         c->meta_time += ticks;
         break;
     case WSL_CAT_IO_CLOSE:
-        c->closes++;
+        c->closes += n;
         c->meta_time += ticks;
         break;
     case WSL_CAT_IO_MMAP:
-        c->mmaps++;
+        c->mmaps += n;
         c->bytes_mapped += ok ? ev->a[1] : 0;
         c->mmap_time += ticks;
         break;
     }
-    c->errors += !ok;
+    c->errors += ok ? 0 : n;
 }
 
 static void ensure_mount_slots(struct wsl_io_trace *t, uint32_t m)
@@ -501,7 +502,7 @@ static void file_sized(struct wsl_io_trace *t, struct path_record *r, uint64_t s
 
 /* The figures only data files get: folders, read sizes, small files, the span. */
 static void count_data_call(struct wsl_io_trace *t, struct path_record *r, uint32_t mount, unsigned category,
-                            const struct wsl_event *ev, uint64_t ticks)
+                            const struct wsl_event *ev, uint64_t n, uint64_t ticks)
 {
     struct wsl_io_summary *s = &t->sum;
     bool ok = ev->result == 0, named = r && (r->flags & PATH_NAMED);
@@ -512,20 +513,21 @@ static void count_data_call(struct wsl_io_trace *t, struct path_record *r, uint3
     s->have_span = true;
 
     if (category == WSL_CAT_IO_READ && ok) {
-        uint64_t bytes = ev->a[2];
-        s->size_hist[wsl_io_size_bucket(bytes)]++;
+        /* n alike reads (sampled timing) returned bytes / n each */
+        uint64_t bytes = ev->a[2], each = bytes / n;
+        s->size_hist[wsl_io_size_bucket(each)] += n;
         if (named) {
-            s->named_reads++;
+            s->named_reads += n;
             s->named_bytes_read += bytes;
             r->bytes_read += bytes;
             if (r->flags & PATH_SMALL)
                 s->small_file_bytes_read += bytes;
-            if (bytes <= WSL_IO_SMALL_READ_BYTES) {
-                s->small_reads++;
+            if (each <= WSL_IO_SMALL_READ_BYTES) {
+                s->small_reads += n;
                 s->small_read_bytes += bytes;
                 s->small_read_time += ticks;
             } else {
-                s->large_reads++;
+                s->large_reads += n;
                 s->large_read_bytes += bytes;
                 s->large_read_time += ticks;
             }
@@ -547,9 +549,9 @@ static void count_data_call(struct wsl_io_trace *t, struct path_record *r, uint3
     if (!r || r->dir == DIR_NONE)
         return;
     struct dir_acc *d = dir_slot(t, r->dir);
-    d->reads += category == WSL_CAT_IO_READ;
+    d->reads += category == WSL_CAT_IO_READ ? n : 0;
     d->bytes_read += category == WSL_CAT_IO_READ && ok ? ev->a[2] : 0;
-    d->files += category == WSL_CAT_IO_OPEN && ok;
+    d->files += category == WSL_CAT_IO_OPEN && ok ? n : 0;
     d->time += ticks;
     if (r->dir == DIR_UNTRACKED)
         return;
@@ -564,9 +566,9 @@ static void count_data_call(struct wsl_io_trace *t, struct path_record *r, uint3
     }
 }
 
-void wsl_io_trace_event(struct wsl_io_trace *t, unsigned category, const struct wsl_event *ev)
+void wsl_io_trace_event(struct wsl_io_trace *t, unsigned category, const struct wsl_event *ev, uint64_t n,
+                        uint64_t ticks)
 {
-    uint64_t ticks = ev->t_end - ev->t_start; /* the codec never lets a call end before it starts */
     bool ok = ev->result == 0;
     bool has_fd = (int32_t)(uint32_t)ev->stream >= 0; /* a failed open or a lookup by name has -1 */
     if (category == WSL_CAT_IO_MMAP && ev->a[0] == 0 && !has_fd)
@@ -591,17 +593,17 @@ void wsl_io_trace_event(struct wsl_io_trace *t, unsigned category, const struct 
     bool system = (r && (r->flags & PATH_SYSTEM)) || wsl_fs_kind_is_system(t->io->mounts[mount].kind);
 
     ensure_mount_slots(t, mount);
-    count_call(&t->mount_all[mount], category, ev, ticks);
+    count_call(&t->mount_all[mount], category, ev, n, ticks);
     if (ev->a[0] == 0) {
-        count_call(&t->sum.unknown_fd, category, ev, ticks);   /* stdin, pipes, sockets... */
+        count_call(&t->sum.unknown_fd, category, ev, n, ticks);   /* stdin, pipes, sockets... */
     } else if (system) {
-        count_call(&t->sum.system, category, ev, ticks);
+        count_call(&t->sum.system, category, ev, n, ticks);
     } else if (r && (r->flags & PATH_CODE)) {
-        count_call(&t->sum.code, category, ev, ticks);
+        count_call(&t->sum.code, category, ev, n, ticks);
     } else {
-        count_call(&t->mount_data[mount], category, ev, ticks);
-        count_call(&t->sum.data, category, ev, ticks);
-        count_data_call(t, r, mount, category, ev, ticks);
+        count_call(&t->mount_data[mount], category, ev, n, ticks);
+        count_call(&t->sum.data, category, ev, n, ticks);
+        count_data_call(t, r, mount, category, ev, n, ticks);
     }
     /* The shim names every open and every lookup anew: these ids are done. */
     if (r && (category == WSL_CAT_IO_CLOSE || (category == WSL_CAT_IO_OPEN && !ok) ||

@@ -36,6 +36,32 @@
 #define WSL_IO_TOP_DIRS 10
 #define WSL_IO_NONE UINT32_MAX
 
+/* Sampled file timing (trace_format.h, WSL_API_IO_SAMPLED; docs/io.md). An
+ * event of an id flagged so with t_start == t_end was not timed: it counts as
+ * calls (an untimed read: a3 alike reads in a row) with no time; one that was
+ * timed stands for `weight` calls' time (the process's io_timing). Every
+ * other event is one call of its own duration. */
+static inline uint64_t wsl_event_calls(unsigned category, bool sampled, const struct wsl_event *ev)
+{
+    if (!sampled || ev->t_end != ev->t_start || category != WSL_CAT_IO_READ || !ev->a[3])
+        return 1;
+    return ev->a[3] > UINT32_MAX ? UINT32_MAX : ev->a[3];
+}
+
+static inline uint64_t wsl_event_ticks(bool sampled, uint32_t weight, const struct wsl_event *ev)
+{
+    uint64_t d = ev->t_end >= ev->t_start ? ev->t_end - ev->t_start : 0;
+    if (!sampled || weight <= 1)
+        return d;
+    return d > UINT64_MAX / weight ? UINT64_MAX : d * weight;
+}
+
+/* The weight of a timed sampled event: the PROCESS chunk's io_timing (at least 1). */
+static inline uint32_t wsl_io_weight(const struct wsl_process_info *pi)
+{
+    return pi->io_timing > 1 ? pi->io_timing : 1;
+}
+
 /* Darshan's bucket of a read of `bytes`: [0, 100], (100, 1 KiB], ... (1 GiB, ...). */
 unsigned wsl_io_size_bucket(uint64_t bytes);
 /* "0-100", "100-1K", "1K-10K", ... "1G+" */
@@ -145,8 +171,10 @@ struct wsl_io_trace *wsl_io_trace_begin(struct wsl_io *io, bool wsl);
 void wsl_io_trace_mounts(struct wsl_io_trace *t, const struct wsl_mount_table *table);
 /* A PATHS chunk. */
 void wsl_io_trace_paths(struct wsl_io_trace *t, const struct wsl_item *paths);
-/* One event of an I/O category. */
-void wsl_io_trace_event(struct wsl_io_trace *t, unsigned category, const struct wsl_event *ev);
+/* One event of an I/O category, standing for `calls` calls taking `ticks`
+ * (wsl_event_calls, wsl_event_ticks). */
+void wsl_io_trace_event(struct wsl_io_trace *t, unsigned category, const struct wsl_event *ev, uint64_t calls,
+                        uint64_t ticks);
 /* Adds the trace to the run (times converted with clock) and frees t; the
  * process's own figures (ns) go to *process when it is not NULL. */
 void wsl_io_trace_end(struct wsl_io_trace *t, const struct wsl_clock_map *clock, struct wsl_io_summary *process);

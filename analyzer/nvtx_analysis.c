@@ -3,6 +3,7 @@
  * kept in that trace's ticks and converted once at its end.
  */
 #include "nvtx_analysis.h"
+#include "io_analysis.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -108,14 +109,15 @@ static void counts_add_scaled(struct wsl_nvtx_counts *dst, const struct wsl_nvtx
     counts_add(dst, &c);
 }
 
-static void attribute(struct wsl_nvtx_counts *c, unsigned cat, const struct wsl_event *ev)
+/* ev stands for `calls` calls taking `dur` ticks (sampled file timing: io_analysis.h). */
+static void attribute(struct wsl_nvtx_counts *c, unsigned cat, const struct wsl_event *ev, uint64_t calls,
+                      uint64_t dur)
 {
-    uint64_t dur = ev->t_end >= ev->t_start ? ev->t_end - ev->t_start : 0;
     if (cat >= WSL_CAT_IO_OPEN && cat <= WSL_CAT_IO_CLOSE) {
-        c->io_calls++;
+        c->io_calls += calls;
         c->io_ns += dur;
         if (cat == WSL_CAT_IO_READ && ev->result >= 0) {
-            c->io_reads++;
+            c->io_reads += calls;
             c->io_bytes += ev->a[2];
         }
         return;
@@ -413,7 +415,7 @@ static void on_gpu_kernel(struct wsl_nvtx_trace *t, const struct wsl_event *ev)
 }
 
 void wsl_nvtx_trace_event(struct wsl_nvtx_trace *t, struct wsl_nvtx_thread *th, unsigned category,
-                          const struct wsl_event *ev)
+                          const struct wsl_event *ev, uint64_t calls, uint64_t ticks)
 {
     switch (category) {
     case WSL_CAT_NVTX_PUSH:
@@ -439,7 +441,7 @@ void wsl_nvtx_trace_event(struct wsl_nvtx_trace *t, struct wsl_nvtx_thread *th, 
         return;
     default:
         if (th->frames)
-            attribute(&th->frame[th->frames - 1].self, category, ev);
+            attribute(&th->frame[th->frames - 1].self, category, ev, calls, ticks);
         return;
     }
 }
@@ -688,12 +690,19 @@ static bool count_in_windows(const char *path, const struct wsl_nvtx_window *w, 
         return false;
     uint16_t *cat = xmalloc(WSL_MAX_API_IDS * sizeof *cat);
     memset(cat, 0xff, WSL_MAX_API_IDS * sizeof *cat);
+    bool sampled[WSL_MAX_API_IDS] = {false};
+    uint32_t weight = 1;
     struct wsl_item it;
     enum wsl_read_result res;
     while ((res = wsl_reader_next(r, &it)) == WSL_READ_ITEM) {
+        if (it.type == WSL_CHUNK_PROCESS)
+            weight = wsl_io_weight(&it.process.info);
         if (it.type == WSL_CHUNK_API_TABLE) {
-            for (uint32_t i = 0; i < it.api_table.count; i++)
-                cat[it.api_table.entries[i].id] = it.api_table.entries[i].category;
+            for (uint32_t i = 0; i < it.api_table.count; i++) {
+                const struct wsl_api_entry *e = &it.api_table.entries[i];
+                cat[e->id] = e->category;
+                sampled[e->id] = wsl_is_io_category(e->category) && (e->flags & WSL_API_IO_SAMPLED);
+            }
             continue;
         }
         if (it.type != WSL_CHUNK_EVENTS)
@@ -709,7 +718,8 @@ static bool count_in_windows(const char *path, const struct wsl_nvtx_window *w, 
                     c->gpu_ns += ev->t_end >= ev->t_start ? ev->t_end - ev->t_start : 0;
                 }
             } else if (in_windows(w, n, ev->t_start)) {
-                attribute(c, k, ev);
+                bool smp = sampled[ev->api];
+                attribute(c, k, ev, wsl_event_calls(k, smp, ev), wsl_event_ticks(smp, weight, ev));
             }
         }
     }

@@ -153,8 +153,10 @@ static inline bool wsl_nvtx_wants(const struct wsl_nvtx_thread *th, unsigned cat
 {
     return wsl_nvtx_thread_open(th) || wsl_nvtx_wants_always(category);
 }
+/* ev stands for `calls` calls taking `ticks` (1 and its duration but for
+ * sampled file calls: wsl_event_calls, wsl_event_ticks in io_analysis.h). */
 void wsl_nvtx_trace_event(struct wsl_nvtx_trace *t, struct wsl_nvtx_thread *th, unsigned category,
-                          const struct wsl_event *ev);
+                          const struct wsl_event *ev, uint64_t calls, uint64_t ticks);
 /* Closes what is still open at end_ticks, converts ticks with ns_per_tick,
  * merges into n and frees t; path: the trace's file, read again by wsl_nvtx_finish. */
 void wsl_nvtx_trace_end(struct wsl_nvtx_trace *t, struct wsl_nvtx *n, uint64_t end_ticks, double ns_per_tick,

@@ -106,6 +106,42 @@ void wsl_hist_merge_scaled(struct wsl_hist *dst, const struct wsl_hist *src, dou
     dst->sum = s < sum ? UINT64_MAX : s;
 }
 
+void wsl_hist_expand(struct wsl_hist *h, uint64_t total, uint32_t weight)
+{
+    uint64_t k = h->count;
+    if (total <= k)
+        return;
+    if (k == 0) {
+        uint64_t *b = h->groups[0] ? h->groups[0] : wsl_hist_group_alloc(h, 0);
+        b[0] += total;
+        h->count = total;
+        h->min = h->max = h->sum = 0;
+        return;
+    }
+    double f = (double)total / (double)k;
+    uint64_t assigned = 0, *largest = NULL;
+    for (unsigned g = 0; g < WSL_HIST_GROUPS; g++) {
+        uint64_t *b = h->groups[g];
+        for (unsigned i = 0; b && i < WSL_HIST_SUB; i++) {
+            if (!b[i])
+                continue;
+            double v = (double)b[i] * f;
+            uint64_t n = v >= 18446744073709549568.0 ? UINT64_MAX / 2 : (uint64_t)v;
+            if (n < b[i])
+                n = b[i];
+            b[i] = n;
+            assigned += n;
+            if (!largest || n > *largest)
+                largest = &b[i];
+        }
+    }
+    if (largest && assigned < total)
+        *largest += total - assigned;
+    h->count = total;
+    uint64_t w = weight ? weight : 1;
+    h->sum = h->sum > UINT64_MAX / w ? UINT64_MAX : h->sum * w;
+}
+
 void wsl_hist_free(struct wsl_hist *h)
 {
     for (unsigned g = 0; g < WSL_HIST_GROUPS; g++) {

@@ -60,6 +60,12 @@ uint64_t wsl_hist_quantile(const struct wsl_hist *h, double q);
  * where its middle value lands (adding at most another 0.4%). */
 void wsl_hist_merge_scaled(struct wsl_hist *dst, const struct wsl_hist *src, double scale);
 
+/* A sample stands for all the values (sampled file timing): bucket counts
+ * scaled up so that count becomes total (the largest bucket takes the
+ * rounding), sum multiplied by weight (each sampled value stands for weight
+ * values' time). An empty h becomes total values of 0 (their time unknown). */
+void wsl_hist_expand(struct wsl_hist *h, uint64_t total, uint32_t weight);
+
 void wsl_hist_free(struct wsl_hist *h);
 
 /* The bucket range [lo, hi] holding v (for tests). */

@@ -433,6 +433,7 @@ static enum wsl_read_result parse_api_table(struct wsl_reader *r, uint32_t size,
         memcpy(&e.id, q, 2);
         memcpy(&e.category, q + 2, 2);
         e.per_thread_stream = q[4];
+        e.flags = q[5];
         q += 8;
         e.symbol = (const char *)q;
         q += strlen(e.symbol) + 1;

@@ -55,6 +55,7 @@ struct wsl_api_entry {
     uint16_t id;
     uint16_t category;          /* enum wsl_category; unknown values possible */
     uint8_t per_thread_stream;
+    uint8_t flags;              /* WSL_API_* (1.3); 0 in older traces */
     const char *symbol;         /* e.g. "cuLaunchKernel_ptsz" */
     const char *base;           /* e.g. "cuLaunchKernel"; the symbol if the table had none */
 };

@@ -19,7 +19,14 @@ enum wsl_api_id {
 #define WSL_NVTX(sym, base, cat) WSL_NVTX_ID_##sym,
 #include "wslshim/nvtx_api.def"
 #undef WSL_NVTX
+    /* The file calls again, for events on local files whose timing is sampled
+     * (API_TABLE flag WSL_API_IO_SAMPLED): id + WSL_IO_SAMPLED. */
+#define WSL_IO(sym, base, cat) WSL_IO_S_ID_##sym,
+#include "wslshim/io_api.def"
+#undef WSL_IO
     WSL_API_COUNT
 };
+
+#define WSL_IO_SAMPLED (WSL_IO_S_ID_open - WSL_IO_ID_open)
 
 #endif

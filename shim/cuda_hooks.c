@@ -47,16 +47,19 @@ _Static_assert(WSL_API_COUNT <= WSL_MAX_API_IDS, "event ids fit the trace format
 #undef WSL_HOOK
 
 const struct wsl_api_entry wsl_api_table[] = {
-#define WSL_HOOK(sym, base, ver, pt, cat, pfn, params, args, rec) {#sym, #base, cat, pt, ver},
+#define WSL_HOOK(sym, base, ver, pt, cat, pfn, params, args, rec) {#sym, #base, cat, pt, ver, 0},
 #include "wslshim/cuda_api.def"
 #undef WSL_HOOK
-#define WSL_IO(sym, base, cat) {#sym, #base, cat, 0, 0},
+#define WSL_IO(sym, base, cat) {#sym, #base, cat, 0, 0, 0},
 #include "wslshim/io_api.def"
 #undef WSL_IO
-    {"wslshim_gpu_kernel", "wslshim_gpu_kernel", WSL_CAT_GPU_KERNEL, 0, 0},
-#define WSL_NVTX(sym, base, cat) {#sym, #base, cat, 0, 0},
+    {"wslshim_gpu_kernel", "wslshim_gpu_kernel", WSL_CAT_GPU_KERNEL, 0, 0, 0},
+#define WSL_NVTX(sym, base, cat) {#sym, #base, cat, 0, 0, 0},
 #include "wslshim/nvtx_api.def"
 #undef WSL_NVTX
+#define WSL_IO(sym, base, cat) {#sym, #base, cat, 0, 0, WSL_API_IO_SAMPLED},
+#include "wslshim/io_api.def"
+#undef WSL_IO
 };
 const unsigned wsl_api_count = WSL_API_COUNT;
 #define WSL_HOOK(sym, base, ver, pt, cat, pfn, params, args, rec) \

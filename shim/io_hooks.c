@@ -12,6 +12,16 @@
  * The analyzer maps devices to filesystems with the mount table the writer
  * snapshots (MOUNTS chunks).
  *
+ * Every call is recorded and counted, but a call on a local filesystem (a
+ * Linux disk, tmpfs, overlay, /proc...: a few hundred nanoseconds when the page
+ * cache holds the data) is timed only 1 in WSLSHIM_IO_TIMING (32) on average:
+ * its two clock reads would cost more than the rest of the hook. Such events
+ * carry the sampled twin of their id; the untimed ones have no times, which the
+ * writer fills in, and it folds runs of alike untimed reads into one event.
+ * Calls anywhere else (a Windows drive, a network or FUSE filesystem, a
+ * directory not seen yet, a pipe) are all timed: there they are slow, and
+ * exactly what the report is about (docs/io.md, "Sampled timing").
+ *
  * errno and return values are the real call's: the recording path makes no
  * system call except that first fstat per directory, which saves errno.
  */
@@ -140,20 +150,188 @@ void wsl_io_init(void)
 }
 
 /* ---- fd -> path id, directory -> device ------------------------------------------------- */
+/* Per fd: the path id of its open, and FD_LOCAL when the file is on a local
+ * filesystem (its calls' timing is sampled). */
 #define FD_TABLE_SIZE 65536
-static _Atomic uint32_t fd_path[FD_TABLE_SIZE];
+#define FD_LOCAL (1ull << 32)
+static _Atomic uint64_t fd_info[FD_TABLE_SIZE];
 static _Atomic uint32_t next_path_id = 1;
 static _Atomic uint64_t cwd_generation = 1; /* bumped by chdir/fchdir */
 
-static inline uint32_t path_of_fd(int fd)
+static inline uint64_t info_of_fd(int fd)
 {
-    return (unsigned)fd < FD_TABLE_SIZE ? atomic_load_explicit(&fd_path[fd], memory_order_relaxed) : 0;
+    return (unsigned)fd < FD_TABLE_SIZE ? atomic_load_explicit(&fd_info[fd], memory_order_relaxed) : 0;
 }
 
-static inline void fd_set_path(int fd, uint32_t id)
+static inline uint32_t path_of_fd(int fd) { return (uint32_t)info_of_fd(fd); }
+
+/* local: the file is on a local filesystem, and its calls' timing is sampled (WSLSHIM_IO_TIMING > 1) */
+static inline void fd_set_info(int fd, uint32_t id, int local)
 {
     if ((unsigned)fd < FD_TABLE_SIZE)
-        atomic_store_explicit(&fd_path[fd], id, memory_order_relaxed);
+        atomic_store_explicit(&fd_info[fd], id | (local && wsl_cfg.io_timing > 1 ? FD_LOCAL : 0),
+                              memory_order_relaxed);
+}
+
+static inline void fd_set_path(int fd, uint32_t id) { fd_set_info(fd, id, 0); }
+
+/* ---- which devices are local filesystems --------------------------------------------------
+ * From the mount table the writer reads (at start and whenever it changes): a
+ * small array of (device, local) keys, read without a lock. A reader that sees
+ * it mid-update may time a call it could have sampled, or the reverse; the
+ * events say which it did, so the figures stay right either way. */
+#define LOCAL_DEVS_MAX 512
+static _Atomic uint64_t local_devs[LOCAL_DEVS_MAX]; /* (major << 20 | minor) << 1 | local */
+static _Atomic uint32_t local_dev_count;
+static _Atomic uint32_t local_devs_gen = 1;
+
+static uint64_t dev_key(uint64_t dev) { return ((dev >> 32) << 20 | (dev & 0xfffff)) << 1; }
+
+/* Filesystems whose calls cost what the page cache and a local disk cost. */
+static int fstype_is_local(const char *t, size_t n)
+{
+    static const char *const local[] = {
+        "ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs", "zfs", "jfs", "reiserfs", "bcachefs", "nilfs2",
+        "vfat", "msdos", "exfat", "ntfs3", "squashfs", "erofs", "iso9660", "udf", "lxfs", "wslfs",
+        "tmpfs", "ramfs", "overlay", "aufs", "proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2",
+        "mqueue", "hugetlbfs", "debugfs", "tracefs", "securityfs", "bpf", "configfs", "pstore",
+        "efivarfs", "binfmt_misc", "nsfs", "fusectl", "rpc_pipefs", "selinuxfs",
+    };
+    for (size_t i = 0; i < sizeof local / sizeof local[0]; i++)
+        if (strlen(local[i]) == n && !memcmp(local[i], t, n))
+            return 1;
+    return 0;
+}
+
+void wsl_io_note_mounts(const char *text, size_t n)
+{
+    uint32_t count = 0;
+    const char *p = text, *end = text + n;
+    while (p < end && count < LOCAL_DEVS_MAX) {
+        const char *eol = memchr(p, '\n', (size_t)(end - p));
+        if (!eol)
+            eol = end;
+        /* "36 35 98:0 /root /mnt opts - fstype source superopts" */
+        unsigned major, minor;
+        const char *dash = NULL;
+        for (const char *q = p; q + 3 <= eol; q++)
+            if (q[0] == ' ' && q[1] == '-' && q[2] == ' ') {
+                dash = q + 3;
+                break;
+            }
+        char line[64];
+        size_t ll = (size_t)(eol - p) < sizeof line - 1 ? (size_t)(eol - p) : sizeof line - 1;
+        memcpy(line, p, ll);
+        line[ll] = 0;
+        if (dash && sscanf(line, "%*u %*u %u:%u", &major, &minor) == 2) {
+            const char *ft = dash, *fe = memchr(ft, ' ', (size_t)(eol - ft));
+            if (!fe)
+                fe = eol;
+            uint64_t key = dev_key((uint64_t)major << 32 | minor) | (uint64_t)fstype_is_local(ft, (size_t)(fe - ft));
+            atomic_store_explicit(&local_devs[count++], key, memory_order_relaxed);
+        }
+        p = eol + 1;
+    }
+    atomic_store_explicit(&local_dev_count, count, memory_order_release);
+    atomic_fetch_add_explicit(&local_devs_gen, 1, memory_order_release);
+}
+
+/* The first question comes before the writer read the mount table: read it
+ * here, once (the writer reads it again and keeps it current). */
+static void mounts_first_read(void)
+{
+    static _Atomic int reading;
+    static char buf[256 << 10]; /* no malloc here: an allocator's own start-up may be reading a file */
+    if (atomic_exchange(&reading, 1))
+        return; /* another thread is at it: its answer comes soon, time these calls meanwhile */
+    const char *path = getenv("WSLSHIM_MOUNTINFO");
+    int fd = (int)syscall(SYS_openat, AT_FDCWD, path && *path ? path : "/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    size_t n = 0;
+    for (;;) {
+        ssize_t r = syscall(SYS_read, fd, buf + n, sizeof buf - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+    }
+    syscall(SYS_close, fd);
+    if (n && atomic_load(&local_devs_gen) == 1)
+        wsl_io_note_mounts(buf, n); /* a table past the buffer: its first mounts, until the writer's read */
+}
+
+/* Is dev a local filesystem's? Remembered per thread for the last device. */
+static int dev_is_local(struct wsl_thread *t, uint64_t dev)
+{
+    uint32_t gen = atomic_load_explicit(&local_devs_gen, memory_order_acquire);
+    if (WSL_LIKELY(t->io_memo_dev == dev && t->io_memo_gen == gen))
+        return (int)t->io_memo_local;
+    if (WSL_UNLIKELY(gen == 1)) {
+        int saved = errno;
+        mounts_first_read();
+        errno = saved;
+        gen = atomic_load_explicit(&local_devs_gen, memory_order_acquire);
+    }
+    uint64_t key = dev_key(dev);
+    int local = 0;
+    uint32_t count = atomic_load_explicit(&local_dev_count, memory_order_acquire);
+    for (uint32_t i = 0; i < count; i++) {
+        uint64_t k = atomic_load_explicit(&local_devs[i], memory_order_relaxed);
+        if ((k & ~1ull) == key) {
+            local = (int)(k & 1); /* the first mount of a device names its filesystem */
+            break;
+        }
+    }
+    t->io_memo_dev = dev;
+    t->io_memo_gen = gen;
+    t->io_memo_local = (uint32_t)local;
+    return local;
+}
+
+/* ---- sampled timing ------------------------------------------------------------------------
+ * Gaps between timed calls are uniform on [1, 2N-1] (mean N), so that no
+ * periodic pattern of calls (open, read, read, close...) is always caught at
+ * the same place; each local call is timed with probability 1/N and a timed
+ * one stands for N calls. A thread's first gap is the smaller of two draws,
+ * which is what a gap looks like when met at a random point. */
+static inline uint32_t io_rand(struct wsl_thread *t)
+{
+    uint32_t x = t->io_rng;
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    t->io_rng = x;
+    return x;
+}
+
+static inline uint32_t io_gap(struct wsl_thread *t)
+{
+    uint32_t span = 2u * (uint32_t)wsl_cfg.io_timing - 1u;
+    return 1u + (uint32_t)(((uint64_t)io_rand(t) * span) >> 32);
+}
+
+void wsl_io_thread_init(struct wsl_thread *t)
+{
+    t->run_fd = -2; /* run ids go on counting: the writer follows them across the ring's owners */
+    uint32_t seed = (uint32_t)(t->tid * 2654435761u) ^ (uint32_t)wsl_ticks();
+    t->io_rng = seed ? seed : 1;
+    if (wsl_cfg.io_timing > 1) {
+        uint32_t a = io_gap(t), b = io_gap(t);
+        t->io_countdown = a < b ? a : b;
+    } else {
+        t->io_countdown = 1;
+    }
+}
+
+/* Is this call on a local file the thread's one to time? */
+static inline __attribute__((always_inline)) int io_due(struct wsl_thread *t)
+{
+    if (WSL_LIKELY(--t->io_countdown != 0))
+        return 0;
+    t->io_countdown = io_gap(t);
+    return 1;
 }
 
 #define DIR_CACHE_SIZE 4096 /* power of two */
@@ -328,29 +506,44 @@ void wsl_io_name_inherited_fds(struct wsl_thread *t)
     }
 }
 
+/* The device of a directory when an earlier open or lookup in it told (0: not known). */
+static inline uint64_t dir_device(uint64_t dir_hash)
+{
+    if (!dir_hash)
+        return 0;
+    unsigned slot = (unsigned)(dir_hash & (DIR_CACHE_SIZE - 1));
+    if (atomic_load_explicit(&dir_cache[slot].hash, memory_order_acquire) == dir_hash)
+        return atomic_load_explicit(&dir_cache[slot].dev, memory_order_relaxed);
+    return 0;
+}
+
+static void dir_device_set(uint64_t dir_hash, uint64_t dev)
+{
+    if (!dir_hash || !dev)
+        return;
+    unsigned slot = (unsigned)(dir_hash & (DIR_CACHE_SIZE - 1));
+    atomic_store_explicit(&dir_cache[slot].hash, 0, memory_order_relaxed);
+    atomic_store_explicit(&dir_cache[slot].dev, dev, memory_order_relaxed);
+    atomic_store_explicit(&dir_cache[slot].hash, dir_hash, memory_order_release);
+}
+
 /* The device a just-opened file lives on: cached per directory. */
 static uint64_t device_of(int fd, uint64_t dir_hash, uint64_t *size)
 {
     *size = ~0ull;
-    if (dir_hash) {
-        unsigned slot = (unsigned)(dir_hash & (DIR_CACHE_SIZE - 1));
-        if (atomic_load_explicit(&dir_cache[slot].hash, memory_order_acquire) == dir_hash)
-            return atomic_load_explicit(&dir_cache[slot].dev, memory_order_relaxed);
-    }
+    uint64_t dev = dir_device(dir_hash);
+    if (dev)
+        return dev;
     struct stat st;
     int saved = errno;
     int rc = REAL(fstat)(fd, &st);
     errno = saved;
     if (rc != 0)
         return 0;
-    uint64_t dev = WSL_DEV(major(st.st_dev), minor(st.st_dev));
+    dev = WSL_DEV(major(st.st_dev), minor(st.st_dev));
     *size = (uint64_t)st.st_size;
-    if (dir_hash && S_ISREG(st.st_mode)) {
-        unsigned slot = (unsigned)(dir_hash & (DIR_CACHE_SIZE - 1));
-        atomic_store_explicit(&dir_cache[slot].hash, 0, memory_order_relaxed);
-        atomic_store_explicit(&dir_cache[slot].dev, dev, memory_order_relaxed);
-        atomic_store_explicit(&dir_cache[slot].hash, dir_hash, memory_order_release);
-    }
+    if (S_ISREG(st.st_mode))
+        dir_device_set(dir_hash, dev);
     return dev;
 }
 
@@ -361,11 +554,13 @@ static inline __attribute__((always_inline)) struct wsl_thread *io_enter(void)
 {
     if (WSL_UNLIKELY(wsl_tls_depth) || WSL_UNLIKELY(!wsl_cfg.io))
         return NULL;
-    struct wsl_thread *t = wsl_thread_get();
-    if (WSL_UNLIKELY(!wsl_cfg.io)) /* the first call may be what loaded WSLSHIM_IO=0 */
-        return NULL;
-    if (WSL_LIKELY(t != NULL))
-        wsl_tls_depth = 1;
+    struct wsl_thread *t = wsl_tls_thread;
+    if (WSL_UNLIKELY(!t || t->gen != atomic_load_explicit(&wsl_gen, memory_order_relaxed))) {
+        t = wsl_thread_setup();
+        if (!t || !wsl_cfg.io) /* the first call may be what loaded WSLSHIM_IO=0 */
+            return NULL;
+    }
+    wsl_tls_depth = 1;
     return t;
 }
 
@@ -386,33 +581,130 @@ static inline __attribute__((always_inline)) void io_record(struct wsl_thread *t
         e->a[2] = a2;
         e->a[3] = a3;
         wsl_ring_commit(t);
+        if (!t0)
+            atomic_store_explicit(&t->io_untimed, 1, memory_order_relaxed); /* the writer times these */
     }
     wsl_tls_depth = 0;
 }
 
+/* An untimed successful read like the run this thread is in (same id, fd,
+ * path, bytes asked and returned) adds to that run: no event, one store. The
+ * first read of a run is an event whose a3 is the run's id << 32 | the calls
+ * of the run before it; the writer turns it into the run's count (writer.c,
+ * settle_untimed). Returns 1 when the read was recorded so. */
+static inline __attribute__((always_inline)) int io_run_extend(struct wsl_thread *t, unsigned api, int64_t fd,
+                                                               uint64_t path, uint64_t ask, uint64_t got,
+                                                               int failed)
+{
+    if (t->run_fd == fd && t->run_path == path && t->run_each == got && t->run_ask == ask && t->run_api == api &&
+        !failed) {
+        uint64_t st = atomic_load_explicit(&t->run_state, memory_order_relaxed);
+        if (WSL_LIKELY((uint32_t)st != UINT32_MAX)) {
+            atomic_store_explicit(&t->run_state, st + 1, memory_order_release); /* only this thread writes it */
+            wsl_tls_depth = 0;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void io_run_start(struct wsl_thread *t, unsigned api, int64_t fd, uint64_t path, uint64_t ask,
+                         uint64_t got, int failed, int err)
+{
+    struct wsl_event *e = wsl_ring_reserve(t);
+    uint64_t st = atomic_load_explicit(&t->run_state, memory_order_relaxed);
+    uint32_t prev = t->run_fd != -2 ? (uint32_t)st : 0, id = (uint32_t)(st >> 32) + 1;
+    t->run_fd = -2;
+    if (WSL_LIKELY(e != NULL)) {
+        if (!failed) { /* a failed read is a run of one */
+            t->run_fd = fd;
+            t->run_api = api;
+            t->run_path = path;
+            t->run_ask = ask;
+            t->run_each = got;
+        }
+        e->t_start = e->t_end = 0;
+        e->api = (uint16_t)api;
+        e->flags = 0;
+        e->result = failed ? -err : 0;
+        e->stream = (uint64_t)fd;
+        e->a[0] = path;
+        e->a[1] = ask;
+        e->a[2] = got;
+        e->a[3] = (uint64_t)id << 32 | prev;
+        atomic_store_explicit(&t->run_state, (uint64_t)id << 32 | 1, memory_order_relaxed);
+        atomic_store_explicit(&t->io_untimed, 1, memory_order_relaxed);
+        wsl_ring_commit(t); /* publishes the run's state with it */
+    }
+    wsl_tls_depth = 0;
+}
+
+/* A read-like call: a timed one is an event of its own, an untimed one joins or starts a run. */
+static inline __attribute__((always_inline)) void io_record_read(struct wsl_thread *t, unsigned api, uint64_t t0,
+                                                                 uint64_t t1, int failed, int err, int64_t fd,
+                                                                 uint64_t path, uint64_t ask, uint64_t got,
+                                                                 uint64_t off)
+{
+    if (t0) {
+        io_record(t, api, t0, t1, failed, err, fd, path, ask, got, off);
+        return;
+    }
+    if (!io_run_extend(t, api, fd, path, ask, got, failed))
+        io_run_start(t, api, fd, path, ask, got, failed, err);
+}
+
+/* Whether a call on a local file (local: nonzero, and sampling is on) is
+ * timed, and the id offset its event takes: every other call is timed under
+ * its own id. */
+#define IO_TIMING(local)                                                                   \
+    unsigned off_ = 0;                                                                     \
+    int timed_ = 1;                                                                        \
+    if (local) {                                                                           \
+        off_ = WSL_IO_SAMPLED;                                                             \
+        timed_ = io_due(t);                                                                \
+    }
+
+/* The real call into `var`, between two clock reads when it is timed (t0 0: not). */
+#define IO_CALL_TIMED(type, var, call)                                                     \
+    uint64_t t0 = timed_ ? wsl_ticks() : 0;                                                \
+    type var = call;                                                                       \
+    uint64_t t1 = timed_ ? wsl_ticks() : 0;                                                \
+    if (WSL_UNLIKELY(timed_ && t1 <= t0))                                                  \
+        t1 = t0 + 1; /* a timed call never looks untimed */
+
 /* An open that returned fd (or failed): name it, find its device, record it. */
 static void record_open(struct wsl_thread *t, unsigned api, uint64_t t0, uint64_t t1, int fd, int err,
-                        int dirfd, const char *path, int flags)
+                        uint32_t id, uint64_t dir_hash, int flags)
 {
-    uint64_t dir_hash;
-    uint32_t id = path_record(t, dirfd, path, &dir_hash);
     uint64_t dev = 0, size = ~0ull;
     if (fd >= 0) {
-        fd_set_path(fd, id);
         dev = device_of(fd, dir_hash, &size);
+        fd_set_info(fd, id, dev && dev_is_local(t, dev));
     }
     io_record(t, api, t0, t1, fd < 0, err, fd, id, dev, (uint64_t)(unsigned)flags, size);
 }
 
-/* Every hook's first half: straight through when this call is not to be
- * recorded, else the real call into `var`, timed by t0 and t1. */
-#define IO_TIMED_CALL(type, var, call)                                                     \
+/* Every fd hook's first half: straight through when this call is not to be
+ * recorded, else the real call into `var`, timed or not (see IO_TIMING). */
+#define IO_TIMED_CALL(type, var, fd, call)                                                 \
     struct wsl_thread *t = io_enter();                                                     \
     if (!t)                                                                                \
         return call;                                                                       \
-    uint64_t t0 = wsl_ticks();                                                             \
-    type var = call;                                                                       \
-    uint64_t t1 = wsl_ticks();
+    uint64_t info_ = info_of_fd(fd);                                                       \
+    IO_TIMING(info_ & FD_LOCAL)                                                            \
+    IO_CALL_TIMED(type, var, call)
+
+/* A call by name: the path is recorded first, and its directory says
+ * whether the file is local (known once something in it was opened). */
+#define IO_NAMED_CALL(type, var, dirfd, path, call)                                        \
+    struct wsl_thread *t = io_enter();                                                     \
+    if (!t)                                                                                \
+        return call;                                                                       \
+    uint64_t dir_hash_;                                                                    \
+    uint32_t id_ = path_record(t, dirfd, path, &dir_hash_);                               \
+    uint64_t dirdev_ = dir_device(dir_hash_);                                              \
+    IO_TIMING(dirdev_ && wsl_cfg.io_timing > 1 && dev_is_local(t, dirdev_))                \
+    IO_CALL_TIMED(type, var, call)
 
 static inline int open_needs_mode(int flags)
 {
@@ -420,9 +712,9 @@ static inline int open_needs_mode(int flags)
 }
 
 #define OPEN_HOOK(api, dirfd, path, flags, call)                                           \
-    IO_TIMED_CALL(int, fd, call)                                                           \
+    IO_NAMED_CALL(int, fd, dirfd, path, call)                                              \
     int err = errno;                                                                       \
-    record_open(t, api, t0, t1, fd, err, dirfd, path, flags);                              \
+    record_open(t, (api) + off_, t0, t1, fd, err, id_, dir_hash_, flags);                  \
     errno = err;                                                                           \
     return fd;
 
@@ -494,9 +786,9 @@ static int fopen_flags(const char *mode)
 }
 
 #define FOPEN_HOOK(api, fn)                                                                \
-    IO_TIMED_CALL(FILE *, f, REAL(fn)(path, mode))                                         \
+    IO_NAMED_CALL(FILE *, f, AT_FDCWD, path, REAL(fn)(path, mode))                         \
     int err = errno;                                                                       \
-    record_open(t, api, t0, t1, f ? fileno_unlocked(f) : -1, err, AT_FDCWD, path, fopen_flags(mode)); \
+    record_open(t, (api) + off_, t0, t1, f ? fileno_unlocked(f) : -1, err, id_, dir_hash_, fopen_flags(mode)); \
     errno = err;                                                                           \
     return f;
 
@@ -508,9 +800,10 @@ WSL_EXPORT FILE *fopen64(const char *path, const char *mode) { FOPEN_HOOK(WSL_IO
 
 /* A read-like call returning ssize_t: bytes asked `ask`, offset `off`. */
 #define READ_HOOK(api, fd, ask, off, call)                                                 \
-    IO_TIMED_CALL(ssize_t, r, call)                                                        \
+    IO_TIMED_CALL(ssize_t, r, fd, call)                                                    \
     /* The recording path leaves errno alone (its slow paths restore it). */               \
-    io_record(t, api, t0, t1, r < 0, r < 0 ? errno : 0, fd, path_of_fd(fd), ask, r > 0 ? (uint64_t)r : 0, off); \
+    io_record_read(t, (api) + off_, t0, t1, r < 0, r < 0 ? errno : 0, fd, (uint32_t)info_, ask, \
+                   r > 0 ? (uint64_t)r : 0, off);                                          \
     return r;
 
 WSL_EXPORT ssize_t read(int fd, void *buf, size_t n)
@@ -572,11 +865,11 @@ WSL_EXPORT ssize_t preadv64v2(int fd, const struct iovec *iov, int cnt, off64_t 
 static inline int stream_fd(FILE *f) { return f ? fileno_unlocked(f) : -1; }
 
 #define FREAD_HOOK(api, size, n, f, call)                                                  \
-    IO_TIMED_CALL(size_t, r, call)                                                         \
-    int err = errno;                                                                       \
     int fd = stream_fd(f);                                                                 \
+    IO_TIMED_CALL(size_t, r, fd, call)                                                     \
+    int err = errno;                                                                       \
     int failed = r < (n) && f && ferror_unlocked(f);                                       \
-    io_record(t, api, t0, t1, failed, err, fd, path_of_fd(fd), (uint64_t)(size) * (n),     \
+    io_record_read(t, (api) + off_, t0, t1, failed, err, fd, (uint32_t)info_, (uint64_t)(size) * (n), \
               (uint64_t)r * (size), NO_OFFSET);                                            \
     errno = err;                                                                           \
     return r;
@@ -595,10 +888,10 @@ WSL_EXPORT size_t __fread_chk(void *buf, size_t buflen, size_t size, size_t n, F
 }
 
 #define FGETS_HOOK(api, s, size, f, call)                                                  \
-    IO_TIMED_CALL(char *, r, call)                                                         \
-    int err = errno;                                                                       \
     int fd = stream_fd(f);                                                                 \
-    io_record(t, api, t0, t1, !r && f && ferror_unlocked(f), err, fd, path_of_fd(fd),     \
+    IO_TIMED_CALL(char *, r, fd, call)                                                     \
+    int err = errno;                                                                       \
+    io_record_read(t, (api) + off_, t0, t1, !r && f && ferror_unlocked(f), err, fd, (uint32_t)info_, \
               (uint64_t)(size), r ? strlen(r) : 0, NO_OFFSET);                             \
     errno = err;                                                                           \
     return r;
@@ -613,10 +906,10 @@ WSL_EXPORT char *__fgets_chk(char *s, size_t buflen, int size, FILE *f)
 }
 
 #define GETDELIM_HOOK(api, f, call)                                                        \
-    IO_TIMED_CALL(ssize_t, r, call)                                                        \
-    int err = errno;                                                                       \
     int fd = stream_fd(f);                                                                 \
-    io_record(t, api, t0, t1, r < 0 && f && ferror_unlocked(f), err, fd, path_of_fd(fd), 0, \
+    IO_TIMED_CALL(ssize_t, r, fd, call)                                                    \
+    int err = errno;                                                                       \
+    io_record_read(t, (api) + off_, t0, t1, r < 0 && f && ferror_unlocked(f), err, fd, (uint32_t)info_, 0, \
               r > 0 ? (uint64_t)r : 0, NO_OFFSET);                                         \
     errno = err;                                                                           \
     return r;
@@ -641,14 +934,9 @@ WSL_EXPORT ssize_t wsl_io_getline(char **line, size_t *n, FILE *f)
 #define MMAP_HOOK(api, call)                                                               \
     if (fd < 0 || (flags & MAP_ANONYMOUS))                                                 \
         return call;                                                                       \
-    struct wsl_thread *t = io_enter();                                                     \
-    if (!t)                                                                                \
-        return call;                                                                       \
-    uint64_t t0 = wsl_ticks();                                                             \
-    void *r = call;                                                                        \
-    uint64_t t1 = wsl_ticks();                                                             \
+    IO_TIMED_CALL(void *, r, fd, call)                                                     \
     int err = errno;                                                                       \
-    io_record(t, api, t0, t1, r == MAP_FAILED, err, fd, path_of_fd(fd), len, (uint64_t)off, \
+    io_record(t, (api) + off_, t0, t1, r == MAP_FAILED, err, fd, (uint32_t)info_, len, (uint64_t)off, \
               (uint64_t)(unsigned)prot);                                                   \
     errno = err;                                                                           \
     return r;
@@ -674,21 +962,42 @@ WSL_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off
 /* ---- the stat family --------------------------------------------------------------------- */
 enum { STAT_KIND_STAT = 0, STAT_KIND_ACCESS = 1, STAT_KIND_STATX = 2 };
 
-/* A lookup by path (dirfd-relative) or, with path NULL, of an open fd. */
-static void record_stat(struct wsl_thread *t, unsigned api, uint64_t t0, uint64_t t1, int failed, int err,
-                        int dirfd, const char *path, int fd, uint64_t dev, uint64_t size, unsigned kind)
+/* A lookup by path (dirfd-relative) or, with path NULL, of an open fd: its
+ * path id, and whether the file is local (from the fd, or from its directory
+ * when something in it was opened or looked up before). */
+static inline int lookup_begin(struct wsl_thread *t, int dirfd, const char *path, int fd, uint32_t *id,
+                               uint64_t *dir_hash)
 {
-    uint64_t dir_hash;
-    uint32_t id = path ? path_record(t, dirfd, path, &dir_hash) : path_of_fd(fd);
-    io_record(t, api, t0, t1, failed, err, path ? -1 : fd, id, dev, size, kind);
+    *dir_hash = 0;
+    if (!path) {
+        uint64_t info = info_of_fd(fd);
+        *id = (uint32_t)info;
+        return (info & FD_LOCAL) != 0;
+    }
+    *id = path_record(t, dirfd, path, dir_hash);
+    uint64_t dev = dir_device(*dir_hash);
+    return dev && wsl_cfg.io_timing > 1 && dev_is_local(t, dev);
 }
 
+#define LOOKUP_CALL(dirfd, path, fd, call)                                                 \
+    struct wsl_thread *t = io_enter();                                                     \
+    if (!t)                                                                                \
+        return call;                                                                       \
+    const char *path_ = (path);                                                            \
+    uint32_t id_;                                                                          \
+    uint64_t dir_hash_;                                                                    \
+    int local_ = lookup_begin(t, dirfd, path_, fd, &id_, &dir_hash_);                      \
+    IO_TIMING(local_)                                                                      \
+    IO_CALL_TIMED(int, r, call)
+
 #define STAT_HOOK(api, dirfd, path, fd, st, call)                                          \
-    IO_TIMED_CALL(int, r, call)                                                            \
+    LOOKUP_CALL(dirfd, path, fd, call)                                                     \
     int err = errno;                                                                       \
     uint64_t dev = r == 0 && (st) ? WSL_DEV(major((st)->st_dev), minor((st)->st_dev)) : 0; \
     uint64_t size = r == 0 && (st) ? (uint64_t)(st)->st_size : 0;                          \
-    record_stat(t, api, t0, t1, r != 0, err, dirfd, path, fd, dev, size, STAT_KIND_STAT);  \
+    if (dev && path_ && S_ISREG((st)->st_mode) && !dir_device(dir_hash_))                  \
+        dir_device_set(dir_hash_, dev); /* a file's folder is on its device */             \
+    io_record(t, (api) + off_, t0, t1, r != 0, err, path_ ? -1 : fd, id_, dev, size, STAT_KIND_STAT); \
     errno = err;                                                                           \
     return r;
 
@@ -764,25 +1073,19 @@ WSL_EXPORT int __fxstatat64(int ver, int dirfd, const char *path, struct stat64 
 
 WSL_EXPORT int statx(int dirfd, const char *path, int flags, unsigned mask, struct statx *stx)
 {
-    struct wsl_thread *t = io_enter();
-    if (!t)
-        return REAL(statx)(dirfd, path, flags, mask, stx);
-    uint64_t t0 = wsl_ticks();
-    int r = REAL(statx)(dirfd, path, flags, mask, stx);
-    uint64_t t1 = wsl_ticks();
+    LOOKUP_CALL(dirfd, AT_PATH(path, flags), dirfd, REAL(statx)(dirfd, path, flags, mask, stx))
     int err = errno;
     uint64_t dev = r == 0 && stx ? WSL_DEV(stx->stx_dev_major, stx->stx_dev_minor) : 0;
     uint64_t size = r == 0 && stx ? stx->stx_size : 0;
-    record_stat(t, WSL_IO_ID_statx, t0, t1, r != 0, err, dirfd, AT_PATH(path, flags), dirfd, dev, size,
-                STAT_KIND_STATX);
+    io_record(t, WSL_IO_ID_statx + off_, t0, t1, r != 0, err, path_ ? -1 : dirfd, id_, dev, size, STAT_KIND_STATX);
     errno = err;
     return r;
 }
 
 #define ACCESS_HOOK(api, dirfd, path, call)                                                \
-    IO_TIMED_CALL(int, r, call)                                                            \
+    LOOKUP_CALL(dirfd, path, -1, call)                                                     \
     int err = errno;                                                                       \
-    record_stat(t, api, t0, t1, r != 0, err, dirfd, path, -1, 0, 0, STAT_KIND_ACCESS);     \
+    io_record(t, (api) + off_, t0, t1, r != 0, err, -1, id_, 0, 0, STAT_KIND_ACCESS);     \
     errno = err;                                                                           \
     return r;
 
@@ -797,9 +1100,9 @@ WSL_EXPORT int faccessat(int dirfd, const char *path, int mode, int flags)
 
 /* ---- seeks and closes -------------------------------------------------------------------- */
 #define SEEK_HOOK(api, call)                                                               \
-    IO_TIMED_CALL(__typeof__(call), r, call)                                               \
+    IO_TIMED_CALL(__typeof__(call), r, fd, call)                                           \
     int err = errno;                                                                       \
-    io_record(t, api, t0, t1, r < 0, err, fd, path_of_fd(fd), (uint64_t)off, (uint64_t)whence, (uint64_t)r); \
+    io_record(t, (api) + off_, t0, t1, r < 0, err, fd, (uint32_t)info_, (uint64_t)off, (uint64_t)whence, (uint64_t)r); \
     errno = err;                                                                           \
     return r;
 
@@ -884,13 +1187,12 @@ WSL_EXPORT int close(int fd)
         fd_set_path(fd, 0);
         return REAL(close)(fd);
     }
-    uint32_t id = path_of_fd(fd);
+    uint64_t info_ = info_of_fd(fd);
     fd_set_path(fd, 0); /* before the number can be reused by another thread's open */
-    uint64_t t0 = wsl_ticks();
-    int r = REAL(close)(fd);
-    uint64_t t1 = wsl_ticks();
+    IO_TIMING(info_ & FD_LOCAL)
+    IO_CALL_TIMED(int, r, REAL(close)(fd))
     int err = errno;
-    io_record(t, WSL_IO_ID_close, t0, t1, r != 0, err, fd, id, 0, 0, 0);
+    io_record(t, WSL_IO_ID_close + off_, t0, t1, r != 0, err, fd, (uint32_t)info_, 0, 0, 0);
     errno = err;
     return r;
 }
@@ -904,14 +1206,13 @@ WSL_EXPORT int fclose(FILE *f)
             fd_set_path(fd, 0);
         return REAL(fclose)(f);
     }
-    uint32_t id = fd >= 0 ? path_of_fd(fd) : 0;
+    uint64_t info_ = fd >= 0 ? info_of_fd(fd) : 0;
     if (fd >= 0)
         fd_set_path(fd, 0);
-    uint64_t t0 = wsl_ticks();
-    int r = REAL(fclose)(f);
-    uint64_t t1 = wsl_ticks();
+    IO_TIMING(info_ & FD_LOCAL)
+    IO_CALL_TIMED(int, r, REAL(fclose)(f))
     int err = errno;
-    io_record(t, WSL_IO_ID_fclose, t0, t1, r != 0, err, fd, id, 0, 0, 0);
+    io_record(t, WSL_IO_ID_fclose + off_, t0, t1, r != 0, err, fd, (uint32_t)info_, 0, 0, 0);
     errno = err;
     return r;
 }

@@ -20,6 +20,7 @@ struct wsl_config wsl_cfg = {
     .output_pattern = "wslshim-%h-%p.trace.zst",
     .gpu_timing = WSL_GPU_TIMING_DEFAULT,
     .io = 1,
+    .io_timing = WSL_IO_TIMING_DEFAULT,
     .log_level = WSL_LOG_ERROR,
     .use_tsc = 0,
 };
@@ -148,6 +149,15 @@ void wsl_config_load(void)
     }
     if ((v = getenv("WSLSHIM_IO")) && !strcmp(v, "0"))
         wsl_cfg.io = 0;
+    if ((v = getenv("WSLSHIM_IO_TIMING")) && *v) {
+        char *end;
+        long n = strtol(v, &end, 10);
+        if (*end || n < 1 || n > 1000000)
+            wsl_log(WSL_LOG_ERROR, "WSLSHIM_IO_TIMING=%s is not a count from 1; every %d. call is timed", v,
+                    wsl_cfg.io_timing);
+        else
+            wsl_cfg.io_timing = (int)n;
+    }
     if ((v = getenv("WSLSHIM_IO_PATHS")) && *v) {
         if (!strcmp(v, "hash"))
             wsl_cfg.io_paths_hash = 1;
@@ -255,6 +265,7 @@ static struct wsl_thread *thread_setup(void)
     atomic_store(&t->head, tail);
     t->tid = (uint32_t)syscall(SYS_gettid);
     t->gen = gen;
+    wsl_io_thread_init(t);
     if (wsl_writer_start() != 0) {
         errno = saved;
         return NULL;

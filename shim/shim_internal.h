@@ -27,11 +27,15 @@ enum wsl_log_level { WSL_LOG_ERROR = 0, WSL_LOG_WARN, WSL_LOG_INFO, WSL_LOG_DEBU
 /* Every Nth launch of a thread is timed on the GPU unless WSLSHIM_GPU_TIMING says
  * otherwise (docs/gpu-timing.md: what it costs). */
 #define WSL_GPU_TIMING_DEFAULT 100
+/* One file call in N on a local filesystem is timed unless WSLSHIM_IO_TIMING
+ * says otherwise; calls elsewhere are all timed (docs/io.md: sampled timing). */
+#define WSL_IO_TIMING_DEFAULT 32
 
 struct wsl_config {
     char output_pattern[1024]; /* WSLSHIM_OUTPUT */
     int gpu_timing;            /* WSLSHIM_GPU_TIMING: 0 off, N every Nth launch */
     int io;                    /* WSLSHIM_IO */
+    int io_timing;             /* WSLSHIM_IO_TIMING: 1 in N calls on local files timed; 1: all */
     int io_paths_hash;         /* WSLSHIM_IO_PATHS=hash */
     int log_level;             /* WSLSHIM_LOG */
     int use_tsc;               /* event clock is the cycle counter */
@@ -92,15 +96,19 @@ struct wsl_thread {
     uint64_t limit;          /* head_local may grow to this before a look at the writer's tail */
     uint64_t gen;            /* process generation it was set up in */
     uint32_t tid;
-    uint32_t reserved;
+    uint32_t io_countdown;   /* file calls on local files until the next timed one */
     _Atomic uint64_t dropped;
-    char pad0[64 - 40];
+    uint32_t io_rng;         /* xorshift state for the gaps between timed file calls */
+    _Atomic uint32_t io_untimed; /* set once this ring carries an untimed file call */
+    char pad0[64 - 48];
     _Atomic uint64_t head;   /* published by the producer */
     char pad1[56];
     _Atomic uint64_t tail;   /* published by the writer */
     char pad2[56];
     /* writer side */
     uint64_t dropped_reported;
+    uint64_t w_last_ticks;   /* the latest end time of this thread's events seen */
+    uint64_t w_drain_ticks;  /* when its ring was last drained: a lower bound for what follows */
     uint32_t writer_seen_tid;
     _Atomic int state;
     struct wsl_thread *next; /* registry list; entries are never unlinked */
@@ -110,6 +118,18 @@ struct wsl_thread {
     _Atomic uint64_t paths_tail; /* writer */
     _Atomic uint64_t paths_dropped; /* producer: paths that found no room */
     uint64_t paths_woken_at;     /* producer: the writer's tail when it was last woken for paths */
+    /* producer: the run of alike untimed reads it is in (io_hooks.c); the
+     * writer reads run_state, run_id << 32 | the calls in it so far. */
+    int64_t run_fd;              /* -2: no run */
+    uint64_t run_api, run_path, run_ask, run_each;
+    _Atomic uint64_t run_state;
+    /* writer: the run it follows (writer.c, settle_untimed) */
+    uint32_t w_run_open, w_run_id;
+    uint64_t w_run_emitted, w_run_slot;
+    struct wsl_event w_run_ev;
+    uint64_t io_memo_dev;        /* producer: the last device asked about, */
+    uint32_t io_memo_gen;        /* under this mount table, */
+    uint32_t io_memo_local;      /* and whether it is a local filesystem */
     uint64_t cwd_gen;            /* producer: the working directory cached below */
     uint32_t cwd_len;
     char cwd[4096];
@@ -184,6 +204,7 @@ struct wsl_api_entry {
     uint16_t category;
     uint8_t per_thread;
     int version;
+    uint8_t flags;           /* WSL_API_* of the trace's API table */
 };
 extern const struct wsl_api_entry wsl_api_table[];
 extern const unsigned wsl_api_count;
@@ -218,6 +239,8 @@ struct wsl_thread *wsl_thread_claim_aux(void); /* a ring the writer itself fills
 
 /* ---- file I/O (io_hooks.c) -------------------------------------------------- */
 void wsl_io_init(void);                       /* resolve the real libc functions */
+void wsl_io_thread_init(struct wsl_thread *t); /* a thread's first gap between timed file calls */
+void wsl_io_note_mounts(const char *text, size_t n); /* writer: which devices are local filesystems */
 void wsl_io_name_inherited_fds(struct wsl_thread *t); /* forked child: names of the parent's open files */
 uint32_t wsl_string_record(struct wsl_thread *t, const char *s); /* a string (kernel name) into the PATHS ring */
 size_t wsl_io_read_mounts(char **buf, size_t *cap); /* the mount table text, for the writer */

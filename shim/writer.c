@@ -62,6 +62,7 @@ static void emit_mounts_if_changed(void)
         return;
     if (wsl_cfg.io_paths_hash)
         wsl_path_hash_note_mounts(mounts_buf, n);
+    wsl_io_note_mounts(mounts_buf, n);
     emit_chunk(WSL_CHUNK_MOUNTS, mounts_buf, n, NULL, 0);
     if (n > mounts_prev_cap) {
         char *nb = realloc(mounts_prev, n);
@@ -433,6 +434,7 @@ static void emit_process(void)
     pi.start_mono_ns = start_mono;
     pi.start_real_ns = start_real;
     pi.strings_size = (uint32_t)n;
+    pi.io_timing = (uint32_t)wsl_cfg.io_timing;
     emit_chunk(WSL_CHUNK_PROCESS, &pi, sizeof pi, strings, n);
 }
 
@@ -449,7 +451,8 @@ static void emit_api_table(void)
         memcpy(buf + n, &id, 2);
         memcpy(buf + n + 2, &cat, 2);
         buf[n + 4] = wsl_api_table[i].per_thread;
-        buf[n + 5] = buf[n + 6] = buf[n + 7] = 0;
+        buf[n + 5] = wsl_api_table[i].flags;
+        buf[n + 6] = buf[n + 7] = 0;
         memcpy(buf + n + 8, wsl_api_table[i].sym, ls - 1);
         buf[n + 8 + ls - 1] = 0;
         memcpy(buf + n + 8 + ls, wsl_api_table[i].base, lb - 1);
@@ -545,13 +548,15 @@ void wsl_writer_note_driver(void *real_cuInit, int init_result)
 
 /* ---- draining ---------------------------------------------------------------------- */
 
-static void emit_events(struct wsl_thread *t, uint64_t from, uint64_t to, uint64_t dropped)
+/* Events base[from & mask] .. base[(to - 1) & mask] of thread tid, as one chunk. */
+static void emit_event_chunk(uint32_t tid, const struct wsl_event *base, uint64_t mask, uint64_t from, uint64_t to,
+                             uint64_t dropped)
 {
     struct wsl_events_header eh;
     memset(&eh, 0, sizeof eh);
-    eh.tid = t->tid;
+    eh.tid = tid;
     eh.dropped = dropped;
-    eh.base_ticks = from < to ? t->ev[from & (WSL_RING_EVENTS - 1)].t_start : 0;
+    eh.base_ticks = from < to ? base[from & mask].t_start : 0;
     /* Each chunk decodes on its own: reset the codec, but only the slots the
      * previous chunk used (a full reset is 64 KiB, chunks are often small). */
     for (unsigned i = 0; i < codec_touched_count; i++) {
@@ -563,7 +568,7 @@ static void emit_events(struct wsl_thread *t, uint64_t from, uint64_t to, uint64
     struct wsl_columns_out o = {col_api, col_mask, col_dt, col_dur, col_fld};
     uint32_t count = 0;
     for (uint64_t i = from; i < to; i++) {
-        const struct wsl_event *ev = &t->ev[i & (WSL_RING_EVENTS - 1)];
+        const struct wsl_event *ev = &base[i & mask];
         if (WSL_UNLIKELY(ev->api >= wsl_api_count))
             continue; /* cannot happen: ids come from the table */
         if (WSL_UNLIKELY(!codec_is_touched[ev->api])) {
@@ -589,6 +594,11 @@ static void emit_events(struct wsl_thread *t, uint64_t from, uint64_t to, uint64
     };
     emit_chunk_parts(WSL_CHUNK_EVENTS, parts, sizeof parts / sizeof parts[0]);
     events_written += eh.count;
+}
+
+static void emit_events(struct wsl_thread *t, uint64_t from, uint64_t to, uint64_t dropped)
+{
+    emit_event_chunk(t->tid, t->ev, WSL_RING_EVENTS - 1, from, to, dropped);
 }
 
 /* Path entries are published before the events that name them: drained after
@@ -632,12 +642,100 @@ static void drain_paths(struct wsl_thread *t)
     atomic_store_explicit(&t->paths_tail, head, memory_order_release);
 }
 
+/* ---- untimed file calls (io_hooks.c: sampled timing) -----------------------------------
+ * Their events come without times: each gets one no earlier than the thread's
+ * previous event and than `floor`, when its ring was drained before (it was
+ * recorded after that). An untimed read starts a run of alike reads that the
+ * thread counts without events (run_state); its a3 names the run and the
+ * calls of the run before it. The writer turns that into counts: the run's
+ * event gets the calls known when it is written, and calls added after that
+ * come as one more event of the run (a continuation) at the next drain or
+ * when the next run says how many there were. Rewrites [from, to) of the ring,
+ * which is the writer's until it moves the tail; returns the new end, and in
+ * *before a continuation to write ahead of these events (count 0: none). */
+#define RUN_NO_SLOT UINT64_MAX
+
+static void run_count(struct wsl_event *ev, uint64_t calls)
+{
+    ev->a[2] = ev->a[3] ? ev->a[2] / ev->a[3] * calls : 0; /* the run's reads all returned as much */
+    ev->a[3] = calls;
+}
+
+/* The followed run has `calls` calls in all (or at least, with final 0). */
+static void run_settle(struct wsl_thread *t, uint64_t calls, int final, struct wsl_event *cont, uint64_t at)
+{
+    if (t->w_run_slot != RUN_NO_SLOT) {
+        struct wsl_event *ev = &t->ev[t->w_run_slot & (WSL_RING_EVENTS - 1)];
+        if (calls < 1)
+            calls = 1;
+        run_count(ev, calls);
+        t->w_run_ev.a[2] = ev->a[2];
+        t->w_run_ev.a[3] = calls;
+        t->w_run_emitted = calls;
+        t->w_run_slot = RUN_NO_SLOT;
+    } else if (calls > t->w_run_emitted) {
+        *cont = t->w_run_ev;
+        run_count(cont, calls - t->w_run_emitted);
+        cont->t_start = cont->t_end = at;
+        t->w_run_emitted = calls;
+    }
+    if (final)
+        t->w_run_open = 0;
+}
+
+static uint64_t settle_untimed(struct wsl_thread *t, uint64_t from, uint64_t to, uint64_t floor,
+                               struct wsl_event *before)
+{
+    uint64_t last = t->w_last_ticks, w = from;
+    before->a[3] = 0;
+    t->w_run_slot = RUN_NO_SLOT; /* slots of earlier drains are gone */
+    for (uint64_t i = from; i < to; i++) {
+        struct wsl_event *ev = &t->ev[i & (WSL_RING_EVENTS - 1)];
+        if (WSL_LIKELY(ev->t_start != 0)) {
+            if (ev->t_end > last)
+                last = ev->t_end;
+        } else {
+            uint64_t at = last > floor ? last : floor;
+            ev->t_start = ev->t_end = last = at;
+            if (ev->api < wsl_api_count && wsl_api_table[ev->api].category == WSL_CAT_IO_READ) {
+                uint32_t id = (uint32_t)(ev->a[3] >> 32), prev = (uint32_t)ev->a[3];
+                if (t->w_run_open) /* the run before this one ends: prev calls when it is the one followed */
+                    run_settle(t, t->w_run_id + 1 == id ? prev : 0, 1, before, floor);
+                ev->a[3] = 1;
+                t->w_run_open = 1;
+                t->w_run_id = id;
+                t->w_run_emitted = 0;
+                t->w_run_slot = w;
+                t->w_run_ev = *ev;
+            }
+        }
+        if (w != i)
+            t->ev[w & (WSL_RING_EVENTS - 1)] = *ev;
+        w++;
+    }
+    t->w_last_ticks = last;
+    return w;
+}
+
+/* After a drain: the run still followed gets the calls counted so far. */
+static void settle_open_run(struct wsl_thread *t, struct wsl_event *after, uint64_t now)
+{
+    after->a[3] = 0;
+    if (!t->w_run_open)
+        return;
+    uint64_t st = atomic_load_explicit(&t->run_state, memory_order_acquire);
+    /* Another run since the head was read: this one's count comes with its event. */
+    uint64_t calls = (uint32_t)(st >> 32) == t->w_run_id ? (uint32_t)st : 0;
+    run_settle(t, calls, 0, after, now);
+}
+
 /* Returns how many events were drained. */
 static uint64_t drain_thread(struct wsl_thread *t)
 {
     int state = atomic_load_explicit(&t->state, memory_order_acquire);
     if (state == WSL_THREAD_FREE)
         return 0;
+    uint64_t now = wsl_ticks(); /* events past the head read below were recorded after this */
     uint64_t head = atomic_load_explicit(&t->head, memory_order_acquire);
     drain_paths(t);
     uint64_t tail = atomic_load_explicit(&t->tail, memory_order_relaxed);
@@ -646,17 +744,35 @@ static uint64_t drain_thread(struct wsl_thread *t)
     uint64_t n = head - tail;
     if (n > WSL_RING_EVENTS) /* cannot happen; never read garbage */
         tail = head - WSL_RING_EVENTS, n = WSL_RING_EVENTS;
-    if (n || new_drops) {
+    int run_grew = t->w_run_open && (uint32_t)(atomic_load_explicit(&t->run_state, memory_order_acquire) >> 32) ==
+                                        t->w_run_id &&
+                   (uint32_t)atomic_load_explicit(&t->run_state, memory_order_relaxed) > t->w_run_emitted;
+    if (n || new_drops || run_grew) {
         if (n && t->tid != t->writer_seen_tid) {
             t->writer_seen_tid = t->tid;
             threads_seen++;
         }
+        uint64_t stop = head, floor = t->w_drain_ticks ? t->w_drain_ticks : start_ticks;
+        struct wsl_event before, after;
+        before.a[3] = after.a[3] = 0;
+        int untimed = atomic_load_explicit(&t->io_untimed, memory_order_relaxed);
+        if (untimed)
+            stop = settle_untimed(t, tail, head, floor, &before);
+        else if (n)
+            t->w_last_ticks = t->ev[(head - 1) & (WSL_RING_EVENTS - 1)].t_end;
+        t->w_drain_ticks = now;
+        if (before.a[3])
+            emit_event_chunk(t->tid, &before, 0, 0, 1, 0);
+        if (untimed) /* before the events go: the followed run's slot may be among them */
+            settle_open_run(t, &after, now > t->w_last_ticks ? now : t->w_last_ticks);
         uint64_t pos = tail;
         do {
-            uint64_t end = pos + (head - pos > EVENTS_PER_CHUNK ? EVENTS_PER_CHUNK : head - pos);
+            uint64_t end = pos + (stop - pos > EVENTS_PER_CHUNK ? EVENTS_PER_CHUNK : stop - pos);
             emit_events(t, pos, end, pos == tail ? new_drops : 0);
             pos = end;
-        } while (pos < head);
+        } while (pos < stop);
+        if (after.a[3])
+            emit_event_chunk(t->tid, &after, 0, 0, 1, 0);
         events_dropped += new_drops;
         t->dropped_reported = dropped;
         atomic_store_explicit(&t->tail, head, memory_order_release);
@@ -916,6 +1032,11 @@ void wsl_writer_after_fork_child(void)
     start_ticks = wsl_ticks();
     start_mono = wsl_mono_ns();
     start_real = wsl_real_ns();
+    /* The parent's runs of untimed reads and drain times are the parent's. */
+    for (struct wsl_thread *t = atomic_load(&wsl_threads); t; t = t->next) {
+        t->w_run_open = 0;
+        t->w_drain_ticks = 0;
+    }
 }
 
 /* Restarts recording after a failed exec: a new trace, as if newly started. */

@@ -24,7 +24,7 @@
 #define WSL_TRACE_MAGIC "WSLSHIM"          /* 7 chars + NUL = 8 bytes */
 #define WSL_TRACE_BYTE_ORDER 0x01020304u
 #define WSL_TRACE_VERSION_MAJOR 1u         /* readers refuse a newer major */
-#define WSL_TRACE_VERSION_MINOR 2u         /* additions readers may skip */
+#define WSL_TRACE_VERSION_MINOR 3u         /* additions readers may skip (1.3: sampled file timing) */
 #define WSL_TRACE_VERSION_MINOR_FIRST 2u   /* 1.2 is the first published layout; 1.0 and 1.1 were
                                               development builds (row-wise events): refused */
 
@@ -82,7 +82,8 @@ struct wsl_process_info {
     uint64_t start_mono_ns; /* CLOCK_MONOTONIC at start */
     uint64_t start_real_ns; /* CLOCK_REALTIME at start (Unix epoch) */
     uint32_t strings_size;  /* bytes of strings that follow */
-    uint32_t reserved;
+    uint32_t io_timing;     /* since 1.3: events of API_TABLE ids flagged WSL_API_IO_SAMPLED
+                               were timed 1 in io_timing calls (0 in older traces) */
     /* then NUL-terminated strings, in order: host name, executable path,
      * kernel release (uname -r), then the command line as argc NUL-terminated
      * arguments filling the rest of strings_size. */
@@ -90,8 +91,15 @@ struct wsl_process_info {
 _Static_assert(sizeof(struct wsl_process_info) == 48, "process info is 48 bytes");
 
 /* ---- API_TABLE payload: u32 count, then per entry:
- *      u16 id, u16 category, u8 per_thread_stream, 3 reserved bytes,
- *      then NUL-terminated symbol and base name. ------------------------------ */
+ *      u16 id, u16 category, u8 per_thread_stream, u8 flags (WSL_API_*; 0 before
+ *      1.3), 2 reserved bytes, then NUL-terminated symbol and base name. -------- */
+/* A file call whose timing is sampled (docs/io.md): an event of this id with
+ * t_start != t_end was timed and stands for PROCESS io_timing calls of its kind;
+ * one with t_start == t_end was not timed (its time is when it happened, to
+ * within the writer's drain period), and an untimed IO_READ stands for a3 alike
+ * calls in a row (same fd, path, bytes asked, bytes returned each, result; a2 is
+ * their total bytes). */
+#define WSL_API_IO_SAMPLED 1u
 
 /* ---- CLOCK payload ---------------------------------------------------------- */
 struct wsl_clock_sample {

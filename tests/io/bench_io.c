@@ -7,6 +7,11 @@
  *   bench_io loop DIR CALLS    read() 4 KiB at a time from loop.bin, CALLS times
  *                              (back to the start with lseek every 1024 reads);
  *                              prints {"calls", "ns_per_call"}
+ *   bench_io loop-mt DIR CALLS the same in a program with a second (idle) thread,
+ *                              as Python, PyTorch and any thread pool have: glibc's
+ *                              read() then does its cancellation bookkeeping, which
+ *                              a single-threaded program skips (the shim's writer
+ *                              thread makes every traced program multi-threaded)
  *
  * Not a test: speed is measured, not asserted. Run it with and without
  * LD_PRELOAD=libwslshim.so; under callgrind the difference of instruction
@@ -15,6 +20,7 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +33,20 @@ static double now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+static pthread_mutex_t idle_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t idle_cond = PTHREAD_COND_INITIALIZER;
+static int idle_done;
+
+static void *idle_thread(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&idle_lock);
+    while (!idle_done)
+        pthread_cond_wait(&idle_cond, &idle_lock);
+    pthread_mutex_unlock(&idle_lock);
+    return NULL;
 }
 
 static void write_file(const char *path, size_t size)
@@ -51,7 +71,7 @@ static void write_file(const char *path, size_t size)
 int main(int argc, char **argv)
 {
     if (argc != 4) {
-        fprintf(stderr, "usage: bench_io create|files|loop DIR N\n");
+        fprintf(stderr, "usage: bench_io create|files|loop|loop-mt DIR N\n");
         return 2;
     }
     const char *dir = argv[2];
@@ -92,7 +112,13 @@ int main(int argc, char **argv)
         printf("{\"files\": %ld, \"ns\": %.0f, \"ns_per_file\": %.1f}\n", n, ns, ns / (n ? n : 1));
         return 0;
     }
-    if (!strcmp(argv[1], "loop")) {
+    if (!strcmp(argv[1], "loop") || !strcmp(argv[1], "loop-mt")) {
+        pthread_t idle;
+        int mt = !strcmp(argv[1], "loop-mt");
+        if (mt && pthread_create(&idle, NULL, idle_thread, NULL) != 0) {
+            fprintf(stderr, "bench_io: no thread\n");
+            return 1;
+        }
         snprintf(path, sizeof path, "%s/loop.bin", dir);
         int fd = open(path, O_RDONLY);
         if (fd < 0) {
@@ -110,9 +136,16 @@ int main(int argc, char **argv)
         }
         double ns = now_ns() - t0;
         close(fd);
+        if (mt) {
+            pthread_mutex_lock(&idle_lock);
+            idle_done = 1;
+            pthread_cond_signal(&idle_cond);
+            pthread_mutex_unlock(&idle_lock);
+            pthread_join(idle, NULL);
+        }
         printf("{\"calls\": %ld, \"ns_per_call\": %.2f}\n", n, ns / (n ? n : 1));
         return 0;
     }
-    fprintf(stderr, "usage: bench_io create|files|loop DIR N\n");
+    fprintf(stderr, "usage: bench_io create|files|loop|loop-mt DIR N\n");
     return 2;
 }

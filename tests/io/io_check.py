@@ -21,6 +21,12 @@ Scenarios (each a ctest entry, see CMakeLists.txt):
                           io_reader read-all over N files of B bytes: exact
                           totals, the sizes at open (io.small_files), and
                           small_file_reads fires (or, with --expect-quiet, not)
+  sampled [--count N --size B --bufsize B]
+                          io_reader read-all, three runs: sampled timing (the
+                          default: exact counts and bytes, about 1 in 32 calls
+                          timed, alike reads folded into few events), every
+                          call timed (WSLSHIM_IO_TIMING=1), and the data
+                          directory on a 9p fixture (its calls all timed)
   io-off                  WSLSHIM_IO=0: no I/O in the report, same output
   same-output -- PROG ARGS
                           PROG with and without the shim: same exit status,
@@ -485,6 +491,67 @@ def scenario_small_files(ctx):
     return c.finish(f"{a.count} files of {a.size} bytes: small_file_reads {'fired' if fired else 'quiet'}")
 
 
+def timeline(ctx, tdir, c):
+    """The trace's file calls as wslshim-report --chrome writes them."""
+    out = os.path.join(tdir, "timeline.json")
+    p = run([ctx.a.report, "--chrome", out, tdir])
+    if p.returncode != 0:
+        c.fail(f"wslshim-report --chrome exited {p.returncode}: {p.stderr.strip()}")
+        return []
+    with open(out) as f:
+        d = json.load(f)
+    os.unlink(out)
+    ev = d["traceEvents"] if isinstance(d, dict) else d
+    return [e for e in ev if e.get("cat") == "io" and e.get("ph") == "X"]
+
+
+def scenario_sampled(ctx):
+    a = ctx.a
+    run([a.reader, "create-n", ctx.data, str(a.count), str(a.size)], check=True)
+    c = Check()
+    fixture = os.path.join(ctx.workdir, "mountinfo.9p")
+    write_fixture(fixture, ctx.data, "9p")
+    summary = []
+    for label, env in (("sampled", {}), ("all timed", {"WSLSHIM_IO_TIMING": "1"}),
+                       ("9p", {"WSLSHIM_MOUNTINFO": fixture})):
+        p, tdir = ctx.traced([a.reader, "read-all", ctx.data, str(a.bufsize)], env)
+        if p.returncode != 0:
+            c.fail(f"{label}: io_reader exited {p.returncode}: {p.stderr[-800:]}")
+            continue
+        e = parse_expect(p.stdout)
+        rep = ctx.report(tdir, c)
+        if not e or rep is None:
+            c.fail(f"{label}: no EXPECT line or no report")
+            continue
+        io = io_section(rep, c)
+        check_exact_totals(io, e, c, f"{label}: ")
+        data = [x for x in timeline(ctx, tdir, c) if ctx.data in str((x.get("args") or {}).get("path", ""))]
+        reads = [x for x in data if x.get("name") in READ_APIS]
+        calls = sum((x.get("args") or {}).get("calls", 1) for x in reads)
+        c.eq(f"{label}: read calls in the timeline (runs counted by their calls)", calls, e["reads"])
+        untimed = [x for x in data if (x.get("args") or {}).get("timed") is False]
+        sampled = [x for x in data if (x.get("args") or {}).get("timed") == "sampled"]
+        all_calls = sum((x.get("args") or {}).get("calls", 1) for x in data)
+        events = rep["processes"][0].get("events", 0)
+        summary.append(f"{label}: {all_calls} data calls, {len(data)} events, {len(sampled)} sampled-timed, "
+                       f"{len(untimed)} untimed")
+        if label == "sampled":
+            # each local call is timed with probability 1/32: far inside [1/128, 1/8] over thousands
+            if not all_calls / 128 <= len(sampled) <= all_calls / 8:
+                c.fail(f"sampled: {len(sampled)} of {all_calls} data calls timed, expected about 1 in 32")
+            if len(data) * 2 > all_calls:
+                c.fail(f"sampled: {len(data)} events for {all_calls} calls: alike reads were not folded")
+            if not io.get("read_ns"):
+                c.fail("sampled: io.read_ns is 0: the timed calls were not scaled up")
+        else:  # every data call timed: no event of a sampled id
+            if untimed or sampled:
+                c.fail(f"{label}: {len(untimed)} untimed and {len(sampled)} sampled events on data files "
+                       f"that must all be timed")
+            if len(data) != all_calls or events < all_calls:
+                c.fail(f"{label}: {len(data)} events for {all_calls} calls")
+    return c.finish("; ".join(summary))
+
+
 def scenario_io_off(ctx):
     a = ctx.a
     ctx.create_data()
@@ -555,7 +622,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     for opt in ("--shim", "--report", "--reader", "--workdir"):
         ap.add_argument(opt, required=True)
-    ap.add_argument("scenario", choices=("exact", "python", "cross-os", "small-files", "io-off", "same-output"))
+    ap.add_argument("scenario", choices=("exact", "python", "cross-os", "small-files", "sampled", "io-off",
+                                         "same-output"))
     ap.add_argument("--program")
     ap.add_argument("--mode", choices=("read", "fork"), default="read", help="exact: io_reader's mode")
     ap.add_argument("--processes", type=int, default=1, help="exact: processes the run has")
@@ -574,7 +642,7 @@ def main():
     a.rest = rest
     ctx = Ctx(a)
     rc = {"exact": scenario_exact, "python": scenario_python, "cross-os": scenario_cross_os,
-            "small-files": scenario_small_files, "io-off": scenario_io_off,
+            "small-files": scenario_small_files, "sampled": scenario_sampled, "io-off": scenario_io_off,
             "same-output": scenario_same_output}[a.scenario](ctx)
     if rc == 0:  # the data set is up to 41 MiB: kept only when a check failed
         shutil.rmtree(ctx.data, ignore_errors=True)

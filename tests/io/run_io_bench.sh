@@ -46,17 +46,22 @@ ir() { rm -f "$tmp"/cg.*; valgrind --tool=callgrind --trace-children=yes --separ
        all=$(cat "$tmp"/cg.*.out-* | sed -n 's/^summary: \([0-9]*\)/\1/p' | awk '{s += $1} END {print s}')
        own=$(cat "$tmp"/cg.*.out-01 | sed -n 's/^summary: \([0-9]*\)/\1/p' | awk '{s += $1} END {print s}')
        echo "$all $own"; }
-read -r a0 a0t <<<"$(ir env "$bench" loop "$tmp/data" 0)"
-read -r a1 a1t <<<"$(ir env "$bench" loop "$tmp/data" $n)"
-read -r b0 b0t <<<"$(ir env LD_PRELOAD="$shim" "$bench" loop "$tmp/data" 0)"
-read -r b1 b1t <<<"$(ir env LD_PRELOAD="$shim" "$bench" loop "$tmp/data" $n)"
-python3 - "$a0" "$a1" "$b0" "$b1" "$a0t" "$a1t" "$b0t" "$b1t" "$n" <<'PY'
+for mode in loop loop-mt; do
+  read -r a0 a0t <<<"$(ir env "$bench" "$mode" "$tmp/data" 0)"
+  read -r a1 a1t <<<"$(ir env "$bench" "$mode" "$tmp/data" $n)"
+  read -r b0 b0t <<<"$(ir env LD_PRELOAD="$shim" "$bench" "$mode" "$tmp/data" 0)"
+  read -r b1 b1t <<<"$(ir env LD_PRELOAD="$shim" "$bench" "$mode" "$tmp/data" $n)"
+  python3 - "$a0" "$a1" "$b0" "$b1" "$a0t" "$a1t" "$b0t" "$b1t" "$n" "$mode" <<'PY'
 import sys
-a0, a1, b0, b1, a0t, a1t, b0t, b1t, n = map(int, sys.argv[1:])
+a0, a1, b0, b1, a0t, a1t, b0t, b1t, n = map(int, sys.argv[1:10])
+mode = sys.argv[10]
+what = ("single-threaded program" if mode == "loop" else
+        "program with a second thread (glibc's cancellation bookkeeping in the baseline too)")
 base, shim = (a1 - a0) / n, (b1 - b0) / n
 base_t, shim_t = (a1t - a0t) / n, (b1t - b0t) / n
-print(f"instructions per read() of 4 KiB (callgrind, all threads): without shim {base:.1f}, "
+print(f"instructions per read() of 4 KiB, {what} (callgrind, all threads): without shim {base:.1f}, "
       f"with shim {shim:.1f}, added {shim - base:.1f}")
 print(f"  of which on the calling thread: without shim {base_t:.1f}, with shim {shim_t:.1f}, "
-      f"added {shim_t - base_t:.1f} (the rest is the writer thread encoding and compressing)")
+      f"added {shim_t - base_t:.1f} (the rest is the writer thread)")
 PY
+done

@@ -643,6 +643,86 @@ int test_io_mutations(void)
     return 0;
 }
 
+/* Sampled timing (trace_format.h, WSL_API_IO_SAMPLED): untimed events count
+ * as calls (a run as its a3 calls) with no time, timed ones of a flagged id
+ * stand for io_timing calls' time, and every figure else stays exact. */
+int test_io_sampled_timing(void)
+{
+    char path[512];
+    test_path(path, sizeof path, "io_sampled.trace.zst");
+    struct synth *s = synth_open(path, NULL);
+    synth_file_header(s, NULL);
+    struct wsl_process_info pi;
+    memset(&pi, 0, sizeof pi);
+    pi.pid = 42;
+    pi.ppid = 1;
+    pi.clock_kind = WSL_CLOCK_MONOTONIC_NS;
+    pi.start_ticks = pi.start_mono_ns = 1000;
+    pi.io_timing = 4;
+    const char *argv[] = {"loader"};
+    synth_process(s, &pi, "h", "/bin/loader", "6.8.0", 1, argv);
+    enum { OPEN, READ, READ_S, CLOSE_S };
+    const struct synth_row rows[] = {
+        {"open", "open", WSL_CAT_IO_OPEN, 0},
+        {"read", "read", WSL_CAT_IO_READ, 0},
+        {"read", "read", WSL_CAT_IO_READ, WSL_API_IO_SAMPLED},
+        {"close", "close", WSL_CAT_IO_CLOSE, WSL_API_IO_SAMPLED},
+    };
+    synth_api_rows(s, rows, 4);
+    synth_clock(s, 1000, 1000, 0);
+    const uint32_t ids[] = {1};
+    const char *const names[] = {"/data/train/x.bin"};
+    synth_paths(s, ids, names, 1);
+    const struct wsl_event ev[] = {
+        {1000, 1500, OPEN, 0, 0, 3, {1, 0, O_RDONLY, 100000}},
+        {2000, 2100, READ_S, 0, 0, 3, {1, 4096, 4096, 0}},        /* timed: 100 ns for 4 calls */
+        {2200, 2200, READ_S, 0, 0, 3, {1, 4096, 10 * 4096, 10}},  /* a run of 10, untimed */
+        {3000, 3300, READ_S, 0, 0, 3, {1, 4096, 4096, 4096}},     /* timed: 300 ns for 4 */
+        {3400, 3400, READ_S, 0, 0, 3, {1, 4096, 1000, 1}},        /* untimed, short */
+        {3500, 3500, READ_S, 0, 0, 3, {1, 4096, 0, 1}},           /* untimed, the end */
+        {3600, 3600, READ_S, 0, -9, 3, {1, 4096, 0, 1}},          /* untimed, failed */
+        {3700, 3700, CLOSE_S, 0, 0, 3, {1, 0, 0, 0}},             /* untimed close */
+        {4000, 4100, READ, 0, 0, 0, {0, 64, 64, 0}},              /* a pipe: every call timed */
+    };
+    synth_events(s, 7, 0, ev, sizeof ev / sizeof ev[0]);
+    synth_end(s, 5000, sizeof ev / sizeof ev[0], 0, 1);
+    synth_close(s);
+
+    struct wsl_run run;
+    const char *paths[] = {path};
+    if (analyze(&run, paths, 1))
+        return 1;
+    const struct wsl_io_summary *t = &run.io.total;
+    if (check_counts(&t->data, (struct expect_counts){.reads = 15, .bytes_read = 12 * 4096 + 1000, .opens = 1,
+                                                      .files_opened = 1, .closes = 1, .errors = 1,
+                                                      .read_time = 4 * (100 + 300), .meta_time = 500},
+                     "data"))
+        return 1;
+    CHECK(t->unknown_fd.reads == 1 && t->unknown_fd.read_time == 100);
+    /* read sizes: 12 of 4 KiB, one of 1000 bytes, one of 0 (the failed read is not a size) */
+    CHECK(t->size_hist[wsl_io_size_bucket(4096)] == 12 && t->size_hist[wsl_io_size_bucket(1000)] == 1 &&
+          t->size_hist[wsl_io_size_bucket(0)] == 1);
+    CHECK(t->small_reads == 14 && t->named_reads == 14);
+    const struct wsl_api_stats *rd = NULL, *cl = NULL;
+    for (size_t i = 0; i < run.api_count; i++) {
+        if (!strcmp(run.apis[i].name, "read"))
+            rd = &run.apis[i];
+        if (!strcmp(run.apis[i].name, "close"))
+            cl = &run.apis[i];
+    }
+    /* 16 calls: the 2 timed sampled ones stand for the 14 of their id, plus the pipe's */
+    CHECKF(rd && rd->ns.count == 16 && rd->ns.sum == 4 * 400 + 100 && rd->errors == 1,
+           "read: %llu calls, %llu ns", rd ? (unsigned long long)rd->ns.count : 0,
+           rd ? (unsigned long long)rd->ns.sum : 0);
+    uint64_t p50 = wsl_hist_quantile(&rd->ns, 0.5);
+    CHECKF(p50 >= 100 && p50 <= 300, "p50 %llu", (unsigned long long)p50);
+    CHECK(rd->variant_count == 1 && rd->variants[0].calls == 16);
+    CHECK(cl && cl->ns.count == 1 && cl->ns.sum == 0); /* no timed close: its time is unknown, 0 */
+    CHECK(run.procs[0].events == sizeof ev / sizeof ev[0]);
+    wsl_run_free(&run);
+    return 0;
+}
+
 /* Sizes: at open when the shim stat'ed the file, else the first fstat, else the
  * bytes read to the end; write-only opens do not count. */
 int test_io_file_sizes(void)

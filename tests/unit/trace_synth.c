@@ -398,6 +398,7 @@ void synth_api_rows(struct synth *s, const struct synth_row *rows, uint16_t n)
         uint8_t head[8] = {0};
         memcpy(head, &i, 2);
         memcpy(head + 2, &rows[i].cat, 2);
+        head[5] = rows[i].flags;
         memcpy(table + off, head, 8);
         off += 8;
         size_t ls = strlen(rows[i].sym) + 1, lb = strlen(rows[i].base) + 1;

@@ -59,6 +59,7 @@ void synth_api_table(struct synth *s);  /* all of synth_apis */
 struct synth_row {
     const char *sym, *base;
     uint16_t cat;
+    uint8_t flags;          /* WSL_API_* */
 };
 void synth_api_rows(struct synth *s, const struct synth_row *rows, uint16_t n);
 void synth_clock(struct synth *s, uint64_t ticks, uint64_t mono_ns, uint64_t real_ns);

@@ -55,6 +55,7 @@
     X(io_mount_change)            \
     X(io_mutations)               \
     X(io_file_sizes)              \
+    X(io_sampled_timing)          \
     X(io_path_records_bounded)    \
     X(rule_cross_os_fires)        \
     X(rule_cross_os_silent)       \
