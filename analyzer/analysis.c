@@ -329,6 +329,8 @@ static void merge_trace(struct wsl_run *run, struct trace_state *t, struct wsl_p
         if (!ta)
             continue;
         uint64_t events = ta->ticks.count + ta->untimed_events;
+        if (ta->sampled && events && t->io_weight > run->io.timing_sample)
+            run->io.timing_sample = t->io_weight;
         if (ta->sampled && ta->untimed) /* the timed calls stand for all of them */
             wsl_hist_expand(&ta->ticks, ta->ticks.count + ta->untimed, t->io_weight);
         if (ta->ticks.count == 0)

@@ -143,6 +143,8 @@ struct wsl_io_summary {
 
 struct wsl_io {
     bool wsl;                       /* a traced process ran under WSL */
+    uint32_t timing_sample;         /* calls on local files were timed 1 in this many (the largest over
+                                       processes; docs/io.md): their times are estimates. 0: all timed */
     struct wsl_io_summary total;    /* times in ns; first/last in CLOCK_MONOTONIC ns */
     struct wsl_hist file_sizes;     /* sizes of named data files opened for reading (at open, else
                                        the first fstat, else the bytes read to the end), once each */

@@ -209,6 +209,8 @@ static void write_io(struct json_writer *w, const struct wsl_io *io)
     json_u64(w, s->have_span ? s->last - s->first : 0);
     json_key(w, "files_per_s");
     json_double(w, wsl_io_files_per_s(io));
+    json_key(w, "timing_sampled_1_in");
+    json_u64(w, io->timing_sample);
 
     json_key(w, "by_fs");
     json_begin_object(w);

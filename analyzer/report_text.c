@@ -128,6 +128,9 @@ static void write_io(FILE *out, const struct wsl_io *io)
     fprintf(out, "               time in reads %s, in open/stat/seek/close %s, in mmap %s\n",
             format_ns(a, sizeof a, d->read_time), format_ns(b, sizeof b, d->meta_time),
             format_ns(c, sizeof c, d->mmap_time));
+    if (io->timing_sample > 1)
+        fprintf(out, "               (calls on local filesystems timed 1 in %u, times scaled up: estimates; "
+                     "counts exact)\n", io->timing_sample);
     if (io->file_sizes.count)
         fprintf(out, "  small files  %" PRIu64 " under 1 MiB (%.0f%% of %" PRIu64 " files of known size, %.0f%% of "
                      "bytes read), median %s\n",

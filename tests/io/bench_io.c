@@ -7,7 +7,8 @@
  *   bench_io loop DIR CALLS    read() 4 KiB at a time from loop.bin, CALLS times
  *                              (back to the start with lseek every 1024 reads);
  *                              prints {"calls", "ns_per_call"}
- *   bench_io loop-mt DIR CALLS the same in a program with a second (idle) thread,
+ *   bench_io files-mt DIR N    the same as files, and
+ *   bench_io loop-mt DIR CALLS the same as loop, in a program with a second (idle) thread,
  *                              as Python, PyTorch and any thread pool have: glibc's
  *                              read() then does its cancellation bookkeeping, which
  *                              a single-threaded program skips (the shim's writer
@@ -71,7 +72,7 @@ static void write_file(const char *path, size_t size)
 int main(int argc, char **argv)
 {
     if (argc != 4) {
-        fprintf(stderr, "usage: bench_io create|files|loop|loop-mt DIR N\n");
+        fprintf(stderr, "usage: bench_io create|files|files-mt|loop|loop-mt DIR N\n");
         return 2;
     }
     const char *dir = argv[2];
@@ -89,7 +90,13 @@ int main(int argc, char **argv)
         write_file(path, 4u << 20);
         return 0;
     }
-    if (!strcmp(argv[1], "files")) {
+    pthread_t idle;
+    int mt = !strcmp(argv[1], "files-mt") || !strcmp(argv[1], "loop-mt");
+    if (mt && pthread_create(&idle, NULL, idle_thread, NULL) != 0) {
+        fprintf(stderr, "bench_io: no thread\n");
+        return 1;
+    }
+    if (!strcmp(argv[1], "files") || !strcmp(argv[1], "files-mt")) {
         double t0 = now_ns();
         long bytes = 0;
         for (long i = 0; i < n; i++) {
@@ -110,15 +117,9 @@ int main(int argc, char **argv)
             return 1;
         }
         printf("{\"files\": %ld, \"ns\": %.0f, \"ns_per_file\": %.1f}\n", n, ns, ns / (n ? n : 1));
-        return 0;
+        return 0; /* an idle thread (files-mt) ends with the process */
     }
     if (!strcmp(argv[1], "loop") || !strcmp(argv[1], "loop-mt")) {
-        pthread_t idle;
-        int mt = !strcmp(argv[1], "loop-mt");
-        if (mt && pthread_create(&idle, NULL, idle_thread, NULL) != 0) {
-            fprintf(stderr, "bench_io: no thread\n");
-            return 1;
-        }
         snprintf(path, sizeof path, "%s/loop.bin", dir);
         int fd = open(path, O_RDONLY);
         if (fd < 0) {
@@ -136,16 +137,9 @@ int main(int argc, char **argv)
         }
         double ns = now_ns() - t0;
         close(fd);
-        if (mt) {
-            pthread_mutex_lock(&idle_lock);
-            idle_done = 1;
-            pthread_cond_signal(&idle_cond);
-            pthread_mutex_unlock(&idle_lock);
-            pthread_join(idle, NULL);
-        }
         printf("{\"calls\": %ld, \"ns_per_call\": %.2f}\n", n, ns / (n ? n : 1));
-        return 0;
+        return 0; /* an idle thread (loop-mt) ends with the process */
     }
-    fprintf(stderr, "usage: bench_io create|files|loop|loop-mt DIR N\n");
+    fprintf(stderr, "usage: bench_io create|files|files-mt|loop|loop-mt DIR N\n");
     return 2;
 }
