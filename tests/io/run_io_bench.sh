@@ -20,22 +20,40 @@ mkdir -p "$tmp/traces"
 "$bench" files "$tmp/data" "$files" >/dev/null   # page cache warm
 
 ns() { "$@" | sed -n 's/.*"ns": \([0-9.]*\).*/\1/p'; }
-without=() with=()
-for _ in $(seq "$runs"); do
-  without+=("$(ns "$bench" files "$tmp/data" "$files")")
-  with+=("$(ns env LD_PRELOAD="$shim" "$bench" files "$tmp/data" "$files")")
-  rm -f "$tmp"/traces/*
-done
-python3 - "$files" "${without[*]}" "${with[*]}" <<'PY'
+# A C program (files: single-threaded; files-mt: with an idle second thread, as Python
+# with PyTorch or any thread pool has) and a Python loop (open, read, close per file).
+pyread='import os, sys, time
+d = sys.argv[1]; names = sorted(n for n in os.listdir(d) if n.startswith("f"))
+t0 = time.perf_counter_ns()
+for n in names:
+    with open(os.path.join(d, n), "rb") as f:
+        f.read()
+print("{\"ns\": %d}" % (time.perf_counter_ns() - t0))'
+for mode in files files-mt python; do
+  without=() with=()
+  for _ in $(seq "$runs"); do
+    if [ "$mode" = python ]; then
+      without+=("$(ns python3 -c "$pyread" "$tmp/data")")
+      with+=("$(ns env LD_PRELOAD="$shim" python3 -c "$pyread" "$tmp/data")")
+    else
+      without+=("$(ns "$bench" "$mode" "$tmp/data" "$files")")
+      with+=("$(ns env LD_PRELOAD="$shim" "$bench" "$mode" "$tmp/data" "$files")")
+    fi
+    rm -f "$tmp"/traces/*
+  done
+  python3 - "$files" "${without[*]}" "${with[*]}" "$mode" <<'PY'
 import statistics, sys
 n = int(sys.argv[1])
 a = [float(x) for x in sys.argv[2].split()]
 b = [float(x) for x in sys.argv[3].split()]
+what = {"files": "C, open/read/read(EOF)/close", "files-mt": "C with a second thread, open/read/read(EOF)/close",
+        "python": "Python, with open(p, 'rb') as f: f.read()"}[sys.argv[4]]
 ma, mb = statistics.median(a), statistics.median(b)
-print(f"end-to-end {n} x 4 KiB files (open/read/read/close), median of {len(a)} interleaved runs: "
+print(f"end-to-end {n} x 4 KiB files ({what}), median of {len(a)} interleaved runs: "
       f"without shim {ma / n:.0f} ns/file, with shim {mb / n:.0f} ns/file, "
       f"slowdown {100 * (mb / ma - 1):.1f}% (+{(mb - ma) / n:.0f} ns/file)")
 PY
+done
 
 command -v valgrind >/dev/null || { echo "(valgrind not installed: no instruction counts)"; exit 0; }
 n=200000
