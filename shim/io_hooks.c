@@ -262,12 +262,9 @@ static void mounts_first_read(void)
         wsl_io_note_mounts(buf, n); /* a table past the buffer: its first mounts, until the writer's read */
 }
 
-/* Is dev a local filesystem's? Remembered per thread for the last device. */
-static int dev_is_local(struct wsl_thread *t, uint64_t dev)
+/* Is dev a local filesystem's? The table's answer (dev_is_local remembers it per thread). */
+static __attribute__((noinline)) int dev_lookup_local(struct wsl_thread *t, uint64_t dev, uint32_t gen)
 {
-    uint32_t gen = atomic_load_explicit(&local_devs_gen, memory_order_acquire);
-    if (WSL_LIKELY(t->io_memo_dev == dev && t->io_memo_gen == gen))
-        return (int)t->io_memo_local;
     if (WSL_UNLIKELY(gen == 1)) {
         int saved = errno;
         mounts_first_read();
@@ -288,6 +285,15 @@ static int dev_is_local(struct wsl_thread *t, uint64_t dev)
     t->io_memo_gen = gen;
     t->io_memo_local = (uint32_t)local;
     return local;
+}
+
+/* Is dev a local filesystem's? Remembered per thread for the last device. */
+static inline __attribute__((always_inline)) int dev_is_local(struct wsl_thread *t, uint64_t dev)
+{
+    uint32_t gen = atomic_load_explicit(&local_devs_gen, memory_order_acquire);
+    if (WSL_LIKELY(t->io_memo_dev == dev && t->io_memo_gen == gen))
+        return (int)t->io_memo_local;
+    return dev_lookup_local(t, dev, gen);
 }
 
 /* ---- sampled timing ------------------------------------------------------------------------
@@ -672,14 +678,21 @@ static inline __attribute__((always_inline)) void io_record_read(struct wsl_thre
     if (WSL_UNLIKELY(timed_ && t1 <= t0))                                                  \
         t1 = t0 + 1; /* a timed call never looks untimed */
 
-/* An open that returned fd (or failed): name it, find its device, record it. */
+/* An open that returned fd (or failed): name it, find its device, record it.
+ * dirdev: its folder's device when known before the call, local: whether
+ * that is a local filesystem's (the call was sampled). */
 static void record_open(struct wsl_thread *t, unsigned api, uint64_t t0, uint64_t t1, int fd, int err,
-                        uint32_t id, uint64_t dir_hash, int flags)
+                        uint32_t id, uint64_t dir_hash, int flags, uint64_t dirdev, int local)
 {
     uint64_t dev = 0, size = ~0ull;
     if (fd >= 0) {
-        dev = device_of(fd, dir_hash, &size);
-        fd_set_info(fd, id, dev && dev_is_local(t, dev));
+        if (dirdev) {
+            dev = dirdev;
+        } else {
+            dev = device_of(fd, dir_hash, &size);
+            local = dev && wsl_cfg.io_timing > 1 && dev_is_local(t, dev);
+        }
+        fd_set_info(fd, id, local);
     }
     io_record(t, api, t0, t1, fd < 0, err, fd, id, dev, (uint64_t)(unsigned)flags, size);
 }
@@ -703,7 +716,8 @@ static void record_open(struct wsl_thread *t, unsigned api, uint64_t t0, uint64_
     uint64_t dir_hash_;                                                                    \
     uint32_t id_ = path_record(t, dirfd, path, &dir_hash_);                               \
     uint64_t dirdev_ = dir_device(dir_hash_);                                              \
-    IO_TIMING(dirdev_ && wsl_cfg.io_timing > 1 && dev_is_local(t, dirdev_))                \
+    int local_ = dirdev_ && wsl_cfg.io_timing > 1 && dev_is_local(t, dirdev_);             \
+    IO_TIMING(local_)                                                                      \
     IO_CALL_TIMED(type, var, call)
 
 static inline int open_needs_mode(int flags)
@@ -714,7 +728,7 @@ static inline int open_needs_mode(int flags)
 #define OPEN_HOOK(api, dirfd, path, flags, call)                                           \
     IO_NAMED_CALL(int, fd, dirfd, path, call)                                              \
     int err = errno;                                                                       \
-    record_open(t, (api) + off_, t0, t1, fd, err, id_, dir_hash_, flags);                  \
+    record_open(t, (api) + off_, t0, t1, fd, err, id_, dir_hash_, flags, dirdev_, local_);  \
     errno = err;                                                                           \
     return fd;
 
@@ -788,7 +802,8 @@ static int fopen_flags(const char *mode)
 #define FOPEN_HOOK(api, fn)                                                                \
     IO_NAMED_CALL(FILE *, f, AT_FDCWD, path, REAL(fn)(path, mode))                         \
     int err = errno;                                                                       \
-    record_open(t, (api) + off_, t0, t1, f ? fileno_unlocked(f) : -1, err, id_, dir_hash_, fopen_flags(mode)); \
+    record_open(t, (api) + off_, t0, t1, f ? fileno_unlocked(f) : -1, err, id_, dir_hash_, fopen_flags(mode), \
+                dirdev_, local_);                                                          \
     errno = err;                                                                           \
     return f;
 
