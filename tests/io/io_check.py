@@ -27,6 +27,9 @@ Scenarios (each a ctest entry, see CMakeLists.txt):
                           timed, alike reads folded into few events), every
                           call timed (WSLSHIM_IO_TIMING=1), and the data
                           directory on a 9p fixture (its calls all timed)
+  run-kill                a Python program reads one file 4 KiB at a time (runs of
+                          alike reads, counted without events), sleeps, and is
+                          SIGKILLed: the trace still has every read
   io-off                  WSLSHIM_IO=0: no I/O in the report, same output
   same-output -- PROG ARGS
                           PROG with and without the shim: same exit status,
@@ -552,6 +555,44 @@ def scenario_sampled(ctx):
     return c.finish("; ".join(summary))
 
 
+RUN_KILL = r'''
+import os, signal, sys, time
+path, n = sys.argv[1], int(sys.argv[2])
+fd = os.open(path, os.O_RDONLY)
+for i in range(n):
+    if i % 512 == 0:
+        os.lseek(fd, 0, os.SEEK_SET)
+    if i % 100 == 0:
+        time.sleep(0.01)  # the run spans many drains: its count comes in several events
+    assert len(os.read(fd, 4096)) == 4096
+time.sleep(2.5)  # the writer drains and flushes; the runs' counts must be in the trace by now
+os.kill(os.getpid(), signal.SIGKILL)
+'''
+
+
+def scenario_run_kill(ctx):
+    os.makedirs(ctx.data)
+    path = os.path.join(ctx.data, "big.bin")
+    with open(path, "wb") as f:
+        f.write(os.urandom(4096 * 512))
+    n = 5000
+    p, tdir = ctx.traced([sys.executable, "-c", RUN_KILL, path, str(n)])
+    c = Check()
+    if p.returncode != -9:
+        c.fail(f"the program was to die of SIGKILL, exit {p.returncode}: {p.stderr[-500:]}")
+    rep = ctx.report(tdir, c)
+    if rep is None:
+        return c.finish("")
+    dirs = {d.get("dir"): d for d in (rep.get("io") or {}).get("top_dirs", [])}
+    d = dirs.get(ctx.data) or {}
+    c.eq(f"reads of {path} in the killed program's trace", d.get("reads"), n)
+    c.eq(f"bytes read from {path}", d.get("bytes_read"), n * 4096)
+    procs = rep.get("processes") or [{}]
+    if not procs[0].get("truncated"):
+        c.note("the trace was not marked truncated after SIGKILL")
+    return c.finish(f"{n} reads counted after SIGKILL, trace truncated={procs[0].get('truncated')}")
+
+
 def scenario_io_off(ctx):
     a = ctx.a
     ctx.create_data()
@@ -622,8 +663,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     for opt in ("--shim", "--report", "--reader", "--workdir"):
         ap.add_argument(opt, required=True)
-    ap.add_argument("scenario", choices=("exact", "python", "cross-os", "small-files", "sampled", "io-off",
-                                         "same-output"))
+    ap.add_argument("scenario", choices=("exact", "python", "cross-os", "small-files", "sampled", "run-kill",
+                                         "io-off", "same-output"))
     ap.add_argument("--program")
     ap.add_argument("--mode", choices=("read", "fork"), default="read", help="exact: io_reader's mode")
     ap.add_argument("--processes", type=int, default=1, help="exact: processes the run has")
@@ -642,7 +683,8 @@ def main():
     a.rest = rest
     ctx = Ctx(a)
     rc = {"exact": scenario_exact, "python": scenario_python, "cross-os": scenario_cross_os,
-            "small-files": scenario_small_files, "sampled": scenario_sampled, "io-off": scenario_io_off,
+            "small-files": scenario_small_files, "sampled": scenario_sampled, "run-kill": scenario_run_kill,
+            "io-off": scenario_io_off,
             "same-output": scenario_same_output}[a.scenario](ctx)
     if rc == 0:  # the data set is up to 41 MiB: kept only when a check failed
         shutil.rmtree(ctx.data, ignore_errors=True)
