@@ -766,11 +766,12 @@ static uint64_t drain_thread(struct wsl_thread *t)
         if (untimed) /* before the events go: the followed run's slot may be among them */
             settle_open_run(t, &after, now > t->w_last_ticks ? now : t->w_last_ticks);
         uint64_t pos = tail;
-        do {
-            uint64_t end = pos + (stop - pos > EVENTS_PER_CHUNK ? EVENTS_PER_CHUNK : stop - pos);
-            emit_events(t, pos, end, pos == tail ? new_drops : 0);
-            pos = end;
-        } while (pos < stop);
+        if (stop > tail || new_drops)
+            do {
+                uint64_t end = pos + (stop - pos > EVENTS_PER_CHUNK ? EVENTS_PER_CHUNK : stop - pos);
+                emit_events(t, pos, end, pos == tail ? new_drops : 0);
+                pos = end;
+            } while (pos < stop);
         if (after.a[3])
             emit_event_chunk(t->tid, &after, 0, 0, 1, 0);
         events_dropped += new_drops;
