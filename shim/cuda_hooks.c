@@ -84,22 +84,26 @@ static int slot_claim(void *_Atomic *slot, void *p)
 
 /* ---- the real dlsym ----------------------------------------------------------------- */
 typedef void *(*dlsym_fn)(void *, const char *);
-static dlsym_fn real_dlsym_ptr;
+static _Atomic dlsym_fn real_dlsym_ptr; /* threads may race to the first lookup: same answer */
 
-static dlsym_fn real_dlsym_get(void)
+/* Uninstrumented under TSan: its runtime's own lookups come through here while
+ * it starts (shim_internal.h). */
+static WSL_NO_TSAN dlsym_fn real_dlsym_get(void)
 {
     dlsym_fn f = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
     if (!f)
         f = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
     if (!f)
         f = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.17"); /* aarch64's first version */
-    real_dlsym_ptr = f;
+    atomic_store_explicit(&real_dlsym_ptr, f, memory_order_relaxed);
     return f;
 }
 
-void *wsl_real_dlsym(void *handle, const char *name)
+WSL_NO_TSAN void *wsl_real_dlsym(void *handle, const char *name)
 {
-    dlsym_fn f = real_dlsym_ptr ? real_dlsym_ptr : real_dlsym_get();
+    dlsym_fn f = atomic_load_explicit(&real_dlsym_ptr, memory_order_relaxed);
+    if (!f)
+        f = real_dlsym_get();
     return f ? f(handle, name) : NULL;
 }
 
@@ -463,13 +467,13 @@ static void *dlsym_on_handle(dlsym_fn real, void *handle, const char *name)
 #endif
 WSL_EXPORT WSL_TAILCALLS void *dlsym(void *handle, const char *name)
 {
-    dlsym_fn real = real_dlsym_ptr;
+    dlsym_fn real = atomic_load_explicit(&real_dlsym_ptr, memory_order_relaxed);
     if (WSL_UNLIKELY(!real)) {
         real = real_dlsym_get();
         if (!real)
             return NULL;
     }
-    if (handle == RTLD_NEXT)
+    if (handle == RTLD_NEXT || !wsl_tsan_up())
         return real(handle, name);
     return dlsym_on_handle(real, handle, name);
 }

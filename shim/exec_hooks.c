@@ -36,6 +36,16 @@ __attribute__((constructor)) static void exec_hooks_init(void)
     Dl_info info;
     if (dladdr((void *)exec_hooks_init, &info) && info.dli_fname)
         snprintf(shim_path, sizeof shim_path, "%s", info.dli_fname);
+#if WSL_TSAN
+    /* A TSan build preloads TSan's runtime first (shim_internal.h): the two go
+     * on together, as one LD_PRELOAD entry pair. */
+    Dl_info rt;
+    if (shim_path[0] && dladdr((void *)__tsan_init, &rt) && rt.dli_fname) {
+        char both[sizeof shim_path];
+        if ((size_t)snprintf(both, sizeof both, "%s:%s", rt.dli_fname, shim_path) < sizeof both)
+            memcpy(shim_path, both, sizeof both);
+    }
+#endif
     recording_pid = getpid();
 }
 

@@ -24,6 +24,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -38,7 +39,7 @@
 WSL_TLS uint32_t wsl_tls_launches;
 
 /* ---- the driver functions the shim calls itself ---------------------------------- */
-static struct {
+struct driver_fns {
     CUresult (*ctx_get_current)(CUcontext *);
     CUresult (*ctx_set_current)(CUcontext);
     CUresult (*ctx_get_device)(CUdevice *);
@@ -52,48 +53,66 @@ static struct {
     CUresult (*exchange_capture_mode)(CUstreamCaptureMode *);
     CUresult (*mem_get_info)(size_t *, size_t *);
     CUresult (*stream_query)(CUstream);
-} fn;
-enum { FNS_UNKNOWN = 0, FNS_OK, FNS_MISSING };
+};
+static struct driver_fns fn; /* read only once fns_state is FNS_OK */
+enum { FNS_UNKNOWN = 0, FNS_OK, FNS_MISSING, FNS_PUBLISHING };
 static _Atomic int fns_state;
+static WSL_TLS int tls_publishing_fns;
 
 /* Resolved without a lock (dlopen takes the loader's lock, which a program
- * thread may hold while it launches); racing threads find the same values. */
+ * thread may hold while it launches). Racing threads each look the functions
+ * up into their own copy; one publishes it (a copy of a few pointers) and the
+ * others wait for that, unless they interrupted it from a signal handler. */
 static int resolve_fns(void *real_launch)
 {
     int st = atomic_load_explicit(&fns_state, memory_order_acquire);
-    if (WSL_LIKELY(st != FNS_UNKNOWN))
+    if (WSL_LIKELY(st == FNS_OK || st == FNS_MISSING))
         return st == FNS_OK;
+    struct driver_fns got;
+    memset(&got, 0, sizeof got);
     Dl_info info;
     void *h = NULL;
     if (dladdr(real_launch, &info) && info.dli_fname)
         h = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD); /* kept open: the pointers stay valid */
-    if (!h) {
-        atomic_store(&fns_state, FNS_MISSING);
-        return 0;
-    }
-#define GET(field, name) *(void **)&fn.field = wsl_real_dlsym(h, name)
-    GET(ctx_get_current, "cuCtxGetCurrent");
-    GET(ctx_set_current, "cuCtxSetCurrent");
-    GET(ctx_get_device, "cuCtxGetDevice");
-    GET(stream_get_ctx, "cuStreamGetCtx");
-    GET(stream_is_capturing, "cuStreamIsCapturing");
-    GET(stream_create, "cuStreamCreate");
-    GET(event_create, "cuEventCreate");
-    GET(event_record, "cuEventRecord");
-    GET(event_query, "cuEventQuery");
-    GET(event_elapsed, "cuEventElapsedTime_v2");
-    if (!fn.event_elapsed)
-        GET(event_elapsed, "cuEventElapsedTime");
-    GET(exchange_capture_mode, "cuThreadExchangeStreamCaptureMode");
-    GET(mem_get_info, "cuMemGetInfo_v2");
-    GET(stream_query, "cuStreamQuery");
+    int ok = 0;
+    if (h) {
+#define GET(field, name) *(void **)&got.field = wsl_real_dlsym(h, name)
+        GET(ctx_get_current, "cuCtxGetCurrent");
+        GET(ctx_set_current, "cuCtxSetCurrent");
+        GET(ctx_get_device, "cuCtxGetDevice");
+        GET(stream_get_ctx, "cuStreamGetCtx");
+        GET(stream_is_capturing, "cuStreamIsCapturing");
+        GET(stream_create, "cuStreamCreate");
+        GET(event_create, "cuEventCreate");
+        GET(event_record, "cuEventRecord");
+        GET(event_query, "cuEventQuery");
+        GET(event_elapsed, "cuEventElapsedTime_v2");
+        if (!got.event_elapsed)
+            GET(event_elapsed, "cuEventElapsedTime");
+        GET(exchange_capture_mode, "cuThreadExchangeStreamCaptureMode");
+        GET(mem_get_info, "cuMemGetInfo_v2");
+        GET(stream_query, "cuStreamQuery");
 #undef GET
-    int ok = fn.ctx_get_current && fn.stream_get_ctx && fn.stream_is_capturing && fn.event_create &&
-             fn.event_record && fn.event_query && fn.event_elapsed && fn.stream_query && fn.exchange_capture_mode;
-    if (!ok)
-        wsl_log(WSL_LOG_WARN, "GPU timing off: the driver lacks an event or capture entry point");
-    atomic_store_explicit(&fns_state, ok ? FNS_OK : FNS_MISSING, memory_order_release);
-    return ok;
+        ok = got.ctx_get_current && got.stream_get_ctx && got.stream_is_capturing && got.event_create &&
+             got.event_record && got.event_query && got.event_elapsed && got.stream_query &&
+             got.exchange_capture_mode;
+    }
+    int expect = FNS_UNKNOWN;
+    if (atomic_compare_exchange_strong(&fns_state, &expect, FNS_PUBLISHING)) {
+        tls_publishing_fns = 1;
+        if (ok)
+            fn = got;
+        else if (h)
+            wsl_log(WSL_LOG_WARN, "GPU timing off: the driver lacks an event or capture entry point");
+        atomic_store_explicit(&fns_state, ok ? FNS_OK : FNS_MISSING, memory_order_release);
+        tls_publishing_fns = 0;
+        return ok;
+    }
+    if (tls_publishing_fns)
+        return 0; /* a signal handler interrupted this thread's own publishing */
+    while ((st = atomic_load_explicit(&fns_state, memory_order_acquire)) == FNS_PUBLISHING)
+        sched_yield();
+    return st == FNS_OK;
 }
 
 /* ---- per-context event pools and reference events ----------------------------------- */

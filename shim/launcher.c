@@ -557,6 +557,17 @@ __attribute__((noreturn)) static void exec_child(const struct run_options *o, co
                                                  const char *shim)
 {
     char *preload = preload_with_shim(shim, getenv("LD_PRELOAD"));
+#if defined(__SANITIZE_THREAD__)
+    /* A ThreadSanitizer build of the shim needs TSan's runtime (this launcher's
+     * own) loaded before it (docs/reliability.md). */
+    extern void __tsan_init(void);
+    Dl_info rt;
+    if (dladdr((void *)__tsan_init, &rt) && rt.dli_fname) {
+        char *both = xasprintf("%s:%s", rt.dli_fname, preload);
+        free(preload);
+        preload = both;
+    }
+#endif
     if (setenv("LD_PRELOAD", preload, 1) != 0 || setenv("WSLSHIM_OUTPUT", plan->pattern, 1) != 0 ||
         (o->gpu_timing && setenv("WSLSHIM_GPU_TIMING", o->gpu_timing, 1) != 0) ||
         (o->no_io && setenv("WSLSHIM_IO", "0", 1) != 0)) {

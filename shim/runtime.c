@@ -39,6 +39,21 @@ static _Atomic int inherited_fds_unnamed; /* set in a forked child until its fir
 
 uint64_t wsl_process_flags(void) { return process_flags; }
 
+#if WSL_TSAN
+#include <dlfcn.h>
+_Atomic int wsl_tsan_ready;
+
+/* TSan's runtime calls this (found with dlsym(RTLD_DEFAULT)) once it has
+ * started; a definition later in the search order is called in turn. */
+WSL_EXPORT void __tsan_on_initialize(void)
+{
+    atomic_store_explicit(&wsl_tsan_ready, 1, memory_order_release);
+    void (*next)(void) = (void (*)(void))wsl_real_dlsym(RTLD_NEXT, "__tsan_on_initialize");
+    if (next && next != __tsan_on_initialize)
+        next();
+}
+#endif
+
 void wsl_log(int level, const char *fmt, ...)
 {
     if (level > wsl_cfg.log_level)
@@ -317,6 +332,27 @@ struct wsl_event *wsl_ring_reserve_slow(struct wsl_thread *t)
     return NULL;
 }
 
+#if WSL_TSAN
+void __tsan_write_range(void *addr, long size); /* declared as gcc has it built in */
+
+struct wsl_event *wsl_ring_reserve_tsan(struct wsl_thread *t)
+{
+    uint64_t h = t->head_local;
+    if (h >= t->limit)
+        return wsl_ring_reserve_slow(t);
+    return &t->ev[h & (WSL_RING_EVENTS - 1)];
+}
+
+void wsl_ring_commit_tsan(struct wsl_thread *t)
+{
+    /* The hook filled the slot without instrumentation: it is written here, as
+     * far as TSan knows, before it is published. */
+    __tsan_write_range(&t->ev[t->head_local & (WSL_RING_EVENTS - 1)], (long)sizeof(struct wsl_event));
+    t->head_local++;
+    atomic_store_explicit(&t->head, t->head_local, memory_order_release);
+}
+#endif
+
 /* ---- fork ------------------------------------------------------------------------
  * The child has only the forking thread. Everything the parent had in flight
  * stays with the parent; the child starts its own trace at its first event. */
@@ -351,6 +387,12 @@ static void quick_exit_flush(void)
 __attribute__((constructor)) static void wsl_init(void)
 {
     int saved = errno;
+#if WSL_TSAN
+    /* TSan's runtime has started by now (this library's own instrumented
+     * constructors start it), even where the program's own
+     * __tsan_on_initialize hid the shim's. */
+    atomic_store_explicit(&wsl_tsan_ready, 1, memory_order_release);
+#endif
     wsl_tls_depth++;
     config_ensure();
     thread_key_ok = pthread_key_create(&thread_key, thread_key_destructor) == 0;

@@ -16,7 +16,30 @@
 #include <x86intrin.h>
 #endif
 
-#define WSL_EXPORT __attribute__((visibility("default")))
+/* ThreadSanitizer builds (-DWSLSHIM_SANITIZE=thread; docs/reliability.md). TSan's
+ * runtime, preloaded first, calls some of the functions the shim interposes
+ * (dlsym above all) while it starts, before its own state exists, and any
+ * instrumented code run then crashes. So the exported entry points are built
+ * without TSan's instrumentation and pass straight through until the runtime
+ * is up (wsl_tsan_up); everything they call out of line (thread setup, rings'
+ * slow paths, the writer, GPU timing, NVTX) stays instrumented. */
+#if defined(__SANITIZE_THREAD__)
+#define WSL_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define WSL_TSAN 1
+#endif
+#endif
+#ifndef WSL_TSAN
+#define WSL_TSAN 0
+#endif
+#if WSL_TSAN
+#define WSL_NO_TSAN __attribute__((no_sanitize("thread")))
+#else
+#define WSL_NO_TSAN
+#endif
+
+#define WSL_EXPORT __attribute__((visibility("default"))) WSL_NO_TSAN
 #define WSL_LIKELY(x) __builtin_expect(!!(x), 1)
 #define WSL_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define WSL_TLS __thread __attribute__((tls_model("initial-exec")))
@@ -159,9 +182,30 @@ extern _Atomic(struct wsl_thread *) wsl_threads; /* registry head */
  * NULL when this thread must not record (exiting, shut down, disabled). */
 struct wsl_thread *wsl_thread_setup(void);
 
+#if WSL_TSAN
+/* Set when TSan's runtime has finished starting (its __tsan_on_initialize
+ * callback, runtime.c) and by the shim's constructor. */
+extern _Atomic int wsl_tsan_ready;
+void __tsan_init(void);
+/* Whether instrumented code may run in this thread now. Before the runtime has
+ * started, __tsan_init starts it; inside its start-up (a call from TSan itself)
+ * __tsan_init returns at once and the call passes straight through. */
+static inline __attribute__((always_inline)) int wsl_tsan_up(void)
+{
+    if (WSL_LIKELY(atomic_load_explicit(&wsl_tsan_ready, memory_order_acquire)))
+        return 1;
+    __tsan_init();
+    return atomic_load_explicit(&wsl_tsan_ready, memory_order_acquire);
+}
+#else
+#define wsl_tsan_up() 1
+#endif
+
 /* The thread to record into, or NULL. Hot: a TLS load and a compare. */
 static inline __attribute__((always_inline)) struct wsl_thread *wsl_thread_get(void)
 {
+    if (!wsl_tsan_up())
+        return NULL;
     struct wsl_thread *t = wsl_tls_thread;
     if (WSL_LIKELY(t && t->gen == atomic_load_explicit(&wsl_gen, memory_order_relaxed)))
         return t;
@@ -172,8 +216,19 @@ static inline __attribute__((always_inline)) struct wsl_thread *wsl_thread_get(v
  * give it a bounded moment); NULL if it stays full and the event is dropped. */
 struct wsl_event *wsl_ring_reserve_slow(struct wsl_thread *t);
 
+#if WSL_TSAN
+/* Out of line, and so instrumented, in TSan builds: the hooks that would inline
+ * them are not instrumented (above), and TSan must see each slot written and
+ * published by the thread that owns the ring (runtime.c). */
+struct wsl_event *wsl_ring_reserve_tsan(struct wsl_thread *t);
+void wsl_ring_commit_tsan(struct wsl_thread *t);
+#endif
+
 static inline __attribute__((always_inline)) struct wsl_event *wsl_ring_reserve(struct wsl_thread *t)
 {
+#if WSL_TSAN
+    return wsl_ring_reserve_tsan(t);
+#endif
     uint64_t h = t->head_local;
     if (WSL_UNLIKELY(h >= t->limit))
         return wsl_ring_reserve_slow(t);
@@ -182,6 +237,10 @@ static inline __attribute__((always_inline)) struct wsl_event *wsl_ring_reserve(
 
 static inline __attribute__((always_inline)) void wsl_ring_commit(struct wsl_thread *t)
 {
+#if WSL_TSAN
+    wsl_ring_commit_tsan(t);
+    return;
+#endif
     t->head_local++;
     atomic_store_explicit(&t->head, t->head_local, memory_order_release);
 }

@@ -51,17 +51,33 @@ static _Atomic int update_lock;
 static _Atomic int signals_state; /* 0 not yet, 1 setting up, 2 active, 3 off */
 
 typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
-static sigaction_fn real_sigaction_fn;
+static _Atomic sigaction_fn real_sigaction_fn; /* threads may race to resolve it: same answer */
 
-static int real_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+/* Uninstrumented under TSan: its runtime installs its own handlers through
+ * here while it starts (shim_internal.h). */
+static WSL_NO_TSAN int real_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
-    if (!real_sigaction_fn)
-        real_sigaction_fn = (sigaction_fn)wsl_real_dlsym(RTLD_NEXT, "sigaction");
-    if (!real_sigaction_fn) {
+    sigaction_fn f = atomic_load_explicit(&real_sigaction_fn, memory_order_relaxed);
+    if (!f) {
+        f = (sigaction_fn)wsl_real_dlsym(RTLD_NEXT, "sigaction");
+        atomic_store_explicit(&real_sigaction_fn, f, memory_order_relaxed);
+    }
+    if (!f) {
         errno = ENOSYS;
         return -1;
     }
-    return real_sigaction_fn(sig, act, old);
+    return f(sig, act, old);
+}
+
+/* signal(), bsd_signal(), sysv_signal() as libc has them. */
+static WSL_NO_TSAN sighandler_t real_set_handler(const char *real_name, int sig, sighandler_t handler)
+{
+    sighandler_t (*real)(int, sighandler_t) = (sighandler_t(*)(int, sighandler_t))wsl_real_dlsym(RTLD_NEXT, real_name);
+    if (!real) {
+        errno = ENOSYS;
+        return SIG_ERR;
+    }
+    return real(sig, handler);
 }
 
 static int managed_index(int sig)
@@ -272,6 +288,8 @@ WSL_EXPORT void abort(void)
 
 WSL_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *oldact)
 {
+    if (!wsl_tsan_up())
+        return real_sigaction(sig, act, oldact);
     int i = managed_index(sig);
     if (i < 0 || !signals_active())
         return real_sigaction(sig, act, oldact);
@@ -309,14 +327,8 @@ WSL_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction 
 static sighandler_t set_handler(int sig, sighandler_t handler, int flags, int mask_self, const char *real_name)
 {
     int i = managed_index(sig);
-    if (i < 0 || !signals_active()) {
-        sighandler_t (*real)(int, sighandler_t) = (sighandler_t(*)(int, sighandler_t))wsl_real_dlsym(RTLD_NEXT, real_name);
-        if (!real) {
-            errno = ENOSYS;
-            return SIG_ERR;
-        }
-        return real(sig, handler);
-    }
+    if (i < 0 || !signals_active())
+        return real_set_handler(real_name, sig, handler);
     struct sigaction act, old;
     memset(&act, 0, sizeof act);
     act.sa_handler = handler;
@@ -332,16 +344,22 @@ static sighandler_t set_handler(int sig, sighandler_t handler, int flags, int ma
 /* glibc's signal() has BSD semantics: restarting calls, the signal blocked in its handler. */
 WSL_EXPORT sighandler_t signal(int sig, sighandler_t handler)
 {
+    if (!wsl_tsan_up())
+        return real_set_handler("signal", sig, handler);
     return set_handler(sig, handler, SA_RESTART, 1, "signal");
 }
 
 WSL_EXPORT sighandler_t bsd_signal(int sig, sighandler_t handler)
 {
+    if (!wsl_tsan_up())
+        return real_set_handler("bsd_signal", sig, handler);
     return set_handler(sig, handler, SA_RESTART, 1, "bsd_signal");
 }
 
 /* System V semantics: reset to default on delivery, not blocked in the handler. */
 WSL_EXPORT sighandler_t sysv_signal(int sig, sighandler_t handler)
 {
+    if (!wsl_tsan_up())
+        return real_set_handler("sysv_signal", sig, handler);
     return set_handler(sig, handler, SA_RESETHAND | SA_NODEFER, 0, "sysv_signal");
 }

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/futex.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/resource.h>
 #include <sys/utsname.h>
@@ -925,6 +926,30 @@ void wsl_writer_wake(void)
     syscall(SYS_futex, &writer_wake_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
+#if WSL_TSAN
+/* gcc's TSan runtime keeps, in a forked child, its record of the parent's
+ * threads, and glibc gives the child's first new thread the stack, and so the
+ * thread id, of one of them: TSan then aborts ("dup thread with used id"). A
+ * stack of the writer's own, never unmapped (a child would find the parent's
+ * in place), gives each writer an id no thread had. TSan builds only. */
+static pthread_attr_t writer_attr;
+static pthread_attr_t *writer_thread_attr(void)
+{
+    size_t size = 8u << 20;
+    void *stack = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK,
+                       -1, 0);
+    if (stack == MAP_FAILED || pthread_attr_init(&writer_attr) != 0)
+        return NULL;
+    if (pthread_attr_setstack(&writer_attr, stack, size) != 0) {
+        pthread_attr_destroy(&writer_attr);
+        return NULL;
+    }
+    return &writer_attr;
+}
+#else
+static pthread_attr_t *writer_thread_attr(void) { return NULL; }
+#endif
+
 int wsl_writer_start(void)
 {
     int st = atomic_load_explicit(&writer_state, memory_order_acquire);
@@ -950,7 +975,10 @@ int wsl_writer_start(void)
             sigfillset(&all);
             pthread_sigmask(SIG_SETMASK, &all, &old); /* the writer takes no signals */
             atomic_store(&writer_stop, 0);
-            int err = pthread_create(&writer_thread, NULL, writer_main, NULL);
+            pthread_attr_t *attr = writer_thread_attr();
+            int err = pthread_create(&writer_thread, attr, writer_main, NULL);
+            if (attr)
+                pthread_attr_destroy(attr);
             pthread_sigmask(SIG_SETMASK, &old, NULL);
             if (err) {
                 wsl_log(WSL_LOG_ERROR, "cannot start the writer thread: %s", strerror(err));

@@ -14,6 +14,11 @@ other = {"cuGetProcAddress", "cuGetProcAddress_v2", "dlsym", "execve", "execv", 
          "sigaction", "signal", "abort", "close_range", "closefrom", "bsd_signal", "sysv_signal"}
 
 want = cuda | io | other
+# A ThreadSanitizer build also exports the callback TSan's runtime makes once it has started
+# (shim/runtime.c); the runtime itself is then among the shim's needed libraries.
+needed = subprocess.run(["readelf", "-d", shim], capture_output=True, text=True, check=True).stdout
+if "libtsan" in needed:
+    want.add("__tsan_on_initialize")
 out = subprocess.run(["nm", "-D", "--defined-only", shim], capture_output=True, text=True, check=True).stdout
 have = {l.split()[-1].split("@")[0] for l in out.splitlines() if l.split() and l.split()[-2] in ("T", "W", "i")}
 missing, extra = sorted(want - have), sorted(have - want)
