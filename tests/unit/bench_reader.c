@@ -1,8 +1,9 @@
 /*
- * bench_reader [EVENTS] [PATH]: writes a synthetic trace of EVENTS (default
- * 10M) launch-like events from 4 threads, then times reading it back: the
- * reader alone (decompress + decode) and the report's whole analysis.
- * Built, not run as a test.
+ * bench_reader [EVENTS] [PATH] [v12]: writes a synthetic trace of EVENTS
+ * (default 10M) launch-like events from 4 threads, then times reading it
+ * back, five rounds: the reader alone (decompress + decode) and the report's
+ * whole analysis. With "v12" the trace has the 1.2 layout (EVENTS chunks,
+ * zstd level 1) that older shims wrote. Built, not run as a test.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,9 +37,10 @@ int main(int argc, char **argv)
 {
     uint64_t total = argc > 1 ? strtoull(argv[1], NULL, 10) : 10000000u;
     const char *path = argc > 2 ? argv[2] : "/tmp/wslshim-bench.trace.zst";
+    const struct synth_options opt = {.checksum = true, .v12_events = argc > 3 && !strcmp(argv[3], "v12")};
 
     double t0 = now();
-    struct synth *s = synth_open(path, NULL);
+    struct synth *s = synth_open(path, &opt);
     synth_file_header(s, NULL);
     struct wsl_process_info pi = {.pid = 1, .clock_kind = WSL_CLOCK_MONOTONIC_NS, .start_mono_ns = 1000};
     synth_process(s, &pi, "bench", "/bin/bench", "6.8", 0, NULL);
@@ -81,7 +83,7 @@ int main(int argc, char **argv)
     printf("wrote %llu events to %s in %.2f s (%.1f M events/s encode+compress)\n", (unsigned long long)written,
            path, t1 - t0, (double)written / (t1 - t0) / 1e6);
 
-    for (int round = 0; round < 3; round++) {
+    for (int round = 0; round < 5; round++) {
         char err[WSL_READER_ERRLEN];
         double a = now();
         struct wsl_reader *r = wsl_reader_open(path, err, sizeof err);
