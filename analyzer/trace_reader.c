@@ -592,10 +592,64 @@ bad: /* event i is malformed; api_at is where its api id starts */
     return corrupt(r, "corrupt chunk at byte %llu: bad event encoding (event %u)", at, r->ev_done + i);
 }
 
+/* The literal of the EVENTS_PACKED event being decoded into *ev (times left
+ * to the caller), appended to the table while it has room. Out of the batch
+ * loop so that the loop's registers stay with the common case. Returns 0, or
+ * -1 for a bad encoding, or -2 when the reader already failed (an api id not
+ * in the table). */
+static __attribute__((noinline)) int packed_literal(struct wsl_reader *r, struct wsl_packed_in *in,
+                                                    uint32_t *entries, struct wsl_event *ev)
+{
+    struct wsl_codec_state *st = r->codec;
+    struct wsl_pack_state *ps = r->pack;
+    uint64_t id, v;
+    const uint8_t *p;
+    if (ps->literals >= in->literals)
+        return -1;
+    ps->literals++;
+    if (!(p = get_varint(in->lit, in->lit_end, &id)) || id >= WSL_MAX_API_IDS || p >= in->lit_end)
+        return -1;
+    unsigned mask = *p++;
+    if (mask & 0xc0)
+        return -1;
+    struct wsl_event *pv = &st->prev[id];
+    if (mask & 1) {
+        if (!(p = get_varint(p, in->lit_end, &v)))
+            return -1;
+        pv->result = (int32_t)wsl_unzigzag(v);
+    }
+    if (mask & 2) {
+        if (!(p = get_varint(p, in->lit_end, &v)))
+            return -1;
+        pv->stream ^= v;
+    }
+    for (unsigned m = mask >> 2; m; m &= m - 1) {
+        if (!(p = get_varint(p, in->lit_end, &v)))
+            return -1;
+        pv->a[__builtin_ctz(m)] ^= v;
+    }
+    in->lit = p;
+    if (r->api_state[id] != API_TOUCHED) {
+        if (r->api_state[id] == API_ABSENT) {
+            corrupt(r, "corrupt chunk at byte %llu: api id %u not in the API table",
+                    (unsigned long long)r->chunk_offset, (unsigned)id);
+            return -2;
+        }
+        r->api_state[id] = API_TOUCHED;
+        r->touched[r->touched_count++] = (uint16_t)id;
+    }
+    *ev = *pv;
+    ev->api = (uint16_t)id;
+    ev->flags = 0;
+    if (*entries < WSL_PACK_TABLE_MAX)
+        ps->table[(*entries)++] = *ev;
+    return 0;
+}
+
 /* Decodes the next batch of the EVENTS_PACKED chunk in progress: the checks of
  * wsl_event_decode_packed (trace_format.h) in the same order, with the column
  * cursors in locals. An event that repeats a table entry is a 64-byte copy and
- * its two times; only literals take the slow path. */
+ * its two times; literals take packed_literal. */
 static enum wsl_read_result next_packed_batch(struct wsl_reader *r, struct wsl_item *item)
 {
     const unsigned long long at = (unsigned long long)r->chunk_offset;
@@ -606,10 +660,10 @@ static enum wsl_read_result next_packed_batch(struct wsl_reader *r, struct wsl_i
     const uint8_t *op_p = in.op, *dt_p = in.dt, *dur_p = in.dur;
     const uint8_t *const dt_end = in.dt_end, *const dur_end = in.dur_end;
     struct wsl_codec_state *st = r->codec;
-    struct wsl_pack_state *ps = r->pack;
+    const struct wsl_event *const table = r->pack->table;
     struct wsl_event *out = r->batch;
     uint64_t prev_t = st->prev_t;
-    uint32_t entries = ps->entries, i;
+    uint32_t entries = r->pack->entries, i;
     /* n <= the events left, and the op column holds one byte per event: no check per op. */
     for (i = 0; i < n; i++) {
         uint64_t dt, dur;
@@ -622,55 +676,23 @@ static enum wsl_read_result next_packed_batch(struct wsl_reader *r, struct wsl_i
             goto bad;
         dur_p = p;
         struct wsl_event *ev = &out[i];
-        if (__builtin_expect(op != 0, 1)) {
-            if (__builtin_expect(op > entries, 0))
-                goto bad;
-            *ev = ps->table[op - 1];
+        if (__builtin_expect(op - 1 < entries, 1)) {
+            *ev = table[op - 1];
         } else {
-            uint64_t id, v;
-            if (ps->literals >= in.literals)
+            if (op != 0)
+                goto bad; /* beyond the table */
+            int rc = packed_literal(r, &in, &entries, ev);
+            if (rc == -2)
+                return r->done;
+            if (rc)
                 goto bad;
-            ps->literals++;
-            if (!(p = get_varint(in.lit, in.lit_end, &id)) || id >= WSL_MAX_API_IDS || p >= in.lit_end)
-                goto bad;
-            unsigned mask = *p++;
-            if (mask & 0xc0)
-                goto bad;
-            struct wsl_event *pv = &st->prev[id];
-            if (mask & 1) {
-                if (!(p = get_varint(p, in.lit_end, &v)))
-                    goto bad;
-                pv->result = (int32_t)wsl_unzigzag(v);
-            }
-            if (mask & 2) {
-                if (!(p = get_varint(p, in.lit_end, &v)))
-                    goto bad;
-                pv->stream ^= v;
-            }
-            for (unsigned m = mask >> 2; m; m &= m - 1) {
-                if (!(p = get_varint(p, in.lit_end, &v)))
-                    goto bad;
-                pv->a[__builtin_ctz(m)] ^= v;
-            }
-            in.lit = p;
-            if (r->api_state[id] != API_TOUCHED) {
-                if (r->api_state[id] == API_ABSENT)
-                    return corrupt(r, "corrupt chunk at byte %llu: api id %u not in the API table", at, (unsigned)id);
-                r->api_state[id] = API_TOUCHED;
-                r->touched[r->touched_count++] = (uint16_t)id;
-            }
-            *ev = *pv;
-            ev->api = (uint16_t)id;
-            ev->flags = 0;
-            if (entries < WSL_PACK_TABLE_MAX)
-                ps->table[entries++] = *ev;
         }
         prev_t += (uint64_t)wsl_unzigzag(dt);
         ev->t_start = prev_t;
         ev->t_end = prev_t + dur;
     }
     st->prev_t = prev_t;
-    ps->entries = entries;
+    r->pack->entries = entries;
     in.op = op_p;
     in.dt = dt_p;
     in.dur = dur_p;
@@ -688,9 +710,9 @@ static enum wsl_read_result next_packed_batch(struct wsl_reader *r, struct wsl_i
         if (left)
             return corrupt(r, "corrupt chunk at byte %llu: event count mismatch (%zu bytes left after %u events)",
                            at, left, r->ev_count);
-        if (ps->literals != in.literals)
+        if (r->pack->literals != in.literals)
             return corrupt(r, "corrupt chunk at byte %llu: event count mismatch (%u literals, the directory says %u)",
-                           at, ps->literals, in.literals);
+                           at, r->pack->literals, in.literals);
     }
     return WSL_READ_ITEM;
 bad:
