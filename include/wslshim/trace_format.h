@@ -619,6 +619,8 @@ struct wsl_pack_state {
     uint32_t entries;                           /* in table */
     uint32_t literals;                          /* written or read in this chunk */
     uint16_t slot[WSL_PACK_HASH_SLOTS];         /* writer: entry index + 1, 0 empty */
+    uint8_t last[WSL_MAX_API_IDS];              /* writer: the entry each api used last (a hint,
+                                                   zeroed once, checked and compared, never reset) */
     struct wsl_event table[WSL_PACK_TABLE_MAX]; /* api, result, stream, a[]; times unused */
 };
 
@@ -658,17 +660,24 @@ static inline void wsl_event_encode_packed(struct wsl_pack_state *ps, struct wsl
     o->dt = wsl_put_varint(o->dt, wsl_zigzag((int64_t)(t - st->prev_t)));
     o->dur = wsl_put_varint(o->dur, t_end >= t ? t_end - t : 0);
     st->prev_t = t;
-    unsigned h = wsl_pack_hash(ev), k;
+    const unsigned api = ev->api;
+    unsigned k = ps->last[api];
+    if (k < ps->entries && wsl_pack_same(&ps->table[k], ev)) { /* a call repeating the api's previous set */
+        *o->op++ = (uint8_t)(k + 1);
+        return;
+    }
+    unsigned h = wsl_pack_hash(ev);
     while ((k = ps->slot[h]) != 0) {
         if (wsl_pack_same(&ps->table[k - 1], ev)) {
             *o->op++ = (uint8_t)k;
+            ps->last[api] = (uint8_t)(k - 1);
             return;
         }
         h = (h + 1) & (WSL_PACK_HASH_SLOTS - 1);
     }
     *o->op++ = 0;
     ps->literals++;
-    const unsigned api = ev->api, two = api >= 0x80;
+    const unsigned two = api >= 0x80;
     struct wsl_event *pv = &st->prev[api];
     uint8_t *f = o->lit;
     f[0] = (uint8_t)(api | two << 7);
@@ -700,6 +709,7 @@ static inline void wsl_event_encode_packed(struct wsl_pack_state *ps, struct wsl
         e->stream = ev->stream;
         memcpy(e->a, ev->a, sizeof e->a);
         ps->slot[h] = (uint16_t)ps->entries;
+        ps->last[api] = (uint8_t)(ps->entries - 1);
     }
 }
 

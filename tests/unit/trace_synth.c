@@ -251,7 +251,7 @@ size_t synth_encode_events(const struct wsl_event *ev, uint32_t n, uint64_t base
 size_t synth_encode_packed(const struct wsl_event *ev, uint32_t n, uint64_t base_ticks, uint8_t **out)
 {
     struct wsl_codec_state *st = malloc(sizeof *st);
-    struct wsl_pack_state *ps = malloc(sizeof *ps);
+    struct wsl_pack_state *ps = calloc(1, sizeof *ps);
     uint8_t *op = malloc((size_t)n + 1), *dt = malloc((size_t)n * WSL_COL_DT_MAX + 1),
             *dur = malloc((size_t)n * WSL_COL_DUR_MAX + 1), *lit = malloc((size_t)n * WSL_COL_LIT_MAX + 1);
     uint8_t *buf = malloc(WSL_EVENTS_DIRECTORY_SIZE + (size_t)n * WSL_PACKED_EVENT_MAX_ENCODED + 1);
