@@ -1,5 +1,5 @@
 /*
- * wslshim trace format, version 1.3. Shared by the shim (writer) and the
+ * wslshim trace format, version 1.4. Shared by the shim (writer) and the
  * analyzer (reader); docs/trace-format.md explains it in prose.
  *
  * A trace file is one zstd stream (one or more frames). Decompressed, it is:
@@ -24,7 +24,8 @@
 #define WSL_TRACE_MAGIC "WSLSHIM"          /* 7 chars + NUL = 8 bytes */
 #define WSL_TRACE_BYTE_ORDER 0x01020304u
 #define WSL_TRACE_VERSION_MAJOR 1u         /* readers refuse a newer major */
-#define WSL_TRACE_VERSION_MINOR 3u         /* additions readers may skip; 1.3 writes EVENTS_PACKED */
+#define WSL_TRACE_VERSION_MINOR 4u         /* additions readers may skip; 1.4 writes EVENTS_PACKED
+                                              (1.3: sampled file timing, docs/io.md) */
 #define WSL_TRACE_VERSION_MINOR_FIRST 2u   /* 1.2 is the first published layout; 1.0 and 1.1 were
                                               development builds (row-wise events): refused */
 
@@ -55,7 +56,7 @@ enum wsl_chunk_type {
     WSL_CHUNK_GPU_MEMORY = 10, /* free and total memory of each device when the driver came up */
     WSL_CHUNK_RANK = 11,    /* distributed identity: rank variables, GPUs (KEY=VALUE strings) */
     /* 12: reserved for additions (NVTX) */
-    WSL_CHUNK_EVENTS_PACKED = 13, /* encoded events of one thread, table-packed (1.3; replaces EVENTS) */
+    WSL_CHUNK_EVENTS_PACKED = 13, /* encoded events of one thread, table-packed (1.4; replaces EVENTS) */
 };
 
 struct wsl_chunk_header {
@@ -579,7 +580,7 @@ static inline size_t wsl_columns_left(const struct wsl_columns_in *in)
 /* True when every column is used up. */
 static inline int wsl_columns_done(const struct wsl_columns_in *in) { return wsl_columns_left(in) == 0; }
 
-/* ---- EVENTS_PACKED payload (1.3) -------------------------------------------------
+/* ---- EVENTS_PACKED payload (1.4) -------------------------------------------------
  * struct wsl_events_header, then `encoded_size` bytes holding `count` events of
  * one thread. Most calls repeat the arguments of a recent call (the same kernel,
  * grid and stream; the same sync): each distinct argument set (api, result,
@@ -602,9 +603,9 @@ static inline int wsl_columns_done(const struct wsl_columns_in *in) { return wsl
  * holds fewer than WSL_PACK_TABLE_MAX entries (later literals are not kept). The
  * same checks as EVENTS apply, and: an op beyond the table's entries so far, a
  * literal count that differs from the op column's zeros. The writer also
- * compresses with zstd level -1 from 1.3 on: the packed bytes are dense (times),
+ * compresses with zstd level -1 from 1.4 on: the packed bytes are dense (times),
  * and stored zstd literals decompress at memory speed. */
-#define WSL_TRACE_ZSTD_LEVEL (-1)  /* the writer's zstd level from 1.3 on (1.2: level 1) */
+#define WSL_TRACE_ZSTD_LEVEL (-1)  /* the writer's zstd level from 1.4 on (1.2: level 1) */
 #define WSL_PACK_TABLE_MAX 255u
 #define WSL_PACK_HASH_SLOTS 512u     /* writer's lookup of argument sets: a power of two > 2 x table */
 #define WSL_COL_OP_MAX 1u

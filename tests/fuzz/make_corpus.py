@@ -14,7 +14,7 @@ the target; 1: the file's bytes as they are):
   version; the other byte order; absurd sizes (chunk sizes, event counts,
   encoded sizes, column directories, path lengths, header and record sizes).
 With --make-trace, a synthetic trace in the 1.2 layout (EVENTS chunks) joins
-them: the shim writes 1.3 (EVENTS_PACKED), readers still read both.
+them: the shim writes 1.4 (EVENTS_PACKED), readers still read both.
 With --check-report N, N of the damaged streams are written as trace files
 and wslshim-report must end each with status 0 (a readable prefix, warned)
 or 2 with exactly one line on stderr: never a crash, never a hang.
@@ -42,7 +42,7 @@ for cmd in ([a.client, "TERM", "dfl", "300"], [a.client, "INT", "query", "50"], 
             ["sh", "-c", "ls / > /dev/null; true"]):
     subprocess.run(cmd, env=env, capture_output=True, timeout=60)
 traces = sorted(os.path.join(work, f) for f in os.listdir(work) if ".trace.zst" in f)
-if a.make_trace:  # the shim writes 1.3 (EVENTS_PACKED); keep the 1.2 decoder fuzzed too
+if a.make_trace:  # the shim writes 1.4 (EVENTS_PACKED); keep the 1.2 decoder fuzzed too
     v12 = os.path.join(work, "v12.trace.zst")
     subprocess.run([a.make_trace, v12, "--v12", "--tsc"], check=True, capture_output=True, timeout=60)
     traces = traces[:5] + [v12]

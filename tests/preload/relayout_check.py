@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Traces the shim writes (format 1.3, EVENTS_PACKED) against the same events
+"""Traces the shim writes (format 1.4, EVENTS_PACKED) against the same events
 in the 1.2 layout older shims wrote: tests/unit/relayout.py rewrites each
 trace with an independent Python codec, and wslshim-report must print
 byte-identical reports (JSON and text) for both.
@@ -28,21 +28,21 @@ workloads = {
 shutil.rmtree(WORK, ignore_errors=True)
 total = {"events": 0, "packed_chunks": 0, "packed_bytes": 0, "literals": 0}
 for name, (cmd, extra) in workloads.items():
-    d13, d12 = os.path.join(WORK, name, "v13"), os.path.join(WORK, name, "v12")
-    os.makedirs(d13)
+    d14, d12 = os.path.join(WORK, name, "v14"), os.path.join(WORK, name, "v12")
+    os.makedirs(d14)
     os.makedirs(d12)
-    env = dict(os.environ, LD_LIBRARY_PATH=LIBDIR, LD_PRELOAD=SHIM, WSLSHIM_OUTPUT=os.path.join(d13, "t-%p.trace.zst"),
+    env = dict(os.environ, LD_LIBRARY_PATH=LIBDIR, LD_PRELOAD=SHIM, WSLSHIM_OUTPUT=os.path.join(d14, "t-%p.trace.zst"),
                **extra)
     p = subprocess.run(cmd, env=env, capture_output=True, timeout=120)
     if p.returncode != 0:
         fails.append(f"{name}: exit {p.returncode}: {p.stderr[-300:]!r}")
         continue
-    traces = sorted(f for f in os.listdir(d13) if f.endswith(".trace.zst"))
+    traces = sorted(f for f in os.listdir(d14) if f.endswith(".trace.zst"))
     if not traces:
         fails.append(f"{name}: no trace written")
         continue
     for t in traces:
-        r = subprocess.run([sys.executable, RELAYOUT, os.path.join(d13, t), os.path.join(d12, t)],
+        r = subprocess.run([sys.executable, RELAYOUT, os.path.join(d14, t), os.path.join(d12, t)],
                            capture_output=True, text=True)
         if r.returncode != 0:
             fails.append(f"{name}/{t}: relayout failed: {r.stderr[-300:]}")
@@ -53,7 +53,7 @@ for name, (cmd, extra) in workloads.items():
         if name != "files" and st["packed_chunks"] == 0:
             fails.append(f"{name}/{t}: no EVENTS_PACKED chunk in a shim trace")
     outs = []
-    for d in (d13, d12):
+    for d in (d14, d12):
         res = []
         for mode in (["--json"], []):
             r = subprocess.run([REPORT] + mode + traces, cwd=d, capture_output=True, env=dict(os.environ, NO_COLOR="1"))
@@ -63,7 +63,7 @@ for name, (cmd, extra) in workloads.items():
         if a[0] != 0 or not a[1]:
             fails.append(f"{name} {mode}: report exit {a[0]}: {a[2][-300:]!r}")
         elif a != b:
-            fails.append(f"{name} {mode}: the 1.3 and 1.2 layouts give different reports")
+            fails.append(f"{name} {mode}: the 1.4 and 1.2 layouts give different reports")
 if total["events"] < 5000:
     fails.append(f"only {total['events']} events recorded")
 if fails:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Rewrites a trace's EVENTS_PACKED chunks (format 1.3) as the 1.2 EVENTS
+"""Rewrites a trace's EVENTS_PACKED chunks (format 1.4) as the 1.2 EVENTS
 chunks older shims wrote (column layout, file header minor 2, zstd level 1),
 every other chunk as it is: the same events in the older layout, so a
 reader's output can be compared across the two.

@@ -429,7 +429,7 @@ int test_codec_end_before_start(void)
     return 0;
 }
 
-/* ---- EVENTS_PACKED (format 1.3) ---- */
+/* ---- EVENTS_PACKED (format 1.4) ---- */
 
 /* Decodes the packed bytes b (exactly `size`, so ASan sees any overrun) as a
  * chunk of `count` events with the reference decoder: how many decoded (-1:

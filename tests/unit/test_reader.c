@@ -738,26 +738,26 @@ int test_reader_raw_mutations(void)
     return 0;
 }
 
-/* The same events written as 1.2 EVENTS chunks (older shims) and as 1.3
+/* The same events written as 1.2 EVENTS chunks (older shims) and as 1.4
  * EVENTS_PACKED chunks read back identically; chunks of 2500 events with
  * random arguments fill the packed table, and batches cut across it. */
 int test_reader_formats_agree(void)
 {
-    char path12[512], path13[512];
+    char path12[512], path14[512];
     test_path(path12, sizeof path12, "v12.trace.zst");
-    test_path(path13, sizeof path13, "v13.trace.zst");
+    test_path(path14, sizeof path14, "v14.trace.zst");
     struct gen_options o = {.threads = 3, .events_per_thread = 30000, .chunk_events = 2500,
                             .clock_kind = WSL_CLOCK_TSC, .ticks_per_ns = 2.5, .end = true, .extras = true,
                             .seed = 1312};
-    struct gen_result g12, g13;
+    struct gen_result g12, g14;
     o.v12 = true;
     gen_trace(path12, &o, &g12);
     o.v12 = false;
-    gen_trace(path13, &o, &g13);
-    CHECK(g12.count == g13.count && g12.count == 90000);
+    gen_trace(path14, &o, &g14);
+    CHECK(g12.count == g14.count && g12.count == 90000);
     struct read_all a, b;
     read_all_file(path12, &a);
-    read_all_file(path13, &b);
+    read_all_file(path14, &b);
     CHECKF(a.result == WSL_READ_END && b.result == WSL_READ_END, "%s / %s", a.message, b.message);
     if (compare_events(&a, &g12, g12.count) || compare_events(&b, &g12, g12.count))
         return 1;
@@ -768,7 +768,7 @@ int test_reader_formats_agree(void)
     read_all_free(&a);
     read_all_free(&b);
     gen_result_free(&g12);
-    gen_result_free(&g13);
+    gen_result_free(&g14);
     return 0;
 }
 

@@ -77,7 +77,7 @@ void synth_end(struct synth *s, uint64_t end_ticks, uint64_t written, uint64_t d
 /* Encodes events into a new buffer the way EVENTS chunks hold them after the
  * header (column directory, then the columns); returns its size (encoded_size). */
 size_t synth_encode_events(const struct wsl_event *ev, uint32_t n, uint64_t base_ticks, uint8_t **out);
-/* The same for EVENTS_PACKED chunks (what the shim writes from format 1.3 on). */
+/* The same for EVENTS_PACKED chunks (what the shim writes from format 1.4 on). */
 size_t synth_encode_packed(const struct wsl_event *ev, uint32_t n, uint64_t base_ticks, uint8_t **out);
 
 /* ---- files ---- */
