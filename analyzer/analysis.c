@@ -481,6 +481,8 @@ int wsl_run_add_trace(struct wsl_run *run, const char *path, char *err, size_t e
             p.rank_env[it.rank.size] = 0;
             p.rank_env_size = it.rank.size;
             break;
+        case WSL_CHUNK_EVENTS_PACKED: /* handed out as EVENTS batches */
+            break;
         }
     }
 

@@ -62,6 +62,9 @@ struct wsl_reader {
     uint32_t ev_tid, ev_count, ev_done;
     uint64_t ev_dropped;
     struct wsl_columns_in ev_in;
+    bool ev_packed;             /* EVENTS_PACKED: ev_pin and pack, not ev_in */
+    struct wsl_packed_in ev_pin;
+    struct wsl_pack_state *pack;
     struct wsl_event *batch;
     struct wsl_codec_state *codec;
     uint16_t touched[WSL_MAX_API_IDS]; /* codec slots used in this chunk: reset only those */
@@ -101,6 +104,7 @@ static const char *chunk_type_name(uint32_t type)
     case WSL_CHUNK_PATHS: return "PATHS";
     case WSL_CHUNK_GPU_MEMORY: return "GPU_MEMORY";
     case WSL_CHUNK_RANK: return "RANK";
+    case WSL_CHUNK_EVENTS_PACKED: return "EVENTS_PACKED";
     default: return "unknown";
     }
 }
@@ -589,7 +593,135 @@ bad: /* event i is malformed; api_at is where its api id starts */
     return corrupt(r, "corrupt chunk at byte %llu: bad event encoding (event %u)", at, r->ev_done + i);
 }
 
-static enum wsl_read_result parse_events(struct wsl_reader *r, uint32_t size, struct wsl_item *item)
+/* The literal of the EVENTS_PACKED event being decoded into *ev (times left
+ * to the caller), appended to the table while it has room. Out of the batch
+ * loop so that the loop's registers stay with the common case. Returns 0, or
+ * -1 for a bad encoding, or -2 when the reader already failed (an api id not
+ * in the table). */
+static __attribute__((noinline)) int packed_literal(struct wsl_reader *r, struct wsl_packed_in *in,
+                                                    uint32_t *entries, struct wsl_event *ev)
+{
+    struct wsl_codec_state *st = r->codec;
+    struct wsl_pack_state *ps = r->pack;
+    uint64_t id, v;
+    const uint8_t *p;
+    if (ps->literals >= in->literals)
+        return -1;
+    ps->literals++;
+    if (!(p = get_varint(in->lit, in->lit_end, &id)) || id >= WSL_MAX_API_IDS || p >= in->lit_end)
+        return -1;
+    unsigned mask = *p++;
+    if (mask & 0xc0)
+        return -1;
+    struct wsl_event *pv = &st->prev[id];
+    if (mask & 1) {
+        if (!(p = get_varint(p, in->lit_end, &v)))
+            return -1;
+        pv->result = (int32_t)wsl_unzigzag(v);
+    }
+    if (mask & 2) {
+        if (!(p = get_varint(p, in->lit_end, &v)))
+            return -1;
+        pv->stream ^= v;
+    }
+    for (unsigned m = mask >> 2; m; m &= m - 1) {
+        if (!(p = get_varint(p, in->lit_end, &v)))
+            return -1;
+        pv->a[__builtin_ctz(m)] ^= v;
+    }
+    in->lit = p;
+    if (r->api_state[id] != API_TOUCHED) {
+        if (r->api_state[id] == API_ABSENT) {
+            corrupt(r, "corrupt chunk at byte %llu: api id %u not in the API table",
+                    (unsigned long long)r->chunk_offset, (unsigned)id);
+            return -2;
+        }
+        r->api_state[id] = API_TOUCHED;
+        r->touched[r->touched_count++] = (uint16_t)id;
+    }
+    *ev = *pv;
+    ev->api = (uint16_t)id;
+    ev->flags = 0;
+    if (*entries < WSL_PACK_TABLE_MAX)
+        ps->table[(*entries)++] = *ev;
+    return 0;
+}
+
+/* Decodes the next batch of the EVENTS_PACKED chunk in progress: the checks of
+ * wsl_event_decode_packed (trace_format.h) in the same order, with the column
+ * cursors in locals. An event that repeats a table entry is a 64-byte copy and
+ * its two times; literals take packed_literal. */
+static enum wsl_read_result next_packed_batch(struct wsl_reader *r, struct wsl_item *item)
+{
+    const unsigned long long at = (unsigned long long)r->chunk_offset;
+    uint32_t n = r->ev_count - r->ev_done;
+    if (n > WSL_READER_BATCH)
+        n = WSL_READER_BATCH;
+    struct wsl_packed_in in = r->ev_pin;
+    const uint8_t *op_p = in.op, *dt_p = in.dt, *dur_p = in.dur;
+    const uint8_t *const dt_end = in.dt_end, *const dur_end = in.dur_end;
+    struct wsl_codec_state *st = r->codec;
+    const struct wsl_event *const table = r->pack->table;
+    struct wsl_event *out = r->batch;
+    uint64_t prev_t = st->prev_t;
+    uint32_t entries = r->pack->entries, i;
+    /* n <= the events left, and the op column holds one byte per event: no check per op. */
+    for (i = 0; i < n; i++) {
+        uint64_t dt, dur;
+        const uint8_t *p;
+        unsigned op = *op_p++;
+        if (!(p = get_varint(dt_p, dt_end, &dt)))
+            goto bad;
+        dt_p = p;
+        if (!(p = get_varint(dur_p, dur_end, &dur)))
+            goto bad;
+        dur_p = p;
+        struct wsl_event *ev = &out[i];
+        if (__builtin_expect(op - 1 < entries, 1)) {
+            *ev = table[op - 1];
+        } else {
+            if (op != 0)
+                goto bad; /* beyond the table */
+            int rc = packed_literal(r, &in, &entries, ev);
+            if (rc == -2)
+                return r->done;
+            if (rc)
+                goto bad;
+        }
+        prev_t += (uint64_t)wsl_unzigzag(dt);
+        ev->t_start = prev_t;
+        ev->t_end = prev_t + dur;
+    }
+    st->prev_t = prev_t;
+    r->pack->entries = entries;
+    in.op = op_p;
+    in.dt = dt_p;
+    in.dur = dur_p;
+    r->ev_pin = in;
+    item->type = WSL_CHUNK_EVENTS;
+    item->events.tid = r->ev_tid;
+    item->events.chunk_start = r->ev_done == 0;
+    item->events.dropped = r->ev_done == 0 ? r->ev_dropped : 0;
+    item->events.count = n;
+    item->events.events = out;
+    r->ev_done += n;
+    if (r->ev_done == r->ev_count) {
+        r->in_events = false;
+        size_t left = wsl_packed_left(&in);
+        if (left)
+            return corrupt(r, "corrupt chunk at byte %llu: event count mismatch (%zu bytes left after %u events)",
+                           at, left, r->ev_count);
+        if (r->pack->literals != in.literals)
+            return corrupt(r, "corrupt chunk at byte %llu: event count mismatch (%u literals, the directory says %u)",
+                           at, r->pack->literals, in.literals);
+    }
+    return WSL_READ_ITEM;
+bad:
+    return corrupt(r, "corrupt chunk at byte %llu: bad event encoding (event %u)", at, r->ev_done + i);
+}
+
+static enum wsl_read_result parse_events(struct wsl_reader *r, uint32_t type, uint32_t size,
+                                        struct wsl_item *item)
 {
     const unsigned long long at = (unsigned long long)r->chunk_offset;
     struct wsl_events_header eh;
@@ -600,7 +732,10 @@ static enum wsl_read_result parse_events(struct wsl_reader *r, uint32_t size, st
         return corrupt(r, "corrupt chunk at byte %llu: encoded events run past the chunk", at);
     /* Each event takes at least a byte of the api, dt and dur columns: a count
      * beyond any of them is refused before anything loops over it. */
-    switch (wsl_columns_open(&r->ev_in, r->payload + sizeof eh, eh.encoded_size, eh.count)) {
+    const bool packed = type == WSL_CHUNK_EVENTS_PACKED;
+    enum wsl_columns_status cs = packed ? wsl_packed_open(&r->ev_pin, r->payload + sizeof eh, eh.encoded_size, eh.count)
+                                        : wsl_columns_open(&r->ev_in, r->payload + sizeof eh, eh.encoded_size, eh.count);
+    switch (cs) {
     case WSL_COLUMNS_OK:
         break;
     case WSL_COLUMNS_NO_DIRECTORY:
@@ -609,6 +744,10 @@ static enum wsl_read_result parse_events(struct wsl_reader *r, uint32_t size, st
     case WSL_COLUMNS_COUNT_TOO_BIG: {
         uint32_t dir[3];
         memcpy(dir, r->payload + sizeof eh, sizeof dir);
+        if (packed)
+            return corrupt(r, "corrupt chunk at byte %llu: event count mismatch (%u events with %u literals cannot "
+                              "fit in columns of %u time and %u duration bytes and the rest)", at, eh.count, dir[2],
+                           dir[0], dir[1]);
         return corrupt(r, "corrupt chunk at byte %llu: event count mismatch (%u events cannot fit in columns of "
                           "%u api, %u time and %u duration bytes)", at, eh.count, dir[0], dir[1], dir[2]);
     }
@@ -627,11 +766,14 @@ static enum wsl_read_result parse_events(struct wsl_reader *r, uint32_t size, st
     r->codec->prev_t = eh.base_ticks;
 
     r->in_events = true;
+    r->ev_packed = packed;
+    if (packed)
+        wsl_pack_reset(r->pack, 0);
     r->ev_tid = eh.tid;
     r->ev_count = eh.count;
     r->ev_done = 0;
     r->ev_dropped = eh.dropped;
-    return next_event_batch(r, item);
+    return packed ? next_packed_batch(r, item) : next_event_batch(r, item);
 }
 
 static enum wsl_read_result parse_mounts(struct wsl_reader *r, uint32_t size, struct wsl_item *item)
@@ -711,7 +853,7 @@ enum wsl_read_result wsl_reader_next(struct wsl_reader *r, struct wsl_item *item
     if (r->done != WSL_READ_ITEM)
         return r->done;
     if (r->in_events)
-        return next_event_batch(r, item);
+        return r->ev_packed ? next_packed_batch(r, item) : next_event_batch(r, item);
     for (;;) {
         struct wsl_chunk_header ch;
         r->chunk_offset = r->offset;
@@ -725,7 +867,7 @@ enum wsl_read_result wsl_reader_next(struct wsl_reader *r, struct wsl_item *item
         if (!r->seen_process && ch.type != WSL_CHUNK_PROCESS)
             return corrupt(r, "corrupt chunk at byte %llu: the first chunk is %s (type %u), not PROCESS", at,
                            chunk_type_name(ch.type), ch.type);
-        if (ch.type < WSL_CHUNK_PROCESS || ch.type > WSL_CHUNK_RANK) {
+        if (ch.type < WSL_CHUNK_PROCESS || (ch.type > WSL_CHUNK_RANK && ch.type != WSL_CHUNK_EVENTS_PACKED)) {
             if (stream_read(r, NULL, ch.size) < ch.size)   /* a later minor version's chunk */
                 return stream_ended(r, true);
             continue;
@@ -748,7 +890,8 @@ enum wsl_read_result wsl_reader_next(struct wsl_reader *r, struct wsl_item *item
             clock_add_sample(r, &item->clock);
             return WSL_READ_ITEM;
         case WSL_CHUNK_EVENTS:
-            return parse_events(r, ch.size, item);
+        case WSL_CHUNK_EVENTS_PACKED:
+            return parse_events(r, ch.type, ch.size, item);
         case WSL_CHUNK_DRIVER:
             return parse_driver(r, ch.size, item);
         case WSL_CHUNK_END:
@@ -864,7 +1007,8 @@ static struct wsl_reader *reader_new(void)
     r->payload_cap = PAYLOAD_INITIAL_SIZE;
     r->batch = malloc(WSL_READER_BATCH * sizeof *r->batch);
     r->codec = calloc(1, sizeof *r->codec);
-    if (!r->dctx || !r->outbuf || !r->payload || !r->batch || !r->codec) {
+    r->pack = calloc(1, sizeof *r->pack);
+    if (!r->dctx || !r->outbuf || !r->payload || !r->batch || !r->codec || !r->pack) {
         wsl_reader_close(r);
         return NULL;
     }
@@ -963,6 +1107,7 @@ void wsl_reader_close(struct wsl_reader *r)
     free(r->payload);
     free(r->batch);
     free(r->codec);
+    free(r->pack);
     for (size_t i = 0; i < r->name_arena_count; i++)
         free(r->name_arenas[i]);
     free(r->name_arenas);

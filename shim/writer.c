@@ -84,12 +84,12 @@ static size_t zout_size;
 static int write_failed;
 static char trace_path[PATH_MAX];
 /* An EVENTS chunk's columns, each sized for the worst case of a full chunk. */
-static uint8_t col_api[EVENTS_PER_CHUNK * WSL_COL_API_MAX];
-static uint8_t col_mask[EVENTS_PER_CHUNK * WSL_COL_MASK_MAX];
+static uint8_t col_op[EVENTS_PER_CHUNK * WSL_COL_OP_MAX];
 static uint8_t col_dt[EVENTS_PER_CHUNK * WSL_COL_DT_MAX];
 static uint8_t col_dur[EVENTS_PER_CHUNK * WSL_COL_DUR_MAX];
-static uint8_t col_fld[EVENTS_PER_CHUNK * WSL_COL_FIELDS_MAX];
+static uint8_t col_lit[EVENTS_PER_CHUNK * WSL_COL_LIT_MAX];
 static struct wsl_codec_state codec;
+static struct wsl_pack_state pack;
 static uint16_t codec_touched[WSL_MAX_API_IDS]; /* api slots used since the last reset */
 static uint8_t codec_is_touched[WSL_MAX_API_IDS];
 static unsigned codec_touched_count;
@@ -566,7 +566,8 @@ static void emit_event_chunk(uint32_t tid, const struct wsl_event *base, uint64_
     }
     codec_touched_count = 0;
     codec.prev_t = eh.base_ticks;
-    struct wsl_columns_out o = {col_api, col_mask, col_dt, col_dur, col_fld};
+    wsl_pack_reset(&pack, 1);
+    struct wsl_packed_out o = {col_op, col_dt, col_dur, col_lit};
     uint32_t count = 0;
     for (uint64_t i = from; i < to; i++) {
         const struct wsl_event *ev = &base[i & mask];
@@ -576,24 +577,23 @@ static void emit_event_chunk(uint32_t tid, const struct wsl_event *base, uint64_
             codec_is_touched[ev->api] = 1;
             codec_touched[codec_touched_count++] = ev->api;
         }
-        wsl_event_encode_columns(&codec, ev, &o);
+        wsl_event_encode_packed(&pack, &codec, ev, &o);
         count++;
     }
     eh.count = count;
-    /* The column directory: api, dt and dur bytes; the mask column has eh.count. */
-    uint32_t dir[3] = {(uint32_t)(o.api - col_api), (uint32_t)(o.dt - col_dt), (uint32_t)(o.dur - col_dur)};
+    /* The column directory: dt and dur bytes, literals; the op column has eh.count. */
+    uint32_t dir[3] = {(uint32_t)(o.dt - col_dt), (uint32_t)(o.dur - col_dur), pack.literals};
     _Static_assert(sizeof dir == WSL_EVENTS_DIRECTORY_SIZE, "column directory");
-    eh.encoded_size = (uint32_t)(sizeof dir + dir[0] + eh.count + dir[1] + dir[2] + (size_t)(o.fld - col_fld));
+    eh.encoded_size = (uint32_t)(sizeof dir + eh.count + dir[0] + dir[1] + (size_t)(o.lit - col_lit));
     const struct chunk_part parts[] = {
         {&eh, sizeof eh},
         {dir, sizeof dir},
-        {col_api, dir[0]},
-        {col_mask, (size_t)(o.mask - col_mask)},
-        {col_dt, dir[1]},
-        {col_dur, dir[2]},
-        {col_fld, (size_t)(o.fld - col_fld)},
+        {col_op, (size_t)(o.op - col_op)},
+        {col_dt, dir[0]},
+        {col_dur, dir[1]},
+        {col_lit, (size_t)(o.lit - col_lit)},
     };
-    emit_chunk_parts(WSL_CHUNK_EVENTS, parts, sizeof parts / sizeof parts[0]);
+    emit_chunk_parts(WSL_CHUNK_EVENTS_PACKED, parts, sizeof parts / sizeof parts[0]);
     events_written += eh.count;
 }
 
@@ -888,7 +888,7 @@ static int writer_open(void)
         trace_fd = -1;
         return -1;
     }
-    ZSTD_CCtx_setParameter(zctx, ZSTD_c_compressionLevel, 1);
+    ZSTD_CCtx_setParameter(zctx, ZSTD_c_compressionLevel, WSL_TRACE_ZSTD_LEVEL);
     ZSTD_CCtx_setParameter(zctx, ZSTD_c_checksumFlag, 1);
     struct wsl_file_header fh;
     memset(&fh, 0, sizeof fh);

@@ -1,5 +1,5 @@
 /*
- * wslshim trace format, version 1.2. Shared by the shim (writer) and the
+ * wslshim trace format, version 1.4. Shared by the shim (writer) and the
  * analyzer (reader); docs/trace-format.md explains it in prose.
  *
  * A trace file is one zstd stream (one or more frames). Decompressed, it is:
@@ -24,7 +24,8 @@
 #define WSL_TRACE_MAGIC "WSLSHIM"          /* 7 chars + NUL = 8 bytes */
 #define WSL_TRACE_BYTE_ORDER 0x01020304u
 #define WSL_TRACE_VERSION_MAJOR 1u         /* readers refuse a newer major */
-#define WSL_TRACE_VERSION_MINOR 3u         /* additions readers may skip (1.3: sampled file timing) */
+#define WSL_TRACE_VERSION_MINOR 4u         /* additions readers may skip; 1.4 writes EVENTS_PACKED
+                                              (1.3: sampled file timing, docs/io.md) */
 #define WSL_TRACE_VERSION_MINOR_FIRST 2u   /* 1.2 is the first published layout; 1.0 and 1.1 were
                                               development builds (row-wise events): refused */
 
@@ -54,7 +55,8 @@ enum wsl_chunk_type {
     WSL_CHUNK_PATHS = 9,    /* path id -> path of files the program opened or looked up */
     WSL_CHUNK_GPU_MEMORY = 10, /* free and total memory of each device when the driver came up */
     WSL_CHUNK_RANK = 11,    /* distributed identity: rank variables, GPUs (KEY=VALUE strings) */
-    /* 12 and up: reserved for additions (NVTX) */
+    /* 12: reserved for additions (NVTX) */
+    WSL_CHUNK_EVENTS_PACKED = 13, /* encoded events of one thread, table-packed (1.4; replaces EVENTS) */
 };
 
 struct wsl_chunk_header {
@@ -585,5 +587,241 @@ static inline size_t wsl_columns_left(const struct wsl_columns_in *in)
 
 /* True when every column is used up. */
 static inline int wsl_columns_done(const struct wsl_columns_in *in) { return wsl_columns_left(in) == 0; }
+
+/* ---- EVENTS_PACKED payload (1.4) -------------------------------------------------
+ * struct wsl_events_header, then `encoded_size` bytes holding `count` events of
+ * one thread. Most calls repeat the arguments of a recent call (the same kernel,
+ * grid and stream; the same sync): each distinct argument set (api, result,
+ * stream, a[0..3]) is written once per chunk, as a literal, and later events
+ * name it with one byte. Only the times stay per event:
+ *
+ *   u32 dt_bytes, u32 dur_bytes, u32 literals   column directory (12 bytes)
+ *   op column      `count` bytes: 0 = the event's arguments are the next literal;
+ *                  k = 1..255: they are those of table entry k - 1
+ *   dt column      `count` varints: zigzag(t_start - previous event's t_start),
+ *                  the first against base_ticks
+ *   dur column     `count` varints: t_end - t_start (0 when negative)
+ *   literal column the rest, `literals` of them, each: varint api id, a mask byte
+ *                  (bit0 result, bit1 stream, bit2..5 a[0..3] differ from the
+ *                  previous literal of the same api in this chunk; bits 6, 7 are 0),
+ *                  then for each set bit in order varint zigzag(result) |
+ *                  varint (value ^ previous)
+ *
+ * The table starts empty in each chunk; each literal is appended to it while it
+ * holds fewer than WSL_PACK_TABLE_MAX entries (later literals are not kept). The
+ * same checks as EVENTS apply, and: an op beyond the table's entries so far, a
+ * literal count that differs from the op column's zeros. The writer also
+ * compresses with zstd level -1 from 1.4 on: the packed bytes are dense (times),
+ * and stored zstd literals decompress at memory speed. */
+#define WSL_TRACE_ZSTD_LEVEL (-1)  /* the writer's zstd level from 1.4 on (1.2: level 1) */
+#define WSL_PACK_TABLE_MAX 255u
+#define WSL_PACK_HASH_SLOTS 512u     /* writer's lookup of argument sets: a power of two > 2 x table */
+#define WSL_COL_OP_MAX 1u
+#define WSL_COL_LIT_MAX (WSL_COL_API_MAX + WSL_COL_MASK_MAX + WSL_COL_FIELDS_MAX)
+#define WSL_PACKED_EVENT_MAX_ENCODED (WSL_COL_OP_MAX + WSL_COL_DT_MAX + WSL_COL_DUR_MAX + WSL_COL_LIT_MAX)
+_Static_assert(WSL_PACK_TABLE_MAX <= 255u, "ops are one byte");
+_Static_assert(WSL_PACK_HASH_SLOTS >= 2u * WSL_PACK_TABLE_MAX, "the writer's lookup stays half empty");
+
+/* The chunk's table of argument sets, shared by encoder and decoder (the
+ * decoder does not use `slot`). */
+struct wsl_pack_state {
+    uint32_t entries;                           /* in table */
+    uint32_t literals;                          /* written or read in this chunk */
+    uint16_t slot[WSL_PACK_HASH_SLOTS];         /* writer: entry index + 1, 0 empty */
+    uint8_t last[WSL_MAX_API_IDS];              /* writer: the entry each api used last (a hint,
+                                                   zeroed once, checked and compared, never reset) */
+    struct wsl_event table[WSL_PACK_TABLE_MAX]; /* api, result, stream, a[]; times unused */
+};
+
+static inline void wsl_pack_reset(struct wsl_pack_state *ps, int with_slots)
+{
+    ps->entries = 0;
+    ps->literals = 0;
+    if (with_slots)
+        memset(ps->slot, 0, sizeof ps->slot);
+}
+
+static inline int wsl_pack_same(const struct wsl_event *a, const struct wsl_event *b)
+{
+    return a->api == b->api && a->result == b->result && a->stream == b->stream && a->a[0] == b->a[0] &&
+           a->a[1] == b->a[1] && a->a[2] == b->a[2] && a->a[3] == b->a[3];
+}
+
+static inline unsigned wsl_pack_hash(const struct wsl_event *ev)
+{
+    uint64_t x = (ev->a[0] ^ ((uint64_t)ev->api << 48 | (uint32_t)ev->result)) * 0x9e3779b97f4a7c15u;
+    x = (x ^ ev->stream ^ ev->a[1] ^ ev->a[2] << 9 ^ ev->a[3] << 23) * 0xc2b2ae3d27d4eb4fu;
+    return (unsigned)(x >> 55) & (WSL_PACK_HASH_SLOTS - 1);
+}
+
+struct wsl_packed_out {
+    uint8_t *op, *dt, *dur, *lit;
+};
+
+/* Appends ev to the packed columns; st holds prev_t and the per-api previous
+ * literal (reset as for EVENTS). Each buffer needs room for WSL_COL_*_MAX bytes
+ * per event still to be encoded (the literal column: WSL_COL_LIT_MAX, the api
+ * varint may be written one byte past what it keeps). */
+static inline void wsl_event_encode_packed(struct wsl_pack_state *ps, struct wsl_codec_state *st,
+                                           const struct wsl_event *ev, struct wsl_packed_out *o)
+{
+    const uint64_t t = ev->t_start, t_end = ev->t_end;
+    o->dt = wsl_put_varint(o->dt, wsl_zigzag((int64_t)(t - st->prev_t)));
+    o->dur = wsl_put_varint(o->dur, t_end >= t ? t_end - t : 0);
+    st->prev_t = t;
+    const unsigned api = ev->api;
+    unsigned k = ps->last[api];
+    if (k < ps->entries && wsl_pack_same(&ps->table[k], ev)) { /* a call repeating the api's previous set */
+        *o->op++ = (uint8_t)(k + 1);
+        return;
+    }
+    unsigned h = wsl_pack_hash(ev);
+    while ((k = ps->slot[h]) != 0) {
+        if (wsl_pack_same(&ps->table[k - 1], ev)) {
+            *o->op++ = (uint8_t)k;
+            ps->last[api] = (uint8_t)(k - 1);
+            return;
+        }
+        h = (h + 1) & (WSL_PACK_HASH_SLOTS - 1);
+    }
+    *o->op++ = 0;
+    ps->literals++;
+    const unsigned two = api >= 0x80;
+    struct wsl_event *pv = &st->prev[api];
+    uint8_t *f = o->lit;
+    f[0] = (uint8_t)(api | two << 7);
+    f[1] = (uint8_t)(api >> 7);
+    f += 1 + two;
+    uint8_t *mask_at = f++;
+    unsigned mask = 0;
+    const uint64_t x[5] = {ev->stream ^ pv->stream, ev->a[0] ^ pv->a[0], ev->a[1] ^ pv->a[1], ev->a[2] ^ pv->a[2],
+                           ev->a[3] ^ pv->a[3]};
+    if (ev->result != pv->result) {
+        mask = 1;
+        f = wsl_put_varint(f, wsl_zigzag(ev->result));
+    }
+    for (int i = 0; i < 5; i++)
+        if (x[i]) {
+            mask |= 2u << i;
+            f = wsl_put_varint(f, x[i]);
+        }
+    *mask_at = (uint8_t)mask;
+    o->lit = f;
+    pv->result = ev->result;
+    pv->stream = ev->stream;
+    memcpy(pv->a, ev->a, sizeof pv->a);
+    if (ps->entries < WSL_PACK_TABLE_MAX) {
+        struct wsl_event *e = &ps->table[ps->entries++];
+        memset(e, 0, sizeof *e);
+        e->api = (uint16_t)api;
+        e->result = ev->result;
+        e->stream = ev->stream;
+        memcpy(e->a, ev->a, sizeof e->a);
+        ps->slot[h] = (uint16_t)ps->entries;
+        ps->last[api] = (uint8_t)(ps->entries - 1);
+    }
+}
+
+struct wsl_packed_in {
+    const uint8_t *op, *op_end, *dt, *dt_end, *dur, *dur_end, *lit, *lit_end;
+    uint32_t literals;      /* the directory's count */
+};
+
+/* Splits the encoded bytes of an EVENTS_PACKED chunk like wsl_columns_open:
+ * count must fit the dt and dur columns, literals must be at most count and
+ * fit the literal column (two bytes at least each). */
+static inline enum wsl_columns_status wsl_packed_open(struct wsl_packed_in *in, const uint8_t *p, size_t size,
+                                                      uint32_t count)
+{
+    uint32_t dir[3];
+    if (size < WSL_EVENTS_DIRECTORY_SIZE)
+        return WSL_COLUMNS_NO_DIRECTORY;
+    memcpy(dir, p, sizeof dir);
+    if (count > dir[0] || count > dir[1] || dir[2] > count)
+        return WSL_COLUMNS_COUNT_TOO_BIG;
+    uint64_t used = (uint64_t)WSL_EVENTS_DIRECTORY_SIZE + count + dir[0] + dir[1];
+    if (used > size)
+        return WSL_COLUMNS_OVERRUN;
+    if ((uint64_t)dir[2] * 2 > size - used)
+        return WSL_COLUMNS_COUNT_TOO_BIG;
+    p += WSL_EVENTS_DIRECTORY_SIZE;
+    in->op = p;
+    in->op_end = p += count;
+    in->dt = p;
+    in->dt_end = p += dir[0];
+    in->dur = p;
+    in->dur_end = p += dir[1];
+    in->lit = p;
+    in->lit_end = p + (size - (size_t)used);
+    in->literals = dir[2];
+    return WSL_COLUMNS_OK;
+}
+
+/* Decodes the next packed event (the reference decoder; analyzer/trace_reader.c
+ * has the same checks in a batch loop). Returns 0 on malformed input. */
+static inline int wsl_event_decode_packed(struct wsl_pack_state *ps, struct wsl_codec_state *st,
+                                          struct wsl_packed_in *in, uint32_t api_limit, struct wsl_event *ev)
+{
+    uint64_t dt, dur;
+    const uint8_t *p;
+    if (in->op >= in->op_end)
+        return 0;
+    unsigned op = *in->op++;
+    if (!(p = wsl_get_varint(in->dt, in->dt_end, &dt)))
+        return 0;
+    in->dt = p;
+    if (!(p = wsl_get_varint(in->dur, in->dur_end, &dur)))
+        return 0;
+    in->dur = p;
+    if (op) {
+        if (op > ps->entries)
+            return 0;
+        *ev = ps->table[op - 1];
+    } else {
+        uint64_t id, v;
+        if (ps->literals >= in->literals)
+            return 0;
+        ps->literals++;
+        if (!(p = wsl_get_varint(in->lit, in->lit_end, &id)) || id >= api_limit || id >= WSL_MAX_API_IDS ||
+            p >= in->lit_end)
+            return 0;
+        unsigned mask = *p++;
+        if (mask & 0xc0)
+            return 0;
+        struct wsl_event *pv = &st->prev[id];
+        if (mask & 1) {
+            if (!(p = wsl_get_varint(p, in->lit_end, &v)))
+                return 0;
+            pv->result = (int32_t)wsl_unzigzag(v);
+        }
+        if (mask & 2) {
+            if (!(p = wsl_get_varint(p, in->lit_end, &v)))
+                return 0;
+            pv->stream ^= v;
+        }
+        for (unsigned m = mask >> 2; m; m &= m - 1) {
+            if (!(p = wsl_get_varint(p, in->lit_end, &v)))
+                return 0;
+            pv->a[__builtin_ctz(m)] ^= v;
+        }
+        in->lit = p;
+        *ev = *pv;
+        ev->api = (uint16_t)id;
+        ev->flags = 0;
+        if (ps->entries < WSL_PACK_TABLE_MAX)
+            ps->table[ps->entries++] = *ev;
+    }
+    ev->t_start = st->prev_t + (uint64_t)wsl_unzigzag(dt);
+    ev->t_end = ev->t_start + dur;
+    st->prev_t = ev->t_start;
+    return 1;
+}
+
+/* Bytes left unread in the packed columns: 0 once `count` events used them up exactly. */
+static inline size_t wsl_packed_left(const struct wsl_packed_in *in)
+{
+    return (size_t)(in->op_end - in->op) + (size_t)(in->dt_end - in->dt) + (size_t)(in->dur_end - in->dur) +
+           (size_t)(in->lit_end - in->lit);
+}
 
 #endif /* WSLSHIM_TRACE_FORMAT_H */

@@ -12,7 +12,9 @@ the target; 1: the file's bytes as they are):
   the trace itself; S cut at every chunk boundary and inside every chunk;
   the file cut every 256 bytes; 96 single-bit flips; a newer major and minor
   version; the other byte order; absurd sizes (chunk sizes, event counts,
-  encoded sizes, path lengths, header and record sizes).
+  encoded sizes, column directories, path lengths, header and record sizes).
+With --make-trace, a synthetic trace in the 1.2 layout (EVENTS chunks) joins
+them: the shim writes 1.4 (EVENTS_PACKED), readers still read both.
 With --check-report N, N of the damaged streams are written as trace files
 and wslshim-report must end each with status 0 (a readable prefix, warned)
 or 2 with exactly one line on stderr: never a crash, never a hang.
@@ -26,6 +28,7 @@ ap.add_argument("--client", required=True)
 ap.add_argument("--fakedir", required=True)
 ap.add_argument("--out", required=True)
 ap.add_argument("--check-report", type=int, default=0)
+ap.add_argument("--make-trace", help="make_trace: adds a trace in the 1.2 layout (EVENTS chunks) of older shims")
 a = ap.parse_args()
 
 work = a.out + ".work"
@@ -39,6 +42,10 @@ for cmd in ([a.client, "TERM", "dfl", "300"], [a.client, "INT", "query", "50"], 
             ["sh", "-c", "ls / > /dev/null; true"]):
     subprocess.run(cmd, env=env, capture_output=True, timeout=60)
 traces = sorted(os.path.join(work, f) for f in os.listdir(work) if ".trace.zst" in f)
+if a.make_trace:  # the shim writes 1.4 (EVENTS_PACKED); keep the 1.2 decoder fuzzed too
+    v12 = os.path.join(work, "v12.trace.zst")
+    subprocess.run([a.make_trace, v12, "--v12", "--tsc"], check=True, capture_output=True, timeout=60)
+    traces = traces[:5] + [v12]
 if not traces:
     sys.exit("FAIL: no traces were made")
 
@@ -95,8 +102,9 @@ for ti, path in enumerate(traces[:6]):
             struct.pack_into("<I", b, off + 4, size)
             inputs.append((f"{tag}-size{k}-{label}", b"\0" + bytes(b)))
             damaged.append(bytes(b))
-        if t == 4 and n >= 32:  # EVENTS: count and encoded_size
-            for label, field, val in (("count", 4, 0xFFFFFFFF), ("count0", 4, 0), ("enc", 24, 0xFFFFFFF0)):
+        if t in (4, 13) and n >= 44:  # EVENTS, EVENTS_PACKED: count, encoded_size, the directory
+            for label, field, val in (("count", 4, 0xFFFFFFFF), ("count0", 4, 0), ("enc", 24, 0xFFFFFFF0),
+                                      ("dir0", 32, 0xFFFFFFFF), ("dir2", 40, 0xFFFFFFFF), ("dir2z", 40, 0)):
                 b = bytearray(s)
                 struct.pack_into("<I", b, off + 8 + field, val)
                 inputs.append((f"{tag}-ev{k}-{label}", b"\0" + bytes(b)))

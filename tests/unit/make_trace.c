@@ -5,7 +5,9 @@
  *
  *   make_trace OUT [--pid N] [--ppid N] [--start-ns NS] [--forked] [--native]
  *              [--tsc] [--no-end] [--no-driver] [--dropped N] [--major N]
- *              [--swap-order] [--truncate-tail BYTES] [--bad-chunk] [--exe PATH]
+ *              [--swap-order] [--truncate-tail BYTES] [--bad-chunk] [--exe PATH] [--v12]
+ *
+ * --v12 writes the events in the 1.2 layout (EVENTS chunks, zstd level 1) of older shims.
  *
  * Workload (ns): thread 100 makes 6000 launches, launch i lasting
  * 2000 + (i*7919 % 10007)*3, every third one through cuLaunchKernel_ptsz, and
@@ -31,7 +33,7 @@ struct thread_events {
     uint64_t cursor;    /* ns */
 };
 
-static bool use_tsc;
+static bool use_tsc, v12;
 
 static uint64_t ticks(uint64_t ns) { return use_tsc ? TICK_OFFSET + ns * TICKS_PER_NS : ns; }
 
@@ -100,6 +102,8 @@ int main(int argc, char **argv)
             swap = true;
         else if (!strcmp(a, "--bad-chunk"))
             bad_chunk = true;
+        else if (!strcmp(a, "--v12"))
+            v12 = true;
         else
             usage();
     }
@@ -120,10 +124,12 @@ int main(int argc, char **argv)
     for (unsigned i = 0; i < 60; i++)
         add_call(&th[1], "cuMemFree_v2", 3000, 0);
 
-    struct synth_options so = {.level = 1, .checksum = true, .flush_each_chunk = true};
+    struct synth_options so = {.level = v12 ? 1 : 0, .checksum = true, .flush_each_chunk = true, .v12_events = v12};
     struct synth *s = synth_open(out, &so);
     struct wsl_file_header h = synth_default_header();
     h.version_major = (uint16_t)major;
+    if (v12)
+        h.version_minor = 2;
     if (swap)
         h.byte_order = __builtin_bswap32(h.byte_order);
     synth_file_header(s, &h);

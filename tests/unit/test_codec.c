@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "trace_synth.h"
 #include "unit_test.h"
 
 enum { COL_API, COL_MASK, COL_DT, COL_DUR, COL_FLD, COLS };
@@ -425,5 +426,233 @@ int test_codec_end_before_start(void)
     free(b);
     free(st);
     cols_free(&k);
+    return 0;
+}
+
+/* ---- EVENTS_PACKED (format 1.4) ---- */
+
+/* Decodes the packed bytes b (exactly `size`, so ASan sees any overrun) as a
+ * chunk of `count` events with the reference decoder: how many decoded (-1:
+ * the columns did not open); *done: every column used up and the literal count
+ * as the directory says. */
+static int unpack_all(const uint8_t *b, size_t size, uint32_t count, uint32_t api_limit, uint64_t base,
+                      struct wsl_event *out, int *done)
+{
+    static struct wsl_codec_state st;
+    static struct wsl_pack_state ps;
+    struct wsl_packed_in in;
+    *done = 0;
+    if (wsl_packed_open(&in, b, size, count) != WSL_COLUMNS_OK)
+        return -1;
+    wsl_codec_reset(&st, base);
+    wsl_pack_reset(&ps, 0);
+    uint32_t i = 0;
+    while (i < count && wsl_event_decode_packed(&ps, &st, &in, api_limit, &out[i]))
+        i++;
+    *done = wsl_packed_left(&in) == 0 && ps.literals == in.literals;
+    return (int)i;
+}
+
+/* Events drawn from a pool of argument sets (some pools larger than the
+ * table, so the table fills and later sets stay literals; many sets share a
+ * hash slot), with unique ones and extreme times mixed in: the packed bytes
+ * decode to exactly the events, repeats take one op byte and no literal bytes,
+ * and the same events decode identically from the 1.2 columns. */
+int test_packed_roundtrip(void)
+{
+    enum { N = 60000 };
+    rng_seed(4242);
+    struct wsl_event *in = calloc(N, sizeof *in), *out = calloc(N, sizeof *out), *pool = calloc(600, sizeof *pool);
+    CHECK(in && out && pool);
+    static const uint16_t apis[] = {0, 1, 2, 127, 128, 1023};
+    for (int j = 0; j < 600; j++) {
+        struct wsl_event *e = &pool[j];
+        e->api = rng_below(3) ? apis[rng_below(6)] : (uint16_t)rng_below(WSL_MAX_API_IDS);
+        e->result = rng_below(10) ? 0 : (int32_t)extreme_value();
+        e->stream = rng_below(2) ? 0x7000 + rng_below(4) : extreme_value();
+        for (int a = 0; a < 4; a++)
+            e->a[a] = rng_below(2) ? extreme_value() : rng_below(16);
+    }
+    static const uint32_t pool_sizes[] = {1, 4, 200, 255, 256, 600};
+    uint64_t t = extreme_value();
+    size_t total_ops_bytes = 0;
+    for (int round = 0; round < 12; round++) {
+        uint32_t n = round % 3 == 0 ? 5000 : (uint32_t)rng_below(N) + 1, pool_n = pool_sizes[round % 6];
+        for (uint32_t i = 0; i < n; i++) {
+            struct wsl_event ev = rng_below(20) ? pool[rng_below(pool_n)] : pool[rng_below(600)];
+            if (!rng_below(30))
+                ev.a[rng_below(4)] = rng_next(); /* a set seen once */
+            t = rng_below(50) ? t + rng_below(100000) : extreme_value();
+            ev.t_start = t;
+            uint64_t room = UINT64_MAX - t, dur = rng_below(4) ? rng_below(10000) : extreme_value();
+            ev.t_end = t + (dur <= room ? dur : room);
+            in[i] = ev;
+        }
+        uint8_t *enc;
+        size_t size = synth_encode_packed(in, n, in[0].t_start, &enc);
+        uint32_t dir[3];
+        memcpy(dir, enc, sizeof dir);
+        CHECKF(size <= WSL_EVENTS_DIRECTORY_SIZE + (size_t)n * WSL_PACKED_EVENT_MAX_ENCODED, "round %d: %zu bytes",
+               round, size);
+        int done;
+        CHECKF(unpack_all(enc, size, n, WSL_MAX_API_IDS, in[0].t_start, out, &done) == (int)n && done,
+               "round %d: packed bytes did not decode", round);
+        /* Ops: 0 for a literal, else at most the table's size; literals are the
+         * first sightings, plus every set beyond the table's 255. */
+        const uint8_t *op = enc + WSL_EVENTS_DIRECTORY_SIZE;
+        uint32_t zeros = 0, kept = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            const char *what;
+            CHECKF(event_diff(&in[i], &out[i], &what) < 0, "round %d event %u differs in %s", round, i, what);
+            if (op[i] == 0) {
+                zeros++;
+                kept += kept < WSL_PACK_TABLE_MAX;
+            } else {
+                CHECKF(op[i] <= kept, "round %d event %u: op %u with %u entries", round, i, op[i], kept);
+            }
+            /* A set already in the table is never written again. */
+            if (op[i] == 0)
+                for (uint32_t j = 0, lit = 0; j < i && lit < WSL_PACK_TABLE_MAX; j++)
+                    if (op[j] == 0 && lit++ < WSL_PACK_TABLE_MAX && wsl_pack_same(&in[j], &in[i]))
+                        CHECKF(0, "round %d event %u: a literal again for the set of event %u", round, i, j);
+        }
+        CHECK(zeros == dir[2]);
+        total_ops_bytes += n;
+        free(enc);
+        /* The 1.2 columns of the same events decode to the same events. */
+        size = synth_encode_events(in, n, in[0].t_start, &enc);
+        CHECK(decode_all(enc, size, n, WSL_MAX_API_IDS, in[0].t_start, out, &done) == (int)n && done);
+        for (uint32_t i = 0; i < n; i++)
+            CHECK(event_diff(&in[i], &out[i], NULL) < 0);
+        free(enc);
+    }
+    CHECK(total_ops_bytes > 0);
+
+    /* A chunk of one repeated set: one literal, then nothing but op 1, a dt and a dur byte each. */
+    for (int i = 0; i < 1000; i++) {
+        in[i] = pool[0];
+        in[i].t_start = 1000 + 10 * (uint64_t)i;
+        in[i].t_end = in[i].t_start + 5;
+    }
+    uint8_t *enc;
+    size_t size = synth_encode_packed(in, 1000, 1000, &enc);
+    uint32_t dir[3];
+    memcpy(dir, enc, sizeof dir);
+    CHECK(dir[0] == 1000 && dir[1] == 1000 && dir[2] == 1);
+    CHECK(size < WSL_EVENTS_DIRECTORY_SIZE + 3000 + WSL_COL_LIT_MAX);
+    CHECK(enc[WSL_EVENTS_DIRECTORY_SIZE] == 0 && enc[WSL_EVENTS_DIRECTORY_SIZE + 999] == 1);
+    free(enc);
+
+    /* The worst case: every column at its maximum. */
+    struct wsl_event worst = {.t_start = 0, .t_end = UINT64_MAX, .api = 1023, .result = INT32_MIN,
+                              .stream = UINT64_MAX, .a = {UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX}};
+    size = synth_encode_packed(&worst, 1, UINT64_MAX / 2 + 1, &enc);
+    CHECK(size == WSL_EVENTS_DIRECTORY_SIZE + WSL_PACKED_EVENT_MAX_ENCODED);
+    int done;
+    CHECK(unpack_all(enc, size, 1, WSL_MAX_API_IDS, UINT64_MAX / 2 + 1, out, &done) == 1 && done);
+    CHECK(event_diff(&worst, &out[0], NULL) < 0);
+    free(enc);
+    free(in);
+    free(out);
+    free(pool);
+    return 0;
+}
+
+/* Packed bytes of the sample's two events and a repeat of the first:
+ * directory, ops {0, 0, 1}, dt, dur, two literals. */
+static uint8_t *pack_sample(size_t *size)
+{
+    struct wsl_event ev[3] = {sample[0], sample[1], sample[0]};
+    ev[2].t_start = 2000;
+    ev[2].t_end = 2500;
+    uint8_t *enc;
+    *size = synth_encode_packed(ev, 3, 0, &enc);
+    return enc;
+}
+
+/* Decodes a copy of b (exactly its size) with byte `at` set to v (at < 0: as is),
+ * the directory's literal count replaced by `literals` (< 0: as is), cut to `cut` bytes. */
+static int unpack_mutated(const uint8_t *b, size_t size, long at, uint8_t v, long literals, size_t cut,
+                          uint32_t count, uint32_t api_limit, int *done)
+{
+    if (cut < size)
+        size = cut;
+    uint8_t *c = malloc(size ? size : 1);
+    memcpy(c, b, size);
+    if (at >= 0 && (size_t)at < size)
+        c[at] = v;
+    if (literals >= 0 && size >= 12) {
+        uint32_t l = (uint32_t)literals;
+        memcpy(c + 8, &l, 4);
+    }
+    struct wsl_event out[8];
+    int n = unpack_all(c, size, count, api_limit, 0, out, done);
+    free(c);
+    return n;
+}
+
+/* Ops beyond the table, literal counts that disagree, cut columns, spare
+ * bytes, reserved mask bits, ids past the limits, directories that cannot
+ * fit: refused, never a read past the end. */
+int test_packed_malformed(void)
+{
+    size_t size;
+    uint8_t *b = pack_sample(&size);
+    int done;
+    const long op0 = WSL_EVENTS_DIRECTORY_SIZE;
+    CHECK(b[op0] == 0 && b[op0 + 1] == 0 && b[op0 + 2] == 1);
+    CHECK(unpack_mutated(b, size, -1, 0, -1, size, 3, WSL_MAX_API_IDS, &done) == 3 && done);
+    /* An op naming an entry not yet in the table (the second event names the second entry). */
+    CHECK(unpack_mutated(b, size, op0 + 1, 2, -1, size, 3, WSL_MAX_API_IDS, &done) == 1);
+    CHECK(unpack_mutated(b, size, op0 + 2, 3, -1, size, 3, WSL_MAX_API_IDS, &done) == 2);
+    CHECK(unpack_mutated(b, size, op0 + 2, 255, -1, size, 3, WSL_MAX_API_IDS, &done) == 2);
+    /* op 2 (the second literal) is valid at event 3: decodes, as the wrong event. */
+    CHECK(unpack_mutated(b, size, op0 + 2, 2, -1, size, 3, WSL_MAX_API_IDS, &done) == 3 && done);
+    /* A literal op where the table was named: there is no third literal. */
+    CHECK(unpack_mutated(b, size, op0 + 2, 0, -1, size, 3, WSL_MAX_API_IDS, &done) == 2);
+    CHECK(unpack_mutated(b, size, op0 + 2, 0, 3, size, 3, WSL_MAX_API_IDS, &done) == 2);
+    /* The directory's literal count: fewer than the ops say, or more (bytes stay unread). */
+    CHECK(unpack_mutated(b, size, -1, 0, 1, size, 3, WSL_MAX_API_IDS, &done) == 1);
+    CHECK(unpack_mutated(b, size, -1, 0, 3, size, 3, WSL_MAX_API_IDS, &done) == 3 && !done);
+    CHECK(unpack_mutated(b, size, -1, 0, 4, size, 3, WSL_MAX_API_IDS, &done) == -1); /* above count */
+    /* One event fewer than encoded: bytes left over. */
+    CHECK(unpack_mutated(b, size, -1, 0, -1, size, 2, WSL_MAX_API_IDS, &done) < 2 || !done);
+    /* Cut anywhere: never all three events with every column used up. */
+    for (size_t cut = 0; cut < size; cut++) {
+        int n = unpack_mutated(b, size, -1, 0, -1, cut, 3, WSL_MAX_API_IDS, &done);
+        CHECKF(n < 3 || !done, "cut at %zu of %zu: %d events", cut, size, n);
+    }
+    /* The literal column: api 300 is two bytes, then the mask byte. */
+    uint32_t dir[3];
+    memcpy(dir, b, sizeof dir);
+    const long lit0 = op0 + 3 + (long)dir[0] + (long)dir[1];
+    CHECK(b[lit0] == ((300 & 0x7f) | 0x80) && b[lit0 + 1] == (300 >> 7));
+    CHECK(unpack_mutated(b, size, -1, 0, -1, size, 3, 300, &done) == 0);
+    CHECK(unpack_mutated(b, size, -1, 0, -1, size, 3, 301, &done) == 3 && done);
+    for (int bit = 6; bit < 8; bit++)
+        CHECKF(unpack_mutated(b, size, lit0 + 2, (uint8_t)(b[lit0 + 2] | 1u << bit), -1, size, 3, WSL_MAX_API_IDS,
+                              &done) == 0, "reserved mask bit %d accepted", bit);
+    CHECK(unpack_mutated(b, size, lit0 + 1, 0x08, -1, size, 3, UINT32_MAX, &done) == 0); /* id 1024+ */
+    /* A spare byte in the literal column. */
+    uint8_t *spare = malloc(size + 1);
+    memcpy(spare, b, size);
+    spare[size] = 0;
+    struct wsl_event out[4];
+    CHECK(unpack_all(spare, size + 1, 3, WSL_MAX_API_IDS, 0, out, &done) == 3 && !done);
+    free(spare);
+    /* Directories that do not fit: count above the dt or dur column, columns past the end. */
+    uint8_t d[WSL_EVENTS_DIRECTORY_SIZE + 8] = {0};
+    struct wsl_packed_in in;
+    CHECK(wsl_packed_open(&in, d, WSL_EVENTS_DIRECTORY_SIZE - 1, 0) == WSL_COLUMNS_NO_DIRECTORY);
+    CHECK(wsl_packed_open(&in, d, WSL_EVENTS_DIRECTORY_SIZE, 0) == WSL_COLUMNS_OK && wsl_packed_left(&in) == 0);
+    CHECK(wsl_packed_open(&in, d, sizeof d, 1) == WSL_COLUMNS_COUNT_TOO_BIG);
+    uint32_t big[3] = {UINT32_MAX, UINT32_MAX, 0};
+    memcpy(d, big, sizeof big);
+    CHECK(wsl_packed_open(&in, d, sizeof d, 4) == WSL_COLUMNS_OVERRUN);
+    uint32_t lits[3] = {2, 2, 2};
+    memcpy(d, lits, sizeof lits);
+    CHECK(wsl_packed_open(&in, d, WSL_EVENTS_DIRECTORY_SIZE + 2 + 4 + 3, 2) == WSL_COLUMNS_COUNT_TOO_BIG);
+    CHECK(wsl_packed_open(&in, d, WSL_EVENTS_DIRECTORY_SIZE + 2 + 4 + 4, 2) == WSL_COLUMNS_OK);
+    free(b);
     return 0;
 }

@@ -77,9 +77,9 @@ struct synth *synth_open(const char *path, const struct synth_options *opt)
     struct synth *s = calloc(1, sizeof *s);
     if (!s)
         die("out of memory");
-    s->opt = opt ? *opt : (struct synth_options){.level = 1, .checksum = true};
+    s->opt = opt ? *opt : (struct synth_options){.checksum = true};
     if (s->opt.level == 0)
-        s->opt.level = 1;
+        s->opt.level = s->opt.v12_events ? 1 : WSL_TRACE_ZSTD_LEVEL;
     s->f = fopen(path, "wb");
     if (!s->f)
         die("cannot write %s: %s", path, strerror(errno));
@@ -158,6 +158,8 @@ struct wsl_file_header synth_default_header(void)
 void synth_file_header(struct synth *s, const struct wsl_file_header *h)
 {
     struct wsl_file_header def = synth_default_header();
+    if (s->opt.v12_events)
+        def.version_minor = 2;
     synth_bytes(s, h ? h : &def, sizeof def);
 }
 
@@ -246,6 +248,40 @@ size_t synth_encode_events(const struct wsl_event *ev, uint32_t n, uint64_t base
     return size;
 }
 
+size_t synth_encode_packed(const struct wsl_event *ev, uint32_t n, uint64_t base_ticks, uint8_t **out)
+{
+    struct wsl_codec_state *st = malloc(sizeof *st);
+    struct wsl_pack_state *ps = calloc(1, sizeof *ps);
+    uint8_t *op = malloc((size_t)n + 1), *dt = malloc((size_t)n * WSL_COL_DT_MAX + 1),
+            *dur = malloc((size_t)n * WSL_COL_DUR_MAX + 1), *lit = malloc((size_t)n * WSL_COL_LIT_MAX + 1);
+    uint8_t *buf = malloc(WSL_EVENTS_DIRECTORY_SIZE + (size_t)n * WSL_PACKED_EVENT_MAX_ENCODED + 1);
+    if (!st || !ps || !op || !dt || !dur || !lit || !buf)
+        die("out of memory");
+    wsl_codec_reset(st, base_ticks);
+    wsl_pack_reset(ps, 1);
+    struct wsl_packed_out o = {op, dt, dur, lit};
+    for (uint32_t i = 0; i < n; i++)
+        wsl_event_encode_packed(ps, st, &ev[i], &o);
+    uint32_t dir[3] = {(uint32_t)(o.dt - dt), (uint32_t)(o.dur - dur), ps->literals};
+    const struct {
+        const void *p;
+        size_t n;
+    } parts[] = {{dir, sizeof dir}, {op, n}, {dt, dir[0]}, {dur, dir[1]}, {lit, (size_t)(o.lit - lit)}};
+    size_t size = 0;
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        memcpy(buf + size, parts[i].p, parts[i].n);
+        size += parts[i].n;
+    }
+    free(st);
+    free(ps);
+    free(op);
+    free(dt);
+    free(dur);
+    free(lit);
+    *out = buf;
+    return size;
+}
+
 void synth_events(struct synth *s, uint32_t tid, uint64_t dropped, const struct wsl_event *ev, uint32_t n)
 {
     struct wsl_events_header eh;
@@ -255,9 +291,11 @@ void synth_events(struct synth *s, uint32_t tid, uint64_t dropped, const struct 
     eh.base_ticks = n ? ev[0].t_start : 0;
     eh.dropped = dropped;
     uint8_t *enc;
-    size_t size = synth_encode_events(ev, n, eh.base_ticks, &enc);
+    size_t size = s->opt.v12_events ? synth_encode_events(ev, n, eh.base_ticks, &enc)
+                                    : synth_encode_packed(ev, n, eh.base_ticks, &enc);
     eh.encoded_size = (uint32_t)size;
-    synth_chunk_header(s, WSL_CHUNK_EVENTS, (uint32_t)(sizeof eh + size));
+    synth_chunk_header(s, s->opt.v12_events ? WSL_CHUNK_EVENTS : WSL_CHUNK_EVENTS_PACKED,
+                       (uint32_t)(sizeof eh + size));
     synth_bytes(s, &eh, sizeof eh);
     synth_bytes(s, enc, size);
     if (s->opt.flush_each_chunk)

@@ -27,7 +27,8 @@ extern const unsigned synth_api_count;
 uint16_t synth_api_id(const char *symbol);
 
 struct synth_options {
-    int level;              /* zstd level; 0 means 1 (what the shim uses) */
+    int level;              /* zstd level; 0 means what the shim uses (1 with v12_events) */
+    bool v12_events;        /* EVENTS chunks in the 1.2 column layout, file header 1.2 (older shims) */
     bool checksum;          /* zstd frame checksum (the shim turns it on) */
     bool raw;               /* write the decompressed bytes, no zstd */
     bool flush_each_chunk;  /* end a zstd block after every chunk */
@@ -77,6 +78,8 @@ void synth_end(struct synth *s, uint64_t end_ticks, uint64_t written, uint64_t d
 /* Encodes events into a new buffer the way EVENTS chunks hold them after the
  * header (column directory, then the columns); returns its size (encoded_size). */
 size_t synth_encode_events(const struct wsl_event *ev, uint32_t n, uint64_t base_ticks, uint8_t **out);
+/* The same for EVENTS_PACKED chunks (what the shim writes from format 1.4 on). */
+size_t synth_encode_packed(const struct wsl_event *ev, uint32_t n, uint64_t base_ticks, uint8_t **out);
 
 /* ---- files ---- */
 off_t synth_file_size(const char *path);

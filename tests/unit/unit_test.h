@@ -48,6 +48,7 @@ struct gen_options {
     bool end;                   /* write the END chunk */
     bool flush_each_chunk;
     bool extras;                /* DRIVER, STRING and an unknown chunk type too */
+    bool v12;                   /* EVENTS chunks in the 1.2 layout (older shims) instead of EVENTS_PACKED */
     uint64_t seed;
 };
 

@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""Rewrites a trace's EVENTS_PACKED chunks (format 1.4) as the 1.2 EVENTS
+chunks older shims wrote (column layout, file header minor 2, zstd level 1),
+every other chunk as it is: the same events in the older layout, so a
+reader's output can be compared across the two.
+
+    relayout.py IN.trace.zst OUT.trace.zst
+
+Prints {"events", "packed_chunks", "packed_bytes", "literals"} of what it
+converted. Needs the zstd command. An independent codec (Python, from
+docs/trace-format.md), not the C one under test.
+"""
+import json, struct, subprocess, sys
+
+
+def varint(buf, p):
+    v = shift = 0
+    while True:
+        b = buf[p]
+        p += 1
+        v |= (b & 0x7F) << shift
+        shift += 7
+        if b < 0x80:
+            return v, p
+
+
+def put_varint(out, v):
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+
+
+def unpack_events(enc, count):
+    """(dts, durs, sets): the raw dt and dur varint values and each event's (api, result, stream, a0..a3)."""
+    dt_bytes, dur_bytes, literals = struct.unpack_from("<III", enc, 0)
+    op_at, d = 12, 12 + count
+    u = d + dt_bytes
+    lit = u + dur_bytes
+    prev, table, sets, dts, durs, seen = {}, [], [], [], [], 0
+    for i in range(count):
+        op = enc[op_at + i]
+        dt, d = varint(enc, d)
+        dur, u = varint(enc, u)
+        dts.append(dt)
+        durs.append(dur)
+        if op:
+            sets.append(table[op - 1])
+            continue
+        seen += 1
+        api, lit = varint(enc, lit)
+        mask = enc[lit]
+        lit += 1
+        res, stream, a = prev.get(api, (0, 0, (0, 0, 0, 0)))
+        a = list(a)
+        if mask & 1:
+            v, lit = varint(enc, lit)
+            res = (v >> 1) ^ -(v & 1)
+        if mask & 2:
+            v, lit = varint(enc, lit)
+            stream ^= v
+        for k in range(4):
+            if mask & (4 << k):
+                v, lit = varint(enc, lit)
+                a[k] ^= v
+        prev[api] = (res, stream, tuple(a))
+        s = (api, res, stream) + tuple(a)
+        if len(table) < 255:
+            table.append(s)
+        sets.append(s)
+    assert seen == literals and lit == len(enc), "malformed EVENTS_PACKED chunk"
+    return dts, durs, sets, literals
+
+
+def encode_columns(dts, durs, sets):
+    """The 1.2 column encoding of the same events (docs/trace-format.md, EVENTS)."""
+    api_c, mask_c, dt_c, dur_c, fld_c = bytearray(), bytearray(), bytearray(), bytearray(), bytearray()
+    prev = {}
+    for dt, dur, s in zip(dts, durs, sets):
+        api, res, stream, a = s[0], s[1], s[2], s[3:]
+        p = prev.get(api, (0, 0, (0, 0, 0, 0)))
+        mask = 0
+        if res != p[0]:
+            mask |= 1
+            put_varint(fld_c, ((res << 1) ^ (res >> 63)) & (2**64 - 1))
+        if stream != p[1]:
+            mask |= 2
+            put_varint(fld_c, stream ^ p[1])
+        for k in range(4):
+            if a[k] != p[2][k]:
+                mask |= 4 << k
+                put_varint(fld_c, a[k] ^ p[2][k])
+        prev[api] = (res, stream, tuple(a))
+        put_varint(api_c, api)
+        mask_c.append(mask)
+        put_varint(dt_c, dt)
+        put_varint(dur_c, dur)
+    return struct.pack("<III", len(api_c), len(dt_c), len(dur_c)) + api_c + mask_c + dt_c + dur_c + fld_c
+
+
+def main():
+    src, dst = sys.argv[1], sys.argv[2]
+    data = subprocess.run(["zstd", "-dcq", src], capture_output=True).stdout  # a cut file: what came out
+    out = bytearray(data[:32])
+    struct.pack_into("<H", out, 14, 2)
+    pos = struct.unpack_from("<I", data, 16)[0]
+    out += data[32:pos]
+    stats = {"events": 0, "packed_chunks": 0, "packed_bytes": 0, "literals": 0}
+    while pos + 8 <= len(data):
+        ctype, size = struct.unpack_from("<II", data, pos)
+        payload = data[pos + 8:pos + 8 + size]
+        if len(payload) < size:
+            out += data[pos:]  # cut short: keep the cut as it was
+            break
+        if ctype == 13:
+            tid, count, base, dropped, enc_size, res = struct.unpack_from("<IIQQII", payload)
+            dts, durs, sets, lits = unpack_events(payload[32:32 + enc_size], count)
+            enc = encode_columns(dts, durs, sets)
+            payload = struct.pack("<IIQQII", tid, count, base, dropped, len(enc), res) + enc
+            ctype = 4
+            stats["events"] += count
+            stats["packed_chunks"] += 1
+            stats["packed_bytes"] += size
+            stats["literals"] += lits
+        out += struct.pack("<II", ctype, len(payload)) + payload
+        pos += 8 + size
+    z = subprocess.run(["zstd", "-q", "-1", "-c"], input=bytes(out), capture_output=True, check=True).stdout
+    with open(dst, "wb") as f:
+        f.write(z)
+    print(json.dumps(stats))
+
+
+if __name__ == "__main__":
+    main()
