@@ -170,7 +170,11 @@ static void write_all(const uint8_t *p, size_t n)
  * compression of a contiguous buffer is cheaper than feeding the streaming
  * compressor chunk by chunk, and every frame holds only whole chunks, so a
  * killed process leaves a trace readable up to its last frame. */
-#define ZACC_TARGET (1u << 20)
+/* 64 KiB: with zstd level -1 (no entropy stage) a frame of noisy event times
+ * can compress little, and a cut trace (disk full, RLIMIT_FSIZE, SIGKILL) reads
+ * only up to its last whole block; small frames keep that loss small
+ * (preload.trace_write_fails_program_goes_on, 48 KiB limit). */
+#define ZACC_TARGET (64u << 10)
 static uint8_t *zacc;
 static size_t zacc_len, zacc_cap;
 
