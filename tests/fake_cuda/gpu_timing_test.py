@@ -89,33 +89,50 @@ def kernels(rep):
 
 
 # ---- every launch -------------------------------------------------------------------
-expect, plan, counts, stats, rep = run("every", "1")
-driver_calls_unchanged("every", expect, counts, True)
-check(stats["capture_event_records"] == 0, f"events recorded into a capturing stream: {stats['capture_event_records']}")
-g = rep["gpu"]
-ks = kernels(rep)
-launched_outside_capture = QUEUED + STARVED + plan["k_ptsz"]
-check(g["kernels_timed"] == launched_outside_capture,
-      f"kernels_timed {g['kernels_timed']}, expected {launched_outside_capture}")
-check(g["graphs_timed"] == REPLAYS, f"graphs_timed {g['graphs_timed']}, expected {REPLAYS}")
-check(ks["k_graph"]["timed"] == 0, "a launch into a capturing stream was timed")
-want = {"k_small": K, "k_mid": 2 * K, "k_big": 4 * K, "k_sync": 2 * K, "k_ptsz": K}
-for name, ns in want.items():
-    k = ks[name]
-    check(k["timed"] == plan[name], f"{name}: timed {k['timed']} of {plan[name]}")
-    p50 = k["gpu_ns"]["p50"]
-    check(abs(p50 - ns) <= 0.02 * ns, f"{name}: median GPU time {p50} ns, simulated {ns}")
-check(abs(g["graph_ns"]["p50"] - 8 * K) <= 0.02 * 8 * K, f"graph median {g['graph_ns']['p50']}, simulated {8 * K}")
-check(ks["k_sync"]["idle_at_submit"] == STARVED, f"k_sync idle at submit {ks['k_sync']['idle_at_submit']}/{STARVED}")
-queued_idle = sum(ks[n]["idle_at_submit"] for n in ("k_small", "k_mid", "k_big"))
-# Only the first finds the GPU idle, unless the launching thread is descheduled longer than the
-# queue lasts (a loaded machine): allow a few.
-check(queued_idle <= 6, f"queued launches idle at submit: {queued_idle} of {QUEUED} (only the first should be)")
-check(g["mapped"] == g["kernels_timed"] + g["graphs_timed"], f"mapped {g['mapped']} of {g['kernels_timed']}")
-est = sum(want[n] * plan[n] for n in want) + REPLAYS * 8 * K
-check(abs(g["gpu_time_est_ns"] - est) <= 0.02 * est, f"estimated GPU time {g['gpu_time_est_ns']}, simulated {est}")
-check(abs(g["gpu_time_est_ns"] - stats["gpu_busy_ns"]) <= 0.02 * stats["gpu_busy_ns"],
-      f"estimated GPU time {g['gpu_time_est_ns']}, fake GPU busy {stats['gpu_busy_ns']}")
+# The fake GPU runs on the wall clock: a launching thread descheduled for tens of microseconds (a
+# loaded CI machine, a sanitizer build) shortens what the shim can see of a starved kernel. The
+# timing checks (medians, idle at submit, the estimate) get three runs to pass in one; the others
+# must pass in every run.
+for attempt in range(3):
+    timing_failures = []
+
+    def tcheck(cond, msg):
+        if not cond:
+            timing_failures.append(msg)
+            print(f"attempt {attempt + 1}: timing:", msg)
+
+    expect, plan, counts, stats, rep = run("every", "1")
+    driver_calls_unchanged("every", expect, counts, True)
+    check(stats["capture_event_records"] == 0, f"events recorded into a capturing stream: {stats['capture_event_records']}")
+    g = rep["gpu"]
+    ks = kernels(rep)
+    launched_outside_capture = QUEUED + STARVED + plan["k_ptsz"]
+    check(g["kernels_timed"] == launched_outside_capture,
+          f"kernels_timed {g['kernels_timed']}, expected {launched_outside_capture}")
+    check(g["graphs_timed"] == REPLAYS, f"graphs_timed {g['graphs_timed']}, expected {REPLAYS}")
+    check(ks["k_graph"]["timed"] == 0, "a launch into a capturing stream was timed")
+    want = {"k_small": K, "k_mid": 2 * K, "k_big": 4 * K, "k_sync": 2 * K, "k_ptsz": K}
+    for name, ns in want.items():
+        k = ks[name]
+        check(k["timed"] == plan[name], f"{name}: timed {k['timed']} of {plan[name]}")
+        p50 = k["gpu_ns"]["p50"]
+        tcheck(abs(p50 - ns) <= 0.02 * ns, f"{name}: median GPU time {p50} ns, simulated {ns}")
+    tcheck(abs(g["graph_ns"]["p50"] - 8 * K) <= 0.02 * 8 * K, f"graph median {g['graph_ns']['p50']}, simulated {8 * K}")
+    tcheck(ks["k_sync"]["idle_at_submit"] == STARVED, f"k_sync idle at submit {ks['k_sync']['idle_at_submit']}/{STARVED}")
+    queued_idle = sum(ks[n]["idle_at_submit"] for n in ("k_small", "k_mid", "k_big"))
+    # Only the first finds the GPU idle, unless the launching thread is descheduled longer than the
+    # queue lasts (a loaded machine): allow a few.
+    tcheck(queued_idle <= 6, f"queued launches idle at submit: {queued_idle} of {QUEUED} (only the first should be)")
+    check(g["mapped"] == g["kernels_timed"] + g["graphs_timed"], f"mapped {g['mapped']} of {g['kernels_timed']}")
+    est = sum(want[n] * plan[n] for n in want) + REPLAYS * 8 * K
+    tcheck(abs(g["gpu_time_est_ns"] - est) <= 0.02 * est, f"estimated GPU time {g['gpu_time_est_ns']}, simulated {est}")
+    tcheck(abs(g["gpu_time_est_ns"] - stats["gpu_busy_ns"]) <= 0.02 * stats["gpu_busy_ns"],
+          f"estimated GPU time {g['gpu_time_est_ns']}, fake GPU busy {stats['gpu_busy_ns']}")
+    if not timing_failures:
+        break
+for msg in timing_failures:
+    check(False, msg)
+
 proc = rep["processes"][0]["gpu_use"]
 check(proc["device_total"] == 80 << 30, f"device_total {proc['device_total']}")
 
