@@ -570,22 +570,29 @@ static inline __attribute__((always_inline)) struct wsl_thread *io_enter(void)
     return t;
 }
 
+static inline __attribute__((always_inline)) void io_fill(struct wsl_event *e, uint64_t t0, uint64_t t1,
+                                                          unsigned api, int32_t result, int64_t fd, uint64_t a0,
+                                                          uint64_t a1, uint64_t a2, uint64_t a3)
+{
+    e->t_start = t0;
+    e->t_end = t1;
+    e->api = (uint16_t)api;
+    e->flags = 0;
+    e->result = result;
+    e->stream = (uint64_t)fd;
+    e->a[0] = a0;
+    e->a[1] = a1;
+    e->a[2] = a2;
+    e->a[3] = a3;
+}
+
 static inline __attribute__((always_inline)) void io_record(struct wsl_thread *t, unsigned api, uint64_t t0,
                                                             uint64_t t1, int failed, int err, int64_t fd,
                                                             uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3)
 {
     struct wsl_event *e = wsl_ring_reserve(t);
     if (WSL_LIKELY(e != NULL)) {
-        e->t_start = t0;
-        e->t_end = t1;
-        e->api = (uint16_t)api;
-        e->flags = 0;
-        e->result = failed ? -err : 0;
-        e->stream = (uint64_t)fd;
-        e->a[0] = a0;
-        e->a[1] = a1;
-        e->a[2] = a2;
-        e->a[3] = a3;
+        io_fill(e, t0, t1, api, failed ? -err : 0, fd, a0, a1, a2, a3);
         wsl_ring_commit(t);
         if (!t0)
             atomic_store_explicit(&t->io_untimed, 1, memory_order_relaxed); /* the writer times these */
@@ -629,15 +636,7 @@ static void io_run_start(struct wsl_thread *t, unsigned api, int64_t fd, uint64_
             t->run_ask = ask;
             t->run_each = got;
         }
-        e->t_start = e->t_end = 0;
-        e->api = (uint16_t)api;
-        e->flags = 0;
-        e->result = failed ? -err : 0;
-        e->stream = (uint64_t)fd;
-        e->a[0] = path;
-        e->a[1] = ask;
-        e->a[2] = got;
-        e->a[3] = (uint64_t)id << 32 | prev;
+        io_fill(e, 0, 0, api, failed ? -err : 0, fd, path, ask, got, (uint64_t)id << 32 | prev);
         atomic_store_explicit(&t->run_state, (uint64_t)id << 32 | 1, memory_order_relaxed);
         atomic_store_explicit(&t->io_untimed, 1, memory_order_relaxed);
         wsl_ring_commit(t); /* publishes the run's state with it */

@@ -419,6 +419,31 @@ static inline const uint8_t *wsl_get_varint(const uint8_t *p, const uint8_t *end
 static inline uint64_t wsl_zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
 static inline int64_t wsl_unzigzag(uint64_t v) { return (int64_t)(v >> 1) ^ -(int64_t)(v & 1); }
 
+/* The fields of an event that differ from the previous same-api event pv, in
+ * mask bit order (bit 0 result, bit 1 stream, bits 2..5 a[0]..a[3]), applied to
+ * pv; returns the byte after them, NULL when they run past end. */
+static inline const uint8_t *wsl_apply_fields(struct wsl_event *pv, unsigned mask, const uint8_t *p,
+                                              const uint8_t *end)
+{
+    uint64_t v;
+    if (mask & 1) {
+        if (!(p = wsl_get_varint(p, end, &v)))
+            return NULL;
+        pv->result = (int32_t)wsl_unzigzag(v);
+    }
+    if (mask & 2) {
+        if (!(p = wsl_get_varint(p, end, &v)))
+            return NULL;
+        pv->stream ^= v;
+    }
+    for (unsigned m = mask >> 2; m; m &= m - 1) {
+        if (!(p = wsl_get_varint(p, end, &v)))
+            return NULL;
+        pv->a[__builtin_ctz(m)] ^= v;
+    }
+    return p;
+}
+
 /* Per-chunk codec state, one slot per api id, shared by encoder and decoder. */
 struct wsl_codec_state {
     uint64_t prev_t;
@@ -551,23 +576,8 @@ static inline int wsl_event_decode_columns(struct wsl_codec_state *st, struct ws
     in->dur = p;
     struct wsl_event *pv = &st->prev[id];
     if (mask) {
-        uint64_t v;
-        p = in->fld;
-        if (mask & 1) {
-            if (!(p = wsl_get_varint(p, in->fld_end, &v)))
-                return 0;
-            pv->result = (int32_t)wsl_unzigzag(v);
-        }
-        if (mask & 2) {
-            if (!(p = wsl_get_varint(p, in->fld_end, &v)))
-                return 0;
-            pv->stream ^= v;
-        }
-        for (unsigned m = mask >> 2; m; m &= m - 1) {
-            if (!(p = wsl_get_varint(p, in->fld_end, &v)))
-                return 0;
-            pv->a[__builtin_ctz(m)] ^= v;
-        }
+        if (!(p = wsl_apply_fields(pv, mask, in->fld, in->fld_end)))
+            return 0;
         in->fld = p;
     }
     *ev = *pv;
@@ -778,7 +788,7 @@ static inline int wsl_event_decode_packed(struct wsl_pack_state *ps, struct wsl_
             return 0;
         *ev = ps->table[op - 1];
     } else {
-        uint64_t id, v;
+        uint64_t id;
         if (ps->literals >= in->literals)
             return 0;
         ps->literals++;
@@ -789,21 +799,8 @@ static inline int wsl_event_decode_packed(struct wsl_pack_state *ps, struct wsl_
         if (mask & 0xc0)
             return 0;
         struct wsl_event *pv = &st->prev[id];
-        if (mask & 1) {
-            if (!(p = wsl_get_varint(p, in->lit_end, &v)))
-                return 0;
-            pv->result = (int32_t)wsl_unzigzag(v);
-        }
-        if (mask & 2) {
-            if (!(p = wsl_get_varint(p, in->lit_end, &v)))
-                return 0;
-            pv->stream ^= v;
-        }
-        for (unsigned m = mask >> 2; m; m &= m - 1) {
-            if (!(p = wsl_get_varint(p, in->lit_end, &v)))
-                return 0;
-            pv->a[__builtin_ctz(m)] ^= v;
-        }
+        if (!(p = wsl_apply_fields(pv, mask, p, in->lit_end)))
+            return 0;
         in->lit = p;
         *ev = *pv;
         ev->api = (uint16_t)id;
