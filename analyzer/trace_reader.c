@@ -500,6 +500,23 @@ static inline const uint8_t *get_varint(const uint8_t *p, const uint8_t *end, ui
  * wsl_event_decode_columns (trace_format.h) written out with the column
  * cursors in locals, so that they stay in registers: the same checks in the
  * same order, hence the same events and the same first error. */
+
+/* Hands out n decoded events of the current chunk; true when they were its last. */
+static bool hand_out_events(struct wsl_reader *r, struct wsl_item *item, struct wsl_event *out, uint32_t n)
+{
+    item->type = WSL_CHUNK_EVENTS;
+    item->events.tid = r->ev_tid;
+    item->events.chunk_start = r->ev_done == 0;
+    item->events.dropped = r->ev_done == 0 ? r->ev_dropped : 0;
+    item->events.count = n;
+    item->events.events = out;
+    r->ev_done += n;
+    if (r->ev_done != r->ev_count)
+        return false;
+    r->in_events = false;
+    return true;
+}
+
 static enum wsl_read_result next_event_batch(struct wsl_reader *r, struct wsl_item *item)
 {
     const unsigned long long at = (unsigned long long)r->chunk_offset;
@@ -571,15 +588,7 @@ static enum wsl_read_result next_event_batch(struct wsl_reader *r, struct wsl_it
     in.dur = dur_p;
     in.fld = fld_p;
     r->ev_in = in;
-    item->type = WSL_CHUNK_EVENTS;
-    item->events.tid = r->ev_tid;
-    item->events.chunk_start = r->ev_done == 0;
-    item->events.dropped = r->ev_done == 0 ? r->ev_dropped : 0;
-    item->events.count = n;
-    item->events.events = out;
-    r->ev_done += n;
-    if (r->ev_done == r->ev_count) {
-        r->in_events = false;
+    if (hand_out_events(r, item, out, n)) {
         size_t left = wsl_columns_left(&in);
         if (left)
             return corrupt(r, "corrupt chunk at byte %llu: event count mismatch (%zu bytes left after %u events)",
@@ -698,15 +707,7 @@ static enum wsl_read_result next_packed_batch(struct wsl_reader *r, struct wsl_i
     in.dt = dt_p;
     in.dur = dur_p;
     r->ev_pin = in;
-    item->type = WSL_CHUNK_EVENTS;
-    item->events.tid = r->ev_tid;
-    item->events.chunk_start = r->ev_done == 0;
-    item->events.dropped = r->ev_done == 0 ? r->ev_dropped : 0;
-    item->events.count = n;
-    item->events.events = out;
-    r->ev_done += n;
-    if (r->ev_done == r->ev_count) {
-        r->in_events = false;
+    if (hand_out_events(r, item, out, n)) {
         size_t left = wsl_packed_left(&in);
         if (left)
             return corrupt(r, "corrupt chunk at byte %llu: event count mismatch (%zu bytes left after %u events)",

@@ -173,7 +173,10 @@ static void write_all(const uint8_t *p, size_t n)
 /* 64 KiB: with zstd level -1 (no entropy stage) a frame of noisy event times
  * can compress little, and a cut trace (disk full, RLIMIT_FSIZE, SIGKILL) reads
  * only up to its last whole block; small frames keep that loss small
- * (preload.trace_write_fails_program_goes_on, 48 KiB limit). */
+ * (preload.trace_write_fails_program_goes_on, 48 KiB limit). The price: about
+ * 50 instructions more per hooked call than with 1 MiB frames (tests/bench/run_bench.sh:
+ * 405 added with 1 MiB, 451-459 with 64 KiB; 256 KiB costs as much and fails that test
+ * now and then under TSan). */
 #define ZACC_TARGET (64u << 10)
 static uint8_t *zacc;
 static size_t zacc_len, zacc_cap;

@@ -419,6 +419,28 @@ static inline const uint8_t *wsl_get_varint(const uint8_t *p, const uint8_t *end
 static inline uint64_t wsl_zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
 static inline int64_t wsl_unzigzag(uint64_t v) { return (int64_t)(v >> 1) ^ -(int64_t)(v & 1); }
 
+/* Writes the fields of ev that differ from the previous same-api event pv at f,
+ * in mask bit order, ORs their bits into *mask and makes pv ev's fields;
+ * returns the byte after them (the inverse of wsl_apply_fields). */
+static inline uint8_t *wsl_put_fields(struct wsl_event *pv, const struct wsl_event *ev, uint8_t *f, unsigned *mask)
+{
+    const uint64_t x[5] = {ev->stream ^ pv->stream, ev->a[0] ^ pv->a[0], ev->a[1] ^ pv->a[1], ev->a[2] ^ pv->a[2],
+                           ev->a[3] ^ pv->a[3]};
+    if (ev->result != pv->result) {
+        *mask |= 1;
+        f = wsl_put_varint(f, wsl_zigzag(ev->result));
+    }
+    for (int i = 0; i < 5; i++)
+        if (x[i]) {
+            *mask |= 2u << i;
+            f = wsl_put_varint(f, x[i]);
+        }
+    pv->result = ev->result;
+    pv->stream = ev->stream;
+    memcpy(pv->a, ev->a, sizeof pv->a);
+    return f;
+}
+
 /* The fields of an event that differ from the previous same-api event pv, in
  * mask bit order (bit 0 result, bit 1 stream, bits 2..5 a[0]..a[3]), applied to
  * pv; returns the byte after them, NULL when they run past end. */
@@ -483,22 +505,7 @@ static inline void wsl_event_encode_columns(struct wsl_codec_state *st, const st
         /* Read the fields again here rather than keep them live through the
          * short path (a compiler barrier, no instruction). */
         __asm__ volatile("" ::: "memory");
-        uint8_t *f = o->fld;
-        const uint64_t x[5] = {ev->stream ^ pv->stream, ev->a[0] ^ pv->a[0], ev->a[1] ^ pv->a[1],
-                               ev->a[2] ^ pv->a[2], ev->a[3] ^ pv->a[3]};
-        if (ev->result != pv->result) {
-            mask = 1;
-            f = wsl_put_varint(f, wsl_zigzag(ev->result));
-        }
-        for (int i = 0; i < 5; i++)
-            if (x[i]) {
-                mask |= 2u << i;
-                f = wsl_put_varint(f, x[i]);
-            }
-        o->fld = f;
-        pv->result = ev->result;
-        pv->stream = ev->stream;
-        memcpy(pv->a, ev->a, sizeof pv->a);
+        o->fld = wsl_put_fields(pv, ev, o->fld, &mask);
     }
     uint8_t *pa = o->api;
     pa[0] = (uint8_t)(api | two << 7);
@@ -704,22 +711,9 @@ static inline void wsl_event_encode_packed(struct wsl_pack_state *ps, struct wsl
     f += 1 + two;
     uint8_t *mask_at = f++;
     unsigned mask = 0;
-    const uint64_t x[5] = {ev->stream ^ pv->stream, ev->a[0] ^ pv->a[0], ev->a[1] ^ pv->a[1], ev->a[2] ^ pv->a[2],
-                           ev->a[3] ^ pv->a[3]};
-    if (ev->result != pv->result) {
-        mask = 1;
-        f = wsl_put_varint(f, wsl_zigzag(ev->result));
-    }
-    for (int i = 0; i < 5; i++)
-        if (x[i]) {
-            mask |= 2u << i;
-            f = wsl_put_varint(f, x[i]);
-        }
+    f = wsl_put_fields(pv, ev, f, &mask);
     *mask_at = (uint8_t)mask;
     o->lit = f;
-    pv->result = ev->result;
-    pv->stream = ev->stream;
-    memcpy(pv->a, ev->a, sizeof pv->a);
     if (ps->entries < WSL_PACK_TABLE_MAX) {
         struct wsl_event *e = &ps->table[ps->entries++];
         memset(e, 0, sizeof *e);
