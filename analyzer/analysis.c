@@ -139,6 +139,7 @@ struct trace_api {              /* one api id of the trace being read */
     bool host;                  /* a CUDA call the host analysis reads (syncs, copies, submissions, allocations) */
     bool nvtx;                  /* the NVTX analysis reads all its events, not only those inside ranges */
     bool sampled;               /* a file call whose timing was sampled (WSL_API_IO_SAMPLED) */
+    bool fold;                  /* folded file calls (WSL_CAT_IO_FOLD): taken as the calls it holds */
     uint64_t errors;
     uint64_t untimed;           /* sampled: calls not timed */
     uint64_t untimed_events;    /* and the events that stand for them */
@@ -148,6 +149,7 @@ struct trace_api {              /* one api id of the trace being read */
 struct trace_state {
     struct trace_api *by_id[WSL_MAX_API_IDS];
     uint32_t io_weight;         /* calls a timed sampled file call stands for (PROCESS io_timing) */
+    uint32_t close_id;          /* the sampled close's id (a fold event's close), 0: none */
     bool have_events;
     uint64_t max_event_end;     /* ticks */
     bool have_end;
@@ -221,10 +223,63 @@ static void take_api_table(struct wsl_run *run, struct trace_state *t, const str
                    e->category != WSL_CAT_FUNC_NAME && e->category < WSL_CAT_GPU_KERNEL;
         ta->nvtx = wsl_nvtx_wants_always(e->category);
         ta->sampled = ta->io && (e->flags & WSL_API_IO_SAMPLED);
+        ta->fold = e->category == WSL_CAT_IO_FOLD;
+        if (ta->sampled && e->category == WSL_CAT_IO_CLOSE && !strcmp(e->symbol, "close"))
+            t->close_id = e->id;
         if (ta->kern == WSL_KERN_LAUNCH)
             ta->launch_slot = (uint8_t)wsl_kern_launch_slot(&run->kernels, e->base);
         t->by_id[e->id] = ta;   /* the reader refuses an id defined twice */
     }
+}
+
+/* One event (or one slot of a fold: `calls` untimed calls) to every analysis that reads it. */
+static inline __attribute__((always_inline)) void take_event(struct trace_state *t, struct wsl_nvtx_thread *nth,
+                                                             struct trace_api *ta, const struct wsl_event *ev,
+                                                             uint64_t calls)
+{
+    uint64_t dur = ev->t_end - ev->t_start, ticks = dur;
+    if (__builtin_expect(ta->sampled, 0)) {
+        if (!calls)
+            calls = wsl_event_calls(ta->category, true, ev);
+        ticks = wsl_event_ticks(true, t->io_weight, ev);
+        if (dur)
+            wsl_hist_add(&ta->ticks, dur);
+        else
+            ta->untimed += calls, ta->untimed_events++;
+        ta->errors += ev->result != 0 ? calls : 0;
+    } else {
+        calls = 1;
+        wsl_hist_add(&ta->ticks, dur);
+        ta->errors += ev->result != 0;
+    }
+    if (ta->io && t->io)
+        wsl_io_trace_event(t->io, ta->category, ev, calls, ticks);
+    else if (ta->mem)
+        wsl_mem_trace_event(t->mem, (enum wsl_mem_op)ta->mem, ev);
+    else if (ta->kern)
+        wsl_kern_trace_event(t->kern, (enum wsl_kern_op)ta->kern, ta->launch_slot, ev);
+    if (ta->nvtx || wsl_nvtx_thread_open(nth))
+        wsl_nvtx_trace_event(t->nvtx, nth, ta->category, ev, calls, ticks);
+    if (ta->host)
+        wsl_host_trace_event(t->host, ta->category, ev);
+}
+
+static unsigned fold_category(void *ctx, unsigned api)
+{
+    const struct trace_state *t = ctx;
+    const struct trace_api *ta = api < WSL_MAX_API_IDS ? t->by_id[api] : NULL;
+    /* only sampled file calls fold; anything else in a slot is not taken */
+    return ta && ta->sampled ? ta->category : WSL_CAT_COUNT;
+}
+
+/* A fold event: the calls it holds, each slot as the untimed events it stands for. */
+static __attribute__((noinline)) void take_fold(struct trace_state *t, struct wsl_nvtx_thread *nth,
+                                                const struct wsl_event *ev)
+{
+    struct wsl_fold_call c[WSL_FOLD_SLOTS_PER_EVENT + 1];
+    unsigned n = wsl_fold_calls(ev, t->close_id, fold_category, t, c);
+    for (unsigned i = 0; i < n; i++)
+        take_event(t, nth, t->by_id[c[i].ev.api], &c[i].ev, c[i].calls);
 }
 
 /* The hot loop: every event of the trace passes here. */
@@ -235,29 +290,10 @@ static void take_events(struct trace_state *t, uint32_t tid, uint64_t dropped, c
     wsl_host_trace_thread(t->host, tid);
     for (uint32_t i = 0; i < n; i++) {
         struct trace_api *ta = t->by_id[ev[i].api]; /* the reader checked the id is in the table */
-        uint64_t dur = ev[i].t_end - ev[i].t_start, calls = 1, ticks = dur;
-        if (__builtin_expect(ta->sampled, 0)) {
-            calls = wsl_event_calls(ta->category, true, &ev[i]);
-            ticks = wsl_event_ticks(true, t->io_weight, &ev[i]);
-            if (dur)
-                wsl_hist_add(&ta->ticks, dur);
-            else
-                ta->untimed += calls, ta->untimed_events++;
-            ta->errors += ev[i].result != 0 ? calls : 0;
-        } else {
-            wsl_hist_add(&ta->ticks, dur);
-            ta->errors += ev[i].result != 0;
-        }
-        if (ta->io && t->io)
-            wsl_io_trace_event(t->io, ta->category, &ev[i], calls, ticks);
-        else if (ta->mem)
-            wsl_mem_trace_event(t->mem, (enum wsl_mem_op)ta->mem, &ev[i]);
-        else if (ta->kern)
-            wsl_kern_trace_event(t->kern, (enum wsl_kern_op)ta->kern, ta->launch_slot, &ev[i]);
-        if (ta->nvtx || wsl_nvtx_thread_open(nth))
-            wsl_nvtx_trace_event(t->nvtx, nth, ta->category, &ev[i], calls, ticks);
-        if (ta->host)
-            wsl_host_trace_event(t->host, ta->category, &ev[i]);
+        if (__builtin_expect(ta->fold, 0))
+            take_fold(t, nth, &ev[i]);
+        else
+            take_event(t, nth, ta, &ev[i], 0);
         if (ev[i].t_end > max_end)
             max_end = ev[i].t_end;
     }

@@ -98,6 +98,7 @@ struct chrome_trace {
     char *label;                /* the command line, shortened */
     struct wsl_clock_map clock; /* the final fit */
     struct trace_api api[WSL_MAX_API_IDS];
+    uint32_t close_id;          /* the sampled close's id (a fold event's close), 0: none */
     uint64_t events;            /* calls and GPU kernels */
     struct wsl_u64_map func_name;   /* handle -> name id (FUNC_NAME with a name) */
     struct wsl_u64_map func_kernel; /* function -> kernel handle (cuKernelGetFunction) */
@@ -152,6 +153,8 @@ static void take_api_table(struct chrome_trace *t, const struct wsl_item *it)
         a->mem = (uint8_t)wsl_mem_op_of(e->category, e->base);
         a->sampled = wsl_is_io_category(e->category) && (e->flags & WSL_API_IO_SAMPLED);
         a->name = xstrdup(e->base);
+        if (a->sampled && e->category == WSL_CAT_IO_CLOSE && !strcmp(e->symbol, "close"))
+            t->close_id = e->id;
     }
 }
 
@@ -637,6 +640,15 @@ static void write_gpu_kernel(struct exporter *x, struct write_state *w, const st
     x->res->flows++;
 }
 
+static void write_event(struct exporter *x, struct write_state *w, uint32_t tid, const struct wsl_event *ev,
+                        bool *track);
+
+static unsigned fold_category(void *ctx, unsigned api)
+{
+    const struct trace_api *a = api < WSL_MAX_API_IDS ? &((const struct chrome_trace *)ctx)->api[api] : NULL;
+    return a && a->defined && a->sampled ? a->category : WSL_CAT_COUNT;
+}
+
 static void write_events(struct exporter *x, struct write_state *w, uint32_t tid, const struct wsl_event *evs,
                          uint32_t n)
 {
@@ -644,11 +656,26 @@ static void write_events(struct exporter *x, struct write_state *w, uint32_t tid
     bool track = false;
     w->cur_tid = tid;
     for (uint32_t i = 0; i < n; i++) {
-        const struct wsl_event *ev = &evs[i];
+        if (t->api[evs[i].api].category == WSL_CAT_IO_FOLD) { /* the calls it holds, each as an event */
+            struct wsl_fold_call c[WSL_FOLD_SLOTS_PER_EVENT + 1];
+            unsigned k = wsl_fold_calls(&evs[i], t->close_id, fold_category, t, c);
+            for (unsigned j = 0; j < k; j++)
+                write_event(x, w, tid, &c[j].ev, &track);
+        } else {
+            write_event(x, w, tid, &evs[i], &track);
+        }
+    }
+}
+
+static void write_event(struct exporter *x, struct write_state *w, uint32_t tid, const struct wsl_event *ev,
+                        bool *track)
+{
+    struct chrome_trace *t = w->t;
+    {
         const struct trace_api *a = &t->api[ev->api];
         if (a->category == WSL_CAT_GPU_KERNEL) {
             write_gpu_kernel(x, w, ev);
-            continue;
+            return;
         }
         if (a->mem == WSL_MEM_ALLOC || a->mem == WSL_MEM_ALLOC_ASYNC || a->mem == WSL_MEM_FREE ||
             a->mem == WSL_MEM_FREE_ASYNC) {
@@ -671,10 +698,10 @@ static void write_events(struct exporter *x, struct write_state *w, uint32_t tid
             }
         }
         if (!in_window(x, start))
-            continue;
-        if (!track) {
+            return;
+        if (!*track) {
             thread_track(x, w, tid);
-            track = true;
+            *track = true;
         }
         uint64_t end = rel_ns(x, t, ev->t_end);
         begin_event(x);

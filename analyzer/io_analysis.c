@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "util.h"
 
@@ -832,4 +833,54 @@ void wsl_io_free(struct wsl_io *io)
     free(io->dir_index);
     wsl_hist_free(&io->file_sizes);
     memset(io, 0, sizeof *io);
+}
+
+unsigned wsl_fold_calls(const struct wsl_event *fold, unsigned close_id, unsigned (*category_of)(void *, unsigned),
+                        void *ctx, struct wsl_fold_call out[WSL_FOLD_SLOTS_PER_EVENT + 1])
+{
+    unsigned n = 0;
+    for (unsigned k = 1; k <= WSL_FOLD_SLOTS_PER_EVENT; k++) {
+        uint64_t s = fold->a[k], calls = WSL_FOLD_CALLS(s), value = WSL_FOLD_VALUE(s);
+        unsigned cat = s && calls ? category_of(ctx, WSL_FOLD_API(s)) : WSL_CAT_COUNT;
+        if (cat == WSL_CAT_COUNT)
+            continue;
+        struct wsl_fold_call *c = &out[n++];
+        memset(&c->ev, 0, sizeof c->ev);
+        c->ev.t_start = fold->t_start;
+        c->ev.t_end = fold->t_end;
+        c->ev.api = (uint16_t)WSL_FOLD_API(s);
+        c->ev.stream = fold->stream;
+        c->ev.a[0] = fold->a[0];
+        c->calls = calls;
+        c->category = cat;
+        switch (cat) {
+        case WSL_CAT_IO_READ:
+            c->ev.a[1] = value ? value : 1;
+            c->ev.a[2] = value * calls;
+            c->ev.a[3] = calls;
+            break;
+        case WSL_CAT_IO_STAT:
+            c->ev.a[2] = value;
+            c->ev.a[3] = WSL_STAT_KIND_STAT;
+            break;
+        case WSL_CAT_IO_SEEK:
+            c->ev.a[2] = SEEK_CUR;
+            c->ev.a[3] = value;
+            break;
+        default:
+            break;
+        }
+    }
+    if ((fold->result & WSL_FOLD_CLOSED) && close_id) {
+        struct wsl_fold_call *c = &out[n++];
+        memset(&c->ev, 0, sizeof c->ev);
+        c->ev.t_start = fold->t_start;
+        c->ev.t_end = fold->t_end;
+        c->ev.api = (uint16_t)close_id;
+        c->ev.stream = fold->stream;
+        c->ev.a[0] = fold->a[0];
+        c->calls = 1;
+        c->category = WSL_CAT_IO_CLOSE;
+    }
+    return n;
 }

@@ -62,6 +62,22 @@ static inline uint32_t wsl_io_weight(const struct wsl_process_info *pi)
     return pi->io_timing > 1 ? pi->io_timing : 1;
 }
 
+/* One slot of a fold event (WSL_CAT_IO_FOLD, trace 1.5) as the untimed event
+ * it stands for: `calls` calls of ev.api, whose category is `category`. */
+struct wsl_fold_call {
+    struct wsl_event ev;
+    uint64_t calls;
+    unsigned category;
+};
+
+/* The calls of a fold event: its slots, then the close (close_id: the trace's
+ * sampled close id, 0 if none) when it carries one. category_of(ctx, id) is an
+ * id's category, WSL_CAT_COUNT when not in the trace's table (that slot is
+ * skipped). Reads come as the analyzer reads an untimed run (a1 bytes each, or
+ * 1 at the end of the file; a2 their total; a3 the calls). Returns how many. */
+unsigned wsl_fold_calls(const struct wsl_event *fold, unsigned close_id, unsigned (*category_of)(void *, unsigned),
+                        void *ctx, struct wsl_fold_call out[WSL_FOLD_SLOTS_PER_EVENT + 1]);
+
 /* Darshan's bucket of a read of `bytes`: [0, 100], (100, 1 KiB], ... (1 GiB, ...). */
 unsigned wsl_io_size_bucket(uint64_t bytes);
 /* "0-100", "100-1K", "1K-10K", ... "1G+" */

@@ -24,6 +24,7 @@ enum wsl_api_id {
 #define WSL_IO(sym, base, cat) WSL_IO_S_ID_##sym,
 #include "wslshim/io_api.def"
 #undef WSL_IO
+    WSL_ID_IO_FOLD, /* untimed calls on one file, folded (io_hooks.c) */
     WSL_API_COUNT
 };
 

@@ -60,6 +60,7 @@ const struct wsl_api_entry wsl_api_table[] = {
 #define WSL_IO(sym, base, cat) {#sym, #base, cat, 0, 0, WSL_API_IO_SAMPLED},
 #include "wslshim/io_api.def"
 #undef WSL_IO
+    {"wslshim_io_fold", "wslshim_io_fold", WSL_CAT_IO_FOLD, 0, 0, WSL_API_IO_SAMPLED},
 };
 const unsigned wsl_api_count = WSL_API_COUNT;
 #define WSL_HOOK(sym, base, ver, pt, cat, pfn, params, args, rec) \

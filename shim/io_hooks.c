@@ -318,9 +318,19 @@ static inline uint32_t io_gap(struct wsl_thread *t)
     return 1u + (uint32_t)(((uint64_t)io_rand(t) * span) >> 32);
 }
 
+/* the thread's fold (below, "folded calls"): its own fields, read by the writer */
+#define FOLD_ONE (1ull << 10)
+#define FOLD_LD(x) atomic_load_explicit(&(x), memory_order_relaxed)
+#define FOLD_ST(x, v) atomic_store_explicit(&(x), (v), memory_order_relaxed)
+
 void wsl_io_thread_init(struct wsl_thread *t)
 {
-    t->run_fd = -2; /* run ids go on counting: the writer follows them across the ring's owners */
+    /* no fold; fold ids go on counting, as the writer follows them across the ring's owners */
+    uint32_t seq = FOLD_LD(t->fold_seq);
+    FOLD_ST(t->fold_used, 0);
+    FOLD_ST(t->fold_fd, -1);
+    FOLD_ST(t->fold_path, 0);
+    atomic_store_explicit(&t->fold_seq, (seq | 1) + 1, memory_order_release);
     uint32_t seed = (uint32_t)(t->tid * 2654435761u) ^ (uint32_t)wsl_ticks();
     t->io_rng = seed ? seed : 1;
     if (wsl_cfg.io_timing > 1) {
@@ -329,6 +339,15 @@ void wsl_io_thread_init(struct wsl_thread *t)
     } else {
         t->io_countdown = 1;
     }
+}
+
+static void fold_next(struct wsl_thread *t, int closed, int fd, uint32_t path);
+
+/* The thread ends: its folded calls go into its ring. */
+void wsl_io_thread_exit(struct wsl_thread *t)
+{
+    if (FOLD_LD(t->fold_used))
+        fold_next(t, 0, -1, 0);
 }
 
 /* Is this call on a local file the thread's one to time? */
@@ -600,51 +619,97 @@ static inline __attribute__((always_inline)) void io_record(struct wsl_thread *t
     wsl_tls_depth = 0;
 }
 
-/* An untimed successful read like the run this thread is in (same id, fd,
- * path, bytes asked and returned) adds to that run: no event, one store. The
- * first read of a run is an event whose a3 is the run's id << 32 | the calls
- * of the run before it; the writer turns it into the run's count (writer.c,
- * settle_untimed). Returns 1 when the read was recorded so. */
-static inline __attribute__((always_inline)) int io_run_extend(struct wsl_thread *t, unsigned api, int64_t fd,
-                                                               uint64_t path, uint64_t ask, uint64_t got,
-                                                               int failed)
+/* ---- folded calls -------------------------------------------------------------------------
+ * An untimed call on a local file (its timing sampled out) that succeeded is
+ * folded: the thread counts it in a slot of the file it folds (fd and path id),
+ * alike calls (same id, same value returned) in the same slot, and writes
+ * nothing. The fold's events (WSL_CAT_IO_FOLD, trace_format.h) go into the ring
+ * when the file is closed, when a call on another file comes, or when a slot
+ * is full; the writer takes the calls counted so far at each drain (writer.c). */
+
+/* Ends the thread's fold (its events into the ring; closed: the file's close
+ * comes last) and begins one for fd and path. */
+static void fold_next(struct wsl_thread *t, int closed, int fd, uint32_t path)
 {
-    if (t->run_fd == fd && t->run_path == path && t->run_each == got && t->run_ask == ask && t->run_api == api &&
-        !failed) {
-        uint64_t st = atomic_load_explicit(&t->run_state, memory_order_relaxed);
-        if (WSL_LIKELY((uint32_t)st != UINT32_MAX)) {
-            atomic_store_explicit(&t->run_state, st + 1, memory_order_release); /* only this thread writes it */
+    uint32_t seq = FOLD_LD(t->fold_seq), used = FOLD_LD(t->fold_used);
+    FOLD_ST(t->fold_seq, seq + 1); /* odd: the writer keeps out */
+    atomic_thread_fence(memory_order_release);
+    if (used || closed) {
+        uint32_t id = seq >> 1;
+        int64_t ffd = FOLD_LD(t->fold_fd);
+        uint64_t fpath = FOLD_LD(t->fold_path);
+        uint32_t i = 0;
+        do {
+            struct wsl_event *e = wsl_ring_reserve(t);
+            if (WSL_UNLIKELY(e == NULL))
+                break; /* counted as dropped */
+            uint32_t last = i + WSL_FOLD_SLOTS_PER_EVENT >= used;
+            io_fill(e, 0, 0, WSL_ID_IO_FOLD,
+                    WSL_FOLD_RESULT(id, i, last ? WSL_FOLD_LAST | (closed ? WSL_FOLD_CLOSED : 0) : 0), ffd, fpath,
+                    i < used ? FOLD_LD(t->fold_slot[i]) : 0, i + 1 < used ? FOLD_LD(t->fold_slot[i + 1]) : 0,
+                    i + 2 < used ? FOLD_LD(t->fold_slot[i + 2]) : 0);
+            wsl_ring_commit(t);
+            i += WSL_FOLD_SLOTS_PER_EVENT;
+        } while (i < used);
+        atomic_store_explicit(&t->io_untimed, 1, memory_order_relaxed);
+    }
+    FOLD_ST(t->fold_used, 0);
+    FOLD_ST(t->fold_fd, fd);
+    FOLD_ST(t->fold_path, path);
+    atomic_store_explicit(&t->fold_seq, seq + 2, memory_order_release);
+}
+
+/* Folds an untimed successful call (id api, on fd whose path id is path) that
+ * returned value: into the last slot when it is alike, else into a new one.
+ * 0 when it cannot be (the caller records it as an event). */
+static inline __attribute__((always_inline)) int io_fold(struct wsl_thread *t, unsigned api, int fd,
+                                                         uint32_t path, uint64_t value)
+{
+    if (WSL_UNLIKELY(value > WSL_FOLD_VALUE_MAX))
+        return 0;
+    if (WSL_UNLIKELY(FOLD_LD(t->fold_fd) != fd || FOLD_LD(t->fold_path) != path))
+        fold_next(t, 0, fd, path);
+    uint64_t key = WSL_FOLD_SLOT(api, 0, value);
+    uint32_t used = FOLD_LD(t->fold_used);
+    if (WSL_LIKELY(used)) {
+        uint64_t s = FOLD_LD(t->fold_slot[used - 1]);
+        if (WSL_FOLD_KEY(s) == key && WSL_FOLD_CALLS(s) != WSL_FOLD_CALLS_MAX) {
+            FOLD_ST(t->fold_slot[used - 1], s + FOLD_ONE);
             wsl_tls_depth = 0;
             return 1;
         }
-    }
-    return 0;
-}
-
-static void io_run_start(struct wsl_thread *t, unsigned api, int64_t fd, uint64_t path, uint64_t ask,
-                         uint64_t got, int failed, int err)
-{
-    struct wsl_event *e = wsl_ring_reserve(t);
-    uint64_t st = atomic_load_explicit(&t->run_state, memory_order_relaxed);
-    uint32_t prev = t->run_fd != -2 ? (uint32_t)st : 0, id = (uint32_t)(st >> 32) + 1;
-    t->run_fd = -2;
-    if (WSL_LIKELY(e != NULL)) {
-        if (!failed) { /* a failed read is a run of one */
-            t->run_fd = fd;
-            t->run_api = api;
-            t->run_path = path;
-            t->run_ask = ask;
-            t->run_each = got;
+        if (WSL_UNLIKELY(used == WSL_FOLD_SLOTS)) {
+            fold_next(t, 0, fd, path);
+            used = 0;
         }
-        io_fill(e, 0, 0, api, failed ? -err : 0, fd, path, ask, got, (uint64_t)id << 32 | prev);
-        atomic_store_explicit(&t->run_state, (uint64_t)id << 32 | 1, memory_order_relaxed);
-        atomic_store_explicit(&t->io_untimed, 1, memory_order_relaxed);
-        wsl_ring_commit(t); /* publishes the run's state with it */
     }
+    FOLD_ST(t->fold_slot[used], key | FOLD_ONE);
+    atomic_store_explicit(&t->fold_used, used + 1, memory_order_release); /* after the slot: the writer's view */
     wsl_tls_depth = 0;
+    return 1;
 }
 
-/* A read-like call: a timed one is an event of its own, an untimed one joins or starts a run. */
+/* NVTX: the folded calls so far go before a range's start or end (they
+ * belong where they happened). */
+void wsl_io_fold_cut(struct wsl_thread *t)
+{
+    if (FOLD_LD(t->fold_used))
+        fold_next(t, 0, FOLD_LD(t->fold_fd), FOLD_LD(t->fold_path));
+}
+
+/* A close of the folded file: the fold ends, with the close in it when the
+ * close itself is one to fold (untimed, successful). Returns 1 when it was. */
+static inline int io_fold_close(struct wsl_thread *t, int fd, uint32_t path, int fold_it)
+{
+    if (FOLD_LD(t->fold_fd) != fd || FOLD_LD(t->fold_path) != path || !path)
+        return 0;
+    fold_next(t, fold_it, -1, 0);
+    if (fold_it)
+        wsl_tls_depth = 0;
+    return fold_it;
+}
+
+/* A read-like call: a timed one is an event of its own, an untimed one folds. */
 static inline __attribute__((always_inline)) void io_record_read(struct wsl_thread *t, unsigned api, uint64_t t0,
                                                                  uint64_t t1, int failed, int err, int64_t fd,
                                                                  uint64_t path, uint64_t ask, uint64_t got,
@@ -654,8 +719,9 @@ static inline __attribute__((always_inline)) void io_record_read(struct wsl_thre
         io_record(t, api, t0, t1, failed, err, fd, path, ask, got, off);
         return;
     }
-    if (!io_run_extend(t, api, fd, path, ask, got, failed))
-        io_run_start(t, api, fd, path, ask, got, failed, err);
+    if (!failed && ask && path && io_fold(t, api, (int)fd, (uint32_t)path, got))
+        return;
+    io_record(t, api, 0, 0, failed, err, fd, path, ask, got, 1); /* untimed: a3 is its calls */
 }
 
 /* Whether a call on a local file (local: nonzero, and sampling is on) is
@@ -974,7 +1040,6 @@ WSL_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off
 }
 
 /* ---- the stat family --------------------------------------------------------------------- */
-enum { STAT_KIND_STAT = 0, STAT_KIND_ACCESS = 1, STAT_KIND_STATX = 2 };
 
 /* A lookup by path (dirfd-relative) or, with path NULL, of an open fd: its
  * path id, and whether the file is local (from the fd, or from its directory
@@ -1011,7 +1076,8 @@ static inline int lookup_begin(struct wsl_thread *t, int dirfd, const char *path
     uint64_t size = r == 0 && (st) ? (uint64_t)(st)->st_size : 0;                          \
     if (dev && path_ && S_ISREG((st)->st_mode) && !dir_device(dir_hash_))                  \
         dir_device_set(dir_hash_, dev); /* a file's folder is on its device */             \
-    io_record(t, (api) + off_, t0, t1, r != 0, err, path_ ? -1 : fd, id_, dev, size, STAT_KIND_STAT); \
+    if (t0 || r != 0 || path_ || !id_ || !io_fold(t, (api) + off_, fd, id_, size))        \
+        io_record(t, (api) + off_, t0, t1, r != 0, err, path_ ? -1 : fd, id_, dev, size, WSL_STAT_KIND_STAT); \
     errno = err;                                                                           \
     return r;
 
@@ -1091,7 +1157,7 @@ WSL_EXPORT int statx(int dirfd, const char *path, int flags, unsigned mask, stru
     int err = errno;
     uint64_t dev = r == 0 && stx ? WSL_DEV(stx->stx_dev_major, stx->stx_dev_minor) : 0;
     uint64_t size = r == 0 && stx ? stx->stx_size : 0;
-    io_record(t, WSL_IO_ID_statx + off_, t0, t1, r != 0, err, path_ ? -1 : dirfd, id_, dev, size, STAT_KIND_STATX);
+    io_record(t, WSL_IO_ID_statx + off_, t0, t1, r != 0, err, path_ ? -1 : dirfd, id_, dev, size, WSL_STAT_KIND_STATX);
     errno = err;
     return r;
 }
@@ -1099,7 +1165,7 @@ WSL_EXPORT int statx(int dirfd, const char *path, int flags, unsigned mask, stru
 #define ACCESS_HOOK(api, dirfd, path, call)                                                \
     LOOKUP_CALL(dirfd, path, -1, call)                                                     \
     int err = errno;                                                                       \
-    io_record(t, (api) + off_, t0, t1, r != 0, err, -1, id_, 0, 0, STAT_KIND_ACCESS);     \
+    io_record(t, (api) + off_, t0, t1, r != 0, err, -1, id_, 0, 0, WSL_STAT_KIND_ACCESS);     \
     errno = err;                                                                           \
     return r;
 
@@ -1116,7 +1182,10 @@ WSL_EXPORT int faccessat(int dirfd, const char *path, int mode, int flags)
 #define SEEK_HOOK(api, call)                                                               \
     IO_TIMED_CALL(__typeof__(call), r, fd, call)                                           \
     int err = errno;                                                                       \
-    io_record(t, (api) + off_, t0, t1, r < 0, err, fd, (uint32_t)info_, (uint64_t)off, (uint64_t)whence, (uint64_t)r); \
+    if (t0 || r < 0 || off != 0 || whence != SEEK_CUR || !(uint32_t)info_ ||               \
+        !io_fold(t, (api) + off_, fd, (uint32_t)info_, (uint64_t)r))                       \
+        io_record(t, (api) + off_, t0, t1, r < 0, err, fd, (uint32_t)info_, (uint64_t)off, (uint64_t)whence, \
+                  (uint64_t)r);                                                            \
     errno = err;                                                                           \
     return r;
 
@@ -1206,7 +1275,8 @@ WSL_EXPORT int close(int fd)
     IO_TIMING(info_ & FD_LOCAL)
     IO_CALL_TIMED(int, r, REAL(close)(fd))
     int err = errno;
-    io_record(t, WSL_IO_ID_close + off_, t0, t1, r != 0, err, fd, (uint32_t)info_, 0, 0, 0);
+    if (!io_fold_close(t, fd, (uint32_t)info_, !t0 && r == 0))
+        io_record(t, WSL_IO_ID_close + off_, t0, t1, r != 0, err, fd, (uint32_t)info_, 0, 0, 0);
     errno = err;
     return r;
 }
@@ -1226,6 +1296,7 @@ WSL_EXPORT int fclose(FILE *f)
     IO_TIMING(info_ & FD_LOCAL)
     IO_CALL_TIMED(int, r, REAL(fclose)(f))
     int err = errno;
+    io_fold_close(t, fd, (uint32_t)info_, 0); /* its folded calls go before the fclose */
     io_record(t, WSL_IO_ID_fclose + off_, t0, t1, r != 0, err, fd, (uint32_t)info_, 0, 0, 0);
     errno = err;
     return r;

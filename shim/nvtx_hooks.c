@@ -331,6 +331,8 @@ static inline __attribute__((always_inline)) void nvtx_record(struct wsl_thread 
                                                               uint64_t domain, uint64_t a0, uint64_t a1,
                                                               uint64_t a2)
 {
+    if (WSL_UNLIKELY(atomic_load_explicit(&t->fold_used, memory_order_relaxed)))
+        wsl_io_fold_cut(t); /* file calls folded so far happened before this */
     struct wsl_event *e = wsl_ring_reserve(t);
     if (WSL_LIKELY(e != NULL)) {
         e->t_start = now;

@@ -194,6 +194,8 @@ static void thread_key_destructor(void *arg)
 {
     struct wsl_thread *t = arg;
     if (t && wsl_tls_thread == t) {
+        if (t->gen == atomic_load_explicit(&wsl_gen, memory_order_relaxed) && !wsl_tls_depth)
+            wsl_io_thread_exit(t);
         wsl_tls_thread = NULL;
         tls_thread_exited = 1;
         atomic_store_explicit(&t->state, WSL_THREAD_RETIRED, memory_order_release);

@@ -106,6 +106,7 @@ static inline __attribute__((always_inline)) uint64_t wsl_ticks(void)
  * system call on the producer side; a full ring drops the event and counts it. */
 #define WSL_RING_EVENTS 16384u /* power of two */
 #define WSL_PATH_RING 262144u  /* bytes of path entries per thread, power of two */
+#define WSL_FOLD_SLOTS 6u      /* alike-call slots of a thread's folded file (two events' worth) */
 
 enum wsl_thread_state {
     WSL_THREAD_FREE = 0,     /* reusable */
@@ -141,15 +142,22 @@ struct wsl_thread {
     _Atomic uint64_t paths_tail; /* writer */
     _Atomic uint64_t paths_dropped; /* producer: paths that found no room */
     uint64_t paths_woken_at;     /* producer: the writer's tail when it was last woken for paths */
-    /* producer: the run of alike untimed reads it is in (io_hooks.c); the
-     * writer reads run_state, run_id << 32 | the calls in it so far. */
-    int64_t run_fd;              /* -2: no run */
-    uint64_t run_api, run_path, run_ask, run_each;
-    _Atomic uint64_t run_state;
-    /* writer: the run it follows (writer.c, settle_untimed) */
-    uint32_t w_run_open, w_run_id;
-    uint64_t w_run_emitted, w_run_slot;
-    struct wsl_event w_run_ev;
+    /* producer: the file whose untimed calls it folds (io_hooks.c), a seqlock
+     * the writer reads between drains: fold_seq is odd while a fold ends or
+     * begins, and fold_seq / 2 names the fold (it goes on counting across the
+     * ring's owners). Slots are only ever appended, and only the last one
+     * grows. */
+    _Atomic uint32_t fold_seq;
+    _Atomic uint32_t fold_used;  /* slots filled */
+    _Atomic int32_t fold_fd;     /* -1: none */
+    _Atomic uint32_t fold_path;
+    _Atomic uint64_t fold_slot[WSL_FOLD_SLOTS];
+    /* writer: how much of a fold it wrote before the fold's own events came
+     * (the fold followed now, and one that ended since the last drain): all
+     * calls of slots below `slots` - 1, and `calls` of that one */
+    struct wsl_fold_track {
+        uint32_t id, slots, calls, live;
+    } w_fold[2];
     uint64_t io_memo_dev;        /* producer: the last device asked about, */
     uint32_t io_memo_gen;        /* under this mount table, */
     uint32_t io_memo_local;      /* and whether it is a local filesystem */
@@ -299,6 +307,8 @@ struct wsl_thread *wsl_thread_claim_aux(void); /* a ring the writer itself fills
 /* ---- file I/O (io_hooks.c) -------------------------------------------------- */
 void wsl_io_init(void);                       /* resolve the real libc functions */
 void wsl_io_thread_init(struct wsl_thread *t); /* a thread's first gap between timed file calls */
+void wsl_io_thread_exit(struct wsl_thread *t); /* its folded file calls into its ring */
+void wsl_io_fold_cut(struct wsl_thread *t);    /* the same, before an NVTX event */
 void wsl_io_note_mounts(const char *text, size_t n); /* writer: which devices are local filesystems */
 void wsl_io_name_inherited_fds(struct wsl_thread *t); /* forked child: names of the parent's open files */
 uint32_t wsl_string_record(struct wsl_thread *t, const char *s); /* a string (kernel name) into the PATHS ring */

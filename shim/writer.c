@@ -25,6 +25,7 @@
 #include <cuda.h>
 #include <zstd.h>
 
+#include "api_ids.h"
 #include "shim_internal.h"
 
 #define FLUSH_INTERVAL_NS 1000000000ull   /* a decodable block boundary at least this often */
@@ -653,50 +654,104 @@ static void drain_paths(struct wsl_thread *t)
 /* ---- untimed file calls (io_hooks.c: sampled timing) -----------------------------------
  * Their events come without times: each gets one no earlier than the thread's
  * previous event and than `floor`, when its ring was drained before (it was
- * recorded after that). An untimed read starts a run of alike reads that the
- * thread counts without events (run_state); its a3 names the run and the
- * calls of the run before it. The writer turns that into counts: the run's
- * event gets the calls known when it is written, and calls added after that
- * come as one more event of the run (a continuation) at the next drain or
- * when the next run says how many there were. Rewrites [from, to) of the ring,
- * which is the writer's until it moves the tail; returns the new end, and in
- * *before a continuation to write ahead of these events (count 0: none). */
-#define RUN_NO_SLOT UINT64_MAX
-
-static void run_count(struct wsl_event *ev, uint64_t calls)
+ * recorded after that). Folded calls (WSL_CAT_IO_FOLD) are counted by the
+ * thread without events until its fold ends; so that a killed program loses
+ * no more of them than of other calls, each drain takes the calls the thread's
+ * open fold counted since the drain before (fold_take) and writes them as fold
+ * events of their own, and the fold's events, when they come, are lowered by
+ * what was written ahead (fold_settle): each call is in exactly one event. */
+static struct wsl_fold_track *fold_tracked(struct wsl_thread *t, uint32_t id)
 {
-    ev->a[2] = ev->a[3] ? ev->a[2] / ev->a[3] * calls : 0; /* the run's reads all returned as much */
-    ev->a[3] = calls;
+    for (int k = 0; k < 2; k++)
+        if (t->w_fold[k].live && t->w_fold[k].id == id)
+            return &t->w_fold[k];
+    return NULL;
 }
 
-/* The followed run has `calls` calls in all (or at least, with final 0). */
-static void run_settle(struct wsl_thread *t, uint64_t calls, int final, struct wsl_event *cont, uint64_t at)
+/* A fold event from the ring, less the calls written ahead of it; 0 when none
+ * are left and it carries no close (it is dropped). */
+static int fold_settle(struct wsl_thread *t, struct wsl_event *ev)
 {
-    if (t->w_run_slot != RUN_NO_SLOT) {
-        struct wsl_event *ev = &t->ev[t->w_run_slot & (WSL_RING_EVENTS - 1)];
-        if (calls < 1)
-            calls = 1;
-        run_count(ev, calls);
-        t->w_run_ev.a[2] = ev->a[2];
-        t->w_run_ev.a[3] = calls;
-        t->w_run_emitted = calls;
-        t->w_run_slot = RUN_NO_SLOT;
-    } else if (calls > t->w_run_emitted) {
-        *cont = t->w_run_ev;
-        run_count(cont, calls - t->w_run_emitted);
-        cont->t_start = cont->t_end = at;
-        t->w_run_emitted = calls;
+    struct wsl_fold_track *f = fold_tracked(t, WSL_FOLD_ID(ev->result));
+    if (!f)
+        return 1;
+    int left = ev->result & WSL_FOLD_CLOSED;
+    for (uint32_t k = 0; k < WSL_FOLD_SLOTS_PER_EVENT; k++) {
+        uint32_t j = WSL_FOLD_INDEX(ev->result) + k;
+        uint64_t s = ev->a[1 + k];
+        if (s && j + 1 < f->slots)
+            s = 0; /* written ahead, all of it */
+        else if (s && j + 1 == f->slots)
+            s = WSL_FOLD_CALLS(s) > f->calls ? s - ((uint64_t)f->calls << 10) : 0;
+        ev->a[1 + k] = s;
+        left |= s != 0;
     }
-    if (final)
-        t->w_run_open = 0;
+    if (ev->result & WSL_FOLD_LAST)
+        f->live = 0; /* the fold's last event: done with */
+    return left;
 }
 
-static uint64_t settle_untimed(struct wsl_thread *t, uint64_t from, uint64_t to, uint64_t floor,
-                               struct wsl_event *before)
+/* The calls the thread's open fold counted since the last drain, as up to two
+ * fold events at time `at` into out; returns how many. */
+static unsigned fold_take(struct wsl_thread *t, struct wsl_event out[2], uint64_t at)
+{
+    uint32_t seq = atomic_load_explicit(&t->fold_seq, memory_order_acquire);
+    uint32_t used = atomic_load_explicit(&t->fold_used, memory_order_acquire);
+    if ((seq & 1) || !used || used > WSL_FOLD_SLOTS)
+        return 0;
+    int64_t fd = atomic_load_explicit(&t->fold_fd, memory_order_relaxed);
+    uint64_t path = atomic_load_explicit(&t->fold_path, memory_order_relaxed), sl[WSL_FOLD_SLOTS];
+    for (uint32_t i = 0; i < used; i++)
+        sl[i] = atomic_load_explicit(&t->fold_slot[i], memory_order_relaxed);
+    atomic_thread_fence(memory_order_acquire);
+    if (atomic_load_explicit(&t->fold_seq, memory_order_relaxed) != seq)
+        return 0; /* it ended meanwhile: its events are in the ring */
+    uint32_t id = seq >> 1 & 0x3ffffffu;
+    struct wsl_fold_track *f = fold_tracked(t, id);
+    if (!f) { /* a fold not followed yet; the one followed before waits aside for its events */
+        if (t->w_fold[0].live)
+            t->w_fold[1] = t->w_fold[0];
+        f = &t->w_fold[0];
+        *f = (struct wsl_fold_track){id, 0, 0, 1};
+    }
+    uint32_t from = f->slots ? f->slots - 1 : 0;
+    if (from >= used || (used == f->slots && WSL_FOLD_CALLS(sl[used - 1]) == f->calls))
+        return 0; /* nothing new */
+    uint64_t d[WSL_FOLD_SLOTS];
+    unsigned nd = 0, base = from;
+    for (uint32_t j = from; j < used; j++) {
+        uint64_t s = sl[j];
+        if (j + 1 == f->slots)
+            s = WSL_FOLD_CALLS(s) > f->calls ? s - ((uint64_t)f->calls << 10) : 0;
+        if (!s && nd == 0) {
+            base = j + 1;
+            continue;
+        }
+        d[nd++] = s;
+    }
+    f->slots = used;
+    f->calls = WSL_FOLD_CALLS(sl[used - 1]);
+    unsigned n = 0;
+    for (unsigned i = 0; i < nd; i += WSL_FOLD_SLOTS_PER_EVENT, n++) {
+        struct wsl_event *e = &out[n];
+        memset(e, 0, sizeof *e);
+        e->t_start = e->t_end = at;
+        e->api = WSL_ID_IO_FOLD;
+        e->result = WSL_FOLD_RESULT(id, base + i, 0);
+        e->stream = (uint64_t)fd;
+        e->a[0] = path;
+        for (unsigned k = 0; k < WSL_FOLD_SLOTS_PER_EVENT && i + k < nd; k++)
+            e->a[1 + k] = d[i + k];
+    }
+    return n;
+}
+
+/* Times the untimed events of [from, to) and settles the fold events among
+ * them; the ring there is the writer's until it moves the tail. Returns the
+ * new end (dropped fold events close the gap). */
+static uint64_t settle_untimed(struct wsl_thread *t, uint64_t from, uint64_t to, uint64_t floor)
 {
     uint64_t last = t->w_last_ticks, w = from;
-    before->a[3] = 0;
-    t->w_run_slot = RUN_NO_SLOT; /* slots of earlier drains are gone */
     for (uint64_t i = from; i < to; i++) {
         struct wsl_event *ev = &t->ev[i & (WSL_RING_EVENTS - 1)];
         if (WSL_LIKELY(ev->t_start != 0)) {
@@ -705,17 +760,8 @@ static uint64_t settle_untimed(struct wsl_thread *t, uint64_t from, uint64_t to,
         } else {
             uint64_t at = last > floor ? last : floor;
             ev->t_start = ev->t_end = last = at;
-            if (ev->api < wsl_api_count && wsl_api_table[ev->api].category == WSL_CAT_IO_READ) {
-                uint32_t id = (uint32_t)(ev->a[3] >> 32), prev = (uint32_t)ev->a[3];
-                if (t->w_run_open) /* the run before this one ends: prev calls when it is the one followed */
-                    run_settle(t, t->w_run_id + 1 == id ? prev : 0, 1, before, floor);
-                ev->a[3] = 1;
-                t->w_run_open = 1;
-                t->w_run_id = id;
-                t->w_run_emitted = 0;
-                t->w_run_slot = w;
-                t->w_run_ev = *ev;
-            }
+            if (ev->api == WSL_ID_IO_FOLD && !fold_settle(t, ev))
+                continue;
         }
         if (w != i)
             t->ev[w & (WSL_RING_EVENTS - 1)] = *ev;
@@ -723,18 +769,6 @@ static uint64_t settle_untimed(struct wsl_thread *t, uint64_t from, uint64_t to,
     }
     t->w_last_ticks = last;
     return w;
-}
-
-/* After a drain: the run still followed gets the calls counted so far. */
-static void settle_open_run(struct wsl_thread *t, struct wsl_event *after, uint64_t now)
-{
-    after->a[3] = 0;
-    if (!t->w_run_open)
-        return;
-    uint64_t st = atomic_load_explicit(&t->run_state, memory_order_acquire);
-    /* Another run since the head was read: this one's count comes with its event. */
-    uint64_t calls = (uint32_t)(st >> 32) == t->w_run_id ? (uint32_t)st : 0;
-    run_settle(t, calls, 0, after, now);
 }
 
 /* Returns how many events were drained. */
@@ -752,27 +786,18 @@ static uint64_t drain_thread(struct wsl_thread *t)
     uint64_t n = head - tail;
     if (n > WSL_RING_EVENTS) /* cannot happen; never read garbage */
         tail = head - WSL_RING_EVENTS, n = WSL_RING_EVENTS;
-    int run_grew = t->w_run_open && (uint32_t)(atomic_load_explicit(&t->run_state, memory_order_acquire) >> 32) ==
-                                        t->w_run_id &&
-                   (uint32_t)atomic_load_explicit(&t->run_state, memory_order_relaxed) > t->w_run_emitted;
-    if (n || new_drops || run_grew) {
+    int untimed = atomic_load_explicit(&t->io_untimed, memory_order_relaxed);
+    if (n || new_drops) {
         if (n && t->tid != t->writer_seen_tid) {
             t->writer_seen_tid = t->tid;
             threads_seen++;
         }
         uint64_t stop = head, floor = t->w_drain_ticks ? t->w_drain_ticks : start_ticks;
-        struct wsl_event before, after;
-        before.a[3] = after.a[3] = 0;
-        int untimed = atomic_load_explicit(&t->io_untimed, memory_order_relaxed);
         if (untimed)
-            stop = settle_untimed(t, tail, head, floor, &before);
+            stop = settle_untimed(t, tail, head, floor);
         else if (n)
             t->w_last_ticks = t->ev[(head - 1) & (WSL_RING_EVENTS - 1)].t_end;
         t->w_drain_ticks = now;
-        if (before.a[3])
-            emit_event_chunk(t->tid, &before, 0, 0, 1, 0);
-        if (untimed) /* before the events go: the followed run's slot may be among them */
-            settle_open_run(t, &after, now > t->w_last_ticks ? now : t->w_last_ticks);
         uint64_t pos = tail;
         if (stop > tail || new_drops)
             do {
@@ -780,11 +805,23 @@ static uint64_t drain_thread(struct wsl_thread *t)
                 emit_events(t, pos, end, pos == tail ? new_drops : 0);
                 pos = end;
             } while (pos < stop);
-        if (after.a[3])
-            emit_event_chunk(t->tid, &after, 0, 0, 1, 0);
         events_dropped += new_drops;
         t->dropped_reported = dropped;
         atomic_store_explicit(&t->tail, head, memory_order_release);
+    }
+    if (untimed) { /* after the ring's events: the open fold's calls so far */
+        struct wsl_event folded[2];
+        uint64_t at = now > t->w_last_ticks ? now : t->w_last_ticks;
+        unsigned k = fold_take(t, folded, at);
+        if (k) {
+            if (t->tid != t->writer_seen_tid) {
+                t->writer_seen_tid = t->tid;
+                threads_seen++;
+            }
+            drain_paths(t); /* the fold's file may have been opened since the drain began */
+            emit_event_chunk(t->tid, folded, ~0ull, 0, k, 0);
+            t->w_last_ticks = at;
+        }
     }
     if (state == WSL_THREAD_RETIRED && atomic_load_explicit(&t->head, memory_order_acquire) == head) {
         int expect = WSL_THREAD_RETIRED;
@@ -1068,9 +1105,11 @@ void wsl_writer_after_fork_child(void)
     start_ticks = wsl_ticks();
     start_mono = wsl_mono_ns();
     start_real = wsl_real_ns();
-    /* The parent's runs of untimed reads and drain times are the parent's. */
+    /* The parent's folded file calls and drain times are the parent's. */
     for (struct wsl_thread *t = atomic_load(&wsl_threads); t; t = t->next) {
-        t->w_run_open = 0;
+        atomic_store_explicit(&t->fold_used, 0, memory_order_relaxed);
+        atomic_store_explicit(&t->fold_fd, -1, memory_order_relaxed);
+        t->w_fold[0].live = t->w_fold[1].live = 0;
         t->w_drain_ticks = 0;
     }
 }

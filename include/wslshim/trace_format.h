@@ -24,8 +24,9 @@
 #define WSL_TRACE_MAGIC "WSLSHIM"          /* 7 chars + NUL = 8 bytes */
 #define WSL_TRACE_BYTE_ORDER 0x01020304u
 #define WSL_TRACE_VERSION_MAJOR 1u         /* readers refuse a newer major */
-#define WSL_TRACE_VERSION_MINOR 4u         /* additions readers may skip; 1.4 writes EVENTS_PACKED
-                                              (1.3: sampled file timing, docs/io.md) */
+#define WSL_TRACE_VERSION_MINOR 5u         /* additions readers may skip; 1.5 folds untimed file
+                                              calls (WSL_CAT_IO_FOLD), 1.4 writes EVENTS_PACKED,
+                                              1.3: sampled file timing (docs/io.md) */
 #define WSL_TRACE_VERSION_MINOR_FIRST 2u   /* 1.2 is the first published layout; 1.0 and 1.1 were
                                               development builds (row-wise events): refused */
 
@@ -102,6 +103,36 @@ _Static_assert(sizeof(struct wsl_process_info) == 48, "process info is 48 bytes"
  * calls in a row (same fd, path, bytes asked, bytes returned each, result; a2 is
  * their total bytes). */
 #define WSL_API_IO_SAMPLED 1u
+
+/* ---- folded file calls (1.5) -------------------------------------------------
+ * An event of category WSL_CAT_IO_FOLD stands for untimed calls (sampled
+ * timing) on one open file, folded by the thread that made them: stream is the
+ * fd, a[0] the path id, a[1..3] up to three slots (0: none). A slot is calls
+ * alike in a row: the API_TABLE id they were recorded under, how many, and the
+ * value they returned: bytes for a read (which asked for at least one),
+ * st_size for an fstat, the offset for lseek(fd, 0, SEEK_CUR). result: bit 0
+ * set when the file's close (the sampled close id, successful) follows the
+ * slots, bit 1 on the fold's last event, bits 2-4 the index of a[1]'s slot in
+ * the fold, bits 5-30 the fold's id. The shim writes an open fold's calls
+ * ahead at each drain (events without bit 1), and its last events hold only
+ * the calls not written yet: each call is in exactly one event. Its time is
+ * when the last of its calls was, to within the writer's drain period. */
+#define WSL_FOLD_SLOTS_PER_EVENT 3u
+#define WSL_FOLD_CALLS_MAX 0x3fffu
+#define WSL_FOLD_VALUE_MAX ((1ull << 40) - 1)
+#define WSL_FOLD_CLOSED 1
+#define WSL_FOLD_LAST 2
+#define WSL_FOLD_INDEX(result) ((uint32_t)(result) >> 2 & 7u)
+#define WSL_FOLD_ID(result) ((uint32_t)(result) >> 5 & 0x3ffffffu)
+#define WSL_FOLD_RESULT(id, index, flags) ((int32_t)(((id) & 0x3ffffffu) << 5 | (uint32_t)(index) << 2 | (flags)))
+#define WSL_FOLD_SLOT(api, calls, value) \
+    ((uint64_t)(api) | (uint64_t)(calls) << 10 | (uint64_t)(value) << 24)
+#define WSL_FOLD_API(slot) ((unsigned)((slot) & 0x3ffu))
+#define WSL_FOLD_CALLS(slot) ((unsigned)((slot) >> 10 & WSL_FOLD_CALLS_MAX))
+#define WSL_FOLD_VALUE(slot) ((slot) >> 24)
+#define WSL_FOLD_KEY(slot) ((slot) & ~((uint64_t)WSL_FOLD_CALLS_MAX << 10)) /* api and value */
+/* a3 of a stat-like event: which call it was */
+enum { WSL_STAT_KIND_STAT = 0, WSL_STAT_KIND_ACCESS = 1, WSL_STAT_KIND_STATX = 2 };
 
 /* ---- CLOCK payload ---------------------------------------------------------- */
 struct wsl_clock_sample {
@@ -307,6 +338,7 @@ enum wsl_category {
     WSL_CAT_NVTX_END,
     WSL_CAT_NVTX_MARK,
     WSL_CAT_NVTX_NAME_THREAD,
+    WSL_CAT_IO_FOLD,        /* untimed file calls folded (1.5; the layout above) */
     WSL_CAT_COUNT
 };
 

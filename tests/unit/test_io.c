@@ -723,6 +723,82 @@ int test_io_sampled_timing(void)
     return 0;
 }
 
+/* Folded calls (trace 1.5, WSL_CAT_IO_FOLD): each slot counts as that many
+ * untimed calls of its id, the close when the fold says so, and calls a drain
+ * wrote ahead of a fold's last event count once. */
+int test_io_folded_calls(void)
+{
+    char path[512];
+    test_path(path, sizeof path, "io_folded.trace.zst");
+    struct synth *s = synth_open(path, NULL);
+    synth_file_header(s, NULL);
+    struct wsl_process_info pi;
+    memset(&pi, 0, sizeof pi);
+    pi.pid = 43;
+    pi.ppid = 1;
+    pi.clock_kind = WSL_CLOCK_MONOTONIC_NS;
+    pi.start_ticks = pi.start_mono_ns = 1000;
+    pi.io_timing = 4;
+    const char *argv[] = {"loader"};
+    synth_process(s, &pi, "h", "/bin/loader", "6.8.0", 1, argv);
+    enum { OPEN_S, READ_S, FSTAT_S, LSEEK_S, CLOSE_S, FOLD };
+    const struct synth_row rows[] = {
+        {"open", "open", WSL_CAT_IO_OPEN, WSL_API_IO_SAMPLED},
+        {"read", "read", WSL_CAT_IO_READ, WSL_API_IO_SAMPLED},
+        {"fstat", "fstat", WSL_CAT_IO_STAT, WSL_API_IO_SAMPLED},
+        {"lseek", "lseek", WSL_CAT_IO_SEEK, WSL_API_IO_SAMPLED},
+        {"close", "close", WSL_CAT_IO_CLOSE, WSL_API_IO_SAMPLED},
+        {"wslshim_io_fold", "wslshim_io_fold", WSL_CAT_IO_FOLD, WSL_API_IO_SAMPLED},
+    };
+    synth_api_rows(s, rows, 6);
+    synth_clock(s, 1000, 1000, 0);
+    const uint32_t ids[] = {1, 2};
+    const char *const names[] = {"/data/train/a.jpg", "/data/train/big.bin"};
+    synth_paths(s, ids, names, 2);
+    const uint64_t unknown = UINT64_MAX;
+    const struct wsl_event ev[] = {
+        /* Python's open(p, 'rb').read() of a 5000-byte file: open, then one fold in two events */
+        {1000, 1000, OPEN_S, 0, 0, 3, {1, 0, O_RDONLY, unknown}},
+        {1100, 1100, FOLD, 0, WSL_FOLD_RESULT(7, 0, 0), 3,
+         {1, WSL_FOLD_SLOT(FSTAT_S, 1, 5000), WSL_FOLD_SLOT(LSEEK_S, 2, 0), WSL_FOLD_SLOT(FSTAT_S, 1, 5000)}},
+        {1100, 1100, FOLD, 0, WSL_FOLD_RESULT(7, 3, WSL_FOLD_LAST | WSL_FOLD_CLOSED), 3,
+         {1, WSL_FOLD_SLOT(READ_S, 1, 5000), WSL_FOLD_SLOT(READ_S, 1, 0), 0}},
+        /* a long read: 10 reads written ahead at a drain, the last event holds 5 more and the close */
+        {2000, 2000, OPEN_S, 0, 0, 4, {2, 0, O_RDONLY, 1u << 20}},
+        {2100, 2100, FOLD, 0, WSL_FOLD_RESULT(8, 0, 0), 4, {2, WSL_FOLD_SLOT(READ_S, 10, 4096), 0, 0}},
+        {2200, 2200, FOLD, 0, WSL_FOLD_RESULT(8, 0, WSL_FOLD_LAST | WSL_FOLD_CLOSED), 4,
+         {2, WSL_FOLD_SLOT(READ_S, 5, 4096), 0, 0}},
+    };
+    synth_events(s, 7, 0, ev, sizeof ev / sizeof ev[0]);
+    synth_end(s, 5000, sizeof ev / sizeof ev[0], 0, 1);
+    synth_close(s);
+
+    struct wsl_run run;
+    const char *paths[] = {path};
+    if (analyze(&run, paths, 1))
+        return 1;
+    const struct wsl_io_summary *t = &run.io.total;
+    if (check_counts(&t->data, (struct expect_counts){.reads = 17, .bytes_read = 5000 + 15 * 4096, .opens = 2,
+                                                      .files_opened = 2, .stats = 2, .seeks = 2, .closes = 2},
+                     "data"))
+        return 1;
+    CHECK(t->size_hist[wsl_io_size_bucket(4096)] == 16 && t->size_hist[wsl_io_size_bucket(0)] == 1);
+    CHECKF(run.io.file_sizes.count == 2, "%llu files sized", (unsigned long long)run.io.file_sizes.count);
+    uint64_t calls[5] = {0};
+    const char *const api_names[] = {"open", "read", "fstat", "lseek", "close"};
+    for (size_t i = 0; i < run.api_count; i++)
+        for (int k = 0; k < 5; k++)
+            if (!strcmp(run.apis[i].name, api_names[k]))
+                calls[k] = run.apis[i].ns.count;
+    CHECKF(calls[0] == 2 && calls[1] == 17 && calls[2] == 2 && calls[3] == 2 && calls[4] == 2,
+           "calls open %llu read %llu fstat %llu lseek %llu close %llu", (unsigned long long)calls[0],
+           (unsigned long long)calls[1], (unsigned long long)calls[2], (unsigned long long)calls[3],
+           (unsigned long long)calls[4]);
+    CHECK(t->unknown_fd.reads == 0 && t->data.errors == 0);
+    wsl_run_free(&run);
+    return 0;
+}
+
 /* Sizes: at open when the shim stat'ed the file, else the first fstat, else the
  * bytes read to the end; write-only opens do not count. */
 int test_io_file_sizes(void)

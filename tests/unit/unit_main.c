@@ -60,6 +60,7 @@
     X(io_mutations)               \
     X(io_file_sizes)              \
     X(io_sampled_timing)          \
+    X(io_folded_calls)            \
     X(io_path_records_bounded)    \
     X(rule_cross_os_fires)        \
     X(rule_cross_os_silent)       \
