@@ -328,8 +328,7 @@ void wsl_io_thread_init(struct wsl_thread *t)
     /* no fold; fold ids go on counting, as the writer follows them across the ring's owners */
     uint32_t seq = FOLD_LD(t->fold_seq);
     FOLD_ST(t->fold_used, 0);
-    FOLD_ST(t->fold_fd, -1);
-    FOLD_ST(t->fold_path, 0);
+    FOLD_ST(t->fold_file, WSL_FOLD_FILE(-1, 0));
     atomic_store_explicit(&t->fold_seq, (seq | 1) + 1, memory_order_release);
     uint32_t seed = (uint32_t)(t->tid * 2654435761u) ^ (uint32_t)wsl_ticks();
     t->io_rng = seed ? seed : 1;
@@ -636,8 +635,9 @@ static void fold_next(struct wsl_thread *t, int closed, int fd, uint32_t path)
     atomic_thread_fence(memory_order_release);
     if (used || closed) {
         uint32_t id = seq >> 1;
-        int64_t ffd = FOLD_LD(t->fold_fd);
-        uint64_t fpath = FOLD_LD(t->fold_path);
+        uint64_t file = FOLD_LD(t->fold_file);
+        int64_t ffd = (int32_t)(uint32_t)file;
+        uint64_t fpath = file >> 32;
         uint32_t i = 0;
         do {
             struct wsl_event *e = wsl_ring_reserve(t);
@@ -654,34 +654,36 @@ static void fold_next(struct wsl_thread *t, int closed, int fd, uint32_t path)
         atomic_store_explicit(&t->io_untimed, 1, memory_order_relaxed);
     }
     FOLD_ST(t->fold_used, 0);
-    FOLD_ST(t->fold_fd, fd);
-    FOLD_ST(t->fold_path, path);
+    FOLD_ST(t->fold_file, WSL_FOLD_FILE(fd, path));
     atomic_store_explicit(&t->fold_seq, seq + 2, memory_order_release);
 }
 
 /* Folds an untimed successful call (id api, on fd whose path id is path) that
- * returned value: into the last slot when it is alike, else into a new one.
- * 0 when it cannot be (the caller records it as an event). */
+ * returned value (at most WSL_FOLD_VALUE_MAX: a read's bytes always are, as
+ * Linux moves at most 2 GiB per call; callers check sizes and offsets): into
+ * the last slot when it is alike, else into a new one. Returns 1. */
 static inline __attribute__((always_inline)) int io_fold(struct wsl_thread *t, unsigned api, int fd,
                                                          uint32_t path, uint64_t value)
 {
-    if (WSL_UNLIKELY(value > WSL_FOLD_VALUE_MAX))
-        return 0;
-    if (WSL_UNLIKELY(FOLD_LD(t->fold_fd) != fd || FOLD_LD(t->fold_path) != path))
-        fold_next(t, 0, fd, path);
     uint64_t key = WSL_FOLD_SLOT(api, 0, value);
     uint32_t used = FOLD_LD(t->fold_used);
-    if (WSL_LIKELY(used)) {
-        uint64_t s = FOLD_LD(t->fold_slot[used - 1]);
-        if (WSL_FOLD_KEY(s) == key && WSL_FOLD_CALLS(s) != WSL_FOLD_CALLS_MAX) {
-            FOLD_ST(t->fold_slot[used - 1], s + FOLD_ONE);
-            wsl_tls_depth = 0;
-            return 1;
+    if (WSL_LIKELY(FOLD_LD(t->fold_file) == WSL_FOLD_FILE(fd, path))) {
+        if (WSL_LIKELY(used)) {
+            uint64_t s = FOLD_LD(t->fold_slot[used - 1]), x = s ^ key; /* x: the calls, when alike */
+            if (WSL_LIKELY(!(x & ~((uint64_t)WSL_FOLD_CALLS_MAX << 10)) &&
+                           x != (uint64_t)WSL_FOLD_CALLS_MAX << 10)) {
+                FOLD_ST(t->fold_slot[used - 1], s + FOLD_ONE);
+                wsl_tls_depth = 0;
+                return 1;
+            }
+            if (WSL_UNLIKELY(used == WSL_FOLD_SLOTS)) {
+                fold_next(t, 0, fd, path);
+                used = 0;
+            }
         }
-        if (WSL_UNLIKELY(used == WSL_FOLD_SLOTS)) {
-            fold_next(t, 0, fd, path);
-            used = 0;
-        }
+    } else {
+        fold_next(t, 0, fd, path);
+        used = 0;
     }
     FOLD_ST(t->fold_slot[used], key | FOLD_ONE);
     atomic_store_explicit(&t->fold_used, used + 1, memory_order_release); /* after the slot: the writer's view */
@@ -694,14 +696,14 @@ static inline __attribute__((always_inline)) int io_fold(struct wsl_thread *t, u
 void wsl_io_fold_cut(struct wsl_thread *t)
 {
     if (FOLD_LD(t->fold_used))
-        fold_next(t, 0, FOLD_LD(t->fold_fd), FOLD_LD(t->fold_path));
+        fold_next(t, 0, (int32_t)(uint32_t)FOLD_LD(t->fold_file), (uint32_t)(FOLD_LD(t->fold_file) >> 32));
 }
 
 /* A close of the folded file: the fold ends, with the close in it when the
  * close itself is one to fold (untimed, successful). Returns 1 when it was. */
 static inline int io_fold_close(struct wsl_thread *t, int fd, uint32_t path, int fold_it)
 {
-    if (FOLD_LD(t->fold_fd) != fd || FOLD_LD(t->fold_path) != path || !path)
+    if (FOLD_LD(t->fold_file) != WSL_FOLD_FILE(fd, path) || !path)
         return 0;
     fold_next(t, fold_it, -1, 0);
     if (fold_it)
@@ -719,7 +721,7 @@ static inline __attribute__((always_inline)) void io_record_read(struct wsl_thre
         io_record(t, api, t0, t1, failed, err, fd, path, ask, got, off);
         return;
     }
-    if (!failed && ask && path && io_fold(t, api, (int)fd, (uint32_t)path, got))
+    if (!failed && ask && io_fold(t, api, (int)fd, (uint32_t)path, got))
         return;
     io_record(t, api, 0, 0, failed, err, fd, path, ask, got, 1); /* untimed: a3 is its calls */
 }
@@ -1076,7 +1078,8 @@ static inline int lookup_begin(struct wsl_thread *t, int dirfd, const char *path
     uint64_t size = r == 0 && (st) ? (uint64_t)(st)->st_size : 0;                          \
     if (dev && path_ && S_ISREG((st)->st_mode) && !dir_device(dir_hash_))                  \
         dir_device_set(dir_hash_, dev); /* a file's folder is on its device */             \
-    if (t0 || r != 0 || path_ || !id_ || !io_fold(t, (api) + off_, fd, id_, size))        \
+    if (t0 || r != 0 || path_ || !id_ || size > WSL_FOLD_VALUE_MAX ||                      \
+        !io_fold(t, (api) + off_, fd, id_, size))                                          \
         io_record(t, (api) + off_, t0, t1, r != 0, err, path_ ? -1 : fd, id_, dev, size, WSL_STAT_KIND_STAT); \
     errno = err;                                                                           \
     return r;
@@ -1183,6 +1186,7 @@ WSL_EXPORT int faccessat(int dirfd, const char *path, int mode, int flags)
     IO_TIMED_CALL(__typeof__(call), r, fd, call)                                           \
     int err = errno;                                                                       \
     if (t0 || r < 0 || off != 0 || whence != SEEK_CUR || !(uint32_t)info_ ||               \
+        (uint64_t)r > WSL_FOLD_VALUE_MAX ||                                                \
         !io_fold(t, (api) + off_, fd, (uint32_t)info_, (uint64_t)r))                       \
         io_record(t, (api) + off_, t0, t1, r < 0, err, fd, (uint32_t)info_, (uint64_t)off, (uint64_t)whence, \
                   (uint64_t)r);                                                            \

@@ -107,6 +107,7 @@ static inline __attribute__((always_inline)) uint64_t wsl_ticks(void)
 #define WSL_RING_EVENTS 16384u /* power of two */
 #define WSL_PATH_RING 262144u  /* bytes of path entries per thread, power of two */
 #define WSL_FOLD_SLOTS 6u      /* alike-call slots of a thread's folded file (two events' worth) */
+#define WSL_FOLD_FILE(fd, path) ((uint64_t)(path) << 32 | (uint32_t)(fd))
 
 enum wsl_thread_state {
     WSL_THREAD_FREE = 0,     /* reusable */
@@ -149,8 +150,7 @@ struct wsl_thread {
      * grows. */
     _Atomic uint32_t fold_seq;
     _Atomic uint32_t fold_used;  /* slots filled */
-    _Atomic int32_t fold_fd;     /* -1: none */
-    _Atomic uint32_t fold_path;
+    _Atomic uint64_t fold_file;  /* path id << 32 | (uint32_t)fd; path 0: none */
     _Atomic uint64_t fold_slot[WSL_FOLD_SLOTS];
     /* writer: how much of a fold it wrote before the fold's own events came
      * (the fold followed now, and one that ended since the last drain): all

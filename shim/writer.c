@@ -692,20 +692,25 @@ static int fold_settle(struct wsl_thread *t, struct wsl_event *ev)
 }
 
 /* The calls the thread's open fold counted since the last drain, as up to two
- * fold events at time `at` into out; returns how many. */
-static unsigned fold_take(struct wsl_thread *t, struct wsl_event out[2], uint64_t at)
+ * fold events at time `at` into out; returns how many. Only when the ring's
+ * head is still `head`, the end of what was drained: then every event the
+ * thread recorded before those calls (the file's open) is out before them. */
+static unsigned fold_take(struct wsl_thread *t, struct wsl_event out[2], uint64_t at, uint64_t head)
 {
     uint32_t seq = atomic_load_explicit(&t->fold_seq, memory_order_acquire);
     uint32_t used = atomic_load_explicit(&t->fold_used, memory_order_acquire);
     if ((seq & 1) || !used || used > WSL_FOLD_SLOTS)
         return 0;
-    int64_t fd = atomic_load_explicit(&t->fold_fd, memory_order_relaxed);
-    uint64_t path = atomic_load_explicit(&t->fold_path, memory_order_relaxed), sl[WSL_FOLD_SLOTS];
+    uint64_t file = atomic_load_explicit(&t->fold_file, memory_order_relaxed), sl[WSL_FOLD_SLOTS];
+    int64_t fd = (int32_t)(uint32_t)file;
+    uint64_t path = file >> 32;
     for (uint32_t i = 0; i < used; i++)
         sl[i] = atomic_load_explicit(&t->fold_slot[i], memory_order_relaxed);
     atomic_thread_fence(memory_order_acquire);
     if (atomic_load_explicit(&t->fold_seq, memory_order_relaxed) != seq)
         return 0; /* it ended meanwhile: its events are in the ring */
+    if (atomic_load_explicit(&t->head, memory_order_acquire) != head)
+        return 0; /* events came since the drain: the next one takes these calls after them */
     uint32_t id = seq >> 1 & 0x3ffffffu;
     struct wsl_fold_track *f = fold_tracked(t, id);
     if (!f) { /* a fold not followed yet; the one followed before waits aside for its events */
@@ -812,7 +817,7 @@ static uint64_t drain_thread(struct wsl_thread *t)
     if (untimed) { /* after the ring's events: the open fold's calls so far */
         struct wsl_event folded[2];
         uint64_t at = now > t->w_last_ticks ? now : t->w_last_ticks;
-        unsigned k = fold_take(t, folded, at);
+        unsigned k = fold_take(t, folded, at, head);
         if (k) {
             if (t->tid != t->writer_seen_tid) {
                 t->writer_seen_tid = t->tid;
@@ -1108,7 +1113,7 @@ void wsl_writer_after_fork_child(void)
     /* The parent's folded file calls and drain times are the parent's. */
     for (struct wsl_thread *t = atomic_load(&wsl_threads); t; t = t->next) {
         atomic_store_explicit(&t->fold_used, 0, memory_order_relaxed);
-        atomic_store_explicit(&t->fold_fd, -1, memory_order_relaxed);
+        atomic_store_explicit(&t->fold_file, WSL_FOLD_FILE(-1, 0), memory_order_relaxed);
         t->w_fold[0].live = t->w_fold[1].live = 0;
         t->w_drain_ticks = 0;
     }
