@@ -640,8 +640,55 @@ static void write_gpu_kernel(struct exporter *x, struct write_state *w, const st
     x->res->flows++;
 }
 
+/* One event (or one call of a fold) as a slice, after the I/O counter and memory bookkeeping. */
 static void write_event(struct exporter *x, struct write_state *w, uint32_t tid, const struct wsl_event *ev,
-                        bool *track);
+                        bool *track)
+{
+    struct chrome_trace *t = w->t;
+    const struct trace_api *a = &t->api[ev->api];
+    if (a->category == WSL_CAT_GPU_KERNEL) {
+        write_gpu_kernel(x, w, ev);
+        return;
+    }
+    if (a->mem == WSL_MEM_ALLOC || a->mem == WSL_MEM_ALLOC_ASYNC || a->mem == WSL_MEM_FREE ||
+        a->mem == WSL_MEM_FREE_ASYNC) {
+        struct mem_ev m = {ev->t_start, w->seq++, ev->a[0], ev->a[1], ev->result, a->mem};
+        mem_push(x, w, &m);
+    }
+    uint64_t start = rel_ns(x, t, ev->t_start);
+    if (a->category == WSL_CAT_IO_READ && ev->result == 0 && ev->a[2]) {
+        size_t bin = (size_t)(start / WSL_CHROME_IO_BIN_NS);
+        if (bin < IO_BINS_MAX) {
+            if (bin >= w->io_bin_count) {
+                size_t count = w->io_bin_count ? w->io_bin_count : 64;
+                while (count <= bin)
+                    count *= 2;
+                w->io_bins = xrealloc(w->io_bins, count * sizeof *w->io_bins);
+                memset(w->io_bins + w->io_bin_count, 0, (count - w->io_bin_count) * sizeof *w->io_bins);
+                w->io_bin_count = count;
+            }
+            w->io_bins[bin] += ev->a[2];
+        }
+    }
+    if (!in_window(x, start))
+        return;
+    if (!*track) {
+        thread_track(x, w, tid);
+        *track = true;
+    }
+    uint64_t end = rel_ns(x, t, ev->t_end);
+    begin_event(x);
+    fprintf(x->out, "{\"ph\":\"X\",\"cat\":\"%s\",\"pid\":%d,\"tid\":%u,\"ts\":",
+            wsl_is_io_category(a->category) ? "io" : "cuda", (int)t->pid, tid);
+    put_us(x->out, start);
+    fputs(",\"dur\":", x->out);
+    put_us(x->out, end > start ? end - start : 0);
+    fputs(",\"name\":", x->out);
+    put_string(x->out, a->name ? a->name : "?");
+    write_args(x, w, a, ev);
+    fputc('}', x->out);
+    x->res->slices++;
+}
 
 static unsigned fold_category(void *ctx, unsigned api)
 {
@@ -664,57 +711,6 @@ static void write_events(struct exporter *x, struct write_state *w, uint32_t tid
         } else {
             write_event(x, w, tid, &evs[i], &track);
         }
-    }
-}
-
-static void write_event(struct exporter *x, struct write_state *w, uint32_t tid, const struct wsl_event *ev,
-                        bool *track)
-{
-    struct chrome_trace *t = w->t;
-    {
-        const struct trace_api *a = &t->api[ev->api];
-        if (a->category == WSL_CAT_GPU_KERNEL) {
-            write_gpu_kernel(x, w, ev);
-            return;
-        }
-        if (a->mem == WSL_MEM_ALLOC || a->mem == WSL_MEM_ALLOC_ASYNC || a->mem == WSL_MEM_FREE ||
-            a->mem == WSL_MEM_FREE_ASYNC) {
-            struct mem_ev m = {ev->t_start, w->seq++, ev->a[0], ev->a[1], ev->result, a->mem};
-            mem_push(x, w, &m);
-        }
-        uint64_t start = rel_ns(x, t, ev->t_start);
-        if (a->category == WSL_CAT_IO_READ && ev->result == 0 && ev->a[2]) {
-            size_t bin = (size_t)(start / WSL_CHROME_IO_BIN_NS);
-            if (bin < IO_BINS_MAX) {
-                if (bin >= w->io_bin_count) {
-                    size_t count = w->io_bin_count ? w->io_bin_count : 64;
-                    while (count <= bin)
-                        count *= 2;
-                    w->io_bins = xrealloc(w->io_bins, count * sizeof *w->io_bins);
-                    memset(w->io_bins + w->io_bin_count, 0, (count - w->io_bin_count) * sizeof *w->io_bins);
-                    w->io_bin_count = count;
-                }
-                w->io_bins[bin] += ev->a[2];
-            }
-        }
-        if (!in_window(x, start))
-            return;
-        if (!*track) {
-            thread_track(x, w, tid);
-            *track = true;
-        }
-        uint64_t end = rel_ns(x, t, ev->t_end);
-        begin_event(x);
-        fprintf(x->out, "{\"ph\":\"X\",\"cat\":\"%s\",\"pid\":%d,\"tid\":%u,\"ts\":",
-                wsl_is_io_category(a->category) ? "io" : "cuda", (int)t->pid, tid);
-        put_us(x->out, start);
-        fputs(",\"dur\":", x->out);
-        put_us(x->out, end > start ? end - start : 0);
-        fputs(",\"name\":", x->out);
-        put_string(x->out, a->name ? a->name : "?");
-        write_args(x, w, a, ev);
-        fputc('}', x->out);
-        x->res->slices++;
     }
 }
 

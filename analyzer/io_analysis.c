@@ -863,9 +863,10 @@ unsigned wsl_fold_calls(const struct wsl_event *fold, unsigned close_id, unsigne
             c->ev.a[2] = value;
             c->ev.a[3] = WSL_STAT_KIND_STAT;
             break;
-        case WSL_CAT_IO_SEEK:
-            c->ev.a[2] = SEEK_CUR;
-            c->ev.a[3] = value;
+        case WSL_CAT_IO_SEEK: /* the offset, and bit 0: SEEK_SET to it, else a tell */
+            c->ev.a[1] = (value & 1) ? value >> 1 : 0;
+            c->ev.a[2] = (value & 1) ? SEEK_SET : SEEK_CUR;
+            c->ev.a[3] = value >> 1;
             break;
         default:
             break;

@@ -1185,9 +1185,10 @@ WSL_EXPORT int faccessat(int dirfd, const char *path, int mode, int flags)
 #define SEEK_HOOK(api, call)                                                               \
     IO_TIMED_CALL(__typeof__(call), r, fd, call)                                           \
     int err = errno;                                                                       \
-    if (t0 || r < 0 || off != 0 || whence != SEEK_CUR || !(uint32_t)info_ ||               \
-        (uint64_t)r > WSL_FOLD_VALUE_MAX ||                                                \
-        !io_fold(t, (api) + off_, fd, (uint32_t)info_, (uint64_t)r))                       \
+    /* folds: a tell (0, SEEK_CUR) and a seek to an offset (SEEK_SET), which the value says */ \
+    if (t0 || r < 0 || !(whence == SEEK_SET || (whence == SEEK_CUR && off == 0)) ||         \
+        !(uint32_t)info_ || (uint64_t)r > WSL_FOLD_VALUE_MAX >> 1 ||                       \
+        !io_fold(t, (api) + off_, fd, (uint32_t)info_, (uint64_t)r << 1 | (whence == SEEK_SET))) \
         io_record(t, (api) + off_, t0, t1, r < 0, err, fd, (uint32_t)info_, (uint64_t)off, (uint64_t)whence, \
                   (uint64_t)r);                                                            \
     errno = err;                                                                           \

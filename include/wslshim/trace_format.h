@@ -110,7 +110,8 @@ _Static_assert(sizeof(struct wsl_process_info) == 48, "process info is 48 bytes"
  * fd, a[0] the path id, a[1..3] up to three slots (0: none). A slot is calls
  * alike in a row: the API_TABLE id they were recorded under, how many, and the
  * value they returned: bytes for a read (which asked for at least one),
- * st_size for an fstat, the offset for lseek(fd, 0, SEEK_CUR). result: bit 0
+ * st_size for an fstat, for an lseek the offset << 1 | 1 for lseek(fd, offset,
+ * SEEK_SET), | 0 for lseek(fd, 0, SEEK_CUR). result: bit 0
  * set when the file's close (the sampled close id, successful) follows the
  * slots, bit 1 on the fold's last event, bits 2-4 the index of a[1]'s slot in
  * the fold, bits 5-30 the fold's id. The shim writes an open fold's calls
