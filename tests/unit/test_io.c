@@ -643,6 +643,34 @@ int test_io_mutations(void)
     return 0;
 }
 
+/* A trace of one process "loader" whose file-call timing was sampled 1 in 4. */
+static struct synth *sampled_trace(const char *path, int32_t pid)
+{
+    struct synth *s = synth_open(path, NULL);
+    synth_file_header(s, NULL);
+    struct wsl_process_info pi;
+    memset(&pi, 0, sizeof pi);
+    pi.pid = pid;
+    pi.ppid = 1;
+    pi.clock_kind = WSL_CLOCK_MONOTONIC_NS;
+    pi.start_ticks = pi.start_mono_ns = 1000;
+    pi.io_timing = 4;
+    const char *argv[] = {"loader"};
+    synth_process(s, &pi, "h", "/bin/loader", "6.8.0", 1, argv);
+    return s;
+}
+
+/* Thread 7's events, the end, and the trace analysed into *run; nonzero on failure. */
+static int sampled_trace_end(struct synth *s, const char *path, const struct wsl_event *ev, size_t n,
+                             struct wsl_run *run)
+{
+    synth_events(s, 7, 0, ev, (uint32_t)n);
+    synth_end(s, 5000, n, 0, 1);
+    synth_close(s);
+    const char *paths[] = {path};
+    return analyze(run, paths, 1);
+}
+
 /* Sampled timing (trace_format.h, WSL_API_IO_SAMPLED): untimed events count
  * as calls (a run as its a3 calls) with no time, timed ones of a flagged id
  * stand for io_timing calls' time, and every figure else stays exact. */
@@ -650,17 +678,7 @@ int test_io_sampled_timing(void)
 {
     char path[512];
     test_path(path, sizeof path, "io_sampled.trace.zst");
-    struct synth *s = synth_open(path, NULL);
-    synth_file_header(s, NULL);
-    struct wsl_process_info pi;
-    memset(&pi, 0, sizeof pi);
-    pi.pid = 42;
-    pi.ppid = 1;
-    pi.clock_kind = WSL_CLOCK_MONOTONIC_NS;
-    pi.start_ticks = pi.start_mono_ns = 1000;
-    pi.io_timing = 4;
-    const char *argv[] = {"loader"};
-    synth_process(s, &pi, "h", "/bin/loader", "6.8.0", 1, argv);
+    struct synth *s = sampled_trace(path, 42);
     enum { OPEN, READ, READ_S, CLOSE_S };
     const struct synth_row rows[] = {
         {"open", "open", WSL_CAT_IO_OPEN, 0},
@@ -684,13 +702,8 @@ int test_io_sampled_timing(void)
         {3700, 3700, CLOSE_S, 0, 0, 3, {1, 0, 0, 0}},             /* untimed close */
         {4000, 4100, READ, 0, 0, 0, {0, 64, 64, 0}},              /* a pipe: every call timed */
     };
-    synth_events(s, 7, 0, ev, sizeof ev / sizeof ev[0]);
-    synth_end(s, 5000, sizeof ev / sizeof ev[0], 0, 1);
-    synth_close(s);
-
     struct wsl_run run;
-    const char *paths[] = {path};
-    if (analyze(&run, paths, 1))
+    if (sampled_trace_end(s, path, ev, sizeof ev / sizeof ev[0], &run))
         return 1;
     const struct wsl_io_summary *t = &run.io.total;
     if (check_counts(&t->data, (struct expect_counts){.reads = 15, .bytes_read = 12 * 4096 + 1000, .opens = 1,
@@ -730,17 +743,7 @@ int test_io_folded_calls(void)
 {
     char path[512];
     test_path(path, sizeof path, "io_folded.trace.zst");
-    struct synth *s = synth_open(path, NULL);
-    synth_file_header(s, NULL);
-    struct wsl_process_info pi;
-    memset(&pi, 0, sizeof pi);
-    pi.pid = 43;
-    pi.ppid = 1;
-    pi.clock_kind = WSL_CLOCK_MONOTONIC_NS;
-    pi.start_ticks = pi.start_mono_ns = 1000;
-    pi.io_timing = 4;
-    const char *argv[] = {"loader"};
-    synth_process(s, &pi, "h", "/bin/loader", "6.8.0", 1, argv);
+    struct synth *s = sampled_trace(path, 43);
     enum { OPEN_S, READ_S, FSTAT_S, LSEEK_S, CLOSE_S, FOLD };
     const struct synth_row rows[] = {
         {"open", "open", WSL_CAT_IO_OPEN, WSL_API_IO_SAMPLED},
@@ -769,13 +772,8 @@ int test_io_folded_calls(void)
         {2200, 2200, FOLD, 0, WSL_FOLD_RESULT(8, 0, WSL_FOLD_LAST | WSL_FOLD_CLOSED), 4,
          {2, WSL_FOLD_SLOT(READ_S, 5, 4096), WSL_FOLD_SLOT(LSEEK_S, 1, 8192 << 1 | 1), 0}}, /* and a SEEK_SET */
     };
-    synth_events(s, 7, 0, ev, sizeof ev / sizeof ev[0]);
-    synth_end(s, 5000, sizeof ev / sizeof ev[0], 0, 1);
-    synth_close(s);
-
     struct wsl_run run;
-    const char *paths[] = {path};
-    if (analyze(&run, paths, 1))
+    if (sampled_trace_end(s, path, ev, sizeof ev / sizeof ev[0], &run))
         return 1;
     const struct wsl_io_summary *t = &run.io.total;
     if (check_counts(&t->data, (struct expect_counts){.reads = 17, .bytes_read = 5000 + 15 * 4096, .opens = 2,
