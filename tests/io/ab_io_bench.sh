@@ -3,7 +3,7 @@
 # by Python (open/read/close, best of 3 passes) and by C (bench_io files, files-mt).
 # Usage: tests/io/ab_io_bench.sh OLD_BUILD NEW_BUILD [ROUNDS]  (taskset -c 4-7: needs 8 CPUs)
 O=$(realpath $1/lib/libwslshim.so); N=$(realpath $2/lib/libwslshim.so); R=${3:-9}
-d=/tmp/ab; rm -rf $d; mkdir -p $d/t; $2/tests/io/bench_io create $d/data 20000 >/dev/null; $2/tests/io/bench_io files $d/data 20000 >/dev/null
+d=$(mktemp -d); trap 'rm -rf "$d"' EXIT; mkdir -p $d/t; $2/tests/io/bench_io create $d/data 20000 >/dev/null; $2/tests/io/bench_io files $d/data 20000 >/dev/null
 export WSLSHIM_OUTPUT=$d/t/%p.trace.zst
 cat > $d/r.py <<'P'
 import os, sys, time
