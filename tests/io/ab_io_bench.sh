@@ -1,10 +1,11 @@
 #!/bin/bash
 # Two builds of the shim against the plain program, interleaved: 4 KiB page-cached files read
 # by Python (open/read/close, best of 3 passes) and by C (bench_io files, files-mt).
-# Usage: tests/io/ab_io_bench.sh OLD_BUILD NEW_BUILD [ROUNDS]  (taskset -c 4-7: needs 8 CPUs)
+# Usage: tests/io/ab_io_bench.sh OLD_BUILD NEW_BUILD [ROUNDS]  (on 8 CPUs or more, pinned to CPUs 4-7)
 O=$(realpath $1/lib/libwslshim.so); N=$(realpath $2/lib/libwslshim.so); R=${3:-9}
 d=$(mktemp -d); trap 'rm -rf "$d"' EXIT; mkdir -p $d/t; $2/tests/io/bench_io create $d/data 20000 >/dev/null; $2/tests/io/bench_io files $d/data 20000 >/dev/null
 export WSLSHIM_OUTPUT=$d/t/%p.trace.zst
+pin=(); [ "$(nproc)" -ge 8 ] && pin=(taskset -c 4-7)
 cat > $d/r.py <<'P'
 import os, sys, time
 d = sys.argv[1]; names = sorted(n for n in os.listdir(d) if n.startswith("f"))
@@ -25,7 +26,7 @@ for prog in py c cmt; do
     for cfg in plain old new; do
       e=(env); case $cfg in old) e+=(LD_PRELOAD=$O);; new) e+=(LD_PRELOAD=$N);; esac
       case $prog in py) cmd=(python3 $d/r.py $d/data);; c) cmd=($2/tests/io/bench_io files $d/data 20000);; cmt) cmd=($2/tests/io/bench_io files-mt $d/data 20000);; esac
-      V[$cfg]+=" $(ns taskset -c 4-7 "${e[@]}" "${cmd[@]}")"; rm -f $d/t/*
+      V[$cfg]+=" $(ns "${pin[@]}" "${e[@]}" "${cmd[@]}")"; rm -f $d/t/*
     done
   done
   for cfg in plain old new; do echo "$prog $cfg ${V[$cfg]}"; done | python3 -c '
