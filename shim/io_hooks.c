@@ -1074,13 +1074,17 @@ static inline int lookup_begin(struct wsl_thread *t, int dirfd, const char *path
 #define STAT_HOOK(api, dirfd, path, fd, st, call)                                          \
     LOOKUP_CALL(dirfd, path, fd, call)                                                     \
     int err = errno;                                                                       \
+    /* an untimed fstat of a local file folds: its size is all the fold keeps */          \
+    if (!t0 && r == 0 && !path_ && id_ && (uint64_t)(st)->st_size <= WSL_FOLD_VALUE_MAX &&  \
+        io_fold(t, (api) + off_, fd, id_, (uint64_t)(st)->st_size)) {                      \
+        errno = err;                                                                       \
+        return r;                                                                          \
+    }                                                                                      \
     uint64_t dev = r == 0 && (st) ? WSL_DEV(major((st)->st_dev), minor((st)->st_dev)) : 0; \
     uint64_t size = r == 0 && (st) ? (uint64_t)(st)->st_size : 0;                          \
     if (dev && path_ && S_ISREG((st)->st_mode) && !dir_device(dir_hash_))                  \
         dir_device_set(dir_hash_, dev); /* a file's folder is on its device */             \
-    if (t0 || r != 0 || path_ || !id_ || size > WSL_FOLD_VALUE_MAX ||                      \
-        !io_fold(t, (api) + off_, fd, id_, size))                                          \
-        io_record(t, (api) + off_, t0, t1, r != 0, err, path_ ? -1 : fd, id_, dev, size, WSL_STAT_KIND_STAT); \
+    io_record(t, (api) + off_, t0, t1, r != 0, err, path_ ? -1 : fd, id_, dev, size, WSL_STAT_KIND_STAT); \
     errno = err;                                                                           \
     return r;
 
