@@ -1073,13 +1073,12 @@ static inline int lookup_begin(struct wsl_thread *t, int dirfd, const char *path
 
 #define STAT_HOOK(api, dirfd, path, fd, st, call)                                          \
     LOOKUP_CALL(dirfd, path, fd, call)                                                     \
-    int err = errno;                                                                       \
-    /* an untimed fstat of a local file folds: its size is all the fold keeps */          \
+    /* an untimed fstat of a local file folds (its size is all the fold keeps); the         \
+     * recording path leaves errno alone (its slow paths restore it) */                   \
     if (!t0 && r == 0 && !path_ && id_ && (uint64_t)(st)->st_size <= WSL_FOLD_VALUE_MAX &&  \
-        io_fold(t, (api) + off_, fd, id_, (uint64_t)(st)->st_size)) {                      \
-        errno = err;                                                                       \
+        io_fold(t, (api) + off_, fd, id_, (uint64_t)(st)->st_size))                        \
         return r;                                                                          \
-    }                                                                                      \
+    int err = errno;                                                                       \
     uint64_t dev = r == 0 && (st) ? WSL_DEV(major((st)->st_dev), minor((st)->st_dev)) : 0; \
     uint64_t size = r == 0 && (st) ? (uint64_t)(st)->st_size : 0;                          \
     if (dev && path_ && S_ISREG((st)->st_mode) && !dir_device(dir_hash_))                  \
@@ -1188,14 +1187,14 @@ WSL_EXPORT int faccessat(int dirfd, const char *path, int mode, int flags)
 /* ---- seeks and closes -------------------------------------------------------------------- */
 #define SEEK_HOOK(api, call)                                                               \
     IO_TIMED_CALL(__typeof__(call), r, fd, call)                                           \
-    int err = errno;                                                                       \
-    /* folds: a tell (0, SEEK_CUR) and a seek to an offset (SEEK_SET), which the value says */ \
-    if (t0 || r < 0 || !(whence == SEEK_SET || (whence == SEEK_CUR && off == 0)) ||         \
-        !(uint32_t)info_ || (uint64_t)r > WSL_FOLD_VALUE_MAX >> 1 ||                       \
-        !io_fold(t, (api) + off_, fd, (uint32_t)info_, (uint64_t)r << 1 | (whence == SEEK_SET))) \
-        io_record(t, (api) + off_, t0, t1, r < 0, err, fd, (uint32_t)info_, (uint64_t)off, (uint64_t)whence, \
-                  (uint64_t)r);                                                            \
-    errno = err;                                                                           \
+    /* The recording path leaves errno alone (its slow paths restore it). Folds: a tell     \
+     * (0, SEEK_CUR) and a seek to an offset (SEEK_SET), which the value says. */         \
+    if (!t0 && r >= 0 && (whence == SEEK_SET || (whence == SEEK_CUR && off == 0)) &&        \
+        (uint32_t)info_ && (uint64_t)r <= WSL_FOLD_VALUE_MAX >> 1 &&                       \
+        io_fold(t, (api) + off_, fd, (uint32_t)info_, (uint64_t)r << 1 | (whence == SEEK_SET))) \
+        return r;                                                                          \
+    io_record(t, (api) + off_, t0, t1, r < 0, r < 0 ? errno : 0, fd, (uint32_t)info_, (uint64_t)off, \
+              (uint64_t)whence, (uint64_t)r);                                              \
     return r;
 
 WSL_EXPORT off_t lseek(int fd, off_t off, int whence) { SEEK_HOOK(WSL_IO_ID_lseek, REAL(lseek)(fd, off, whence)) }
@@ -1283,10 +1282,9 @@ WSL_EXPORT int close(int fd)
     fd_set_path(fd, 0); /* before the number can be reused by another thread's open */
     IO_TIMING(info_ & FD_LOCAL)
     IO_CALL_TIMED(int, r, REAL(close)(fd))
-    int err = errno;
+    /* The recording path leaves errno alone (its slow paths restore it). */
     if (!io_fold_close(t, fd, (uint32_t)info_, !t0 && r == 0))
-        io_record(t, WSL_IO_ID_close + off_, t0, t1, r != 0, err, fd, (uint32_t)info_, 0, 0, 0);
-    errno = err;
+        io_record(t, WSL_IO_ID_close + off_, t0, t1, r != 0, r != 0 ? errno : 0, fd, (uint32_t)info_, 0, 0, 0);
     return r;
 }
 
