@@ -38,7 +38,8 @@
 
 /* Sampled file timing (trace_format.h, WSL_API_IO_SAMPLED; docs/io.md). An
  * event of an id flagged so with t_start == t_end was not timed: it counts as
- * calls (an untimed read: a3 alike reads in a row) with no time; one that was
+ * calls (an untimed read: a3 alike reads in a row, as 1.3 and 1.4 shims wrote
+ * them and as wsl_fold_calls gives a fold's reads) with no time; one that was
  * timed stands for `weight` calls' time (the process's io_timing). Every
  * other event is one call of its own duration. */
 static inline uint64_t wsl_event_calls(unsigned category, bool sampled, const struct wsl_event *ev)

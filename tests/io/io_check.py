@@ -27,8 +27,8 @@ Scenarios (each a ctest entry, see CMakeLists.txt):
                           timed, alike reads folded into few events), every
                           call timed (WSLSHIM_IO_TIMING=1), and the data
                           directory on a 9p fixture (its calls all timed)
-  run-kill                a Python program reads one file 4 KiB at a time (runs of
-                          alike reads, counted without events), sleeps, and is
+  run-kill                a Python program reads one file 4 KiB at a time (folded
+                          calls, counted without events), sleeps, and is
                           SIGKILLed: the trace still has every read
   io-off                  WSLSHIM_IO=0: no I/O in the report, same output
   same-output -- PROG ARGS
