@@ -501,6 +501,16 @@ static inline const uint8_t *get_varint(const uint8_t *p, const uint8_t *end, ui
  * cursors in locals, so that they stay in registers: the same checks in the
  * same order, hence the same events and the same first error. */
 
+/* After a chunk's last batch: bytes its columns still hold mean its count was
+ * wrong. Returns true (the error recorded) when there are any. */
+static bool bytes_left(struct wsl_reader *r, unsigned long long at, size_t left)
+{
+    if (left)
+        corrupt(r, "corrupt chunk at byte %llu: event count mismatch (%zu bytes left after %u events)", at, left,
+                r->ev_count);
+    return left != 0;
+}
+
 /* Hands out n decoded events of the current chunk; true when they were its last. */
 static bool hand_out_events(struct wsl_reader *r, struct wsl_item *item, struct wsl_event *out, uint32_t n)
 {
@@ -589,10 +599,8 @@ static enum wsl_read_result next_event_batch(struct wsl_reader *r, struct wsl_it
     in.fld = fld_p;
     r->ev_in = in;
     if (hand_out_events(r, item, out, n)) {
-        size_t left = wsl_columns_left(&in);
-        if (left)
-            return corrupt(r, "corrupt chunk at byte %llu: event count mismatch (%zu bytes left after %u events)",
-                           at, left, r->ev_count);
+        if (bytes_left(r, at, wsl_columns_left(&in)))
+            return WSL_READ_ERROR;
     }
     return WSL_READ_ITEM;
 bad: /* event i is malformed; api_at is where its api id starts */
@@ -708,10 +716,8 @@ static enum wsl_read_result next_packed_batch(struct wsl_reader *r, struct wsl_i
     in.dur = dur_p;
     r->ev_pin = in;
     if (hand_out_events(r, item, out, n)) {
-        size_t left = wsl_packed_left(&in);
-        if (left)
-            return corrupt(r, "corrupt chunk at byte %llu: event count mismatch (%zu bytes left after %u events)",
-                           at, left, r->ev_count);
+        if (bytes_left(r, at, wsl_packed_left(&in)))
+            return WSL_READ_ERROR;
         if (r->pack->literals != in.literals)
             return corrupt(r, "corrupt chunk at byte %llu: event count mismatch (%u literals, the directory says %u)",
                            at, r->pack->literals, in.literals);

@@ -551,6 +551,14 @@ static inline void wsl_event_encode_columns(struct wsl_codec_state *st, const st
 
 /* ---- decoding ------------------------------------------------------------------ */
 
+/* An event's times from its start delta (zigzag) against the previous start, and its duration. */
+static inline void wsl_decode_times(struct wsl_codec_state *st, struct wsl_event *ev, uint64_t dt, uint64_t dur)
+{
+    ev->t_start = st->prev_t + (uint64_t)wsl_unzigzag(dt);
+    ev->t_end = ev->t_start + dur;
+    st->prev_t = ev->t_start;
+}
+
 struct wsl_columns_in {
     const uint8_t *api, *api_end, *mask, *mask_end, *dt, *dt_end, *dur, *dur_end, *fld, *fld_end;
 };
@@ -622,9 +630,7 @@ static inline int wsl_event_decode_columns(struct wsl_codec_state *st, struct ws
     }
     *ev = *pv;
     ev->api = (uint16_t)id;
-    ev->t_start = st->prev_t + (uint64_t)wsl_unzigzag(dt);
-    ev->t_end = ev->t_start + dur;
-    st->prev_t = ev->t_start;
+    wsl_decode_times(st, ev, dt, dur);
     return 1;
 }
 
@@ -835,9 +841,7 @@ static inline int wsl_event_decode_packed(struct wsl_pack_state *ps, struct wsl_
         if (ps->entries < WSL_PACK_TABLE_MAX)
             ps->table[ps->entries++] = *ev;
     }
-    ev->t_start = st->prev_t + (uint64_t)wsl_unzigzag(dt);
-    ev->t_end = ev->t_start + dur;
-    st->prev_t = ev->t_start;
+    wsl_decode_times(st, ev, dt, dur);
     return 1;
 }
 

@@ -6,7 +6,8 @@ damaged ones.
                    [--check-report N]
 
 Real traces come from programs run under the shim here (the fake-driver
-client ended by SIGTERM, cat, a shell that forks and execs). Each trace's
+client ended by SIGTERM, cat, a shell that forks and execs, a Python program
+reading 20 small files, whose file calls are folded). Each trace's
 uncompressed stream S becomes corpus inputs (first byte 0: S is compressed by
 the target; 1: the file's bytes as they are):
   the trace itself; S cut at every chunk boundary and inside every chunk;
@@ -42,10 +43,22 @@ for cmd in ([a.client, "TERM", "dfl", "300"], [a.client, "INT", "query", "50"], 
             ["sh", "-c", "ls / > /dev/null; true"]):
     subprocess.run(cmd, env=env, capture_output=True, timeout=60)
 traces = sorted(os.path.join(work, f) for f in os.listdir(work) if ".trace.zst" in f)
+# a Python program reading small files: its untimed calls come as fold events (1.5)
+data = os.path.join(work, "data")
+os.makedirs(data)
+for i in range(20):
+    with open(os.path.join(data, f"f{i:02d}"), "wb") as f:
+        f.write(bytes(range(256)) * 16)
+fold_env = dict(env, WSLSHIM_OUTPUT=os.path.join(work, "fold-%p.trace.zst"))
+subprocess.run([sys.executable, "-c", "import os, sys\nfor n in sorted(os.listdir(sys.argv[1])):\n"
+                "    with open(os.path.join(sys.argv[1], n), 'rb') as f: f.read()", data],
+               env=fold_env, capture_output=True, timeout=60)
+fold = sorted(os.path.join(work, f) for f in os.listdir(work) if f.startswith("fold-"))
 if a.make_trace:  # the shim writes 1.4 (EVENTS_PACKED); keep the 1.2 decoder fuzzed too
     v12 = os.path.join(work, "v12.trace.zst")
     subprocess.run([a.make_trace, v12, "--v12", "--tsc"], check=True, capture_output=True, timeout=60)
     traces = traces[:5] + [v12]
+traces += fold[:1]
 if not traces:
     sys.exit("FAIL: no traces were made")
 

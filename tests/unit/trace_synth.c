@@ -214,6 +214,22 @@ void synth_clock(struct synth *s, uint64_t ticks, uint64_t mono_ns, uint64_t rea
     synth_chunk(s, WSL_CHUNK_CLOCK, &c, sizeof c);
 }
 
+/* The encoded columns, one after the other, into buf; returns the bytes written. */
+struct part {
+    const void *p;
+    size_t n;
+};
+
+static size_t concat(uint8_t *buf, const struct part *parts, size_t count)
+{
+    size_t size = 0;
+    for (size_t i = 0; i < count; i++) {
+        memcpy(buf + size, parts[i].p, parts[i].n);
+        size += parts[i].n;
+    }
+    return size;
+}
+
 size_t synth_encode_events(const struct wsl_event *ev, uint32_t n, uint64_t base_ticks, uint8_t **out)
 {
     struct wsl_codec_state *st = malloc(sizeof *st);
@@ -228,16 +244,9 @@ size_t synth_encode_events(const struct wsl_event *ev, uint32_t n, uint64_t base
     for (uint32_t i = 0; i < n; i++)
         wsl_event_encode_columns(st, &ev[i], &o);
     uint32_t dir[3] = {(uint32_t)(o.api - api), (uint32_t)(o.dt - dt), (uint32_t)(o.dur - dur)};
-    const struct {
-        const void *p;
-        size_t n;
-    } parts[] = {{dir, sizeof dir}, {api, dir[0]}, {mask, n}, {dt, dir[1]}, {dur, dir[2]},
-                 {fld, (size_t)(o.fld - fld)}};
-    size_t size = 0;
-    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
-        memcpy(buf + size, parts[i].p, parts[i].n);
-        size += parts[i].n;
-    }
+    const struct part parts[] = {{dir, sizeof dir}, {api, dir[0]}, {mask, n}, {dt, dir[1]}, {dur, dir[2]},
+                                 {fld, (size_t)(o.fld - fld)}};
+    size_t size = concat(buf, parts, sizeof parts / sizeof parts[0]);
     free(st);
     free(api);
     free(mask);
@@ -263,15 +272,8 @@ size_t synth_encode_packed(const struct wsl_event *ev, uint32_t n, uint64_t base
     for (uint32_t i = 0; i < n; i++)
         wsl_event_encode_packed(ps, st, &ev[i], &o);
     uint32_t dir[3] = {(uint32_t)(o.dt - dt), (uint32_t)(o.dur - dur), ps->literals};
-    const struct {
-        const void *p;
-        size_t n;
-    } parts[] = {{dir, sizeof dir}, {op, n}, {dt, dir[0]}, {dur, dir[1]}, {lit, (size_t)(o.lit - lit)}};
-    size_t size = 0;
-    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
-        memcpy(buf + size, parts[i].p, parts[i].n);
-        size += parts[i].n;
-    }
+    const struct part parts[] = {{dir, sizeof dir}, {op, n}, {dt, dir[0]}, {dur, dir[1]}, {lit, (size_t)(o.lit - lit)}};
+    size_t size = concat(buf, parts, sizeof parts / sizeof parts[0]);
     free(st);
     free(ps);
     free(op);
