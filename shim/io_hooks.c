@@ -608,6 +608,10 @@ static inline __attribute__((always_inline)) void io_record(struct wsl_thread *t
                                                             uint64_t t1, int failed, int err, int64_t fd,
                                                             uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3)
 {
+    /* A call on the folded file ends the fold first, so that the trace keeps the
+     * calls' order (a file's size comes from the bytes read before its end). */
+    if (WSL_UNLIKELY(FOLD_LD(t->fold_used) && (int32_t)(uint32_t)FOLD_LD(t->fold_file) == fd))
+        wsl_io_fold_cut(t);
     struct wsl_event *e = wsl_ring_reserve(t);
     if (WSL_LIKELY(e != NULL)) {
         io_fill(e, t0, t1, api, failed ? -err : 0, fd, a0, a1, a2, a3);

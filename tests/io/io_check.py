@@ -460,7 +460,8 @@ def scenario_cross_os(ctx):
 def scenario_small_files(ctx):
     a = ctx.a
     run([a.reader, "create-n", ctx.data, str(a.count), str(a.size)], check=True)
-    p, tdir = ctx.traced([a.reader, "read-all", ctx.data, str(a.bufsize)])
+    env = {"WSLSHIM_IO_TIMING": str(a.timing)} if a.timing else {}
+    p, tdir = ctx.traced([a.reader, "read-all", ctx.data, str(a.bufsize)], env)
     c = Check()
     if p.returncode != 0:
         c.fail(f"io_reader exited {p.returncode}: {p.stderr[-800:]}")
@@ -674,6 +675,7 @@ def main():
     ap.add_argument("--size", type=int, default=4096)
     ap.add_argument("--bufsize", type=int, default=65536)
     ap.add_argument("--expect-quiet", action="store_true")
+    ap.add_argument("--timing", type=int, default=0, help="small-files: WSLSHIM_IO_TIMING (0: the default)")
     argv = sys.argv[1:]
     rest = []
     if "--" in argv:  # same-output: the program and its arguments
