@@ -399,6 +399,7 @@ __attribute__((constructor)) static void wsl_init(void)
     config_ensure();
     thread_key_ok = pthread_key_create(&thread_key, thread_key_destructor) == 0;
     pthread_atfork(NULL, NULL, at_fork_child);
+    wsl_writer_reserve_fd();
     wsl_io_init();
     wsl_signals_init();
     at_quick_exit(quick_exit_flush);

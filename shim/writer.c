@@ -330,20 +330,46 @@ static int open_trace(void)
 
 /* The trace's descriptor moves out of the way of the program's own numbers
  * (which count up from the lowest free one): just under 1024, or under the
- * limit if that is lower. The shim's close hooks never let the program close it. */
-static int fd_move_high(int fd)
+ * limit if that is lower (-1: no room, it stays). The shim's close hooks never
+ * let the program close it. */
+static int high_fd_floor(void)
 {
     struct rlimit rl;
     rlim_t lim = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur : 1024;
     if (lim > 1024)
         lim = 1024;
-    if (lim < 128)
-        return fd;
-    int hi = fcntl(fd, F_DUPFD_CLOEXEC, (int)lim - 32);
+    return lim < 128 ? -1 : (int)lim - 32;
+}
+
+static int fd_move_high(int fd)
+{
+    int floor = high_fd_floor();
+    int hi = floor < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, floor);
     if (hi < 0)
         return fd;
     close(fd);
     return hi;
+}
+
+/* The first descriptor past 63 grows the process's descriptor table, and
+ * Linux, when the table is shared by threads, then waits for an RCU grace
+ * period (synchronize_rcu: 5-30 ms measured) before it goes on. The trace is
+ * opened by the first thread that records, often after the program has
+ * started threads of its own: the table is grown here instead, at load,
+ * while the process has one thread and the growth costs microseconds. Only
+ * the table's size stays (the kernel never shrinks it); no descriptor does. */
+void wsl_writer_reserve_fd(void)
+{
+    int floor = high_fd_floor();
+    if (floor < 0)
+        return;
+    int fd = open("/", O_PATH | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    int hi = fcntl(fd, F_DUPFD_CLOEXEC, floor);
+    if (hi >= 0)
+        close(hi);
+    close(fd);
 }
 
 static size_t read_small_file(const char *path, char *buf, size_t size)
