@@ -7,6 +7,14 @@
  *   bench_io loop DIR CALLS    read() 4 KiB at a time from loop.bin, CALLS times
  *                              (back to the start with lseek every 1024 reads);
  *                              prints {"calls", "ns_per_call"}
+ *   bench_io files-ab DIR N    the files read in 64 rounds, each of two batches of N/64
+ *                              files in turn: one through libc (which the shim hooks),
+ *                              one by raw system calls (which it does not see); prints
+ *                              the median over rounds of libc/raw time, "ratio". The
+ *                              shim's cost is ratio with it / ratio without it - 1:
+ *                              both batches run on the same machine a few ms apart, so
+ *                              a shared host's drifting speed cancels out
+ *   bench_io files-ab-mt DIR N the same, with an idle second thread
  *   bench_io files-mt DIR N    the same as files, and
  *   bench_io loop-mt DIR CALLS the same as loop, in a program with a second (idle) thread,
  *                              as Python, PyTorch and any thread pool have: glibc's
@@ -26,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -69,10 +78,74 @@ static void write_file(const char *path, size_t size)
     close(fd);
 }
 
+/* Files [from, to) read end to end, through libc (raw 0) or by raw system
+ * calls (raw 1); returns the bytes read, or -1. */
+static long read_files(const char *dir, long from, long to, int raw)
+{
+    char path[PATH_MAX];
+    static char buf[4096];
+    long bytes = 0;
+    for (long i = from; i < to; i++) {
+        snprintf(path, sizeof path, "%s/f%06ld", dir, i);
+        int fd = raw ? (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY) : open(path, O_RDONLY);
+        if (fd < 0)
+            return -1;
+        ssize_t r;
+        while ((r = raw ? syscall(SYS_read, fd, buf, sizeof buf) : read(fd, buf, sizeof buf)) > 0)
+            bytes += r;
+        if (raw)
+            syscall(SYS_close, fd);
+        else
+            close(fd);
+    }
+    return bytes;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static int files_ab(const char *dir, long n)
+{
+    enum { ROUNDS = 64 };
+    double raw_ns[ROUNDS], libc_ns[ROUNDS], ratio[ROUNDS];
+    long per = n / ROUNDS;
+    if (per < 1)
+        return 2;
+    for (int k = 0; k < ROUNDS; k++) {
+        long from = k * per, to = from + per;
+        double t[2];
+        for (int j = 0; j < 2; j++) {
+            int raw = (k + j) & 1; /* which goes first alternates */
+            double t0 = now_ns();
+            if (read_files(dir, from, to, raw) != per * 4096) {
+                fprintf(stderr, "bench_io: short read in %s/f%06ld..\n", dir, from);
+                return 1;
+            }
+            t[raw] = now_ns() - t0;
+        }
+        libc_ns[k] = t[0] / per;
+        raw_ns[k] = t[1] / per;
+        ratio[k] = t[0] / t[1];
+    }
+    double r = median(ratio, ROUNDS);
+    printf("{\"files\": %ld, \"libc_ns_per_file\": %.1f, \"raw_ns_per_file\": %.1f, \"ratio\": %.4f}\n",
+           per * ROUNDS, median(libc_ns, ROUNDS), median(raw_ns, ROUNDS), r);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 4) {
-        fprintf(stderr, "usage: bench_io create|files|files-mt|loop|loop-mt DIR N\n");
+        fprintf(stderr, "usage: bench_io create|files|files-mt|files-ab|files-ab-mt|loop|loop-mt DIR N\n");
         return 2;
     }
     const char *dir = argv[2];
@@ -91,11 +164,13 @@ int main(int argc, char **argv)
         return 0;
     }
     pthread_t idle;
-    int mt = !strcmp(argv[1], "files-mt") || !strcmp(argv[1], "loop-mt");
+    int mt = !strcmp(argv[1], "files-mt") || !strcmp(argv[1], "loop-mt") || !strcmp(argv[1], "files-ab-mt");
     if (mt && pthread_create(&idle, NULL, idle_thread, NULL) != 0) {
         fprintf(stderr, "bench_io: no thread\n");
         return 1;
     }
+    if (!strcmp(argv[1], "files-ab") || !strcmp(argv[1], "files-ab-mt"))
+        return files_ab(dir, n); /* an idle thread (files-ab-mt) ends with the process */
     if (!strcmp(argv[1], "files") || !strcmp(argv[1], "files-mt")) {
         double t0 = now_ns();
         long bytes = 0;
@@ -140,6 +215,6 @@ int main(int argc, char **argv)
         printf("{\"calls\": %ld, \"ns_per_call\": %.2f}\n", n, ns / (n ? n : 1));
         return 0; /* an idle thread (loop-mt) ends with the process */
     }
-    fprintf(stderr, "usage: bench_io create|files|files-mt|loop|loop-mt DIR N\n");
+    fprintf(stderr, "usage: bench_io create|files|files-mt|files-ab|files-ab-mt|loop|loop-mt DIR N\n");
     return 2;
 }

@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
 # File-I/O hook overhead (not a test: measured, not asserted).
 #   tests/io/run_io_bench.sh BUILD_DIR [FILES] [RUNS]
-# 1. End to end: FILES page-cached 4 KiB files read with open/read/read(EOF)/close,
-#    RUNS interleaved runs without and with the shim; prints the median of each
-#    and the % slowdown.
+# 1. End to end, FILES page-cached 4 KiB files read with open/read/read(EOF)/close:
+#    a. C, within one process (bench_io files-ab): batches read through libc (hooked)
+#       and by raw system calls (unseen) in turn; the shim's cost is the libc/raw ratio
+#       with the shim over the ratio without it, medians of RUNS processes each. A
+#       shared host's speed drifts by 10-40% between runs, which this cancels.
+#       The same for Python (py_ab.py: open(p, 'rb').read() against raw system calls
+#       through ctypes), and for both with an idle second thread, as most real programs
+#       have: then the process is multi-threaded without the shim too.
+#    b. C and Python, whole runs: RUNS interleaved runs without and with the shim;
+#       the median of each and the % slowdown (these move with the host's speed).
 # 2. callgrind instructions per read() of 4 KiB from one fd (writer thread
 #    included), without and with the shim, as tests/bench/run_bench.sh does.
 set -euo pipefail
@@ -18,6 +25,33 @@ export WSLSHIM_OUTPUT=$tmp/traces/bench-%p.trace.zst
 mkdir -p "$tmp/traces"
 "$bench" create "$tmp/data" "$files"
 "$bench" files "$tmp/data" "$files" >/dev/null   # page cache warm
+
+ratio() { "$@" | sed -n 's/.*"ratio": \([0-9.]*\).*/\1/p'; }
+here=$(cd "$(dirname "$0")" && pwd)
+for mode in files-ab files-ab-mt py-ab py-ab-mt; do
+  case $mode in
+    files-ab*) cmd=("$bench" "$mode" "$tmp/data" "$files");;
+    py-ab) cmd=(python3 "$here/py_ab.py" "$tmp/data" "$files");;
+    py-ab-mt) cmd=(python3 "$here/py_ab.py" "$tmp/data" "$files" --idle-thread);;
+  esac
+  without=() with=()
+  for _ in $(seq "$runs"); do
+    without+=("$(ratio "${cmd[@]}")")
+    with+=("$(ratio env LD_PRELOAD="$shim" "${cmd[@]}")")
+    rm -f "$tmp"/traces/*
+  done
+  python3 - "${without[*]}" "${with[*]}" "$mode" <<'PY'
+import statistics, sys
+a = [float(x) for x in sys.argv[1].split()]
+b = [float(x) for x in sys.argv[2].split()]
+what = {"files-ab": "C", "files-ab-mt": "C with a second thread", "py-ab": "Python",
+        "py-ab-mt": "Python with a second thread"}[sys.argv[3]]
+ma, mb = statistics.median(a), statistics.median(b)
+print(f"in-process A/B ({what}, a file's open to close, hooked calls against raw system calls), "
+      f"median ratio of {len(a)} processes: without shim {ma:.3f} (range {min(a):.3f}-{max(a):.3f}), "
+      f"with shim {mb:.3f} (range {min(b):.3f}-{max(b):.3f}): shim cost {100 * (mb / ma - 1):+.1f}%")
+PY
+done
 
 ns() { "$@" | sed -n 's/.*"ns": \([0-9.]*\).*/\1/p'; }
 # A C program (files: single-threaded; files-mt: with an idle second thread, as Python
