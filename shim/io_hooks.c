@@ -576,11 +576,14 @@ static uint64_t device_of(int fd, uint64_t dir_hash, uint64_t *size)
 /* Enters a hook: the thread to record into, or NULL to pass straight through. */
 static inline __attribute__((always_inline)) struct wsl_thread *io_enter(void)
 {
-    if (WSL_UNLIKELY(wsl_tls_depth) || WSL_UNLIKELY(!wsl_cfg.io))
+    if (WSL_UNLIKELY(wsl_tls_depth))
         return NULL;
+    /* One test for both: the thread's buffer is of this process (not one from
+     * before a fork), and file calls are recorded (wsl_io_gen is 0 when not). */
     struct wsl_thread *t = wsl_tls_thread;
-    if (WSL_UNLIKELY(!t || t->gen != atomic_load_explicit(&wsl_gen, memory_order_relaxed))) {
-        t = wsl_thread_setup();
+    if (WSL_UNLIKELY(!t || t->gen != atomic_load_explicit(&wsl_io_gen, memory_order_relaxed))) {
+        if (!t || t->gen != atomic_load_explicit(&wsl_gen, memory_order_relaxed))
+            t = wsl_thread_setup();
         if (!t || !wsl_cfg.io) /* the first call may be what loaded WSLSHIM_IO=0 */
             return NULL;
     }
@@ -608,10 +611,6 @@ static inline __attribute__((always_inline)) void io_record(struct wsl_thread *t
                                                             uint64_t t1, int failed, int err, int64_t fd,
                                                             uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3)
 {
-    /* A call on the folded file ends the fold first, so that the trace keeps the
-     * calls' order (a file's size comes from the bytes read before its end). */
-    if (WSL_UNLIKELY(FOLD_LD(t->fold_used) && (int32_t)(uint32_t)FOLD_LD(t->fold_file) == fd))
-        wsl_io_fold_cut(t);
     struct wsl_event *e = wsl_ring_reserve(t);
     if (WSL_LIKELY(e != NULL)) {
         io_fill(e, t0, t1, api, failed ? -err : 0, fd, a0, a1, a2, a3);
@@ -662,8 +661,12 @@ static void fold_next(struct wsl_thread *t, int closed, int fd, uint32_t path)
     atomic_store_explicit(&t->fold_seq, seq + 2, memory_order_release);
 }
 
+/* The largest value a folded call keeps: half the format's (WSL_FOLD_VALUE_MAX),
+ * so that a slot's top value bit is 0 and io_fold's one test below holds. */
+#define FOLD_VALUE_LIMIT (WSL_FOLD_VALUE_MAX >> 1)
+
 /* Folds an untimed successful call (id api, on fd whose path id is path) that
- * returned value (at most WSL_FOLD_VALUE_MAX: a read's bytes always are, as
+ * returned value (at most FOLD_VALUE_LIMIT: a read's bytes always are, as
  * Linux moves at most 2 GiB per call; callers check sizes and offsets): into
  * the last slot when it is alike, else into a new one. Returns 1. */
 static inline __attribute__((always_inline)) int io_fold(struct wsl_thread *t, unsigned api, int fd,
@@ -673,9 +676,12 @@ static inline __attribute__((always_inline)) int io_fold(struct wsl_thread *t, u
     uint32_t used = FOLD_LD(t->fold_used);
     if (WSL_LIKELY(FOLD_LD(t->fold_file) == WSL_FOLD_FILE(fd, path))) {
         if (WSL_LIKELY(used)) {
-            uint64_t s = FOLD_LD(t->fold_slot[used - 1]), x = s ^ key; /* x: the calls, when alike */
-            if (WSL_LIKELY(!(x & ~((uint64_t)WSL_FOLD_CALLS_MAX << 10)) &&
-                           x != (uint64_t)WSL_FOLD_CALLS_MAX << 10)) {
+            /* x: the slot's calls when it is alike (same id and value). One more fits when
+             * x + 1 call is still only calls: a different id leaves bits 0-9 set, a
+             * different value bits from 24 up (no carry clears them: bit 63 of x is 0),
+             * and a full slot carries into bit 24. */
+            uint64_t s = FOLD_LD(t->fold_slot[used - 1]), x = s ^ key;
+            if (WSL_LIKELY(!((x + FOLD_ONE) & ~((uint64_t)WSL_FOLD_CALLS_MAX << 10)))) {
                 FOLD_ST(t->fold_slot[used - 1], s + FOLD_ONE);
                 wsl_tls_depth = 0;
                 return 1;
@@ -703,6 +709,13 @@ void wsl_io_fold_cut(struct wsl_thread *t)
         fold_next(t, 0, (int32_t)(uint32_t)FOLD_LD(t->fold_file), (uint32_t)(FOLD_LD(t->fold_file) >> 32));
 }
 
+/* Out of the hooks' way: the fold ends here when it is fd's (path's). */
+static __attribute__((noinline, cold)) void io_fold_cut_file(struct wsl_thread *t, int fd, uint32_t path)
+{
+    if (FOLD_LD(t->fold_used) && FOLD_LD(t->fold_file) == WSL_FOLD_FILE(fd, path))
+        wsl_io_fold_cut(t);
+}
+
 /* A close of the folded file: the fold ends, with the close in it when the
  * close itself is one to fold (untimed, successful). Returns 1 when it was. */
 static inline int io_fold_close(struct wsl_thread *t, int fd, uint32_t path, int fold_it)
@@ -722,6 +735,10 @@ static inline __attribute__((always_inline)) void io_record_read(struct wsl_thre
                                                                  uint64_t off)
 {
     if (t0) {
+        /* A timed read that hit the end of the file: the reads folded before it go
+         * first, as the report takes the file's size from the bytes read up to it. */
+        if (WSL_UNLIKELY(!got && ask && !failed))
+            io_fold_cut_file(t, (int)fd, (uint32_t)path);
         io_record(t, api, t0, t1, failed, err, fd, path, ask, got, off);
         return;
     }
@@ -1079,7 +1096,7 @@ static inline int lookup_begin(struct wsl_thread *t, int dirfd, const char *path
     LOOKUP_CALL(dirfd, path, fd, call)                                                     \
     /* an untimed fstat of a local file folds (its size is all the fold keeps); the         \
      * recording path leaves errno alone (its slow paths restore it) */                   \
-    if (!t0 && r == 0 && !path_ && id_ && (uint64_t)(st)->st_size <= WSL_FOLD_VALUE_MAX &&  \
+    if (!t0 && r == 0 && !path_ && id_ && (uint64_t)(st)->st_size <= FOLD_VALUE_LIMIT &&    \
         io_fold(t, (api) + off_, fd, id_, (uint64_t)(st)->st_size))                        \
         return r;                                                                          \
     int err = errno;                                                                       \
@@ -1194,7 +1211,7 @@ WSL_EXPORT int faccessat(int dirfd, const char *path, int mode, int flags)
     /* The recording path leaves errno alone (its slow paths restore it). Folds: a tell     \
      * (0, SEEK_CUR) and a seek to an offset (SEEK_SET), which the value says. */         \
     if (!t0 && r >= 0 && (whence == SEEK_SET || (whence == SEEK_CUR && off == 0)) &&        \
-        (uint32_t)info_ && (uint64_t)r <= WSL_FOLD_VALUE_MAX >> 1 &&                       \
+        (uint32_t)info_ && (uint64_t)r <= FOLD_VALUE_LIMIT >> 1 &&                         \
         io_fold(t, (api) + off_, fd, (uint32_t)info_, (uint64_t)r << 1 | (whence == SEEK_SET))) \
         return r;                                                                          \
     io_record(t, (api) + off_, t0, t1, r < 0, r < 0 ? errno : 0, fd, (uint32_t)info_, (uint64_t)off, \

@@ -29,6 +29,7 @@ WSL_TLS struct wsl_thread *wsl_tls_thread;
 WSL_TLS uint32_t wsl_tls_depth;
 static WSL_TLS int tls_thread_exited; /* set once the key destructor ran */
 _Atomic uint64_t wsl_gen = 1;
+_Atomic uint64_t wsl_io_gen; /* wsl_gen while file calls are recorded, else 0 */
 _Atomic(struct wsl_thread *) wsl_threads;
 _Atomic int wsl_shutting_down;
 
@@ -124,6 +125,7 @@ static void config_ensure(void)
     int expect = 0;
     if (atomic_compare_exchange_strong(&config_state, &expect, 1)) {
         wsl_config_load();
+        atomic_store(&wsl_io_gen, wsl_cfg.io ? atomic_load(&wsl_gen) : 0);
         atomic_store_explicit(&config_state, 2, memory_order_release);
         return;
     }
@@ -374,7 +376,8 @@ static void at_fork_child(void)
     wsl_exec_note_fork_child();
     wsl_gpu_timing_after_fork_child();
     wsl_writer_after_fork_child();
-    atomic_fetch_add(&wsl_gen, 1);
+    uint64_t gen = atomic_fetch_add(&wsl_gen, 1) + 1;
+    atomic_store(&wsl_io_gen, wsl_cfg.io ? gen : 0);
 }
 
 /* quick_exit runs the at_quick_exit handlers (this one, registered first,

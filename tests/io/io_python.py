@@ -6,7 +6,7 @@ read from DIR, per process group.
     io_python.py DIR
 
   main     open().read() of small_00..09; os.open/os.read(3001) to EOF of
-           small_10..19; os.pread of big_8m.bin at 8 offsets; os.stat and
+           small_10..19; os.read(1) to EOF of text.txt; os.pread of big_8m.bin at 8 offsets; os.stat and
            os.path.exists of every small file; /proc/self/status (not data)
   workers  4 multiprocessing (fork) processes, each reading a disjoint share:
            small_20..49 by i % 4, and an 8 MiB quarter of big_33m.bin by pread
@@ -95,6 +95,22 @@ def main():
         os.close(fd)
         assert n == small_size(i), (i, n)
         m["bytes_read"] += n
+    # one byte at a time: more alike reads in a row than a folded slot holds (16383)
+    text = os.path.join(d, "text.txt")
+    assert text_size > 2 * 16383, text_size
+    fd = os.open(text, os.O_RDONLY)
+    m["opens"] += 1
+    m["files"].add(text)
+    n = 0
+    while True:
+        b = os.read(fd, 1)
+        m["os_read_calls"] += 1
+        if not b:
+            break
+        n += 1
+    os.close(fd)
+    assert n == text_size, (n, text_size)
+    m["bytes_read"] += n
     big8 = os.path.join(d, "big_8m.bin")
     fd = os.open(big8, os.O_RDONLY)
     m["opens"] += 1

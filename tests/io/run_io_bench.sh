@@ -27,6 +27,19 @@ mkdir -p "$tmp/traces"
 "$bench" files "$tmp/data" "$files" >/dev/null   # page cache warm
 
 ratio() { "$@" | sed -n 's/.*"ratio": \([0-9.]*\).*/\1/p'; }
+ns() { "$@" | sed -n 's/.*"ns": \([0-9.]*\).*/\1/p'; }
+# collect GET CMD...: RUNS interleaved runs of CMD without and with the shim; GET
+# (ratio or ns) takes the figure from each; into the arrays without and with.
+collect() {
+  local get=$1
+  shift
+  without=() with=()
+  for _ in $(seq "$runs"); do
+    without+=("$("$get" "$@")")
+    with+=("$("$get" env LD_PRELOAD="$shim" "$@")")
+    rm -f "$tmp"/traces/*
+  done
+}
 here=$(cd "$(dirname "$0")" && pwd)
 for mode in files-ab files-ab-mt py-ab py-ab-mt; do
   case $mode in
@@ -34,12 +47,7 @@ for mode in files-ab files-ab-mt py-ab py-ab-mt; do
     py-ab) cmd=(python3 "$here/py_ab.py" "$tmp/data" "$files");;
     py-ab-mt) cmd=(python3 "$here/py_ab.py" "$tmp/data" "$files" --idle-thread);;
   esac
-  without=() with=()
-  for _ in $(seq "$runs"); do
-    without+=("$(ratio "${cmd[@]}")")
-    with+=("$(ratio env LD_PRELOAD="$shim" "${cmd[@]}")")
-    rm -f "$tmp"/traces/*
-  done
+  collect ratio "${cmd[@]}"
   python3 - "${without[*]}" "${with[*]}" "$mode" <<'PY'
 import statistics, sys
 a = [float(x) for x in sys.argv[1].split()]
@@ -53,7 +61,6 @@ print(f"in-process A/B ({what}, a file's open to close, hooked calls against raw
 PY
 done
 
-ns() { "$@" | sed -n 's/.*"ns": \([0-9.]*\).*/\1/p'; }
 # A C program (files: single-threaded; files-mt: with an idle second thread, as Python
 # with PyTorch or any thread pool has) and a Python loop (open, read, close per file).
 pyread='import os, sys, time
@@ -64,17 +71,11 @@ for n in names:
         f.read()
 print("{\"ns\": %d}" % (time.perf_counter_ns() - t0))'
 for mode in files files-mt python; do
-  without=() with=()
-  for _ in $(seq "$runs"); do
-    if [ "$mode" = python ]; then
-      without+=("$(ns python3 -c "$pyread" "$tmp/data")")
-      with+=("$(ns env LD_PRELOAD="$shim" python3 -c "$pyread" "$tmp/data")")
-    else
-      without+=("$(ns "$bench" "$mode" "$tmp/data" "$files")")
-      with+=("$(ns env LD_PRELOAD="$shim" "$bench" "$mode" "$tmp/data" "$files")")
-    fi
-    rm -f "$tmp"/traces/*
-  done
+  if [ "$mode" = python ]; then
+    collect ns python3 -c "$pyread" "$tmp/data"
+  else
+    collect ns "$bench" "$mode" "$tmp/data" "$files"
+  fi
   python3 - "$files" "${without[*]}" "${with[*]}" "$mode" <<'PY'
 import statistics, sys
 n = int(sys.argv[1])
