@@ -315,9 +315,15 @@ struct wsl_event *wsl_ring_reserve_slow(struct wsl_thread *t)
 {
     uint64_t h = t->head_local;
     int saved = errno;
+    if (WSL_UNLIKELY(atomic_load_explicit(&wsl_writer_paused, memory_order_relaxed))) {
+        /* after a fork: the writer comes back when due, at once if this ring is half full */
+        wsl_writer_resume(h - atomic_load_explicit(&t->tail, memory_order_acquire) >= WSL_RING_EVENTS / 2);
+    }
     if (ring_has_room(t, h)) {
         if (t->limit - h <= WSL_RING_EVENTS / 2)
             wsl_writer_wake(); /* more than half full */
+        if (WSL_UNLIKELY(atomic_load_explicit(&wsl_writer_paused, memory_order_relaxed)) && t->limit > h + 1)
+            t->limit = h + 1; /* still paused: ask again at the next event */
         errno = saved;
         return &t->ev[h & (WSL_RING_EVENTS - 1)];
     }
@@ -359,9 +365,27 @@ void wsl_ring_commit_tsan(struct wsl_thread *t)
 
 /* ---- fork ------------------------------------------------------------------------
  * The child has only the forking thread. Everything the parent had in flight
- * stays with the parent; the child starts its own trace at its first event. */
+ * stays with the parent; the child starts its own trace at its first event.
+ * The writer thread leaves before the fork and, in the parent, comes back
+ * after it (writer.c). */
+static void at_fork_prepare(void)
+{
+    wsl_tls_depth++;
+    wsl_writer_pause();
+    wsl_tls_depth--;
+}
+
+static void at_fork_parent(void)
+{
+    wsl_writer_after_fork_parent();
+    struct wsl_thread *t = wsl_tls_thread;
+    if (t && atomic_load_explicit(&wsl_writer_paused, memory_order_relaxed))
+        t->limit = t->head_local; /* this thread's next event asks whether the writer is due */
+}
+
 static void at_fork_child(void)
 {
+    wsl_tls_depth++; /* the shim's own calls below (closing the parent's trace) are not the program's */
     struct wsl_thread *self = wsl_tls_thread;
     for (struct wsl_thread *t = atomic_load(&wsl_threads); t; t = t->next) {
         uint64_t head = atomic_load(&t->head);
@@ -378,6 +402,7 @@ static void at_fork_child(void)
     wsl_writer_after_fork_child();
     uint64_t gen = atomic_fetch_add(&wsl_gen, 1) + 1;
     atomic_store(&wsl_io_gen, wsl_cfg.io ? gen : 0);
+    wsl_tls_depth--;
 }
 
 /* quick_exit runs the at_quick_exit handlers (this one, registered first,
@@ -401,7 +426,7 @@ __attribute__((constructor)) static void wsl_init(void)
     wsl_tls_depth++;
     config_ensure();
     thread_key_ok = pthread_key_create(&thread_key, thread_key_destructor) == 0;
-    pthread_atfork(NULL, NULL, at_fork_child);
+    pthread_atfork(at_fork_prepare, at_fork_parent, at_fork_child);
     wsl_writer_reserve_fd();
     wsl_io_init();
     wsl_signals_init();

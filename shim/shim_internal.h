@@ -260,6 +260,10 @@ void wsl_writer_reserve_fd(void); /* at load: the descriptor table grown for the
 void wsl_writer_wake(void);     /* a ring is full: drain now */
 void wsl_writer_shutdown(void); /* drain, END chunk, close; at exit and before exec */
 void wsl_writer_after_fork_child(void);
+void wsl_writer_pause(void);            /* before a fork: the writer thread leaves, the trace stays open */
+void wsl_writer_after_fork_parent(void);
+void wsl_writer_resume(int pressure);   /* a paused writer comes back (when due, or at once) */
+extern _Atomic int wsl_writer_paused;
 void wsl_writer_note_driver(void *real_cuInit, int init_result);
 void wsl_writer_restart(void);  /* after an exec that failed */
 /* Ends the trace without a lock (signal handlers, _exit); bounded wait. */

@@ -32,11 +32,14 @@
 #define CALIBRATION_NS 20000000ull        /* second clock sample soon after the first */
 #define EVENTS_PER_CHUNK 4096u
 
-enum writer_state { WRITER_NONE = 0, WRITER_RUNNING, WRITER_STOPPED };
+enum writer_state { WRITER_NONE = 0, WRITER_RUNNING, WRITER_STOPPED, WRITER_PAUSED };
 
 static pthread_mutex_t writer_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic int writer_state;
 static _Atomic int writer_stop;
+static _Atomic int writer_pause;            /* ask the thread to leave without ending the trace */
+static _Atomic uint64_t writer_resume_after; /* paused at a fork: not before this (mono ns) */
+_Atomic int wsl_writer_paused;               /* read by the rings' slow path */
 static pthread_t writer_thread;
 static _Atomic uint32_t writer_wake_word; /* futex: bumped to cut the writer's sleep short */
 /* The lock-free end of a trace (signal handlers, _exit): a request the writer
@@ -882,6 +885,13 @@ static void *writer_main(void *arg)
     int calibrated = 0;
     unsigned sleep_us = 10000;
     while (!atomic_load(&writer_stop) && !atomic_load(&final_req)) {
+        if (atomic_load(&writer_pause)) {
+            /* A fork: what the rings hold goes out now, and the thread leaves
+             * with the trace open (wsl_writer_pause). */
+            drain_all();
+            z_frame();
+            return NULL;
+        }
         struct timespec ts = {0, (long)sleep_us * 1000};
         uint32_t seen = atomic_load(&writer_wake_word);
         syscall(SYS_futex, &writer_wake_word, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
@@ -1025,6 +1035,77 @@ static pthread_attr_t *writer_thread_attr(void)
 static pthread_attr_t *writer_thread_attr(void) { return NULL; }
 #endif
 
+/* Starts the writer thread (writer_lock held); 0 or an errno. */
+static int writer_spawn(void)
+{
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old); /* the writer takes no signals */
+    pthread_attr_t *attr = writer_thread_attr();
+    int err = pthread_create(&writer_thread, attr, writer_main, NULL);
+    if (attr)
+        pthread_attr_destroy(attr);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return err;
+}
+
+/* ---- fork: the writer thread does not live across it ----------------------------
+ * Before a fork (pthread_atfork's prepare) the writer drains the rings, writes
+ * out what it has and leaves, the trace still open; after it, in the parent,
+ * it comes back at the first event recorded PAUSE_NS later, or when a ring is
+ * half full, or at exit. So right after fork() returns, a program sees the
+ * threads it has itself: CPython 3.12 and later count them in
+ * /proc/self/stat then, and warn about forking a multi-threaded process. */
+#define PAUSE_NS 5000000ull
+
+void wsl_writer_pause(void)
+{
+    if (pthread_mutex_trylock(&writer_lock) != 0)
+        return; /* a fork from inside a writer start or stop: left running */
+    if (atomic_load(&writer_state) == WRITER_RUNNING && !atomic_load(&wsl_shutting_down) &&
+        !pthread_equal(pthread_self(), writer_thread)) {
+        atomic_store(&writer_pause, 1);
+        wsl_writer_wake();
+        pthread_join(writer_thread, NULL);
+        atomic_store(&writer_pause, 0);
+        atomic_store(&writer_state, WRITER_PAUSED);
+        atomic_store(&wsl_writer_paused, 1);
+        atomic_store(&writer_resume_after, ~0ull); /* set when fork returns */
+    }
+    pthread_mutex_unlock(&writer_lock);
+}
+
+/* In the parent, fork() done: the writer may come back PAUSE_NS from now. */
+void wsl_writer_after_fork_parent(void)
+{
+    if (atomic_load(&wsl_writer_paused))
+        atomic_store(&writer_resume_after, wsl_mono_ns() + PAUSE_NS);
+}
+
+/* Brings a paused writer back (pressure: a ring is half full, or the program
+ * ends: at once); the rings' slow path calls it while one is paused. */
+void wsl_writer_resume(int pressure)
+{
+    if (!atomic_load(&wsl_writer_paused))
+        return;
+    if (!pressure && wsl_mono_ns() < atomic_load(&writer_resume_after))
+        return;
+    if (pthread_mutex_trylock(&writer_lock) != 0)
+        return; /* another thread is at it (or this one, from a signal handler): later */
+    if (atomic_load(&writer_state) == WRITER_PAUSED) {
+        int err = writer_spawn();
+        if (err) {
+            wsl_log(WSL_LOG_ERROR, "cannot restart the writer thread after a fork: %s", strerror(err));
+            writer_finish();
+            atomic_store(&writer_state, WRITER_STOPPED);
+        } else {
+            atomic_store(&writer_state, WRITER_RUNNING);
+        }
+        atomic_store(&wsl_writer_paused, 0);
+    }
+    pthread_mutex_unlock(&writer_lock);
+}
+
 int wsl_writer_start(void)
 {
     int st = atomic_load_explicit(&writer_state, memory_order_acquire);
@@ -1032,6 +1113,12 @@ int wsl_writer_start(void)
         return 0;
     if (st == WRITER_STOPPED)
         return -1;
+    if (st == WRITER_PAUSED) {
+        /* a new thread records: the fork is behind us. Its events wait in its
+         * ring if another thread is bringing the writer back just now. */
+        wsl_writer_resume(1);
+        return 0;
+    }
     int rc = 0;
     pthread_mutex_lock(&writer_lock);
     if (atomic_load(&writer_state) == WRITER_NONE) {
@@ -1046,15 +1133,8 @@ int wsl_writer_start(void)
             atomic_store(&writer_state, WRITER_STOPPED);
             rc = -1;
         } else {
-            sigset_t all, old;
-            sigfillset(&all);
-            pthread_sigmask(SIG_SETMASK, &all, &old); /* the writer takes no signals */
             atomic_store(&writer_stop, 0);
-            pthread_attr_t *attr = writer_thread_attr();
-            int err = pthread_create(&writer_thread, attr, writer_main, NULL);
-            if (attr)
-                pthread_attr_destroy(attr);
-            pthread_sigmask(SIG_SETMASK, &old, NULL);
+            int err = writer_spawn();
             if (err) {
                 wsl_log(WSL_LOG_ERROR, "cannot start the writer thread: %s", strerror(err));
                 writer_finish();
@@ -1083,6 +1163,9 @@ void wsl_writer_shutdown(void)
             pthread_join(writer_thread, NULL); /* it ends the trace */
         else
             writer_finish();
+    } else if (atomic_load(&writer_state) == WRITER_PAUSED) {
+        writer_finish(); /* no writer thread: this one ends the trace */
+        atomic_store(&wsl_writer_paused, 0);
     }
     atomic_store(&writer_state, WRITER_STOPPED);
     pthread_mutex_unlock(&writer_lock);
@@ -1117,6 +1200,7 @@ int wsl_writer_final_flush(unsigned timeout_ms)
  * been held at fork; the parent's trace stays the parent's. */
 void wsl_writer_after_fork_child(void)
 {
+    atomic_store(&wsl_writer_paused, 0); /* the parent's pause is the parent's */
     pthread_mutex_init(&writer_lock, NULL);
     wsl_fd_protect(0, -1);
     if (trace_fd >= 0)
@@ -1129,6 +1213,7 @@ void wsl_writer_after_fork_child(void)
     zacc_len = zacc_cap = 0;
     atomic_store(&writer_state, WRITER_NONE);
     atomic_store(&writer_stop, 0);
+    atomic_store(&writer_pause, 0);
     atomic_store(&final_req, 0);
     atomic_store(&final_done, 0);
     atomic_store(&writer_tid, 0);

@@ -1,0 +1,77 @@
+/*
+ * fork_threads_client: the writer thread does not live across fork().
+ *
+ *   fork_threads_client FILE N
+ *
+ * Reads FILE N times (recorded: the writer thread runs), forks (the child
+ * reads it N times and leaves by _exit), counts its own threads right after
+ * fork() returns, as CPython 3.12 does to warn about forking a multi-threaded
+ * process, then reads FILE N more times after 20 ms (the writer is back by
+ * then). Prints "threads after fork: T" and "reads: parent P, child C".
+ * Exit 0 when T is 1 (the program has no thread of its own), 1 otherwise.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Field 20 of /proc/self/stat, by raw system calls (as unseen as can be). */
+static int thread_count(void)
+{
+    char buf[1024];
+    long fd = syscall(SYS_openat, AT_FDCWD, "/proc/self/stat", O_RDONLY | O_CLOEXEC), n;
+    if (fd < 0)
+        return -1;
+    n = syscall(SYS_read, fd, buf, sizeof buf - 1);
+    syscall(SYS_close, fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = 0;
+    char *p = strrchr(buf, ')'); /* the name may hold spaces */
+    for (int field = 2; p && field < 20; field++)
+        p = strchr(p + 1, ' ');
+    return p ? atoi(p + 1) : -1;
+}
+
+static int read_file(const char *path, int times)
+{
+    char buf[4096];
+    int n = 0;
+    for (int i = 0; i < times; i++) {
+        int fd = open(path, O_RDONLY);
+        if (fd < 0)
+            return -1;
+        while (read(fd, buf, sizeof buf) > 0)
+            ;
+        close(fd);
+        n++;
+    }
+    return n;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 3) {
+        fprintf(stderr, "usage: fork_threads_client FILE N\n");
+        return 2;
+    }
+    int times = atoi(argv[2]);
+    int before = read_file(argv[1], times);
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(read_file(argv[1], times) == times ? 0 : 1);
+    int threads = thread_count();
+    int status = 0;
+    waitpid(pid, &status, 0);
+    struct timespec ts = {0, 20000000};
+    nanosleep(&ts, NULL);
+    int after = read_file(argv[1], times);
+    printf("threads after fork: %d\nreads: parent %d, child %d\n", threads, before + after,
+           WIFEXITED(status) && WEXITSTATUS(status) == 0 ? times : -1);
+    return threads == 1 && before == times && after == times ? 0 : 1;
+}
