@@ -377,10 +377,23 @@ static void at_fork_prepare(void)
 
 static void at_fork_parent(void)
 {
-    wsl_writer_after_fork_parent();
-    struct wsl_thread *t = wsl_tls_thread;
-    if (t && atomic_load_explicit(&wsl_writer_paused, memory_order_relaxed))
-        t->limit = t->head_local; /* this thread's next event asks whether the writer is due */
+    if (!atomic_load_explicit(&wsl_writer_paused, memory_order_relaxed))
+        return;
+    struct wsl_thread *self = wsl_tls_thread;
+    /* Other threads that record (two or more: one may be the writer's own ring
+     * of GPU results): the program is multi-threaded without the shim, and the
+     * writer comes back at once. */
+    unsigned others = 0;
+    for (struct wsl_thread *t = atomic_load(&wsl_threads); t && others < 2; t = t->next)
+        others += t != self && atomic_load_explicit(&t->state, memory_order_relaxed) == WSL_THREAD_ACTIVE;
+    wsl_tls_depth++;
+    if (others >= 2)
+        wsl_writer_resume(1);
+    else
+        wsl_writer_after_fork_parent();
+    wsl_tls_depth--;
+    if (self && atomic_load_explicit(&wsl_writer_paused, memory_order_relaxed))
+        self->limit = self->head_local; /* this thread's next event asks whether the writer is due */
 }
 
 static void at_fork_child(void)
