@@ -51,6 +51,23 @@ def pread_range(path, start, end, piece):
     return got, calls
 
 
+def os_read_to_end(path, piece, size, m):
+    """os.open, os.read of `piece` bytes to the end, os.close; counted into m."""
+    fd = os.open(path, os.O_RDONLY)
+    m["opens"] += 1
+    m["files"].add(path)
+    n = 0
+    while True:
+        b = os.read(fd, piece)
+        m["os_read_calls"] += 1
+        if not b:
+            break
+        n += len(b)
+    os.close(fd)
+    assert n == size, (path, n, size)
+    m["bytes_read"] += n
+
+
 def worker(d, w):
     total = 0
     for i in range(20, 50):
@@ -82,35 +99,10 @@ def main():
         m["opens"] += 1
         m["files"].add(small(d, i))
     for i in range(10, 20):
-        fd = os.open(small(d, i), os.O_RDONLY)
-        m["opens"] += 1
-        m["files"].add(small(d, i))
-        n = 0
-        while True:
-            b = os.read(fd, 3001)
-            m["os_read_calls"] += 1
-            if not b:
-                break
-            n += len(b)
-        os.close(fd)
-        assert n == small_size(i), (i, n)
-        m["bytes_read"] += n
+        os_read_to_end(small(d, i), 3001, small_size(i), m)
     # one byte at a time: more alike reads in a row than a folded slot holds (16383)
-    text = os.path.join(d, "text.txt")
     assert text_size > 2 * 16383, text_size
-    fd = os.open(text, os.O_RDONLY)
-    m["opens"] += 1
-    m["files"].add(text)
-    n = 0
-    while True:
-        b = os.read(fd, 1)
-        m["os_read_calls"] += 1
-        if not b:
-            break
-        n += 1
-    os.close(fd)
-    assert n == text_size, (n, text_size)
-    m["bytes_read"] += n
+    os_read_to_end(os.path.join(d, "text.txt"), 1, text_size, m)
     big8 = os.path.join(d, "big_8m.bin")
     fd = os.open(big8, os.O_RDONLY)
     m["opens"] += 1
