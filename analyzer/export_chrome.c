@@ -659,14 +659,7 @@ static void write_event(struct exporter *x, struct write_state *w, uint32_t tid,
     if (a->category == WSL_CAT_IO_READ && ev->result == 0 && ev->a[2]) {
         size_t bin = (size_t)(start / WSL_CHROME_IO_BIN_NS);
         if (bin < IO_BINS_MAX) {
-            if (bin >= w->io_bin_count) {
-                size_t count = w->io_bin_count ? w->io_bin_count : 64;
-                while (count <= bin)
-                    count *= 2;
-                w->io_bins = xrealloc(w->io_bins, count * sizeof *w->io_bins);
-                memset(w->io_bins + w->io_bin_count, 0, (count - w->io_bin_count) * sizeof *w->io_bins);
-                w->io_bin_count = count;
-            }
+            w->io_bins = xgrow_zeroed(w->io_bins, &w->io_bin_count, bin, sizeof *w->io_bins, 64);
             w->io_bins[bin] += ev->a[2];
         }
     }

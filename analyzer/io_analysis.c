@@ -460,15 +460,10 @@ static void count_call(struct wsl_io_counts *c, unsigned category, const struct 
 
 static void ensure_mount_slots(struct wsl_io_trace *t, uint32_t m)
 {
-    if (m < t->mount_cap)
-        return;
-    size_t cap = t->mount_cap ? t->mount_cap : 8;
-    while (cap <= m)
-        cap *= 2;
-    t->mount_all = xrealloc(t->mount_all, cap * sizeof *t->mount_all);
-    t->mount_data = xrealloc(t->mount_data, cap * sizeof *t->mount_data);
-    memset(t->mount_all + t->mount_cap, 0, (cap - t->mount_cap) * sizeof *t->mount_all);
-    memset(t->mount_data + t->mount_cap, 0, (cap - t->mount_cap) * sizeof *t->mount_data);
+    size_t cap = t->mount_cap;
+    t->mount_all = xgrow_zeroed(t->mount_all, &cap, m, sizeof *t->mount_all, 8);
+    cap = t->mount_cap;
+    t->mount_data = xgrow_zeroed(t->mount_data, &cap, m, sizeof *t->mount_data, 8);
     t->mount_cap = cap;
 }
 
@@ -476,14 +471,7 @@ static struct dir_acc *dir_slot(struct wsl_io_trace *t, uint32_t dir)
 {
     if (dir == DIR_UNTRACKED)
         return &t->untracked_dirs;
-    if (dir >= t->dir_cap) {
-        size_t cap = t->dir_cap ? t->dir_cap : 64;
-        while (cap <= dir)
-            cap *= 2;
-        t->dirs = xrealloc(t->dirs, cap * sizeof *t->dirs);
-        memset(t->dirs + t->dir_cap, 0, (cap - t->dir_cap) * sizeof *t->dirs);
-        t->dir_cap = cap;
-    }
+    t->dirs = xgrow_zeroed(t->dirs, &t->dir_cap, dir, sizeof *t->dirs, 64);
     return &t->dirs[dir];
 }
 

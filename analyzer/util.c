@@ -37,6 +37,19 @@ void *xrealloc(void *old, size_t size)
     return p;
 }
 
+void *xgrow_zeroed(void *p, size_t *count, size_t index, size_t elem, size_t first)
+{
+    if (index < *count)
+        return p;
+    size_t n = *count ? *count : first;
+    while (n <= index)
+        n *= 2;
+    p = xrealloc(p, n * elem);
+    memset((char *)p + *count * elem, 0, (n - *count) * elem);
+    *count = n;
+    return p;
+}
+
 char *xstrdup(const char *s)
 {
     return xstrndup(s, strlen(s));

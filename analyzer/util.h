@@ -12,6 +12,10 @@ void *xcalloc(size_t count, size_t size);
 void *xrealloc(void *p, size_t size);
 char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
+/* Grows an array of `elem`-byte items, *count of them now (0: none yet), so
+ * that `index` is in it: the count doubles from `first`, new items are zeroed.
+ * Returns the array; *count is its new count. */
+void *xgrow_zeroed(void *p, size_t *count, size_t index, size_t elem, size_t first);
 /* printf into a new string. */
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -40,6 +40,28 @@ collect() {
     rm -f "$tmp"/traces/*
   done
 }
+# summarize MODE: the medians of the without/with arrays, one line.
+summarize() {
+  python3 - "$files" "${without[*]}" "${with[*]}" "$1" <<'PY'
+import statistics, sys
+n, mode = int(sys.argv[1]), sys.argv[4]
+a = [float(x) for x in sys.argv[2].split()]
+b = [float(x) for x in sys.argv[3].split()]
+ma, mb = statistics.median(a), statistics.median(b)
+ratio = {"files-ab": "C", "files-ab-mt": "C with a second thread", "py-ab": "Python",
+         "py-ab-mt": "Python with a second thread"}
+if mode in ratio:
+    print(f"in-process A/B ({ratio[mode]}, a file's open to close, hooked calls against raw system calls), "
+          f"median ratio of {len(a)} processes: without shim {ma:.3f} (range {min(a):.3f}-{max(a):.3f}), "
+          f"with shim {mb:.3f} (range {min(b):.3f}-{max(b):.3f}): shim cost {100 * (mb / ma - 1):+.1f}%")
+else:
+    what = {"files": "C, open/read/read(EOF)/close", "files-mt": "C with a second thread, open/read/read(EOF)/close",
+            "python": "Python, with open(p, 'rb') as f: f.read()"}[mode]
+    print(f"end-to-end {n} x 4 KiB files ({what}), median of {len(a)} interleaved runs: "
+          f"without shim {ma / n:.0f} ns/file, with shim {mb / n:.0f} ns/file, "
+          f"slowdown {100 * (mb / ma - 1):.1f}% (+{(mb - ma) / n:.0f} ns/file)")
+PY
+}
 here=$(cd "$(dirname "$0")" && pwd)
 for mode in files-ab files-ab-mt py-ab py-ab-mt; do
   case $mode in
@@ -48,17 +70,7 @@ for mode in files-ab files-ab-mt py-ab py-ab-mt; do
     py-ab-mt) cmd=(python3 "$here/py_ab.py" "$tmp/data" "$files" --idle-thread);;
   esac
   collect ratio "${cmd[@]}"
-  python3 - "${without[*]}" "${with[*]}" "$mode" <<'PY'
-import statistics, sys
-a = [float(x) for x in sys.argv[1].split()]
-b = [float(x) for x in sys.argv[2].split()]
-what = {"files-ab": "C", "files-ab-mt": "C with a second thread", "py-ab": "Python",
-        "py-ab-mt": "Python with a second thread"}[sys.argv[3]]
-ma, mb = statistics.median(a), statistics.median(b)
-print(f"in-process A/B ({what}, a file's open to close, hooked calls against raw system calls), "
-      f"median ratio of {len(a)} processes: without shim {ma:.3f} (range {min(a):.3f}-{max(a):.3f}), "
-      f"with shim {mb:.3f} (range {min(b):.3f}-{max(b):.3f}): shim cost {100 * (mb / ma - 1):+.1f}%")
-PY
+  summarize "$mode"
 done
 
 # A C program (files: single-threaded; files-mt: with an idle second thread, as Python
@@ -76,18 +88,7 @@ for mode in files files-mt python; do
   else
     collect ns "$bench" "$mode" "$tmp/data" "$files"
   fi
-  python3 - "$files" "${without[*]}" "${with[*]}" "$mode" <<'PY'
-import statistics, sys
-n = int(sys.argv[1])
-a = [float(x) for x in sys.argv[2].split()]
-b = [float(x) for x in sys.argv[3].split()]
-what = {"files": "C, open/read/read(EOF)/close", "files-mt": "C with a second thread, open/read/read(EOF)/close",
-        "python": "Python, with open(p, 'rb') as f: f.read()"}[sys.argv[4]]
-ma, mb = statistics.median(a), statistics.median(b)
-print(f"end-to-end {n} x 4 KiB files ({what}), median of {len(a)} interleaved runs: "
-      f"without shim {ma / n:.0f} ns/file, with shim {mb / n:.0f} ns/file, "
-      f"slowdown {100 * (mb / ma - 1):.1f}% (+{(mb - ma) / n:.0f} ns/file)")
-PY
+  summarize "$mode"
 done
 
 command -v valgrind >/dev/null || { echo "(valgrind not installed: no instruction counts)"; exit 0; }
