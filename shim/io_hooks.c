@@ -364,20 +364,24 @@ static struct {
     _Atomic uint64_t dev;
 } dir_cache[DIR_CACHE_SIZE];
 
-/* Word-at-a-time multiplicative hash: paths are hashed on every open. */
-static uint64_t hash_bytes(const char *s, size_t n)
+/* Word-at-a-time multiplicative hash of s[0, n): paths are hashed on every
+ * open. `s` must be readable up to the next multiple of 8 past n (a path entry
+ * in the ring is padded so): the last partial word is one load, masked. */
+static inline uint64_t hash_padded(const char *s, size_t n)
 {
     uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
-    while (n >= 8) {
+    size_t full = n & ~(size_t)7;
+    for (size_t i = 0; i < full; i += 8) {
         uint64_t w;
-        memcpy(&w, s, 8);
+        memcpy(&w, s + i, 8);
         h = (h ^ w) * 0xff51afd7ed558ccdull;
         h ^= h >> 32;
-        s += 8;
-        n -= 8;
     }
     uint64_t w = 0;
-    memcpy(&w, s, n);
+    if (n & 7) {
+        memcpy(&w, s + full, 8);
+        w &= ~0ull >> (64 - 8 * (n & 7)); /* the bytes of s, little-endian first */
+    }
     h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
     h ^= h >> 29;
     return h | 1; /* never 0: 0 marks an empty slot */
@@ -431,6 +435,19 @@ static int paths_room(struct wsl_thread *t, uint64_t end)
     return 0;
 }
 
+/* A new path id: from the thread's own block of them, taken 64 at a time (no
+ * shared counter touched per open). Ids are unique in the process, and in a
+ * forked child, whose threads go on from the blocks their rings held. */
+#define PATH_ID_BLOCK 64u
+static inline uint32_t path_id_new(struct wsl_thread *t)
+{
+    if (WSL_UNLIKELY(t->path_id_next == t->path_id_end)) {
+        t->path_id_next = atomic_fetch_add_explicit(&next_path_id, PATH_ID_BLOCK, memory_order_relaxed);
+        t->path_id_end = t->path_id_next + PATH_ID_BLOCK;
+    }
+    return t->path_id_next++;
+}
+
 #define DIRFD_RAW (-4242) /* not a path: written as given (kernel names) */
 
 /* Copies `path` (relative to dirfd) into the thread's path ring under a new id,
@@ -468,7 +485,7 @@ static uint32_t path_record_as(struct wsl_thread *t, uint32_t given_id, int dirf
     uint64_t head = atomic_load_explicit(&t->paths_head, memory_order_relaxed);
     uint32_t off = (uint32_t)(head & (WSL_PATH_RING - 1));
     uint32_t pad = WSL_PATH_RING - off < need ? WSL_PATH_RING - off : 0;
-    uint32_t id = given_id ? given_id : atomic_fetch_add_explicit(&next_path_id, 1, memory_order_relaxed);
+    uint32_t id = given_id ? given_id : path_id_new(t);
     if (!paths_room(t, head + pad + need))
         return id; /* no room: the id stays, its path is unknown to the report */
     if (pad) {
@@ -491,7 +508,7 @@ static uint32_t path_record_as(struct wsl_thread *t, uint32_t given_id, int dirf
     memcpy(p + used, path, len - used);
     /* Directory part of the absolute path: up to the last '/'. */
     const char *last = memrchr(p, '/', len);
-    *dir_hash = hash_bytes(p, last ? (size_t)(last - p) : 0);
+    *dir_hash = hash_padded(p, last ? (size_t)(last - p) : 0); /* the entry is padded to 8 bytes */
     atomic_store_explicit(&t->paths_head, head + need, memory_order_release);
     return id;
 }

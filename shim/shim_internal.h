@@ -104,8 +104,12 @@ static inline __attribute__((always_inline)) uint64_t wsl_ticks(void)
  * One single-producer/single-consumer ring per thread: the thread that owns it
  * writes events, the writer thread drains them. No lock, no allocation and no
  * system call on the producer side; a full ring drops the event and counts it. */
+#ifndef WSL_RING_EVENTS
 #define WSL_RING_EVENTS 16384u /* power of two */
-#define WSL_PATH_RING 262144u  /* bytes of path entries per thread, power of two */
+#endif
+#ifndef WSL_PATH_RING
+#define WSL_PATH_RING 262144u /* bytes of path entries per thread, power of two */
+#endif
 #define WSL_FOLD_SLOTS 6u      /* alike-call slots of a thread's folded file (two events' worth) */
 #define WSL_FOLD_FILE(fd, path) ((uint64_t)(path) << 32 | (uint32_t)(fd))
 
@@ -143,6 +147,8 @@ struct wsl_thread {
     _Atomic uint64_t paths_tail; /* writer */
     _Atomic uint64_t paths_dropped; /* producer: paths that found no room */
     uint64_t paths_woken_at;     /* producer: the writer's tail when it was last woken for paths */
+    uint32_t path_id_next;       /* producer: its block of path ids (io_hooks.c), */
+    uint32_t path_id_end;        /* up to this one */
     /* producer: the file whose untimed calls it folds (io_hooks.c), a seqlock
      * the writer reads between drains: fold_seq is odd while a fold ends or
      * begins, and fold_seq / 2 names the fold (it goes on counting across the

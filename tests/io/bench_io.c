@@ -15,6 +15,10 @@
  *                              both batches run on the same machine a few ms apart, so
  *                              a shared host's drifting speed cancels out
  *   bench_io files-ab-mt DIR N the same, with an idle second thread
+ *   bench_io loop-ab DIR CALLS read() 4 KiB at a time from loop.bin (as loop), in 64 rounds
+ *                              of two batches of CALLS/64 reads, through libc and by raw
+ *                              system calls in turn; prints the median libc/raw "ratio"
+ *   bench_io loop-ab-mt DIR CALLS the same, with an idle second thread
  *   bench_io files-mt DIR N    the same as files, and
  *   bench_io loop-mt DIR CALLS the same as loop, in a program with a second (idle) thread,
  *                              as Python, PyTorch and any thread pool have: glibc's
@@ -142,10 +146,55 @@ static int files_ab(const char *dir, long n)
     return 0;
 }
 
+/* CALLS reads of 4 KiB from fd, back to the start every 1024, through libc
+ * (raw 0) or by raw system calls (raw 1); returns 0, or -1 on a short read. */
+static int read_loop(int fd, long calls, int raw)
+{
+    static char buf[4096];
+    for (long i = 0; i < calls; i++) {
+        if ((i & 1023) == 0 && (raw ? syscall(SYS_lseek, fd, 0, SEEK_SET) : lseek(fd, 0, SEEK_SET)) != 0)
+            return -1;
+        if ((raw ? syscall(SYS_read, fd, buf, sizeof buf) : read(fd, buf, sizeof buf)) != (ssize_t)sizeof buf)
+            return -1;
+    }
+    return 0;
+}
+
+static int loop_ab(const char *dir, long n)
+{
+    enum { ROUNDS = 64 };
+    double ratio[ROUNDS], libc_ns[ROUNDS], raw_ns[ROUNDS];
+    long per = n / ROUNDS;
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/loop.bin", dir);
+    int fd = open(path, O_RDONLY);
+    if (per < 1 || fd < 0)
+        return 2;
+    for (int k = 0; k < ROUNDS; k++) {
+        double t[2];
+        for (int j = 0; j < 2; j++) {
+            int raw = (k + j) & 1; /* which goes first alternates */
+            double t0 = now_ns();
+            if (read_loop(fd, per, raw) != 0) {
+                fprintf(stderr, "bench_io: short read in %s\n", path);
+                return 1;
+            }
+            t[raw] = now_ns() - t0;
+        }
+        libc_ns[k] = t[0] / per;
+        raw_ns[k] = t[1] / per;
+        ratio[k] = t[0] / t[1];
+    }
+    close(fd);
+    printf("{\"calls\": %ld, \"libc_ns_per_call\": %.1f, \"raw_ns_per_call\": %.1f, \"ratio\": %.4f}\n",
+           per * ROUNDS, median(libc_ns, ROUNDS), median(raw_ns, ROUNDS), median(ratio, ROUNDS));
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 4) {
-        fprintf(stderr, "usage: bench_io create|files|files-mt|files-ab|files-ab-mt|loop|loop-mt DIR N\n");
+        fprintf(stderr, "usage: bench_io create|files|files-mt|files-ab|files-ab-mt|loop|loop-mt|loop-ab|loop-ab-mt DIR N\n");
         return 2;
     }
     const char *dir = argv[2];
@@ -164,13 +213,16 @@ int main(int argc, char **argv)
         return 0;
     }
     pthread_t idle;
-    int mt = !strcmp(argv[1], "files-mt") || !strcmp(argv[1], "loop-mt") || !strcmp(argv[1], "files-ab-mt");
+    int mt = !strcmp(argv[1], "files-mt") || !strcmp(argv[1], "loop-mt") || !strcmp(argv[1], "files-ab-mt") ||
+             !strcmp(argv[1], "loop-ab-mt");
     if (mt && pthread_create(&idle, NULL, idle_thread, NULL) != 0) {
         fprintf(stderr, "bench_io: no thread\n");
         return 1;
     }
     if (!strcmp(argv[1], "files-ab") || !strcmp(argv[1], "files-ab-mt"))
         return files_ab(dir, n); /* an idle thread (files-ab-mt) ends with the process */
+    if (!strcmp(argv[1], "loop-ab") || !strcmp(argv[1], "loop-ab-mt"))
+        return loop_ab(dir, n);
     if (!strcmp(argv[1], "files") || !strcmp(argv[1], "files-mt")) {
         double t0 = now_ns();
         long bytes = 0;
@@ -215,6 +267,6 @@ int main(int argc, char **argv)
         printf("{\"calls\": %ld, \"ns_per_call\": %.2f}\n", n, ns / (n ? n : 1));
         return 0; /* an idle thread (loop-mt) ends with the process */
     }
-    fprintf(stderr, "usage: bench_io create|files|files-mt|files-ab|files-ab-mt|loop|loop-mt DIR N\n");
+    fprintf(stderr, "usage: bench_io create|files|files-mt|files-ab|files-ab-mt|loop|loop-mt|loop-ab|loop-ab-mt DIR N\n");
     return 2;
 }
