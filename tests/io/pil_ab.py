@@ -1,0 +1,94 @@
+"""A decoding workload for the file-I/O overhead (run by run_io_bench.sh; measured, not asserted).
+
+    pil_ab.py make DIR N          write N small JPEGs (32x32, about 1.5 KiB each)
+    pil_ab.py run DIR N           decode the first N with PIL, as a dataset loop does
+                                  (open, convert to RGB, to a numpy array); prints seconds
+    pil_ab.py ab DIR N RUNS SHIM  RUNS pairs of `run`, one without and one with SHIM
+                                  preloaded, started together on disjoint halves of this
+                                  process's CPUs (which half each gets alternates); prints
+                                  the median of the pairs' with/without ratios
+
+Both runs of a pair share the host's state of the moment, so its drift (10-40% between
+runs on a shared host) cancels in their ratio, as the in-process A/B does for bare reads.
+Exit status 77 when PIL or numpy is not installed.
+"""
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+
+def make(d, n):
+    import numpy as np
+    from PIL import Image
+
+    os.makedirs(d, exist_ok=True)
+    rng = np.random.default_rng(0)
+    for i in range(n):
+        a = (rng.random((32, 32, 3)) * 255).astype("uint8")
+        Image.fromarray(a).save(os.path.join(d, f"img{i:06d}.jpg"), quality=90)
+
+
+def run(d, n):
+    import numpy as np
+    from PIL import Image
+
+    names = sorted(x for x in os.listdir(d) if x.startswith("img"))[:n]
+    t0 = time.perf_counter()
+    s = 0
+    for x in names:
+        with Image.open(os.path.join(d, x)) as im:
+            s += int(np.asarray(im.convert("RGB")).sum()) & 1
+    print(time.perf_counter() - t0)
+
+
+def ab(d, n, runs, shim):
+    cpus = sorted(os.sched_getaffinity(0))
+    half = max(1, len(cpus) // 2)
+    sets = [cpus[:half], cpus[half:2 * half] or cpus[:half]]
+    without, with_, ratios = [], [], []
+    for k in range(runs):
+        procs = []
+        for j, env in enumerate(({}, {"LD_PRELOAD": shim})):
+            mine = sets[(j + k) % 2]
+            procs.append(subprocess.Popen([sys.executable, __file__, "run", d, str(n)],
+                                          env={**os.environ, **env}, stdout=subprocess.PIPE, text=True,
+                                          preexec_fn=lambda m=mine: os.sched_setaffinity(0, m)))
+        out = [float(p.communicate()[0]) for p in procs]
+        if any(p.returncode for p in procs):
+            print("pil_ab: a run failed", file=sys.stderr)
+            return 1
+        without.append(out[0])
+        with_.append(out[1])
+        ratios.append(out[1] / out[0])
+    r = statistics.median(ratios)
+    print(f"decoding workload (Python, PIL: {n} 32x32 JPEGs opened, decoded, made numpy arrays), "
+          f"{runs} pairs run together on {half} CPU(s) each: without shim "
+          f"{statistics.median(without) * 1e6 / n:.1f} us/image, with shim {statistics.median(with_) * 1e6 / n:.1f}; "
+          f"median ratio {r:.4f} (range {min(ratios):.4f}-{max(ratios):.4f}): shim cost {100 * (r - 1):+.2f}%")
+    return 0
+
+
+def main():
+    mode, d, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    try:
+        import numpy  # noqa: F401
+        import PIL  # noqa: F401
+    except ImportError:
+        print("pil_ab: PIL or numpy is not installed", file=sys.stderr)
+        return 77
+    if mode == "make":
+        make(d, n)
+    elif mode == "run":
+        run(d, n)
+    elif mode == "ab":
+        return ab(d, n, int(sys.argv[4]), sys.argv[5])
+    else:
+        print(f"pil_ab: unknown mode {mode}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
