@@ -136,6 +136,27 @@ static void *resolve(const char *name, void **slot)
     return p;
 }
 
+/* While the program has no thread of its own (program_threads.c), the calls
+ * that glibc makes cancellation points are made as glibc makes them in a
+ * single-threaded process: the system call alone (st_*). Each such hook has a
+ * twin (its name_st) for that case, which it calls first thing: the usual
+ * path stays as the compiler laid it out. */
+#define PROGRAM_ST()                                                                       \
+    WSL_UNLIKELY(atomic_load_explicit(&wsl_program_threads, memory_order_relaxed) == WSL_PROGRAM_THREADS_ONE)
+static __attribute__((noinline)) ssize_t st_read(int fd, void *buf, size_t n)
+{
+    return (ssize_t)wsl_raw_syscall4(SYS_read, fd, (long)buf, (long)n, 0);
+}
+static __attribute__((noinline)) ssize_t st_pread(int fd, void *buf, size_t n, off_t off)
+{
+    return (ssize_t)wsl_raw_syscall4(SYS_pread64, fd, (long)buf, (long)n, (long)off);
+}
+static __attribute__((noinline)) int st_openat(int dirfd, const char *path, int flags, mode_t mode)
+{
+    return (int)wsl_raw_syscall4(SYS_openat, dirfd, (long)path, flags, (long)mode);
+}
+static __attribute__((noinline)) int st_close(int fd) { return (int)wsl_raw_syscall4(SYS_close, fd, 0, 0, 0); }
+
 void wsl_io_init(void)
 {
 #define R(name) resolve(#name, (void **)&real.name);
@@ -846,14 +867,26 @@ static inline int open_needs_mode(int flags)
         va_end(ap);                                                                        \
     }
 
+static __attribute__((noinline)) int open_st(const char *path, int flags, mode_t mode)
+{
+    OPEN_HOOK(WSL_IO_ID_open, AT_FDCWD, path, flags, st_openat(AT_FDCWD, path, flags, mode))
+}
 WSL_EXPORT int open(const char *path, int flags, ...)
 {
     MODE_ARG(flags)
+    if (PROGRAM_ST())
+        return open_st(path, flags, mode);
     OPEN_HOOK(WSL_IO_ID_open, AT_FDCWD, path, flags, REAL(open)(path, flags, mode))
+}
+static __attribute__((noinline)) int open64_st(const char *path, int flags, mode_t mode)
+{
+    OPEN_HOOK(WSL_IO_ID_open64, AT_FDCWD, path, flags, st_openat(AT_FDCWD, path, flags, mode))
 }
 WSL_EXPORT int open64(const char *path, int flags, ...)
 {
     MODE_ARG(flags)
+    if (PROGRAM_ST())
+        return open64_st(path, flags, mode);
     OPEN_HOOK(WSL_IO_ID_open64, AT_FDCWD, path, flags, REAL(open64)(path, flags, mode))
 }
 WSL_EXPORT int __open_2(const char *path, int flags)
@@ -864,14 +897,26 @@ WSL_EXPORT int __open64_2(const char *path, int flags)
 {
     OPEN_HOOK(WSL_IO_ID___open64_2, AT_FDCWD, path, flags, REAL(__open64_2)(path, flags))
 }
+static __attribute__((noinline)) int openat_st(int dirfd, const char *path, int flags, mode_t mode)
+{
+    OPEN_HOOK(WSL_IO_ID_openat, dirfd, path, flags, st_openat(dirfd, path, flags, mode))
+}
 WSL_EXPORT int openat(int dirfd, const char *path, int flags, ...)
 {
     MODE_ARG(flags)
+    if (PROGRAM_ST())
+        return openat_st(dirfd, path, flags, mode);
     OPEN_HOOK(WSL_IO_ID_openat, dirfd, path, flags, REAL(openat)(dirfd, path, flags, mode))
+}
+static __attribute__((noinline)) int openat64_st(int dirfd, const char *path, int flags, mode_t mode)
+{
+    OPEN_HOOK(WSL_IO_ID_openat64, dirfd, path, flags, st_openat(dirfd, path, flags, mode))
 }
 WSL_EXPORT int openat64(int dirfd, const char *path, int flags, ...)
 {
     MODE_ARG(flags)
+    if (PROGRAM_ST())
+        return openat64_st(dirfd, path, flags, mode);
     OPEN_HOOK(WSL_IO_ID_openat64, dirfd, path, flags, REAL(openat64)(dirfd, path, flags, mode))
 }
 WSL_EXPORT int __openat_2(int dirfd, const char *path, int flags)
@@ -926,20 +971,38 @@ WSL_EXPORT FILE *fopen64(const char *path, const char *mode) { FOPEN_HOOK(WSL_IO
                    r > 0 ? (uint64_t)r : 0, off);                                          \
     return r;
 
+static __attribute__((noinline)) ssize_t read_st(int fd, void *buf, size_t n)
+{
+    READ_HOOK(WSL_IO_ID_read, fd, n, NO_OFFSET, st_read(fd, buf, n))
+}
 WSL_EXPORT ssize_t read(int fd, void *buf, size_t n)
 {
+    if (PROGRAM_ST())
+        return read_st(fd, buf, n);
     READ_HOOK(WSL_IO_ID_read, fd, n, NO_OFFSET, REAL(read)(fd, buf, n))
 }
 WSL_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
 {
     READ_HOOK(WSL_IO_ID___read_chk, fd, n, NO_OFFSET, REAL(__read_chk)(fd, buf, n, buflen))
 }
+static __attribute__((noinline)) ssize_t pread_st(int fd, void *buf, size_t n, off_t off)
+{
+    READ_HOOK(WSL_IO_ID_pread, fd, n, (uint64_t)off, st_pread(fd, buf, n, (off_t)off))
+}
 WSL_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off)
 {
+    if (PROGRAM_ST())
+        return pread_st(fd, buf, n, off);
     READ_HOOK(WSL_IO_ID_pread, fd, n, (uint64_t)off, REAL(pread)(fd, buf, n, off))
+}
+static __attribute__((noinline)) ssize_t pread64_st(int fd, void *buf, size_t n, off64_t off)
+{
+    READ_HOOK(WSL_IO_ID_pread64, fd, n, (uint64_t)off, st_pread(fd, buf, n, (off_t)off))
 }
 WSL_EXPORT ssize_t pread64(int fd, void *buf, size_t n, off64_t off)
 {
+    if (PROGRAM_ST())
+        return pread64_st(fd, buf, n, off);
     READ_HOOK(WSL_IO_ID_pread64, fd, n, (uint64_t)off, REAL(pread64)(fd, buf, n, off))
 }
 WSL_EXPORT ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen)
@@ -1305,25 +1368,32 @@ WSL_EXPORT void closefrom(int lowfd)
     errno = saved;
 }
 
+/* close: fd's recording ends; `call` closes it. */
+#define CLOSE_HOOK(call)                                                                   \
+    if (WSL_UNLIKELY(fd_protected(fd))) {                                                  \
+        errno = EBADF;                                                                     \
+        return -1;                                                                         \
+    }                                                                                      \
+    struct wsl_thread *t = io_enter();                                                     \
+    if (!t) {                                                                              \
+        fd_set_path(fd, 0);                                                                \
+        return call;                                                                       \
+    }                                                                                      \
+    uint64_t info_ = info_of_fd(fd);                                                       \
+    fd_set_path(fd, 0); /* before the number can be reused by another thread's open */    \
+    IO_TIMING(info_ & FD_LOCAL)                                                            \
+    IO_CALL_TIMED(int, r, call)                                                            \
+    /* The recording path leaves errno alone (its slow paths restore it). */               \
+    if (!io_fold_close(t, fd, (uint32_t)info_, !t0 && r == 0))                             \
+        io_record(t, WSL_IO_ID_close + off_, t0, t1, r != 0, r != 0 ? errno : 0, fd, (uint32_t)info_, 0, 0, 0); \
+    return r;
+
+static __attribute__((noinline)) int close_st(int fd) { CLOSE_HOOK(st_close(fd)) }
 WSL_EXPORT int close(int fd)
 {
-    if (WSL_UNLIKELY(fd_protected(fd))) {
-        errno = EBADF;
-        return -1;
-    }
-    struct wsl_thread *t = io_enter();
-    if (!t) {
-        fd_set_path(fd, 0);
-        return REAL(close)(fd);
-    }
-    uint64_t info_ = info_of_fd(fd);
-    fd_set_path(fd, 0); /* before the number can be reused by another thread's open */
-    IO_TIMING(info_ & FD_LOCAL)
-    IO_CALL_TIMED(int, r, REAL(close)(fd))
-    /* The recording path leaves errno alone (its slow paths restore it). */
-    if (!io_fold_close(t, fd, (uint32_t)info_, !t0 && r == 0))
-        io_record(t, WSL_IO_ID_close + off_, t0, t1, r != 0, r != 0 ? errno : 0, fd, (uint32_t)info_, 0, 0, 0);
-    return r;
+    if (PROGRAM_ST())
+        return close_st(fd);
+    CLOSE_HOOK(REAL(close)(fd))
 }
 
 WSL_EXPORT int fclose(FILE *f)

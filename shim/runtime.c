@@ -438,6 +438,7 @@ __attribute__((constructor)) static void wsl_init(void)
 #endif
     wsl_tls_depth++;
     config_ensure();
+    wsl_note_program_threads();
     thread_key_ok = pthread_key_create(&thread_key, thread_key_destructor) == 0;
     pthread_atfork(at_fork_prepare, at_fork_parent, at_fork_child);
     wsl_writer_reserve_fd();

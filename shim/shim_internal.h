@@ -6,6 +6,7 @@
 #ifndef WSLSHIM_SHIM_INTERNAL_H
 #define WSLSHIM_SHIM_INTERNAL_H
 
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <time.h>
@@ -289,6 +290,17 @@ extern const struct wsl_api_entry wsl_api_table[];
 extern const unsigned wsl_api_count;
 
 void *wsl_real_dlsym(void *handle, const char *name);
+
+/* ---- does the program have threads of its own? (program_threads.c) ------------- */
+enum { WSL_PROGRAM_THREADS_UNKNOWN = 0, WSL_PROGRAM_THREADS_ONE = 1, WSL_PROGRAM_THREADS_MANY = 2 };
+extern _Atomic int wsl_program_threads;
+void wsl_note_program_threads(void);       /* once, before the writer thread first starts */
+void wsl_writer_thread_creating(int on);  /* around the writer's pthread_create */
+
+/* A system call made as glibc makes it in a single-threaded process: the call
+ * alone, and -1 with errno from its result on failure (x86-64 and arm64; elsewhere
+ * wsl_program_threads never says ONE). */
+long wsl_raw_syscall4(long nr, long a, long b, long c, long d);
 
 /* ---- sampled GPU timing (gpu_timing.c) ------------------------------------------ */
 extern WSL_TLS uint32_t wsl_tls_launches; /* launches since this thread's last sample */

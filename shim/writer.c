@@ -1042,7 +1042,10 @@ static int writer_spawn(void)
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old); /* the writer takes no signals */
     pthread_attr_t *attr = writer_thread_attr();
+    wsl_note_program_threads(); /* before the writer's thread is the process's second */
+    wsl_writer_thread_creating(1);
     int err = pthread_create(&writer_thread, attr, writer_main, NULL);
+    wsl_writer_thread_creating(0);
     if (attr)
         pthread_attr_destroy(attr);
     pthread_sigmask(SIG_SETMASK, &old, NULL);

@@ -6,10 +6,12 @@
     pil_ab.py ab DIR N RUNS SHIM  RUNS pairs of `run`, one without and one with SHIM
                                   preloaded, started together on disjoint halves of this
                                   process's CPUs (which half each gets alternates); prints
-                                  the median of the pairs' with/without ratios
+                                  the median of the pairs' with/without ratios, and the same
+                                  for RUNS control pairs with the shim in neither run
 
-Both runs of a pair share the host's state of the moment, so its drift (10-40% between
-runs on a shared host) cancels in their ratio, as the in-process A/B does for bare reads.
+Both runs of a pair share the host's state of the moment, so a drift common to the whole
+host cancels in their ratio. What does not cancel (the two halves of the CPUs running at
+different speeds) shows in the control pairs: their spread is how much a ratio can be trusted.
 Exit status 77 when PIL or numpy is not installed.
 """
 import os
@@ -47,26 +49,37 @@ def ab(d, n, runs, shim):
     cpus = sorted(os.sched_getaffinity(0))
     half = max(1, len(cpus) // 2)
     sets = [cpus[:half], cpus[half:2 * half] or cpus[:half]]
-    without, with_, ratios = [], [], []
-    for k in range(runs):
+
+    def pair(k, second):
         procs = []
-        for j, env in enumerate(({}, {"LD_PRELOAD": shim})):
+        for j, env in enumerate(({}, second)):
             mine = sets[(j + k) % 2]
             procs.append(subprocess.Popen([sys.executable, __file__, "run", d, str(n)],
                                           env={**os.environ, **env}, stdout=subprocess.PIPE, text=True,
                                           preexec_fn=lambda m=mine: os.sched_setaffinity(0, m)))
-        out = [float(p.communicate()[0]) for p in procs]
+        out = [p.communicate()[0] for p in procs]
         if any(p.returncode for p in procs):
-            print("pil_ab: a run failed", file=sys.stderr)
-            return 1
-        without.append(out[0])
-        with_.append(out[1])
-        ratios.append(out[1] / out[0])
-    r = statistics.median(ratios)
+            raise RuntimeError("a run failed")
+        return float(out[0]), float(out[1])
+
+    without, with_, ratios, control = [], [], [], []
+    try:
+        for k in range(runs):
+            a, b = pair(k, {"LD_PRELOAD": shim})
+            without.append(a)
+            with_.append(b)
+            ratios.append(b / a)
+            a, b = pair(k, {})
+            control.append(b / a)
+    except RuntimeError as e:
+        print(f"pil_ab: {e}", file=sys.stderr)
+        return 1
+    r, c = statistics.median(ratios), statistics.median(control)
     print(f"decoding workload (Python, PIL: {n} 32x32 JPEGs opened, decoded, made numpy arrays), "
           f"{runs} pairs run together on {half} CPU(s) each: without shim "
           f"{statistics.median(without) * 1e6 / n:.1f} us/image, with shim {statistics.median(with_) * 1e6 / n:.1f}; "
-          f"median ratio {r:.4f} (range {min(ratios):.4f}-{max(ratios):.4f}): shim cost {100 * (r - 1):+.2f}%")
+          f"median ratio {r:.4f} (range {min(ratios):.4f}-{max(ratios):.4f}): shim cost {100 * (r - 1):+.2f}%; "
+          f"control pairs without the shim in either: {100 * (c - 1):+.2f}% (range {min(control):.4f}-{max(control):.4f})")
     return 0
 
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """libwslshim.so exports exactly the interposed entry points: every row of
-cuda_api.def and io_api.def, the lookup and process wrappers, the NVTX injection entry and getenv, and nothing else
+cuda_api.def and io_api.def, the lookup and process wrappers, the NVTX injection entry and getenv, the calls that make threads, and nothing else
 (it is built with -fvisibility=hidden).
     exports_check.py SHIM HOOK_ROWS_EXE IO_API_DEF"""
 import re, subprocess, sys
@@ -11,7 +11,11 @@ io = set(re.findall(r"^WSL_IO\((\w+),", open(io_def).read(), re.M))
 other = {"cuGetProcAddress", "cuGetProcAddress_v2", "dlsym", "execve", "execv", "execvp", "execvpe", "execl",
          "execlp", "execle", "fexecve", "posix_spawn", "posix_spawnp", "_exit", "_Exit", "chdir", "fchdir",
          "getenv", "InitializeInjectionNvtx2",  # NVTX: shim/nvtx_hooks.c
-         "sigaction", "signal", "abort", "close_range", "closefrom", "bsd_signal", "sysv_signal"}
+         "sigaction", "signal", "abort", "close_range", "closefrom", "bsd_signal", "sysv_signal",
+         # the calls that give a program threads of its own (shim/program_threads.c)
+         "pthread_create", "pthread_cancel", "thrd_create", "timer_create", "mq_notify", "aio_read",
+         "aio_read64", "aio_write", "aio_write64", "aio_fsync", "aio_fsync64", "lio_listio",
+         "lio_listio64", "getaddrinfo_a"}
 
 want = cuda | io | other
 # A ThreadSanitizer build also exports the callback TSan's runtime makes once it has started
