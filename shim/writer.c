@@ -6,6 +6,7 @@
  * loses at most about a second of events.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -29,6 +30,7 @@
 #include "shim_internal.h"
 
 #define FLUSH_INTERVAL_NS 1000000000ull   /* a decodable block boundary at least this often */
+#define THREADS_LOOK_NS 50000000ull       /* how often the writer looks whether the program's threads all ended */
 #define CALIBRATION_NS 20000000ull        /* second clock sample soon after the first */
 #define EVENTS_PER_CHUNK 4096u
 
@@ -876,12 +878,57 @@ static uint64_t drain_all(void)
 
 static void writer_finish(void);
 
+/* State letter of a task of this process ('R', 'S', 'Z'...), from its stat file; 0 if unknown. */
+static char task_state(const char *stat_path)
+{
+    char buf[512];
+    int fd = open(stat_path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = 0;
+    const char *p = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
+    return p && p[1] == ' ' ? p[2] : 0;
+}
+
+/* Has every thread of the program ended, the writer alone left? glibc ends a
+ * process with exit(0) when its last thread ends (the main thread by
+ * pthread_exit, say), counting threads itself: the writer is one, so without
+ * this the process would outlive its program. Cheap while the main thread runs
+ * (one read of /proc/self/stat); only once it has ended, the other tasks. */
+static int program_threads_ended(void)
+{
+    char st = task_state("/proc/self/stat");
+    if (st != 'Z' && st != 'X')
+        return 0;
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return 0;
+    long self = atomic_load(&writer_tid);
+    int alive = 0;
+    struct dirent *e;
+    char path[64];
+    while (!alive && (e = readdir(d)) != NULL) {
+        long tid = atol(e->d_name);
+        if (tid <= 0 || tid == self)
+            continue;
+        snprintf(path, sizeof path, "/proc/self/task/%ld/stat", tid);
+        char s = task_state(path);
+        alive = s != 'Z' && s != 'X' && s != 0;
+    }
+    closedir(d);
+    return !alive;
+}
+
 static void *writer_main(void *arg)
 {
     (void)arg;
     wsl_thread_forbid_recording();
     atomic_store(&writer_tid, syscall(SYS_gettid));
-    uint64_t last_flush = wsl_mono_ns(), started = last_flush;
+    uint64_t last_flush = wsl_mono_ns(), started = last_flush, last_look = last_flush;
     int calibrated = 0;
     unsigned sleep_us = 10000;
     while (!atomic_load(&writer_stop) && !atomic_load(&final_req)) {
@@ -907,6 +954,11 @@ static void *writer_main(void *arg)
         if (!calibrated && now - started >= CALIBRATION_NS) {
             emit_clock();
             calibrated = 1;
+        }
+        if (now - last_look >= THREADS_LOOK_NS) {
+            last_look = now;
+            if (program_threads_ended())
+                exit(0); /* what the program's last thread would have done; wsl_writer_shutdown ends the trace */
         }
         if (now - last_flush >= FLUSH_INTERVAL_NS) {
             emit_mounts_if_changed(); /* mounts made after start */

@@ -10,6 +10,9 @@
  *                           their results and errno (N rounds; with the counting
  *                           interposer after the shim, counts what reaches glibc)
  *   cancel_client calls-mt N  the same after starting a thread of its own
+ *   cancel_client main-exit [worker]  reads a file, then ends main() with pthread_exit;
+ *                           with "worker", a thread reads a file after that: glibc
+ *                           ends the process with exit(0) when the last thread ends
  * An alarm ends a run that hangs (exit 3).
  */
 #define _GNU_SOURCE
@@ -102,6 +105,38 @@ static int calls_test(long rounds, const char *self)
     return 0;
 }
 
+static void at_exit_print(void) { printf("atexit ran\n"); }
+
+static int read_line(const char *path)
+{
+    char b[256];
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    int ok = fgets(b, sizeof b, f) != NULL;
+    fclose(f);
+    return ok;
+}
+
+static void *late_worker(void *arg)
+{
+    usleep(100000);
+    printf("worker read %d\n", read_line(arg));
+    fflush(stdout);
+    return NULL;
+}
+
+static int main_exit(const char *self, int worker)
+{
+    atexit(at_exit_print);
+    printf("main read %d\n", read_line(self));
+    fflush(stdout);
+    pthread_t th;
+    if (worker && pthread_create(&th, NULL, late_worker, (void *)self) != 0)
+        return 1;
+    pthread_exit(NULL);
+}
+
 int main(int argc, char **argv)
 {
     signal(SIGALRM, on_alarm);
@@ -112,12 +147,16 @@ int main(int argc, char **argv)
         return cancel_test(1);
     if (argc >= 3 && !strcmp(argv[1], "calls"))
         return calls_test(atol(argv[2]), argv[0]);
+    if (argc >= 2 && !strcmp(argv[1], "main-exit")) {
+        alarm(0); /* the main thread ends: a pending SIGALRM could find no thread to take it */
+        return main_exit(argv[0], argc >= 3);
+    }
     if (argc >= 3 && !strcmp(argv[1], "calls-mt")) {
         pthread_t th;
         if (pipe(pipe_fd) != 0 || pthread_create(&th, NULL, blocked_reader, NULL) != 0)
             return 1;
         return calls_test(atol(argv[2]), argv[0]); /* the blocked thread ends with the process */
     }
-    fprintf(stderr, "usage: cancel_client pthread|thrd|calls N|calls-mt N\n");
+    fprintf(stderr, "usage: cancel_client pthread|thrd|calls N|calls-mt N|main-exit [worker]\n");
     return 2;
 }
