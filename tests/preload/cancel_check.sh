@@ -7,13 +7,17 @@
 #    the shim;
 # 3. and they do not go through glibc (a counting interposer preloaded after the shim
 #    sees none of the program's 201 reads), while in a program with a thread of its own
-#    all of them do. (A TSan build keeps glibc's path: TSan's runtime has a thread.)
+#    all of them do. (A TSan build keeps glibc's path: TSan's runtime has a thread; and
+#    its thrd_create case is left out: TSan does not intercept thrd_create.)
 set -euo pipefail
 shim=$1 client=$2 counter=$3 work=$4 sanitize=${5:-}
 rm -rf "$work" && mkdir -p "$work"
 export WSLSHIM_OUTPUT=$work/t-%p.trace.zst
 fail() { echo "FAIL: $*" >&2; exit 1; }
-for mode in pthread thrd; do
+modes="pthread thrd"
+# TSan's runtime does not intercept C11 thrd_create: a thread made so crashes in an instrumented client.
+[[ $sanitize == *thread* ]] && modes=pthread
+for mode in $modes; do
   native=$("$client" "$mode") || fail "$mode without the shim: exit $?"
   shimmed=$(LD_PRELOAD=$shim "$client" "$mode") || fail "$mode with the shim: exit $?"
   [ "$native" = cancelled ] || fail "$mode without the shim printed '$native'"
