@@ -114,7 +114,10 @@ def validate_schema(doc, what):
     schema_path = os.path.join(SRC, "docs", "report-schema.json")
     if not os.path.exists(schema_path):
         return
-    import jsonschema
+    try:
+        import jsonschema
+    except ImportError:  # unit.report_schema covers the schema where it is installed (CI)
+        return
     with open(schema_path) as f:
         schema = json.load(f)
     try:
