@@ -90,11 +90,17 @@ static inline void program_threads(void)
 
 #define NEXT(type, name) ((type)wsl_real_dlsym(RTLD_NEXT, name))
 
+typedef int (*pthread_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+static _Atomic(pthread_create_fn) real_pthread_create; /* looked up once: programs make many threads */
+
 WSL_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
 {
     program_threads();
-    int (*next)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *) =
-        NEXT(int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *), "pthread_create");
+    pthread_create_fn next = atomic_load_explicit(&real_pthread_create, memory_order_relaxed);
+    if (!next) {
+        next = NEXT(pthread_create_fn, "pthread_create");
+        atomic_store_explicit(&real_pthread_create, next, memory_order_relaxed);
+    }
     return next ? next(th, attr, fn, arg) : EAGAIN;
 }
 
