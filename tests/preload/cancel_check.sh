@@ -7,8 +7,8 @@
 #    the shim;
 # 3. and they do not go through glibc (a counting interposer preloaded after the shim
 #    sees none of the program's 201 reads), while in a program with a thread of its own
-#    all of them do. (A TSan build keeps glibc's path: TSan's runtime has a thread; and
-#    its thrd_create case is left out: TSan does not intercept thrd_create.)
+#    all of them do. (A TSan build keeps glibc's path, TSan's runtime having a thread: there
+#    the counting and the thrd_create case, which TSan does not intercept, are left out.)
 set -euo pipefail
 shim=$1 client=$2 counter=$3 work=$4 sanitize=${5:-}
 rm -rf "$work" && mkdir -p "$work"
@@ -29,10 +29,15 @@ for mode in calls calls-mt; do
   shimmed=$(LD_PRELOAD=$shim "$client" "$mode" 200)
   [ "$native" = "$shimmed" ] || { diff <(echo "$native") <(echo "$shimmed") >&2 || true; fail "$mode: output differs"; }
   echo "ok: $mode: results and errno as without the shim ($(echo "$native" | wc -l) lines)"
-  LD_PRELOAD=$shim:$counter "$client" "$mode" 200 >/dev/null 2>"$work/count.err"
+  if [[ $sanitize == *thread* ]]; then
+    echo "(TSan build: glibc's path always; the counting interposer, not instrumented, is left out)"
+    continue
+  fi
+  LD_PRELOAD=$shim:$counter "$client" "$mode" 200 >/dev/null 2>"$work/count.err" ||
+    fail "$mode with the counting interposer: exit $?: $(cat "$work/count.err")"
   n=$(sed -n 's/^count_interposer: \([0-9]*\) read.*/\1/p' "$work/count.err")
   [ -n "$n" ] || fail "$mode: no count from the interposer: $(cat "$work/count.err")"
-  if [ "$mode" = calls-mt ] || [[ $sanitize == *thread* ]]; then
+  if [ "$mode" = calls-mt ]; then
     [ "$n" -ge 201 ] || fail "$mode: $n reads reached glibc's read(), expected all 201 of the program's"
   else
     [ "$n" -lt 201 ] || fail "$mode: $n reads reached glibc's read(): the single-threaded path was not taken"
