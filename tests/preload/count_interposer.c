@@ -17,5 +17,6 @@ ssize_t read(int fd, void *buf, size_t n)
 
 __attribute__((destructor)) static void report(void)
 {
-    fprintf(stderr, "count_interposer: %ld read() calls reached glibc through it\n", reached);
+    fprintf(stderr, "count_interposer: %ld read() calls reached glibc through it\n",
+            __atomic_load_n(&reached, __ATOMIC_RELAXED));
 }
