@@ -80,6 +80,9 @@ __attribute__((noinline)) long wsl_raw_syscall4(long nr, long a, long b, long c,
     }
     return r;
 }
+#else
+/* Elsewhere never called (wsl_program_threads never says ONE there), but io_hooks.c names it. */
+long wsl_raw_syscall4(long nr, long a, long b, long c, long d) { return syscall(nr, a, b, c, d); }
 #endif
 
 static inline void program_threads(void)

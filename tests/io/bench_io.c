@@ -122,8 +122,10 @@ static int files_ab(const char *dir, long n)
     enum { ROUNDS = 64 };
     double raw_ns[ROUNDS], libc_ns[ROUNDS], ratio[ROUNDS];
     long per = n / ROUNDS;
-    if (per < 1)
+    if (per < 1) {
+        fprintf(stderr, "bench_io: files-ab needs N of at least %d\n", ROUNDS);
         return 2;
+    }
     for (int k = 0; k < ROUNDS; k++) {
         long from = k * per, to = from + per;
         double t[2];
@@ -167,9 +169,15 @@ static int loop_ab(const char *dir, long n)
     long per = n / ROUNDS;
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/loop.bin", dir);
-    int fd = open(path, O_RDONLY);
-    if (per < 1 || fd < 0)
+    if (per < 1) {
+        fprintf(stderr, "bench_io: loop-ab needs CALLS of at least %d\n", ROUNDS);
         return 2;
+    }
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) {
+        perror(path);
+        return 2;
+    }
     for (int k = 0; k < ROUNDS; k++) {
         double t[2];
         for (int j = 0; j < 2; j++) {

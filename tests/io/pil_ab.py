@@ -84,7 +84,13 @@ def ab(d, n, runs, shim):
 
 
 def main():
+    if len(sys.argv) < 4 or (sys.argv[1] == "ab" and len(sys.argv) != 6) or not sys.argv[3].isdigit():
+        print("usage: pil_ab.py make|run DIR N | pil_ab.py ab DIR N RUNS SHIM", file=sys.stderr)
+        return 2
     mode, d, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    if mode in ("run", "ab") and not os.path.isdir(d):
+        print(f"pil_ab: {d}: no such folder (make it with: pil_ab.py make DIR N)", file=sys.stderr)
+        return 2
     try:
         import numpy  # noqa: F401
         import PIL  # noqa: F401
@@ -96,6 +102,9 @@ def main():
     elif mode == "run":
         run(d, n)
     elif mode == "ab":
+        if not sys.argv[4].isdigit() or int(sys.argv[4]) < 1:
+            print("pil_ab: RUNS must be a positive number", file=sys.stderr)
+            return 2
         return ab(d, n, int(sys.argv[4]), sys.argv[5])
     else:
         print(f"pil_ab: unknown mode {mode}", file=sys.stderr)
