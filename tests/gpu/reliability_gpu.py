@@ -20,7 +20,13 @@ step: the plain run sends itself SIGTERM after the first step that ends past T
 seconds of training (step S), the traced run after step S. In that mode the
 trainer keeps only its last 4 periodic checkpoints (as long runs do), and the
 summary carries the figures of both runs (steps/s, peak RSS, trace sizes,
-events by kind, the workers' reads).
+events by kind, the workers' reads). --together-steps N runs both at once, each
+to step N (an A/B under the same load, in the time of one run; the machine
+lending the GPU takes it back when idle, so one long run is safer than two),
+and --min-traced-seconds M fails the check if the traced run trained less.
+
+    python3 tests/gpu/reliability_gpu.py --build BUILD --out OUT \
+        --together-steps 220000 --min-traced-seconds 600
 
 Exit 0 pass, 1 fail, 77 skip (no torch or no GPU). Writes OUT/summary.json
 (OUT/progress.json after each run), and OUT/trainer-report.txt (the text report
@@ -142,49 +148,60 @@ def peak_rss_kb(pid):
     return None
 
 
-def run_trainer(cmd, env, timeout, out_prefix, marker):
-    """Runs the trainer; polls the peak RSS of it and its child processes once a second; after it has
-    gone, waits for every process whose command line holds `marker` (its workers) to end."""
-    res = {"timed_out": False, "worker_peak_rss_kb": {}}
-    peaks = {}
-    with open(out_prefix + ".stdout", "w") as so, open(out_prefix + ".stderr", "w") as se:
-        t0 = time.time()
-        p = subprocess.Popen(cmd, env=env, stdout=so, stderr=se)
-        while True:
+def run_trainers(runs, timeout):
+    """Runs the trainers of `runs` ({name: (cmd, env, out_prefix, marker)}) at once; polls the peak RSS of
+    each and of its child processes once a second; after each has gone, waits for every process whose
+    command line holds its `marker` (its workers) to end. Returns {name: result}."""
+    res, procs, files, peaks = {}, {}, {}, {}
+    t0 = time.time()
+    for name, (cmd, env, out_prefix, marker) in runs.items():
+        res[name] = {"timed_out": False, "worker_peak_rss_kb": {}}
+        so, se = open(out_prefix + ".stdout", "w"), open(out_prefix + ".stderr", "w")
+        files[name] = (so, se)
+        procs[name] = subprocess.Popen(cmd, env=env, stdout=so, stderr=se)
+        peaks[name] = {}
+    running = dict(procs)
+    while running:
+        for name, p in list(running.items()):
             pid, status, ru = os.wait4(p.pid, os.WNOHANG)
-            if pid == p.pid:
-                break
-            if time.time() - t0 > timeout:
-                res["timed_out"] = True
+            if pid != p.pid and time.time() - t0 > timeout:
+                res[name]["timed_out"] = True
                 p.kill()
                 pid, status, ru = os.wait4(p.pid, 0)
-                break
-            for cpid, (ppid, _) in proc_table().items():
+            if pid == p.pid:
+                res[name]["wall_s"] = time.time() - t0
+                p.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
+                res[name].update(rc=p.returncode, trainer_pid=p.pid, trainer_maxrss_kb_wait4=ru.ru_maxrss)
+                del running[name]
+        if not running:
+            break
+        table = proc_table()
+        for name, p in running.items():
+            for cpid, (ppid, _) in table.items():
                 if cpid == p.pid or ppid == p.pid:
                     got = peak_rss_kb(cpid)
                     if got is not None:
-                        peaks[cpid] = max(peaks.get(cpid, 0), got[0])
-                        res["rss_field"] = got[1]
-            time.sleep(1.0)
-        res["wall_s"] = time.time() - t0
-    p.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
-    res["rc"] = p.returncode
-    res["trainer_pid"] = p.pid
-    # the peak from /proc, sampled once a second (VmHWM only grows: at most the last second is missed);
-    # wait4's ru_maxrss for comparison: it also counts the resident set of this script at the fork
-    res["trainer_peak_rss_kb"] = peaks.pop(p.pid, None)
-    res["trainer_maxrss_kb_wait4"] = ru.ru_maxrss
-    res["worker_peak_rss_kb"] = {str(k): v for k, v in sorted(peaks.items())}
-    # the workers notice their parent is gone and leave; give them time to end their traces
-    t1 = time.time()
-    while time.time() - t1 < 60 and any(marker in c for _, c in proc_table().values()):
-        time.sleep(0.5)
-    res["workers_gone_s"] = round(time.time() - t1, 1)
-    res["workers_left"] = sorted(pid for pid, (_, c) in proc_table().items() if marker in c)
-    with open(out_prefix + ".stdout") as f:
-        res["stdout"] = f.read()
-    with open(out_prefix + ".stderr") as f:
-        res["stderr"] = f.read()
+                        peaks[name][cpid] = max(peaks[name].get(cpid, 0), got[0])
+                        res[name]["rss_field"] = got[1]
+        time.sleep(1.0)
+    for name, (cmd, env, out_prefix, marker) in runs.items():
+        r = res[name]
+        for f in files[name]:
+            f.close()
+        # the peak from /proc, sampled once a second (VmHWM only grows: at most the last second is missed);
+        # wait4's ru_maxrss for comparison: it also counts the resident set of this script at the fork
+        r["trainer_peak_rss_kb"] = peaks[name].pop(r["trainer_pid"], None)
+        r["worker_peak_rss_kb"] = {str(k): v for k, v in sorted(peaks[name].items())}
+        # the workers notice their parent is gone and leave; give them time to end their traces
+        t1 = time.time()
+        while time.time() - t1 < 60 and any(marker in c for _, c in proc_table().values()):
+            time.sleep(0.5)
+        r["workers_gone_s"] = round(time.time() - t1, 1)
+        r["workers_left"] = sorted(pid for pid, (_, c) in proc_table().items() if marker in c)
+        with open(out_prefix + ".stdout") as f:
+            r["stdout"] = f.read()
+        with open(out_prefix + ".stderr") as f:
+            r["stderr"] = f.read()
     return res
 
 
@@ -251,10 +268,16 @@ def main():
     ap.add_argument("--run-seconds", type=float, default=None,
                     help="each run trains T s: the plain run stops after the first step past T s, the traced "
                          "run after the same step")
+    ap.add_argument("--together-steps", type=int, default=None,
+                    help="run both at once, each to step N (an A/B under the same load, in half the time)")
+    ap.add_argument("--min-traced-seconds", type=float, default=0,
+                    help="with --together-steps: fail if the traced run trained for less than this")
     ap.add_argument("--files", type=int, default=4000)
     a = ap.parse_args()
-    if a.run_seconds is not None and a.run_seconds <= 0 or a.seconds <= 0 or a.files < 64:
-        print("reliability_gpu.py: --seconds and --run-seconds must be positive, --files at least 64",
+    if (a.run_seconds is not None and a.run_seconds <= 0 or a.seconds <= 0 or a.files < 64
+            or a.together_steps is not None and (a.together_steps < 1 or a.run_seconds is not None)):
+        print("reliability_gpu.py: --seconds and --run-seconds must be positive, --files at least 64, "
+              "--together-steps at least 1 and not with --run-seconds",
               file=sys.stderr)
         return 2
     # asked in a child: torch imported here would swell this process, and a child's getrusage peak counts
@@ -280,12 +303,9 @@ def main():
     for i in range(a.files):
         with open(os.path.join(data, f"f{i:06d}.bin"), "wb") as f:
             f.write(bytes((i * 7 + j * 13) % 256 for j in range(1024)))
-    train_py = os.path.join(out, "train.py")
-    with open(train_py, "w") as f:
-        f.write(TRAIN)
-
     long_mode = a.run_seconds is not None
-    if long_mode:
+    together = a.together_steps is not None
+    if long_mode or together:
         T = a.run_seconds
         keep = 4
     else:
@@ -296,45 +316,74 @@ def main():
 
     results = {}
     fails = []
+    specs = {}
     for name, traced in (("plain", False), ("traced", True)):
         ckpt = os.path.join(out, name, "ckpt")
         traces = os.path.join(out, name, "traces")
         os.makedirs(ckpt)
         os.makedirs(traces)
+        # a copy of the program per run: its path on the workers' command lines tells whose they are
+        train_py = os.path.join(out, name, "train.py")
+        with open(train_py, "w") as f:
+            f.write(TRAIN)
         meta = os.path.join(out, name, "meta.json")
-        if not long_mode:
+        if together:
+            # both at once, to the same step; a guard far past any plausible time
+            stop, budget = f"step:{a.together_steps}", a.together_steps / 20 + 600
+            timeout = budget + 120
+        elif not long_mode:
             stop, budget, timeout = f"step:{planned - 3}", per_run * 0.9, per_run + 30
         elif not traced:
             stop, budget, timeout = f"time:{T}", T + 120, T + 300
         else:
-            # the same step as the plain run; room for a slower traced run before the guard trips
-            stop, budget = f"step:{results['plain']['sigterm_step']}", 3 * T + 60
-            timeout = budget + 120
+            stop, budget, timeout = None, 3 * T + 60, 3 * T + 180  # stop: the plain run's step, below
         env = dict(os.environ, CUBLAS_WORKSPACE_CONFIG=":4096:8", PYTHONHASHSEED="0")
         env.pop("LD_PRELOAD", None)
         env.pop("WSLSHIM_OUTPUT", None)
         if traced:
             env.update(LD_PRELOAD=shim, WSLSHIM_OUTPUT=os.path.join(traces, "%p.trace.zst"))
-        print(f"{name}: start, stop at {stop}", flush=True)
-        res = run_trainer([sys.executable, train_py, data, ckpt, meta, stop, str(budget), str(keep)],
-                          env, timeout, os.path.join(out, name, "train"), train_py)
-        res["sigterm_step"], res["loop_s"] = sigterm_step(res, meta)
-        if res["sigterm_step"] and res["loop_s"]:
-            res["steps_per_s"] = round(res["sigterm_step"] / res["loop_s"], 1)
-        res["ckpts"] = file_hashes(ckpt)
-        results[name] = res
-        print(f"{name}: exit {res['rc']}, SIGTERM at step {res['sigterm_step']}, wall {res['wall_s']:.1f} s, "
-              f"training loop {res['loop_s']} s, trainer peak RSS {res['trainer_peak_rss_kb']} KiB, "
-              f"workers gone after {res['workers_gone_s']} s", flush=True)
+        specs[name] = {"args": [sys.executable, train_py, data, ckpt, meta], "stop": stop, "budget": budget,
+                       "timeout": timeout, "env": env, "prefix": os.path.join(out, name, "train"),
+                       "marker": train_py, "meta": meta, "ckpt": ckpt}
+
+    def launch(names):
+        runs = {n: (specs[n]["args"] + [specs[n]["stop"], str(specs[n]["budget"]), str(keep)], specs[n]["env"],
+                    specs[n]["prefix"], specs[n]["marker"]) for n in names}
+        for n in names:
+            print(f"{n}: start, stop at {specs[n]['stop']}", flush=True)
+        got = run_trainers(runs, max(specs[n]["timeout"] for n in names))
+        for n in names:
+            res = got[n]
+            res["sigterm_step"], res["loop_s"] = sigterm_step(res, specs[n]["meta"])
+            if res["sigterm_step"] and res["loop_s"]:
+                res["steps_per_s"] = round(res["sigterm_step"] / res["loop_s"], 1)
+            res["ckpts"] = file_hashes(specs[n]["ckpt"])
+            results[n] = res
+            print(f"{n}: exit {res['rc']}, SIGTERM at step {res['sigterm_step']}, wall {res['wall_s']:.1f} s, "
+                  f"training loop {res['loop_s']} s, trainer peak RSS {res['trainer_peak_rss_kb']} KiB, "
+                  f"workers gone after {res['workers_gone_s']} s", flush=True)
         with open(os.path.join(out, "progress.json"), "w") as f:
             json.dump({k: {kk: vv for kk, vv in v.items() if kk not in ("stdout", "stderr", "ckpts")}
                        for k, v in results.items()}, f, indent=1)
-        if name == "plain" and (res["rc"] != -signal.SIGTERM or res["sigterm_step"] is None):
+
+    if together:
+        launch(["plain", "traced"])
+    else:
+        launch(["plain"])
+        res = results["plain"]
+        if res["rc"] != -signal.SIGTERM or res["sigterm_step"] is None:
             fails.append(f"the plain run did not die of SIGTERM after a step: exit {res['rc']}, "
                          f"step {res['sigterm_step']}, stderr {res['stderr'][-500:]!r}")
-            break
+        else:
+            if long_mode:
+                # the same step as the plain run; room for a slower traced run before the guard trips
+                specs["traced"]["stop"] = f"step:{res['sigterm_step']}"
+            launch(["traced"])
+    if together and a.min_traced_seconds and (results["traced"]["loop_s"] or 0) < a.min_traced_seconds:
+        fails.append(f"the traced run trained {results['traced']['loop_s']} s, under the "
+                     f"{a.min_traced_seconds} s asked for: give --together-steps more steps")
 
-    if not fails:
+    if "plain" in results and "traced" in results:
         A, B = results["plain"], results["traced"]
         for k in ("rc", "stdout", "stderr", "sigterm_step"):
             if A[k] != B[k]:
@@ -400,8 +449,10 @@ def main():
     if len(results) == 2:
         A, B = results["plain"], results["traced"]
         same = {k: A[k] == B[k] for k in ("rc", "stdout", "stderr", "ckpts")}
-    summary = {"ok": not fails, "failures": fails, "mode": "run-seconds" if long_mode else "seconds",
-               "run_seconds": a.run_seconds if long_mode else None, "torch": torch_version,
+    summary = {"ok": not fails, "failures": fails,
+               "mode": "together" if together else "run-seconds" if long_mode else "seconds",
+               "run_seconds": a.run_seconds if long_mode else None, "together_steps": a.together_steps,
+               "torch": torch_version,
                "steps": results.get("traced", results["plain"])["sigterm_step"],
                "rc": results.get("traced", results["plain"])["rc"],
                "wall_s": {k: round(v["wall_s"], 1) for k, v in results.items()},
