@@ -899,6 +899,10 @@ static char task_state(const char *stat_path)
  * pthread_exit, say), counting threads itself: the writer is one, so without
  * this the process would outlive its program. Cheap while the main thread runs
  * (one read of /proc/self/stat); only once it has ended, the other tasks. */
+/* The signal mask of the thread that started the writer: the writer takes it
+ * back before it ends the process for the program's last thread. */
+static sigset_t writer_spawner_mask;
+
 static int program_threads_ended(void)
 {
     char st = task_state("/proc/self/stat");
@@ -957,8 +961,13 @@ static void *writer_main(void *arg)
         }
         if (now - last_look >= THREADS_LOOK_NS) {
             last_look = now;
-            if (program_threads_ended())
-                exit(0); /* what the program's last thread would have done; wsl_writer_shutdown ends the trace */
+            if (program_threads_ended()) {
+                /* What the program's last thread would have done, with a program
+                 * thread's signal mask (atexit handlers run here); wsl_writer_shutdown
+                 * ends the trace. */
+                pthread_sigmask(SIG_SETMASK, &writer_spawner_mask, NULL);
+                exit(0);
+            }
         }
         if (now - last_flush >= FLUSH_INTERVAL_NS) {
             emit_mounts_if_changed(); /* mounts made after start */
@@ -1093,6 +1102,7 @@ static int writer_spawn(void)
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old); /* the writer takes no signals */
+    writer_spawner_mask = old;                /* published to it by pthread_create */
     pthread_attr_t *attr = writer_thread_attr();
     wsl_note_program_threads(); /* before the writer's thread is the process's second */
     wsl_writer_thread_creating(1);

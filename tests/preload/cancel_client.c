@@ -105,7 +105,14 @@ static int calls_test(long rounds, const char *self)
     return 0;
 }
 
-static void at_exit_print(void) { printf("atexit ran\n"); }
+/* The thread running it (the program's last, natively) takes signals as the program's threads do. */
+static void at_exit_print(void)
+{
+    sigset_t cur;
+    sigemptyset(&cur);
+    pthread_sigmask(SIG_BLOCK, NULL, &cur);
+    printf("atexit ran, SIGTERM %s\n", sigismember(&cur, SIGTERM) ? "blocked" : "not blocked");
+}
 
 static int read_line(const char *path)
 {
