@@ -368,6 +368,11 @@ def main():
 
     if together:
         launch(["plain", "traced"])
+        for n in ("plain", "traced"):
+            res = results[n]
+            if res["rc"] != -signal.SIGTERM or res["sigterm_step"] != a.together_steps:
+                fails.append(f"the {n} run did not die of SIGTERM after step {a.together_steps}: exit {res['rc']}, "
+                             f"step {res['sigterm_step']}, stderr {res['stderr'][-500:]!r}")
     else:
         launch(["plain"])
         res = results["plain"]
