@@ -75,11 +75,36 @@ static void *_Atomic slot_sym[WSL_ID_COUNT];
 static void *_Atomic slot_proc[WSL_ID_COUNT];
 static _Atomic unsigned long lookups_left_unwrapped;
 
+/* The library behind the first real pointer kept, held open by the shim for
+ * the rest of the process: a program that dlclose()s the driver and loads it
+ * again (at another address) would otherwise leave every slot, the GPU-timing
+ * functions and the writer's event queries pointing into unmapped memory, and
+ * its new pointers unwrapped. Under the shim, dlclose() of the driver drops
+ * the program's reference; the driver itself stays until exit. */
+static void *_Atomic driver_held;
+
+static void driver_hold(void *p)
+{
+    if (atomic_load_explicit(&driver_held, memory_order_relaxed))
+        return;
+    int saved = errno;
+    Dl_info info;
+    void *h = NULL;
+    if (dladdr(p, &info) && info.dli_fname)
+        h = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+    void *expect = NULL;
+    if (h && !atomic_compare_exchange_strong(&driver_held, &expect, h))
+        dlclose(h); /* another thread holds it already: the same library */
+    errno = saved;
+}
+
 static int slot_claim(void *_Atomic *slot, void *p)
 {
     void *expect = NULL;
-    if (atomic_compare_exchange_strong(slot, &expect, p))
+    if (atomic_compare_exchange_strong(slot, &expect, p)) {
+        driver_hold(p);
         return 1;
+    }
     return expect == p;
 }
 
