@@ -139,23 +139,45 @@ static void *resolve(const char *name, void **slot)
 /* While the program has no thread of its own (program_threads.c), the calls
  * that glibc makes cancellation points are made as glibc makes them in a
  * single-threaded process: the system call alone (st_*). Each such hook has a
- * twin (its name_st) for that case, which it calls first thing: the usual
- * path stays as the compiler laid it out. */
+ * twin (its name_st) for that case and one (name_mt) for the usual one: the
+ * exported function only chooses, with two tail calls, so that neither pays
+ * for the other's registers. */
 #define PROGRAM_ST()                                                                       \
     WSL_UNLIKELY(atomic_load_explicit(&wsl_program_threads, memory_order_relaxed) == WSL_PROGRAM_THREADS_ONE)
-static __attribute__((noinline)) ssize_t st_read(int fd, void *buf, size_t n)
+/* The kernel's answer as it is (-errno on failure), for the fast twins below. */
+static inline __attribute__((always_inline)) long st_syscall4_kernel(long nr, long a, long b, long c, long d)
+{
+#if defined(__x86_64__)
+    long r;
+    register long r10 __asm__("r10") = d;
+    __asm__ volatile("syscall" : "=a"(r) : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10) : "rcx", "r11", "memory");
+    return r;
+#elif defined(__aarch64__)
+    register long x8 __asm__("x8") = nr;
+    register long x0 __asm__("x0") = a;
+    register long x1 __asm__("x1") = b;
+    register long x2 __asm__("x2") = c;
+    register long x3 __asm__("x3") = d;
+    __asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3) : "memory", "cc");
+    return x0;
+#else
+    long r = wsl_raw_syscall4(nr, a, b, c, d);
+    return r < 0 ? -errno : r;
+#endif
+}
+static inline ssize_t st_read(int fd, void *buf, size_t n)
 {
     return (ssize_t)wsl_raw_syscall4(SYS_read, fd, (long)buf, (long)n, 0);
 }
-static __attribute__((noinline)) ssize_t st_pread(int fd, void *buf, size_t n, off_t off)
+static inline ssize_t st_pread(int fd, void *buf, size_t n, off_t off)
 {
     return (ssize_t)wsl_raw_syscall4(SYS_pread64, fd, (long)buf, (long)n, (long)off);
 }
-static __attribute__((noinline)) int st_openat(int dirfd, const char *path, int flags, mode_t mode)
+static inline int st_openat(int dirfd, const char *path, int flags, mode_t mode)
 {
     return (int)wsl_raw_syscall4(SYS_openat, dirfd, (long)path, flags, (long)mode);
 }
-static __attribute__((noinline)) int st_close(int fd) { return (int)wsl_raw_syscall4(SYS_close, fd, 0, 0, 0); }
+static inline int st_close(int fd) { return (int)wsl_raw_syscall4(SYS_close, fd, 0, 0, 0); }
 
 void wsl_io_init(void)
 {
@@ -871,23 +893,31 @@ static __attribute__((noinline)) int open_st(const char *path, int flags, mode_t
 {
     OPEN_HOOK(WSL_IO_ID_open, AT_FDCWD, path, flags, st_openat(AT_FDCWD, path, flags, mode))
 }
+static __attribute__((noinline)) int open_mt(const char *path, int flags, mode_t mode)
+{
+    OPEN_HOOK(WSL_IO_ID_open, AT_FDCWD, path, flags, REAL(open)(path, flags, mode))
+}
 WSL_EXPORT int open(const char *path, int flags, ...)
 {
     MODE_ARG(flags)
     if (PROGRAM_ST())
         return open_st(path, flags, mode);
-    OPEN_HOOK(WSL_IO_ID_open, AT_FDCWD, path, flags, REAL(open)(path, flags, mode))
+    return open_mt(path, flags, mode);
 }
 static __attribute__((noinline)) int open64_st(const char *path, int flags, mode_t mode)
 {
     OPEN_HOOK(WSL_IO_ID_open64, AT_FDCWD, path, flags, st_openat(AT_FDCWD, path, flags, mode))
+}
+static __attribute__((noinline)) int open64_mt(const char *path, int flags, mode_t mode)
+{
+    OPEN_HOOK(WSL_IO_ID_open64, AT_FDCWD, path, flags, REAL(open64)(path, flags, mode))
 }
 WSL_EXPORT int open64(const char *path, int flags, ...)
 {
     MODE_ARG(flags)
     if (PROGRAM_ST())
         return open64_st(path, flags, mode);
-    OPEN_HOOK(WSL_IO_ID_open64, AT_FDCWD, path, flags, REAL(open64)(path, flags, mode))
+    return open64_mt(path, flags, mode);
 }
 WSL_EXPORT int __open_2(const char *path, int flags)
 {
@@ -901,23 +931,31 @@ static __attribute__((noinline)) int openat_st(int dirfd, const char *path, int 
 {
     OPEN_HOOK(WSL_IO_ID_openat, dirfd, path, flags, st_openat(dirfd, path, flags, mode))
 }
+static __attribute__((noinline)) int openat_mt(int dirfd, const char *path, int flags, mode_t mode)
+{
+    OPEN_HOOK(WSL_IO_ID_openat, dirfd, path, flags, REAL(openat)(dirfd, path, flags, mode))
+}
 WSL_EXPORT int openat(int dirfd, const char *path, int flags, ...)
 {
     MODE_ARG(flags)
     if (PROGRAM_ST())
         return openat_st(dirfd, path, flags, mode);
-    OPEN_HOOK(WSL_IO_ID_openat, dirfd, path, flags, REAL(openat)(dirfd, path, flags, mode))
+    return openat_mt(dirfd, path, flags, mode);
 }
 static __attribute__((noinline)) int openat64_st(int dirfd, const char *path, int flags, mode_t mode)
 {
     OPEN_HOOK(WSL_IO_ID_openat64, dirfd, path, flags, st_openat(dirfd, path, flags, mode))
+}
+static __attribute__((noinline)) int openat64_mt(int dirfd, const char *path, int flags, mode_t mode)
+{
+    OPEN_HOOK(WSL_IO_ID_openat64, dirfd, path, flags, REAL(openat64)(dirfd, path, flags, mode))
 }
 WSL_EXPORT int openat64(int dirfd, const char *path, int flags, ...)
 {
     MODE_ARG(flags)
     if (PROGRAM_ST())
         return openat64_st(dirfd, path, flags, mode);
-    OPEN_HOOK(WSL_IO_ID_openat64, dirfd, path, flags, REAL(openat64)(dirfd, path, flags, mode))
+    return openat64_mt(dirfd, path, flags, mode);
 }
 WSL_EXPORT int __openat_2(int dirfd, const char *path, int flags)
 {
@@ -963,47 +1001,166 @@ WSL_EXPORT FILE *fopen64(const char *path, const char *mode) { FOPEN_HOOK(WSL_IO
 /* ---- reads ------------------------------------------------------------------------------- */
 #define NO_OFFSET (~0ull)
 
-/* A read-like call returning ssize_t: bytes asked `ask`, offset `off`. */
+/* The common case of a read on a local file, untimed and successful: one more
+ * call in the fold's last slot, when the fold is this file's and the slot is
+ * alike (same id, same bytes returned) and not full. Returns 0 otherwise. */
+static inline __attribute__((always_inline)) int io_fold_alike(struct wsl_thread *t, unsigned api, int fd,
+                                                               uint32_t path, uint64_t value)
+{
+    uint32_t used = FOLD_LD(t->fold_used);
+    if (FOLD_LD(t->fold_file) != WSL_FOLD_FILE(fd, path) || !used)
+        return 0;
+    /* see io_fold: one test for "alike and not full" */
+    uint64_t s = FOLD_LD(t->fold_slot[used - 1]), x = s ^ WSL_FOLD_SLOT(api, 0, value);
+    if ((x + FOLD_ONE) & ~((uint64_t)WSL_FOLD_CALLS_MAX << 10))
+        return 0;
+    FOLD_ST(t->fold_slot[used - 1], s + FOLD_ONE);
+    return 1;
+}
+
+/* Any other untimed read on a local file: folded into a new slot, or, failed
+ * or asking for nothing, an event of its own. errno is the call's. */
+static __attribute__((noinline)) void io_read_untimed(struct wsl_thread *t, unsigned api, int fd, uint32_t path,
+                                                      uint64_t ask, ssize_t r, uint64_t off)
+{
+    io_record_read(t, api, 0, 0, r < 0, r < 0 ? errno : 0, fd, path, ask, r > 0 ? (uint64_t)r : 0, off);
+}
+
+/* A read-like call returning ssize_t: bytes asked `ask`, offset `off`. The
+ * untimed call on a local file (all but 1 in WSLSHIM_IO_TIMING of them) comes
+ * first, and its common case, folded into the slot of the call before, is
+ * inline; the rest (timed calls, new slots, failures) as IO_TIMED_CALL. */
 #define READ_HOOK(api, fd, ask, off, call)                                                 \
-    IO_TIMED_CALL(ssize_t, r, fd, call)                                                    \
+    struct wsl_thread *t = io_enter();                                                     \
+    if (!t)                                                                                \
+        return call;                                                                       \
+    uint64_t info_ = info_of_fd(fd);                                                       \
+    if (WSL_LIKELY(info_ & FD_LOCAL) && WSL_LIKELY(--t->io_countdown != 0)) {              \
+        ssize_t r = call;                                                                  \
+        if (WSL_LIKELY(r >= 0 && (ask) != 0) &&                                            \
+            WSL_LIKELY(io_fold_alike(t, (api) + WSL_IO_SAMPLED, fd, (uint32_t)info_, (uint64_t)r))) { \
+            wsl_tls_depth = 0;                                                             \
+            return r;                                                                      \
+        }                                                                                  \
+        io_read_untimed(t, (api) + WSL_IO_SAMPLED, fd, (uint32_t)info_, ask, r, off);     \
+        return r;                                                                          \
+    }                                                                                      \
+    unsigned off_ = 0;                                                                     \
+    if (info_ & FD_LOCAL) {                                                                \
+        off_ = WSL_IO_SAMPLED;                                                             \
+        t->io_countdown = io_gap(t); /* this is the one in N to time */                   \
+    }                                                                                      \
+    int timed_ = 1;                                                                        \
+    IO_CALL_TIMED(ssize_t, r, call)                                                        \
     /* The recording path leaves errno alone (its slow paths restore it). */               \
     io_record_read(t, (api) + off_, t0, t1, r < 0, r < 0 ? errno : 0, fd, (uint32_t)info_, ask, \
                    r > 0 ? (uint64_t)r : 0, off);                                          \
     return r;
 
-static __attribute__((noinline)) ssize_t read_st(int fd, void *buf, size_t n)
+/* Enters a hook's fast twin: the thread to record into when it is set up and
+ * records file calls, else NULL (the full hook then decides). Sets nothing. */
+static inline __attribute__((always_inline)) struct wsl_thread *io_enter_ready(void)
+{
+    if (WSL_UNLIKELY(wsl_tls_depth))
+        return NULL;
+    struct wsl_thread *t = wsl_tls_thread;
+    if (WSL_UNLIKELY(!t || t->gen != atomic_load_explicit(&wsl_io_gen, memory_order_relaxed)))
+        return NULL;
+    return t;
+}
+
+/* The rest of an untimed read on a local file made by the fast twin: r is the
+ * kernel's answer (-errno on failure), returned as glibc would. */
+static __attribute__((noinline)) ssize_t io_read_untimed_kernel(struct wsl_thread *t, unsigned api, int fd,
+                                                                uint32_t path, uint64_t ask, long r, uint64_t off)
+{
+    if (r < 0) {
+        io_record_read(t, api, 0, 0, 1, (int)-r, fd, path, ask, 0, off);
+        errno = (int)-r;
+        return -1;
+    }
+    io_record_read(t, api, 0, 0, 0, 0, fd, path, ask, (uint64_t)r, off);
+    return r;
+}
+
+/* A read in a single-threaded program (PROGRAM_ST): its common case, an
+ * untimed read on a local file folded into the slot of the call before, makes
+ * no call at all (the system call inline), so the compiler saves no registers
+ * for it; everything else goes to the full hook, `full`, as a tail call. */
+#define READ_ST_HOOK(api, fd, ask, off, nr, a3, full)                                      \
+    struct wsl_thread *t = io_enter_ready();                                               \
+    if (WSL_UNLIKELY(!t))                                                                  \
+        return full;                                                                       \
+    uint64_t info_ = info_of_fd(fd);                                                       \
+    if (WSL_UNLIKELY(!(info_ & FD_LOCAL) || t->io_countdown <= 1))                         \
+        return full; /* a call to time, or not on a local file */                          \
+    t->io_countdown--;                                                                     \
+    wsl_tls_depth = 1;                                                                     \
+    long r = st_syscall4_kernel(nr, fd, (long)buf, (long)(ask), (long)(a3));               \
+    if (WSL_LIKELY(r >= 0 && (ask) != 0) &&                                                \
+        WSL_LIKELY(io_fold_alike(t, (api) + WSL_IO_SAMPLED, fd, (uint32_t)info_, (uint64_t)r))) { \
+        wsl_tls_depth = 0;                                                                 \
+        return r;                                                                          \
+    }                                                                                      \
+    return io_read_untimed_kernel(t, (api) + WSL_IO_SAMPLED, fd, (uint32_t)info_, ask, r, off);
+
+static __attribute__((noinline)) ssize_t read_st_full(int fd, void *buf, size_t n)
 {
     READ_HOOK(WSL_IO_ID_read, fd, n, NO_OFFSET, st_read(fd, buf, n))
+}
+static __attribute__((noinline)) ssize_t read_st(int fd, void *buf, size_t n)
+{
+    READ_ST_HOOK(WSL_IO_ID_read, fd, n, NO_OFFSET, SYS_read, 0, read_st_full(fd, buf, n))
+}
+static __attribute__((noinline)) ssize_t read_mt(int fd, void *buf, size_t n)
+{
+    READ_HOOK(WSL_IO_ID_read, fd, n, NO_OFFSET, REAL(read)(fd, buf, n))
 }
 WSL_EXPORT ssize_t read(int fd, void *buf, size_t n)
 {
     if (PROGRAM_ST())
         return read_st(fd, buf, n);
-    READ_HOOK(WSL_IO_ID_read, fd, n, NO_OFFSET, REAL(read)(fd, buf, n))
+    return read_mt(fd, buf, n);
 }
 WSL_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
 {
     READ_HOOK(WSL_IO_ID___read_chk, fd, n, NO_OFFSET, REAL(__read_chk)(fd, buf, n, buflen))
 }
-static __attribute__((noinline)) ssize_t pread_st(int fd, void *buf, size_t n, off_t off)
+static __attribute__((noinline)) ssize_t pread_st_full(int fd, void *buf, size_t n, off_t off)
 {
     READ_HOOK(WSL_IO_ID_pread, fd, n, (uint64_t)off, st_pread(fd, buf, n, (off_t)off))
+}
+static __attribute__((noinline)) ssize_t pread_st(int fd, void *buf, size_t n, off_t off)
+{
+    READ_ST_HOOK(WSL_IO_ID_pread, fd, n, (uint64_t)off, SYS_pread64, off, pread_st_full(fd, buf, n, off))
+}
+static __attribute__((noinline)) ssize_t pread_mt(int fd, void *buf, size_t n, off_t off)
+{
+    READ_HOOK(WSL_IO_ID_pread, fd, n, (uint64_t)off, REAL(pread)(fd, buf, n, off))
 }
 WSL_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off)
 {
     if (PROGRAM_ST())
         return pread_st(fd, buf, n, off);
-    READ_HOOK(WSL_IO_ID_pread, fd, n, (uint64_t)off, REAL(pread)(fd, buf, n, off))
+    return pread_mt(fd, buf, n, off);
+}
+static __attribute__((noinline)) ssize_t pread64_st_full(int fd, void *buf, size_t n, off64_t off)
+{
+    READ_HOOK(WSL_IO_ID_pread64, fd, n, (uint64_t)off, st_pread(fd, buf, n, (off_t)off))
 }
 static __attribute__((noinline)) ssize_t pread64_st(int fd, void *buf, size_t n, off64_t off)
 {
-    READ_HOOK(WSL_IO_ID_pread64, fd, n, (uint64_t)off, st_pread(fd, buf, n, (off_t)off))
+    READ_ST_HOOK(WSL_IO_ID_pread64, fd, n, (uint64_t)off, SYS_pread64, off, pread64_st_full(fd, buf, n, off))
+}
+static __attribute__((noinline)) ssize_t pread64_mt(int fd, void *buf, size_t n, off64_t off)
+{
+    READ_HOOK(WSL_IO_ID_pread64, fd, n, (uint64_t)off, REAL(pread64)(fd, buf, n, off))
 }
 WSL_EXPORT ssize_t pread64(int fd, void *buf, size_t n, off64_t off)
 {
     if (PROGRAM_ST())
         return pread64_st(fd, buf, n, off);
-    READ_HOOK(WSL_IO_ID_pread64, fd, n, (uint64_t)off, REAL(pread64)(fd, buf, n, off))
+    return pread64_mt(fd, buf, n, off);
 }
 WSL_EXPORT ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen)
 {
@@ -1389,11 +1546,12 @@ WSL_EXPORT void closefrom(int lowfd)
     return r;
 
 static __attribute__((noinline)) int close_st(int fd) { CLOSE_HOOK(st_close(fd)) }
+static __attribute__((noinline)) int close_mt(int fd) { CLOSE_HOOK(REAL(close)(fd)) }
 WSL_EXPORT int close(int fd)
 {
     if (PROGRAM_ST())
         return close_st(fd);
-    CLOSE_HOOK(REAL(close)(fd))
+    return close_mt(fd);
 }
 
 WSL_EXPORT int fclose(FILE *f)

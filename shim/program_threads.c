@@ -58,29 +58,13 @@ void wsl_note_program_threads(void)
 
 void wsl_writer_thread_creating(int on) { creating_writer = on; }
 
-#if defined(__x86_64__) || defined(__aarch64__)
-__attribute__((noinline)) long wsl_raw_syscall4(long nr, long a, long b, long c, long d)
+__attribute__((noinline, cold)) long wsl_syscall_failed(long r)
 {
-    long r;
-#if defined(__x86_64__)
-    register long r10 __asm__("r10") = d;
-    __asm__ volatile("syscall" : "=a"(r) : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10) : "rcx", "r11", "memory");
-#else
-    register long x8 __asm__("x8") = nr;
-    register long x0 __asm__("x0") = a;
-    register long x1 __asm__("x1") = b;
-    register long x2 __asm__("x2") = c;
-    register long x3 __asm__("x3") = d;
-    __asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3) : "memory", "cc");
-    r = x0;
-#endif
-    if (WSL_UNLIKELY((unsigned long)r > -4096ul)) {
-        errno = (int)-r; /* as glibc's wrappers set it */
-        return -1;
-    }
-    return r;
+    errno = (int)-r; /* as glibc's wrappers set it */
+    return -1;
 }
-#else
+
+#if !defined(__x86_64__) && !defined(__aarch64__)
 /* Elsewhere never called (wsl_program_threads never says ONE there), but io_hooks.c names it. */
 long wsl_raw_syscall4(long nr, long a, long b, long c, long d) { return syscall(nr, a, b, c, d); }
 #endif

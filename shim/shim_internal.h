@@ -299,8 +299,32 @@ void wsl_writer_thread_creating(int on);  /* around the writer's pthread_create 
 
 /* A system call made as glibc makes it in a single-threaded process: the call
  * alone, and -1 with errno from its result on failure (x86-64 and arm64; elsewhere
- * wsl_program_threads never says ONE). */
+ * wsl_program_threads never says ONE). Inline: a hook's single-threaded twin
+ * then makes no call of its own on its way (no registers to save for one). */
+long wsl_syscall_failed(long r); /* errno = -r; returns -1 */
+#if defined(__x86_64__) || defined(__aarch64__)
+static inline __attribute__((always_inline)) long wsl_raw_syscall4(long nr, long a, long b, long c, long d)
+{
+    long r;
+#if defined(__x86_64__)
+    register long r10 __asm__("r10") = d;
+    __asm__ volatile("syscall" : "=a"(r) : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10) : "rcx", "r11", "memory");
+#else
+    register long x8 __asm__("x8") = nr;
+    register long x0 __asm__("x0") = a;
+    register long x1 __asm__("x1") = b;
+    register long x2 __asm__("x2") = c;
+    register long x3 __asm__("x3") = d;
+    __asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3) : "memory", "cc");
+    r = x0;
+#endif
+    if (WSL_UNLIKELY((unsigned long)r > -4096ul))
+        return wsl_syscall_failed(r);
+    return r;
+}
+#else
 long wsl_raw_syscall4(long nr, long a, long b, long c, long d);
+#endif
 
 /* ---- sampled GPU timing (gpu_timing.c) ------------------------------------------ */
 extern WSL_TLS uint32_t wsl_tls_launches; /* launches since this thread's last sample */
