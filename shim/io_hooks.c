@@ -410,9 +410,9 @@ static struct {
 /* Word-at-a-time multiplicative hash of s[0, n): paths are hashed on every
  * open. `s` must be readable up to the next multiple of 8 past n (a path entry
  * in the ring is padded so): the last partial word is one load, masked. */
-static inline uint64_t hash_padded(const char *s, size_t n)
+static inline uint64_t hash_padded_seeded(uint64_t seed, const char *s, size_t n)
 {
-    uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
+    uint64_t h = seed ^ n;
     size_t full = n & ~(size_t)7;
     for (size_t i = 0; i < full; i += 8) {
         uint64_t w;
@@ -430,6 +430,8 @@ static inline uint64_t hash_padded(const char *s, size_t n)
     return h | 1; /* never 0: 0 marks an empty slot */
 }
 
+static inline uint64_t hash_padded(const char *s, size_t n) { return hash_padded_seeded(0x9e3779b97f4a7c15ull, s, n); }
+
 /* ---- paths -------------------------------------------------------------------------------- */
 
 /* The working directory, cached per thread until the next chdir. */
@@ -442,6 +444,8 @@ static const char *thread_cwd(struct wsl_thread *t, uint32_t *len)
             t->cwd_len = (uint32_t)strnlen(t->cwd, sizeof t->cwd);
         else
             t->cwd_len = 0;
+        /* the seed of the directory hashes of paths named relative to it (path_record_as) */
+        t->cwd_hash = hash_padded_seeded(0x2545f4914f6cdd1dull, t->cwd, t->cwd_len);
         errno = saved;
         t->cwd_gen = gen;
     }
@@ -549,9 +553,22 @@ static uint32_t path_record_as(struct wsl_thread *t, uint32_t given_id, int dirf
             p[used++] = '/';
     }
     memcpy(p + used, path, len - used);
-    /* Directory part of the absolute path: up to the last '/'. */
-    const char *last = memrchr(p, '/', len);
-    *dir_hash = hash_padded(p, last ? (size_t)(last - p) : 0); /* the entry is padded to 8 bytes */
+    /* Directory part of the absolute path: up to the last '/'. A path named
+     * relative to the working directory is hashed from its own bytes on, seeded
+     * with the working directory's hash (the same directory named otherwise has
+     * another key in the directory cache: one more fstat), so that the working
+     * directory is not hashed again at every open. Reads past the directory
+     * part stay in the ring (the thread's struct) and are masked off. */
+    uint64_t seed = 0x9e3779b97f4a7c15ull;
+    const char *h0 = p;
+    uint32_t hl = len;
+    if (prefix == t->cwd && prefix_len && used < len) {
+        seed = t->cwd_hash;
+        h0 = p + used;
+        hl = len - used;
+    }
+    const char *last = memrchr(h0, '/', hl);
+    *dir_hash = hash_padded_seeded(seed, h0, last ? (size_t)(last - h0) : 0);
     atomic_store_explicit(&t->paths_head, head + need, memory_order_release);
     return id;
 }
@@ -841,6 +858,10 @@ static void record_open(struct wsl_thread *t, unsigned api, uint64_t t0, uint64_
             local = dev && wsl_cfg.io_timing > 1 && dev_is_local(t, dev);
         }
         fd_set_info(fd, id, local);
+        /* Its reads will fold (if untimed): their fold begins here, and the one
+         * before it (another file's) ends, its events ahead of this open. */
+        if (local && id && FOLD_LD(t->fold_file) != WSL_FOLD_FILE(fd, id))
+            fold_next(t, 0, fd, id);
     }
     io_record(t, api, t0, t1, fd < 0, err, fd, id, dev, (uint64_t)(unsigned)flags, size);
 }
@@ -1001,20 +1022,29 @@ WSL_EXPORT FILE *fopen64(const char *path, const char *mode) { FOPEN_HOOK(WSL_IO
 /* ---- reads ------------------------------------------------------------------------------- */
 #define NO_OFFSET (~0ull)
 
-/* The common case of a read on a local file, untimed and successful: one more
- * call in the fold's last slot, when the fold is this file's and the slot is
- * alike (same id, same bytes returned) and not full. Returns 0 otherwise. */
-static inline __attribute__((always_inline)) int io_fold_alike(struct wsl_thread *t, unsigned api, int fd,
-                                                               uint32_t path, uint64_t value)
+/* The common case of a read on a local file, untimed and successful, when the
+ * thread's fold is this file's (an open of a local file begins its fold): one
+ * more call in the last slot when it is alike (same id, same bytes returned)
+ * and not full, else a new slot while there is one. Returns 0 otherwise. */
+static inline __attribute__((always_inline)) int io_fold_fast(struct wsl_thread *t, unsigned api, int fd,
+                                                              uint32_t path, uint64_t value)
 {
+    if (FOLD_LD(t->fold_file) != WSL_FOLD_FILE(fd, path))
+        return 0;
     uint32_t used = FOLD_LD(t->fold_used);
-    if (FOLD_LD(t->fold_file) != WSL_FOLD_FILE(fd, path) || !used)
-        return 0;
-    /* see io_fold: one test for "alike and not full" */
-    uint64_t s = FOLD_LD(t->fold_slot[used - 1]), x = s ^ WSL_FOLD_SLOT(api, 0, value);
-    if ((x + FOLD_ONE) & ~((uint64_t)WSL_FOLD_CALLS_MAX << 10))
-        return 0;
-    FOLD_ST(t->fold_slot[used - 1], s + FOLD_ONE);
+    uint64_t key = WSL_FOLD_SLOT(api, 0, value);
+    if (WSL_LIKELY(used)) {
+        /* see io_fold: one test for "alike and not full" */
+        uint64_t s = FOLD_LD(t->fold_slot[used - 1]), x = s ^ key;
+        if (WSL_LIKELY(!((x + FOLD_ONE) & ~((uint64_t)WSL_FOLD_CALLS_MAX << 10)))) {
+            FOLD_ST(t->fold_slot[used - 1], s + FOLD_ONE);
+            return 1;
+        }
+        if (used == WSL_FOLD_SLOTS)
+            return 0;
+    }
+    FOLD_ST(t->fold_slot[used], key | FOLD_ONE);
+    atomic_store_explicit(&t->fold_used, used + 1, memory_order_release); /* after the slot: the writer's view */
     return 1;
 }
 
@@ -1038,7 +1068,7 @@ static __attribute__((noinline)) void io_read_untimed(struct wsl_thread *t, unsi
     if (WSL_LIKELY(info_ & FD_LOCAL) && WSL_LIKELY(--t->io_countdown != 0)) {              \
         ssize_t r = call;                                                                  \
         if (WSL_LIKELY(r >= 0 && (ask) != 0) &&                                            \
-            WSL_LIKELY(io_fold_alike(t, (api) + WSL_IO_SAMPLED, fd, (uint32_t)info_, (uint64_t)r))) { \
+            WSL_LIKELY(io_fold_fast(t, (api) + WSL_IO_SAMPLED, fd, (uint32_t)info_, (uint64_t)r))) { \
             wsl_tls_depth = 0;                                                             \
             return r;                                                                      \
         }                                                                                  \
@@ -1098,7 +1128,7 @@ static __attribute__((noinline)) ssize_t io_read_untimed_kernel(struct wsl_threa
     wsl_tls_depth = 1;                                                                     \
     long r = st_syscall4_kernel(nr, fd, (long)buf, (long)(ask), (long)(a3));               \
     if (WSL_LIKELY(r >= 0 && (ask) != 0) &&                                                \
-        WSL_LIKELY(io_fold_alike(t, (api) + WSL_IO_SAMPLED, fd, (uint32_t)info_, (uint64_t)r))) { \
+        WSL_LIKELY(io_fold_fast(t, (api) + WSL_IO_SAMPLED, fd, (uint32_t)info_, (uint64_t)r))) { \
         wsl_tls_depth = 0;                                                                 \
         return r;                                                                          \
     }                                                                                      \
@@ -1545,7 +1575,43 @@ WSL_EXPORT void closefrom(int lowfd)
         io_record(t, WSL_IO_ID_close + off_, t0, t1, r != 0, r != 0 ? errno : 0, fd, (uint32_t)info_, 0, 0, 0); \
     return r;
 
-static __attribute__((noinline)) int close_st(int fd) { CLOSE_HOOK(st_close(fd)) }
+static __attribute__((noinline)) int close_st_full(int fd) { CLOSE_HOOK(st_close(fd)) }
+
+/* The rest of an untimed close of the folded file made by close_st below: r
+ * is the kernel's answer. As CLOSE_HOOK: the fold ends, with the close in it
+ * when it succeeded, else the failed close is an event of its own after it. */
+static __attribute__((noinline)) int io_close_folded_kernel(struct wsl_thread *t, int fd, uint32_t path, long r)
+{
+    if (WSL_LIKELY(r == 0)) {
+        fold_next(t, 1, -1, 0);
+        wsl_tls_depth = 0;
+        return 0;
+    }
+    fold_next(t, 0, -1, 0);
+    io_record(t, WSL_IO_ID_close + WSL_IO_SAMPLED, 0, 0, 1, (int)-r, fd, path, 0, 0, 0);
+    errno = (int)-r;
+    return -1;
+}
+
+/* A close in a single-threaded program: its common case, an untimed close of
+ * the file the thread folds (a local file just read), makes the system call
+ * inline and saves no registers; anything else goes to the full hook. */
+static __attribute__((noinline)) int close_st(int fd)
+{
+    struct wsl_thread *t = io_enter_ready();
+    if (WSL_UNLIKELY(!t))
+        return close_st_full(fd);
+    uint64_t info = info_of_fd(fd);
+    uint32_t path = (uint32_t)info;
+    if (WSL_UNLIKELY(!(info & FD_LOCAL) || t->io_countdown <= 1 || !path ||
+                     FOLD_LD(t->fold_file) != WSL_FOLD_FILE(fd, path) || fd_protected(fd)))
+        return close_st_full(fd);
+    t->io_countdown--;
+    fd_set_path(fd, 0); /* before the number can be reused (CLOSE_HOOK) */
+    wsl_tls_depth = 1;
+    long r = st_syscall4_kernel(SYS_close, fd, 0, 0, 0);
+    return io_close_folded_kernel(t, fd, path, r);
+}
 static __attribute__((noinline)) int close_mt(int fd) { CLOSE_HOOK(REAL(close)(fd)) }
 WSL_EXPORT int close(int fd)
 {

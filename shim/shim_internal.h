@@ -169,6 +169,7 @@ struct wsl_thread {
     uint32_t io_memo_gen;        /* under this mount table, */
     uint32_t io_memo_local;      /* and whether it is a local filesystem */
     uint64_t cwd_gen;            /* producer: the working directory cached below */
+    uint64_t cwd_hash;           /* and its hash (io_hooks.c: directory hashes of relative paths) */
     uint32_t cwd_len;
     char cwd[4096];
     /* NVTX names this thread already wrote (nvtx_hooks.c): content hash -> string id,
