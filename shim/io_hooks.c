@@ -1087,6 +1087,13 @@ static __attribute__((noinline)) void io_read_untimed(struct wsl_thread *t, unsi
                    r > 0 ? (uint64_t)r : 0, off);                                          \
     return r;
 
+/* WSLSHIM_IO=0: the fast twins make the call and nothing else. */
+#define IO_OFF() WSL_UNLIKELY(atomic_load_explicit(&wsl_io_off, memory_order_relaxed))
+static inline __attribute__((always_inline)) long st_kernel_result(long r)
+{
+    return WSL_UNLIKELY(r < 0) ? wsl_syscall_failed(r) : r;
+}
+
 /* Enters a hook's fast twin: the thread to record into when it is set up and
  * records file calls, else NULL (the full hook then decides). Sets nothing. */
 static inline __attribute__((always_inline)) struct wsl_thread *io_enter_ready(void)
@@ -1120,7 +1127,8 @@ static __attribute__((noinline)) ssize_t io_read_untimed_kernel(struct wsl_threa
 #define READ_ST_HOOK(api, fd, ask, off, nr, a3, full)                                      \
     struct wsl_thread *t = io_enter_ready();                                               \
     if (WSL_UNLIKELY(!t))                                                                  \
-        return full;                                                                       \
+        return IO_OFF() ? st_kernel_result(st_syscall4_kernel(nr, fd, (long)buf, (long)(ask), (long)(a3))) \
+                        : full;                                                            \
     uint64_t info_ = info_of_fd(fd);                                                       \
     if (WSL_UNLIKELY(!(info_ & FD_LOCAL) || t->io_countdown <= 1))                         \
         return full; /* a call to time, or not on a local file */                          \
@@ -1600,7 +1608,8 @@ static __attribute__((noinline)) int close_st(int fd)
 {
     struct wsl_thread *t = io_enter_ready();
     if (WSL_UNLIKELY(!t))
-        return close_st_full(fd);
+        return IO_OFF() && !fd_protected(fd) ? (int)st_kernel_result(st_syscall4_kernel(SYS_close, fd, 0, 0, 0))
+                                             : close_st_full(fd);
     uint64_t info = info_of_fd(fd);
     uint32_t path = (uint32_t)info;
     if (WSL_UNLIKELY(!(info & FD_LOCAL) || t->io_countdown <= 1 || !path ||

@@ -30,6 +30,7 @@ WSL_TLS uint32_t wsl_tls_depth;
 static WSL_TLS int tls_thread_exited; /* set once the key destructor ran */
 _Atomic uint64_t wsl_gen = 1;
 _Atomic uint64_t wsl_io_gen; /* wsl_gen while file calls are recorded, else 0 */
+_Atomic int wsl_io_off;      /* WSLSHIM_IO=0, once the settings are read */
 _Atomic(struct wsl_thread *) wsl_threads;
 _Atomic int wsl_shutting_down;
 
@@ -126,6 +127,7 @@ static void config_ensure(void)
     if (atomic_compare_exchange_strong(&config_state, &expect, 1)) {
         wsl_config_load();
         atomic_store(&wsl_io_gen, wsl_cfg.io ? atomic_load(&wsl_gen) : 0);
+        atomic_store(&wsl_io_off, !wsl_cfg.io);
         atomic_store_explicit(&config_state, 2, memory_order_release);
         return;
     }

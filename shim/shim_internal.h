@@ -193,6 +193,7 @@ extern WSL_TLS struct wsl_thread *wsl_tls_thread;
 extern WSL_TLS uint32_t wsl_tls_depth;
 extern _Atomic uint64_t wsl_gen;                 /* bumped in a forked child */
 extern _Atomic uint64_t wsl_io_gen;              /* wsl_gen while file calls are recorded, else 0 */
+extern _Atomic int wsl_io_off;                   /* WSLSHIM_IO=0, once the settings are read */
 extern _Atomic(struct wsl_thread *) wsl_threads; /* registry head */
 
 /* Slow path: sets up this thread (and, the first time, the writer); returns
