@@ -179,6 +179,35 @@ static inline int st_openat(int dirfd, const char *path, int flags, mode_t mode)
 }
 static inline int st_close(int fd) { return (int)wsl_raw_syscall4(SYS_close, fd, 0, 0, 0); }
 
+/* Whether the functions the single-threaded twins replace by system calls
+ * would otherwise reach glibc's own: where another library after the shim
+ * (an interposer preloaded after it: a file-I/O profiler, a path rewriter)
+ * defines one of them, that library must see every call, so glibc's path is
+ * kept. *who: that library's file. */
+int wsl_io_libc_is_next(const char **who)
+{
+    static const char *const names[] = {"read", "pread", "pread64", "open", "open64", "openat", "openat64", "close"};
+    void **slots[] = {(void **)&real.read, (void **)&real.pread, (void **)&real.pread64, (void **)&real.open,
+                      (void **)&real.open64, (void **)&real.openat, (void **)&real.openat64, (void **)&real.close};
+    _Static_assert(sizeof names / sizeof names[0] == sizeof slots / sizeof slots[0], "one slot per name");
+    *who = "?";
+    void *libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+    if (!libc)
+        return 0;
+    int ok = 1;
+    for (size_t i = 0; ok && i < sizeof names / sizeof names[0]; i++) {
+        void *next = *slots[i] ? *slots[i] : resolve(names[i], slots[i]);
+        if (next != wsl_real_dlsym(libc, names[i])) {
+            Dl_info info;
+            if (next && dladdr(next, &info) && info.dli_fname)
+                *who = info.dli_fname;
+            ok = 0;
+        }
+    }
+    dlclose(libc);
+    return ok;
+}
+
 void wsl_io_init(void)
 {
 #define R(name) resolve(#name, (void **)&real.name);

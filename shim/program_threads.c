@@ -20,6 +20,10 @@
  * the aio family, getaddrinfo_a), all wrapped here, nor pthread_cancel (glibc
  * turns cancellation points on for a process that cancels itself). Any of them,
  * once, and the hooks call glibc as before, for good.
+ *
+ * Only where those functions would reach glibc's own: another library
+ * preloaded after the shim that defines one of them (an interposer of its own:
+ * a file-I/O profiler, a path rewriter) sees every call, as without the shim.
  */
 #define _GNU_SOURCE
 #include "shim_internal.h"
@@ -49,8 +53,17 @@ void wsl_note_program_threads(void)
         return;
     int state = WSL_PROGRAM_THREADS_MANY;
 #if HAVE_SINGLE_THREADED && !WSL_TSAN && (defined(__x86_64__) || defined(__aarch64__))
-    if (__libc_single_threaded)
-        state = WSL_PROGRAM_THREADS_ONE;
+    if (__libc_single_threaded) {
+        const char *who;
+        if (wsl_io_libc_is_next(&who)) {
+            state = WSL_PROGRAM_THREADS_ONE;
+            wsl_log(WSL_LOG_DEBUG, "single-threaded program: read, pread, open, openat and close are made as "
+                                   "glibc makes them there, the system call alone");
+        } else {
+            wsl_log(WSL_LOG_DEBUG, "single-threaded program, but its file calls go on to %s after the shim: "
+                                   "made through it, as without the shim", who);
+        }
+    }
 #endif
     int unknown = WSL_PROGRAM_THREADS_UNKNOWN;
     atomic_compare_exchange_strong(&wsl_program_threads, &unknown, state);

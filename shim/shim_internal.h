@@ -297,6 +297,7 @@ void *wsl_real_dlsym(void *handle, const char *name);
 enum { WSL_PROGRAM_THREADS_UNKNOWN = 0, WSL_PROGRAM_THREADS_ONE = 1, WSL_PROGRAM_THREADS_MANY = 2 };
 extern _Atomic int wsl_program_threads;
 void wsl_note_program_threads(void);       /* once, before the writer thread first starts */
+int wsl_io_libc_is_next(const char **who); /* io_hooks.c: glibc's read, open, close... come next */
 void wsl_writer_thread_creating(int on);  /* around the writer's pthread_create */
 
 /* A system call made as glibc makes it in a single-threaded process: the call
