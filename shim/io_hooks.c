@@ -1428,13 +1428,62 @@ WSL_EXPORT int lstat64(const char *path, struct stat64 *st)
 {
     STAT_HOOK(WSL_IO_ID_lstat64, AT_FDCWD, path, -1, st, REAL(lstat64)(path, st))
 }
-WSL_EXPORT int fstat(int fd, struct stat *st)
+/* The common case of a call on a local file's fd whose untimed success folds a
+ * value (fstat: the size, lseek: the offset): everything else, timed calls and
+ * those that fail or do not fold, goes to the full hook (`full`, a tail call)
+ * or, once made, to `rest`. */
+#define FD_FOLD_FAST(type, api, fd, cond, call, value, rest, full)                         \
+    struct wsl_thread *t = io_enter_ready();                                               \
+    if (WSL_UNLIKELY(!t))                                                                  \
+        return full;                                                                       \
+    uint64_t info_ = info_of_fd(fd);                                                       \
+    if (WSL_UNLIKELY(!(info_ & FD_LOCAL) || t->io_countdown <= 1 || !(cond)))              \
+        return full;                                                                       \
+    t->io_countdown--;                                                                     \
+    wsl_tls_depth = 1;                                                                     \
+    type r = call;                                                                         \
+    if (WSL_LIKELY(r >= 0 && (uint64_t)(value) <= FOLD_VALUE_LIMIT) &&                     \
+        WSL_LIKELY(io_fold_fast(t, (api) + WSL_IO_SAMPLED, fd, (uint32_t)info_, (uint64_t)(value)))) { \
+        wsl_tls_depth = 0;                                                                 \
+        return r;                                                                          \
+    }                                                                                      \
+    rest;                                                                                  \
+    return r;
+
+/* The rest of an untimed fstat of a local file (FD_FOLD_FAST). */
+static __attribute__((noinline)) void fstat_untimed_rest(struct wsl_thread *t, unsigned api, int fd, uint32_t id,
+                                                         int r, uint64_t dev, uint64_t size)
+{
+    if (r == 0 && id && size <= FOLD_VALUE_LIMIT && io_fold(t, api, fd, id, size))
+        return;
+    int err = errno;
+    io_record(t, api, 0, 0, r != 0, err, fd, id, r == 0 ? dev : 0, r == 0 ? size : 0, WSL_STAT_KIND_STAT);
+    errno = err;
+}
+
+static __attribute__((noinline)) int fstat_full(int fd, struct stat *st)
 {
     STAT_HOOK(WSL_IO_ID_fstat, AT_FDCWD, (const char *)NULL, fd, st, REAL(fstat)(fd, st))
 }
-WSL_EXPORT int fstat64(int fd, struct stat64 *st)
+WSL_EXPORT int fstat(int fd, struct stat *st)
+{
+    FD_FOLD_FAST(int, WSL_IO_ID_fstat, fd, st != NULL, REAL(fstat)(fd, st), r == 0 ? st->st_size : 0,
+                 fstat_untimed_rest(t, WSL_IO_ID_fstat + WSL_IO_SAMPLED, fd, (uint32_t)info_, r,
+                                    r == 0 ? WSL_DEV(major(st->st_dev), minor(st->st_dev)) : 0,
+                                    r == 0 ? (uint64_t)st->st_size : 0),
+                 fstat_full(fd, st))
+}
+static __attribute__((noinline)) int fstat64_full(int fd, struct stat64 *st)
 {
     STAT_HOOK(WSL_IO_ID_fstat64, AT_FDCWD, (const char *)NULL, fd, st, REAL(fstat64)(fd, st))
+}
+WSL_EXPORT int fstat64(int fd, struct stat64 *st)
+{
+    FD_FOLD_FAST(int, WSL_IO_ID_fstat64, fd, st != NULL, REAL(fstat64)(fd, st), r == 0 ? st->st_size : 0,
+                 fstat_untimed_rest(t, WSL_IO_ID_fstat64 + WSL_IO_SAMPLED, fd, (uint32_t)info_, r,
+                                    r == 0 ? WSL_DEV(major(st->st_dev), minor(st->st_dev)) : 0,
+                                    r == 0 ? (uint64_t)st->st_size : 0),
+                 fstat64_full(fd, st))
 }
 /* fstatat with AT_EMPTY_PATH and "" is an fstat of dirfd. */
 #define AT_PATH(path, flags) ((flags & AT_EMPTY_PATH) && path && !path[0] ? (const char *)NULL : path)
@@ -1522,10 +1571,42 @@ WSL_EXPORT int faccessat(int dirfd, const char *path, int mode, int flags)
               (uint64_t)whence, (uint64_t)r);                                              \
     return r;
 
-WSL_EXPORT off_t lseek(int fd, off_t off, int whence) { SEEK_HOOK(WSL_IO_ID_lseek, REAL(lseek)(fd, off, whence)) }
-WSL_EXPORT off64_t lseek64(int fd, off64_t off, int whence)
+/* The rest of an untimed seek on a local file (FD_FOLD_FAST), as SEEK_HOOK's. */
+static __attribute__((noinline)) void seek_untimed_rest(struct wsl_thread *t, unsigned api, int fd, uint32_t id,
+                                                        int64_t off, int whence, int64_t r)
+{
+    int err = errno;
+    if (r >= 0 && id && (uint64_t)r <= FOLD_VALUE_LIMIT >> 1 &&
+        io_fold(t, api, fd, id, (uint64_t)r << 1 | (whence == SEEK_SET)))
+        return;
+    io_record(t, api, 0, 0, r < 0, r < 0 ? err : 0, fd, id, (uint64_t)off, (uint64_t)whence, (uint64_t)r);
+    errno = err;
+}
+
+/* a tell (0, SEEK_CUR) or a seek to an offset (SEEK_SET): what folds */
+#define SEEK_FOLDS(off, whence) ((whence) == SEEK_SET || ((whence) == SEEK_CUR && (off) == 0))
+
+static __attribute__((noinline)) off_t lseek_full(int fd, off_t off, int whence)
+{
+    SEEK_HOOK(WSL_IO_ID_lseek, REAL(lseek)(fd, off, whence))
+}
+WSL_EXPORT off_t lseek(int fd, off_t off, int whence)
+{
+    FD_FOLD_FAST(off_t, WSL_IO_ID_lseek, fd, SEEK_FOLDS(off, whence), REAL(lseek)(fd, off, whence),
+                 (uint64_t)r << 1 | (whence == SEEK_SET),
+                 seek_untimed_rest(t, WSL_IO_ID_lseek + WSL_IO_SAMPLED, fd, (uint32_t)info_, off, whence, r),
+                 lseek_full(fd, off, whence))
+}
+static __attribute__((noinline)) off64_t lseek64_full(int fd, off64_t off, int whence)
 {
     SEEK_HOOK(WSL_IO_ID_lseek64, REAL(lseek64)(fd, off, whence))
+}
+WSL_EXPORT off64_t lseek64(int fd, off64_t off, int whence)
+{
+    FD_FOLD_FAST(off64_t, WSL_IO_ID_lseek64, fd, SEEK_FOLDS(off, whence), REAL(lseek64)(fd, off, whence),
+                 (uint64_t)r << 1 | (whence == SEEK_SET),
+                 seek_untimed_rest(t, WSL_IO_ID_lseek64 + WSL_IO_SAMPLED, fd, (uint32_t)info_, off, whence, r),
+                 lseek64_full(fd, off, whence))
 }
 
 /* ---- the shim's own descriptors ------------------------------------------------------------
