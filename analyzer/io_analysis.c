@@ -851,6 +851,17 @@ unsigned wsl_fold_calls(const struct wsl_event *fold, unsigned close_id, unsigne
             c->ev.a[2] = value;
             c->ev.a[3] = WSL_STAT_KIND_STAT;
             break;
+        case WSL_CAT_IO_OPEN: { /* 1.6: the device and the flags (trace_format.h) */
+            unsigned bits = WSL_FOLD_OPEN_BITS(value);
+            c->ev.a[1] = WSL_FOLD_OPEN_DEV(value);
+            c->ev.a[2] = (bits & O_ACCMODE) | (bits & WSL_FOLD_OPEN_CLOEXEC ? O_CLOEXEC : 0) |
+                         (bits & WSL_FOLD_OPEN_DIRECTORY ? O_DIRECTORY : 0) |
+                         (bits & WSL_FOLD_OPEN_NOFOLLOW ? O_NOFOLLOW : 0) |
+                         (bits & WSL_FOLD_OPEN_NONBLOCK ? O_NONBLOCK : 0) |
+                         (bits & WSL_FOLD_OPEN_NOCTTY ? O_NOCTTY : 0);
+            c->ev.a[3] = UINT64_MAX; /* no size: the shim folds no open whose size it saw */
+            break;
+        }
         case WSL_CAT_IO_SEEK: /* the offset, and bit 0: SEEK_SET to it, else a tell */
             c->ev.a[1] = (value & 1) ? value >> 1 : 0;
             c->ev.a[2] = (value & 1) ? SEEK_SET : SEEK_CUR;

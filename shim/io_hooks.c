@@ -872,11 +872,27 @@ static inline __attribute__((always_inline)) void io_record_read(struct wsl_thre
     if (WSL_UNLIKELY(timed_ && t1 <= t0))                                                  \
         t1 = t0 + 1; /* a timed call never looks untimed */
 
-/* An open that returned fd (or failed): name it, find its device, record it.
- * dirdev: its folder's device when known before the call, local: whether
- * that is a local filesystem's (the call was sampled). */
-static void record_open(struct wsl_thread *t, unsigned api, uint64_t t0, uint64_t t1, int fd, int err,
-                        uint32_t id, uint64_t dir_hash, int flags, uint64_t dirdev, int local)
+/* An untimed open's slot value (trace_format.h, WSL_FOLD_OPEN_VALUE) into *v;
+ * 0 when its device or flags do not fit one: then it is an event of its own. */
+static inline int open_fold_value(uint64_t dev, int flags, uint64_t *v)
+{
+    uint64_t major = dev >> 32, minor = (uint32_t)dev;
+    const int folds = O_ACCMODE | O_CLOEXEC | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY;
+    if (major >= 4096 || minor >= (1u << 20) || (flags & ~folds))
+        return 0;
+    unsigned bits = (unsigned)(flags & O_ACCMODE) | (flags & O_CLOEXEC ? WSL_FOLD_OPEN_CLOEXEC : 0);
+    if (WSL_UNLIKELY(flags & (O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)))
+        bits |= (flags & O_DIRECTORY ? WSL_FOLD_OPEN_DIRECTORY : 0) | (flags & O_NOFOLLOW ? WSL_FOLD_OPEN_NOFOLLOW : 0) |
+                (flags & O_NONBLOCK ? WSL_FOLD_OPEN_NONBLOCK : 0) | (flags & O_NOCTTY ? WSL_FOLD_OPEN_NOCTTY : 0);
+    *v = WSL_FOLD_OPEN_VALUE(major, minor, bits); /* under 2^39: within FOLD_VALUE_LIMIT */
+    return 1;
+}
+
+/* An open that returned fd (or failed): name it, find its device, record it
+ * (record_open below: this is all but its common case). */
+static __attribute__((noinline)) void record_open_event(struct wsl_thread *t, unsigned api, uint64_t t0, uint64_t t1,
+                                                        int fd, int err, uint32_t id, uint64_t dir_hash, int flags,
+                                                        uint64_t dirdev, int local)
 {
     uint64_t dev = 0, size = ~0ull;
     if (fd >= 0) {
@@ -893,6 +909,27 @@ static void record_open(struct wsl_thread *t, unsigned api, uint64_t t0, uint64_
             fold_next(t, 0, fd, id);
     }
     io_record(t, api, t0, t1, fd < 0, err, fd, id, dev, (uint64_t)(unsigned)flags, size);
+}
+
+/* An open that returned fd (or failed). dirdev: its folder's device when known
+ * before the call, local: whether that is a local filesystem's (the call was
+ * sampled). The common case, an untimed open of a local file whose folder's
+ * device was known, begins the file's fold with the open as its first slot
+ * (1.6): no event of its own. */
+static inline __attribute__((always_inline)) void record_open(struct wsl_thread *t, unsigned api, uint64_t t0,
+                                                              uint64_t t1, int fd, int err, uint32_t id,
+                                                              uint64_t dir_hash, int flags, uint64_t dirdev, int local)
+{
+    uint64_t v;
+    if (WSL_LIKELY(!t0 && local && fd >= 0 && id) && open_fold_value(dirdev, flags, &v)) {
+        fd_set_info(fd, id, 1);
+        fold_next(t, 0, fd, id); /* another file's fold ends: the open's id is new */
+        FOLD_ST(t->fold_slot[0], WSL_FOLD_SLOT(api, 1, v));
+        atomic_store_explicit(&t->fold_used, 1, memory_order_release); /* after the slot: the writer's view */
+        wsl_tls_depth = 0;
+        return;
+    }
+    record_open_event(t, api, t0, t1, fd, err, id, dir_hash, flags, dirdev, local);
 }
 
 /* Every fd hook's first half: straight through when this call is not to be

@@ -24,7 +24,8 @@
 #define WSL_TRACE_MAGIC "WSLSHIM"          /* 7 chars + NUL = 8 bytes */
 #define WSL_TRACE_BYTE_ORDER 0x01020304u
 #define WSL_TRACE_VERSION_MAJOR 1u         /* readers refuse a newer major */
-#define WSL_TRACE_VERSION_MINOR 5u         /* additions readers may skip; 1.5 folds untimed file
+#define WSL_TRACE_VERSION_MINOR 6u         /* additions readers may skip; 1.6 folds untimed opens,
+                                              1.5 folds untimed file
                                               calls (WSL_CAT_IO_FOLD), 1.4 writes EVENTS_PACKED,
                                               1.3: sampled file timing (docs/io.md) */
 #define WSL_TRACE_VERSION_MINOR_FIRST 2u   /* 1.2 is the first published layout; 1.0 and 1.1 were
@@ -132,6 +133,19 @@ _Static_assert(sizeof(struct wsl_process_info) == 48, "process info is 48 bytes"
 #define WSL_FOLD_CALLS(slot) ((unsigned)((slot) >> 10 & WSL_FOLD_CALLS_MAX))
 #define WSL_FOLD_VALUE(slot) ((slot) >> 24)
 #define WSL_FOLD_KEY(slot) ((slot) & ~((uint64_t)WSL_FOLD_CALLS_MAX << 10)) /* api and value */
+/* A folded open (1.6): the slot's value holds the device the file lives on
+ * and the flags it was opened with, (major << 20 | minor) << 7 | flag bits
+ * (bits 0-1 the access mode, then the WSL_FOLD_OPEN_* below); the shim folds
+ * an open only when its device fits (major < 4096, minor < 2^20) and its flags
+ * are no others, and not when it knew the file's size (an event keeps it). */
+#define WSL_FOLD_OPEN_CLOEXEC (1u << 2)
+#define WSL_FOLD_OPEN_DIRECTORY (1u << 3)
+#define WSL_FOLD_OPEN_NOFOLLOW (1u << 4)
+#define WSL_FOLD_OPEN_NONBLOCK (1u << 5)
+#define WSL_FOLD_OPEN_NOCTTY (1u << 6)
+#define WSL_FOLD_OPEN_VALUE(major, minor, bits) (((uint64_t)(major) << 20 | (uint64_t)(minor)) << 7 | (bits))
+#define WSL_FOLD_OPEN_DEV(value) WSL_DEV((value) >> 27, (value) >> 7 & 0xfffffu)
+#define WSL_FOLD_OPEN_BITS(value) ((unsigned)((value) & 0x7fu))
 /* a3 of a stat-like event: which call it was */
 enum { WSL_STAT_KIND_STAT = 0, WSL_STAT_KIND_ACCESS = 1, WSL_STAT_KIND_STATX = 2 };
 

@@ -797,6 +797,69 @@ int test_io_folded_calls(void)
     return 0;
 }
 
+/* Folded opens (trace 1.6): an open slot is an untimed successful open of the
+ * fold's fd and path, on the device and with the flags its value holds: it
+ * counts as a file opened on that device's filesystem (a 9p Windows drive and
+ * ext4 here), reading or not as its access mode says. */
+int test_io_folded_opens(void)
+{
+    char path[512];
+    test_path(path, sizeof path, "io_folded_opens.trace.zst");
+    struct synth *s = sampled_trace(path, 44);
+    enum { OPENAT_S, READ_S, CLOSE_S, FOLD };
+    const struct synth_row rows[] = {
+        {"openat", "openat", WSL_CAT_IO_OPEN, WSL_API_IO_SAMPLED},
+        {"read", "read", WSL_CAT_IO_READ, WSL_API_IO_SAMPLED},
+        {"close", "close", WSL_CAT_IO_CLOSE, WSL_API_IO_SAMPLED},
+        {"wslshim_io_fold", "wslshim_io_fold", WSL_CAT_IO_FOLD, WSL_API_IO_SAMPLED},
+    };
+    synth_api_rows(s, rows, 4);
+    synth_clock(s, 1000, 1000, 0);
+    char *mounts = io_fixture("wsl2.mountinfo");
+    synth_mounts(s, mounts);
+    free(mounts);
+    const uint32_t ids[] = {1, 2, 3};
+    const char *const names[] = {"/mnt/c/data/a.jpg", "/home/u/b.bin", "/home/u/out.log"};
+    synth_paths(s, ids, names, 3);
+    const uint64_t c_drive = WSL_FOLD_OPEN_VALUE(0, 62, O_RDONLY | WSL_FOLD_OPEN_CLOEXEC);
+    const uint64_t root = WSL_FOLD_OPEN_VALUE(8, 48, O_RDONLY);
+    const uint64_t root_wr = WSL_FOLD_OPEN_VALUE(8, 48, O_WRONLY | WSL_FOLD_OPEN_NOFOLLOW);
+    const struct wsl_event ev[] = {
+        /* open, read 3000, read at the end, close: one event */
+        {1100, 1100, FOLD, 0, WSL_FOLD_RESULT(9, 0, WSL_FOLD_LAST | WSL_FOLD_CLOSED), 3,
+         {1, WSL_FOLD_SLOT(OPENAT_S, 1, c_drive), WSL_FOLD_SLOT(READ_S, 1, 3000), WSL_FOLD_SLOT(READ_S, 1, 0)}},
+        /* the open and a read written ahead at a drain, the rest later */
+        {1200, 1200, FOLD, 0, WSL_FOLD_RESULT(10, 0, 0), 4,
+         {2, WSL_FOLD_SLOT(OPENAT_S, 1, root), WSL_FOLD_SLOT(READ_S, 2, 4096), 0}},
+        {1300, 1300, FOLD, 0, WSL_FOLD_RESULT(10, 1, WSL_FOLD_LAST | WSL_FOLD_CLOSED), 4,
+         {2, WSL_FOLD_SLOT(READ_S, 1, 4096), WSL_FOLD_SLOT(READ_S, 1, 0), 0}},
+        /* opened for writing: a file opened, not a data file read */
+        {1400, 1400, FOLD, 0, WSL_FOLD_RESULT(11, 0, WSL_FOLD_LAST | WSL_FOLD_CLOSED), 5,
+         {3, WSL_FOLD_SLOT(OPENAT_S, 1, root_wr), 0, 0}},
+    };
+    struct wsl_run run;
+    if (sampled_trace_end(s, path, ev, sizeof ev / sizeof ev[0], &run))
+        return 1;
+    const struct wsl_io_summary *t = &run.io.total;
+    if (check_counts(&t->data, (struct expect_counts){.reads = 6, .bytes_read = 3000 + 3 * 4096, .opens = 3,
+                                                      .files_opened = 3, .closes = 3},
+                     "data"))
+        return 1;
+    CHECKF(t->read_opens == 2, "%llu read opens", (unsigned long long)t->read_opens);
+    CHECKF(run.io.file_sizes.count == 2 && run.io.file_sizes.min == 3000 && run.io.file_sizes.max == 3 * 4096,
+           "%llu files sized", (unsigned long long)run.io.file_sizes.count);
+    const struct wsl_io_fs *ninep = fs_named(&run, "9p"), *ext4 = fs_named(&run, "ext4");
+    CHECK(ninep && ninep->all.files_opened == 1 && ninep->all.bytes_read == 3000);
+    CHECK(ext4 && ext4->all.files_opened == 2 && ext4->all.bytes_read == 3 * 4096);
+    uint64_t opens = 0;
+    for (size_t i = 0; i < run.api_count; i++)
+        if (!strcmp(run.apis[i].name, "openat"))
+            opens = run.apis[i].ns.count;
+    CHECKF(opens == 3, "%llu openat calls", (unsigned long long)opens);
+    wsl_run_free(&run);
+    return 0;
+}
+
 /* Sizes: at open when the shim stat'ed the file, else the first fstat, else the
  * bytes read to the end; write-only opens do not count. */
 int test_io_file_sizes(void)

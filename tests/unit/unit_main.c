@@ -61,6 +61,7 @@
     X(io_file_sizes)              \
     X(io_sampled_timing)          \
     X(io_folded_calls)            \
+    X(io_folded_opens)            \
     X(io_path_records_bounded)    \
     X(rule_cross_os_fires)        \
     X(rule_cross_os_silent)       \
