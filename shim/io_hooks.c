@@ -147,19 +147,8 @@ static void *resolve(const char *name, void **slot)
 /* The kernel's answer as it is (-errno on failure), for the fast twins below. */
 static inline __attribute__((always_inline)) long st_syscall4_kernel(long nr, long a, long b, long c, long d)
 {
-#if defined(__x86_64__)
-    long r;
-    register long r10 __asm__("r10") = d;
-    __asm__ volatile("syscall" : "=a"(r) : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10) : "rcx", "r11", "memory");
-    return r;
-#elif defined(__aarch64__)
-    register long x8 __asm__("x8") = nr;
-    register long x0 __asm__("x0") = a;
-    register long x1 __asm__("x1") = b;
-    register long x2 __asm__("x2") = c;
-    register long x3 __asm__("x3") = d;
-    __asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3) : "memory", "cc");
-    return x0;
+#if defined(__x86_64__) || defined(__aarch64__)
+    return wsl_syscall4_kernel(nr, a, b, c, d);
 #else
     long r = wsl_raw_syscall4(nr, a, b, c, d);
     return r < 0 ? -errno : r;
@@ -1498,30 +1487,22 @@ static __attribute__((noinline)) void fstat_untimed_rest(struct wsl_thread *t, u
     errno = err;
 }
 
-static __attribute__((noinline)) int fstat_full(int fd, struct stat *st)
-{
-    STAT_HOOK(WSL_IO_ID_fstat, AT_FDCWD, (const char *)NULL, fd, st, REAL(fstat)(fd, st))
-}
-WSL_EXPORT int fstat(int fd, struct stat *st)
-{
-    FD_FOLD_FAST(int, WSL_IO_ID_fstat, fd, st != NULL, REAL(fstat)(fd, st), r == 0 ? st->st_size : 0,
-                 fstat_untimed_rest(t, WSL_IO_ID_fstat + WSL_IO_SAMPLED, fd, (uint32_t)info_, r,
-                                    r == 0 ? WSL_DEV(major(st->st_dev), minor(st->st_dev)) : 0,
-                                    r == 0 ? (uint64_t)st->st_size : 0),
-                 fstat_full(fd, st))
-}
-static __attribute__((noinline)) int fstat64_full(int fd, struct stat64 *st)
-{
-    STAT_HOOK(WSL_IO_ID_fstat64, AT_FDCWD, (const char *)NULL, fd, st, REAL(fstat64)(fd, st))
-}
-WSL_EXPORT int fstat64(int fd, struct stat64 *st)
-{
-    FD_FOLD_FAST(int, WSL_IO_ID_fstat64, fd, st != NULL, REAL(fstat64)(fd, st), r == 0 ? st->st_size : 0,
-                 fstat_untimed_rest(t, WSL_IO_ID_fstat64 + WSL_IO_SAMPLED, fd, (uint32_t)info_, r,
-                                    r == 0 ? WSL_DEV(major(st->st_dev), minor(st->st_dev)) : 0,
-                                    r == 0 ? (uint64_t)st->st_size : 0),
-                 fstat64_full(fd, st))
-}
+/* fstat and fstat64: the full hook, and the exported one with its common case inline. */
+#define FSTAT_FUNCTIONS(name, type)                                                        \
+    static __attribute__((noinline)) int name##_full(int fd, type *st)                     \
+    {                                                                                      \
+        STAT_HOOK(WSL_IO_ID_##name, AT_FDCWD, (const char *)NULL, fd, st, REAL(name)(fd, st)) \
+    }                                                                                      \
+    WSL_EXPORT int name(int fd, type *st)                                                  \
+    {                                                                                      \
+        FD_FOLD_FAST(int, WSL_IO_ID_##name, fd, st != NULL, REAL(name)(fd, st), r == 0 ? st->st_size : 0, \
+                     fstat_untimed_rest(t, WSL_IO_ID_##name + WSL_IO_SAMPLED, fd, (uint32_t)info_, r, \
+                                        r == 0 ? WSL_DEV(major(st->st_dev), minor(st->st_dev)) : 0, \
+                                        r == 0 ? (uint64_t)st->st_size : 0),               \
+                     name##_full(fd, st))                                                  \
+    }
+FSTAT_FUNCTIONS(fstat, struct stat)
+FSTAT_FUNCTIONS(fstat64, struct stat64)
 /* fstatat with AT_EMPTY_PATH and "" is an fstat of dirfd. */
 #define AT_PATH(path, flags) ((flags & AT_EMPTY_PATH) && path && !path[0] ? (const char *)NULL : path)
 WSL_EXPORT int fstatat(int dirfd, const char *path, struct stat *st, int flags)
@@ -1623,28 +1604,21 @@ static __attribute__((noinline)) void seek_untimed_rest(struct wsl_thread *t, un
 /* a tell (0, SEEK_CUR) or a seek to an offset (SEEK_SET): what folds */
 #define SEEK_FOLDS(off, whence) ((whence) == SEEK_SET || ((whence) == SEEK_CUR && (off) == 0))
 
-static __attribute__((noinline)) off_t lseek_full(int fd, off_t off, int whence)
-{
-    SEEK_HOOK(WSL_IO_ID_lseek, REAL(lseek)(fd, off, whence))
-}
-WSL_EXPORT off_t lseek(int fd, off_t off, int whence)
-{
-    FD_FOLD_FAST(off_t, WSL_IO_ID_lseek, fd, SEEK_FOLDS(off, whence), REAL(lseek)(fd, off, whence),
-                 (uint64_t)r << 1 | (whence == SEEK_SET),
-                 seek_untimed_rest(t, WSL_IO_ID_lseek + WSL_IO_SAMPLED, fd, (uint32_t)info_, off, whence, r),
-                 lseek_full(fd, off, whence))
-}
-static __attribute__((noinline)) off64_t lseek64_full(int fd, off64_t off, int whence)
-{
-    SEEK_HOOK(WSL_IO_ID_lseek64, REAL(lseek64)(fd, off, whence))
-}
-WSL_EXPORT off64_t lseek64(int fd, off64_t off, int whence)
-{
-    FD_FOLD_FAST(off64_t, WSL_IO_ID_lseek64, fd, SEEK_FOLDS(off, whence), REAL(lseek64)(fd, off, whence),
-                 (uint64_t)r << 1 | (whence == SEEK_SET),
-                 seek_untimed_rest(t, WSL_IO_ID_lseek64 + WSL_IO_SAMPLED, fd, (uint32_t)info_, off, whence, r),
-                 lseek64_full(fd, off, whence))
-}
+/* lseek and lseek64: the full hook, and the exported one with its common case inline. */
+#define SEEK_FUNCTIONS(name, type)                                                         \
+    static __attribute__((noinline)) type name##_full(int fd, type off, int whence)        \
+    {                                                                                      \
+        SEEK_HOOK(WSL_IO_ID_##name, REAL(name)(fd, off, whence))                           \
+    }                                                                                      \
+    WSL_EXPORT type name(int fd, type off, int whence)                                     \
+    {                                                                                      \
+        FD_FOLD_FAST(type, WSL_IO_ID_##name, fd, SEEK_FOLDS(off, whence), REAL(name)(fd, off, whence), \
+                     (uint64_t)r << 1 | (whence == SEEK_SET),                              \
+                     seek_untimed_rest(t, WSL_IO_ID_##name + WSL_IO_SAMPLED, fd, (uint32_t)info_, off, whence, r), \
+                     name##_full(fd, off, whence))                                         \
+    }
+SEEK_FUNCTIONS(lseek, off_t)
+SEEK_FUNCTIONS(lseek64, off64_t)
 
 /* ---- the shim's own descriptors ------------------------------------------------------------
  * A program may close every descriptor it did not open (daemons, subprocess

@@ -306,12 +306,14 @@ void wsl_writer_thread_creating(int on);  /* around the writer's pthread_create 
  * then makes no call of its own on its way (no registers to save for one). */
 long wsl_syscall_failed(long r); /* errno = -r; returns -1 */
 #if defined(__x86_64__) || defined(__aarch64__)
-static inline __attribute__((always_inline)) long wsl_raw_syscall4(long nr, long a, long b, long c, long d)
+/* The system call, and the kernel's answer as it is (-errno on failure). */
+static inline __attribute__((always_inline)) long wsl_syscall4_kernel(long nr, long a, long b, long c, long d)
 {
-    long r;
 #if defined(__x86_64__)
+    long r;
     register long r10 __asm__("r10") = d;
     __asm__ volatile("syscall" : "=a"(r) : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10) : "rcx", "r11", "memory");
+    return r;
 #else
     register long x8 __asm__("x8") = nr;
     register long x0 __asm__("x0") = a;
@@ -319,8 +321,12 @@ static inline __attribute__((always_inline)) long wsl_raw_syscall4(long nr, long
     register long x2 __asm__("x2") = c;
     register long x3 __asm__("x3") = d;
     __asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3) : "memory", "cc");
-    r = x0;
+    return x0;
 #endif
+}
+static inline __attribute__((always_inline)) long wsl_raw_syscall4(long nr, long a, long b, long c, long d)
+{
+    long r = wsl_syscall4_kernel(nr, a, b, c, d);
     if (WSL_UNLIKELY((unsigned long)r > -4096ul))
         return wsl_syscall_failed(r);
     return r;

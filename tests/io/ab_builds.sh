@@ -22,13 +22,9 @@ export WSLSHIM_OUTPUT=$tmp/t/%p.trace.zst
 pin=()
 [ "$(nproc)" -ge 8 ] && command -v taskset >/dev/null && pin=(taskset -c 4-7)
 ratio() { "$@" | sed -n 's/.*"ratio": \([0-9.]*\).*/\1/p'; }
-for mode in files-ab files-ab-mt loop-ab loop-ab-mt py-ab py-ab-mt; do
-  case $mode in
-    files-ab*) cmd=("$bench" "$mode" "$tmp/data" "$files");;
-    loop-ab*) cmd=("$bench" "$mode" "$tmp/data" $((files * 32)));;
-    py-ab) cmd=(python3 "$here/py_ab.py" "$tmp/data" "$files");;
-    py-ab-mt) cmd=(python3 "$here/py_ab.py" "$tmp/data" "$files" --idle-thread);;
-  esac
+. "$here/ab_modes.sh"
+for mode in $AB_MODES; do
+  ab_command "$mode" "$bench" "$tmp/data" "$files"
   plain=() a=() b=()
   for _ in $(seq "$runs"); do
     plain+=("$(ratio "${pin[@]}" "${cmd[@]}")")

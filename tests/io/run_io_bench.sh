@@ -76,13 +76,9 @@ PY
 }
 here=$(cd "$(dirname "$0")" && pwd)
 py=${PYTHON:-python3} # the decoding workload needs PIL and numpy in this one
-for mode in files-ab files-ab-mt loop-ab loop-ab-mt py-ab py-ab-mt; do
-  case $mode in
-    files-ab*) cmd=("$bench" "$mode" "$tmp/data" "$files");;
-    loop-ab*) cmd=("$bench" "$mode" "$tmp/data" $((files * 32)));;
-    py-ab) cmd=(python3 "$here/py_ab.py" "$tmp/data" "$files");;
-    py-ab-mt) cmd=(python3 "$here/py_ab.py" "$tmp/data" "$files" --idle-thread);;
-  esac
+. "$here/ab_modes.sh"
+for mode in $AB_MODES; do
+  ab_command "$mode" "$bench" "$tmp/data" "$files"
   OFF=1 collect ratio "${cmd[@]}"
   summarize "$mode"
 done

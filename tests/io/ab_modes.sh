@@ -1,0 +1,15 @@
+# The in-process A/B programs of run_io_bench.sh and ab_builds.sh (sourced, not run).
+# AB_MODES: their names; ab_command MODE BENCH DATA FILES sets the array cmd to MODE's command
+# line: bench_io's files-ab/files-ab-mt on FILES files of DATA, loop-ab/loop-ab-mt on 32 x FILES
+# reads, py_ab.py with and without an idle thread.
+AB_MODES="files-ab files-ab-mt loop-ab loop-ab-mt py-ab py-ab-mt"
+ab_command() {
+  local here
+  here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+  case $1 in
+    files-ab*) cmd=("$2" "$1" "$3" "$4");;
+    loop-ab*) cmd=("$2" "$1" "$3" $(($4 * 32)));;
+    py-ab) cmd=(python3 "$here/py_ab.py" "$3" "$4");;
+    py-ab-mt) cmd=(python3 "$here/py_ab.py" "$3" "$4" --idle-thread);;
+  esac
+}
