@@ -16,9 +16,13 @@
  *     elapsed time of the pair and places it on the host clock through a
  *     reference event it records on a stream of its own about twice a second;
  *   - writes a GPU_KERNEL event and returns the events to their pool.
- * No CUDA call runs under a lock of the shim's: the locks only guard the pools
- * and the queue. The writer's thread uses the relaxed stream-capture mode, so
- * its queries never invalidate a capture running in a program thread.
+ * On a program's thread no CUDA call runs under a lock of the shim's: the
+ * pool and queue locks guard only the pools and the queue. The writer's event
+ * queries run under poll_lock, which a program's thread takes only in the
+ * hooks that destroy or reset a context, before it calls the driver (so it
+ * holds no driver lock while it waits), and at exit. The writer's thread uses
+ * the relaxed stream-capture mode, so its queries never invalidate a capture
+ * running in a program thread.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
