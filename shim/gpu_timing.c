@@ -147,9 +147,14 @@ struct ctx_pool {
 };
 static struct ctx_pool pools[MAX_CTX];
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Bumped, under pool_lock, when the pools are let go of (a context destroyed
+ * or reset): a pair whose pool was taken before then belongs to a context that
+ * may be gone, and its events are never touched again (counted lost). */
+static uint32_t contexts_epoch;
 
 struct sample {
     int pool;
+    uint32_t epoch; /* contexts_epoch when its pool was taken */
     CUevent e0, e1;
     uint64_t stream, handle, t_launch0, t_launch1, t_e0;
     uint32_t tid, flags;
@@ -186,11 +191,13 @@ static int pool_find_locked(CUcontext ctx)
     return empty;
 }
 
-static void pool_put(int p, CUevent e0, CUevent e1)
+/* Back into pool p, unless the pools were let go of since `epoch` (the events
+ * may be gone with their context; the slot may be another context's now). */
+static void pool_put(int p, uint32_t epoch, CUevent e0, CUevent e1)
 {
     pthread_mutex_lock(&pool_lock);
     struct ctx_pool *cp = &pools[p];
-    if (cp->ctx && cp->nfree + 2 <= POOL_CAP) {
+    if (epoch == contexts_epoch && cp->ctx && cp->nfree + 2 <= POOL_CAP) {
         cp->free_ev[cp->nfree++] = e0;
         cp->free_ev[cp->nfree++] = e1;
     }
@@ -252,6 +259,7 @@ static int sample_begin(struct wsl_gpu_sample *gs, uint64_t stream, uint64_t han
     }
     pthread_mutex_lock(&pool_lock);
     int p = pool_find_locked(cur);
+    gs->epoch = contexts_epoch;
     int have = 0, need_mem = 0;
     if (p >= 0) {
         struct ctx_pool *cp = &pools[p];
@@ -278,10 +286,12 @@ static int sample_begin(struct wsl_gpu_sample *gs, uint64_t stream, uint64_t han
             if (fn.ctx_get_device)
                 fn.ctx_get_device(&dev);
             pthread_mutex_lock(&pool_lock);
-            pools[p].device = dev;
-            pools[p].mem_free = fr;
-            pools[p].mem_total = tot;
-            pools[p].mem_ticks = wsl_ticks();
+            if (gs->epoch == contexts_epoch) {
+                pools[p].device = dev;
+                pools[p].mem_free = fr;
+                pools[p].mem_total = tot;
+                pools[p].mem_ticks = wsl_ticks();
+            }
             pthread_mutex_unlock(&pool_lock);
         }
     }
@@ -297,7 +307,7 @@ static int sample_begin(struct wsl_gpu_sample *gs, uint64_t stream, uint64_t han
     gs->idle = fn.stream_query(s) == CUDA_SUCCESS;
     gs->t_e0_rec = wsl_ticks();
     if (fn.event_record((CUevent)gs->e0, s) != CUDA_SUCCESS) {
-        pool_put(p, gs->e0, gs->e1);
+        pool_put(p, gs->epoch, gs->e0, gs->e1);
         atomic_fetch_add(&n_skipped_other, 1);
         return 0;
     }
@@ -311,7 +321,8 @@ static int sample_begin(struct wsl_gpu_sample *gs, uint64_t stream, uint64_t han
     return 1;
 fail_created:
     pthread_mutex_lock(&pool_lock);
-    pools[p].created -= 2;
+    if (gs->epoch == contexts_epoch)
+        pools[p].created -= 2;
     pthread_mutex_unlock(&pool_lock);
     atomic_fetch_add(&n_skipped_other, 1);
     return 0;
@@ -320,15 +331,15 @@ fail_created:
 void wsl_gpu_sample_end(struct wsl_gpu_sample *gs, int result, uint64_t t0, uint64_t t1, uint32_t tid)
 {
     if (result != CUDA_SUCCESS) {
-        pool_put(gs->pool, gs->e0, gs->e1); /* e0 ran alone; re-recording it later is fine */
+        pool_put(gs->pool, gs->epoch, gs->e0, gs->e1); /* e0 ran alone; re-recording it later is fine */
         return;
     }
     int idle = gs->idle;
     if (fn.event_record(gs->e1, gs->s) != CUDA_SUCCESS) {
-        pool_put(gs->pool, gs->e0, gs->e1);
+        pool_put(gs->pool, gs->epoch, gs->e0, gs->e1);
         return;
     }
-    struct sample sm = {gs->pool, gs->e0, gs->e1, gs->stream, gs->handle, t0, t1, gs->t_e0, tid,
+    struct sample sm = {gs->pool, gs->epoch, gs->e0, gs->e1, gs->stream, gs->handle, t0, t1, gs->t_e0, tid,
                         (idle ? WSL_GPU_IDLE_AT_SUBMIT : 0u) | (gs->graph ? WSL_GPU_GRAPH : 0u), gs->t_e0_rec};
     int queued = 0;
     pthread_mutex_lock(&queue_lock);
@@ -340,7 +351,7 @@ void wsl_gpu_sample_end(struct wsl_gpu_sample *gs, int result, uint64_t t0, uint
     if (queued)
         atomic_fetch_add(&n_sampled, 1);
     else {
-        pool_put(gs->pool, gs->e0, gs->e1);
+        pool_put(gs->pool, gs->epoch, gs->e0, gs->e1);
         atomic_fetch_add(&n_lost, 1);
     }
 }
@@ -533,9 +544,18 @@ static unsigned poll_once(int no_defer)
         fn.exchange_capture_mode(&m);
         writer_relaxed = 1;
     }
+    /* Which pools are in use, and the epoch, seen under pool_lock: a program's
+     * thread may be setting up an unused one meanwhile; one in use stays so
+     * while this thread holds poll_lock (only forget_contexts lets go, under it). */
+    int in_use[MAX_CTX];
+    pthread_mutex_lock(&pool_lock);
+    uint32_t epoch = contexts_epoch;
+    for (int i = 0; i < MAX_CTX; i++)
+        in_use[i] = pools[i].ctx != NULL;
+    pthread_mutex_unlock(&pool_lock);
     uint64_t now = wsl_ticks();
     for (int i = 0; i < MAX_CTX; i++)
-        if (pools[i].ctx)
+        if (in_use[i])
             refresh_reference(&pools[i], now);
     /* Room in the output ring for every pair that may complete. */
     uint64_t room = WSL_RING_EVENTS - (out->head_local - atomic_load(&out->tail));
@@ -543,6 +563,12 @@ static unsigned poll_once(int no_defer)
     unsigned nblocked = 0, keep = 0, ndone = 0;
     for (unsigned i = 0; i < inflight_n; i++) {
         struct sample *sm = &inflight[i];
+        if (WSL_UNLIKELY(sm->epoch != epoch)) {
+            /* queued after the pools were let go of, its pool taken before: its
+             * context may be gone with its events */
+            atomic_fetch_add(&n_lost, 1);
+            continue;
+        }
         int is_blocked = 0;
         for (unsigned b = 0; b < nblocked; b++)
             is_blocked |= blocked[b] == sm->stream;
@@ -575,7 +601,7 @@ static unsigned poll_once(int no_defer)
     /* Placed once every finished pair of this pass has tightened the bracket. */
     for (unsigned i = 0; i < ndone; i++) {
         emit_sample(&done[i], done_raw[i]);
-        pool_put(done[i].pool, done[i].e0, done[i].e1);
+        pool_put(done[i].pool, done[i].epoch, done[i].e0, done[i].e1);
     }
     return inflight_n;
 }
@@ -655,6 +681,7 @@ void wsl_gpu_timing_forget_contexts(void)
     for (int i = 0; i < MAX_CTX; i++)
         if (pools[i].ctx)
             pools[i].ctx = NULL; /* memory info not yet written is dropped too */
+    contexts_epoch++;
     pthread_mutex_unlock(&pool_lock);
     pthread_mutex_unlock(&poll_lock);
 }

@@ -340,6 +340,7 @@ extern WSL_TLS uint32_t wsl_tls_launches; /* launches since this thread's last s
 
 struct wsl_gpu_sample {
     int active, pool, graph, idle;
+    uint32_t epoch;         /* the contexts' epoch its pool was taken in (gpu_timing.c) */
     void *e0, *e1, *s;      /* CUevent, CUevent, CUstream the events go to */
     uint64_t stream, handle, t_e0, t_e0_rec;
 };
