@@ -448,7 +448,10 @@ static inline uint64_t hash_padded_seeded(uint64_t seed, const char *s, size_t n
     return h | 1; /* never 0: 0 marks an empty slot */
 }
 
-static inline uint64_t hash_padded(const char *s, size_t n) { return hash_padded_seeded(0x9e3779b97f4a7c15ull, s, n); }
+/* Seeds of the folder hashes: an absolute path's, and a working directory's
+ * (whose hash then seeds those of the paths named relative to it). */
+#define DIR_HASH_SEED 0x9e3779b97f4a7c15ull
+#define CWD_HASH_SEED 0x2545f4914f6cdd1dull
 
 /* ---- paths -------------------------------------------------------------------------------- */
 
@@ -463,7 +466,7 @@ static const char *thread_cwd(struct wsl_thread *t, uint32_t *len)
         else
             t->cwd_len = 0;
         /* the seed of the directory hashes of paths named relative to it (path_record_as) */
-        t->cwd_hash = hash_padded_seeded(0x2545f4914f6cdd1dull, t->cwd, t->cwd_len);
+        t->cwd_hash = hash_padded_seeded(CWD_HASH_SEED, t->cwd, t->cwd_len);
         errno = saved;
         t->cwd_gen = gen;
     }
@@ -577,7 +580,7 @@ static uint32_t path_record_as(struct wsl_thread *t, uint32_t given_id, int dirf
      * another key in the directory cache: one more fstat), so that the working
      * directory is not hashed again at every open. Reads past the directory
      * part stay in the ring (the thread's struct) and are masked off. */
-    uint64_t seed = 0x9e3779b97f4a7c15ull;
+    uint64_t seed = DIR_HASH_SEED;
     const char *h0 = p;
     uint32_t hl = len;
     if (prefix == t->cwd && prefix_len && used < len) {

@@ -9,9 +9,15 @@
 set -euo pipefail
 usage() { echo "usage: ab_builds.sh OLD_BUILD NEW_BUILD [RUNS] [FILES]" >&2; exit 2; }
 [ $# -ge 2 ] || usage
-old=$(realpath "$1/lib/libwslshim.so") new=$(realpath "$2/lib/libwslshim.so") || usage
+old=$1/lib/libwslshim.so new=$2/lib/libwslshim.so bench=$2/tests/io/bench_io
 runs=${3:-11} files=${4:-20000}
-bench=$(realpath "$2/tests/io/bench_io")
+for f in "$old" "$new" "$bench"; do
+  [ -f "$f" ] || { echo "ab_builds.sh: $f not found: are $1 and $2 build trees?" >&2; exit 2; }
+done
+[[ $runs =~ ^[1-9][0-9]*$ ]] || { echo "ab_builds.sh: RUNS must be a positive number, not '$runs'" >&2; exit 2; }
+[[ $files =~ ^[0-9]+$ ]] && [ "$files" -ge 64 ] ||
+  { echo "ab_builds.sh: FILES must be a number of at least 64, not '$files'" >&2; exit 2; }
+old=$(realpath "$old") new=$(realpath "$new") bench=$(realpath "$bench")
 here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
