@@ -40,8 +40,6 @@
 #include "api_ids.h"
 #include "shim_internal.h"
 
-WSL_TLS uint32_t wsl_tls_launches;
-
 /* ---- the driver functions the shim calls itself ---------------------------------- */
 struct driver_fns {
     CUresult (*ctx_get_current)(CUcontext *);

@@ -381,6 +381,7 @@ static inline uint32_t io_gap(struct wsl_thread *t)
 
 /* the thread's fold (below, "folded calls"): its own fields, read by the writer */
 #define FOLD_ONE (1ull << 10)
+_Static_assert(WSL_API_COUNT < 0x3ff, "no call's id is 1023, fold_none's (WSL_FOLD_NONE)");
 #define FOLD_LD(x) atomic_load_explicit(&(x), memory_order_relaxed)
 #define FOLD_ST(x, v) atomic_store_explicit(&(x), (v), memory_order_relaxed)
 
@@ -389,6 +390,7 @@ void wsl_io_thread_init(struct wsl_thread *t)
     /* no fold; fold ids go on counting, as the writer follows them across the ring's owners */
     uint32_t seq = FOLD_LD(t->fold_seq);
     FOLD_ST(t->fold_used, 0);
+    WSL_FOLD_NONE(t);
     FOLD_ST(t->fold_file, WSL_FOLD_FILE(-1, 0));
     atomic_store_explicit(&t->fold_seq, (seq | 1) + 1, memory_order_release);
     uint32_t seed = (uint32_t)(t->tid * 2654435761u) ^ (uint32_t)wsl_ticks();
@@ -755,6 +757,7 @@ static void fold_next(struct wsl_thread *t, int closed, int fd, uint32_t path)
         atomic_store_explicit(&t->io_untimed, 1, memory_order_relaxed);
     }
     FOLD_ST(t->fold_used, 0);
+    WSL_FOLD_NONE(t);
     FOLD_ST(t->fold_file, WSL_FOLD_FILE(fd, path));
     atomic_store_explicit(&t->fold_seq, seq + 2, memory_order_release);
 }
@@ -794,6 +797,7 @@ static inline __attribute__((always_inline)) int io_fold(struct wsl_thread *t, u
         used = 0;
     }
     FOLD_ST(t->fold_slot[used], key | FOLD_ONE);
+    t->fold_last = &t->fold_slot[used];
     atomic_store_explicit(&t->fold_used, used + 1, memory_order_release); /* after the slot: the writer's view */
     wsl_tls_depth = 0;
     return 1;
@@ -917,6 +921,7 @@ static inline __attribute__((always_inline)) void record_open(struct wsl_thread 
         fd_set_info(fd, id, 1);
         fold_next(t, 0, fd, id); /* another file's fold ends: the open's id is new */
         FOLD_ST(t->fold_slot[0], WSL_FOLD_SLOT(api, 1, v));
+        t->fold_last = &t->fold_slot[0];
         atomic_store_explicit(&t->fold_used, 1, memory_order_release); /* after the slot: the writer's view */
         wsl_tls_depth = 0;
         return;
@@ -1084,26 +1089,32 @@ WSL_EXPORT FILE *fopen64(const char *path, const char *mode) { FOPEN_HOOK(WSL_IO
  * thread's fold is this file's (an open of a local file begins its fold): one
  * more call in the last slot when it is alike (same id, same bytes returned)
  * and not full, else a new slot while there is one. Returns 0 otherwise. */
+static inline __attribute__((always_inline)) int io_fold_fast_file(struct wsl_thread *t, unsigned api,
+                                                                   uint64_t file, uint64_t value)
+{
+    if (FOLD_LD(t->fold_file) != file)
+        return 0;
+    uint64_t key = WSL_FOLD_SLOT(api, 0, value);
+    /* see io_fold: one test for "alike and not full"; no slot: fold_none, alike nothing */
+    _Atomic uint64_t *last = t->fold_last;
+    uint64_t s = FOLD_LD(*last), x = s ^ key;
+    if (WSL_LIKELY(!((x + FOLD_ONE) & ~((uint64_t)WSL_FOLD_CALLS_MAX << 10)))) {
+        FOLD_ST(*last, s + FOLD_ONE);
+        return 1;
+    }
+    uint32_t used = FOLD_LD(t->fold_used);
+    if (used == WSL_FOLD_SLOTS)
+        return 0;
+    FOLD_ST(t->fold_slot[used], key | FOLD_ONE);
+    t->fold_last = &t->fold_slot[used];
+    atomic_store_explicit(&t->fold_used, used + 1, memory_order_release); /* after the slot: the writer's view */
+    return 1;
+}
+
 static inline __attribute__((always_inline)) int io_fold_fast(struct wsl_thread *t, unsigned api, int fd,
                                                               uint32_t path, uint64_t value)
 {
-    if (FOLD_LD(t->fold_file) != WSL_FOLD_FILE(fd, path))
-        return 0;
-    uint32_t used = FOLD_LD(t->fold_used);
-    uint64_t key = WSL_FOLD_SLOT(api, 0, value);
-    if (WSL_LIKELY(used)) {
-        /* see io_fold: one test for "alike and not full" */
-        uint64_t s = FOLD_LD(t->fold_slot[used - 1]), x = s ^ key;
-        if (WSL_LIKELY(!((x + FOLD_ONE) & ~((uint64_t)WSL_FOLD_CALLS_MAX << 10)))) {
-            FOLD_ST(t->fold_slot[used - 1], s + FOLD_ONE);
-            return 1;
-        }
-        if (used == WSL_FOLD_SLOTS)
-            return 0;
-    }
-    FOLD_ST(t->fold_slot[used], key | FOLD_ONE);
-    atomic_store_explicit(&t->fold_used, used + 1, memory_order_release); /* after the slot: the writer's view */
-    return 1;
+    return io_fold_fast_file(t, api, WSL_FOLD_FILE(fd, path), value);
 }
 
 /* Any other untimed read on a local file: folded into a new slot, or, failed
@@ -1178,27 +1189,69 @@ static __attribute__((noinline)) ssize_t io_read_untimed_kernel(struct wsl_threa
     return r;
 }
 
+/* st_syscall4_kernel, with two values the caller needs after the call pinned
+ * to registers the system call leaves alone (x86-64: r8 and r9), so that the
+ * compiler saves no register of its own for them. */
+static inline __attribute__((always_inline)) long st_syscall4_keeping(long nr, int fd, long b, long c, long d,
+                                                                      uint64_t *keep1, uint64_t *keep2)
+{
+#if defined(__x86_64__)
+    long r;
+    register long r10 __asm__("r10") = d;
+    register uint64_t r8 __asm__("r8") = *keep1;
+    register uint64_t r9 __asm__("r9") = *keep2;
+    __asm__ volatile("syscall"
+                     : "=a"(r), "+r"(r8), "+r"(r9)
+                     : "a"(nr), "D"(fd), "S"(b), "d"(c), "r"(r10) /* the kernel takes fd's low 32 bits */
+                     : "rcx", "r11", "memory");
+    *keep1 = r8;
+    *keep2 = r9;
+    return r;
+#else
+    return st_syscall4_kernel(nr, fd, b, c, d);
+#endif
+}
+
+/* io_read_untimed_kernel, from a fast twin that marked the thread busy rather
+ * than raising its depth (READ_ST_HOOK); its arguments in the registers they
+ * are in already there (x86-64: fd, ask, t and file stay where the system call
+ * had them). */
+static __attribute__((noinline)) ssize_t io_read_untimed_busy(int fd, unsigned api, uint64_t ask, long r,
+                                                              struct wsl_thread *t, uint64_t file, uint64_t off)
+{
+    t->gen &= ~WSL_GEN_BUSY;
+    wsl_tls_depth = 1;
+    return io_read_untimed_kernel(t, api, fd, (uint32_t)(file >> 32), ask, r, off);
+}
+
 /* A read in a single-threaded program (PROGRAM_ST): its common case, an
- * untimed read on a local file folded into the slot of the call before, makes
- * no call at all (the system call inline), so the compiler saves no registers
- * for it; everything else goes to the full hook, `full`, as a tail call. */
+ * untimed read on a local file folded into the thread's fold, makes no call at
+ * all (the system call inline), and keeps what it needs past the system call
+ * in registers the call leaves alone, so it saves none; everything else goes
+ * to the full hook, `full`, as a tail call, and what follows a read that does
+ * not fold to io_read_untimed_kernel. */
 #define READ_ST_HOOK(api, fd, ask, off, nr, a3, full)                                      \
-    struct wsl_thread *t = io_enter_ready();                                               \
-    if (WSL_UNLIKELY(!t))                                                                  \
-        return IO_OFF() ? st_kernel_result(st_syscall4_kernel(nr, fd, (long)buf, (long)(ask), (long)(a3))) \
-                        : full;                                                            \
+    struct wsl_thread *t = wsl_tls.thread;                                                 \
+    if (WSL_UNLIKELY(wsl_tls.depth || !t ||                                                \
+                     t->gen != atomic_load_explicit(&wsl_io_gen, memory_order_relaxed)))   \
+        return IO_OFF() && !wsl_tls.depth                                                  \
+                   ? st_kernel_result(st_syscall4_kernel(nr, fd, (long)buf, (long)(ask), (long)(a3))) \
+                   : full;                                                                 \
     uint64_t info_ = info_of_fd(fd);                                                       \
-    if (WSL_UNLIKELY(!(info_ & FD_LOCAL) || t->io_countdown <= 1))                         \
+    uint32_t countdown_ = t->io_countdown;                                                 \
+    if (WSL_UNLIKELY(!(info_ & FD_LOCAL) || countdown_ <= 1))                              \
         return full; /* a call to time, or not on a local file */                          \
-    t->io_countdown--;                                                                     \
-    wsl_tls_depth = 1;                                                                     \
-    long r = st_syscall4_kernel(nr, fd, (long)buf, (long)(ask), (long)(a3));               \
+    t->io_countdown = countdown_ - 1;                                                      \
+    t->gen |= WSL_GEN_BUSY;                                                                \
+    uint64_t tv_ = (uintptr_t)t, file_ = WSL_FOLD_FILE(fd, (uint32_t)info_);               \
+    long r = st_syscall4_keeping(nr, fd, (long)buf, (long)(ask), (long)(a3), &tv_, &file_); \
+    t = (struct wsl_thread *)(uintptr_t)tv_;                                               \
     if (WSL_LIKELY(r >= 0 && (ask) != 0) &&                                                \
-        WSL_LIKELY(io_fold_fast(t, (api) + WSL_IO_SAMPLED, fd, (uint32_t)info_, (uint64_t)r))) { \
-        wsl_tls_depth = 0;                                                                 \
+        WSL_LIKELY(io_fold_fast_file(t, (api) + WSL_IO_SAMPLED, file_, (uint64_t)r))) {    \
+        t->gen &= ~WSL_GEN_BUSY;                                                           \
         return r;                                                                          \
     }                                                                                      \
-    return io_read_untimed_kernel(t, (api) + WSL_IO_SAMPLED, fd, (uint32_t)info_, ask, r, off);
+    return io_read_untimed_busy(fd, (api) + WSL_IO_SAMPLED, ask, r, t, file_, off);
 
 static __attribute__((noinline)) ssize_t read_st_full(int fd, void *buf, size_t n)
 {

@@ -25,8 +25,7 @@ struct wsl_config wsl_cfg = {
     .use_tsc = 0,
 };
 
-WSL_TLS struct wsl_thread *wsl_tls_thread;
-WSL_TLS uint32_t wsl_tls_depth;
+WSL_TLS struct wsl_tls wsl_tls;
 static WSL_TLS int tls_thread_exited; /* set once the key destructor ran */
 _Atomic uint64_t wsl_gen = 1;
 _Atomic uint64_t wsl_io_gen; /* wsl_gen while file calls are recorded, else 0 */
@@ -255,6 +254,12 @@ struct wsl_thread *wsl_thread_claim_aux(void)
 struct wsl_thread *wsl_thread_setup(void)
 {
     if (tls_thread_exited || wsl_tls_depth || atomic_load_explicit(&wsl_shutting_down, memory_order_relaxed))
+        return NULL;
+    /* A signal handler's call while a fast twin updates this thread's fold: it
+     * passes through (as it would under the depth). In a child forked there,
+     * gen is old and the thread is set up anew. */
+    struct wsl_thread *busy = wsl_tls_thread;
+    if (busy && busy->gen == (atomic_load_explicit(&wsl_gen, memory_order_relaxed) | WSL_GEN_BUSY))
         return NULL;
     wsl_tls_depth++; /* the shim's own file and thread calls below are not the program's */
     config_ensure();

@@ -41,6 +41,10 @@
 #endif
 
 #define WSL_EXPORT __attribute__((visibility("default"))) WSL_NO_TSAN
+
+/* What this header declares is the library's own (hidden): its globals are
+ * then read directly, not through the GOT. System headers come above. */
+#pragma GCC visibility push(hidden)
 #define WSL_LIKELY(x) __builtin_expect(!!(x), 1)
 #define WSL_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define WSL_TLS __thread __attribute__((tls_model("initial-exec")))
@@ -114,6 +118,14 @@ static inline __attribute__((always_inline)) uint64_t wsl_ticks(void)
 #define WSL_FOLD_SLOTS 6u      /* alike-call slots of a thread's folded file (two events' worth) */
 #define WSL_FOLD_FILE(fd, path) ((uint64_t)(path) << 32 | (uint32_t)(fd))
 
+/* A thread's fold has no slot: its last slot is fold_none, ~0, alike no call
+ * (no call's id is 1023). Called wherever fold_used becomes 0. */
+#define WSL_FOLD_NONE(t)                                                                   \
+    do {                                                                                   \
+        atomic_store_explicit(&(t)->fold_none, ~0ull, memory_order_relaxed);              \
+        (t)->fold_last = &(t)->fold_none;                                                  \
+    } while (0)
+
 enum wsl_thread_state {
     WSL_THREAD_FREE = 0,     /* reusable */
     WSL_THREAD_ACTIVE = 1,   /* owned by a live thread */
@@ -159,6 +171,8 @@ struct wsl_thread {
     _Atomic uint32_t fold_used;  /* slots filled */
     _Atomic uint64_t fold_file;  /* path id << 32 | (uint32_t)fd; path 0: none */
     _Atomic uint64_t fold_slot[WSL_FOLD_SLOTS];
+    _Atomic uint64_t *fold_last; /* producer: &fold_slot[fold_used - 1], or &fold_none while no slot is used */
+    _Atomic uint64_t fold_none;  /* ~0: alike no call (wsl_fold_none) */
     /* writer: how much of a fold it wrote before the fold's own events came
      * (the fold followed now, and one that ended since the last drain): all
      * calls of slots below `slots` - 1, and `calls` of that one */
@@ -186,12 +200,26 @@ struct wsl_thread {
     struct wsl_event ev[WSL_RING_EVENTS];
 };
 
-extern WSL_TLS struct wsl_thread *wsl_tls_thread;
-/* >0 while this thread is inside a hooked call or the shim's own code (and
- * always in the writer thread): hooks reached from there pass straight
- * through, so the shim never records itself or a nested call. */
-extern WSL_TLS uint32_t wsl_tls_depth;
+/* The shim's per-thread state, in one TLS block: a hook finds all of it from
+ * one address (one lookup of the block's offset, where separate variables
+ * take one each). */
+struct wsl_tls {
+    struct wsl_thread *thread; /* the ring this thread records into (runtime.c) */
+    /* >0 while this thread is inside a hooked call or the shim's own code (and
+     * always in the writer thread): hooks reached from there pass straight
+     * through, so the shim never records itself or a nested call. */
+    uint32_t depth;
+    uint32_t launches; /* launches since this thread's last GPU-timing sample (gpu_timing.c) */
+};
+extern WSL_TLS struct wsl_tls wsl_tls;
+#define wsl_tls_thread (wsl_tls.thread)
+#define wsl_tls_depth (wsl_tls.depth)
 extern _Atomic uint64_t wsl_gen;                 /* bumped in a forked child */
+/* Set in a thread's gen while a fast twin (io_hooks.c) updates its fold with
+ * the thread's depth left at 0: to a signal handler's calls, which pass through
+ * then, the thread looks not set up for this process, and wsl_thread_setup
+ * refuses it (see there). */
+#define WSL_GEN_BUSY (1ull << 63)
 extern _Atomic uint64_t wsl_io_gen;              /* wsl_gen while file calls are recorded, else 0 */
 extern _Atomic int wsl_io_off;                   /* WSLSHIM_IO=0, once the settings are read */
 extern _Atomic(struct wsl_thread *) wsl_threads; /* registry head */
@@ -336,7 +364,7 @@ long wsl_raw_syscall4(long nr, long a, long b, long c, long d);
 #endif
 
 /* ---- sampled GPU timing (gpu_timing.c) ------------------------------------------ */
-extern WSL_TLS uint32_t wsl_tls_launches; /* launches since this thread's last sample */
+#define wsl_tls_launches (wsl_tls.launches)
 
 struct wsl_gpu_sample {
     int active, pool, graph, idle;
@@ -390,5 +418,7 @@ void wsl_signals_init(void);
 /* ---- lifecycle (runtime.c) ---------------------------------------------------- */
 extern _Atomic int wsl_shutting_down;
 uint64_t wsl_process_flags(void);
+
+#pragma GCC visibility pop
 
 #endif /* WSLSHIM_SHIM_INTERNAL_H */

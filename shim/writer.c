@@ -1289,6 +1289,7 @@ void wsl_writer_after_fork_child(void)
     /* The parent's folded file calls and drain times are the parent's. */
     for (struct wsl_thread *t = atomic_load(&wsl_threads); t; t = t->next) {
         atomic_store_explicit(&t->fold_used, 0, memory_order_relaxed);
+        WSL_FOLD_NONE(t);
         atomic_store_explicit(&t->fold_file, WSL_FOLD_FILE(-1, 0), memory_order_relaxed);
         t->w_fold[0].live = t->w_fold[1].live = 0;
         t->w_drain_ticks = 0;
