@@ -1242,10 +1242,12 @@ static __attribute__((noinline)) ssize_t io_read_untimed_busy(int fd, unsigned a
     if (WSL_UNLIKELY(!(info_ & FD_LOCAL) || countdown_ <= 1))                              \
         return full; /* a call to time, or not on a local file */                          \
     t->io_countdown = countdown_ - 1;                                                      \
-    t->gen |= WSL_GEN_BUSY;                                                                \
     uint64_t tv_ = (uintptr_t)t, file_ = WSL_FOLD_FILE(fd, (uint32_t)info_);               \
     long r = st_syscall4_keeping(nr, fd, (long)buf, (long)(ask), (long)(a3), &tv_, &file_); \
     t = (struct wsl_thread *)(uintptr_t)tv_;                                               \
+    /* Busy from here: a signal handler's calls when the system call returns (where \
+     * most signals are taken) are recorded, and the fold is read after them. */           \
+    t->gen |= WSL_GEN_BUSY;                                                                \
     if (WSL_LIKELY(r >= 0 && (ask) != 0) &&                                                \
         WSL_LIKELY(io_fold_fast_file(t, (api) + WSL_IO_SAMPLED, file_, (uint64_t)r))) {    \
         t->gen &= ~WSL_GEN_BUSY;                                                           \

@@ -30,6 +30,12 @@ Scenarios (each a ctest entry, see CMakeLists.txt):
   run-kill                a Python program reads one file 4 KiB at a time (folded
                           calls, counted without events), sleeps, and is
                           SIGKILLed: the trace still has every read
+  signals [--count N]     io_reader signals: a single-threaded program's N
+                          reads of one file, while a 20 us timer's handler
+                          reads another: the program's reads counted exactly,
+                          and the handler's (a nested call inside the shim
+                          passes through unrecorded) at most as many as it
+                          made, most of them
   io-off                  WSLSHIM_IO=0: no I/O in the report, same output
   same-output -- PROG ARGS
                           PROG with and without the shim: same exit status,
@@ -596,6 +602,41 @@ def scenario_run_kill(ctx):
     return c.finish(f"{n} reads counted after SIGKILL, trace truncated={procs[0].get('truncated')}")
 
 
+def scenario_signals(ctx):
+    """A handler's reads between and inside the program's hooked reads: the
+    fast paths' fold of the program's reads must stay exact."""
+    n = ctx.a.count
+    for sub, name, size in (("a", "main.bin", 65536), ("b", "handler.bin", 4096)):
+        os.makedirs(os.path.join(ctx.data, sub))
+        with open(os.path.join(ctx.data, sub, name), "wb") as f:
+            f.write(os.urandom(size))
+    p, tdir = ctx.traced([ctx.a.reader, "signals", ctx.data, str(n)])
+    c = Check()
+    e = parse_expect(p.stdout)
+    if p.returncode != 0 or e is None:
+        c.fail(f"io_reader signals exited {p.returncode}: {p.stderr[-500:]}")
+        return c.finish("")
+    rep = ctx.report(tdir, c)
+    if rep is None:
+        return c.finish("")
+    check_processes(rep, c, 1)
+    dirs = {d.get("dir"): d for d in (rep.get("io") or {}).get("top_dirs", [])}
+    a = dirs.get(os.path.join(ctx.data, "a")) or {}
+    b = dirs.get(os.path.join(ctx.data, "b")) or {}
+    c.eq("the program's reads of a/main.bin", a.get("reads"), e["main_reads"])
+    c.eq("the program's bytes from a/main.bin", a.get("bytes_read"), e["main_bytes"])
+    h, hb = b.get("reads", 0), b.get("bytes_read", 0)
+    if e["handler_reads"] < 100:
+        c.fail(f"only {e['handler_reads']} handler reads: the timer hardly fired")
+    if not 0 < h <= e["handler_reads"]:
+        c.fail(f"{h} handler reads recorded of {e['handler_reads']} made")
+    elif h < e["handler_reads"] // 2:
+        c.fail(f"only {h} of the handler's {e['handler_reads']} reads recorded")
+    c.eq("bytes per recorded handler read", hb, h * 4096)
+    return c.finish(f"{e['main_reads']} reads counted exactly beside {e['handler_reads']} handler reads, "
+                    f"{h} of those recorded")
+
+
 def scenario_io_off(ctx):
     a = ctx.a
     ctx.create_data()
@@ -667,7 +708,7 @@ def main():
     for opt in ("--shim", "--report", "--reader", "--workdir"):
         ap.add_argument(opt, required=True)
     ap.add_argument("scenario", choices=("exact", "python", "cross-os", "small-files", "sampled", "run-kill",
-                                         "io-off", "same-output"))
+                                         "signals", "io-off", "same-output"))
     ap.add_argument("--program")
     ap.add_argument("--mode", choices=("read", "fork"), default="read", help="exact: io_reader's mode")
     ap.add_argument("--processes", type=int, default=1, help="exact: processes the run has")
@@ -688,7 +729,7 @@ def main():
     ctx = Ctx(a)
     rc = {"exact": scenario_exact, "python": scenario_python, "cross-os": scenario_cross_os,
             "small-files": scenario_small_files, "sampled": scenario_sampled, "run-kill": scenario_run_kill,
-            "io-off": scenario_io_off,
+            "signals": scenario_signals, "io-off": scenario_io_off,
             "same-output": scenario_same_output}[a.scenario](ctx)
     if rc == 0:  # the data set is up to 41 MiB: kept only when a check failed
         shutil.rmtree(ctx.data, ignore_errors=True)

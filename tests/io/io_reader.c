@@ -7,6 +7,11 @@
  *   io_reader create-n DIR N SIZE      write N files of SIZE bytes (f_00000.bin...)
  *   io_reader read-all DIR BUFSIZE     open/read/close every regular file in DIR;
  *                                      prints EXPECT {json}
+ *   io_reader signals DIR N            single-threaded: N read()s of 4 KiB from
+ *                                      DIR/a/main.bin (64 KiB, lseek to 0 every 16)
+ *                                      while a 20 us interval timer's handler
+ *                                      preads 4 KiB of DIR/b/handler.bin; prints
+ *                                      EXPECT {main_reads, handler_reads}
  *   io_reader fork DIR                 two forked children (one leaving by _exit)
  *                                      and the parent read parts of the data set;
  *                                      prints EXPECT {json} for all three
@@ -41,8 +46,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -689,6 +696,63 @@ static int cmd_fork(void)
     return 0;
 }
 
+/* signals: a handler's reads land between (and inside) the hooked reads of the
+ * program's one thread; every read of main.bin must still be counted exactly. */
+static int handler_fd = -1;
+static volatile sig_atomic_t handler_reads, handler_errors;
+static char handler_buf[4096];
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    int saved = errno;
+    if (pread(handler_fd, handler_buf, sizeof handler_buf, 0) == (ssize_t)sizeof handler_buf)
+        handler_reads++;
+    else
+        handler_errors++;
+    errno = saved;
+}
+
+static int cmd_signals(long n)
+{
+    char a[PATH_MAX], b[PATH_MAX];
+    snprintf(a, sizeof a, "%s/a/main.bin", data_dir);
+    snprintf(b, sizeof b, "%s/b/handler.bin", data_dir);
+    int fd = open(a, O_RDONLY);
+    if (fd < 0)
+        die("open", a);
+    handler_fd = open(b, O_RDONLY);
+    if (handler_fd < 0)
+        die("open", b);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_alarm;
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGALRM, &sa, NULL);
+    struct itimerval it = {{0, 20}, {0, 20}};
+    setitimer(ITIMER_REAL, &it, NULL);
+    static char buf[4096];
+    unsigned long long bytes = 0;
+    for (long i = 0; i < n; i++) {
+        if (i % 16 == 0 && lseek(fd, 0, SEEK_SET) != 0)
+            die("lseek", a);
+        ssize_t r = read(fd, buf, sizeof buf);
+        if (r != (ssize_t)sizeof buf)
+            die("read", a);
+        bytes += (unsigned long long)r;
+    }
+    struct itimerval off = {{0, 0}, {0, 0}};
+    setitimer(ITIMER_REAL, &off, NULL);
+    signal(SIGALRM, SIG_IGN);
+    close(fd);
+    close(handler_fd);
+    if (handler_errors)
+        fprintf(stderr, "io_reader: %d handler reads failed\n", (int)handler_errors);
+    printf("EXPECT {\"main_reads\": %ld, \"main_bytes\": %llu, \"handler_reads\": %d}\n", n, bytes,
+           (int)handler_reads);
+    return handler_errors ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 3) {
@@ -703,7 +767,10 @@ int main(int argc, char **argv)
             return cmd_fork();
         if (!strcmp(argv[1], "read-all") && argc == 4)
             return cmd_read_all((size_t)atol(argv[3]));
+        if (!strcmp(argv[1], "signals") && argc == 4)
+            return cmd_signals(atol(argv[3]));
     }
-    fprintf(stderr, "usage: io_reader create DIR | read DIR | create-n DIR N SIZE | read-all DIR BUFSIZE\n");
+    fprintf(stderr, "usage: io_reader create DIR | read DIR | create-n DIR N SIZE | read-all DIR BUFSIZE | "
+                    "signals DIR N\n");
     return 2;
 }
