@@ -1125,6 +1125,14 @@ static __attribute__((noinline)) void io_read_untimed(struct wsl_thread *t, unsi
     io_record_read(t, api, 0, 0, r < 0, r < 0 ? errno : 0, fd, path, ask, r > 0 ? (uint64_t)r : 0, off);
 }
 
+/* io_read_untimed for READ_MT_HOOK, from the fold's key of the file; returns r. */
+static __attribute__((noinline)) ssize_t io_read_untimed_file(struct wsl_thread *t, unsigned api, uint64_t file,
+                                                              uint64_t ask, ssize_t r, uint64_t off)
+{
+    io_read_untimed(t, api, (int)(uint32_t)file, (uint32_t)(file >> 32), ask, r, off);
+    return r;
+}
+
 /* A read-like call returning ssize_t: bytes asked `ask`, offset `off`. The
  * untimed call on a local file (all but 1 in WSLSHIM_IO_TIMING of them) comes
  * first, and its common case, folded into the slot of the call before, is
@@ -1255,6 +1263,32 @@ static __attribute__((noinline)) ssize_t io_read_untimed_busy(int fd, unsigned a
     }                                                                                      \
     return io_read_untimed_busy(fd, (api) + WSL_IO_SAMPLED, ask, r, t, file_, off);
 
+/* A read in a program with threads: its common case, an untimed read on a
+ * local file folded into the thread's fold, calls the real function with the
+ * arguments as they came and saves only what the fold needs past the call;
+ * everything else goes to the full hook, `full`, as a tail call. */
+#define READ_MT_HOOK(api, fd, ask, off, name, args, full)                                  \
+    struct wsl_thread *t = wsl_tls.thread;                                                 \
+    __typeof__(real.name) real_ = real.name;                                               \
+    if (WSL_UNLIKELY(wsl_tls.depth || !t || !real_ ||                                      \
+                     t->gen != atomic_load_explicit(&wsl_io_gen, memory_order_relaxed)))   \
+        return full;                                                                       \
+    uint64_t info_ = info_of_fd(fd);                                                       \
+    uint32_t countdown_ = t->io_countdown;                                                 \
+    if (WSL_UNLIKELY(!(info_ & FD_LOCAL) || countdown_ <= 1))                              \
+        return full; /* a call to time, or not on a local file */                          \
+    t->io_countdown = countdown_ - 1;                                                      \
+    uint64_t file_ = WSL_FOLD_FILE(fd, (uint32_t)info_);                                   \
+    uint64_t ask_ = (ask);                                                                 \
+    wsl_tls.depth = 1;                                                                     \
+    ssize_t r = real_ args;                                                                \
+    if (WSL_LIKELY(r >= 0 && ask_ != 0) &&                                                 \
+        WSL_LIKELY(io_fold_fast_file(t, (api) + WSL_IO_SAMPLED, file_, (uint64_t)r))) {    \
+        wsl_tls.depth = 0;                                                                 \
+        return r;                                                                          \
+    }                                                                                      \
+    return io_read_untimed_file(t, (api) + WSL_IO_SAMPLED, file_, ask_, r, off);
+
 static __attribute__((noinline)) ssize_t read_st_full(int fd, void *buf, size_t n)
 {
     READ_HOOK(WSL_IO_ID_read, fd, n, NO_OFFSET, st_read(fd, buf, n))
@@ -1263,9 +1297,13 @@ static __attribute__((noinline)) ssize_t read_st(int fd, void *buf, size_t n)
 {
     READ_ST_HOOK(WSL_IO_ID_read, fd, n, NO_OFFSET, SYS_read, 0, read_st_full(fd, buf, n))
 }
-static __attribute__((noinline)) ssize_t read_mt(int fd, void *buf, size_t n)
+static __attribute__((noinline)) ssize_t read_mt_full(int fd, void *buf, size_t n)
 {
     READ_HOOK(WSL_IO_ID_read, fd, n, NO_OFFSET, REAL(read)(fd, buf, n))
+}
+static __attribute__((noinline)) ssize_t read_mt(int fd, void *buf, size_t n)
+{
+    READ_MT_HOOK(WSL_IO_ID_read, fd, n, NO_OFFSET, read, (fd, buf, n), read_mt_full(fd, buf, n))
 }
 WSL_EXPORT ssize_t read(int fd, void *buf, size_t n)
 {
@@ -1285,9 +1323,13 @@ static __attribute__((noinline)) ssize_t pread_st(int fd, void *buf, size_t n, o
 {
     READ_ST_HOOK(WSL_IO_ID_pread, fd, n, (uint64_t)off, SYS_pread64, off, pread_st_full(fd, buf, n, off))
 }
-static __attribute__((noinline)) ssize_t pread_mt(int fd, void *buf, size_t n, off_t off)
+static __attribute__((noinline)) ssize_t pread_mt_full(int fd, void *buf, size_t n, off_t off)
 {
     READ_HOOK(WSL_IO_ID_pread, fd, n, (uint64_t)off, REAL(pread)(fd, buf, n, off))
+}
+static __attribute__((noinline)) ssize_t pread_mt(int fd, void *buf, size_t n, off_t off)
+{
+    READ_MT_HOOK(WSL_IO_ID_pread, fd, n, (uint64_t)off, pread, (fd, buf, n, off), pread_mt_full(fd, buf, n, off))
 }
 WSL_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off)
 {
@@ -1303,9 +1345,13 @@ static __attribute__((noinline)) ssize_t pread64_st(int fd, void *buf, size_t n,
 {
     READ_ST_HOOK(WSL_IO_ID_pread64, fd, n, (uint64_t)off, SYS_pread64, off, pread64_st_full(fd, buf, n, off))
 }
-static __attribute__((noinline)) ssize_t pread64_mt(int fd, void *buf, size_t n, off64_t off)
+static __attribute__((noinline)) ssize_t pread64_mt_full(int fd, void *buf, size_t n, off64_t off)
 {
     READ_HOOK(WSL_IO_ID_pread64, fd, n, (uint64_t)off, REAL(pread64)(fd, buf, n, off))
+}
+static __attribute__((noinline)) ssize_t pread64_mt(int fd, void *buf, size_t n, off64_t off)
+{
+    READ_MT_HOOK(WSL_IO_ID_pread64, fd, n, (uint64_t)off, pread64, (fd, buf, n, off), pread64_mt_full(fd, buf, n, off))
 }
 WSL_EXPORT ssize_t pread64(int fd, void *buf, size_t n, off64_t off)
 {
