@@ -762,6 +762,18 @@ static void fold_next(struct wsl_thread *t, int closed, int fd, uint32_t path)
     atomic_store_explicit(&t->fold_seq, seq + 2, memory_order_release);
 }
 
+/* Begins a fold for fd and path: ends the thread's fold when it has calls;
+ * one without calls has a fold id no call was counted under yet (fold_next
+ * leaves a new one, and a fold's first slot comes with fold_used, after the
+ * file), so the new file takes it over as it is. */
+static inline __attribute__((always_inline)) void fold_begin(struct wsl_thread *t, int fd, uint32_t path)
+{
+    if (FOLD_LD(t->fold_used))
+        fold_next(t, 0, fd, path);
+    else
+        FOLD_ST(t->fold_file, WSL_FOLD_FILE(fd, path));
+}
+
 /* The largest value a folded call keeps: half the format's (WSL_FOLD_VALUE_MAX),
  * so that a slot's top value bit is 0 and io_fold's one test below holds. */
 #define FOLD_VALUE_LIMIT (WSL_FOLD_VALUE_MAX >> 1)
@@ -793,7 +805,7 @@ static inline __attribute__((always_inline)) int io_fold(struct wsl_thread *t, u
             }
         }
     } else {
-        fold_next(t, 0, fd, path);
+        fold_begin(t, fd, path);
         used = 0;
     }
     FOLD_ST(t->fold_slot[used], key | FOLD_ONE);
@@ -902,7 +914,7 @@ static __attribute__((noinline)) void record_open_event(struct wsl_thread *t, un
         /* Its reads will fold (if untimed): their fold begins here, and the one
          * before it (another file's) ends, its events ahead of this open. */
         if (local && id && FOLD_LD(t->fold_file) != WSL_FOLD_FILE(fd, id))
-            fold_next(t, 0, fd, id);
+            fold_begin(t, fd, id);
     }
     io_record(t, api, t0, t1, fd < 0, err, fd, id, dev, (uint64_t)(unsigned)flags, size);
 }
@@ -919,7 +931,7 @@ static inline __attribute__((always_inline)) void record_open(struct wsl_thread 
     uint64_t v;
     if (WSL_LIKELY(!t0 && local && fd >= 0 && id) && open_fold_value(dirdev, flags, &v)) {
         fd_set_info(fd, id, 1);
-        fold_next(t, 0, fd, id); /* another file's fold ends: the open's id is new */
+        fold_begin(t, fd, id); /* another file's fold ends */
         FOLD_ST(t->fold_slot[0], WSL_FOLD_SLOT(api, 1, v));
         t->fold_last = &t->fold_slot[0];
         atomic_store_explicit(&t->fold_used, 1, memory_order_release); /* after the slot: the writer's view */
