@@ -593,9 +593,6 @@ static uint32_t path_record_as(struct wsl_thread *t, uint32_t given_id, int dirf
     const char *last = memrchr(h0, '/', hl);
     *dir_hash = hash_padded_seeded(seed, h0, last ? (size_t)(last - h0) : 0);
     atomic_store_explicit(&t->paths_head, head + need, memory_order_release);
-    /* the lines of the next path or two, ahead (wsl_prefetch_write) */
-    wsl_prefetch_write(t->paths + ((head + need + 128) & (WSL_PATH_RING - 1)));
-    wsl_prefetch_write(t->paths + ((head + need + 192) & (WSL_PATH_RING - 1)));
     return id;
 }
 

@@ -16,10 +16,6 @@
 
 #include "shim_internal.h"
 
-#if defined(__x86_64__)
-#include <cpuid.h>
-#endif
-
 struct wsl_config wsl_cfg = {
     .output_pattern = "wslshim-%h-%p.trace.zst",
     .gpu_timing = WSL_GPU_TIMING_DEFAULT,
@@ -30,7 +26,6 @@ struct wsl_config wsl_cfg = {
 };
 
 WSL_TLS struct wsl_tls wsl_tls;
-int wsl_cpu_prefetchw;
 static WSL_TLS int tls_thread_exited; /* set once the key destructor ran */
 _Atomic uint64_t wsl_gen = 1;
 _Atomic uint64_t wsl_io_gen; /* wsl_gen while file calls are recorded, else 0 */
@@ -189,10 +184,6 @@ void wsl_config_load(void)
                 wsl_cfg.io_paths_hash = 1; /* asked for something: err on the side of privacy */
     }
     wsl_path_hash_set_key(getenv("WSLSHIM_IO_PATHS_KEY"));
-#if defined(__x86_64__)
-    unsigned a, b, c, d;
-    wsl_cpu_prefetchw = __get_cpuid(0x80000001u, &a, &b, &c, &d) && (c >> 8 & 1); /* PRFCHW */
-#endif
     v = getenv("WSLSHIM_CLOCK");
     if (v && !strcmp(v, "mono"))
         wsl_cfg.use_tsc = 0;

@@ -281,27 +281,6 @@ static inline __attribute__((always_inline)) struct wsl_event *wsl_ring_reserve(
     return &t->ev[h & (WSL_RING_EVENTS - 1)];
 }
 
-/* The writer reads every line of a ring its thread writes, and keeps it: by
- * the time the ring comes round, the thread's next write to that line waits
- * for it to come back from the writer's core (on a large x86 server, most of
- * what an event or a path costs the program, as the system call that follows
- * waits for the store). So a ring's writer asks for its lines some way ahead
- * of its head, for writing (x86-64 where the CPU has PREFETCHW, arm64), and
- * they are its own when it comes to them. */
-extern int wsl_cpu_prefetchw; /* runtime.c, at load */
-#define WSL_RING_PREFETCH 8u  /* events ahead of the head */
-static inline __attribute__((always_inline)) void wsl_prefetch_write(const void *p)
-{
-#if defined(__x86_64__)
-    if (WSL_LIKELY(wsl_cpu_prefetchw))
-        __asm__ volatile("prefetchw %0" : : "m"(*(const char *)p));
-#elif defined(__aarch64__)
-    __asm__ volatile("prfm pstl1keep, %0" : : "Q"(*(const char *)p));
-#else
-    (void)p;
-#endif
-}
-
 static inline __attribute__((always_inline)) void wsl_ring_commit(struct wsl_thread *t)
 {
 #if WSL_TSAN
@@ -310,7 +289,6 @@ static inline __attribute__((always_inline)) void wsl_ring_commit(struct wsl_thr
 #endif
     t->head_local++;
     atomic_store_explicit(&t->head, t->head_local, memory_order_release);
-    wsl_prefetch_write(&t->ev[(t->head_local + WSL_RING_PREFETCH) & (WSL_RING_EVENTS - 1)]);
 }
 
 /* ---- the writer thread (writer.c) --------------------------------------------- */
