@@ -95,6 +95,9 @@ static void driver_hold(void *p)
     void *expect = NULL;
     if (h && !atomic_compare_exchange_strong(&driver_held, &expect, h))
         dlclose(h); /* another thread holds it already: the same library */
+    /* The writer's GPU timing and device queries use the descriptors the driver
+     * opens in the program's threads: its table is the program's from now on. */
+    wsl_writer_share_table();
     errno = saved;
 }
 

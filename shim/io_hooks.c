@@ -235,6 +235,13 @@ static inline void fd_set_info(int fd, uint32_t id, int local)
 }
 
 static inline void fd_set_path(int fd, uint32_t id) { fd_set_info(fd, id, 0); }
+/* A call passed through closes fd: what the hooks knew of it goes, unless the
+ * caller's descriptors are not the program's (the writer's own, wsl_tls.own_fds). */
+static inline void fd_forget_passing(int fd)
+{
+    if (WSL_LIKELY(!wsl_tls.own_fds))
+        fd_set_path(fd, 0);
+}
 
 /* ---- which devices are local filesystems --------------------------------------------------
  * From the mount table the writer reads (at start and whenever it changes): a
@@ -1808,7 +1815,7 @@ WSL_EXPORT void closefrom(int lowfd)
     }                                                                                      \
     struct wsl_thread *t = io_enter();                                                     \
     if (!t) {                                                                              \
-        fd_set_path(fd, 0);                                                                \
+        fd_forget_passing(fd);                                                             \
         return call;                                                                       \
     }                                                                                      \
     uint64_t info_ = info_of_fd(fd);                                                       \
@@ -1872,7 +1879,7 @@ WSL_EXPORT int fclose(FILE *f)
     struct wsl_thread *t = io_enter();
     if (!t) {
         if (fd >= 0)
-            fd_set_path(fd, 0);
+            fd_forget_passing(fd);
         return REAL(fclose)(f);
     }
     uint64_t info_ = fd >= 0 ? info_of_fd(fd) : 0;

@@ -36,6 +36,7 @@
 #include <signal.h>
 #include <threads.h>
 #include <time.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #if defined(__has_include)
 #if __has_include(<sys/single_threaded.h>)
@@ -84,8 +85,10 @@ long wsl_raw_syscall4(long nr, long a, long b, long c, long d) { return syscall(
 
 static inline void program_threads(void)
 {
-    if (!creating_writer)
-        atomic_store_explicit(&wsl_program_threads, WSL_PROGRAM_THREADS_MANY, memory_order_relaxed);
+    if (!creating_writer &&
+        atomic_exchange_explicit(&wsl_program_threads, WSL_PROGRAM_THREADS_MANY, memory_order_relaxed) ==
+            WSL_PROGRAM_THREADS_ONE)
+        wsl_writer_share_table(); /* before the thread: the writer gives its own descriptor table up */
 }
 
 #define NEXT(type, name) ((type)wsl_real_dlsym(RTLD_NEXT, name))
@@ -102,6 +105,32 @@ WSL_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(
         atomic_store_explicit(&real_pthread_create, next, memory_order_relaxed);
     }
     return next ? next(th, attr, fn, arg) : EAGAIN;
+}
+
+/* The program's one thread ends while the process goes on (the writer thread
+ * then calls exit(0) in its place, shim/writer.c): the writer shares the
+ * program's descriptor table first, for the atexit handlers that flush the
+ * program's files. thrd_exit is glibc's pthread_exit by an internal call. */
+WSL_EXPORT void pthread_exit(void *ret)
+{
+    if (atomic_load_explicit(&wsl_program_threads, memory_order_relaxed) == WSL_PROGRAM_THREADS_ONE)
+        wsl_writer_share_table();
+    void (*next)(void *) = NEXT(void (*)(void *), "pthread_exit");
+    if (next)
+        next(ret);
+    syscall(SYS_exit, 0); /* no pthread_exit after the shim: the thread ends all the same */
+    __builtin_unreachable();
+}
+
+WSL_EXPORT void thrd_exit(int res)
+{
+    if (atomic_load_explicit(&wsl_program_threads, memory_order_relaxed) == WSL_PROGRAM_THREADS_ONE)
+        wsl_writer_share_table();
+    void (*next)(int) = NEXT(void (*)(int), "thrd_exit");
+    if (next)
+        next(res);
+    syscall(SYS_exit, 0);
+    __builtin_unreachable();
 }
 
 WSL_EXPORT int pthread_cancel(pthread_t th)

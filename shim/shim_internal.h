@@ -210,6 +210,10 @@ struct wsl_tls {
      * through, so the shim never records itself or a nested call. */
     uint32_t depth;
     uint32_t launches; /* launches since this thread's last GPU-timing sample (gpu_timing.c) */
+    /* The writer thread while it has a descriptor table of its own (writer.c):
+     * its descriptors' numbers are not the program's, and its calls on them
+     * leave the hooks' record of the program's alone. */
+    uint32_t own_fds;
 };
 extern WSL_TLS struct wsl_tls wsl_tls;
 #define wsl_tls_thread (wsl_tls.thread)
@@ -232,7 +236,7 @@ struct wsl_thread *wsl_thread_setup(void);
 /* Set when TSan's runtime has finished starting (its __tsan_on_initialize
  * callback, runtime.c) and by the shim's constructor. */
 extern _Atomic int wsl_tsan_ready;
-void __tsan_init(void);
+__attribute__((visibility("default"))) void __tsan_init(void); /* TSan's runtime's, not the shim's */
 /* Whether instrumented code may run in this thread now. Before the runtime has
  * started, __tsan_init starts it; inside its start-up (a call from TSan itself)
  * __tsan_init returns at once and the call passes straight through. */
@@ -298,6 +302,7 @@ void wsl_writer_wake(void);     /* a ring is full: drain now */
 void wsl_writer_shutdown(void); /* drain, END chunk, close; at exit and before exec */
 void wsl_writer_after_fork_child(void);
 void wsl_writer_pause(void);            /* before a fork: the writer thread leaves, the trace stays open */
+void wsl_writer_share_table(void);      /* the writer shares the program's descriptor table from now on */
 void wsl_writer_after_fork_parent(void);
 void wsl_writer_resume(int pressure);   /* a paused writer comes back (when due, or at once) */
 extern _Atomic int wsl_writer_paused;

@@ -6,6 +6,7 @@
  * loses at most about a second of events.
  */
 #define _GNU_SOURCE
+#include <sched.h>
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
@@ -50,6 +51,10 @@ static _Atomic uint32_t writer_wake_word; /* futex: bumped to cut the writer's s
 static _Atomic int final_req;
 static _Atomic uint32_t final_done;
 static _Atomic long writer_tid;
+/* The writer thread's descriptor table (writer_table_own): its own while set
+ * (by the thread itself, cleared as it leaves); never again once
+ * writer_keep_shared is set. */
+static _Atomic int writer_unshared, writer_keep_shared;
 
 struct chunk_part {
     const void *data;
@@ -927,11 +932,39 @@ static int program_threads_ended(void)
     return !alive;
 }
 
+/* A descriptor table of the writer's own, while the program has one thread and
+ * has not loaded the driver: with a second task sharing its table, Linux takes a
+ * reference on the file (and, for read and write, the file position's lock) in
+ * every descriptor call of the program's, +17% on a page-cached read() of 4 KiB
+ * on the H200 host (docs/overhead.md, tests/io/bench_fdshare). What the writer
+ * touches then is its own: the trace (opened before it starts, so in both
+ * tables) and the files it reads (/proc). It gives the table back, by leaving
+ * for a writer that shares the program's, before anything that needs the
+ * program's descriptors on the writer thread: the program's second thread
+ * (the writer would stand for it no longer), the driver (the writer's GPU
+ * timing and device queries use the descriptors the driver opens in program
+ * threads) and the end of its one thread (the writer then calls exit(0) in its
+ * place, and atexit handlers flush the program's files): wsl_writer_share_table. */
+static void writer_table_own(void)
+{
+#if !WSL_TSAN
+    if (atomic_load(&writer_keep_shared) ||
+        atomic_load_explicit(&wsl_program_threads, memory_order_relaxed) != WSL_PROGRAM_THREADS_ONE)
+        return;
+    if (syscall(SYS_unshare, CLONE_FILES) == 0) {
+        wsl_tls.own_fds = 1;
+        atomic_store(&writer_unshared, 1);
+        wsl_log(WSL_LOG_DEBUG, "writer thread: a descriptor table of its own while the program has one thread");
+    }
+#endif
+}
+
 static void *writer_main(void *arg)
 {
     (void)arg;
     wsl_thread_forbid_recording();
     atomic_store(&writer_tid, syscall(SYS_gettid));
+    writer_table_own();
     uint64_t last_flush = wsl_mono_ns(), started = last_flush, last_look = last_flush;
     int calibrated = 0;
     unsigned sleep_us = 10000;
@@ -941,16 +974,18 @@ static void *writer_main(void *arg)
              * with the trace open (wsl_writer_pause). */
             drain_all();
             z_frame();
+            atomic_store(&writer_unshared, 0);
             return NULL;
         }
         struct timespec ts = {0, (long)sleep_us * 1000};
         uint32_t seen = atomic_load(&writer_wake_word);
         syscall(SYS_futex, &writer_wake_word, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
-        wsl_gpu_timing_poll(0, emit_one);
+        if (!atomic_load_explicit(&writer_unshared, memory_order_relaxed)) /* never the case (above): no driver */
+            wsl_gpu_timing_poll(0, emit_one);
         uint64_t n = drain_all();
         /* Busy rings: come back sooner; idle: back off to 50 ms. */
         sleep_us = n > WSL_RING_EVENTS / 8 ? 2000 : n ? 10000 : (sleep_us < 50000 ? sleep_us + 5000 : 50000);
-        if (atomic_load(&driver_pending)) {
+        if (atomic_load(&driver_pending) && !atomic_load_explicit(&writer_unshared, memory_order_relaxed)) {
             atomic_store(&driver_pending, 0);
             emit_driver();
         }
@@ -978,6 +1013,7 @@ static void *writer_main(void *arg)
     }
     /* The trace ends here, in the writer thread, whoever asked for it. */
     writer_finish();
+    atomic_store(&writer_unshared, 0);
     atomic_store(&final_done, 1);
     syscall(SYS_futex, &final_done, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
     return NULL;
@@ -985,9 +1021,12 @@ static void *writer_main(void *arg)
 
 static void writer_finish(void)
 {
-    wsl_gpu_timing_poll(1, emit_one);
+    int own_table = atomic_load_explicit(&writer_unshared, memory_order_relaxed) &&
+                    pthread_equal(pthread_self(), writer_thread);
+    if (!own_table)
+        wsl_gpu_timing_poll(1, emit_one);
     drain_all();
-    if (atomic_load(&driver_pending)) {
+    if (atomic_load(&driver_pending) && !own_table) {
         atomic_store(&driver_pending, 0);
         emit_driver();
     }
@@ -1171,6 +1210,36 @@ void wsl_writer_resume(int pressure)
     pthread_mutex_unlock(&writer_lock);
 }
 
+/* Before the program's second thread, its first driver pointer or the end of
+ * its one thread (writer_table_own): a writer with a table of its own leaves,
+ * its rings drained, for one that shares the program's (started here, from the
+ * program's thread). For good: a writer never takes a table of its own again. */
+void wsl_writer_share_table(void)
+{
+    atomic_store(&writer_keep_shared, 1);
+    if (!atomic_load(&writer_unshared))
+        return;
+    int saved = errno;
+    wsl_tls_depth++; /* the shim's own thread calls */
+    pthread_mutex_lock(&writer_lock);
+    if (atomic_load(&writer_unshared) && atomic_load(&writer_state) == WRITER_RUNNING &&
+        !pthread_equal(pthread_self(), writer_thread)) {
+        atomic_store(&writer_pause, 1);
+        wsl_writer_wake();
+        pthread_join(writer_thread, NULL);
+        atomic_store(&writer_pause, 0);
+        int err = writer_spawn();
+        if (err) {
+            wsl_log(WSL_LOG_ERROR, "cannot restart the writer thread: %s", strerror(err));
+            writer_finish();
+            atomic_store(&writer_state, WRITER_STOPPED);
+        }
+    }
+    pthread_mutex_unlock(&writer_lock);
+    wsl_tls_depth--;
+    errno = saved;
+}
+
 int wsl_writer_start(void)
 {
     int st = atomic_load_explicit(&writer_state, memory_order_acquire);
@@ -1222,12 +1291,16 @@ void wsl_writer_shutdown(void)
     atomic_store(&wsl_shutting_down, 1);
     pthread_mutex_lock(&writer_lock);
     if (atomic_load(&writer_state) == WRITER_RUNNING) {
+        int fd = trace_fd, own_table = atomic_load(&writer_unshared);
         atomic_store(&writer_stop, 1);
         wsl_writer_wake();
-        if (!pthread_equal(pthread_self(), writer_thread))
+        if (!pthread_equal(pthread_self(), writer_thread)) {
             pthread_join(writer_thread, NULL); /* it ends the trace */
-        else
+            if (own_table && fd >= 0)
+                close(fd); /* the trace's descriptor in the program's table: the writer closed its own */
+        } else {
             writer_finish();
+        }
     } else if (atomic_load(&writer_state) == WRITER_PAUSED) {
         writer_finish(); /* no writer thread: this one ends the trace */
         atomic_store(&wsl_writer_paused, 0);

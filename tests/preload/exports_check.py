@@ -15,7 +15,9 @@ other = {"cuGetProcAddress", "cuGetProcAddress_v2", "dlsym", "execve", "execv", 
          # the calls that give a program threads of its own (shim/program_threads.c)
          "pthread_create", "pthread_cancel", "thrd_create", "timer_create", "mq_notify", "aio_read",
          "aio_read64", "aio_write", "aio_write64", "aio_fsync", "aio_fsync64", "lio_listio",
-         "lio_listio64", "getaddrinfo_a"}
+         "lio_listio64", "getaddrinfo_a",
+         # and the ends of a thread: the writer shares the program's descriptors before its last one ends
+         "pthread_exit", "thrd_exit"}
 
 want = cuda | io | other
 # A ThreadSanitizer build also exports the callback TSan's runtime makes once it has started

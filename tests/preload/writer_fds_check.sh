@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The writer thread's descriptor table (shim/writer.c, writer_table_own): its own while the
+# program has one thread and no driver; the program's from its second thread or its first
+# driver call on; every read of the run in the trace, across the switch:
+#   writer_fds_check.sh SHIM CLIENT REPORT FAKE_CUDA_DIR WORKDIR [SANITIZE]
+# Skipped (77) in a TSan build, where the writer never takes a table of its own.
+set -euo pipefail
+shim=$1 client=$2 report=$3 fake=$4 work=$5 sanitize=${6:-}
+if [[ $sanitize == *thread* ]]; then
+  echo "skipped: a ThreadSanitizer build's writer shares the program's table"
+  exit 77
+fi
+rm -rf "$work" && mkdir -p "$work"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+head -c 65536 /dev/urandom > "$work/data.bin"
+for mode in thread driver; do
+  native=$(LD_LIBRARY_PATH=$fake "$client" $mode "$work/data.bin") || fail "$mode without the shim: exit $?"
+  echo "$native" | grep -q "single: no writer" || fail "$mode without the shim: '$native'"
+  out=$(LD_LIBRARY_PATH=$fake WSLSHIM_OUTPUT="$work/t-$mode-%p.trace.zst" LD_PRELOAD=$shim \
+        "$client" $mode "$work/data.bin") || fail "$mode with the shim: exit $?"
+  echo "$out" | grep -qx "single: writer sees it: no" ||
+    fail "$mode: the writer shares the single-threaded program's table: '$out'"
+  echo "$out" | grep -qx "$mode: writer sees it: yes" ||
+    fail "$mode: the writer does not share the program's table after the $mode: '$out'"
+  want=$(echo "$out" | sed -n 's/^reads //p')
+  got=$("$report" --json "$work"/t-$mode-*.trace.zst 2>"$work/report.err" |
+        python3 -c 'import json, sys; r = json.load(sys.stdin); print(r["io"]["reads"], r["processes"][0].get("dropped", 0), r["processes"][0].get("truncated", False))') ||
+    fail "report: $(cat "$work/report.err")"
+  [ "$got" = "$want 0 False" ] || fail "$mode: the trace says reads, dropped, truncated = '$got'; the program made $want reads"
+  echo "ok: $mode: writer's own table while single-threaded, the program's after the $mode; $want reads in the trace"
+done
