@@ -1162,16 +1162,35 @@ static int writer_spawn(void)
  * /proc/self/stat then, and warn about forking a multi-threaded process. */
 #define PAUSE_NS 5000000ull
 
+/* The running writer thread leaves, with the trace open (writer_lock held). */
+static void writer_leave(void)
+{
+    atomic_store(&writer_pause, 1);
+    wsl_writer_wake();
+    pthread_join(writer_thread, NULL);
+    atomic_store(&writer_pause, 0);
+}
+
+/* A writer thread started (writer_lock held): RUNNING, or, when it cannot be,
+ * the trace ended here and STOPPED. Returns 0 or the errno. */
+static int writer_start_or_end(const char *when)
+{
+    int err = writer_spawn();
+    if (err) {
+        wsl_log(WSL_LOG_ERROR, "cannot start the writer thread%s: %s", when, strerror(err));
+        writer_finish();
+    }
+    atomic_store(&writer_state, err ? WRITER_STOPPED : WRITER_RUNNING);
+    return err;
+}
+
 void wsl_writer_pause(void)
 {
     if (pthread_mutex_trylock(&writer_lock) != 0)
         return; /* a fork from inside a writer start or stop: left running */
     if (atomic_load(&writer_state) == WRITER_RUNNING && !atomic_load(&wsl_shutting_down) &&
         !pthread_equal(pthread_self(), writer_thread)) {
-        atomic_store(&writer_pause, 1);
-        wsl_writer_wake();
-        pthread_join(writer_thread, NULL);
-        atomic_store(&writer_pause, 0);
+        writer_leave();
         atomic_store(&writer_state, WRITER_PAUSED);
         atomic_store(&wsl_writer_paused, 1);
         atomic_store(&writer_resume_after, ~0ull); /* set when fork returns */
@@ -1197,14 +1216,7 @@ void wsl_writer_resume(int pressure)
     if (pthread_mutex_trylock(&writer_lock) != 0)
         return; /* another thread is at it (or this one, from a signal handler): later */
     if (atomic_load(&writer_state) == WRITER_PAUSED) {
-        int err = writer_spawn();
-        if (err) {
-            wsl_log(WSL_LOG_ERROR, "cannot restart the writer thread after a fork: %s", strerror(err));
-            writer_finish();
-            atomic_store(&writer_state, WRITER_STOPPED);
-        } else {
-            atomic_store(&writer_state, WRITER_RUNNING);
-        }
+        writer_start_or_end(" again after a fork");
         atomic_store(&wsl_writer_paused, 0);
     }
     pthread_mutex_unlock(&writer_lock);
@@ -1224,16 +1236,8 @@ void wsl_writer_share_table(void)
     pthread_mutex_lock(&writer_lock);
     if (atomic_load(&writer_unshared) && atomic_load(&writer_state) == WRITER_RUNNING &&
         !pthread_equal(pthread_self(), writer_thread)) {
-        atomic_store(&writer_pause, 1);
-        wsl_writer_wake();
-        pthread_join(writer_thread, NULL);
-        atomic_store(&writer_pause, 0);
-        int err = writer_spawn();
-        if (err) {
-            wsl_log(WSL_LOG_ERROR, "cannot restart the writer thread: %s", strerror(err));
-            writer_finish();
-            atomic_store(&writer_state, WRITER_STOPPED);
-        }
+        writer_leave();
+        writer_start_or_end(" sharing the program's descriptors");
     }
     pthread_mutex_unlock(&writer_lock);
     wsl_tls_depth--;
@@ -1268,15 +1272,8 @@ int wsl_writer_start(void)
             rc = -1;
         } else {
             atomic_store(&writer_stop, 0);
-            int err = writer_spawn();
-            if (err) {
-                wsl_log(WSL_LOG_ERROR, "cannot start the writer thread: %s", strerror(err));
-                writer_finish();
-                atomic_store(&writer_state, WRITER_STOPPED);
+            if (writer_start_or_end("") != 0)
                 rc = -1;
-            } else {
-                atomic_store(&writer_state, WRITER_RUNNING);
-            }
         }
     } else if (atomic_load(&writer_state) == WRITER_STOPPED) {
         rc = -1;
