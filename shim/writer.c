@@ -959,6 +959,19 @@ static void writer_table_own(void)
 #endif
 }
 
+/* A writer with a table of its own closes its descriptors before it leaves:
+ * the kernel would otherwise close them after pthread_join has returned, with
+ * the thread still counted (/proc/self/stat: the program would see two threads
+ * right after a fork, CPython 3.12 would warn). The program's are not these. */
+static void writer_table_drop(void)
+{
+    if (!wsl_tls.own_fds)
+        return;
+    if (syscall(SYS_close_range, 0u, ~0u, 0u) != 0)
+        for (int fd = 0; fd < 1024; fd++) /* no close_range (Linux before 5.9) */
+            syscall(SYS_close, fd);
+}
+
 static void *writer_main(void *arg)
 {
     (void)arg;
@@ -974,6 +987,7 @@ static void *writer_main(void *arg)
              * with the trace open (wsl_writer_pause). */
             drain_all();
             z_frame();
+            writer_table_drop();
             atomic_store(&writer_unshared, 0);
             return NULL;
         }
@@ -1013,6 +1027,7 @@ static void *writer_main(void *arg)
     }
     /* The trace ends here, in the writer thread, whoever asked for it. */
     writer_finish();
+    writer_table_drop();
     atomic_store(&writer_unshared, 0);
     atomic_store(&final_done, 1);
     syscall(SYS_futex, &final_done, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
@@ -1162,13 +1177,21 @@ static int writer_spawn(void)
  * /proc/self/stat then, and warn about forking a multi-threaded process. */
 #define PAUSE_NS 5000000ull
 
-/* The running writer thread leaves, with the trace open (writer_lock held). */
+/* The running writer thread leaves, with the trace open (writer_lock held).
+ * pthread_join returns when the thread's id is cleared, a little before the
+ * kernel stops counting the task: a fork right after would show the program a
+ * thread it does not have (CPython 3.12 warns), so wait, at most 10 ms, until
+ * the task is gone. */
 static void writer_leave(void)
 {
+    long tid = atomic_load(&writer_tid);
     atomic_store(&writer_pause, 1);
     wsl_writer_wake();
     pthread_join(writer_thread, NULL);
     atomic_store(&writer_pause, 0);
+    uint64_t deadline = wsl_mono_ns() + 10000000ull;
+    while (tid > 0 && syscall(SYS_tgkill, (long)getpid(), tid, 0) == 0 && wsl_mono_ns() < deadline)
+        sched_yield();
 }
 
 /* A writer thread started (writer_lock held): RUNNING, or, when it cannot be,
