@@ -416,6 +416,15 @@ static struct wsl_kernel *kernel_named(struct wsl_kernels *k, const char *mangle
 
 static uint64_t mean_of(const struct wsl_hist *h) { return h->count ? h->sum / h->count : 0; }
 
+/* Nanoseconds from a product with a trace's clock rate, which a damaged trace
+ * can make anything: 0 for NaN or negative, UINT64_MAX past it. */
+static uint64_t ns_saturated(double v)
+{
+    if (!(v > 0))
+        return 0;
+    return v >= 18446744073709549568.0 ? UINT64_MAX : (uint64_t)v;
+}
+
 void wsl_kern_trace_end(struct wsl_kern_trace *t, struct wsl_kernels *k, int32_t pid, double ns_per_tick,
                         struct wsl_kern_gpu_use *use)
 {
@@ -483,7 +492,7 @@ void wsl_kern_trace_end(struct wsl_kern_trace *t, struct wsl_kernels *k, int32_t
         const struct handle_timing *ht = ts ? &t->timed_v[ts->value] : NULL;
         uint64_t est = 0;
         if (ht && ht->ticks.count)
-            est = (uint64_t)((double)ht->ticks.sum / (double)ht->ticks.count * ns_per_tick) * run_n;
+            est = ns_saturated((double)ht->ticks.sum / (double)ht->ticks.count * ns_per_tick) * run_n;
         else
             est = mean_all * run_n;
         use->est_gpu_ns += est;
@@ -503,7 +512,7 @@ void wsl_kern_trace_end(struct wsl_kern_trace *t, struct wsl_kernels *k, int32_t
     }
     k->est_gpu_ns += use->est_gpu_ns;
     if (t->first_launch && t->last_gpu > t->first_launch)
-        use->gpu_phase_ns = (uint64_t)((double)(t->last_gpu - t->first_launch) * ns_per_tick);
+        use->gpu_phase_ns = ns_saturated((double)(t->last_gpu - t->first_launch) * ns_per_tick);
     wsl_kern_trace_discard(t);
 }
 
