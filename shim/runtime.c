@@ -55,6 +55,20 @@ WSL_EXPORT void __tsan_on_initialize(void)
 }
 #endif
 
+/* What the writer thread logs while it has a descriptor table of its own
+ * (writer.c, writer_table_own), where the program's stderr is not: written
+ * by the thread that joins it or waits for its end (wsl_log_flush_pending). */
+static char log_pending[2048];
+static size_t log_pending_len;
+
+static void log_pending_add(const char *m, size_t n)
+{
+    if (n <= sizeof log_pending - log_pending_len) {
+        memcpy(log_pending + log_pending_len, m, n);
+        log_pending_len += n;
+    }
+}
+
 void wsl_log(int level, const char *fmt, ...)
 {
     if (level > wsl_cfg.log_level)
@@ -72,9 +86,25 @@ void wsl_log(int level, const char *fmt, ...)
         n = (int)sizeof buf - 2;
     if (n > 0) {
         buf[n++] = '\n';
-        ssize_t w = write(2, buf, (size_t)n);
-        (void)w;
+        if (wsl_tls.own_fds) {
+            log_pending_add(buf, (size_t)n);
+        } else {
+            ssize_t w = write(2, buf, (size_t)n);
+            (void)w;
+        }
     }
+    errno = saved;
+}
+
+void wsl_log_flush_pending(void)
+{
+    size_t n = log_pending_len;
+    if (!n)
+        return;
+    int saved = errno;
+    ssize_t w = write(2, log_pending, n);
+    (void)w;
+    log_pending_len = 0;
     errno = saved;
 }
 

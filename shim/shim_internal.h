@@ -72,6 +72,9 @@ extern struct wsl_config wsl_cfg;
 
 void wsl_config_load(void);
 void wsl_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The lines a writer thread with a table of its own logged, to stderr: by the
+ * thread that joined it or saw it end the trace (async-signal-safe). */
+void wsl_log_flush_pending(void);
 
 /* ---- the event clock ----------------------------------------------------------
  * A cycle counter read costs a few instructions against ~50 for the vDSO's

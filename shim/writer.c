@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/close_range.h>
 #include <linux/futex.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -948,14 +949,24 @@ static int program_threads_ended(void)
 static void writer_table_own(void)
 {
 #if !WSL_TSAN
-    if (atomic_load(&writer_keep_shared) ||
+    if (atomic_load(&writer_keep_shared) || trace_fd < 0 ||
         atomic_load_explicit(&wsl_program_threads, memory_order_relaxed) != WSL_PROGRAM_THREADS_ONE)
         return;
-    if (syscall(SYS_unshare, CLONE_FILES) == 0) {
-        wsl_tls.own_fds = 1;
-        atomic_store(&writer_unshared, 1);
-        wsl_log(WSL_LOG_DEBUG, "writer thread: a descriptor table of its own while the program has one thread");
-    }
+    /* The new table must hold none of the program's descriptors: a copy of a
+     * pipe's write end would keep its reader from ever seeing end of file (a
+     * parent waiting for its child to close a pipe before exec, as perf does,
+     * would wait for ever), a socket would stay connected, a file's flock
+     * held. The kernel copies only the descriptors below trace_fd + 1 here
+     * (CLOSE_RANGE_UNSHARE), and those below the trace's are closed at once;
+     * a pipe the program closes in between sees its end of file microseconds
+     * later. Without close_range (Linux before 5.9) the table stays shared. */
+    if (syscall(SYS_close_range, (unsigned)trace_fd + 1u, ~0u, CLOSE_RANGE_UNSHARE) != 0)
+        return;
+    wsl_tls.own_fds = 1; /* from here its log waits for the program's table (wsl_log) */
+    if (trace_fd > 0)
+        syscall(SYS_close_range, 0u, (unsigned)trace_fd - 1u, 0u);
+    atomic_store(&writer_unshared, 1);
+    wsl_log(WSL_LOG_DEBUG, "writer thread: a descriptor table of its own while the program has one thread");
 #endif
 }
 
@@ -1188,6 +1199,7 @@ static void writer_leave(void)
     atomic_store(&writer_pause, 1);
     wsl_writer_wake();
     pthread_join(writer_thread, NULL);
+    wsl_log_flush_pending();
     atomic_store(&writer_pause, 0);
     uint64_t deadline = wsl_mono_ns() + 10000000ull;
     while (tid > 0 && syscall(SYS_tgkill, (long)getpid(), tid, 0) == 0 && wsl_mono_ns() < deadline)
@@ -1316,6 +1328,7 @@ void wsl_writer_shutdown(void)
         wsl_writer_wake();
         if (!pthread_equal(pthread_self(), writer_thread)) {
             pthread_join(writer_thread, NULL); /* it ends the trace */
+            wsl_log_flush_pending();
             if (own_table && fd >= 0)
                 close(fd); /* the trace's descriptor in the program's table: the writer closed its own */
         } else {
@@ -1351,6 +1364,7 @@ int wsl_writer_final_flush(unsigned timeout_ms)
         struct timespec ts = {(time_t)(left / 1000000000ull), (long)(left % 1000000000ull)};
         syscall(SYS_futex, &final_done, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0);
     }
+    wsl_log_flush_pending();
     return 0;
 }
 

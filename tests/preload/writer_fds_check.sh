@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The writer thread's descriptor table (shim/writer.c, writer_table_own): its own while the
 # program has one thread and no driver; the program's from its second thread or its first
-# driver call on; every read of the run in the trace, across the switch:
+# driver call on; every read of the run in the trace, across the switch; its own table
+# holds none of the program's descriptors:
 #   writer_fds_check.sh SHIM CLIENT REPORT FAKE_CUDA_DIR WORKDIR [SANITIZE]
 # Skipped (77) in a TSan build, where the writer never takes a table of its own.
 set -euo pipefail
@@ -29,3 +30,12 @@ for mode in thread driver; do
   [ "$got" = "$want 0 False" ] || fail "$mode: the trace says reads, dropped, truncated = '$got'; the program made $want reads"
   echo "ok: $mode: writer's own table while single-threaded, the program's after the $mode; $want reads in the trace"
 done
+# Its own table holds none of the program's descriptors: a pipe's write end the
+# program closes is closed (perf, for one, waits for that before its child execs).
+native=$("$client" pipe "$work/data.bin") || fail "pipe without the shim: exit $?"
+[ "$native" = $'no writer\npipe eof: yes\nreads 1' ] || fail "pipe without the shim: '$native'"
+out=$(WSLSHIM_OUTPUT="$work/t-pipe-%p.trace.zst" LD_PRELOAD=$shim "$client" pipe "$work/data.bin") ||
+  fail "pipe with the shim: exit $?"
+echo "$out" | grep -qx "writer holds: none" || fail "the writer's table holds the program's descriptors: '$out'"
+echo "$out" | grep -qx "pipe eof: yes" || fail "the pipe's reader saw no end of file: '$out'"
+echo "ok: pipe: the writer's table holds none of the program's descriptors; the pipe's reader saw end of file"

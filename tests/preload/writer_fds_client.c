@@ -8,6 +8,13 @@
  *                                   makes a thread
  *   writer_fds_client driver FILE   the same, then dlopen of libcuda.so.1 (the
  *                                   fake driver, on LD_LIBRARY_PATH) and cuInit
+ *   writer_fds_client pipe FILE     makes a pipe, then opens and reads FILE (the
+ *                                   writer starts), closes the pipe's write end
+ *                                   and waits (3 s at most) for end of file
+ *
+ * pipe prints "writer holds: none" when the writer's table has none of the
+ * program's descriptors (stdin, stdout, stderr, FILE's, the pipe's ends), else
+ * their numbers, then "pipe eof: yes" when the reader saw end of file.
  *
  * Prints, for each stage, whether the writer thread (the process's task that
  * is not one of the program's) has FILE's descriptor in its table
@@ -20,6 +27,7 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,10 +76,51 @@ static void stage(const char *name, int fd)
     printf("%s: writer sees it: %s\n", name, access(p, F_OK) == 0 ? "yes" : "no");
 }
 
+/* The pipe's reader sees end of file once its write end is closed: no copy
+ * of it lives on in the writer's table. */
+static int pipe_mode(const char *file)
+{
+    int p[2];
+    char buf[512];
+    if (pipe(p) != 0)
+        return 1;
+    int fd = open(file, O_RDONLY); /* recording begins: the writer starts */
+    if (fd < 0 || read(fd, buf, sizeof buf) < 0)
+        return 1;
+    usleep(50000); /* the writer has set itself up */
+    pid_t w = writer_task();
+    if (!w) {
+        printf("no writer\n");
+    } else {
+        int mine[] = {0, 1, 2, fd, p[0], p[1]}, held = 0;
+        printf("writer holds:");
+        for (unsigned i = 0; i < sizeof mine / sizeof mine[0]; i++) {
+            char q[64];
+            snprintf(q, sizeof q, "/proc/self/task/%d/fd/%d", (int)w, mine[i]);
+            if (access(q, F_OK) == 0) {
+                printf(" %d", mine[i]);
+                held = 1;
+            }
+        }
+        printf("%s\n", held ? "" : " none");
+    }
+    close(p[1]);
+    struct pollfd pf = {.fd = p[0], .events = POLLIN};
+    int eof = poll(&pf, 1, 3000) == 1 && read(p[0], buf, 1) == 0;
+    printf("pipe eof: %s\n", eof ? "yes" : "no");
+    close(p[0]);
+    close(fd);
+    printf("reads 1\n");
+    fflush(stdout);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 3 && !strcmp(argv[1], "pipe"))
+        return pipe_mode(argv[2]);
     if (argc != 3 || (strcmp(argv[1], "thread") && strcmp(argv[1], "driver"))) {
-        fprintf(stderr, "usage: writer_fds_client thread|driver FILE\n");
+        fprintf(stderr, "usage: writer_fds_client thread|driver|pipe FILE\n");
         return 2;
     }
     char buf[512];
