@@ -56,6 +56,8 @@ static _Atomic long writer_tid;
  * (by the thread itself, cleared as it leaves); never again once
  * writer_keep_shared is set. */
 static _Atomic int writer_unshared, writer_keep_shared;
+/* Set by a new writer thread once its table is what it keeps (writer_spawn waits for it). */
+static _Atomic uint32_t writer_table_set;
 
 struct chunk_part {
     const void *data;
@@ -957,9 +959,10 @@ static void writer_table_own(void)
      * parent waiting for its child to close a pipe before exec, as perf does,
      * would wait for ever), a socket would stay connected, a file's flock
      * held. The kernel copies only the descriptors below trace_fd + 1 here
-     * (CLOSE_RANGE_UNSHARE), and those below the trace's are closed at once;
-     * a pipe the program closes in between sees its end of file microseconds
-     * later. Without close_range (Linux before 5.9) the table stays shared. */
+     * (CLOSE_RANGE_UNSHARE), and those below the trace's are closed at once,
+     * while the program's one thread waits for this in the call that started
+     * the writer (writer_spawn). Without close_range (Linux before 5.9) the
+     * table stays shared. */
     if (syscall(SYS_close_range, (unsigned)trace_fd + 1u, ~0u, CLOSE_RANGE_UNSHARE) != 0)
         return;
     wsl_tls.own_fds = 1; /* from here its log waits for the program's table (wsl_log) */
@@ -989,6 +992,8 @@ static void *writer_main(void *arg)
     wsl_thread_forbid_recording();
     atomic_store(&writer_tid, syscall(SYS_gettid));
     writer_table_own();
+    atomic_store(&writer_table_set, 1);
+    syscall(SYS_futex, &writer_table_set, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
     uint64_t last_flush = wsl_mono_ns(), started = last_flush, last_look = last_flush;
     int calibrated = 0;
     unsigned sleep_us = 10000;
@@ -1171,11 +1176,26 @@ static int writer_spawn(void)
     pthread_attr_t *attr = writer_thread_attr();
     wsl_note_program_threads(); /* before the writer's thread is the process's second */
     wsl_writer_thread_creating(1);
+    atomic_store(&writer_table_set, 0);
     int err = pthread_create(&writer_thread, attr, writer_main, NULL);
     wsl_writer_thread_creating(0);
     if (attr)
         pthread_attr_destroy(attr);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
+    /* A writer that may take a table of its own copies part of the program's
+     * for a moment (writer_table_own): the program's one thread does nothing
+     * with its descriptors meanwhile (50 ms at most). */
+    if (!err && !atomic_load(&writer_keep_shared) &&
+        atomic_load_explicit(&wsl_program_threads, memory_order_relaxed) == WSL_PROGRAM_THREADS_ONE) {
+        uint64_t deadline = wsl_mono_ns() + 50000000ull;
+        while (!atomic_load(&writer_table_set)) {
+            uint64_t now = wsl_mono_ns();
+            if (now >= deadline)
+                break;
+            struct timespec ts = {0, (long)(deadline - now)};
+            syscall(SYS_futex, &writer_table_set, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0);
+        }
+    }
     return err;
 }
 
