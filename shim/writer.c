@@ -20,6 +20,7 @@
 #include <linux/close_range.h>
 #include <linux/futex.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/resource.h>
 #include <sys/utsname.h>
@@ -341,23 +342,46 @@ static int open_trace(void)
     return -1;
 }
 
-/* The trace's descriptor moves out of the way of the program's own numbers
- * (which count up from the lowest free one): just under 1024, or under the
- * limit if that is lower (-1: no room, it stays). The shim's close hooks never
- * let the program close it. */
-static int high_fd_floor(void)
+/* The trace's descriptor moves out of the program's way. Where the hard limit
+ * allows, it goes to the soft limit's number, past every number the program
+ * can be given (a program that opens files until EMFILE gets as many as
+ * without the shim): the soft limit is raised by one for the moment of the
+ * dup, only while the process has one thread (no other thread can see or set
+ * the limit then), and only for soft limits up to 65536 (the table grows to
+ * that number). Otherwise it goes just under 1024, or under the soft limit if
+ * that is lower (-1: no room, it stays). The shim's close hooks never let the
+ * program close it. Keeps errno. */
+static int process_one_thread(void)
 {
+    struct stat st;
+    return stat("/proc/self/task", &st) == 0 && st.st_nlink == 3; /* ".", ".." and one task */
+}
+
+static int fd_dup_high(int fd)
+{
+    int saved = errno, hi = -1;
     struct rlimit rl;
     rlim_t lim = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur : 1024;
-    if (lim > 1024)
-        lim = 1024;
-    return lim < 128 ? -1 : (int)lim - 32;
+    if (lim <= 65536 && rl.rlim_max > lim && process_one_thread()) {
+        struct rlimit up = {lim + 1, rl.rlim_max};
+        if (setrlimit(RLIMIT_NOFILE, &up) == 0) {
+            hi = fcntl(fd, F_DUPFD_CLOEXEC, (int)lim);
+            setrlimit(RLIMIT_NOFILE, &rl);
+        }
+    }
+    if (hi < 0) {
+        if (lim > 1024)
+            lim = 1024;
+        if (lim >= 128)
+            hi = fcntl(fd, F_DUPFD_CLOEXEC, (int)lim - 32);
+    }
+    errno = saved;
+    return hi;
 }
 
 static int fd_move_high(int fd)
 {
-    int floor = high_fd_floor();
-    int hi = floor < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, floor);
+    int hi = fd_dup_high(fd);
     if (hi < 0)
         return fd;
     close(fd);
@@ -373,13 +397,10 @@ static int fd_move_high(int fd)
  * the table's size stays (the kernel never shrinks it); no descriptor does. */
 void wsl_writer_reserve_fd(void)
 {
-    int floor = high_fd_floor();
-    if (floor < 0)
-        return;
     int fd = open("/", O_PATH | O_CLOEXEC);
     if (fd < 0)
         return;
-    int hi = fcntl(fd, F_DUPFD_CLOEXEC, floor);
+    int hi = fd_dup_high(fd);
     if (hi >= 0)
         close(hi);
     close(fd);

@@ -8,7 +8,10 @@
  *   bench_fdshare FILE 1 N    a second, idle thread sharing the descriptor table
  *                             (as the shim's writer thread does)
  *   bench_fdshare FILE 2 N    a second, idle thread with a table of its own
- *                             (unshare(CLONE_FILES))
+ *                             (unshare(CLONE_FILES)), a copy of the program's:
+ *                             the file is then open in both tables
+ *   bench_fdshare FILE 3 N    the same, the copy's descriptors closed (as the
+ *                             shim's writer thread does: shim/writer.c)
  *
  * prints {"threads": ..., "ns_per_read": ...}. FILE: at least 4 MiB (bench_io
  * create writes loop.bin).
@@ -25,10 +28,13 @@
 
 static pthread_barrier_t ready;
 
-static void *idle_thread(void *unshared)
+static void *idle_thread(void *arg)
 {
-    if (unshared && unshare(CLONE_FILES) != 0)
+    int how = (int)(long)arg;
+    if (how >= 2 && unshare(CLONE_FILES) != 0)
         perror("bench_fdshare: unshare");
+    if (how == 3 && syscall(SYS_close_range, 0u, ~0u, 0u) != 0)
+        perror("bench_fdshare: close_range");
     pthread_barrier_wait(&ready);
     for (;;)
         pause();
@@ -39,8 +45,8 @@ int main(int argc, char **argv)
 {
     int mode = argc == 4 ? atoi(argv[2]) : -1;
     long n = argc == 4 ? atol(argv[3]) : 0;
-    if (mode < 0 || mode > 2 || n <= 0) {
-        fprintf(stderr, "usage: bench_fdshare FILE 0|1|2 N\n");
+    if (mode < 0 || mode > 3 || n <= 0) {
+        fprintf(stderr, "usage: bench_fdshare FILE 0|1|2|3 N\n");
         return 2;
     }
     int fd = open(argv[1], O_RDONLY);
@@ -51,7 +57,7 @@ int main(int argc, char **argv)
     if (mode) {
         pthread_t th;
         pthread_barrier_init(&ready, NULL, 2);
-        if (pthread_create(&th, NULL, idle_thread, mode == 2 ? (void *)1 : NULL) != 0) {
+        if (pthread_create(&th, NULL, idle_thread, (void *)(long)mode) != 0) {
             fprintf(stderr, "bench_fdshare: no thread\n");
             return 1;
         }
@@ -71,6 +77,10 @@ int main(int argc, char **argv)
     clock_gettime(CLOCK_MONOTONIC, &b);
     double ns = (double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec);
     printf("{\"threads\": \"%s\", \"ns_per_read\": %.1f}\n",
-           mode == 0 ? "one" : mode == 1 ? "two, table shared" : "two, table unshared", ns / (double)n);
+           mode == 0   ? "one"
+           : mode == 1 ? "two, table shared"
+           : mode == 2 ? "two, table unshared, file in both"
+                       : "two, table unshared, file in one",
+           ns / (double)n);
     return 0; /* the idle thread ends with the process */
 }
