@@ -54,10 +54,11 @@ static bool evaluate(const struct wsl_run *run, struct wsl_finding *f)
      * launch to the next that the kernel did not cover: the framework's and
      * the driver's work per operation, which a CUDA graph replay does away with */
     uint64_t per_launch = interval > kernel_mean ? interval - kernel_mean : 0;
-    f->time_lost_ns = (uint64_t)((double)k->launches * idle_share * (double)per_launch);
+    double lost_ns = (double)k->launches * idle_share * (double)per_launch;
     uint64_t idle_ns = phase > run->gpu_busy_ns ? phase - run->gpu_busy_ns : 0;
-    if (f->time_lost_ns > idle_ns)
-        f->time_lost_ns = idle_ns;
+    /* at most the idle time, compared before the conversion (a damaged trace's
+     * phase near 2^64 would round the product past a uint64) */
+    f->time_lost_ns = lost_ns >= (double)idle_ns ? idle_ns : (uint64_t)lost_ns;
     if (!f->time_lost_ns)
         return false;
 
