@@ -34,8 +34,11 @@ done
 # program closes is closed (perf, for one, waits for that before its child execs).
 native=$("$client" pipe "$work/data.bin") || fail "pipe without the shim: exit $?"
 [ "$native" = $'no writer\npipe eof: yes\nreads 1' ] || fail "pipe without the shim: '$native'"
-out=$(WSLSHIM_OUTPUT="$work/t-pipe-%p.trace.zst" LD_PRELOAD=$shim "$client" pipe "$work/data.bin") ||
-  fail "pipe with the shim: exit $?"
+out=$(WSLSHIM_LOG=info WSLSHIM_OUTPUT="$work/t-pipe-%p.trace.zst" LD_PRELOAD=$shim "$client" pipe "$work/data.bin" \
+      2>"$work/pipe.err") || fail "pipe with the shim: exit $?"
+# what the writer logged from its own table reaches stderr, by the thread that joined it
+grep -q "info: trace written to $work/t-pipe-" "$work/pipe.err" ||
+  fail "the writer's last line is not on stderr: '$(cat "$work/pipe.err")'"
 echo "$out" | grep -qx "writer holds: none" || fail "the writer's table holds the program's descriptors: '$out'"
 echo "$out" | grep -qx "pipe eof: yes" || fail "the pipe's reader saw no end of file: '$out'"
 echo "ok: pipe: the writer's table holds none of the program's descriptors; the pipe's reader saw end of file"
