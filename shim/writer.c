@@ -342,6 +342,18 @@ static int open_trace(void)
     return -1;
 }
 
+/* Whether the process has one thread (its task folder's links: ".", ".." and
+ * one task). The system call: the shim's stat hook never sees it. */
+static int process_one_thread(void)
+{
+#ifdef SYS_newfstatat
+    struct stat st;
+    return syscall(SYS_newfstatat, AT_FDCWD, "/proc/self/task", &st, 0) == 0 && st.st_nlink == 3;
+#else
+    return 0;
+#endif
+}
+
 /* The trace's descriptor moves out of the program's way. Where the hard limit
  * allows, it goes to the soft limit's number, past every number the program
  * can be given (a program that opens files until EMFILE gets as many as
@@ -351,23 +363,13 @@ static int open_trace(void)
  * that number). Otherwise it goes just under 1024, or under the soft limit if
  * that is lower (-1: no room, it stays). The shim's close hooks never let the
  * program close it. Keeps errno. */
-static int process_one_thread(void)
-{
-#ifdef SYS_newfstatat
-    struct stat st; /* the system call: the shim's stat hook never sees it */
-    return syscall(SYS_newfstatat, AT_FDCWD, "/proc/self/task", &st, 0) == 0 &&
-           st.st_nlink == 3; /* ".", ".." and one task */
-#else
-    return 0;
-#endif
-}
-
 static int fd_dup_high(int fd)
 {
     int saved = errno, hi = -1;
     struct rlimit rl;
-    rlim_t lim = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur : 1024;
-    if (lim <= 65536 && rl.rlim_max > lim && process_one_thread()) {
+    int known = getrlimit(RLIMIT_NOFILE, &rl) == 0;
+    rlim_t lim = known ? rl.rlim_cur : 1024;
+    if (known && lim <= 65536 && rl.rlim_max > lim && process_one_thread()) {
         struct rlimit up = {lim + 1, rl.rlim_max};
         if (setrlimit(RLIMIT_NOFILE, &up) == 0) {
             hi = fcntl(fd, F_DUPFD_CLOEXEC, (int)lim);
