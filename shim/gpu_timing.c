@@ -403,7 +403,7 @@ static void refresh_reference(struct ctx_pool *cp, uint64_t now)
         if (q == CUDA_SUCCESS) {
             cp->ref_cur = cp->ref_inflight;
             cp->ref_ticks = cp->ref_inflight_ticks;
-            cp->ref_hi = now;
+            cp->ref_hi = wsl_ticks(); /* done by now; `now` came before the query */
             cp->ref_ok = 1;
             cp->ref_inflight = -1;
         } else if (q != CUDA_ERROR_NOT_READY) {
@@ -441,10 +441,10 @@ static int since_reference(struct ctx_pool *cp, CUevent e, double *ns)
 static uint64_t add_ns(uint64_t ticks, double ns) { return ns >= 0 ? ticks + ns_to_ticks(ns) : ticks - ns_to_ticks(-ns); }
 
 /* Tightens the reference's bracket with a finished pair: e0 ran after its
- * record call began, e1 before the writer saw it done (now). */
-static void tighten_reference(struct ctx_pool *cp, const struct sample *sm, double d0, double d1, uint64_t now)
+ * record call began, e1 before the query that saw it done returned (seen). */
+static void tighten_reference(struct ctx_pool *cp, const struct sample *sm, double d0, double d1, uint64_t seen)
 {
-    uint64_t lo = add_ns(sm->t_e0_rec, -d0), hi = add_ns(now, -d1);
+    uint64_t lo = add_ns(sm->t_e0_rec, -d0), hi = add_ns(seen, -d1);
     if (lo > cp->ref_ticks)
         cp->ref_ticks = lo;
     if (hi < cp->ref_hi)
@@ -571,6 +571,9 @@ static unsigned poll_once(int no_defer)
         for (unsigned b = 0; b < nblocked; b++)
             is_blocked |= blocked[b] == sm->stream;
         CUresult q = is_blocked || !room ? CUDA_ERROR_NOT_READY : fn.event_query(sm->e1);
+        /* e1 was done by the time its query returned, not by `now`: it may
+         * have finished while earlier queries of this pass ran. */
+        uint64_t seen = q == CUDA_SUCCESS ? wsl_ticks() : now;
         if (q == CUDA_ERROR_NOT_READY) {
             if (!is_blocked && nblocked < 16)
                 blocked[nblocked++] = sm->stream; /* later work on it is not done either */
@@ -587,7 +590,7 @@ static unsigned poll_once(int no_defer)
         if (q == CUDA_SUCCESS && fn.event_elapsed(&ms, sm->e0, sm->e1) == CUDA_SUCCESS) {
             double d0, d1;
             if (since_reference(cp, sm->e0, &d0) && since_reference(cp, sm->e1, &d1))
-                tighten_reference(cp, sm, d0, d1, now);
+                tighten_reference(cp, sm, d0, d1, seen);
             done_raw[ndone] = (double)ms * 1e6;
             done[ndone++] = *sm;
             room--;

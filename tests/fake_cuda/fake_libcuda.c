@@ -14,7 +14,8 @@
  *     copies and memsets really move data), handles are registered and checked;
  *   - every call is counted per exported symbol; FAKE_CUDA_COUNTS=path writes
  *     the non-zero counts as JSON at exit;
- *   - FAKE_CUDA_{LAUNCH,SYNC,ALLOC,FREE,COPY}_NS busy-wait to simulate costs;
+ *   - FAKE_CUDA_{LAUNCH,SYNC,ALLOC,FREE,COPY,QUERY}_NS busy-wait to simulate
+ *     costs (QUERY: cuEventQuery, which looks at the event at the end of it);
  *     FAKE_CUDA_PINNED_MAX (bytes) makes larger pinned allocations fail.
  *   - a simulated GPU: one engine that runs kernels in submission order, each
  *     taking FAKE_CUDA_KERNEL_NS x gridDimX ns (0 by default: work is done when
@@ -253,7 +254,7 @@ static _Atomic uint64_t fake_alias_calls; /* makes alias bodies differ from the 
 static atomic_int fake_initialized;
 
 static struct {
-  uint64_t launch_ns, sync_ns, alloc_ns, free_ns, copy_ns, kernel_ns;
+  uint64_t launch_ns, sync_ns, alloc_ns, free_ns, copy_ns, kernel_ns, query_ns;
   uint64_t pinned_max; /* FAKE_CUDA_PINNED_MAX: larger pinned allocations fail (0: no limit) */
   int proc_aliases;
   char counts_path[4096];
@@ -808,6 +809,7 @@ FAKE_API cuEventQuery(CUevent hEvent) {
   pthread_rwlock_unlock(&handle_lock);
   if (!o)
     return CUDA_ERROR_INVALID_HANDLE;
+  spin_ns(fake_config.query_ns);
   return now_ns() < at ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
 }
 
@@ -2108,6 +2110,7 @@ __attribute__((constructor)) static void fake_cuda_start(void) {
   fake_config.free_ns = env_ns("FAKE_CUDA_FREE_NS");
   fake_config.copy_ns = env_ns("FAKE_CUDA_COPY_NS");
   fake_config.kernel_ns = env_ns("FAKE_CUDA_KERNEL_NS");
+  fake_config.query_ns = env_ns("FAKE_CUDA_QUERY_NS");
   const char *stats = getenv("FAKE_CUDA_STATS");
   if (stats && strlen(stats) < sizeof fake_config.stats_path)
     snprintf(fake_config.stats_path, sizeof fake_config.stats_path, "%s", stats);
