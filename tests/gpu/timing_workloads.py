@@ -4,17 +4,41 @@
     timing_workloads.py MODE [--profile OUT.json]
 
 MODE: mix (kernels of 20 us and more: bf16 and fp32 matmuls, large
-elementwise, softmax), launch_bound (thousands of tiny adds), matmul_bound
-(8192^3 bf16 matmuls), graph (a small MLP captured into a CUDA graph and
-replayed). Prints one JSON line with a checksum of the output. With --profile
-(mix) torch.profiler records the same loop and the median CUPTI duration per
-kernel name goes to OUT.json. Exit 77 without torch or a GPU.
+elementwise, softmax), starved (a 4096^3 bf16 matmul and an 8192^2 softmax,
+each followed by a synchronize: the GPU idle at every launch, so the shim's
+times rest on its clock mapping), launch_bound (thousands of tiny adds),
+matmul_bound (8192^3 bf16 matmuls), graph (a small MLP captured into a CUDA
+graph and replayed). Prints one JSON line with a checksum of the output. With
+--profile (mix, starved) torch.profiler records the same loop and the median
+CUPTI duration per kernel name goes to OUT.json. Exit 77 without torch or a GPU.
 """
 import hashlib
 import json
 import statistics
 import sys
 import time
+
+
+def profiled(body, n, prof_out):
+    """body(n), under torch.profiler when prof_out is given (the whole loop, so
+    both tools see the same kernels): the median CUPTI time per kernel name
+    goes to prof_out."""
+    import torch
+    torch.cuda.synchronize()
+    if not prof_out:
+        return body(n)
+    from torch.profiler import profile, ProfilerActivity
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        out = body(n)
+        torch.cuda.synchronize()
+    per = {}
+    for e in prof.events():
+        if str(getattr(e, "device_type", "")).endswith("CUDA") and getattr(e, "device_time", 0) > 0:
+            per.setdefault(e.name, []).append(e.device_time * 1000.0)  # us -> ns
+    # the lower median (nearest rank), as the report computes it
+    json.dump({k: {"median_ns": sorted(v)[(len(v) - 1) // 2], "mean_ns": statistics.fmean(v),
+                   "count": len(v)} for k, v in per.items()}, open(prof_out, "w"), indent=1)
+    return out
 
 
 def main():
@@ -49,21 +73,23 @@ def main():
                 out = (x.float().sum() + y.sum() + z.sum() + s.sum())
             return out
 
-        torch.cuda.synchronize()
-        if prof_out:  # the whole workload, so both tools see the same kernels
-            from torch.profiler import profile, ProfilerActivity
-            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-                out = body(30)
+        out = profiled(body, 30, prof_out)
+        h.update(out.cpu().numpy().tobytes())
+    elif mode == "starved":
+        a16 = torch.randn(4096, 4096, device=dev, dtype=torch.bfloat16)
+        sm = torch.randn(8192, 8192, device=dev)
+
+        def body(n):
+            x = s = None
+            for _ in range(n):
+                x = a16 @ a16
                 torch.cuda.synchronize()
-            per = {}
-            for e in prof.events():
-                if str(getattr(e, "device_type", "")).endswith("CUDA") and getattr(e, "device_time", 0) > 0:
-                    per.setdefault(e.name, []).append(e.device_time * 1000.0)  # us -> ns
-            # the lower median (nearest rank), as the report computes it
-            json.dump({k: {"median_ns": sorted(v)[(len(v) - 1) // 2], "mean_ns": statistics.fmean(v),
-                           "count": len(v)} for k, v in per.items()}, open(prof_out, "w"), indent=1)
-        else:
-            out = body(30)
+                s = torch.softmax(sm, dim=1)
+                torch.cuda.synchronize()
+            return x.float().sum() + s.sum()  # once, after the loop
+
+        body(3)
+        out = profiled(body, 60, prof_out)
         h.update(out.cpu().numpy().tobytes())
     elif mode == "launch_bound":
         x = torch.zeros(256, device=dev)
