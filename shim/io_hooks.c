@@ -544,8 +544,8 @@ static uint32_t path_record_as(struct wsl_thread *t, uint32_t given_id, int dirf
         if (dirfd == AT_FDCWD) {
             prefix = thread_cwd(t, &prefix_len);
         } else {
-            /* Relative to a directory fd: name it by the path it was opened with
-             * when the shim saw that, else by the fd. */
+            /* Relative to a directory fd: named by the fd ("<fd N>/name"), as the
+             * shim keeps no path strings once they are in the ring. */
             int n = snprintf(fdprefix, sizeof fdprefix, "<fd %d>", dirfd);
             prefix = fdprefix;
             prefix_len = (uint32_t)n;
@@ -603,9 +603,94 @@ static uint32_t path_record_as(struct wsl_thread *t, uint32_t given_id, int dirf
     return id;
 }
 
-static inline uint32_t path_record(struct wsl_thread *t, int dirfd, const char *path, uint64_t *dir_hash)
+/* memcpy out of line: a copy whose length the compiler knows to be at most
+ * 4096 it may expand inline as `rep movs`, slow to start for a path's few
+ * dozen bytes on many cores. */
+static __attribute__((noinline)) void copy_long(char *d, const char *s, size_t n) { memcpy(d, s, n); }
+
+/* Copies n bytes, as glibc's memcpy does a short copy: up to 32 of them with
+ * two pairs of loads from either end (no byte past s[n - 1] is read), inline. */
+static inline __attribute__((always_inline)) void copy_short(char *d, const char *s, size_t n)
 {
-    return path_record_as(t, 0, dirfd, path, dir_hash);
+    if (n >= 8) {
+        uint64_t a, b, c, e;
+        if (WSL_UNLIKELY(n > 32)) {
+            copy_long(d, s, n);
+            return;
+        }
+        if (n > 16) {
+            memcpy(&a, s, 8);
+            memcpy(&b, s + 8, 8);
+            memcpy(&c, s + n - 16, 8);
+            memcpy(&e, s + n - 8, 8);
+            memcpy(d, &a, 8);
+            memcpy(d + 8, &b, 8);
+            memcpy(d + n - 16, &c, 8);
+            memcpy(d + n - 8, &e, 8);
+            return;
+        }
+        memcpy(&a, s, 8);
+        memcpy(&e, s + n - 8, 8);
+        memcpy(d, &a, 8);
+        memcpy(d + n - 8, &e, 8);
+    } else if (n >= 4) {
+        uint32_t a, e;
+        memcpy(&a, s, 4);
+        memcpy(&e, s + n - 4, 4);
+        memcpy(d, &a, 4);
+        memcpy(d + n - 4, &e, 4);
+    } else if (n) {
+        d[0] = s[0];
+        d[n / 2] = s[n / 2];
+        d[n - 1] = s[n - 1];
+    }
+}
+
+/* path_record_as for a new id, and its common case straight: a path named
+ * absolute or relative to the working directory (cached), whose entry fits
+ * before the ring's end and leaves it at most half full. The same entry and
+ * directory hash as path_record_as, with fewer tests: it runs once per open. */
+static __attribute__((noinline)) uint32_t path_record(struct wsl_thread *t, int dirfd, const char *path,
+                                                      uint64_t *dir_hash)
+{
+    if (WSL_UNLIKELY(!path))
+        return path_record_as(t, 0, dirfd, path, dir_hash);
+    size_t plen = strnlen(path, WSL_PATH_MAX_LENGTH);
+    const char *name = path;
+    uint32_t prelen = 0; /* the working directory and its '/' */
+    uint64_t seed = DIR_HASH_SEED;
+    if (path[0] != '/') {
+        if (WSL_UNLIKELY(dirfd != AT_FDCWD || !t->cwd_len ||
+                         t->cwd_gen != atomic_load_explicit(&cwd_generation, memory_order_acquire)))
+            return path_record_as(t, 0, dirfd, path, dir_hash);
+        if (plen >= 2 && name[0] == '.' && name[1] == '/')
+            name += 2, plen -= 2;
+        prelen = t->cwd_len + 1;
+        seed = t->cwd_hash;
+    }
+    uint32_t len = prelen + (uint32_t)plen;
+    uint32_t need = (uint32_t)((sizeof(struct wsl_path_entry_header) + len + 7) & ~7u);
+    uint64_t head = atomic_load_explicit(&t->paths_head, memory_order_relaxed);
+    uint32_t off = (uint32_t)(head & (WSL_PATH_RING - 1));
+    if (WSL_UNLIKELY(!plen || len > WSL_PATH_MAX_LENGTH || need > WSL_PATH_RING - off ||
+                     head + need - atomic_load_explicit(&t->paths_tail, memory_order_acquire) > WSL_PATH_RING / 2))
+        return path_record_as(t, 0, dirfd, path, dir_hash);
+    uint32_t id = path_id_new(t);
+    uint8_t *dst = t->paths + off;
+    struct wsl_path_entry_header h = {id, len};
+    memcpy(dst, &h, sizeof h);
+    char *p = (char *)dst + sizeof h;
+    if (prelen) {
+        copy_short(p, t->cwd, prelen - 1);
+        p[prelen - 1] = '/';
+        p += prelen;
+    }
+    copy_short(p, name, plen);
+    /* as path_record_as: the folder's part from the path's own bytes, seeded */
+    const char *last = memrchr(p, '/', plen);
+    *dir_hash = hash_padded_seeded(seed, p, last ? (size_t)(last - p) : 0);
+    atomic_store_explicit(&t->paths_head, head + need, memory_order_release);
+    return id;
 }
 
 /* A kernel name: written as given (not a path), under a new string id. */
@@ -769,6 +854,35 @@ static void fold_next(struct wsl_thread *t, int closed, int fd, uint32_t path)
     atomic_store_explicit(&t->fold_seq, seq + 2, memory_order_release);
 }
 
+/* The thread's fold ends with its file's close in it: fold_next(t, 1, -1, 0),
+ * its common case (the slots fit one event: an open and its reads) written
+ * straight, as it is once per file. */
+static inline __attribute__((always_inline)) void fold_end_closed(struct wsl_thread *t)
+{
+    uint32_t used = FOLD_LD(t->fold_used);
+    if (WSL_UNLIKELY(used > WSL_FOLD_SLOTS_PER_EVENT)) {
+        fold_next(t, 1, -1, 0);
+        return;
+    }
+    uint32_t seq = FOLD_LD(t->fold_seq);
+    FOLD_ST(t->fold_seq, seq + 1); /* odd: the writer keeps out */
+    atomic_thread_fence(memory_order_release);
+    struct wsl_event *e = wsl_ring_reserve(t);
+    if (WSL_LIKELY(e != NULL)) {
+        uint64_t file = FOLD_LD(t->fold_file);
+        /* slots past the used ones hold what earlier folds left: not this one's */
+        uint64_t s0 = FOLD_LD(t->fold_slot[0]), s1 = FOLD_LD(t->fold_slot[1]), s2 = FOLD_LD(t->fold_slot[2]);
+        io_fill(e, 0, 0, WSL_ID_IO_FOLD, WSL_FOLD_RESULT(seq >> 1, 0, WSL_FOLD_LAST | WSL_FOLD_CLOSED),
+                (int32_t)(uint32_t)file, file >> 32, used > 0 ? s0 : 0, used > 1 ? s1 : 0, used > 2 ? s2 : 0);
+        wsl_ring_commit(t);
+    }
+    atomic_store_explicit(&t->io_untimed, 1, memory_order_relaxed);
+    FOLD_ST(t->fold_used, 0);
+    WSL_FOLD_NONE(t);
+    FOLD_ST(t->fold_file, WSL_FOLD_FILE(-1, 0));
+    atomic_store_explicit(&t->fold_seq, seq + 2, memory_order_release);
+}
+
 /* Begins a fold for fd and path: ends the thread's fold when it has calls;
  * one without calls has a fold id no call was counted under yet (fold_next
  * leaves a new one, and a fold's first slot comes with fold_used, after the
@@ -843,10 +957,13 @@ static inline int io_fold_close(struct wsl_thread *t, int fd, uint32_t path, int
 {
     if (FOLD_LD(t->fold_file) != WSL_FOLD_FILE(fd, path) || !path)
         return 0;
-    fold_next(t, fold_it, -1, 0);
-    if (fold_it)
+    if (fold_it) {
+        fold_end_closed(t);
         wsl_tls_depth = 0;
-    return fold_it;
+        return 1;
+    }
+    fold_next(t, 0, -1, 0);
+    return 0;
 }
 
 /* A read-like call: a timed one is an event of its own, an untimed one folds. */
@@ -1835,7 +1952,7 @@ static __attribute__((noinline)) int close_st_full(int fd) { CLOSE_HOOK(st_close
 static __attribute__((noinline)) int io_close_folded_kernel(struct wsl_thread *t, int fd, uint32_t path, long r)
 {
     if (WSL_LIKELY(r == 0)) {
-        fold_next(t, 1, -1, 0);
+        fold_end_closed(t);
         wsl_tls_depth = 0;
         return 0;
     }
