@@ -854,26 +854,38 @@ static void fold_next(struct wsl_thread *t, int closed, int fd, uint32_t path)
     atomic_store_explicit(&t->fold_seq, seq + 2, memory_order_release);
 }
 
-/* The thread's fold ends with its file's close in it: fold_next(t, 1, -1, 0),
- * its common case (the slots fit one event: an open and its reads) written
- * straight, as it is once per file. */
+/* The thread's fold ends with its file's close in it: fold_next(t, 1, -1, 0)
+ * written straight, as it is once per file: one event when the slots fit one
+ * (an open and its reads), else two (Python's open().read() fills six). */
+_Static_assert(WSL_FOLD_SLOTS == 2 * WSL_FOLD_SLOTS_PER_EVENT, "a fold's slots fill two events at most");
 static inline __attribute__((always_inline)) void fold_end_closed(struct wsl_thread *t)
 {
     uint32_t used = FOLD_LD(t->fold_used);
-    if (WSL_UNLIKELY(used > WSL_FOLD_SLOTS_PER_EVENT)) {
-        fold_next(t, 1, -1, 0);
-        return;
-    }
     uint32_t seq = FOLD_LD(t->fold_seq);
     FOLD_ST(t->fold_seq, seq + 1); /* odd: the writer keeps out */
     atomic_thread_fence(memory_order_release);
+    uint64_t file = FOLD_LD(t->fold_file);
+    int64_t fd = (int32_t)(uint32_t)file;
+    /* slots past the used ones hold what earlier folds left: not this one's */
+    uint64_t s0 = FOLD_LD(t->fold_slot[0]), s1 = FOLD_LD(t->fold_slot[1]), s2 = FOLD_LD(t->fold_slot[2]);
     struct wsl_event *e = wsl_ring_reserve(t);
-    if (WSL_LIKELY(e != NULL)) {
-        uint64_t file = FOLD_LD(t->fold_file);
-        /* slots past the used ones hold what earlier folds left: not this one's */
-        uint64_t s0 = FOLD_LD(t->fold_slot[0]), s1 = FOLD_LD(t->fold_slot[1]), s2 = FOLD_LD(t->fold_slot[2]);
-        io_fill(e, 0, 0, WSL_ID_IO_FOLD, WSL_FOLD_RESULT(seq >> 1, 0, WSL_FOLD_LAST | WSL_FOLD_CLOSED),
-                (int32_t)(uint32_t)file, file >> 32, used > 0 ? s0 : 0, used > 1 ? s1 : 0, used > 2 ? s2 : 0);
+    if (WSL_UNLIKELY(used > WSL_FOLD_SLOTS_PER_EVENT) && WSL_LIKELY(e != NULL)) {
+        io_fill(e, 0, 0, WSL_ID_IO_FOLD, WSL_FOLD_RESULT(seq >> 1, 0, 0), fd, file >> 32, s0, s1, s2);
+        wsl_ring_commit(t);
+        used -= WSL_FOLD_SLOTS_PER_EVENT;
+        s0 = FOLD_LD(t->fold_slot[3]);
+        s1 = FOLD_LD(t->fold_slot[4]);
+        s2 = FOLD_LD(t->fold_slot[5]);
+        e = wsl_ring_reserve(t);
+        if (WSL_LIKELY(e != NULL)) {
+            io_fill(e, 0, 0, WSL_ID_IO_FOLD,
+                    WSL_FOLD_RESULT(seq >> 1, WSL_FOLD_SLOTS_PER_EVENT, WSL_FOLD_LAST | WSL_FOLD_CLOSED), fd,
+                    file >> 32, s0, used > 1 ? s1 : 0, used > 2 ? s2 : 0);
+            wsl_ring_commit(t);
+        }
+    } else if (WSL_LIKELY(e != NULL)) {
+        io_fill(e, 0, 0, WSL_ID_IO_FOLD, WSL_FOLD_RESULT(seq >> 1, 0, WSL_FOLD_LAST | WSL_FOLD_CLOSED), fd,
+                file >> 32, used > 0 ? s0 : 0, used > 1 ? s1 : 0, used > 2 ? s2 : 0);
         wsl_ring_commit(t);
     }
     atomic_store_explicit(&t->io_untimed, 1, memory_order_relaxed);
@@ -1020,12 +1032,14 @@ static inline int open_fold_value(uint64_t dev, int flags, uint64_t *v)
     return 1;
 }
 
-/* An open that returned fd (or failed): name it, find its device, record it
- * (record_open below: this is all but its common case). */
+/* An open that returned fd (or failed, errno saying why): name it, find its
+ * device, record it (record_open below: this is all but its common case).
+ * errno stays the call's. */
 static __attribute__((noinline)) void record_open_event(struct wsl_thread *t, unsigned api, uint64_t t0, uint64_t t1,
-                                                        int fd, int err, uint32_t id, uint64_t dir_hash, int flags,
+                                                        int fd, uint32_t id, uint64_t dir_hash, int flags,
                                                         uint64_t dirdev, int local)
 {
+    int err = errno;
     uint64_t dev = 0, size = ~0ull;
     if (fd >= 0) {
         if (dirdev) {
@@ -1041,6 +1055,7 @@ static __attribute__((noinline)) void record_open_event(struct wsl_thread *t, un
             fold_begin(t, fd, id);
     }
     io_record(t, api, t0, t1, fd < 0, err, fd, id, dev, (uint64_t)(unsigned)flags, size);
+    errno = err;
 }
 
 /* An open that returned fd (or failed). dirdev: its folder's device when known
@@ -1049,7 +1064,7 @@ static __attribute__((noinline)) void record_open_event(struct wsl_thread *t, un
  * device was known, begins the file's fold with the open as its first slot
  * (1.6): no event of its own. */
 static inline __attribute__((always_inline)) void record_open(struct wsl_thread *t, unsigned api, uint64_t t0,
-                                                              uint64_t t1, int fd, int err, uint32_t id,
+                                                              uint64_t t1, int fd, uint32_t id,
                                                               uint64_t dir_hash, int flags, uint64_t dirdev, int local)
 {
     uint64_t v;
@@ -1062,7 +1077,7 @@ static inline __attribute__((always_inline)) void record_open(struct wsl_thread 
         wsl_tls_depth = 0;
         return;
     }
-    record_open_event(t, api, t0, t1, fd, err, id, dir_hash, flags, dirdev, local);
+    record_open_event(t, api, t0, t1, fd, id, dir_hash, flags, dirdev, local);
 }
 
 /* Every fd hook's first half: straight through when this call is not to be
@@ -1095,9 +1110,8 @@ static inline int open_needs_mode(int flags)
 
 #define OPEN_HOOK(api, dirfd, path, flags, call)                                           \
     IO_NAMED_CALL(int, fd, dirfd, path, call)                                              \
-    int err = errno;                                                                       \
-    record_open(t, (api) + off_, t0, t1, fd, err, id_, dir_hash_, flags, dirdev_, local_);  \
-    errno = err;                                                                           \
+    /* errno is the call's: record_open leaves it alone */                                 \
+    record_open(t, (api) + off_, t0, t1, fd, id_, dir_hash_, flags, dirdev_, local_);       \
     return fd;
 
 #define MODE_ARG(flags)                                                                    \
@@ -1210,7 +1224,7 @@ static int fopen_flags(const char *mode)
 #define FOPEN_HOOK(api, fn)                                                                \
     IO_NAMED_CALL(FILE *, f, AT_FDCWD, path, REAL(fn)(path, mode))                         \
     int err = errno;                                                                       \
-    record_open(t, (api) + off_, t0, t1, f ? fileno_unlocked(f) : -1, err, id_, dir_hash_, fopen_flags(mode), \
+    record_open(t, (api) + off_, t0, t1, f ? fileno_unlocked(f) : -1, id_, dir_hash_, fopen_flags(mode), \
                 dirdev_, local_);                                                          \
     errno = err;                                                                           \
     return f;
