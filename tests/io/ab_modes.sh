@@ -2,7 +2,7 @@
 # AB_MODES: their names; ab_command MODE BENCH DATA FILES sets the array cmd to MODE's command
 # line: bench_io's files-ab/files-ab-mt on FILES files of DATA, loop-ab/loop-ab-mt on 32 x FILES
 # reads, py_ab.py with and without an idle thread.
-AB_MODES="files-ab files-ab-mt loop-ab loop-ab-mt py-ab py-ab-mt"
+AB_MODES=${AB_MODES:-"files-ab files-ab-mt loop-ab loop-ab-mt py-ab py-ab-mt"}
 ab_command() {
   local here
   here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
