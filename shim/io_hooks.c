@@ -28,6 +28,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <gnu/libc-version.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -197,6 +198,35 @@ int wsl_io_libc_is_next(const char **who)
     return ok;
 }
 
+/* glibc's lseek, lseek64, fstat and fstat64 are its system calls and nothing
+ * more (not cancellation points; since 2.33 an fstat is newfstatat(fd, "",
+ * AT_EMPTY_PATH)): where glibc's come next after the shim, their hooks make
+ * the same system call themselves on their common path, in any program,
+ * without a call out and back (FD_FOLD_FAST). */
+static int fd_calls_direct;
+#if defined(SYS_newfstatat)
+#define WSL_HAVE_NEWFSTATAT 1
+#else
+#define WSL_HAVE_NEWFSTATAT 0
+#define SYS_newfstatat (-1) /* never made: fd_calls_direct stays 0 */
+#endif
+
+static void fd_calls_direct_init(void)
+{
+#if (defined(__x86_64__) || defined(__aarch64__)) && !WSL_TSAN && WSL_HAVE_NEWFSTATAT
+    unsigned major = 0, minor = 0;
+    if (sscanf(gnu_get_libc_version(), "%u.%u", &major, &minor) != 2 || major != 2 || minor < 33)
+        return; /* an older glibc makes fstat another system call: leave it its own */
+    void *libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+    if (!libc)
+        return;
+    fd_calls_direct = real.lseek && real.lseek == wsl_real_dlsym(libc, "lseek") &&
+                      real.lseek64 == wsl_real_dlsym(libc, "lseek64") && real.fstat &&
+                      real.fstat == wsl_real_dlsym(libc, "fstat") && real.fstat64 == wsl_real_dlsym(libc, "fstat64");
+    dlclose(libc);
+#endif
+}
+
 void wsl_io_init(void)
 {
 #define R(name) resolve(#name, (void **)&real.name);
@@ -208,6 +238,7 @@ void wsl_io_init(void)
     R(__xstat64) R(__lxstat) R(__lxstat64) R(__fxstat) R(__fxstat64) R(__fxstatat) R(__fxstatat64)
     R(statx) R(access) R(faccessat) R(lseek) R(lseek64) R(close) R(fclose) R(chdir) R(fchdir)
 #undef R
+    fd_calls_direct_init();
 }
 
 /* ---- fd -> path id, directory -> device ------------------------------------------------- */
@@ -1709,24 +1740,29 @@ WSL_EXPORT int lstat64(const char *path, struct stat64 *st)
     STAT_HOOK(WSL_IO_ID_lstat64, AT_FDCWD, path, -1, st, REAL(lstat64)(path, st))
 }
 /* The common case of a call on a local file's fd whose untimed success folds a
- * value (fstat: the size, lseek: the offset): everything else, timed calls and
- * those that fail or do not fold, goes to the full hook (`full`, a tail call)
- * or, once made, to `rest`. */
-#define FD_FOLD_FAST(type, api, fd, cond, call, value, rest, full)                         \
+ * value (fstat: the size, lseek: the offset), where the hook makes glibc's
+ * system call itself (fd_calls_direct): nr with fd, b, c, d. Everything else,
+ * timed calls and those that fail or do not fold, goes to the full hook
+ * (`full`, a tail call) or, once made, to `rest`; a failed call sets errno as
+ * glibc's wrapper does. */
+#define FD_FOLD_FAST(type, api, fd, cond, nr, b, c, d, value, rest, full)                  \
     struct wsl_thread *t = io_enter_ready();                                               \
-    if (WSL_UNLIKELY(!t))                                                                  \
+    if (WSL_UNLIKELY(!t || !fd_calls_direct))                                              \
         return full;                                                                       \
     uint64_t info_ = info_of_fd(fd);                                                       \
     if (WSL_UNLIKELY(!(info_ & FD_LOCAL) || t->io_countdown <= 1 || !(cond)))              \
         return full;                                                                       \
     t->io_countdown--;                                                                     \
     wsl_tls_depth = 1;                                                                     \
-    type r = call;                                                                         \
-    if (WSL_LIKELY(r >= 0 && (uint64_t)(value) <= FOLD_VALUE_LIMIT) &&                     \
+    long k_ = st_syscall4_kernel(nr, fd, (long)(b), (long)(c), (long)(d));                 \
+    type r = (type)k_;                                                                     \
+    if (WSL_LIKELY(k_ >= 0 && (uint64_t)(value) <= FOLD_VALUE_LIMIT) &&                    \
         WSL_LIKELY(io_fold_fast(t, (api) + WSL_IO_SAMPLED, fd, (uint32_t)info_, (uint64_t)(value)))) { \
         wsl_tls_depth = 0;                                                                 \
         return r;                                                                          \
     }                                                                                      \
+    if (k_ < 0)                                                                            \
+        r = (type)wsl_syscall_failed(k_);                                                  \
     rest;                                                                                  \
     return r;
 
@@ -1749,7 +1785,8 @@ static __attribute__((noinline)) void fstat_untimed_rest(struct wsl_thread *t, u
     }                                                                                      \
     WSL_EXPORT int name(int fd, type *st)                                                  \
     {                                                                                      \
-        FD_FOLD_FAST(int, WSL_IO_ID_##name, fd, st != NULL, REAL(name)(fd, st), r == 0 ? st->st_size : 0, \
+        FD_FOLD_FAST(int, WSL_IO_ID_##name, fd, st != NULL, SYS_newfstatat, "", st, AT_EMPTY_PATH, \
+                     r == 0 ? st->st_size : 0, \
                      fstat_untimed_rest(t, WSL_IO_ID_##name + WSL_IO_SAMPLED, fd, (uint32_t)info_, r, \
                                         r == 0 ? WSL_DEV(major(st->st_dev), minor(st->st_dev)) : 0, \
                                         r == 0 ? (uint64_t)st->st_size : 0),               \
@@ -1866,7 +1903,7 @@ static __attribute__((noinline)) void seek_untimed_rest(struct wsl_thread *t, un
     }                                                                                      \
     WSL_EXPORT type name(int fd, type off, int whence)                                     \
     {                                                                                      \
-        FD_FOLD_FAST(type, WSL_IO_ID_##name, fd, SEEK_FOLDS(off, whence), REAL(name)(fd, off, whence), \
+        FD_FOLD_FAST(type, WSL_IO_ID_##name, fd, SEEK_FOLDS(off, whence), SYS_lseek, off, whence, 0, \
                      (uint64_t)r << 1 | (whence == SEEK_SET),                              \
                      seek_untimed_rest(t, WSL_IO_ID_##name + WSL_IO_SAMPLED, fd, (uint32_t)info_, off, whence, r), \
                      name##_full(fd, off, whence))                                         \

@@ -7,8 +7,9 @@
 #    the shim;
 # 3. the shim says it makes them as system calls while the program is single-threaded;
 #    but another library preloaded after the shim that
-#    defines read() (a counting interposer) sees every one of the program's 201 reads,
-#    single-threaded or not, as without the shim, and the shim says it left them to it.
+#    defines read(), lseek() and fstat() (a counting interposer) sees every one of the
+#    program's 201 reads, 200 seeks and 200 fstats, single-threaded or not, as without
+#    the shim, and the shim says it left them to it.
 #    (A TSan build keeps glibc's path, TSan's runtime having a thread: there the counting
 #    and the thrd_create case, which TSan does not intercept, are left out.)
 set -euo pipefail
@@ -49,5 +50,15 @@ for mode in calls calls-mt; do
       fail "$mode: the shim did not say the calls go on to the interposer: $(cat "$work/count.err")"
   fi
   echo "ok: $mode: an interposer after the shim sees $n read() calls (all the program's)"
+  # lseek and fstat, which the shim may make as system calls itself in any program
+  # (glibc's are no more), likewise reach it: all 200 of each (fstat since glibc 2.33,
+  # where a program calls it by that name)
+  read -r ns nf <<<"$(sed -n 's/^count_interposer: \([0-9]*\) lseek() and \([0-9]*\) fstat.*/\1 \2/p' "$work/count.err")"
+  [ "${ns:-0}" -ge 200 ] || fail "$mode: ${ns:-no} lseek() calls reached the interposer after the shim, expected 200"
+  glibc_minor=$(getconf GNU_LIBC_VERSION 2>/dev/null | sed -n 's/^glibc 2[.]\([0-9]*\).*/\1/p')
+  if [ "${glibc_minor:-0}" -ge 33 ]; then
+    [ "${nf:-0}" -ge 200 ] || fail "$mode: ${nf:-no} fstat() calls reached the interposer after the shim, expected 200"
+  fi
+  echo "ok: $mode: and $ns lseek() and $nf fstat() calls"
 done
 [ -n "$(ls "$work"/t-*.trace.zst 2>/dev/null)" ] || fail "no trace written"

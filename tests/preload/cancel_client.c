@@ -6,7 +6,7 @@
  *                           empty pipe and is cancelled: read() must stay a
  *                           cancellation point ("cancelled")
  *   cancel_client thrd      the same with C11 thrd_create
- *   cancel_client calls N   a single-threaded program's open/read/pread/close, with
+ *   cancel_client calls N   a single-threaded program's open/read/pread/lseek/fstat/close, with
  *                           their results and errno (N rounds; with the counting
  *                           interposer after the shim, counts what reaches glibc)
  *   cancel_client calls-mt N  the same after starting a thread of its own
@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <threads.h>
 #include <unistd.h>
 
@@ -81,11 +82,16 @@ static int calls_test(long rounds, const char *self)
         int fd = open(self, O_RDONLY);
         ssize_t r = read(fd, buf, sizeof buf);
         ssize_t p = pread(fd, buf, 16, 4);
+        off_t s = lseek(fd, 0, SEEK_CUR);
+        struct stat st;
+        int f = fstat(fd, &st);
         int c = close(fd);
         if (i == 0) {
             show("open(self)", fd >= 0 ? 1 : fd, errno);
             show("read", (long)r, errno);
             show("pread", (long)p, errno);
+            show("lseek", (long)s, errno);
+            show("fstat", f == 0 ? (long)st.st_size : f, errno);
             show("close", c, errno);
         }
     }
