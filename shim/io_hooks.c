@@ -202,27 +202,28 @@ int wsl_io_libc_is_next(const char **who)
  * more (not cancellation points; since 2.33 an fstat is newfstatat(fd, "",
  * AT_EMPTY_PATH)): where glibc's come next after the shim, their hooks make
  * the same system call themselves on their common path, in any program,
- * without a call out and back (FD_FOLD_FAST). */
-static int fd_calls_direct;
+ * without a call out and back (FD_FOLD_FAST); elsewhere the full hook calls
+ * the next one. */
+static int seek_direct, fstat_direct;
 #if defined(SYS_newfstatat)
 #define WSL_HAVE_NEWFSTATAT 1
 #else
 #define WSL_HAVE_NEWFSTATAT 0
-#define SYS_newfstatat (-1) /* never made: fd_calls_direct stays 0 */
+#define SYS_newfstatat (-1) /* never made: fstat_direct stays 0 */
 #endif
 
 static void fd_calls_direct_init(void)
 {
-#if (defined(__x86_64__) || defined(__aarch64__)) && !WSL_TSAN && WSL_HAVE_NEWFSTATAT
-    unsigned major = 0, minor = 0;
-    if (sscanf(gnu_get_libc_version(), "%u.%u", &major, &minor) != 2 || major != 2 || minor < 33)
-        return; /* an older glibc makes fstat another system call: leave it its own */
+#if (defined(__x86_64__) || defined(__aarch64__)) && !WSL_TSAN
     void *libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
     if (!libc)
         return;
-    fd_calls_direct = real.lseek && real.lseek == wsl_real_dlsym(libc, "lseek") &&
-                      real.lseek64 == wsl_real_dlsym(libc, "lseek64") && real.fstat &&
-                      real.fstat == wsl_real_dlsym(libc, "fstat") && real.fstat64 == wsl_real_dlsym(libc, "fstat64");
+    seek_direct = real.lseek && real.lseek == wsl_real_dlsym(libc, "lseek") &&
+                  real.lseek64 == wsl_real_dlsym(libc, "lseek64");
+    unsigned major = 0, minor = 0; /* an older glibc makes fstat another system call: left its own */
+    fstat_direct = WSL_HAVE_NEWFSTATAT && sscanf(gnu_get_libc_version(), "%u.%u", &major, &minor) == 2 &&
+                   (major > 2 || (major == 2 && minor >= 33)) && real.fstat &&
+                   real.fstat == wsl_real_dlsym(libc, "fstat") && real.fstat64 == wsl_real_dlsym(libc, "fstat64");
     dlclose(libc);
 #endif
 }
@@ -1741,13 +1742,13 @@ WSL_EXPORT int lstat64(const char *path, struct stat64 *st)
 }
 /* The common case of a call on a local file's fd whose untimed success folds a
  * value (fstat: the size, lseek: the offset), where the hook makes glibc's
- * system call itself (fd_calls_direct): nr with fd, b, c, d. Everything else,
+ * system call itself (`direct`: seek_direct, fstat_direct): nr with fd, b, c, d. Everything else,
  * timed calls and those that fail or do not fold, goes to the full hook
  * (`full`, a tail call) or, once made, to `rest`; a failed call sets errno as
  * glibc's wrapper does. */
-#define FD_FOLD_FAST(type, api, fd, cond, nr, b, c, d, value, rest, full)                  \
+#define FD_FOLD_FAST(type, api, fd, direct, cond, nr, b, c, d, value, rest, full)          \
     struct wsl_thread *t = io_enter_ready();                                               \
-    if (WSL_UNLIKELY(!t || !fd_calls_direct))                                              \
+    if (WSL_UNLIKELY(!t || !(direct)))                                                     \
         return full;                                                                       \
     uint64_t info_ = info_of_fd(fd);                                                       \
     if (WSL_UNLIKELY(!(info_ & FD_LOCAL) || t->io_countdown <= 1 || !(cond)))              \
@@ -1785,7 +1786,7 @@ static __attribute__((noinline)) void fstat_untimed_rest(struct wsl_thread *t, u
     }                                                                                      \
     WSL_EXPORT int name(int fd, type *st)                                                  \
     {                                                                                      \
-        FD_FOLD_FAST(int, WSL_IO_ID_##name, fd, st != NULL, SYS_newfstatat, "", st, AT_EMPTY_PATH, \
+        FD_FOLD_FAST(int, WSL_IO_ID_##name, fd, fstat_direct, st != NULL, SYS_newfstatat, "", st, AT_EMPTY_PATH, \
                      r == 0 ? st->st_size : 0, \
                      fstat_untimed_rest(t, WSL_IO_ID_##name + WSL_IO_SAMPLED, fd, (uint32_t)info_, r, \
                                         r == 0 ? WSL_DEV(major(st->st_dev), minor(st->st_dev)) : 0, \
@@ -1903,7 +1904,7 @@ static __attribute__((noinline)) void seek_untimed_rest(struct wsl_thread *t, un
     }                                                                                      \
     WSL_EXPORT type name(int fd, type off, int whence)                                     \
     {                                                                                      \
-        FD_FOLD_FAST(type, WSL_IO_ID_##name, fd, SEEK_FOLDS(off, whence), SYS_lseek, off, whence, 0, \
+        FD_FOLD_FAST(type, WSL_IO_ID_##name, fd, seek_direct, SEEK_FOLDS(off, whence), SYS_lseek, off, whence, 0, \
                      (uint64_t)r << 1 | (whence == SEEK_SET),                              \
                      seek_untimed_rest(t, WSL_IO_ID_##name + WSL_IO_SAMPLED, fd, (uint32_t)info_, off, whence, r), \
                      name##_full(fd, off, whence))                                         \
