@@ -853,13 +853,30 @@ static inline __attribute__((always_inline)) void io_record(struct wsl_thread *t
  * when the file is closed, when a call on another file comes, or when a slot
  * is full; the writer takes the calls counted so far at each drain (writer.c). */
 
+/* The seqlock around a fold's end: fold_enter makes fold_seq odd (the writer
+ * keeps out) and returns it as it was; fold_leave leaves the thread with no
+ * slot, folding `file`, and the next fold id. */
+static inline __attribute__((always_inline)) uint32_t fold_enter(struct wsl_thread *t)
+{
+    uint32_t seq = FOLD_LD(t->fold_seq);
+    FOLD_ST(t->fold_seq, seq + 1);
+    atomic_thread_fence(memory_order_release);
+    return seq;
+}
+
+static inline __attribute__((always_inline)) void fold_leave(struct wsl_thread *t, uint32_t seq, uint64_t file)
+{
+    FOLD_ST(t->fold_used, 0);
+    WSL_FOLD_NONE(t);
+    FOLD_ST(t->fold_file, file);
+    atomic_store_explicit(&t->fold_seq, seq + 2, memory_order_release);
+}
+
 /* Ends the thread's fold (its events into the ring; closed: the file's close
  * comes last) and begins one for fd and path. */
 static void fold_next(struct wsl_thread *t, int closed, int fd, uint32_t path)
 {
-    uint32_t seq = FOLD_LD(t->fold_seq), used = FOLD_LD(t->fold_used);
-    FOLD_ST(t->fold_seq, seq + 1); /* odd: the writer keeps out */
-    atomic_thread_fence(memory_order_release);
+    uint32_t used = FOLD_LD(t->fold_used), seq = fold_enter(t);
     if (used || closed) {
         uint32_t id = seq >> 1;
         uint64_t file = FOLD_LD(t->fold_file);
@@ -880,10 +897,7 @@ static void fold_next(struct wsl_thread *t, int closed, int fd, uint32_t path)
         } while (i < used);
         atomic_store_explicit(&t->io_untimed, 1, memory_order_relaxed);
     }
-    FOLD_ST(t->fold_used, 0);
-    WSL_FOLD_NONE(t);
-    FOLD_ST(t->fold_file, WSL_FOLD_FILE(fd, path));
-    atomic_store_explicit(&t->fold_seq, seq + 2, memory_order_release);
+    fold_leave(t, seq, WSL_FOLD_FILE(fd, path));
 }
 
 /* The thread's fold ends with its file's close in it: fold_next(t, 1, -1, 0)
@@ -892,10 +906,7 @@ static void fold_next(struct wsl_thread *t, int closed, int fd, uint32_t path)
 _Static_assert(WSL_FOLD_SLOTS == 2 * WSL_FOLD_SLOTS_PER_EVENT, "a fold's slots fill two events at most");
 static inline __attribute__((always_inline)) void fold_end_closed(struct wsl_thread *t)
 {
-    uint32_t used = FOLD_LD(t->fold_used);
-    uint32_t seq = FOLD_LD(t->fold_seq);
-    FOLD_ST(t->fold_seq, seq + 1); /* odd: the writer keeps out */
-    atomic_thread_fence(memory_order_release);
+    uint32_t used = FOLD_LD(t->fold_used), seq = fold_enter(t);
     uint64_t file = FOLD_LD(t->fold_file);
     int64_t fd = (int32_t)(uint32_t)file;
     /* slots past the used ones hold what earlier folds left: not this one's */
@@ -921,10 +932,7 @@ static inline __attribute__((always_inline)) void fold_end_closed(struct wsl_thr
         wsl_ring_commit(t);
     }
     atomic_store_explicit(&t->io_untimed, 1, memory_order_relaxed);
-    FOLD_ST(t->fold_used, 0);
-    WSL_FOLD_NONE(t);
-    FOLD_ST(t->fold_file, WSL_FOLD_FILE(-1, 0));
-    atomic_store_explicit(&t->fold_seq, seq + 2, memory_order_release);
+    fold_leave(t, seq, WSL_FOLD_FILE(-1, 0));
 }
 
 /* Begins a fold for fd and path: ends the thread's fold when it has calls;

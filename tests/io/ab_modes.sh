@@ -2,7 +2,15 @@
 # AB_MODES: their names; ab_command MODE BENCH DATA FILES sets the array cmd to MODE's command
 # line: bench_io's files-ab/files-ab-mt on FILES files of DATA, loop-ab/loop-ab-mt on 32 x FILES
 # reads, py_ab.py with and without an idle thread.
-AB_MODES=${AB_MODES:-"files-ab files-ab-mt loop-ab loop-ab-mt py-ab py-ab-mt"}
+AB_ALL_MODES="files-ab files-ab-mt loop-ab loop-ab-mt py-ab py-ab-mt"
+AB_MODES=${AB_MODES:-$AB_ALL_MODES}
+for _m in $AB_MODES; do
+  case " $AB_ALL_MODES " in
+    *" $_m "*) ;;
+    *) echo "AB_MODES: no mode '$_m' (modes: $AB_ALL_MODES)" >&2; exit 2;;
+  esac
+done
+unset _m
 ab_command() {
   local here
   here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
