@@ -3,8 +3,8 @@
 #   tests/io/ab_builds.sh OLD_BUILD NEW_BUILD [RUNS] [FILES]
 # For each mode (bench_io files-ab, files-ab-mt, loop-ab, loop-ab-mt; py_ab.py with and without
 # an idle thread) RUNS rounds, each running the program without the shim, with OLD's and with
-# NEW's, in turn; each run prints the median ratio of hooked to raw-syscall batches within its
-# process (run_io_bench.sh says why), and a build's cost is the median of its runs' ratios over
+# NEW's, in turn; each run prints the ratio of hooked to raw-syscall batches within its process
+# (the median over pairs of rounds: bench_io.c's pair_median; run_io_bench.sh says why), and a build's cost is the median of its runs' ratios over
 # the median without the shim, minus 1. On 8 CPUs or more the runs are pinned to CPUs 4-7.
 set -euo pipefail
 usage() { echo "usage: ab_builds.sh OLD_BUILD NEW_BUILD [RUNS] [FILES]" >&2; exit 2; }
@@ -15,8 +15,8 @@ for f in "$old" "$new" "$bench"; do
   [ -f "$f" ] || { echo "ab_builds.sh: $f not found: are $1 and $2 build trees?" >&2; exit 2; }
 done
 [[ $runs =~ ^[1-9][0-9]*$ ]] || { echo "ab_builds.sh: RUNS must be a positive number, not '$runs'" >&2; exit 2; }
-[[ $files =~ ^[0-9]+$ ]] && [ "$files" -ge 64 ] ||
-  { echo "ab_builds.sh: FILES must be a number of at least 64, not '$files'" >&2; exit 2; }
+[[ $files =~ ^[0-9]+$ ]] && [ "$files" -ge 128 ] ||
+  { echo "ab_builds.sh: FILES must be a number of at least 128, not '$files'" >&2; exit 2; }
 old=$(realpath "$old") new=$(realpath "$new") bench=$(realpath "$bench")
 here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d)

@@ -2,12 +2,14 @@
 
     py_ab.py DIR N [--idle-thread]
 
-Reads the first N files of DIR (named f*) in 64 rounds, each of two batches
-of N/64 files in turn: one with `with open(p, 'rb') as f: f.read()` (the
-calls the shim hooks) and one by raw system calls through ctypes (which it
-does not see). Prints the median over rounds of the first's time over the
-second's, "ratio": the shim's cost is that ratio with the shim over the ratio
-without it, minus 1. Both batches run a few ms apart in one process, so a
+Reads the first N files of DIR (named f*), each once, in 64 rounds, each of
+two batches of N/128 files in turn: one with `with open(p, 'rb') as f:
+f.read()` (the calls the shim hooks) and one by raw system calls through
+ctypes (which it does not see). Prints "ratio", the median over pairs of
+rounds of the geometric mean of their first's time over the second's (which
+batch goes first alternates, and the second of a round runs faster: a pair
+has each order once, as bench_io's pair_median). The shim's cost is that
+ratio with the shim over the ratio without it, minus 1. Both batches run a few ms apart in one process, so a
 shared host's drifting speed cancels out. --idle-thread starts a thread that
 waits, as PyTorch or any thread pool does: the program is then
 multi-threaded without the shim too.
@@ -54,22 +56,24 @@ def main():
                 f.read()
 
     rounds = 64
-    per = len(paths) // rounds
+    per = len(paths) // (2 * rounds)
     if per < 1:
-        print(f"py_ab: {len(paths)} files, need at least {rounds}", file=sys.stderr)
+        print(f"py_ab: {len(paths)} files, need at least {2 * rounds}", file=sys.stderr)
         return 2
     ratios, per_file = [], []
     for k in range(rounds):
         t = {}
-        for which in ((hooked, raw) if k % 2 == 0 else (raw, hooked)):
-            batch = (paths if which is hooked else raw_paths)[k * per:(k + 1) * per]
+        for j, which in enumerate((hooked, raw) if k % 2 == 0 else (raw, hooked)):
+            first = (2 * k + j) * per  # each batch has files of its own
+            batch = (paths if which is hooked else raw_paths)[first:first + per]
             t0 = time.perf_counter_ns()
             which(batch)
             t[which] = time.perf_counter_ns() - t0
         ratios.append(t[hooked] / t[raw])
         per_file.append(t[hooked] / per)
+    pairs = [(ratios[k] * ratios[k + 1]) ** 0.5 for k in range(0, rounds - 1, 2)]
     print('{"files": %d, "py_ns_per_file": %.0f, "ratio": %.4f}'
-          % (per * rounds, statistics.median(per_file), statistics.median(ratios)))
+          % (2 * per * rounds, statistics.median(per_file), statistics.median(pairs)))
     return 0
 
 
