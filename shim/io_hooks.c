@@ -559,6 +559,31 @@ static inline uint32_t path_id_new(struct wsl_thread *t)
 
 #define DIRFD_RAW (-4242) /* not a path: written as given (kernel names) */
 
+/* The absolute path of directory fd dirfd when the hooks saw it opened (its
+ * path id in the fd table), else NULL. Asked of /proc/self/fd once per such
+ * open and kept for the thread's next paths relative to it (the loop over a
+ * folder's files); a directory fd that came from elsewhere (opendir, a raw
+ * system call) has no path id, and its number may have been reused unseen:
+ * its paths stay named by the fd, with no system call. errno is kept. */
+static const char *dirfd_path(struct wsl_thread *t, int dirfd, uint32_t *len)
+{
+    uint32_t id = path_of_fd(dirfd);
+    if (!id)
+        return NULL;
+    if (t->dirfd_id != id) {
+        char link[32];
+        snprintf(link, sizeof link, "/proc/self/fd/%d", dirfd);
+        int saved = errno;
+        long n = syscall(SYS_readlinkat, AT_FDCWD, link, t->dirfd_name, sizeof t->dirfd_name);
+        errno = saved;
+        /* a path, not "socket:[...]" or "anon_inode:..."; one that fills the buffer may be cut */
+        t->dirfd_len = n > 0 && n < (long)sizeof t->dirfd_name && t->dirfd_name[0] == '/' ? (uint32_t)n : 0;
+        t->dirfd_id = id;
+    }
+    *len = t->dirfd_len;
+    return t->dirfd_len ? t->dirfd_name : NULL;
+}
+
 /* Copies `path` (relative to dirfd) into the thread's path ring under a new id,
  * as an absolute path where it can tell; returns the id (0 if none). Also
  * returns through dir_hash the hash of its directory part. */
@@ -575,9 +600,9 @@ static uint32_t path_record_as(struct wsl_thread *t, uint32_t given_id, int dirf
     if (path[0] != '/' && dirfd != DIRFD_RAW) {
         if (dirfd == AT_FDCWD) {
             prefix = thread_cwd(t, &prefix_len);
-        } else {
-            /* Relative to a directory fd: named by the fd ("<fd N>/name"), as the
-             * shim keeps no path strings once they are in the ring. */
+        } else if (!(prefix = dirfd_path(t, dirfd, &prefix_len))) {
+            /* Relative to a directory fd the hooks did not see opened: named
+             * by the fd ("<fd N>/name"). */
             int n = snprintf(fdprefix, sizeof fdprefix, "<fd %d>", dirfd);
             prefix = fdprefix;
             prefix_len = (uint32_t)n;
@@ -587,7 +612,8 @@ static uint32_t path_record_as(struct wsl_thread *t, uint32_t given_id, int dirf
     }
     if (!plen && !prefix_len)
         path = ".", plen = 1; /* open("") with no working directory: still a name */
-    uint32_t len = prefix_len + (prefix_len ? 1 : 0) + (uint32_t)plen;
+    /* "" relative to a directory (AT_EMPTY_PATH) names that directory or file itself: no '/' after it */
+    uint32_t len = prefix_len + (prefix_len && plen ? 1 : 0) + (uint32_t)plen;
     if (len > WSL_PATH_MAX_LENGTH)
         len = WSL_PATH_MAX_LENGTH;
     uint32_t need = (uint32_t)((sizeof(struct wsl_path_entry_header) + len + 7) & ~7u);
@@ -1699,6 +1725,13 @@ static inline int lookup_begin(struct wsl_thread *t, int dirfd, const char *path
         uint64_t info = info_of_fd(fd);
         *id = (uint32_t)info;
         return (info & FD_LOCAL) != 0;
+    }
+    if (!path[0] && dirfd >= 0) {
+        /* "" with AT_EMPTY_PATH: the call is about dirfd's own file (Rust's
+         * File::metadata is statx so): the path id of its open, when seen */
+        uint64_t info = info_of_fd(dirfd);
+        if ((*id = (uint32_t)info) != 0)
+            return (info & FD_LOCAL) != 0;
     }
     *id = path_record(t, dirfd, path, dir_hash);
     uint64_t dev = dir_device(*dir_hash);

@@ -189,6 +189,9 @@ struct wsl_thread {
     uint64_t cwd_hash;           /* and its hash (io_hooks.c: directory hashes of relative paths) */
     uint32_t cwd_len;
     char cwd[4096];
+    uint32_t dirfd_id;           /* producer: the path id of the directory fd last named (io_hooks.c), */
+    uint32_t dirfd_len;          /* its path's length (0: none that can be told), */
+    char dirfd_name[4096];       /* and its path */
     /* NVTX names this thread already wrote (nvtx_hooks.c): content hash -> string id,
      * valid while nvtx_gen == gen (a forked child's trace starts without them). */
     uint64_t nvtx_gen;

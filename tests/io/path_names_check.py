@@ -3,7 +3,10 @@
 made absolute with the working directory: names and working directories of
 every length from 1 to past 100 bytes (the hooks copy short and long names
 differently), "./" prefixes, ".." left as given, a chdir between opens,
-a path relative to a directory fd ("<fd N>/name"), and a path too long for
+paths relative to a directory fd (named under the directory's path when the
+hooks saw it opened, each folder's fd taking the number of the one before;
+"<fd N>/name" when the fd came from a raw system call), lookups about an fd
+itself (statx and fstatat of "" with AT_EMPTY_PATH: its file's path), and a path too long for
 the kernel (not opened, not named). Run
 single-threaded and with a thread of the program's own (the shim's two kinds
 of open hook), and with every call timed (each open an event of its own, so
@@ -30,8 +33,10 @@ for c in cwds:
                 f.write(b"x")
 
 program = r'''
-import os, sys, threading
+import ctypes, os, sys, threading
 cwds, names, thread = sys.argv[1].split(":"), sys.argv[2].split(":"), sys.argv[3] == "1"
+libc = ctypes.CDLL(None, use_errno=True)
+SYS_openat = {"x86_64": 257, "aarch64": 56}[os.uname().machine]
 if thread:  # a thread of the program's own: the hooks' multi-threaded twins
     threading.Thread(target=lambda: None).start()
 def touch(path, dir_fd=None):
@@ -47,9 +52,25 @@ for c in cwds:
         touch("sub/../" + n)
         touch(os.path.join(c, "sub", n))
     dfd = os.open("sub", os.O_RDONLY | os.O_DIRECTORY)
-    print(dfd)
     touch(names[0], dir_fd=dfd)
+    touch("./" + names[1], dir_fd=dfd)
+    touch("../" + names[2], dir_fd=dfd)
     os.close(dfd)
+    # a directory fd the hooks do not see opened (the system call made raw): named by the fd
+    raw = libc.syscall(SYS_openat, -100, b"sub", os.O_RDONLY | os.O_DIRECTORY)
+    print(raw)
+    touch(names[3], dir_fd=raw)
+    os.close(raw)
+# lookups relative to a directory fd, and about an fd itself ("" with AT_EMPTY_PATH, as Rust's
+# File::metadata makes them): named by their file's path
+AT_EMPTY_PATH, buf = 0x1000, ctypes.create_string_buffer(4096)
+dfd = os.open(cwds[0], os.O_RDONLY | os.O_DIRECTORY)
+fd = os.open(names[4], os.O_RDONLY, dir_fd=dfd)
+for r in (libc.statx(fd, b"", AT_EMPTY_PATH, 0x7ff, buf), libc.fstatat(fd, b"", buf, AT_EMPTY_PATH),
+          libc.fstatat(dfd, names[5].encode(), buf, 0), libc.fstatat(dfd, b"", buf, AT_EMPTY_PATH)):
+    assert r == 0, ctypes.get_errno()
+os.close(fd)
+os.close(dfd)
 try:
     os.open("/" + "x" * 5000, os.O_RDONLY)
 except OSError:
@@ -82,7 +103,17 @@ for thread in ("0", "1"):
     for c, dfd in zip(cwds, dfds):
         for n in names:
             want += [f"{c}/{n}", f"{c}/{n}", f"{c}/sub/{n}", f"{c}/sub/../{n}", f"{c}/sub/{n}"]
-        want += [f"{c}/sub", f"<fd {dfd}>/{names[0]}"]  # relative to a directory fd: named by the fd
+        want += [f"{c}/sub", f"{c}/sub/{names[0]}", f"{c}/sub/{names[1]}", f"{c}/sub/../{names[2]}",
+                 f"<fd {dfd}>/{names[3]}"]
+    c = cwds[0]
+    want += [c, f"{c}/{names[4]}"]
+    stats = [(e["name"], e["args"]["path"]) for e in events
+             if e.get("cat") == "io" and e.get("name") in ("statx", "fstatat")
+             and e.get("args", {}).get("path", "").startswith(work)]
+    want_stats = [("statx", f"{c}/{names[4]}"), ("fstatat", f"{c}/{names[4]}"), ("fstatat", f"{c}/{names[5]}"),
+                  ("fstatat", c)]
+    if stats != want_stats:
+        failures.append(f"thread={thread}: lookups named {stats}, want {want_stats}")
     if got != want:
         bad = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
         failures.append(f"thread={thread}: {len(got)} opens named, {len(want)} expected; first difference at "
