@@ -113,10 +113,10 @@ static inline __attribute__((always_inline)) uint64_t wsl_ticks(void)
  * writes events, the writer thread drains them. No lock, no allocation and no
  * system call on the producer side; a full ring drops the event and counts it. */
 #ifndef WSL_RING_EVENTS
-#define WSL_RING_EVENTS 4096u /* power of two; 256 KiB: small enough to stay in a core's caches (docs/overhead.md) */
+#define WSL_RING_EVENTS 16384u /* power of two */
 #endif
 #ifndef WSL_PATH_RING
-#define WSL_PATH_RING 65536u /* bytes of path entries per thread, power of two */
+#define WSL_PATH_RING 262144u /* bytes of path entries per thread, power of two */
 #endif
 #define WSL_FOLD_SLOTS 6u      /* alike-call slots of a thread's folded file (two events' worth) */
 #define WSL_FOLD_FILE(fd, path) ((uint64_t)(path) << 32 | (uint32_t)(fd))
