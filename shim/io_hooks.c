@@ -612,8 +612,7 @@ static uint32_t path_record_as(struct wsl_thread *t, uint32_t given_id, int dirf
     }
     if (!plen && !prefix_len)
         path = ".", plen = 1; /* open("") with no working directory: still a name */
-    /* "" relative to a directory (AT_EMPTY_PATH) names that directory or file itself: no '/' after it */
-    uint32_t len = prefix_len + (prefix_len && plen ? 1 : 0) + (uint32_t)plen;
+    uint32_t len = prefix_len + (prefix_len ? 1 : 0) + (uint32_t)plen;
     if (len > WSL_PATH_MAX_LENGTH)
         len = WSL_PATH_MAX_LENGTH;
     uint32_t need = (uint32_t)((sizeof(struct wsl_path_entry_header) + len + 7) & ~7u);
@@ -1725,13 +1724,6 @@ static inline int lookup_begin(struct wsl_thread *t, int dirfd, const char *path
         uint64_t info = info_of_fd(fd);
         *id = (uint32_t)info;
         return (info & FD_LOCAL) != 0;
-    }
-    if (!path[0] && dirfd >= 0) {
-        /* "" with AT_EMPTY_PATH: the call is about dirfd's own file (Rust's
-         * File::metadata is statx so): the path id of its open, when seen */
-        uint64_t info = info_of_fd(dirfd);
-        if ((*id = (uint32_t)info) != 0)
-            return (info & FD_LOCAL) != 0;
     }
     *id = path_record(t, dirfd, path, dir_hash);
     uint64_t dev = dir_device(*dir_hash);
