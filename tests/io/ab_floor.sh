@@ -8,7 +8,10 @@
 # preloaded, under each level, under BUILD_DIR's shim and under the shim with
 # WSLSHIM_IO=0, in turn. A configuration's cost is the median of its runs' ratios
 # over the median without anything preloaded, minus 1. On 8 CPUs or more the runs
-# are pinned to CPUs 4-7.
+# are pinned to CPUs 4-7. SHIMS="NAME=LIB ..." adds other builds of the shim (another
+# ring size, say) as configurations of their own. At the end each level runs once more with
+# FLOOR_DEBUG=1 and says what it recorded and dropped: a level that dropped measured less
+# than it claims.
 set -euo pipefail
 usage() { echo "usage: ab_floor.sh BUILD_DIR [RUNS] [FILES]" >&2; exit 2; }
 [ $# -ge 1 ] || usage
@@ -43,7 +46,12 @@ pin=()
 ratio() { "$@" | sed -n 's/.*"ratio": \([0-9.]*\).*/\1/p'; }
 AB_MODES=${AB_MODES:-files-ab py-ab}
 . "$here/ab_modes.sh"
-configs=(plain "${names[@]}" shim shim-off)
+declare -A extra=()
+for kv in ${SHIMS:-}; do
+  [ -f "${kv#*=}" ] || { echo "ab_floor.sh: SHIMS: ${kv#*=} not found" >&2; exit 2; }
+  extra[${kv%%=*}]=$(realpath "${kv#*=}")
+done
+configs=(plain "${names[@]}" shim shim-off "${!extra[@]}")
 for mode in $AB_MODES; do
   ab_command "$mode" "$bench" "$tmp/data" "$files"
   declare -A got=()
@@ -53,7 +61,11 @@ for mode in $AB_MODES; do
         plain) r=$(ratio "${pin[@]}" "${cmd[@]}");;
         shim) r=$(ratio env LD_PRELOAD="$shim" "${pin[@]}" "${cmd[@]}");;
         shim-off) r=$(ratio env LD_PRELOAD="$shim" WSLSHIM_IO=0 "${pin[@]}" "${cmd[@]}");;
-        *) r=$(ratio env LD_PRELOAD="$tmp/floor-$c.so" "${pin[@]}" "${cmd[@]}");;
+        *) if [ -n "${extra[$c]:-}" ]; then
+             r=$(ratio env LD_PRELOAD="${extra[$c]}" "${pin[@]}" "${cmd[@]}")
+           else
+             r=$(ratio env LD_PRELOAD="$tmp/floor-$c.so" "${pin[@]}" "${cmd[@]}")
+           fi;;
       esac
       got[$c]="${got[$c]:-} $r"
     done
@@ -71,4 +83,10 @@ line = ", ".join(f"{k} {100 * (statistics.median(v) / base - 1):+.1f}% ({min(v):
 print(f"{mode}: {len(runs['plain'])} runs each, plain {base:.3f}; {line}")
 PY
   unset got
+done
+for mode in $AB_MODES; do
+  ab_command "$mode" "$bench" "$tmp/data" "$files"
+  for c in "${names[@]}"; do
+    echo "$mode $c: $(env FLOOR_DEBUG=1 LD_PRELOAD="$tmp/floor-$c.so" "${cmd[@]}" 2>&1 >/dev/null | grep '^floor:' | tail -1)"
+  done
 done
