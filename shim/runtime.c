@@ -272,13 +272,37 @@ struct wsl_thread *wsl_thread_claim_aux(void)
     struct wsl_thread *t = thread_claim();
     if (!t)
         return NULL;
-    uint64_t tail = atomic_load(&t->tail);
-    t->head_local = tail;
-    t->limit = tail + WSL_RING_EVENTS; /* never waits: the writer checks for room first */
-    atomic_store(&t->head, tail);
+    wsl_ring_reset(t, 1);
+    t->limit = t->head_local + WSL_RING_EVENTS; /* never waits: the writer checks for room first */
     t->tid = (uint32_t)syscall(SYS_gettid);
     t->gen = atomic_load(&wsl_gen);
     return t;
+}
+
+/* ---- the two rings (shim_internal.h) ------------------------------------------------ */
+
+/* The producer writes ring `big` (1: the large one) from its head on. */
+static void ring_use(struct wsl_thread *t, int big)
+{
+    t->in_big = (uint32_t)big;
+    t->cur_ev = big ? t->ev : t->small_ev;
+    t->cur_head = big ? &t->head : &t->s_head;
+    t->cur_mask = big ? WSL_RING_EVENTS - 1 : WSL_RING_SMALL - 1;
+    t->head_local = atomic_load_explicit(t->cur_head, memory_order_relaxed);
+}
+
+/* Both rings empty, as the writer sees them too (what they held is another
+ * owner's or another process's), and the producer in the small one, or, for
+ * the writer's own ring (only_big), in the large one for good. Called where
+ * the writer does not read this ring: before it is claimed, or in a forked
+ * child before its writer starts. */
+void wsl_ring_reset(struct wsl_thread *t, int only_big)
+{
+    atomic_store(&t->head, atomic_load(&t->tail));
+    atomic_store(&t->s_head, atomic_load(&t->s_tail));
+    atomic_store(&t->w_big, (uint32_t)only_big);
+    t->no_small = (uint32_t)only_big;
+    ring_use(t, only_big);
 }
 
 struct wsl_thread *wsl_thread_setup(void)
@@ -315,10 +339,8 @@ static struct wsl_thread *thread_setup(void)
     }
     /* A fresh buffer, or one inherited across fork: the events in it belong to
      * whoever owned it before, so start empty. */
-    uint64_t tail = atomic_load(&t->tail);
-    t->head_local = tail;
-    t->limit = tail + WSL_RING_EVENTS / 2;
-    atomic_store(&t->head, tail);
+    wsl_ring_reset(t, 0);
+    t->limit = t->head_local + WSL_RING_SMALL / 2;
     t->tid = (uint32_t)syscall(SYS_gettid);
     t->gen = gen;
     wsl_io_thread_init(t);
@@ -345,19 +367,81 @@ static int ring_has_room(struct wsl_thread *t, uint64_t h)
     if (used >= WSL_RING_EVENTS)
         return 0;
     t->limit = used >= WSL_RING_EVENTS / 2 ? tail + WSL_RING_EVENTS : tail + WSL_RING_EVENTS / 2;
+    /* in the large ring for a burst: a look every half small ring at whether to go back */
+    if (!t->no_small && t->limit > h + WSL_RING_SMALL / 2)
+        t->limit = h + WSL_RING_SMALL / 2;
     return 1;
+}
+
+/* Writes the marker that ends the ring the producer is in (at head_local,
+ * where the caller made room for it) and publishes it. */
+static void ring_leave(struct wsl_thread *t)
+{
+    struct wsl_event *m = &t->cur_ev[t->head_local & t->cur_mask];
+    memset(m, 0, sizeof *m);
+    m->api = WSL_RING_SWITCH;
+#if WSL_TSAN
+    __tsan_write_range(m, (long)sizeof *m);
+#endif
+    t->head_local++;
+    atomic_store_explicit(t->cur_head, t->head_local, memory_order_release);
+}
+
+/* The small ring: an event there when it has room (one slot always kept for
+ * its marker), else NULL: the producer has gone on in the large ring. */
+static struct wsl_event *small_reserve(struct wsl_thread *t)
+{
+    uint64_t h = t->head_local, tail = atomic_load_explicit(&t->s_tail, memory_order_acquire);
+    uint64_t used = h - tail;
+    if (used < WSL_RING_SMALL - 1) {
+        if (used >= WSL_RING_SMALL / 2) {
+            t->limit = tail + WSL_RING_SMALL - 1;
+            wsl_writer_wake(); /* more than half full */
+        } else {
+            t->limit = tail + WSL_RING_SMALL / 2;
+        }
+        return &t->small_ev[h & (WSL_RING_SMALL - 1)];
+    }
+    ring_leave(t);
+    ring_use(t, 1);
+    wsl_writer_wake();
+    return NULL;
+}
+
+/* In the large ring: back to the small one once the writer has read it to its
+ * marker (it reads the large ring now), with a marker here where there is room. */
+static void large_leave_if_due(struct wsl_thread *t)
+{
+    if (t->no_small ||
+        atomic_load_explicit(&t->s_tail, memory_order_acquire) != atomic_load_explicit(&t->s_head, memory_order_relaxed) ||
+        t->head_local - atomic_load_explicit(&t->tail, memory_order_acquire) >= WSL_RING_EVENTS)
+        return;
+    ring_leave(t);
+    ring_use(t, 0);
 }
 
 struct wsl_event *wsl_ring_reserve_slow(struct wsl_thread *t)
 {
-    uint64_t h = t->head_local;
     int saved = errno;
     if (WSL_UNLIKELY(atomic_load_explicit(&wsl_writer_paused, memory_order_relaxed))) {
         /* after a fork: the writer comes back when due, at once if this ring is half full */
-        wsl_writer_resume(h - atomic_load_explicit(&t->tail, memory_order_acquire) >= WSL_RING_EVENTS / 2);
+        uint64_t tail = atomic_load_explicit(t->in_big ? &t->tail : &t->s_tail, memory_order_acquire);
+        wsl_writer_resume(t->head_local - tail >= (t->cur_mask + 1) / 2);
     }
+    if (t->in_big)
+        large_leave_if_due(t);
+    if (!t->in_big) {
+        struct wsl_event *e = small_reserve(t);
+        if (e) {
+            if (WSL_UNLIKELY(atomic_load_explicit(&wsl_writer_paused, memory_order_relaxed)) && t->limit > t->head_local + 1)
+                t->limit = t->head_local + 1; /* still paused: ask again at the next event */
+            errno = saved;
+            return e;
+        }
+    }
+    uint64_t h = t->head_local;
     if (ring_has_room(t, h)) {
-        if (t->limit - h <= WSL_RING_EVENTS / 2)
+        if (t->limit - h <= WSL_RING_EVENTS / 2 && h - atomic_load_explicit(&t->tail, memory_order_relaxed) >= WSL_RING_EVENTS / 2)
             wsl_writer_wake(); /* more than half full */
         if (WSL_UNLIKELY(atomic_load_explicit(&wsl_writer_paused, memory_order_relaxed)) && t->limit > h + 1)
             t->limit = h + 1; /* still paused: ask again at the next event */
@@ -387,16 +471,16 @@ struct wsl_event *wsl_ring_reserve_tsan(struct wsl_thread *t)
     uint64_t h = t->head_local;
     if (h >= t->limit)
         return wsl_ring_reserve_slow(t);
-    return &t->ev[h & (WSL_RING_EVENTS - 1)];
+    return &t->cur_ev[h & t->cur_mask];
 }
 
 void wsl_ring_commit_tsan(struct wsl_thread *t)
 {
     /* The hook filled the slot without instrumentation: it is written here, as
      * far as TSan knows, before it is published. */
-    __tsan_write_range(&t->ev[t->head_local & (WSL_RING_EVENTS - 1)], (long)sizeof(struct wsl_event));
+    __tsan_write_range(&t->cur_ev[t->head_local & t->cur_mask], (long)sizeof(struct wsl_event));
     t->head_local++;
-    atomic_store_explicit(&t->head, t->head_local, memory_order_release);
+    atomic_store_explicit(t->cur_head, t->head_local, memory_order_release);
 }
 #endif
 
@@ -438,8 +522,9 @@ static void at_fork_child(void)
     wsl_tls_depth++; /* the shim's own calls below (closing the parent's trace) are not the program's */
     struct wsl_thread *self = wsl_tls_thread;
     for (struct wsl_thread *t = atomic_load(&wsl_threads); t; t = t->next) {
-        uint64_t head = atomic_load(&t->head);
-        atomic_store(&t->tail, head);
+        atomic_store(&t->tail, atomic_load(&t->head));
+        atomic_store(&t->s_tail, atomic_load(&t->s_head));
+        atomic_store(&t->w_big, t->in_big); /* the writer to come reads on where each thread writes */
         atomic_store(&t->paths_tail, atomic_load(&t->paths_head));
         t->dropped_reported = atomic_load(&t->dropped);
         if (t != self)

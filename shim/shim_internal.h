@@ -108,16 +108,38 @@ static inline __attribute__((always_inline)) uint64_t wsl_ticks(void)
     return wsl_mono_ns();
 }
 
-/* ---- per-thread event buffers (thread.c) -----------------------------------------
- * One single-producer/single-consumer ring per thread: the thread that owns it
+/* ---- per-thread event buffers (runtime.c) -----------------------------------------
+ * Single-producer/single-consumer rings per thread: the thread that owns them
  * writes events, the writer thread drains them. No lock, no allocation and no
- * system call on the producer side; a full ring drops the event and counts it. */
+ * system call on the producer side; a full ring drops the event and counts it.
+ *
+ * Each thread has two rings of events (and two of paths): a small one it
+ * writes while the writer keeps up, whose lines then stay in its core's
+ * caches, and a large one it goes on in when the small one fills (a burst, a
+ * slow writer), which holds as much as one ring of the large size did. A
+ * thread leaves a ring with a marker there (WSL_RING_SWITCH events,
+ * WSL_PATH_SWITCH path entries) and goes on in the other: what follows a
+ * marker in a ring came after the thread's turn in the other. The writer reads
+ * a ring to its first marker, then the other. The thread goes back to the
+ * small ring once the writer has read all of it. Each ring stays a plain ring
+ * (its room, its tail), and their entries one sequence (docs/overhead.md,
+ * "Two rings"). */
 #ifndef WSL_RING_EVENTS
 #define WSL_RING_EVENTS 16384u /* power of two */
+#endif
+#ifndef WSL_RING_SMALL
+#define WSL_RING_SMALL 1024u /* events of the small ring, power of two */
 #endif
 #ifndef WSL_PATH_RING
 #define WSL_PATH_RING 262144u /* bytes of path entries per thread, power of two */
 #endif
+#ifndef WSL_PATH_SMALL
+#define WSL_PATH_SMALL 65536u /* bytes of the small path ring, power of two */
+#endif
+#define WSL_RING_SWITCH 0xffffu     /* an event's api: the thread went on in its other ring */
+#define WSL_PATH_SWITCH 0xffffffffu /* a path entry's length, with id 0: the same */
+_Static_assert(WSL_RING_SMALL >= 8 && WSL_RING_SMALL <= WSL_RING_EVENTS / 2, "the small ring is smaller");
+_Static_assert(WSL_PATH_SMALL >= 2 * 4096 + 64 && WSL_PATH_SMALL <= WSL_PATH_RING, "a path entry fits the small ring");
 #define WSL_FOLD_SLOTS 6u      /* alike-call slots of a thread's folded file (two events' worth) */
 #define WSL_FOLD_FILE(fd, path) ((uint64_t)(path) << 32 | (uint32_t)(fd))
 
@@ -136,21 +158,30 @@ enum wsl_thread_state {
 };
 
 struct wsl_thread {
-    /* producer side (owning thread) */
-    uint64_t head_local;
+    /* producer side (owning thread): the ring it writes now (cur_*) */
+    uint64_t head_local;     /* the next event's index in that ring */
     uint64_t limit;          /* head_local may grow to this before a look at the writer's tail */
     uint64_t gen;            /* process generation it was set up in */
+    struct wsl_event *cur_ev;     /* ev or small_ev */
+    _Atomic uint64_t *cur_head;   /* &head or &s_head */
+    uint64_t cur_mask;            /* that ring's size - 1 */
     uint32_t tid;
     uint32_t io_countdown;   /* file calls on local files until the next timed one */
-    _Atomic uint64_t dropped;
     uint32_t io_rng;         /* xorshift state for the gaps between timed file calls */
     _Atomic uint32_t io_untimed; /* set once this ring carries an untimed file call */
-    char pad0[64 - 48];
-    _Atomic uint64_t head;   /* published by the producer */
+    _Atomic uint64_t head;   /* the large ring: published by the producer */
     char pad1[56];
     _Atomic uint64_t tail;   /* published by the writer */
     char pad2[56];
+    _Atomic uint64_t s_head; /* the small ring, the same */
+    char pad3[56];
+    _Atomic uint64_t s_tail;
+    char pad4[56];
+    _Atomic uint64_t dropped;
+    uint32_t in_big;         /* producer: it writes the large ring now */
+    uint32_t no_small;       /* producer: never the small ring (the writer's own ring) */
     /* writer side */
+    _Atomic uint32_t w_big;  /* it reads the large ring now (reset with the ring, runtime.c) */
     uint64_t dropped_reported;
     uint64_t w_last_ticks;   /* the latest end time of this thread's events seen */
     uint64_t w_drain_ticks;  /* when its ring was last drained: a lower bound for what follows */
@@ -202,6 +233,7 @@ struct wsl_thread {
         uint32_t id;
         uint32_t len;
     } nvtx_names[256];
+    struct wsl_event small_ev[WSL_RING_SMALL];
     uint8_t paths[WSL_PATH_RING];
     struct wsl_event ev[WSL_RING_EVENTS];
 };
@@ -271,6 +303,9 @@ static inline __attribute__((always_inline)) struct wsl_thread *wsl_thread_get(v
 /* Past the limit: the ring is half full (wake the writer) or full (wake it and
  * give it a bounded moment); NULL if it stays full and the event is dropped. */
 struct wsl_event *wsl_ring_reserve_slow(struct wsl_thread *t);
+/* Both rings empty and the producer in the small one (only_big: the large one,
+ * for good); where the writer does not read the ring (runtime.c). */
+void wsl_ring_reset(struct wsl_thread *t, int only_big);
 
 #if WSL_TSAN
 /* Out of line, and so instrumented, in TSan builds: the hooks that would inline
@@ -288,7 +323,7 @@ static inline __attribute__((always_inline)) struct wsl_event *wsl_ring_reserve(
     uint64_t h = t->head_local;
     if (WSL_UNLIKELY(h >= t->limit))
         return wsl_ring_reserve_slow(t);
-    return &t->ev[h & (WSL_RING_EVENTS - 1)];
+    return &t->cur_ev[h & t->cur_mask];
 }
 
 static inline __attribute__((always_inline)) void wsl_ring_commit(struct wsl_thread *t)
@@ -298,7 +333,7 @@ static inline __attribute__((always_inline)) void wsl_ring_commit(struct wsl_thr
     return;
 #endif
     t->head_local++;
-    atomic_store_explicit(&t->head, t->head_local, memory_order_release);
+    atomic_store_explicit(t->cur_head, t->head_local, memory_order_release);
 }
 
 /* ---- the writer thread (writer.c) --------------------------------------------- */

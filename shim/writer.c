@@ -672,11 +672,6 @@ static void emit_event_chunk(uint32_t tid, const struct wsl_event *base, uint64_
     events_written += eh.count;
 }
 
-static void emit_events(struct wsl_thread *t, uint64_t from, uint64_t to, uint64_t dropped)
-{
-    emit_event_chunk(t->tid, t->ev, WSL_RING_EVENTS - 1, from, to, dropped);
-}
-
 /* Path entries are published before the events that name them: drained after
  * the event head was read, they cover every event about to be written. */
 static void drain_paths(struct wsl_thread *t)
@@ -758,11 +753,20 @@ static int fold_settle(struct wsl_thread *t, struct wsl_event *ev)
     return left;
 }
 
+/* Whether the writer has read every event the thread published, in both rings
+ * (it sets a ring's tail to the head it read). */
+static int rings_drained(struct wsl_thread *t)
+{
+    return atomic_load_explicit(&t->head, memory_order_acquire) == atomic_load_explicit(&t->tail, memory_order_relaxed) &&
+           atomic_load_explicit(&t->s_head, memory_order_acquire) == atomic_load_explicit(&t->s_tail, memory_order_relaxed);
+}
+
 /* The calls the thread's open fold counted since the last drain, as up to two
- * fold events at time `at` into out; returns how many. Only when the ring's
- * head is still `head`, the end of what was drained: then every event the
- * thread recorded before those calls (the file's open) is out before them. */
-static unsigned fold_take(struct wsl_thread *t, struct wsl_event out[2], uint64_t at, uint64_t head)
+ * fold events at time `at` into out; returns how many. Only when the thread
+ * published no event since the drain (its rings' heads are where the drain
+ * ended): then every event it recorded before those calls (the file's open) is
+ * out before them. */
+static unsigned fold_take(struct wsl_thread *t, struct wsl_event out[2], uint64_t at)
 {
     uint32_t seq = atomic_load_explicit(&t->fold_seq, memory_order_acquire);
     uint32_t used = atomic_load_explicit(&t->fold_used, memory_order_acquire);
@@ -776,7 +780,7 @@ static unsigned fold_take(struct wsl_thread *t, struct wsl_event out[2], uint64_
     atomic_thread_fence(memory_order_acquire);
     if (atomic_load_explicit(&t->fold_seq, memory_order_relaxed) != seq)
         return 0; /* it ended meanwhile: its events are in the ring */
-    if (atomic_load_explicit(&t->head, memory_order_acquire) != head)
+    if (!rings_drained(t))
         return 0; /* events came since the drain: the next one takes these calls after them */
     uint32_t id = seq >> 1 & 0x3ffffffu;
     struct wsl_fold_track *f = fold_tracked(t, id);
@@ -821,11 +825,12 @@ static unsigned fold_take(struct wsl_thread *t, struct wsl_event out[2], uint64_
 /* Times the untimed events of [from, to) and settles the fold events among
  * them; the ring there is the writer's until it moves the tail. Returns the
  * new end (dropped fold events close the gap). */
-static uint64_t settle_untimed(struct wsl_thread *t, uint64_t from, uint64_t to, uint64_t floor)
+static uint64_t settle_untimed(struct wsl_thread *t, struct wsl_event *ring, uint64_t mask, uint64_t from, uint64_t to,
+                               uint64_t floor)
 {
     uint64_t last = t->w_last_ticks, w = from;
     for (uint64_t i = from; i < to; i++) {
-        struct wsl_event *ev = &t->ev[i & (WSL_RING_EVENTS - 1)];
+        struct wsl_event *ev = &ring[i & mask];
         if (WSL_LIKELY(ev->t_start != 0)) {
             if (ev->t_end > last)
                 last = ev->t_end;
@@ -836,11 +841,60 @@ static uint64_t settle_untimed(struct wsl_thread *t, uint64_t from, uint64_t to,
                 continue;
         }
         if (w != i)
-            t->ev[w & (WSL_RING_EVENTS - 1)] = *ev;
+            ring[w & mask] = *ev;
         w++;
     }
     t->w_last_ticks = last;
     return w;
+}
+
+/* Drains the ring the writer reads now (w_big), to its head or to its first
+ * marker (then the events that come next are in the other ring: the next
+ * call reads them). `now`: the ticks before the drain began. Returns the
+ * events read, the marker counted; *switched: a marker was read. */
+static uint64_t drain_ring(struct wsl_thread *t, uint64_t now, uint64_t *new_drops, int *switched)
+{
+    int big = (int)atomic_load_explicit(&t->w_big, memory_order_relaxed);
+    struct wsl_event *ring = big ? t->ev : t->small_ev;
+    uint64_t size = big ? WSL_RING_EVENTS : WSL_RING_SMALL, mask = size - 1;
+    _Atomic uint64_t *head_at = big ? &t->head : &t->s_head, *tail_at = big ? &t->tail : &t->s_tail;
+    uint64_t head = atomic_load_explicit(head_at, memory_order_acquire);
+    drain_paths(t); /* after the head: every path its events name is out before them */
+    uint64_t tail = atomic_load_explicit(tail_at, memory_order_relaxed);
+    uint64_t n = head - tail;
+    if (n > size) /* cannot happen; never read garbage */
+        tail = head - size, n = size;
+    /* Up to the first marker: what follows it in this ring the thread wrote
+     * after its turn in the other ring. */
+    uint64_t end = tail;
+    while (end < head && ring[end & mask].api != WSL_RING_SWITCH)
+        end++;
+    *switched = end < head;
+    int untimed = atomic_load_explicit(&t->io_untimed, memory_order_relaxed);
+    if (end > tail || *new_drops) {
+        if (end > tail && t->tid != t->writer_seen_tid) {
+            t->writer_seen_tid = t->tid;
+            threads_seen++;
+        }
+        uint64_t stop = end, floor = t->w_drain_ticks ? t->w_drain_ticks : start_ticks;
+        if (untimed)
+            stop = settle_untimed(t, ring, mask, tail, end, floor);
+        else if (end > tail)
+            t->w_last_ticks = ring[(end - 1) & mask].t_end;
+        t->w_drain_ticks = now;
+        uint64_t pos = tail;
+        if (stop > tail || *new_drops)
+            do {
+                uint64_t to = pos + (stop - pos > EVENTS_PER_CHUNK ? EVENTS_PER_CHUNK : stop - pos);
+                emit_event_chunk(t->tid, ring, mask, pos, to, pos == tail ? *new_drops : 0);
+                pos = to;
+            } while (pos < stop);
+        *new_drops = 0;
+    }
+    atomic_store_explicit(tail_at, end + (uint64_t)*switched, memory_order_release);
+    if (*switched)
+        atomic_store_explicit(&t->w_big, (uint32_t)!big, memory_order_relaxed);
+    return end - tail + (uint64_t)*switched;
 }
 
 /* Returns how many events were drained. */
@@ -849,42 +903,19 @@ static uint64_t drain_thread(struct wsl_thread *t)
     int state = atomic_load_explicit(&t->state, memory_order_acquire);
     if (state == WSL_THREAD_FREE)
         return 0;
-    uint64_t now = wsl_ticks(); /* events past the head read below were recorded after this */
-    uint64_t head = atomic_load_explicit(&t->head, memory_order_acquire);
-    drain_paths(t);
-    uint64_t tail = atomic_load_explicit(&t->tail, memory_order_relaxed);
+    uint64_t now = wsl_ticks(); /* events past the heads read below were recorded after this */
     uint64_t dropped = atomic_load_explicit(&t->dropped, memory_order_relaxed);
-    uint64_t new_drops = dropped - t->dropped_reported;
-    uint64_t n = head - tail;
-    if (n > WSL_RING_EVENTS) /* cannot happen; never read garbage */
-        tail = head - WSL_RING_EVENTS, n = WSL_RING_EVENTS;
-    int untimed = atomic_load_explicit(&t->io_untimed, memory_order_relaxed);
-    if (n || new_drops) {
-        if (n && t->tid != t->writer_seen_tid) {
-            t->writer_seen_tid = t->tid;
-            threads_seen++;
-        }
-        uint64_t stop = head, floor = t->w_drain_ticks ? t->w_drain_ticks : start_ticks;
-        if (untimed)
-            stop = settle_untimed(t, tail, head, floor);
-        else if (n)
-            t->w_last_ticks = t->ev[(head - 1) & (WSL_RING_EVENTS - 1)].t_end;
-        t->w_drain_ticks = now;
-        uint64_t pos = tail;
-        if (stop > tail || new_drops)
-            do {
-                uint64_t end = pos + (stop - pos > EVENTS_PER_CHUNK ? EVENTS_PER_CHUNK : stop - pos);
-                emit_events(t, pos, end, pos == tail ? new_drops : 0);
-                pos = end;
-            } while (pos < stop);
-        events_dropped += new_drops;
-        t->dropped_reported = dropped;
-        atomic_store_explicit(&t->tail, head, memory_order_release);
-    }
-    if (untimed) { /* after the ring's events: the open fold's calls so far */
+    uint64_t new_drops = dropped - t->dropped_reported, n = 0;
+    events_dropped += new_drops;
+    t->dropped_reported = dropped;
+    /* The ring read now, and the other one after its marker, in turn; a few
+     * turns, and what the thread wrote meanwhile waits for the next pass. */
+    for (int turn = 0, switched = 1; switched && turn < 8; turn++)
+        n += drain_ring(t, now, &new_drops, &switched);
+    if (atomic_load_explicit(&t->io_untimed, memory_order_relaxed)) { /* after the ring's events: the open fold's calls so far */
         struct wsl_event folded[2];
         uint64_t at = now > t->w_last_ticks ? now : t->w_last_ticks;
-        unsigned k = fold_take(t, folded, at, head);
+        unsigned k = fold_take(t, folded, at);
         if (k) {
             if (t->tid != t->writer_seen_tid) {
                 t->writer_seen_tid = t->tid;
@@ -895,7 +926,7 @@ static uint64_t drain_thread(struct wsl_thread *t)
             t->w_last_ticks = at;
         }
     }
-    if (state == WSL_THREAD_RETIRED && atomic_load_explicit(&t->head, memory_order_acquire) == head) {
+    if (state == WSL_THREAD_RETIRED && rings_drained(t)) {
         int expect = WSL_THREAD_RETIRED;
         atomic_compare_exchange_strong(&t->state, &expect, WSL_THREAD_FREE);
     }
