@@ -515,8 +515,8 @@ static const char *thread_cwd(struct wsl_thread *t, uint32_t *len)
     return t->cwd;
 }
 
-/* Room in the path ring up to `end`: past half full the writer is woken;
- * full, the call waits for it at most 10 ms, like the event ring. */
+/* Room in the large path ring up to `end`: past half full the writer is
+ * woken; full, the call waits for it at most 10 ms, like the event ring. */
 static int paths_room(struct wsl_thread *t, uint64_t end)
 {
     uint64_t tail = atomic_load_explicit(&t->paths_tail, memory_order_acquire);
@@ -542,6 +542,68 @@ static int paths_room(struct wsl_thread *t, uint64_t end)
         return 1;
     atomic_fetch_add_explicit(&t->paths_dropped, 1, memory_order_relaxed);
     return 0;
+}
+
+/* Writes the marker that ends the path ring the thread writes now (at its
+ * head, where room was kept for it) and publishes it. */
+static void paths_leave(struct wsl_thread *t)
+{
+    uint64_t head = atomic_load_explicit(t->p_head_at, memory_order_relaxed);
+    struct wsl_path_entry_header m = {0, WSL_PATH_SWITCH};
+    memcpy(t->p_cur + (head & t->p_mask), &m, sizeof m);
+    atomic_store_explicit(t->p_head_at, head + sizeof m, memory_order_release);
+}
+
+/* Where an entry of `need` bytes goes: its index in the path ring the thread
+ * writes now, after a filler where it would cross that ring's end; the small
+ * ring while it has room (8 bytes always kept there for its marker), else the
+ * large one (shim_internal.h: two rings); ~0 when that has no room either (the
+ * entry is dropped). errno is kept. */
+#define PATHS_MARKER ((uint64_t)sizeof(struct wsl_path_entry_header))
+static uint64_t paths_reserve(struct wsl_thread *t, uint32_t need)
+{
+    int saved = errno;
+    if (t->p_in_big && !t->no_small &&
+        atomic_load_explicit(&t->sp_tail, memory_order_acquire) == atomic_load_explicit(&t->sp_head, memory_order_relaxed) &&
+        atomic_load_explicit(&t->paths_head, memory_order_relaxed) + PATHS_MARKER -
+                atomic_load_explicit(&t->paths_tail, memory_order_acquire) <= WSL_PATH_RING) {
+        paths_leave(t); /* the writer has read all of the small ring: back to it */
+        wsl_paths_use(t, 0);
+    }
+    uint8_t *ring = t->p_cur;
+    uint32_t size = t->p_mask + 1;
+    uint64_t head = atomic_load_explicit(t->p_head_at, memory_order_relaxed);
+    uint32_t off = (uint32_t)(head & t->p_mask);
+    uint32_t pad = size - off < need ? size - off : 0;
+    if (!t->p_in_big) {
+        uint64_t tail = atomic_load_explicit(&t->sp_tail, memory_order_acquire);
+        if (head + pad + need + PATHS_MARKER - tail <= WSL_PATH_SMALL) {
+            if (head + pad + need - tail > WSL_PATH_SMALL / 2 && t->paths_woken_at != tail) {
+                t->paths_woken_at = tail; /* more than half full: once per drain */
+                wsl_writer_wake();
+            }
+            goto room;
+        }
+        paths_leave(t); /* full: the large ring from here */
+        wsl_paths_use(t, 1);
+        wsl_writer_wake();
+        ring = t->p_cur;
+        size = WSL_PATH_RING;
+        head = atomic_load_explicit(&t->paths_head, memory_order_relaxed);
+        off = (uint32_t)(head & (WSL_PATH_RING - 1));
+        pad = size - off < need ? size - off : 0;
+    }
+    if (!paths_room(t, head + pad + need + PATHS_MARKER)) {
+        errno = saved;
+        return ~0ull;
+    }
+room:
+    if (pad) {
+        struct wsl_path_entry_header filler = {0, pad - (uint32_t)sizeof filler};
+        memcpy(ring + off, &filler, sizeof filler);
+    }
+    errno = saved;
+    return head + pad;
 }
 
 /* A new path id: from the thread's own block of them, taken 64 at a time (no
@@ -616,20 +678,12 @@ static uint32_t path_record_as(struct wsl_thread *t, uint32_t given_id, int dirf
     if (len > WSL_PATH_MAX_LENGTH)
         len = WSL_PATH_MAX_LENGTH;
     uint32_t need = (uint32_t)((sizeof(struct wsl_path_entry_header) + len + 7) & ~7u);
-    uint64_t head = atomic_load_explicit(&t->paths_head, memory_order_relaxed);
-    uint32_t off = (uint32_t)(head & (WSL_PATH_RING - 1));
-    uint32_t pad = WSL_PATH_RING - off < need ? WSL_PATH_RING - off : 0;
     uint32_t id = given_id ? given_id : path_id_new(t);
-    if (!paths_room(t, head + pad + need))
+    uint64_t head = paths_reserve(t, need);
+    if (head == ~0ull)
         return id; /* no room: the id stays, its path is unknown to the report */
-    if (pad) {
-        struct wsl_path_entry_header filler = {0, pad - (uint32_t)sizeof filler};
-        memcpy(t->paths + off, &filler, sizeof filler);
-        head += pad;
-        off = 0;
-    }
     struct wsl_path_entry_header h = {id, len};
-    uint8_t *dst = t->paths + off;
+    uint8_t *dst = t->p_cur + (head & t->p_mask);
     memcpy(dst, &h, sizeof h);
     char *p = (char *)dst + sizeof h;
     uint32_t used = 0;
@@ -656,7 +710,7 @@ static uint32_t path_record_as(struct wsl_thread *t, uint32_t given_id, int dirf
     }
     const char *last = memrchr(h0, '/', hl);
     *dir_hash = hash_padded_seeded(seed, h0, last ? (size_t)(last - h0) : 0);
-    atomic_store_explicit(&t->paths_head, head + need, memory_order_release);
+    atomic_store_explicit(t->p_head_at, head + need, memory_order_release);
     return id;
 }
 
@@ -705,8 +759,8 @@ static inline __attribute__((always_inline)) void copy_short(char *d, const char
 
 /* path_record_as for a new id, and its common case straight: a path named
  * absolute or relative to the working directory (cached), whose entry fits
- * before the ring's end and leaves it at most half full. The same entry and
- * directory hash as path_record_as, with fewer tests: it runs once per open. */
+ * before the small ring's end and leaves it at most half full. The same entry
+ * and directory hash as path_record_as, with fewer tests: it runs once per open. */
 static __attribute__((noinline)) uint32_t path_record(struct wsl_thread *t, int dirfd, const char *path,
                                                       uint64_t *dir_hash)
 {
@@ -727,13 +781,13 @@ static __attribute__((noinline)) uint32_t path_record(struct wsl_thread *t, int 
     }
     uint32_t len = prelen + (uint32_t)plen;
     uint32_t need = (uint32_t)((sizeof(struct wsl_path_entry_header) + len + 7) & ~7u);
-    uint64_t head = atomic_load_explicit(&t->paths_head, memory_order_relaxed);
-    uint32_t off = (uint32_t)(head & (WSL_PATH_RING - 1));
-    if (WSL_UNLIKELY(!plen || len > WSL_PATH_MAX_LENGTH || need > WSL_PATH_RING - off ||
-                     head + need - atomic_load_explicit(&t->paths_tail, memory_order_acquire) > WSL_PATH_RING / 2))
+    uint64_t head = atomic_load_explicit(&t->sp_head, memory_order_relaxed);
+    uint32_t off = (uint32_t)(head & (WSL_PATH_SMALL - 1));
+    if (WSL_UNLIKELY(!plen || len > WSL_PATH_MAX_LENGTH || t->p_in_big || need > WSL_PATH_SMALL - off ||
+                     head + need - atomic_load_explicit(&t->sp_tail, memory_order_acquire) > WSL_PATH_SMALL / 2))
         return path_record_as(t, 0, dirfd, path, dir_hash);
     uint32_t id = path_id_new(t);
-    uint8_t *dst = t->paths + off;
+    uint8_t *dst = t->small_paths + off;
     struct wsl_path_entry_header h = {id, len};
     memcpy(dst, &h, sizeof h);
     char *p = (char *)dst + sizeof h;
@@ -746,7 +800,7 @@ static __attribute__((noinline)) uint32_t path_record(struct wsl_thread *t, int 
     /* as path_record_as: the folder's part from the path's own bytes, seeded */
     const char *last = memrchr(p, '/', plen);
     *dir_hash = hash_padded_seeded(seed, p, last ? (size_t)(last - p) : 0);
-    atomic_store_explicit(&t->paths_head, head + need, memory_order_release);
+    atomic_store_explicit(&t->sp_head, head + need, memory_order_release);
     return id;
 }
 

@@ -303,6 +303,20 @@ void wsl_ring_reset(struct wsl_thread *t, int only_big)
     atomic_store(&t->w_big, (uint32_t)only_big);
     t->no_small = (uint32_t)only_big;
     ring_use(t, only_big);
+    atomic_store(&t->paths_head, atomic_load(&t->paths_tail));
+    atomic_store(&t->sp_head, atomic_load(&t->sp_tail));
+    atomic_store(&t->w_paths_big, (uint32_t)only_big);
+    wsl_paths_use(t, only_big);
+}
+
+/* The producer writes path ring `big` (1: the large one) from its head on. */
+void wsl_paths_use(struct wsl_thread *t, int big)
+{
+    t->p_in_big = (uint32_t)big;
+    t->p_cur = big ? t->paths : t->small_paths;
+    t->p_head_at = big ? &t->paths_head : &t->sp_head;
+    t->p_tail_at = big ? &t->paths_tail : &t->sp_tail;
+    t->p_mask = big ? WSL_PATH_RING - 1 : WSL_PATH_SMALL - 1;
 }
 
 struct wsl_thread *wsl_thread_setup(void)
@@ -526,6 +540,8 @@ static void at_fork_child(void)
         atomic_store(&t->s_tail, atomic_load(&t->s_head));
         atomic_store(&t->w_big, t->in_big); /* the writer to come reads on where each thread writes */
         atomic_store(&t->paths_tail, atomic_load(&t->paths_head));
+        atomic_store(&t->sp_tail, atomic_load(&t->sp_head));
+        atomic_store(&t->w_paths_big, t->p_in_big);
         t->dropped_reported = atomic_load(&t->dropped);
         if (t != self)
             atomic_store(&t->state, WSL_THREAD_FREE);

@@ -189,9 +189,18 @@ struct wsl_thread {
     _Atomic int state;
     struct wsl_thread *next; /* registry list; entries are never unlinked */
     /* Paths of files this thread opened or looked up: entries of
-     * wsl_path_entry_header + bytes, 8-byte aligned; id 0 pads to the end. */
+     * wsl_path_entry_header + bytes, 8-byte aligned; id 0 pads to the end; two
+     * rings, as the events' (paths: the large one, small_paths the small one). */
     _Atomic uint64_t paths_head; /* producer */
     _Atomic uint64_t paths_tail; /* writer */
+    _Atomic uint64_t sp_head;    /* the small ring, the same */
+    _Atomic uint64_t sp_tail;
+    uint8_t *p_cur;              /* producer: the path ring it writes now, */
+    _Atomic uint64_t *p_head_at; /* its head */
+    _Atomic uint64_t *p_tail_at; /* and tail, */
+    uint32_t p_mask;             /* its size - 1, */
+    uint32_t p_in_big;           /* and whether it is the large one */
+    _Atomic uint32_t w_paths_big; /* writer: it reads the large path ring now */
     _Atomic uint64_t paths_dropped; /* producer: paths that found no room */
     uint64_t paths_woken_at;     /* producer: the writer's tail when it was last woken for paths */
     uint32_t path_id_next;       /* producer: its block of path ids (io_hooks.c), */
@@ -234,6 +243,7 @@ struct wsl_thread {
         uint32_t len;
     } nvtx_names[256];
     struct wsl_event small_ev[WSL_RING_SMALL];
+    uint8_t small_paths[WSL_PATH_SMALL];
     uint8_t paths[WSL_PATH_RING];
     struct wsl_event ev[WSL_RING_EVENTS];
 };
@@ -306,6 +316,7 @@ struct wsl_event *wsl_ring_reserve_slow(struct wsl_thread *t);
 /* Both rings empty and the producer in the small one (only_big: the large one,
  * for good); where the writer does not read the ring (runtime.c). */
 void wsl_ring_reset(struct wsl_thread *t, int only_big);
+void wsl_paths_use(struct wsl_thread *t, int big); /* the path ring the producer writes */
 
 #if WSL_TSAN
 /* Out of line, and so instrumented, in TSan builds: the hooks that would inline

@@ -673,44 +673,61 @@ static void emit_event_chunk(uint32_t tid, const struct wsl_event *base, uint64_
 }
 
 /* Path entries are published before the events that name them: drained after
- * the event head was read, they cover every event about to be written. */
+ * the event head was read, they cover every event about to be written. Each
+ * path ring is read to its head or to its first marker (then the thread's next
+ * entries are in the other ring: shim_internal.h, two rings). */
 static void drain_paths(struct wsl_thread *t)
 {
     static uint8_t buf[WSL_PATH_RING];
     static char hashed[WSL_PATH_MAX_LENGTH];
-    uint64_t head = atomic_load_explicit(&t->paths_head, memory_order_acquire);
-    uint64_t tail = atomic_load_explicit(&t->paths_tail, memory_order_relaxed);
-    if (head == tail)
-        return;
     size_t n = 0;
-    while (tail < head && head - tail <= WSL_PATH_RING) {
-        uint32_t off = (uint32_t)(tail & (WSL_PATH_RING - 1));
-        struct wsl_path_entry_header h;
-        memcpy(&h, t->paths + off, sizeof h);
-        uint32_t step = (uint32_t)((sizeof h + h.length + 7) & ~7u);
-        if (h.length > WSL_PATH_RING - off - sizeof h)
-            break; /* cannot happen; never read past the ring */
-        const char *name = (const char *)t->paths + off + sizeof h;
-        /* Paths (absolute, or under a directory fd) are hashed; kernel names are not paths. */
-        if (h.id != 0 && wsl_cfg.io_paths_hash && h.length &&
-            (name[0] == '/' || (h.length >= 4 && !memcmp(name, "<fd ", 4)))) {
-            h.length = (uint32_t)wsl_path_hash(name, h.length, hashed, sizeof hashed);
-            name = hashed;
+    for (int turn = 0; turn < 8; turn++) {
+        int big = (int)atomic_load_explicit(&t->w_paths_big, memory_order_relaxed);
+        const uint8_t *ring = big ? t->paths : t->small_paths;
+        uint32_t size = big ? WSL_PATH_RING : WSL_PATH_SMALL;
+        _Atomic uint64_t *head_at = big ? &t->paths_head : &t->sp_head, *tail_at = big ? &t->paths_tail : &t->sp_tail;
+        uint64_t head = atomic_load_explicit(head_at, memory_order_acquire);
+        uint64_t tail = atomic_load_explicit(tail_at, memory_order_relaxed);
+        if (head == tail)
+            break;
+        int switched = 0;
+        while (tail < head && head - tail <= size) {
+            uint32_t off = (uint32_t)(tail & (size - 1));
+            struct wsl_path_entry_header h;
+            memcpy(&h, ring + off, sizeof h);
+            if (h.id == 0 && h.length == WSL_PATH_SWITCH) {
+                tail += sizeof h;
+                switched = 1;
+                break;
+            }
+            uint32_t step = (uint32_t)((sizeof h + h.length + 7) & ~7u);
+            if (h.length > size - off - sizeof h)
+                break; /* cannot happen; never read past the ring */
+            const char *name = (const char *)ring + off + sizeof h;
+            /* Paths (absolute, or under a directory fd) are hashed; kernel names are not paths. */
+            if (h.id != 0 && wsl_cfg.io_paths_hash && h.length &&
+                (name[0] == '/' || (h.length >= 4 && !memcmp(name, "<fd ", 4)))) {
+                h.length = (uint32_t)wsl_path_hash(name, h.length, hashed, sizeof hashed);
+                name = hashed;
+            }
+            if (h.id != 0 && n + sizeof h + h.length > sizeof buf) {
+                emit_chunk(WSL_CHUNK_PATHS, buf, n, NULL, 0);
+                n = 0;
+            }
+            if (h.id != 0) {
+                memcpy(buf + n, &h, sizeof h);
+                memcpy(buf + n + sizeof h, name, h.length);
+                n += sizeof h + h.length;
+            }
+            tail += step;
         }
-        if (h.id != 0 && n + sizeof h + h.length > sizeof buf) {
-            emit_chunk(WSL_CHUNK_PATHS, buf, n, NULL, 0);
-            n = 0;
-        }
-        if (h.id != 0) {
-            memcpy(buf + n, &h, sizeof h);
-            memcpy(buf + n + sizeof h, name, h.length);
-            n += sizeof h + h.length;
-        }
-        tail += step;
+        atomic_store_explicit(tail_at, switched ? tail : head, memory_order_release);
+        if (!switched)
+            break;
+        atomic_store_explicit(&t->w_paths_big, (uint32_t)!big, memory_order_relaxed);
     }
     if (n)
         emit_chunk(WSL_CHUNK_PATHS, buf, n, NULL, 0);
-    atomic_store_explicit(&t->paths_tail, head, memory_order_release);
 }
 
 /* ---- untimed file calls (io_hooks.c: sampled timing) -----------------------------------
