@@ -8,7 +8,8 @@
 # preloaded, under each level, under BUILD_DIR's shim and under the shim with
 # WSLSHIM_IO=0, in turn. A configuration's cost is the median of its runs' ratios
 # over the median without anything preloaded, minus 1. On 8 CPUs or more the runs
-# are pinned to CPUs 4-7. SHIMS="NAME=LIB ..." adds other builds of the shim (another
+# are pinned to CPUs 4-7. LEVELS="record recorder ..." runs only those levels (default: all).
+# SHIMS="NAME=LIB ..." adds other builds of the shim (another
 # ring size, say) as configurations of their own. At the end each level runs once more with
 # FLOOR_DEBUG=1 and says what it recorded and dropped: a level that dropped measured less
 # than it claims.
@@ -34,6 +35,14 @@ names=(pass count path record record-1M record-thread recorder recorder-1M recor
 flags=("-DFLOOR_LEVEL=0" "-DFLOOR_LEVEL=1" "-DFLOOR_LEVEL=2" "-DFLOOR_LEVEL=3" "-DFLOOR_LEVEL=3 -DFLOOR_RING_SHIFT=20"
   "-DFLOOR_LEVEL=3 -DFLOOR_THREAD=1" "-DFLOOR_LEVEL=4" "-DFLOOR_LEVEL=4 -DFLOOR_RING_SHIFT=20"
   "-DFLOOR_LEVEL=4 -DFLOOR_RING_SHIFT=20 -DFLOOR_RAW=1")
+if [ -n "${LEVELS:-}" ]; then
+  keep_names=() keep_flags=()
+  for i in "${!names[@]}"; do
+    case " $LEVELS " in *" ${names[$i]} "*) keep_names+=("${names[$i]}"); keep_flags+=("${flags[$i]}");; esac
+  done
+  [ ${#keep_names[@]} -gt 0 ] || { echo "ab_floor.sh: LEVELS: none of '$LEVELS' is a level (${names[*]})" >&2; exit 2; }
+  names=("${keep_names[@]}") flags=("${keep_flags[@]}")
+fi
 for i in "${!names[@]}"; do
   # shellcheck disable=SC2086
   "$cc" -O2 -fPIC -shared -fvisibility=hidden -falign-functions=64 ${flags[$i]} \
