@@ -138,8 +138,10 @@ static inline __attribute__((always_inline)) uint64_t wsl_ticks(void)
 #endif
 #define WSL_RING_SWITCH 0xffffu     /* an event's api: the thread went on in its other ring */
 #define WSL_PATH_SWITCH 0xffffffffu /* a path entry's length, with id 0: the same */
-_Static_assert(WSL_RING_SMALL >= 8 && WSL_RING_SMALL <= WSL_RING_EVENTS / 2, "the small ring is smaller");
-_Static_assert(WSL_PATH_SMALL >= 2 * 4096 + 64 && WSL_PATH_SMALL <= WSL_PATH_RING, "a path entry fits the small ring");
+_Static_assert(WSL_RING_SMALL >= 8 && WSL_RING_SMALL <= WSL_RING_EVENTS / 2 && !(WSL_RING_SMALL & (WSL_RING_SMALL - 1)),
+               "the small ring is smaller, a power of two");
+_Static_assert(WSL_PATH_SMALL >= 2 * 4096 + 64 && WSL_PATH_SMALL <= WSL_PATH_RING && !(WSL_PATH_SMALL & (WSL_PATH_SMALL - 1)),
+               "a path entry fits the small ring, a power of two");
 #define WSL_FOLD_SLOTS 6u      /* alike-call slots of a thread's folded file (two events' worth) */
 #define WSL_FOLD_FILE(fd, path) ((uint64_t)(path) << 32 | (uint32_t)(fd))
 

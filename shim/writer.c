@@ -955,6 +955,12 @@ static void emit_one(uint32_t type, const void *data, size_t size) { emit_chunk(
 static uint64_t drain_all(void)
 {
     uint64_t n = 0;
+#ifdef WSL_TEST_SLOW_WRITER
+    /* The tiny-rings test build (shim/CMakeLists.txt): a writer that comes late
+     * to every drain, so that threads go on in their large rings and back. */
+    struct timespec late = {0, WSL_TEST_SLOW_WRITER * 1000L};
+    nanosleep(&late, NULL);
+#endif
     for (struct wsl_thread *t = atomic_load_explicit(&wsl_threads, memory_order_acquire); t; t = t->next)
         n += drain_thread(t);
     return n;
