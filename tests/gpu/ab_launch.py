@@ -26,14 +26,17 @@ def main():
         i = args.index("--build")
         build = args[i + 1]
         del args[i:i + 2]
-    if len(args) < 2 or not args[0].isdigit():
-        print(__doc__, file=sys.stderr)
+    if len(args) < 2 or not args[0].isdigit() or int(args[0]) < 1 or any("=" not in a for a in args[1:]):
+        print("usage: ab_launch.py ROUNDS NAME=LIBWSLSHIM... [--build BUILD_DIR] (ROUNDS at least 1)", file=sys.stderr)
         return 2
     rounds, shims = int(args[0]), dict(a.split("=", 1) for a in args[1:])
     for lib in shims.values():
         if not os.path.isfile(lib):
             print(f"ab_launch.py: {lib} not found", file=sys.stderr)
             return 2
+    if not os.path.isfile(os.path.join(build, "bin", "launch_probe")):
+        print(f"ab_launch.py: {build}/bin/launch_probe not found: is {build} a build tree?", file=sys.stderr)
+        return 2
     pin = ["taskset", "-c", "4-7"] if os.cpu_count() >= 8 else []
     work = {
         "torch_loop_s": ([sys.executable, os.path.join(HERE, "workloads.py"), "elementwise", "--iters", "10000",
@@ -49,7 +52,12 @@ def main():
                 env = dict(os.environ)
                 if cfg != "plain":
                     env.update(LD_PRELOAD=os.path.abspath(shims[cfg]), WSLSHIM_OUTPUT=os.path.join(tmp, "%p.trace.zst"))
-                out = last_json(subprocess.run(pin + cmd, env=env, check=True, capture_output=True, text=True).stdout)
+                p = subprocess.run(pin + cmd, env=env, capture_output=True, text=True)
+                if p.returncode != 0:
+                    err = (p.stderr.strip().splitlines() or ["no output"])[-1]
+                    print(f"ab_launch.py: {wname} ({cfg}) exited {p.returncode}: {err}", file=sys.stderr)
+                    return 1
+                out = last_json(p.stdout)
                 for k in keys:
                     got.setdefault(k, {}).setdefault(cfg, []).append(out[k])
                 for f in os.listdir(tmp):
