@@ -140,6 +140,7 @@ struct trace_api {              /* one api id of the trace being read */
     bool nvtx;                  /* the NVTX analysis reads all its events, not only those inside ranges */
     bool sampled;               /* a file call whose timing was sampled (WSL_API_IO_SAMPLED) */
     bool fold;                  /* folded file calls (WSL_CAT_IO_FOLD): taken as the calls it holds */
+    bool shim_made;             /* an event the shim made, not a call of the program's (wslshim_kernel_name) */
     uint64_t errors;
     uint64_t untimed;           /* sampled: calls not timed */
     uint64_t untimed_events;    /* and the events that stand for them */
@@ -224,6 +225,7 @@ static void take_api_table(struct wsl_run *run, struct trace_state *t, const str
         ta->nvtx = wsl_nvtx_wants_always(e->category);
         ta->sampled = ta->io && (e->flags & WSL_API_IO_SAMPLED);
         ta->fold = e->category == WSL_CAT_IO_FOLD;
+        ta->shim_made = !strcmp(e->base, "wslshim_kernel_name");
         if (ta->sampled && e->category == WSL_CAT_IO_CLOSE && !strcmp(e->symbol, "close"))
             t->close_id = e->id;
         if (ta->kern == WSL_KERN_LAUNCH)
@@ -371,7 +373,7 @@ static void merge_trace(struct wsl_run *run, struct trace_state *t, struct wsl_p
             wsl_hist_expand(&ta->ticks, ta->ticks.count + ta->untimed, t->io_weight);
         if (ta->ticks.count == 0)
             continue;
-        if (ta->category == WSL_CAT_GPU_KERNEL || wsl_is_nvtx_category(ta->category)) {
+        if (ta->category == WSL_CAT_GPU_KERNEL || wsl_is_nvtx_category(ta->category) || ta->shim_made) {
             /* GPU work the shim timed, NVTX calls ("nvtx"): not among the APIs */
             p->events += events;
             continue;

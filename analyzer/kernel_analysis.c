@@ -556,6 +556,17 @@ void wsl_kern_finish(struct wsl_kernels *k)
     k->index_size = 0;
     if (k->count > 1)
         qsort(k->items, k->count, sizeof *k->items, by_launches);
+    k->covered_launches = k->estimated_launches = k->estimated_gpu_ns = 0;
+    for (size_t i = 0; i < k->count; i++) {
+        const struct wsl_kernel *kn = &k->items[i];
+        uint64_t run = kn->launches > kn->captured ? kn->launches - kn->captured : 0;
+        if (kn->gpu_ns.count >= WSL_KERN_COVERED)
+            k->covered_launches += run;
+        else if (!kn->gpu_ns.count) {
+            k->estimated_launches += run;
+            k->estimated_gpu_ns += kn->est_gpu_ns;
+        }
+    }
 }
 
 void wsl_kern_free(struct wsl_kernels *k)

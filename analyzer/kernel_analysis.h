@@ -46,6 +46,7 @@
 #define WSL_KERN_LAUNCH_APIS 4                /* launch API base names counted apart (the 4th may be "other") */
 #define WSL_KERN_TOP_JSON 50
 #define WSL_KERN_TOP_TEXT 10
+#define WSL_KERN_COVERED 3                    /* timed launches that make a kernel's GPU time measured */
 
 /* What an API does for the kernel analysis; decided once per API table entry. */
 enum wsl_kern_op {
@@ -104,6 +105,10 @@ struct wsl_kernels {
     uint64_t busy_wall_ns;      /* GPU phase (first launch to last GPU work) of the processes with timed
                                    launches, summed (wsl_run_finish) */
     double busy_estimate;       /* est_gpu_ns / busy_wall_ns, at most 1; -1: nothing timed */
+    /* Coverage of the sampled timing (wsl_kern_finish): launches of kernels timed at least
+     * WSL_KERN_COVERED times, and launches of kernels never timed, whose GPU time is the
+     * process's mean timed kernel time (an estimate), with that estimated time. */
+    uint64_t covered_launches, estimated_launches, estimated_gpu_ns;
     /* mangled name -> index into items, open addressing; freed by wsl_kern_finish */
     uint32_t *index;
     size_t index_size;

@@ -874,6 +874,12 @@ static void write_kernel_table(FILE *out, const struct wsl_html_run *hr)
             fmt_ns(out, wsl_hist_quantile(&kn->gpu_ns, 0.99));
             fputs("</td><td>", out);
             fmt_ns(out, kn->est_gpu_ns);
+        } else if (kn->est_gpu_ns) {
+            /* never timed: the process's mean timed kernel time x launches */
+            fputs("</td><td></td><td class=\"muted\" title=\"never timed: the process's mean timed kernel time x "
+                  "launches\">~", out);
+            fmt_ns(out, kn->est_gpu_ns);
+            fputs(" (estimate)", out);
         } else {
             fputs("</td><td></td><td>", out);
         }

@@ -513,6 +513,17 @@ static void write_gpu(struct json_writer *w, const struct wsl_run *run, const st
     write_ns_summary(w, &k->idle_start_before_ns);
     json_key(w, "gpu_time_est_ns"); /* mean timed GPU time x launches, per kernel */
     json_u64(w, k->est_gpu_ns);
+    json_key(w, "covered_launches"); /* launches of kernels timed at least WSL_KERN_COVERED times */
+    json_u64(w, k->covered_launches);
+    json_key(w, "covered_share");
+    if (k->launches > k->captured_launches)
+        json_double(w, (double)k->covered_launches / (double)(k->launches - k->captured_launches));
+    else
+        json_null(w);
+    json_key(w, "estimated_launches"); /* launches of kernels never timed: their GPU time is an estimate */
+    json_u64(w, k->estimated_launches);
+    json_key(w, "estimated_gpu_ns");
+    json_u64(w, k->estimated_gpu_ns);
     json_key(w, "gpu_phase_ns");    /* first launch to last GPU work, summed over processes with timed launches */
     json_u64(w, k->busy_wall_ns);
     json_key(w, "busy_estimate");   /* of that GPU phase */
@@ -564,6 +575,8 @@ static void write_gpu(struct json_writer *w, const struct wsl_run *run, const st
         write_ns_summary(w, &kn->gpu_ns);
         json_key(w, "gpu_time_est_ns");
         json_u64(w, kn->est_gpu_ns);
+        json_key(w, "gpu_time_estimated"); /* never timed: the process's mean timed kernel time x launches */
+        json_bool(w, kn->gpu_ns.count == 0);
         json_key(w, "idle_at_submit");
         json_u64(w, kn->idle_at_submit);
         json_key(w, "launch_apis");

@@ -300,6 +300,15 @@ static void write_gpu_time(FILE *out, const struct wsl_kernels *k)
         put_ns(out, wsl_hist_quantile(&k->kernel_ns, 0.99));
         fputc('\n', out);
     }
+    if (k->launches > k->captured_launches) {
+        uint64_t run = k->launches - k->captured_launches;
+        fprintf(out, "  coverage: %.0f%% of launches are of kernels timed at least %u times", 100.0 *
+                (double)k->covered_launches / (double)run, WSL_KERN_COVERED);
+        if (k->estimated_launches)
+            fprintf(out, "; %" PRIu64 " launches of kernels never timed take the process's mean (estimates)",
+                    k->estimated_launches);
+        fputc('\n', out);
+    }
     if (k->idle_start_ns.count) {
         fputs("  launch to kernel start when idle: p50 ", out);
         put_ns(out, wsl_hist_quantile(&k->idle_start_ns, 0.5));
@@ -319,8 +328,11 @@ static void write_gpu_time(FILE *out, const struct wsl_kernels *k)
         fprintf(out, "  (%5.1f%%)  ", k->est_gpu_ns ? 100.0 * (double)v[i]->est_gpu_ns / (double)k->est_gpu_ns : 0.0);
         put_clean_cut(out, v[i]->name, 90);
         if (v[i]->gpu_ns.count) {
-            fputs("  p50 ", out);
+            fprintf(out, "  p50 ");
             put_ns(out, wsl_hist_quantile(&v[i]->gpu_ns, 0.5));
+            fprintf(out, ", %" PRIu64 " timed", v[i]->gpu_ns.count);
+        } else {
+            fputs("  (estimate: never timed)", out);
         }
         fputc('\n', out);
     }

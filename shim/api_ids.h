@@ -25,6 +25,7 @@ enum wsl_api_id {
 #include "wslshim/io_api.def"
 #undef WSL_IO
     WSL_ID_IO_FOLD, /* untimed calls on one file, folded (io_hooks.c) */
+    WSL_ID_KERNEL_NAME, /* a launched function's name, asked of the driver (gpu_timing.c) */
     WSL_API_COUNT
 };
 

@@ -61,6 +61,7 @@ const struct wsl_api_entry wsl_api_table[] = {
 #include "wslshim/io_api.def"
 #undef WSL_IO
     {"wslshim_io_fold", "wslshim_io_fold", WSL_CAT_IO_FOLD, 0, 0, WSL_API_IO_SAMPLED},
+    {"wslshim_kernel_name", "wslshim_kernel_name", WSL_CAT_FUNC_NAME, 0, 0, 0},
 };
 const unsigned wsl_api_count = WSL_API_COUNT;
 #define WSL_HOOK(sym, base, ver, pt, cat, pfn, params, args, rec) \
@@ -179,6 +180,16 @@ static void *resolve_slot_proc(unsigned id) { return atomic_load(&slot_proc[id])
 #define CFG_SHMEM(c) ((c) ? (c)->sharedMemBytes : 0)
 #define NAME_ID(s) (r == CUDA_SUCCESS ? wsl_string_record(t, (s)) : 0)
 
+/* A FUNC_NAME hook's record: the handle it names (a kernel's function is named
+ * when its kernel is). */
+static void wsl_func_note_named(const struct wsl_event *ev)
+{
+    if (!ev->a[0])
+        return;
+    if (ev->a[1] || (ev->a[2] && wsl_func_is_named(ev->a[2])))
+        wsl_func_named(ev->a[0]);
+}
+
 /* Arguments that name a hook are always pasted or stringified, never passed
  * on bare: cuda.h #defines many base names (cuMemAlloc -> cuMemAlloc_v2).
  *
@@ -210,13 +221,15 @@ static void *resolve_slot_proc(unsigned id) { return atomic_load(&slot_proc[id])
     wsl_tls_depth = 1;                                                                     \
     struct wsl_gpu_sample wsl_gs;                                                          \
     wsl_gs.active = 0;                                                                     \
-    if (WSL_IS_TIMED(cat) && WSL_UNLIKELY(wsl_gpu_sample_due())) {                         \
+    if (WSL_IS_TIMED(cat)) {                                                               \
         CUresult r = CUDA_SUCCESS;                                                         \
         struct wsl_event wsl_pre, *wsl_ev = &wsl_pre;                                      \
         (void)r;                                                                           \
         rec;                                                                               \
-        wsl_gpu_sample_begin(&wsl_gs, (void *)real, wsl_pre.stream, wsl_pre.a[0], pt,      \
-                             (cat) == WSL_CAT_GRAPH);                                      \
+        if (WSL_UNLIKELY(wsl_gpu_sample_due(t, wsl_pre.a[0], (void *)real,                 \
+                                            (cat) == WSL_CAT_GRAPH)))                      \
+            wsl_gpu_sample_begin(&wsl_gs, (void *)real, wsl_pre.stream, wsl_pre.a[0], pt,  \
+                                 (cat) == WSL_CAT_GRAPH);                                  \
     }                                                                                      \
     if (WSL_IS_CTX_END(id))                                                                \
         wsl_gpu_timing_forget_contexts();                                                  \
@@ -234,6 +247,8 @@ static void *resolve_slot_proc(unsigned id) { return atomic_load(&slot_proc[id])
         wsl_ev->flags = 0;                                                                 \
         wsl_ev->result = (int32_t)r;                                                       \
         rec;                                                                               \
+        if ((cat) == WSL_CAT_FUNC_NAME && r == CUDA_SUCCESS)                               \
+            wsl_func_note_named(wsl_ev);                                                   \
         wsl_ring_commit(t);                                                                \
     }                                                                                      \
     if ((cat) == WSL_CAT_INIT)                                                             \

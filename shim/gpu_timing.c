@@ -204,6 +204,168 @@ static void pool_put(int p, uint32_t epoch, CUevent e0, CUevent e1)
 
 static void at_exit_flush(void);
 
+/* ---- which launches are timed, and names of functions no hook saw named ----------- */
+
+/* Handles the hooks named (cuModuleGetFunction, cuLibraryGetKernel, a kernel's
+ * function, and the names asked below), process-wide: open addressing, set
+ * without a lock, never removed. A full table names no more: a launch of a
+ * handle not found in it asks the driver for its name once per thread. */
+#define NAMED_CAP 65536u
+static _Atomic uint64_t named[NAMED_CAP];
+static _Atomic uint32_t named_count;
+
+void wsl_func_named(uint64_t handle)
+{
+    if (!handle || atomic_load_explicit(&named_count, memory_order_relaxed) >= NAMED_CAP / 2)
+        return;
+    uint32_t i = (uint32_t)((handle * 0x9e3779b97f4a7c15ull) >> 48) & (NAMED_CAP - 1);
+    for (uint32_t n = 0; n < 64; n++, i = (i + 1) & (NAMED_CAP - 1)) {
+        uint64_t k = atomic_load_explicit(&named[i], memory_order_relaxed);
+        if (k == handle)
+            return;
+        if (!k) {
+            uint64_t expect = 0;
+            if (atomic_compare_exchange_strong(&named[i], &expect, handle)) {
+                atomic_fetch_add_explicit(&named_count, 1, memory_order_relaxed);
+                return;
+            }
+            if (expect == handle)
+                return;
+        }
+    }
+}
+
+int wsl_func_is_named(uint64_t handle)
+{
+    uint32_t i = (uint32_t)((handle * 0x9e3779b97f4a7c15ull) >> 48) & (NAMED_CAP - 1);
+    for (uint32_t n = 0; n < 64; n++, i = (i + 1) & (NAMED_CAP - 1)) {
+        uint64_t k = atomic_load_explicit(&named[i], memory_order_relaxed);
+        if (k == handle)
+            return 1;
+        if (!k)
+            return 0;
+    }
+    return 0;
+}
+
+/* cuFuncGetName and cuKernelGetName (CUDA 12.3 on) of the driver that handed
+ * out the launch function: looked up once; NULL where the driver lacks them. */
+typedef CUresult (*name_fn_t)(const char **, void *);
+static name_fn_t _Atomic func_get_name, kernel_get_name;
+static _Atomic int name_fns_state; /* 0 not looked up, 1 looked up */
+
+static void name_fns_resolve(void *real_launch)
+{
+    Dl_info info;
+    void *h = NULL;
+    if (dladdr(real_launch, &info) && info.dli_fname)
+        h = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD); /* kept open: the pointers stay valid */
+    if (h) {
+        atomic_store(&func_get_name, (name_fn_t)wsl_real_dlsym(h, "cuFuncGetName"));
+        atomic_store(&kernel_get_name, (name_fn_t)wsl_real_dlsym(h, "cuKernelGetName"));
+    }
+    atomic_store_explicit(&name_fns_state, 1, memory_order_release);
+}
+
+/* A launch of a function no hook named: its name from the driver, as an event
+ * of this thread (wslshim_kernel_name: a0 the handle, a1 the name's id). The
+ * handle is live here, being launched. */
+static void name_from_driver(struct wsl_thread *t, uint64_t handle, void *real_launch)
+{
+    if (wsl_func_is_named(handle))
+        return;
+    if (!atomic_load_explicit(&name_fns_state, memory_order_acquire))
+        name_fns_resolve(real_launch);
+    const char *name = NULL;
+    name_fn_t f = atomic_load_explicit(&func_get_name, memory_order_relaxed);
+    name_fn_t k = atomic_load_explicit(&kernel_get_name, memory_order_relaxed);
+    uint64_t t0 = wsl_ticks();
+    if (!(f && f(&name, (void *)(uintptr_t)handle) == CUDA_SUCCESS && name && *name)) {
+        name = NULL; /* a CUkernel launched as a function */
+        if (!(k && k(&name, (void *)(uintptr_t)handle) == CUDA_SUCCESS && name && *name))
+            return;
+    }
+    uint64_t t1 = wsl_ticks();
+    uint32_t id = wsl_string_record(t, name);
+    if (!id)
+        return;
+    struct wsl_event *ev = wsl_ring_reserve(t);
+    if (!ev)
+        return;
+    ev->t_start = t0;
+    ev->t_end = t1;
+    ev->api = WSL_ID_KERNEL_NAME;
+    ev->flags = 0;
+    ev->result = 0;
+    ev->stream = 0;
+    ev->a[0] = handle;
+    ev->a[1] = id;
+    ev->a[2] = 0;
+    ev->a[3] = 0;
+    wsl_ring_commit(t);
+    wsl_func_named(handle);
+}
+
+/* The countdown to the next sampled launch ran out (or was never drawn): this
+ * launch is timed, and the next gap is drawn uniformly from [N/2, 3N/2) (mean
+ * N): a fixed gap lands on the same kernels of a step whose launch count
+ * shares a factor with it, every time. */
+int wsl_gpu_sample_next(void)
+{
+    uint32_t n = (uint32_t)wsl_cfg.gpu_timing;
+    if (!n) {
+        wsl_tls.launches = UINT32_MAX;
+        return 0;
+    }
+    uint32_t x = wsl_tls.sample_rng;
+    if (!x)
+        x = (uint32_t)syscall(SYS_gettid) * 2654435761u | 1u;
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    wsl_tls.sample_rng = x;
+    uint32_t gap = n < 3 ? n : n - n / 2 + x % n;
+    int due = wsl_tls.launches != 0; /* 0: the first launch only draws */
+    wsl_tls.launches = gap;
+    return due || n == 1;
+}
+
+/* A launch of a function this thread has not launched WSL_FUNC_COVER times yet
+ * (or whose slot another function holds). */
+int wsl_func_first_launches(struct wsl_thread *t, uint64_t handle, uint32_t slot, void *real, int graph)
+{
+    int timing = wsl_cfg.gpu_timing != 0;
+    if (handle) {
+        for (uint32_t n = 0; n < 32; n++, slot = (slot + 1) & (WSL_FUNC_SEEN - 1)) {
+            uint64_t k = t->func_key[slot];
+            if (k == handle) {
+                if (t->func_timed[slot] < WSL_FUNC_COVER) {
+                    t->func_timed[slot]++;
+                    return 1;
+                }
+                break; /* covered, in a later slot than its own: sampled */
+            }
+            if (!k) {
+                if (t->func_count >= WSL_FUNC_SEEN_MAX)
+                    break;
+                t->func_key[slot] = handle;
+                t->func_timed[slot] = timing ? 1 : WSL_FUNC_COVER;
+                t->func_count++;
+                if (!graph)
+                    name_from_driver(t, handle, real);
+                if (timing)
+                    return 1;
+                break;
+            }
+        }
+    }
+    if (WSL_LIKELY(wsl_tls.launches > 1)) {
+        wsl_tls.launches--;
+        return 0;
+    }
+    return wsl_gpu_sample_next();
+}
+
 /* ---- the program's side ---------------------------------------------------------- */
 /* The program's thread may be inside a global-mode stream capture of another
  * thread, where event and stream queries are "unsafe" calls that would spoil

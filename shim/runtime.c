@@ -357,6 +357,11 @@ static struct wsl_thread *thread_setup(void)
     t->limit = t->head_local + WSL_RING_SMALL / 2;
     t->tid = (uint32_t)syscall(SYS_gettid);
     t->gen = gen;
+    /* Functions launched are the thread's own, as its events (gpu_timing.c). */
+    memset(t->func_key, 0, sizeof t->func_key);
+    memset(t->func_timed, 0, sizeof t->func_timed);
+    t->func_count = 0;
+    wsl_tls.launches = 0;
     wsl_io_thread_init(t);
     if (wsl_writer_start() != 0) {
         errno = saved;

@@ -142,6 +142,9 @@ _Static_assert(WSL_RING_SMALL >= 8 && WSL_RING_SMALL <= WSL_RING_EVENTS / 2 && !
                "the small ring is smaller, a power of two");
 _Static_assert(WSL_PATH_SMALL >= 2 * 4096 + 64 && WSL_PATH_SMALL <= WSL_PATH_RING && !(WSL_PATH_SMALL & (WSL_PATH_SMALL - 1)),
                "a path entry fits the small ring, a power of two");
+#define WSL_FUNC_SEEN 4096u     /* launched functions a thread keeps apart (power of two) */
+#define WSL_FUNC_SEEN_MAX 3072u /* at most this many in use: a probe then ends soon */
+#define WSL_FUNC_COVER 3u       /* launches of each function timed before sampling takes over */
 #define WSL_FOLD_SLOTS 6u      /* alike-call slots of a thread's folded file (two events' worth) */
 #define WSL_FOLD_FILE(fd, path) ((uint64_t)(path) << 32 | (uint32_t)(fd))
 
@@ -244,6 +247,15 @@ struct wsl_thread {
         uint32_t id;
         uint32_t len;
     } nvtx_names[256];
+    /* Functions (and graphs) this thread launched (gpu_timing.c): open
+     * addressing on the handle, key 0 free. A function's first WSL_FUNC_COVER
+     * launches are timed on the GPU whatever the sampling gap, so that every
+     * kernel of a periodic step has GPU times; its first launch also names it
+     * when no hook saw where it came from. Cleared when the thread is set up. */
+    uint32_t func_count;         /* keys in use */
+    uint32_t func_reserved;
+    uint64_t func_key[WSL_FUNC_SEEN];
+    uint8_t func_timed[WSL_FUNC_SEEN]; /* its launches timed (or begun to be), up to WSL_FUNC_COVER */
     struct wsl_event small_ev[WSL_RING_SMALL];
     uint8_t small_paths[WSL_PATH_SMALL];
     uint8_t paths[WSL_PATH_RING];
@@ -259,7 +271,8 @@ struct wsl_tls {
      * always in the writer thread): hooks reached from there pass straight
      * through, so the shim never records itself or a nested call. */
     uint32_t depth;
-    uint32_t launches; /* launches since this thread's last GPU-timing sample (gpu_timing.c) */
+    uint32_t launches; /* launches until this thread's next GPU-timing sample (gpu_timing.c); 0: not drawn yet */
+    uint32_t sample_rng; /* xorshift state for the gaps between samples */
     /* The writer thread while it has a descriptor table of its own (writer.c):
      * its descriptors' numbers are not the program's, and its calls on them
      * leave the hooks' record of the program's alone. */
@@ -432,15 +445,33 @@ struct wsl_gpu_sample {
     uint64_t stream, handle, t_e0, t_e0_rec;
 };
 
-/* Is this launch the thread's Nth? Hot: a load, an increment, a compare. */
-static inline __attribute__((always_inline)) int wsl_gpu_sample_due(void)
+/* Whether this launch of `handle` is timed on the GPU. The first
+ * WSL_FUNC_COVER launches of each function a thread launches are; after those,
+ * one launch in WSLSHIM_GPU_TIMING on average, at gaps drawn uniformly around
+ * that mean so that a sample does not fall on the same kernels of a periodic
+ * step each time (docs/gpu-timing.md). A function's first launch also names it
+ * when no hook did (wsl_func_first_launches). Hot: a hash, a compare and a
+ * countdown. */
+int wsl_func_first_launches(struct wsl_thread *t, uint64_t handle, uint32_t slot, void *real, int graph);
+int wsl_gpu_sample_next(void); /* the countdown ran out: draw the next gap */
+#define WSL_FUNC_SLOT(h) ((uint32_t)(((h) * 0x9e3779b97f4a7c15ull) >> 52) & (WSL_FUNC_SEEN - 1))
+_Static_assert(WSL_FUNC_SEEN == 4096u, "WSL_FUNC_SLOT takes 12 bits");
+static inline __attribute__((always_inline)) int wsl_gpu_sample_due(struct wsl_thread *t, uint64_t handle, void *real,
+                                                                    int graph)
 {
-    uint32_t n = (uint32_t)wsl_cfg.gpu_timing;
-    if (WSL_LIKELY(!n) || ++wsl_tls_launches < n)
+    uint32_t slot = WSL_FUNC_SLOT(handle);
+    if (WSL_UNLIKELY(t->func_key[slot] != handle || t->func_timed[slot] < WSL_FUNC_COVER))
+        return wsl_func_first_launches(t, handle, slot, real, graph);
+    if (WSL_LIKELY(wsl_tls_launches > 1)) {
+        wsl_tls_launches--;
         return 0;
-    wsl_tls_launches = 0;
-    return 1;
+    }
+    return wsl_gpu_sample_next();
 }
+/* A function handle a hook named (cuModuleGetFunction, cuLibraryGetKernel...):
+ * its launches need no name of their own. */
+void wsl_func_named(uint64_t handle);
+int wsl_func_is_named(uint64_t handle);
 int wsl_gpu_sample_begin(struct wsl_gpu_sample *gs, void *real, uint64_t stream, uint64_t handle, int per_thread,
                          int graph);
 void wsl_gpu_sample_end(struct wsl_gpu_sample *gs, int result, uint64_t t0, uint64_t t1, uint32_t tid);

@@ -95,6 +95,8 @@ typedef unsigned int devptr_v1; /* CUdeviceptr of the pre-3.2 ABI */
   X(cuLibraryUnload, cuLibraryUnload, 12000, 0)                                \
   X(cuLibraryGetKernel, cuLibraryGetKernel, 12000, 0)                          \
   X(cuKernelGetFunction, cuKernelGetFunction, 12000, 0)                        \
+  X(cuFuncGetName, cuFuncGetName, 12030, 0)                                    \
+  X(cuKernelGetName, cuKernelGetName, 12030, 0)                                \
   X(cuStreamCreate, cuStreamCreate, 2000, 0)                                   \
   X(cuStreamDestroy_v2, cuStreamDestroy, 4000, 0)                              \
   X(cuEventCreate, cuEventCreate, 2000, 0)                                     \
@@ -389,6 +391,8 @@ struct fake_object {
   _Atomic int capturing;        /* streams: in stream capture */
   _Atomic uint64_t work_ns;     /* capturing stream, graph, graph exec: GPU time of the captured kernels */
   _Atomic uint64_t tail_ns;     /* created streams: when the work submitted to it is done */
+  char name[128];               /* functions and kernels: the name they were got by */
+  int from_library;             /* kernels: got by cuLibraryGetKernel (a CUkernel) */
 };
 
 /* Objects that exist once per process. */
@@ -694,7 +698,46 @@ FAKE_API cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
     return CUDA_ERROR_INVALID_HANDLE;
   if (!name[0])
     return CUDA_ERROR_NOT_FOUND;
-  return handle_create(HANDLE_FUNCTION, 0, (struct fake_object *)hmod, (void **)hfunc);
+  CUresult r = handle_create(HANDLE_FUNCTION, 0, (struct fake_object *)hmod, (void **)hfunc);
+  if (r == CUDA_SUCCESS)
+    snprintf(((struct fake_object *)*hfunc)->name, sizeof ((struct fake_object *)*hfunc)->name, "%s", name);
+  return r;
+}
+
+/* Not a driver entry point: a function got where no tracer sees it (as through
+ * the runtime's private tables), to test naming by cuFuncGetName. Not counted. */
+__attribute__((visibility("default"))) CUresult fake_module_get_function_unseen(CUfunction *hfunc, CUmodule hmod,
+                                                                                const char *name) {
+  if (!hfunc || !name || !name[0] || !handle_valid(hmod, HANDLE_MODULE))
+    return CUDA_ERROR_INVALID_VALUE;
+  CUresult r = handle_create(HANDLE_FUNCTION, 0, (struct fake_object *)hmod, (void **)hfunc);
+  if (r == CUDA_SUCCESS)
+    snprintf(((struct fake_object *)*hfunc)->name, sizeof ((struct fake_object *)*hfunc)->name, "%s", name);
+  return r;
+}
+
+/* As the real driver: a function's name, and a kernel's; a CUkernel is not a
+ * CUfunction to cuFuncGetName. */
+FAKE_API cuFuncGetName(const char **name, CUfunction hfunc) {
+  COUNT(cuFuncGetName);
+  REQUIRE_INIT();
+  if (!name)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (!handle_valid(hfunc, HANDLE_FUNCTION) || ((struct fake_object *)hfunc)->from_library)
+    return CUDA_ERROR_INVALID_HANDLE;
+  *name = ((struct fake_object *)hfunc)->name;
+  return CUDA_SUCCESS;
+}
+
+FAKE_API cuKernelGetName(const char **name, CUkernel hfunc) {
+  COUNT(cuKernelGetName);
+  REQUIRE_INIT();
+  if (!name)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (!handle_valid(hfunc, HANDLE_FUNCTION) || !((struct fake_object *)hfunc)->from_library)
+    return CUDA_ERROR_INVALID_HANDLE;
+  *name = ((struct fake_object *)hfunc)->name;
+  return CUDA_SUCCESS;
 }
 
 /* Libraries (CUDA 12): a library is a module here, and a kernel is a function
@@ -719,7 +762,13 @@ FAKE_API cuLibraryGetKernel(CUkernel *kernel, CUlibrary library, const char *nam
     return CUDA_ERROR_INVALID_HANDLE;
   if (!name[0])
     return CUDA_ERROR_NOT_FOUND;
-  return handle_create(HANDLE_FUNCTION, 0, (struct fake_object *)library, (void **)kernel);
+  CUresult r = handle_create(HANDLE_FUNCTION, 0, (struct fake_object *)library, (void **)kernel);
+  if (r == CUDA_SUCCESS) {
+    struct fake_object *o = (struct fake_object *)*kernel;
+    snprintf(o->name, sizeof o->name, "%s", name);
+    o->from_library = 1;
+  }
+  return r;
 }
 
 FAKE_API cuKernelGetFunction(CUfunction *func, CUkernel kernel) {

@@ -42,8 +42,9 @@ SHIM_CALLS = {"cuCtxGetCurrent", "cuStreamGetCtx", "cuStreamIsCapturing", "cuStr
               "cuEventQuery", "cuEventElapsedTime", "cuEventElapsedTime_v2", "cuCtxSetCurrent", "cuStreamCreate",
               "cuThreadExchangeStreamCaptureMode", "cuMemGetInfo_v2", "cuCtxGetDevice",
               "cuDriverGetVersion", "cuDeviceGetCount", "cuDeviceGet", "cuDeviceGetName", "cuDeviceTotalMem_v2",
-              "cuDeviceGetAttribute", "cuDeviceGetPCIBusId"}
-# (the last seven: the writer's DRIVER and RANK chunks, with or without timing)
+              "cuDeviceGetAttribute", "cuDeviceGetPCIBusId", "cuFuncGetName", "cuKernelGetName"}
+# (the seven before the last two: the writer's DRIVER and RANK chunks, with or without timing; the last
+# two: the name of a function no hook saw named, timing or not)
 
 
 def run(tag, timing, extra_env=None, args=(QUEUED, STARVED, REPLAYS)):
@@ -111,12 +112,12 @@ for clock, env in (("default", {}), ("mono", {"WSLSHIM_CLOCK": "mono"})):
         check(stats["capture_event_records"] == 0, f"events recorded into a capturing stream: {stats['capture_event_records']}")
         g = rep["gpu"]
         ks = kernels(rep)
-        launched_outside_capture = QUEUED + STARVED + plan["k_ptsz"]
+        launched_outside_capture = QUEUED + STARVED + plan["k_ptsz"] + plan["k_unseen"]
         check(g["kernels_timed"] == launched_outside_capture,
               f"kernels_timed {g['kernels_timed']}, expected {launched_outside_capture}")
         check(g["graphs_timed"] == REPLAYS, f"graphs_timed {g['graphs_timed']}, expected {REPLAYS}")
         check(ks["k_graph"]["timed"] == 0, "a launch into a capturing stream was timed")
-        want = {"k_small": K, "k_mid": 2 * K, "k_big": 4 * K, "k_sync": 2 * K, "k_ptsz": K}
+        want = {"k_small": K, "k_mid": 2 * K, "k_big": 4 * K, "k_sync": 2 * K, "k_ptsz": K, "k_unseen": K}
         for name, ns in want.items():
             k = ks[name]
             check(k["timed"] == plan[name], f"{name}: timed {k['timed']} of {plan[name]}")
@@ -169,15 +170,41 @@ for attempt in range(3):
 for msg in timing_failures:
     check(False, msg)
 
-# ---- every 7th ----------------------------------------------------------------------
+# ---- one launch in 7 on average -----------------------------------------------------------
+# Each function's first 3 launches are timed (coverage), then one launch in 7 at gaps drawn from
+# [4, 10]: never into a capturing stream.
 expect, plan, counts, stats, rep = run("seventh", "7")
 driver_calls_unchanged("seventh", expect, counts, True)
 check(stats["capture_event_records"] == 0, "seventh: events recorded into a capturing stream")
-# Launch order: queued, starved, 8 captured, graph replays, ptsz. Due: every 7th.
-order = ["k"] * (QUEUED + STARVED) + ["cap"] * 8 + ["graph"] * REPLAYS + ["k"] * plan["k_ptsz"]
-due = [order[i - 1] for i in range(7, len(order) + 1, 7)]
-check(rep["gpu"]["kernels_timed"] == due.count("k"), f"seventh: kernels_timed {rep['gpu']['kernels_timed']}, due {due.count('k')}")
-check(rep["gpu"]["graphs_timed"] == due.count("graph"), f"seventh: graphs_timed {rep['gpu']['graphs_timed']}")
+ks = kernels(rep)
+for name in ("k_small", "k_mid", "k_big", "k_sync", "k_ptsz", "k_unseen"):
+    check(ks[name]["timed"] >= min(3, plan[name]), f"seventh: {name} timed {ks[name]['timed']} of {plan[name]}: "
+          "its first 3 launches are always timed")
+check(ks["k_graph"]["timed"] == 0, "seventh: a launch into a capturing stream was timed")
+check(rep["gpu"]["graphs_timed"] == min(3, REPLAYS), f"seventh: graphs_timed {rep['gpu']['graphs_timed']}")
+launched = QUEUED + STARVED + plan["k_ptsz"] + plan["k_unseen"]
+covered = 6 * 3  # six functions outside capture, 3 launches each
+sampled = rep["gpu"]["kernels_timed"] - covered
+check(launched / 10 - 2 <= sampled <= launched / 4 + 2,
+      f"seventh: {sampled} launches sampled past the first 3 of each function, of {launched} (gaps of 4 to 10)")
+
+# ---- a periodic step: no aliasing ---------------------------------------------------------
+# 10 distinct kernels launched in turn, 1000 times, one launch in 10 timed on average: a fixed gap of
+# 10 lands on the same kernel every time (the other nine never timed past their first 3), gaps drawn
+# around 10 spread over all of them.
+STEPS = 1000
+expect, plan, counts, stats, rep = run("periodic", "10", None, (QUEUED, STARVED, REPLAYS, STEPS))
+driver_calls_unchanged("periodic", expect, counts, True)
+ks = kernels(rep)
+per = {f"p{i}": ks[f"p{i}"]["timed"] for i in range(10)}
+print("periodic: timed per kernel", per)
+check(all(v >= 40 for v in per.values()), f"periodic: a kernel of the step timed fewer than 40 of {STEPS} times: {per}")
+check(sum(per.values()) <= 2 * STEPS * 10 / 10 + 30, f"periodic: {sum(per.values())} timed, the rate is one in 10")
+
+# ---- names: a function no hook saw named is named through the driver ----------------------------
+check("k_unseen" in ks and ks["k_unseen"]["count"] == 4, f"k_unseen not named with 4 launches: {sorted(ks)}")
+check(counts.get("cuFuncGetName", 0) == 1, f"cuFuncGetName asked {counts.get('cuFuncGetName', 0)} times, once wanted")
+check(not any(n.startswith("wslshim_") for n in rep["api"]), "the shim's own name events counted as API calls")
 
 # ---- off -----------------------------------------------------------------------------
 expect, plan, counts, stats, rep = run("off", "off")
