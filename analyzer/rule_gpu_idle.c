@@ -69,6 +69,7 @@ static bool evaluate(const struct wsl_run *run, struct wsl_finding *f)
 
 const struct wsl_rule wsl_rule_gpu_idle = {
     .id = "gpu_idle",
+    .gpu_time = true,
     .needs = "the GPU busy estimate (sampled GPU timing) and the time lost of the findings evaluated before it",
     .how_computed = "Evaluated after every other rule. GPU idle time = the GPU phase (from the first launch to the last "
                     "GPU work, per process) - the estimated GPU busy time. Time "

@@ -32,7 +32,8 @@ static bool evaluate(const struct wsl_run *run, struct wsl_finding *f)
             launch_calls += run->apis[i].ns.count;
             launch_host_ns += run->apis[i].ns.sum;
         }
-    if (!run->gpu_busy_known || k->launches < MIN_LAUNCHES || timed < MIN_TIMED || !launch_calls || !run->wall_ns)
+    if (!run->gpu_busy_known || k->launches < MIN_LAUNCHES || timed < MIN_TIMED || k->kernel_ns.count < MIN_TIMED ||
+        !launch_calls || !run->wall_ns)
         return false;
     double idle_share = (double)k->idle_at_submit / (double)timed;
     uint64_t phase = run->kernels.busy_wall_ns;
@@ -94,6 +95,7 @@ static bool evaluate(const struct wsl_run *run, struct wsl_finding *f)
 
 const struct wsl_rule wsl_rule_launch_bound = {
     .id = "launch_bound",
+    .gpu_time = true,
     .needs = "kernel launches and their host time; sampled GPU timing: kernel GPU times, idle at submit, GPU busy",
     .how_computed = "Fires with at least 1000 kernel launches and 20 timed ones when at least half of the timed "
                     "launches found the GPU idle at submit, the GPU was busy at most half of its GPU phase (first launch "

@@ -152,6 +152,18 @@ void wsl_rules_run(struct wsl_run *run)
             f.time_lost_ns = run->wall_ns;     /* parallel processes can lose more than the run lasted */
         if (!f.severity_fixed)
             f.severity = wsl_severity_of(f.time_lost_ns, run->wall_ns);
+        if (rule->gpu_time) {
+            uint64_t samples = run->kernels.kernels_timed + run->kernels.graphs_timed;
+            wsl_evidence_u64(&f, "gpu_samples", samples);
+            if (run->kernels.launches > run->kernels.captured_launches)
+                wsl_evidence_number(&f, "gpu_covered_share",
+                                    (double)run->kernels.covered_launches /
+                                        (double)(run->kernels.launches - run->kernels.captured_launches));
+            if (samples < WSL_RULE_MIN_GPU_SAMPLES) { /* too few GPU times to rank it */
+                f.severity = WSL_SEVERITY_LOW;
+                f.severity_fixed = true;
+            }
+        }
         run->findings = xrealloc(run->findings, (run->finding_count + 1) * sizeof *run->findings);
         cuda_host[run->finding_count] = rule->cuda_host_time;
         run->findings[run->finding_count++] = f;

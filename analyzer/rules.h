@@ -23,6 +23,7 @@ enum wsl_severity { WSL_SEVERITY_LOW, WSL_SEVERITY_MEDIUM, WSL_SEVERITY_HIGH };
 #define WSL_SEVERITY_HIGH_SHARE 0.20    /* time lost >= 20% of wall time */
 #define WSL_SEVERITY_MEDIUM_SHARE 0.05  /* >= 5% */
 #define WSL_RULE_MIN_SHARE 0.01         /* the host-time rules stay silent below 1% of wall time */
+#define WSL_RULE_MIN_GPU_SAMPLES 20     /* timed launches a GPU-time finding needs to rank above "low" */
 
 enum wsl_evidence_type { WSL_EVIDENCE_U64, WSL_EVIDENCE_NUMBER, WSL_EVIDENCE_BOOL, WSL_EVIDENCE_STRING,
                          WSL_EVIDENCE_STRINGS };
@@ -60,6 +61,9 @@ struct wsl_rule {
     /* true for rules whose time lost is host time of CUDA calls (each call charged to one rule
      * at most, see host_analysis.h): their sum is kept <= the wall time */
     bool cuda_host_time;
+    /* true for rules that rest on the sampled GPU timing: each finding carries its sample count
+     * (evidence gpu_samples) and, with fewer than WSL_RULE_MIN_GPU_SAMPLES, stays "low" */
+    bool gpu_time;
     /* Decides whether the rule fires; when it does, fills f's time_lost_ns,
      * summary, advice and evidence (the framework does the rest). */
     bool (*evaluate)(const struct wsl_run *run, struct wsl_finding *f);

@@ -181,7 +181,7 @@ for name in ("k_small", "k_mid", "k_big", "k_sync", "k_ptsz", "k_unseen"):
     check(ks[name]["timed"] >= min(3, plan[name]), f"seventh: {name} timed {ks[name]['timed']} of {plan[name]}: "
           "its first 3 launches are always timed")
 check(ks["k_graph"]["timed"] == 0, "seventh: a launch into a capturing stream was timed")
-check(rep["gpu"]["graphs_timed"] == min(3, REPLAYS), f"seventh: graphs_timed {rep['gpu']['graphs_timed']}")
+check(min(3, REPLAYS) <= rep["gpu"]["graphs_timed"] <= REPLAYS, f"seventh: graphs_timed {rep['gpu']['graphs_timed']}")
 launched = QUEUED + STARVED + plan["k_ptsz"] + plan["k_unseen"]
 covered = 6 * 3  # six functions outside capture, 3 launches each
 sampled = rep["gpu"]["kernels_timed"] - covered
