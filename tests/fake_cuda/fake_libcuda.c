@@ -88,7 +88,11 @@ typedef unsigned int devptr_v1; /* CUdeviceptr of the pre-3.2 ABI */
   X(cuGetProcAddress, cuGetProcAddress, 11030, 0)                              \
   X(cuGetProcAddress_v2, cuGetProcAddress, 12000, 0)                           \
   /* modules, streams, events, graphs: handles for the clients */              \
+  X(cuModuleLoad, cuModuleLoad, 2000, 0)                                       \
   X(cuModuleLoadData, cuModuleLoadData, 2000, 0)                               \
+  X(cuModuleLoadDataEx, cuModuleLoadDataEx, 2010, 0)                           \
+  X(cuModuleLoadFatBinary, cuModuleLoadFatBinary, 2000, 0)                     \
+  X(cuLibraryLoadFromFile, cuLibraryLoadFromFile, 12000, 0)                    \
   X(cuModuleGetFunction, cuModuleGetFunction, 2000, 0)                         \
   X(cuModuleUnload, cuModuleUnload, 2000, 0)                                   \
   X(cuLibraryLoadData, cuLibraryLoadData, 12000, 0)                            \
@@ -256,7 +260,7 @@ static _Atomic uint64_t fake_alias_calls; /* makes alias bodies differ from the 
 static atomic_int fake_initialized;
 
 static struct {
-  uint64_t launch_ns, sync_ns, alloc_ns, free_ns, copy_ns, kernel_ns, query_ns;
+  uint64_t launch_ns, sync_ns, alloc_ns, free_ns, copy_ns, kernel_ns, query_ns, module_load_ns;
   uint64_t pinned_max; /* FAKE_CUDA_PINNED_MAX: larger pinned allocations fail (0: no limit) */
   int proc_aliases;
   char counts_path[4096];
@@ -681,12 +685,57 @@ FAKE_API cuGetExportTable(const void **ppExportTable, const CUuuid *pExportTable
 }
 
 /* ---- modules, streams, events, graphs --------------------------------------------- */
+static void module_load_wait(void) { spin_ns(fake_config.module_load_ns); }
+
 FAKE_API cuModuleLoadData(CUmodule *module, const void *image) {
   COUNT(cuModuleLoadData);
   REQUIRE_INIT();
   if (!module || !image)
     return CUDA_ERROR_INVALID_VALUE;
+  module_load_wait();
   return handle_create(HANDLE_MODULE, 0, NULL, (void **)module);
+}
+
+/* FAKE_CUDA_MODULE_LOAD_NS: busy-wait in every module and library load (JIT, compilation). */
+static void module_load_wait(void);
+
+FAKE_API cuModuleLoad(CUmodule *module, const char *fname) {
+  COUNT(cuModuleLoad);
+  REQUIRE_INIT();
+  if (!module || !fname)
+    return CUDA_ERROR_INVALID_VALUE;
+  module_load_wait();
+  return handle_create(HANDLE_MODULE, 0, NULL, (void **)module);
+}
+
+FAKE_API cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int n, CUjit_option *opts, void **vals) {
+  COUNT(cuModuleLoadDataEx);
+  (void)opts, (void)vals;
+  REQUIRE_INIT();
+  if (!module || !image || (n && (!opts || !vals)))
+    return CUDA_ERROR_INVALID_VALUE;
+  module_load_wait();
+  return handle_create(HANDLE_MODULE, 0, NULL, (void **)module);
+}
+
+FAKE_API cuModuleLoadFatBinary(CUmodule *module, const void *fatbin) {
+  COUNT(cuModuleLoadFatBinary);
+  REQUIRE_INIT();
+  if (!module || !fatbin)
+    return CUDA_ERROR_INVALID_VALUE;
+  module_load_wait();
+  return handle_create(HANDLE_MODULE, 0, NULL, (void **)module);
+}
+
+FAKE_API cuLibraryLoadFromFile(CUlibrary *library, const char *file, CUjit_option *jo, void **jv, unsigned int nj,
+                               CUlibraryOption *lo, void **lv, unsigned int nl) {
+  COUNT(cuLibraryLoadFromFile);
+  (void)jo, (void)jv, (void)nj, (void)lo, (void)lv, (void)nl;
+  REQUIRE_INIT();
+  if (!library || !file)
+    return CUDA_ERROR_INVALID_VALUE;
+  module_load_wait();
+  return handle_create(HANDLE_MODULE, 0, NULL, (void **)library);
 }
 
 FAKE_API cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name) {
@@ -750,6 +799,7 @@ FAKE_API cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *j
   REQUIRE_INIT();
   if (!library || !code)
     return CUDA_ERROR_INVALID_VALUE;
+  module_load_wait();
   return handle_create(HANDLE_MODULE, 0, NULL, (void **)library);
 }
 
@@ -2156,6 +2206,7 @@ __attribute__((constructor)) static void fake_cuda_start(void) {
   fake_config.launch_ns = env_ns("FAKE_CUDA_LAUNCH_NS");
   fake_config.sync_ns = env_ns("FAKE_CUDA_SYNC_NS");
   fake_config.alloc_ns = env_ns("FAKE_CUDA_ALLOC_NS");
+  fake_config.module_load_ns = env_ns("FAKE_CUDA_MODULE_LOAD_NS");
   fake_config.free_ns = env_ns("FAKE_CUDA_FREE_NS");
   fake_config.copy_ns = env_ns("FAKE_CUDA_COPY_NS");
   fake_config.kernel_ns = env_ns("FAKE_CUDA_KERNEL_NS");
