@@ -141,6 +141,7 @@ struct trace_api {              /* one api id of the trace being read */
     bool sampled;               /* a file call whose timing was sampled (WSL_API_IO_SAMPLED) */
     bool fold;                  /* folded file calls (WSL_CAT_IO_FOLD): taken as the calls it holds */
     bool shim_made;             /* an event the shim made, not a call of the program's (wslshim_kernel_name) */
+    uint8_t phase;              /* enum wsl_phase_op: its events also go to the phase analysis */
     uint64_t errors;
     uint64_t untimed;           /* sampled: calls not timed */
     uint64_t untimed_events;    /* and the events that stand for them */
@@ -157,11 +158,14 @@ struct trace_state {
     uint64_t end_ticks;
     uint64_t max_clock_ns;      /* latest CLOCK sample, monotonic ns */
     uint64_t dropped_in_chunks, dropped_at_end;
+    bool windowed;              /* only events in [window_t0, window_t1] (ticks) are taken */
+    uint64_t window_t0, window_t1;
     struct wsl_io_trace *io;    /* from the PROCESS chunk on */
     struct wsl_mem_trace *mem;
     struct wsl_kern_trace *kern;
     struct wsl_nvtx_trace *nvtx;
     struct wsl_host_trace *host;
+    struct wsl_phase_trace *phase;
 };
 
 static char **copy_argv(const char *const *argv, uint32_t argc)
@@ -226,6 +230,7 @@ static void take_api_table(struct wsl_run *run, struct trace_state *t, const str
         ta->sampled = ta->io && (e->flags & WSL_API_IO_SAMPLED);
         ta->fold = e->category == WSL_CAT_IO_FOLD;
         ta->shim_made = !strcmp(e->base, "wslshim_kernel_name");
+        ta->phase = (uint8_t)wsl_phase_op_of(e->category, e->base);
         if (ta->sampled && e->category == WSL_CAT_IO_CLOSE && !strcmp(e->symbol, "close"))
             t->close_id = e->id;
         if (ta->kern == WSL_KERN_LAUNCH)
@@ -264,6 +269,8 @@ static inline __attribute__((always_inline)) void take_event(struct trace_state 
         wsl_nvtx_trace_event(t->nvtx, nth, ta->category, ev, calls, ticks);
     if (ta->host)
         wsl_host_trace_event(t->host, ta->category, ev);
+    if (ta->phase)
+        wsl_phase_trace_event(t->phase, (enum wsl_phase_op)ta->phase, ev);
 }
 
 static unsigned fold_category(void *ctx, unsigned api)
@@ -284,12 +291,54 @@ static __attribute__((noinline)) void take_fold(struct trace_state *t, struct ws
         take_event(t, nth, t->by_id[c[i].ev.api], &c[i].ev, c[i].calls);
 }
 
+/* An event outside the window of a windowed reading: only what later events need to be read
+ * right (memory the copies use, kernels' names, stream capture, NVTX ranges), not counted. */
+static void take_state_event(struct trace_state *t, struct wsl_nvtx_thread *nth, struct trace_api *ta,
+                             const struct wsl_event *ev)
+{
+    if (ta->fold || ta->io)
+        return;
+    if (ta->mem)
+        wsl_mem_trace_event(t->mem, (enum wsl_mem_op)ta->mem, ev);
+    else if (ta->kern == WSL_KERN_FUNC_NAME || ta->kern == WSL_KERN_CAPTURE_BEGIN || ta->kern == WSL_KERN_CAPTURE_END)
+        wsl_kern_trace_event(t->kern, (enum wsl_kern_op)ta->kern, ta->launch_slot, ev);
+    if (wsl_is_nvtx_category(ta->category))
+        wsl_nvtx_trace_event(t->nvtx, nth, ta->category, ev, 1, ev->t_end - ev->t_start);
+    switch (ta->category) { /* the host analysis's memory map: which copies are pinned */
+    case WSL_CAT_ALLOC: case WSL_CAT_ALLOC_MANAGED: case WSL_CAT_FREE: case WSL_CAT_HOST_ALLOC:
+    case WSL_CAT_HOST_FREE: case WSL_CAT_HOST_REGISTER: case WSL_CAT_HOST_UNREGISTER:
+        wsl_host_trace_event(t->host, ta->category, ev);
+        break;
+    default:
+        break;
+    }
+}
+
 /* The hot loop: every event of the trace passes here. */
 static void take_events(struct trace_state *t, uint32_t tid, uint64_t dropped, const struct wsl_event *ev, uint32_t n)
 {
     uint64_t max_end = t->max_event_end;
     struct wsl_nvtx_thread *nth = wsl_nvtx_thread(t->nvtx, tid, dropped);
     wsl_host_trace_thread(t->host, tid);
+    wsl_phase_trace_thread(t->phase, tid);
+    if (__builtin_expect(t->windowed, 0)) { /* only the events of the window (a second, steady-state reading) */
+        for (uint32_t i = 0; i < n; i++) {
+            struct trace_api *ta = t->by_id[ev[i].api];
+            if (ev[i].t_end < t->window_t0 || ev[i].t_start > t->window_t1) {
+                take_state_event(t, nth, ta, &ev[i]);
+                continue;
+            }
+            if (ta->fold)
+                take_fold(t, nth, &ev[i]);
+            else
+                take_event(t, nth, ta, &ev[i], 0);
+            if (ev[i].t_end > max_end)
+                max_end = ev[i].t_end;
+        }
+        t->max_event_end = max_end;
+        t->have_events |= n > 0;
+        return;
+    }
     for (uint32_t i = 0; i < n; i++) {
         struct trace_api *ta = t->by_id[ev[i].api]; /* the reader checked the id is in the table */
         if (__builtin_expect(ta->fold, 0))
@@ -339,6 +388,7 @@ static void free_trace_state(struct trace_state *t)
     wsl_kern_trace_discard(t->kern);
     wsl_nvtx_trace_discard(t->nvtx);
     wsl_host_trace_discard(t->host);
+    wsl_phase_trace_discard(t->phase);
     for (unsigned i = 0; i < WSL_MAX_API_IDS; i++)
         if (t->by_id[i]) {
             wsl_hist_free(&t->by_id[i]->ticks);
@@ -391,7 +441,17 @@ static void merge_trace(struct wsl_run *run, struct trace_state *t, struct wsl_p
         end = wsl_clock_to_ns(clock, t->end_ticks);
     if (t->max_clock_ns > end)
         end = t->max_clock_ns;
+    if (run->windowed) { /* a steady-state reading: the process as the window shows it */
+        if (p->start_ns < run->window_start_ns)
+            p->start_ns = run->window_start_ns;
+        if (end > run->window_end_ns)
+            end = run->window_end_ns;
+        if (end < p->start_ns)
+            end = p->start_ns;
+    }
     p->end_ns = end;
+    wsl_phase_trace_end(t->phase, clock, p->start_ns, p->end_ns, &p->phases);
+    t->phase = NULL;
     uint64_t end_ticks = t->have_events ? t->max_event_end : 0;
     if (t->have_end && t->end_ticks > end_ticks)
         end_ticks = t->end_ticks;
@@ -456,6 +516,10 @@ int wsl_run_add_trace(struct wsl_run *run, const char *path, char *err, size_t e
     t->kern = wsl_kern_trace_begin();
     t->nvtx = wsl_nvtx_trace_begin();
     t->host = wsl_host_trace_begin();
+    t->phase = wsl_phase_trace_begin();
+    t->windowed = run->windowed;
+    t->window_t0 = run->window_t0;
+    t->window_t1 = run->window_t1;
     struct wsl_process p;
     memset(&p, 0, sizeof p);
     p.gpu_device = -1;
@@ -580,6 +644,170 @@ static int by_variant_calls(const void *a, const void *b)
     return strcmp(x->symbol, y->symbol);
 }
 
+/* ---- phases ------------------------------------------------------------------------- */
+
+static const char *base_name(const char *path)
+{
+    const char *b = path ? strrchr(path, '/') : NULL;
+    return b ? b + 1 : path ? path : "";
+}
+
+/* A compiler run by the program: CUDA's (ptxas, nvcc, cicc, nvlink, fatbinary), a C compiler
+ * (Triton builds its launchers with one), or a compile worker (PyTorch Inductor's). */
+static bool is_compiler(const struct wsl_process *p)
+{
+    static const char *const names[] = {"ptxas", "nvcc", "cicc", "nvlink", "fatbinary", "cc1", "cc1plus", "gcc",
+                                        "g++", "cc", "c++", "clang", "clang++", "ld", "ld.bfd", "ld.gold",
+                                        "collect2", "as"};
+    const char *b = base_name(p->exe);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!strcmp(b, names[i]) || (!strncmp(b, names[i], strlen(names[i])) && b[strlen(names[i])] == '-' &&
+                                     b[strlen(names[i]) + 1] >= '0' && b[strlen(names[i]) + 1] <= '9'))
+            return true;
+    for (uint32_t i = 0; i < p->argc; i++)
+        if (strstr(p->argv[i], "compile_worker") || strstr(p->argv[i], "_inductor/compile"))
+            return true;
+    return false;
+}
+
+static const struct wsl_nvtx_step_trace *steps_of(const struct wsl_run *run, const char *path)
+{
+    for (size_t i = 0; path && i < run->nvtx.step_trace_count; i++)
+        if (run->nvtx.step_traces[i].path && !strcmp(run->nvtx.step_traces[i].path, path))
+            return &run->nvtx.step_traces[i];
+    return NULL;
+}
+
+static int by_first(const void *a, const void *b)
+{
+    const uint64_t *x = a, *y = b;
+    return x[0] < y[0] ? -1 : x[0] > y[0];
+}
+
+static void phases_finish(struct wsl_run *run)
+{
+    struct wsl_run_phases *rp = &run->phases;
+    memset(rp, 0, sizeof *rp);
+    const struct wsl_process *main_p = NULL;
+    for (size_t i = 0; i < run->proc_count; i++) {
+        struct wsl_process *p = &run->procs[i];
+        p->compiler = is_compiler(p);
+        if (p->phases.method == WSL_STEADY_NONE)
+            continue;
+        const struct wsl_nvtx_step_trace *st = steps_of(run, p->trace_path);
+        if (st && st->count >= 3) { /* the program's own steps: in ns, in time order */
+            uint64_t (*w)[2] = xmalloc(st->count * sizeof *w);
+            for (size_t k = 0; k < st->count; k++) {
+                w[k][0] = wsl_clock_to_ns(&p->clock, st->t0[k]);
+                w[k][1] = wsl_clock_to_ns(&p->clock, st->t1[k]);
+            }
+            qsort(w, st->count, sizeof *w, by_first);
+            uint64_t *t0 = xmalloc(st->count * sizeof *t0), *t1 = xmalloc(st->count * sizeof *t1);
+            for (size_t k = 0; k < st->count; k++)
+                t0[k] = w[k][0], t1[k] = w[k][1];
+            wsl_phase_from_steps(&p->phases, t0, t1, st->count);
+            free(w);
+            free(t0);
+            free(t1);
+        }
+        if (!main_p || p->phases.launches > main_p->phases.launches)
+            main_p = p;
+        if (!rp->known || p->phases.steady_start_ns < rp->steady_start_ns)
+            rp->steady_start_ns = p->phases.steady_start_ns;
+        if (!rp->known || p->phases.steady_end_ns > rp->steady_end_ns)
+            rp->steady_end_ns = p->phases.steady_end_ns;
+        rp->known = true;
+    }
+    if (!main_p)
+        return;
+    rp->main_pid = main_p->pid;
+    rp->main = main_p->phases;
+    for (size_t i = 0; i < run->proc_count; i++) {
+        const struct wsl_process *p = &run->procs[i];
+        if (!p->compiler)
+            continue;
+        rp->compile_processes++;
+        rp->compile_process_ns += p->end_ns > p->start_ns ? p->end_ns - p->start_ns : 0;
+        rp->compile_in_warmup += p->start_ns < rp->main.steady_start_ns;
+    }
+}
+
+/* ns on a trace's clock -> its ticks (the inverse of wsl_clock_to_ns). */
+static uint64_t ticks_of(const struct wsl_clock_map *m, uint64_t ns)
+{
+    double d = ns >= m->ns0 ? (double)(ns - m->ns0) : -(double)(m->ns0 - ns);
+    double t = (double)m->ticks0 + d / (m->ns_per_tick > 0 ? m->ns_per_tick : 1.0);
+    return t <= 0 ? 0 : t >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)t;
+}
+
+/* The findings within the steady state: the traces read again, restricted to it. Each finding
+ * gets its time lost there, severity follows it, and one that fires only there is added. */
+static void steady_findings(struct wsl_run *run)
+{
+    struct wsl_run_phases *rp = &run->phases;
+    if (run->windowed || !rp->known || rp->steady_end_ns <= rp->steady_start_ns)
+        return;
+    uint64_t span = rp->steady_end_ns - rp->steady_start_ns;
+    if ((double)span >= 0.98 * (double)run->wall_ns) { /* the steady state is the run: no second reading */
+        rp->steady_known = true;
+        rp->steady_wall_ns = run->wall_ns;
+        for (size_t i = 0; i < run->finding_count; i++) {
+            run->findings[i].steady_known = run->findings[i].steady_fired = true;
+            run->findings[i].steady_lost_ns = run->findings[i].time_lost_ns;
+        }
+        return;
+    }
+    struct wsl_run st;
+    wsl_run_init(&st);
+    st.windowed = true;
+    st.solo = true;
+    st.window_start_ns = rp->steady_start_ns;
+    st.window_end_ns = rp->steady_end_ns;
+    for (size_t i = 0; i < run->proc_count; i++) {
+        const struct wsl_process *p = &run->procs[i];
+        if (!p->trace_path || p->end_ns < st.window_start_ns || p->start_ns > st.window_end_ns)
+            continue;
+        st.window_t0 = ticks_of(&p->clock, st.window_start_ns);
+        st.window_t1 = ticks_of(&p->clock, st.window_end_ns);
+        char err[512];
+        if (wsl_run_add_trace(&st, p->trace_path, err, sizeof err) != 0) {
+            wsl_run_free(&st);
+            return;     /* read once already: a second reading that fails leaves the wall-time figures */
+        }
+    }
+    wsl_run_finish(&st);
+    rp->steady_known = true;
+    rp->steady_wall_ns = st.wall_ns;
+    for (size_t i = 0; i < run->finding_count; i++) {
+        struct wsl_finding *f = &run->findings[i];
+        f->steady_known = true;
+        for (size_t k = 0; k < st.finding_count; k++)
+            if (!strcmp(st.findings[k].id, f->id)) {
+                f->steady_fired = true;
+                f->steady_lost_ns = st.findings[k].time_lost_ns;
+            }
+        if (!f->severity_fixed)
+            f->severity = wsl_severity_of(f->steady_lost_ns, st.wall_ns);
+    }
+    for (size_t k = 0; k < st.finding_count; k++) {
+        struct wsl_finding *g = &st.findings[k];
+        bool have = false;
+        for (size_t i = 0; i < run->finding_count && !have; i++)
+            have = !strcmp(run->findings[i].id, g->id);
+        if (have || wsl_severity_of(g->time_lost_ns, st.wall_ns) == WSL_SEVERITY_LOW)
+            continue;
+        /* fires only in the steady state, and matters there (5% of it or more) */
+        g->steady_known = g->steady_fired = true;
+        g->steady_lost_ns = g->time_lost_ns;
+        run->findings = xrealloc(run->findings, (run->finding_count + 1) * sizeof *run->findings);
+        run->findings[run->finding_count++] = *g;
+        memset(g, 0, sizeof *g);
+        g->id = "";
+    }
+    wsl_rules_sort(run);
+    wsl_run_free(&st);
+}
+
 void wsl_run_finish(struct wsl_run *run)
 {
     if (run->proc_count)
@@ -626,9 +854,12 @@ void wsl_run_finish(struct wsl_run *run)
     run->gpu_busy_known = run->kernels.busy_estimate >= 0;
     run->gpu_busy_ns = run->gpu_busy_known ? (uint64_t)(run->kernels.busy_estimate * (double)run->kernels.busy_wall_ns) : 0;
     wsl_nvtx_finish(&run->nvtx);
+    if (!run->windowed)
+        phases_finish(run);
     if (!run->solo)
         wsl_dist_analyze(run);
     wsl_rules_run(run);
+    steady_findings(run);
 }
 
 void wsl_run_free(struct wsl_run *run)

@@ -17,6 +17,7 @@
 #include "memory_analysis.h"
 #include "progress.h"
 #include "nvtx_analysis.h"
+#include "phase_analysis.h"
 #include "projection.h"
 #include "rules.h"
 #include "stats.h"
@@ -69,6 +70,23 @@ struct wsl_process {
     int32_t gpu_device;         /* that context's device ordinal; -1 without a GPU_MEMORY chunk */
     char *rank_env;             /* the last RANK chunk: NUL-terminated KEY=VALUE entries; NULL: none */
     uint32_t rank_env_size;
+    struct wsl_phases phases;   /* start-up, warm-up, steady state, teardown (phase_analysis.h) */
+    bool compiler;              /* a compiler or compile worker (ptxas, gcc, Inductor's workers...) */
+};
+
+/* The run's phases: those of its main GPU process (most launches), the steady
+ * state as the span of every GPU process's, and the compilers it ran. */
+struct wsl_run_phases {
+    bool known;                 /* a process submitted GPU work */
+    int32_t main_pid;
+    struct wsl_phases main;     /* the main GPU process's */
+    uint64_t steady_start_ns, steady_end_ns; /* every GPU process's steady state, together */
+    uint64_t compile_processes, compile_process_ns; /* compiler processes and their summed lifetimes */
+    uint64_t compile_in_warmup;  /* of them, started before the main process's steady state */
+    /* The findings' time lost within the steady state, from a second reading of the traces
+     * restricted to it (wsl_run_finish); steady_known: it was done. */
+    bool steady_known;
+    uint64_t steady_wall_ns;
 };
 
 /* The value of key in p's RANK chunk, or NULL. */
@@ -99,6 +117,12 @@ struct wsl_run {
     struct wsl_progress *progress; /* set by the caller: reading progress on stderr (progress.h), or NULL */
     bool solo;                  /* set by the caller: one rank's own run, no distributed analysis */
     struct wsl_dist dist;       /* ranks, collectives, straggler (distributed.h), after wsl_run_finish */
+    struct wsl_run_phases phases; /* after wsl_run_finish */
+    /* Set on a run that reads only a window of time (the steady state's second reading): events
+     * outside [window_t0, window_t1] of the trace being added (its ticks) are left out, and its
+     * process is clipped to [window_start_ns, window_end_ns]. */
+    bool windowed;
+    uint64_t window_t0, window_t1, window_start_ns, window_end_ns;
     /* name -> index into apis, open addressing */
     uint32_t *api_index;
     size_t api_index_size;

@@ -586,3 +586,31 @@ void wsl_kern_free(struct wsl_kernels *k)
     free(k->index);
     memset(k, 0, sizeof *k);
 }
+
+const char *wsl_kern_framework(const struct wsl_kernels *k)
+{
+    uint64_t torch = 0, jax = 0, cupy = 0, triton = 0;
+    for (size_t i = 0; i < k->count; i++) {
+        const struct wsl_kernel *kn = &k->items[i];
+        const char *n = kn->mangled ? kn->mangled : "";
+        if (strstr(n, "at6native") || strstr(n, "at::native") || strstr(n, "at_cuda_detail") || strstr(n, "2at") ||
+            strstr(n, "c10"))
+            torch += kn->launches;
+        else if (strstr(n, "cupy"))
+            cupy += kn->launches;
+        else if (strstr(n, "_fusion") || strstr(n, "fusion_") || !strncmp(n, "wrapped_", 8) || !strncmp(n, "loop_", 5) ||
+                 !strncmp(n, "input_", 6) || strstr(n, "xla"))
+            jax += kn->launches;
+        else if (!strncmp(n, "triton_", 7) || strstr(n, "triton"))
+            triton += kn->launches;
+    }
+    uint64_t best = torch;
+    const char *name = torch ? "pytorch" : NULL;
+    if (jax > best)
+        best = jax, name = "jax";
+    if (cupy > best)
+        best = cupy, name = "cupy";
+    if (triton > best && !torch)
+        name = "triton";
+    return name;
+}

@@ -133,6 +133,11 @@ void wsl_kern_trace_discard(struct wsl_kern_trace *t);
 void wsl_kern_finish(struct wsl_kernels *k);
 void wsl_kern_free(struct wsl_kernels *k);
 
+/* The framework whose kernels most launches ran, from kernel names: "pytorch"
+ * (at::native, ATen, cuBLAS/cuDNN under it), "jax" (XLA fusions), "cupy",
+ * "triton" (alone), or NULL when none can be told. */
+const char *wsl_kern_framework(const struct wsl_kernels *k);
+
 /* The display form of a kernel name: C++ names ("_Z...") demangled, others
  * (and names that fail to demangle) as they are. A new string. */
 char *wsl_kern_demangle(const char *mangled);

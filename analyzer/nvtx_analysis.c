@@ -785,8 +785,26 @@ void wsl_nvtx_finish(struct wsl_nvtx *n)
     if (n->step >= 0 && n->ranges[n->step].kind == WSL_NVTX_PUSH)
         step_process_figures(n);
     for (size_t i = 0; i < n->trace_count; i++) {
-        free(n->traces[i].path);
-        free(n->traces[i].w);
+        struct wsl_nvtx_trace_windows *tw = &n->traces[i];
+        size_t steps = 0;
+        for (size_t k = 0; n->step >= 0 && k < tw->count; k++)
+            steps += tw->w[k].range == n->ranges[n->step].id;
+        if (steps && !n->windows_capped) { /* the step's instances of this trace, for the phases */
+            n->step_traces = xrealloc(n->step_traces, (n->step_trace_count + 1) * sizeof *n->step_traces);
+            struct wsl_nvtx_step_trace *st = &n->step_traces[n->step_trace_count++];
+            st->path = tw->path;
+            tw->path = NULL;
+            st->t0 = xmalloc(steps * sizeof *st->t0);
+            st->t1 = xmalloc(steps * sizeof *st->t1);
+            st->count = 0;
+            for (size_t k = 0; k < tw->count; k++)
+                if (tw->w[k].range == n->ranges[n->step].id) {
+                    st->t0[st->count] = tw->w[k].t0;
+                    st->t1[st->count++] = tw->w[k].t1;
+                }
+        }
+        free(tw->path);
+        free(tw->w);
     }
     free(n->traces);
     n->traces = NULL;
@@ -795,6 +813,12 @@ void wsl_nvtx_finish(struct wsl_nvtx *n)
 
 void wsl_nvtx_free(struct wsl_nvtx *n)
 {
+    for (size_t i = 0; i < n->step_trace_count; i++) {
+        free(n->step_traces[i].path);
+        free(n->step_traces[i].t0);
+        free(n->step_traces[i].t1);
+    }
+    free(n->step_traces);
     for (size_t i = 0; i < n->range_count; i++) {
         free(n->ranges[i].name);
         free(n->ranges[i].domain);

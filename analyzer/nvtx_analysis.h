@@ -120,6 +120,14 @@ struct wsl_nvtx {
     struct wsl_nvtx_trace_windows *traces;
     size_t trace_count, window_total;
     bool windows_capped;            /* more top-level ranges than the caps: no process-wide figures */
+    /* The step's instances per trace, in that trace's ticks (wsl_nvtx_finish): the run's phases
+     * take their steady state from them. */
+    struct wsl_nvtx_step_trace {
+        char *path;
+        uint64_t *t0, *t1;
+        size_t count;
+    } *step_traces;
+    size_t step_trace_count;
     /* (kind, domain, name) -> index into ranges; freed by wsl_nvtx_finish */
     uint32_t *index;
     size_t index_size;

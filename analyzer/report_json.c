@@ -91,6 +91,10 @@ static void write_process(struct json_writer *w, const struct wsl_run *run, cons
     json_begin_object(w);
     write_io_counts(w, &p->io.data);
     json_end_object(w);
+    json_key(w, "io_other_fds");  /* fds not seen opened: pipes, sockets, stdin (DataLoader workers' queues) */
+    json_begin_object(w);
+    write_io_counts(w, &p->io.unknown_fd);
+    json_end_object(w);
     json_key(w, "gpu_use");
     json_begin_object(w);
     json_key(w, "kernels_timed");
@@ -777,7 +781,101 @@ static void write_nvtx_summary(struct json_writer *w, const struct wsl_nvtx *n)
     json_end_object(w);
 }
 
-static void write_finding(struct json_writer *w, const struct wsl_finding *f)
+static void write_span(struct json_writer *w, const char *name, uint64_t a, uint64_t b)
+{
+    json_begin_object(w);
+    json_key(w, "name");
+    json_string(w, name);
+    json_key(w, "start_ns");
+    json_u64(w, a);
+    json_key(w, "end_ns");
+    json_u64(w, b > a ? b : a);
+    json_key(w, "duration_ns");
+    json_u64(w, b > a ? b - a : 0);
+    json_end_object(w);
+}
+
+/* One process's phases (phase_analysis.h). */
+static void write_phases(struct json_writer *w, const struct wsl_run *run, const struct wsl_process *p)
+{
+    const struct wsl_phases *ph = &p->phases;
+    json_begin_object(w);
+    json_key(w, "pid");
+    json_i64(w, p->pid);
+    json_key(w, "main");        /* the run's main GPU process (most launches) */
+    json_bool(w, run->phases.known && run->phases.main_pid == p->pid);
+    json_key(w, "gpu");         /* it submitted GPU work: the four phases hold */
+    json_bool(w, ph->method != WSL_STEADY_NONE);
+    json_key(w, "compiler");    /* a compiler or compile worker the run started */
+    json_bool(w, p->compiler);
+    json_key(w, "steady_method");
+    json_string(w, wsl_steady_method_name(ph->method));
+    json_key(w, "phases");
+    json_begin_array(w);
+    if (ph->method != WSL_STEADY_NONE) {
+        write_span(w, "start-up", ph->start_ns, ph->first_submit_ns);
+        write_span(w, "warm-up", ph->first_submit_ns, ph->steady_start_ns);
+        write_span(w, "steady state", ph->steady_start_ns, ph->steady_end_ns);
+        write_span(w, "teardown", ph->steady_end_ns, ph->end_ns);
+    }
+    json_end_array(w);
+    if (ph->method != WSL_STEADY_NONE) {
+        json_key(w, "steps");       /* in the steady state: NVTX steps, or periods of the launch stream */
+        json_u64(w, ph->steps);
+        json_key(w, "step_ns");     /* median */
+        json_u64(w, ph->step_ns);
+        json_key(w, "warmup_steps"); /* leading steps slower than 1.5x the median: warm-up */
+        json_u64(w, ph->warmup_steps);
+        json_key(w, "warmup_excess_ns");
+        json_u64(w, ph->warmup_excess_ns);
+        json_key(w, "period_launches");
+        json_u64(w, ph->period_launches);
+        json_key(w, "launches");
+        json_u64(w, ph->launches);
+    }
+    json_key(w, "module_loads");
+    json_u64(w, ph->module_loads);
+    json_key(w, "module_load_ns");
+    json_u64(w, ph->module_load_ns);
+    json_key(w, "warmup_module_loads");
+    json_u64(w, ph->warmup_module_loads);
+    json_key(w, "warmup_module_load_ns");
+    json_u64(w, ph->warmup_module_load_ns);
+    json_key(w, "steady_module_loads");
+    json_u64(w, ph->steady_module_loads);
+    json_end_object(w);
+}
+
+static void write_steady_state(struct json_writer *w, const struct wsl_run *run)
+{
+    const struct wsl_run_phases *rp = &run->phases;
+    json_begin_object(w);
+    json_key(w, "known");
+    json_bool(w, rp->known);
+    if (rp->known) {
+        json_key(w, "main_pid");
+        json_i64(w, rp->main_pid);
+        json_key(w, "start_ns");
+        json_u64(w, rp->steady_start_ns);
+        json_key(w, "end_ns");
+        json_u64(w, rp->steady_end_ns);
+        json_key(w, "duration_ns");
+        json_u64(w, rp->steady_end_ns - rp->steady_start_ns);
+        json_key(w, "share_of_wall");
+        json_double(w, run->wall_ns ? (double)(rp->steady_end_ns - rp->steady_start_ns) / (double)run->wall_ns : 0);
+        json_key(w, "method");
+        json_string(w, wsl_steady_method_name(rp->main.method));
+        json_key(w, "findings_reread"); /* the findings' steady-state time lost was measured */
+        json_bool(w, rp->steady_known);
+    }
+    json_key(w, "compile_processes");
+    json_u64(w, rp->compile_processes);
+    json_key(w, "compile_process_ns");
+    json_u64(w, rp->compile_process_ns);
+    json_end_object(w);
+}
+
+static void write_finding(struct json_writer *w, const struct wsl_run *run, const struct wsl_finding *f)
 {
     json_begin_object(w);
     json_key(w, "id");
@@ -786,6 +884,14 @@ static void write_finding(struct json_writer *w, const struct wsl_finding *f)
     json_string(w, wsl_severity_name(f->severity));
     json_key(w, "time_lost_ns");
     json_u64(w, f->time_lost_ns);
+    json_key(w, "wall_share");
+    json_double(w, run->wall_ns ? (double)f->time_lost_ns / (double)run->wall_ns : 0);
+    if (f->steady_known) {  /* the same rule within the steady state alone */
+        json_key(w, "steady_lost_ns");
+        json_u64(w, f->steady_lost_ns);
+        json_key(w, "steady_share");
+        json_double(w, run->phases.steady_wall_ns ? (double)f->steady_lost_ns / (double)run->phases.steady_wall_ns : 0);
+    }
     json_key(w, "summary");
     json_string(w, f->summary);
     json_key(w, "advice");
@@ -914,6 +1020,13 @@ void report_write_json(const struct wsl_run *run, const struct wsl_compare *cmp,
     for (size_t i = 0; i < run->proc_count; i++)
         write_process(&w, run, &run->procs[i]);
     json_end_array(&w);
+    json_key(&w, "phases");     /* per process: start-up, warm-up, steady state, teardown */
+    json_begin_array(&w);
+    for (size_t i = 0; i < run->proc_count; i++)
+        write_phases(&w, run, &run->procs[i]);
+    json_end_array(&w);
+    json_key(&w, "steady_state");
+    write_steady_state(&w, run);
     json_key(&w, "api");
     json_begin_object(&w);
     for (size_t i = 0; i < run->api_count; i++)   /* the CUDA driver API only: file calls are in "io" */
@@ -945,7 +1058,7 @@ void report_write_json(const struct wsl_run *run, const struct wsl_compare *cmp,
     json_key(&w, "bottlenecks");
     json_begin_array(&w);
     for (size_t i = 0; i < run->finding_count; i++)
-        write_finding(&w, &run->findings[i]);
+        write_finding(&w, run, &run->findings[i]);
     json_end_array(&w);
     json_key(&w, "not_evaluated");  /* rules that need what the traces lack */
     json_begin_array(&w);

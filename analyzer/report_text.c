@@ -430,6 +430,49 @@ static void write_nvtx(FILE *out, const struct wsl_run *run)
     }
 }
 
+/* The run's phases, per GPU process (phase_analysis.h). */
+static void write_phases(FILE *out, const struct wsl_run *run)
+{
+    const struct wsl_run_phases *rp = &run->phases;
+    if (!rp->known)
+        return;
+    fputc('\n', out);
+    heading(out, "Phases (per process that used the GPU; the findings' severity follows the steady state)");
+    char a[32], b[32], c[32], d[32], e[32];
+    for (size_t i = 0; i < run->proc_count; i++) {
+        const struct wsl_process *p = &run->procs[i];
+        const struct wsl_phases *ph = &p->phases;
+        if (ph->method == WSL_STEADY_NONE)
+            continue;
+        fprintf(out, "  pid %" PRId32 "%s: start-up %s | warm-up %s | steady state %s | teardown %s\n", p->pid,
+                rp->main_pid == p->pid ? " (main)" : "", format_ns(a, sizeof a, ph->first_submit_ns - ph->start_ns),
+                format_ns(b, sizeof b, ph->steady_start_ns - ph->first_submit_ns),
+                format_ns(c, sizeof c, ph->steady_end_ns - ph->steady_start_ns),
+                format_ns(d, sizeof d, ph->end_ns - ph->steady_end_ns));
+        fputs("      steady state: ", out);
+        if (ph->method == WSL_STEADY_NVTX)
+            fprintf(out, "%" PRIu64 " NVTX steps of %s (median)", ph->steps, format_ns(e, sizeof e, ph->step_ns));
+        else if (ph->method == WSL_STEADY_REPETITION)
+            fprintf(out, "%" PRIu64 " repetitions of a %u-launch period of %s (median)", ph->steps,
+                    ph->period_launches, format_ns(e, sizeof e, ph->step_ns));
+        else if (ph->method == WSL_STEADY_AFTER_LOADS)
+            fputs("no repeating launch pattern; taken from the last module load of the first half on", out);
+        else
+            fputs("no repeating launch pattern: the whole GPU phase", out);
+        if (ph->warmup_steps)
+            fprintf(out, "; %" PRIu64 " slow first step%s in warm-up (%s over the median)", ph->warmup_steps,
+                    ph->warmup_steps == 1 ? "" : "s", format_ns(e, sizeof e, ph->warmup_excess_ns));
+        fputc('\n', out);
+        if (ph->module_loads)
+            fprintf(out, "      module loads: %" PRIu64 " (%s), %" PRIu64 " of them in warm-up, %" PRIu64
+                    " in the steady state\n", ph->module_loads, format_ns(e, sizeof e, ph->module_load_ns),
+                    ph->warmup_module_loads, ph->steady_module_loads);
+    }
+    if (rp->compile_processes)
+        fprintf(out, "  compilers run: %" PRIu64 " processes (ptxas, C compilers, compile workers), %s in all\n",
+                rp->compile_processes, format_ns(a, sizeof a, rp->compile_process_ns));
+}
+
 static void write_findings(FILE *out, const struct wsl_run *run)
 {
     fputc('\n', out);
@@ -449,9 +492,17 @@ static void write_findings(FILE *out, const struct wsl_run *run)
         style(out, BOLD);
         fputs(f->id, out);
         style(out, RESET);
-        fprintf(out, ": %s lost (%.0f%% of wall time%s)\n", format_ns(lost, sizeof lost, f->time_lost_ns),
-                percent(f->time_lost_ns, run->wall_ns), f->scaled_to_wall ? ", scaled with the other CUDA rules to "
-                                                                           "fit the wall time" : "");
+        fprintf(out, ": %s lost (%.0f%% of wall time", format_ns(lost, sizeof lost, f->time_lost_ns),
+                percent(f->time_lost_ns, run->wall_ns));
+        if (f->steady_known && run->phases.steady_wall_ns) {
+            char sl[32];
+            if (f->steady_fired)
+                fprintf(out, "; %s, %.0f%% of the steady state", format_ns(sl, sizeof sl, f->steady_lost_ns),
+                        percent(f->steady_lost_ns, run->phases.steady_wall_ns));
+            else
+                fputs("; not in the steady state", out);
+        }
+        fprintf(out, "%s)\n", f->scaled_to_wall ? ", scaled with the other CUDA rules to fit the wall time" : "");
         fputs("      ", out);
         put_clean(out, f->summary);
         fputs("\n      advice: ", out);
@@ -558,6 +609,22 @@ static void write_summary(FILE *out, const struct wsl_run *run)
     else
         fputs("not measured (record with WSLSHIM_GPU_TIMING=N)\n", out);
 
+    const struct wsl_run_phases *rp = &run->phases;
+    if (rp->known) {
+        const struct wsl_phases *ph = &rp->main;
+        char st[32], wu[32], ss[32], td[32];
+        summary_label(out, "phases");
+        fprintf(out, "start-up %s, warm-up %s, steady state %s (%.0f%% of wall; %s), teardown %s\n",
+                format_ns(st, sizeof st, ph->first_submit_ns - ph->start_ns),
+                format_ns(wu, sizeof wu, ph->steady_start_ns - ph->first_submit_ns),
+                format_ns(ss, sizeof ss, ph->steady_end_ns - ph->steady_start_ns),
+                percent(ph->steady_end_ns - ph->steady_start_ns, run->wall_ns),
+                ph->method == WSL_STEADY_NVTX ? "NVTX steps"
+                : ph->method == WSL_STEADY_REPETITION ? "the launch stream's repetition"
+                : ph->method == WSL_STEADY_AFTER_LOADS ? "after the module loads"
+                : "no repetition found: the whole GPU phase",
+                format_ns(td, sizeof td, ph->end_ns - ph->steady_end_ns));
+    }
     fputs("  ", out);
     style(out, BOLD);
     fputs("top bottlenecks", out);
@@ -572,8 +639,12 @@ static void write_summary(FILE *out, const struct wsl_run *run)
         style(out, severity_style(f->severity));
         fprintf(out, "%-8s", wsl_severity_name(f->severity));
         style(out, RESET);
-        fprintf(out, " %-20s %10s %4.0f%%  ", f->id, format_ns(a, sizeof a, f->time_lost_ns),
+        fprintf(out, " %-20s %10s %4.0f%%", f->id, format_ns(a, sizeof a, f->time_lost_ns),
                 percent(f->time_lost_ns, run->wall_ns));
+        if (f->steady_known && rp->steady_wall_ns)
+            fprintf(out, " (%3.0f%% of steady)  ", percent(f->steady_lost_ns, rp->steady_wall_ns));
+        else
+            fputs("  ", out);
         fputs(f->fix ? f->fix : "", out);
         fputc('\n', out);
     }
@@ -605,6 +676,7 @@ void report_write_text(const struct wsl_run *run, FILE *out, bool color)
         fprintf(out, " (%" PRIu64 " dropped)", dropped);
     fprintf(out, ", wall time %s\n", format_ns(buf, sizeof buf, run->wall_ns));
     write_summary(out, run);
+    write_phases(out, run);
 
     fputc('\n', out);
     heading(out, "Processes");

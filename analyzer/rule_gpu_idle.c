@@ -31,7 +31,8 @@ static bool evaluate(const struct wsl_run *run, struct wsl_finding *f)
     uint64_t idle = phase > run->gpu_busy_ns ? phase - run->gpu_busy_ns : 0;
     uint64_t explained = 0;
     for (size_t i = 0; i < run->finding_count; i++)
-        explained += run->findings[i].time_lost_ns;
+        if (strcmp(run->findings[i].id, "startup") != 0) /* before the GPU phase */
+            explained += run->findings[i].time_lost_ns;
     uint64_t rest = idle > explained ? idle - explained : 0;
     if ((double)rest < MIN_SHARE * (double)phase)
         return false;

@@ -18,12 +18,16 @@ const struct wsl_rule *const wsl_rules[] = {
     &wsl_rule_small_transfers,
     &wsl_rule_pageable_transfers,
     &wsl_rule_straggler,
+    &wsl_rule_dataloader_wait,
+    &wsl_rule_startup,
+    &wsl_rule_compilation,
     &wsl_rule_launch_bound,
+    &wsl_rule_dispatch_bound,   /* after launch_bound: it takes only what that one does not */
     &wsl_rule_gpu_idle,         /* last: it claims only the idle time the findings above leave */
 };
 const size_t wsl_rule_count = sizeof wsl_rules / sizeof wsl_rules[0];
 
-const char *const wsl_rules_need_gpu_timing[] = {"launch_bound", "gpu_idle"}; /* not evaluated without it */
+const char *const wsl_rules_need_gpu_timing[] = {"launch_bound", "dispatch_bound", "gpu_idle"}; /* not evaluated without it */
 const size_t wsl_rules_need_gpu_timing_count = sizeof wsl_rules_need_gpu_timing / sizeof wsl_rules_need_gpu_timing[0];
 
 const char *wsl_severity_name(enum wsl_severity s)
@@ -169,6 +173,11 @@ void wsl_rules_run(struct wsl_run *run)
         run->findings[run->finding_count++] = f;
     }
     cap_cuda_host_time(run, cuda_host);
+    wsl_rules_sort(run);
+}
+
+void wsl_rules_sort(struct wsl_run *run)
+{
     if (run->finding_count > 1)
         qsort(run->findings, run->finding_count, sizeof *run->findings, by_time_lost);
 }

@@ -49,6 +49,10 @@ struct wsl_finding {
     const char *how_computed;   /* the rule's method, one paragraph */
     const char *fix;            /* the one-line fix (the summary screen) */
     bool scaled_to_wall;        /* time lost was scaled down so that the CUDA host-time rules sum to <= wall */
+    /* The same finding in the steady state alone (wsl_run_finish reads the traces again, restricted to
+     * it): its time lost there; steady_fired false: the rule does not fire there (steady_lost_ns 0). */
+    bool steady_known, steady_fired;
+    uint64_t steady_lost_ns;
     struct wsl_evidence *evidence;
     size_t evidence_count;
 };
@@ -80,6 +84,10 @@ extern const struct wsl_rule wsl_rule_small_transfers;
 extern const struct wsl_rule wsl_rule_pageable_transfers;
 extern const struct wsl_rule wsl_rule_launch_bound;
 extern const struct wsl_rule wsl_rule_gpu_idle;
+extern const struct wsl_rule wsl_rule_dispatch_bound;
+extern const struct wsl_rule wsl_rule_dataloader_wait;
+extern const struct wsl_rule wsl_rule_startup;
+extern const struct wsl_rule wsl_rule_compilation;
 /* Rules that need GPU timing (GPU_KERNEL events): listed as not evaluated when a run has none. */
 extern const char *const wsl_rules_need_gpu_timing[];
 extern const size_t wsl_rules_need_gpu_timing_count;
@@ -91,6 +99,8 @@ extern const size_t wsl_rule_count;
 /* Runs every rule on a finished run; the findings go to run->findings, sorted. */
 void wsl_rules_run(struct wsl_run *run);
 void wsl_findings_free(struct wsl_finding *findings, size_t count);
+/* Sorts run->findings by time lost, largest first. */
+void wsl_rules_sort(struct wsl_run *run);
 
 const char *wsl_severity_name(enum wsl_severity s);
 enum wsl_severity wsl_severity_of(uint64_t time_lost_ns, uint64_t wall_ns);

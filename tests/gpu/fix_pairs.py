@@ -468,6 +468,12 @@ def run_once(ctx, pair, variant, shim, label):
     env.pop("LD_PRELOAD", None)
     env.pop("WSLSHIM_OUTPUT", None)
     env["PYTHONUNBUFFERED"] = "1"
+    for other in VARIANTS:                            # what either variant sets comes from the pair only
+        for k in pair[other].get("env", {}):
+            env.pop(k, None)
+        if pair[other].get("cache"):
+            for k in CACHE_VARS:
+                env.pop(k, None)
     env.update(v.get("env", {}))
     cold = None
     if v.get("cache") == "cold":
@@ -641,7 +647,7 @@ def measure_pair(ctx, pair, rounds):
 
 # ---- table and verdict (no GPU needed: --render) ------------------------------------------------
 def fmt_pct(x):
-    return "n/a" if x is None else "%+.0f%%" % (100 * x)
+    return "n/a" if x is None else "%+d%%" % int(round(100 * x))
 
 
 def fmt_s(x):
@@ -821,7 +827,8 @@ def main():
                                   "SMALL_COPIES": SMALL_COPIES, "SMALL_FLOATS": SMALL_FLOATS, "FILES": FILES,
                                   "FILE_BYTES": FILE_BYTES, "FILES_PER_BATCH": FILES_PER_BATCH,
                                   "LOADER_BATCH": LOADER_BATCH, "ITEM_COST_S": ITEM_COST_S},
-                    "shim": ctx.shim, "report": ctx.report},
+                    "shim": ctx.shim, "report": ctx.report,
+                    "wslshim_env": {k: v for k, v in os.environ.items() if k.startswith("WSLSHIM_")}},
            "pairs": []}
     log("%s, PyTorch %s: %d pairs, %d rounds, scale %g" % (info["gpu"], info["torch"], len(selected), args.rounds,
                                                            args.scale))

@@ -588,8 +588,8 @@ def case_summary_text(env):
                    "  GPU       NVIDIA A100-SXM4-80GB (80.0 GiB); driver 12.8 (/usr/lib/wsl/lib/libcuda.so.1)\n",
                    "  wall      601.00 ms; host time in CUDA calls 526.05 ms",
                    "  GPU busy  not measured",
-                   "    1. medium   sync_heavy             53.39 ms    9%  read GPU values",
-                   "  not evaluated without GPU timing: launch_bound gpu_idle\n"):
+                   "    1. medium   sync_heavy             53.39 ms    9% (  9% of steady)  read GPU values",
+                   "  not evaluated without GPU timing: launch_bound dispatch_bound gpu_idle\n"):
         check(needle in head, f"summary lacks {needle!r}:\n{head}")
     check(len(head.splitlines()) <= 24, "the summary fits one screen")
     check("      how: Waits: cuStreamSynchronize" in out, "how_computed in the bottleneck section")
@@ -657,7 +657,7 @@ def case_host_json(env):
         for key in ("severity", "time_lost_ns", "summary", "advice", "how_computed", "fix", "evidence"):
             check(key in b, f"{scenario}: {key} missing")
         check(0 < b["time_lost_ns"] <= rep["wall_ns"] and b["scaled_to_wall"] is False, f"{scenario}: {b}")
-        check(rep["not_evaluated"] == ["launch_bound", "gpu_idle"], "not_evaluated")
+        check(rep["not_evaluated"] == ["launch_bound", "dispatch_bound", "gpu_idle"], "not_evaluated")
         check(rep["gpu"]["busy_ns"] is None and rep["gpu"]["busy_share"] is None, "gpu busy unknown")
     rep, _ = env.json_report(env.mem_trace("sync_item"))
     w = rep["cuda_host"]["waits"]

@@ -543,7 +543,7 @@ int test_rules_framework(void)
     CHECK(wsl_severity_of(5, 100) == WSL_SEVERITY_MEDIUM && wsl_severity_of(4, 100) == WSL_SEVERITY_LOW);
     CHECK(wsl_severity_of(5, 0) == WSL_SEVERITY_LOW);
     CHECK(strcmp(wsl_severity_name(WSL_SEVERITY_HIGH), "high") == 0);
-    CHECK(wsl_rule_count == 12);
+    CHECK(wsl_rule_count == 16);
     for (size_t i = 0; i < wsl_rule_count; i++)
         CHECK(wsl_rules[i]->id && wsl_rules[i]->needs && wsl_rules[i]->how_computed && wsl_rules[i]->fix &&
               wsl_rules[i]->evaluate);

@@ -1,0 +1,407 @@
+/* Phases of a process: start-up, warm-up, steady state, teardown (phase_analysis.h). */
+#include "phase_analysis.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "u64_map.h"
+#include "util.h"
+
+#define GRAM 8u                 /* launches matched to find a period's candidates */
+#define MAX_PERIOD 200000u      /* launches: longer periods are not looked for */
+#define MAX_CANDIDATES 16u
+#define VERIFY_SHARE 0.9
+#define GROW_SHARE 0.8
+#define MIN_PERIODS 3u
+#define MIN_REGION 30u          /* launches */
+
+enum wsl_phase_op wsl_phase_op_of(unsigned category, const char *base)
+{
+    switch (category) {
+    case WSL_CAT_LAUNCH: return WSL_PHASE_LAUNCH;
+    case WSL_CAT_GRAPH: return WSL_PHASE_GRAPH;
+    case WSL_CAT_COPY_ANY_ASYNC: case WSL_CAT_COPY_HTOD_ASYNC: case WSL_CAT_COPY_DTOH_ASYNC:
+    case WSL_CAT_COPY_DTOD_ASYNC: case WSL_CAT_MEMSET_ASYNC:
+        return WSL_PHASE_SUBMIT;
+    case WSL_CAT_COPY_ANY: case WSL_CAT_COPY_HTOD: case WSL_CAT_COPY_DTOH: case WSL_CAT_COPY_DTOD:
+    case WSL_CAT_MEMSET:
+        return WSL_PHASE_SUBMIT_BREAK;
+    case WSL_CAT_SYNC_STREAM: case WSL_CAT_SYNC_CTX: case WSL_CAT_SYNC_EVENT: case WSL_CAT_ALLOC:
+    case WSL_CAT_ALLOC_MANAGED: case WSL_CAT_FREE: case WSL_CAT_HOST_ALLOC: case WSL_CAT_HOST_FREE:
+    case WSL_CAT_HOST_REGISTER: case WSL_CAT_HOST_UNREGISTER:
+    case WSL_CAT_IO_OPEN: case WSL_CAT_IO_READ: case WSL_CAT_IO_MMAP: case WSL_CAT_IO_STAT: case WSL_CAT_IO_SEEK:
+    case WSL_CAT_IO_CLOSE:
+        return WSL_PHASE_BREAK;
+    case WSL_CAT_OTHER:
+        if (base && (!strncmp(base, "cuModuleLoad", 12) || !strncmp(base, "cuLibraryLoad", 13)))
+            return WSL_PHASE_MODULE_LOAD;
+        return WSL_PHASE_NONE;
+    default: return WSL_PHASE_NONE;
+    }
+}
+
+const char *wsl_steady_method_name(enum wsl_steady_method m)
+{
+    switch (m) {
+    case WSL_STEADY_NVTX: return "nvtx_steps";
+    case WSL_STEADY_REPETITION: return "repetition";
+    case WSL_STEADY_AFTER_LOADS: return "after_module_loads";
+    case WSL_STEADY_WHOLE: return "whole_gpu_phase";
+    default: return "none";
+    }
+}
+
+struct seq {                    /* one thread's launches, in its order */
+    uint32_t tid;
+    uint32_t *ids;              /* dense function ids */
+    uint64_t *ticks;            /* their start */
+    uint8_t *broken;            /* 1: the thread waited or did other work of its own since its launch before */
+    bool pending_break;
+    size_t n, cap;
+    uint64_t total;             /* launches, kept or not */
+};
+
+struct wsl_phase_trace {
+    struct wsl_u64_map func_ids;    /* handle -> dense id + 1 */
+    uint32_t next_id;
+    struct seq *seqs;
+    size_t seq_count;
+    struct seq *cur;                /* the chunk's thread, or NULL past the cap */
+    uint32_t cur_tid;
+    bool have_cur;
+    bool any_submit;
+    uint64_t first_submit, last_submit_end;  /* ticks */
+    uint64_t launches;
+    uint64_t (*loads)[2];           /* module loads: start, end (ticks) */
+    size_t load_count;
+    uint64_t loads_total, load_ticks_total;
+};
+
+struct wsl_phase_trace *wsl_phase_trace_begin(void)
+{
+    return xcalloc(1, sizeof(struct wsl_phase_trace));
+}
+
+void wsl_phase_trace_thread(struct wsl_phase_trace *t, uint32_t tid)
+{
+    if (t->have_cur && t->cur_tid == tid)
+        return;
+    t->have_cur = true;
+    t->cur_tid = tid;
+    t->cur = NULL;
+    for (size_t i = 0; i < t->seq_count; i++)
+        if (t->seqs[i].tid == tid) {
+            t->cur = &t->seqs[i];
+            return;
+        }
+    if (t->seq_count >= WSL_PHASE_MAX_THREADS)
+        return;
+    t->seqs = xrealloc(t->seqs, (t->seq_count + 1) * sizeof *t->seqs);
+    t->cur = &t->seqs[t->seq_count++];
+    memset(t->cur, 0, sizeof *t->cur);
+    t->cur->tid = tid;
+}
+
+static uint32_t func_id(struct wsl_phase_trace *t, uint64_t handle)
+{
+    uint64_t key = handle ? handle : ~0ull;
+    struct wsl_u64_slot *s = wsl_u64_map_find(&t->func_ids, key);
+    if (s)
+        return (uint32_t)s->value;
+    uint32_t id = t->next_id++;
+    wsl_u64_map_insert(&t->func_ids, key, id);
+    return id;
+}
+
+void wsl_phase_trace_event(struct wsl_phase_trace *t, enum wsl_phase_op op, const struct wsl_event *ev)
+{
+    if (op == WSL_PHASE_MODULE_LOAD) {
+        t->loads_total++;
+        t->load_ticks_total += ev->t_end - ev->t_start;
+        if (t->load_count < WSL_PHASE_MAX_LOADS) {
+            if (!(t->load_count & (t->load_count - 1)) || !t->load_count)
+                t->loads = xrealloc(t->loads, (t->load_count ? 2 * t->load_count : 16) * sizeof *t->loads);
+            t->loads[t->load_count][0] = ev->t_start;
+            t->loads[t->load_count][1] = ev->t_end;
+            t->load_count++;
+        }
+        return;
+    }
+    if (op == WSL_PHASE_BREAK || op == WSL_PHASE_SUBMIT_BREAK) {
+        if (t->cur)
+            t->cur->pending_break = true;
+        if (op == WSL_PHASE_BREAK)
+            return;
+    }
+    if (ev->result != 0)
+        return;
+    if (!t->any_submit || ev->t_start < t->first_submit)
+        t->first_submit = ev->t_start;
+    if (!t->any_submit || ev->t_end > t->last_submit_end)
+        t->last_submit_end = ev->t_end;
+    t->any_submit = true;
+    if (op != WSL_PHASE_LAUNCH && op != WSL_PHASE_GRAPH)
+        return;
+    t->launches++;
+    struct seq *q = t->cur;
+    if (!q)
+        return;
+    q->total++;
+    if (q->n >= WSL_PHASE_MAX_SEQ)
+        return;
+    if (q->n == q->cap) {
+        q->cap = q->cap ? 2 * q->cap : 1024;
+        q->ids = xrealloc(q->ids, q->cap * sizeof *q->ids);
+        q->ticks = xrealloc(q->ticks, q->cap * sizeof *q->ticks);
+        q->broken = xrealloc(q->broken, q->cap * sizeof *q->broken);
+    }
+    q->broken[q->n] = q->pending_break;
+    q->pending_break = false;
+    /* a graph's exec and a kernel's function never share a handle value in practice; keep them apart anyway */
+    q->ids[q->n] = func_id(t, op == WSL_PHASE_GRAPH ? ev->a[0] ^ 0x8000000000000000ull : ev->a[0]);
+    q->ticks[q->n] = ev->t_start;
+    q->n++;
+}
+
+void wsl_phase_trace_discard(struct wsl_phase_trace *t)
+{
+    if (!t)
+        return;
+    for (size_t i = 0; i < t->seq_count; i++) {
+        free(t->seqs[i].ids);
+        free(t->seqs[i].ticks);
+        free(t->seqs[i].broken);
+    }
+    free(t->seqs);
+    free(t->loads);
+    wsl_u64_map_free(&t->func_ids);
+    free(t);
+}
+
+/* ---- the period of a launch sequence ------------------------------------------------- */
+
+static size_t agree(const uint32_t *ids, size_t from, size_t to, uint32_t p)
+{
+    size_t m = 0;
+    for (size_t i = from; i < to; i++)
+        m += ids[i] == ids[i - p];
+    return m;
+}
+
+static bool verify(const uint32_t *ids, size_t anchor, uint32_t p)
+{
+    if (anchor < 2 * (size_t)p)
+        return false;
+    size_t w = 3 * (size_t)p > 64 ? 3 * (size_t)p : 64;
+    if (w > anchor - p)
+        w = anchor - p;
+    if (w < p)
+        return false;
+    return (double)agree(ids, anchor - w, anchor, p) >= VERIFY_SHARE * (double)w;
+}
+
+uint32_t wsl_phase_find_period(const uint32_t *ids, size_t n, size_t anchor, size_t *s, size_t *e)
+{
+    if (anchor > n || anchor < 2 * GRAM)
+        return 0;
+    const uint32_t *gram = ids + anchor - GRAM;
+    uint32_t p = 0;
+    unsigned candidates = 0;
+    size_t lowest = anchor > MAX_PERIOD + GRAM ? anchor - MAX_PERIOD : GRAM;
+    for (size_t j = anchor - 1; j >= lowest && candidates < MAX_CANDIDATES; j--) {
+        if (ids[j - 1] != gram[GRAM - 1] || memcmp(ids + j - GRAM, gram, GRAM * sizeof *ids) != 0)
+            continue;
+        candidates++;
+        if (verify(ids, anchor, (uint32_t)(anchor - j))) {
+            p = (uint32_t)(anchor - j);
+            break;
+        }
+    }
+    if (!p)
+        return 0;
+    /* grow: a block of one period belongs when most of it repeats the period before it */
+    size_t start = anchor, end = anchor;
+    while (start >= 2 * (size_t)p && (double)agree(ids, start - p, start, p) >= GROW_SHARE * p)
+        start -= p;
+    start = start >= p ? start - p : 0; /* the period the first matching block repeated */
+    while (end + p <= n && (double)agree(ids, end, end + p, p) >= GROW_SHARE * p)
+        end += p;
+    if (end < n && end + p > n && (double)agree(ids, end, n, p) >= GROW_SHARE * (double)(n - end))
+        end = n;
+    if (end - start < (size_t)MIN_PERIODS * p || end - start < MIN_REGION)
+        return 0;
+    *s = start;
+    *e = end;
+    return p;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static uint64_t median(uint64_t *v, size_t n)
+{
+    qsort(v, n, sizeof *v, cmp_u64);
+    return n ? v[n / 2] : 0;
+}
+
+/* Leading steps slower than WSL_PHASE_OUTLIER x the median of the rest: warm-up. */
+static size_t leading_outliers(const uint64_t *d, size_t n, uint64_t *med, uint64_t *excess)
+{
+    uint64_t *v = xmalloc((n ? n : 1) * sizeof *v);
+    memcpy(v, d, n * sizeof *v);
+    *med = median(v, n);
+    free(v);
+    size_t k = 0;
+    *excess = 0;
+    while (k + 1 < n && (double)d[k] > WSL_PHASE_OUTLIER * (double)*med) {
+        *excess += d[k] - *med;
+        k++;
+    }
+    return k;
+}
+
+static void count_loads(struct wsl_phases *ph, const uint64_t (*loads_ns)[2], size_t n)
+{
+    ph->warmup_module_loads = ph->warmup_module_load_ns = ph->steady_module_loads = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (loads_ns[i][0] < ph->steady_start_ns) {
+            ph->warmup_module_loads++;
+            ph->warmup_module_load_ns += loads_ns[i][1] - loads_ns[i][0];
+        } else if (loads_ns[i][0] <= ph->steady_end_ns) {
+            ph->steady_module_loads++;
+        }
+    }
+}
+
+void wsl_phase_trace_end(struct wsl_phase_trace *t, const struct wsl_clock_map *clock, uint64_t start_ns,
+                         uint64_t end_ns, struct wsl_phases *ph)
+{
+    memset(ph, 0, sizeof *ph);
+    ph->start_ns = start_ns;
+    ph->end_ns = end_ns;
+    ph->module_loads = t->loads_total;
+    ph->module_load_ns = wsl_clock_duration_ns(clock, t->load_ticks_total);
+    ph->launches = t->launches;
+    uint64_t (*loads_ns)[2] = xmalloc((t->load_count ? t->load_count : 1) * sizeof *loads_ns);
+    for (size_t i = 0; i < t->load_count; i++) {
+        loads_ns[i][0] = wsl_clock_to_ns(clock, t->loads[i][0]);
+        loads_ns[i][1] = wsl_clock_to_ns(clock, t->loads[i][1]);
+    }
+    if (!t->any_submit) {
+        free(loads_ns);
+        wsl_phase_trace_discard(t);
+        return;
+    }
+    ph->first_submit_ns = wsl_clock_to_ns(clock, t->first_submit);
+    ph->last_submit_ns = wsl_clock_to_ns(clock, t->last_submit_end);
+    if (ph->first_submit_ns < start_ns)
+        ph->first_submit_ns = start_ns;
+    if (ph->end_ns < ph->last_submit_ns)
+        ph->end_ns = ph->last_submit_ns;
+
+    /* the busiest thread's launch stream */
+    const struct seq *q = NULL;
+    for (size_t i = 0; i < t->seq_count; i++)
+        if (!q || t->seqs[i].n > q->n)
+            q = &t->seqs[i];
+    for (size_t i = 1; q && i < q->n; i++) {
+        uint64_t g = wsl_clock_duration_ns(clock, q->ticks[i] > q->ticks[i - 1] ? q->ticks[i] - q->ticks[i - 1] : 0);
+        if (g < WSL_PHASE_DISPATCH_GAP && !q->broken[i])
+            ph->dispatch_gaps++, ph->dispatch_gap_ns += g;
+        else
+            ph->long_gaps++, ph->long_gap_ns += g;
+    }
+    uint32_t best_p = 0;
+    size_t best_s = 0, best_e = 0;
+    if (q && q->n >= MIN_REGION) {
+        const size_t anchors[4] = {q->n / 4, q->n / 2, 3 * q->n / 4, q->n};
+        for (int a = 0; a < 4; a++) {
+            size_t s, e;
+            uint32_t p = wsl_phase_find_period(q->ids, q->n, anchors[a], &s, &e);
+            if (p && e - s > best_e - best_s) {
+                best_p = p;
+                best_s = s;
+                best_e = e;
+            }
+        }
+    }
+    if (best_p) {
+        size_t periods = (best_e - best_s) / best_p;
+        uint64_t *d = xmalloc(periods * sizeof *d);
+        for (size_t k = 0; k < periods; k++) {
+            size_t a = best_s + k * best_p, b = a + best_p;
+            uint64_t tb = b < q->n ? q->ticks[b] : t->last_submit_end;
+            d[k] = wsl_clock_duration_ns(clock, tb > q->ticks[a] ? tb - q->ticks[a] : 0);
+        }
+        uint64_t med, excess;
+        size_t out = leading_outliers(d, periods, &med, &excess);
+        free(d);
+        best_s += out * best_p;
+        /* warm-up's time beyond what its launches take at the steady state's pace (busiest thread) */
+        uint64_t t_end = best_e < q->n ? q->ticks[best_e] : t->last_submit_end;
+        double per_launch = (double)wsl_clock_duration_ns(clock, t_end > q->ticks[best_s] ? t_end - q->ticks[best_s] : 0) /
+                            (double)(best_e - best_s);
+        uint64_t steady_start = wsl_clock_to_ns(clock, q->ticks[best_s]);
+        double warm = (double)(steady_start > ph->first_submit_ns ? steady_start - ph->first_submit_ns : 0) -
+                      (double)best_s * per_launch;
+        excess = warm > (double)excess ? (uint64_t)warm : excess;
+        ph->method = WSL_STEADY_REPETITION;
+        ph->period_launches = best_p;
+        ph->steps = periods - out;
+        ph->warmup_steps = out;
+        ph->warmup_excess_ns = excess;
+        ph->step_ns = med;
+        ph->steady_start_ns = wsl_clock_to_ns(clock, q->ticks[best_s]);
+        /* the region runs to the end of the kept launches: the steady state lasts to the last submission */
+        ph->steady_end_ns = best_e < q->n ? wsl_clock_to_ns(clock, q->ticks[best_e]) : ph->last_submit_ns;
+    } else {
+        /* no repetition: from the last module load of the GPU phase's first half on */
+        uint64_t mid = ph->first_submit_ns + (ph->last_submit_ns - ph->first_submit_ns) / 2, after = 0;
+        for (size_t i = 0; i < t->load_count; i++)
+            if (loads_ns[i][1] <= mid && loads_ns[i][1] > after)
+                after = loads_ns[i][1];
+        ph->method = after > ph->first_submit_ns ? WSL_STEADY_AFTER_LOADS : WSL_STEADY_WHOLE;
+        ph->steady_start_ns = after > ph->first_submit_ns ? after : ph->first_submit_ns;
+        ph->steady_end_ns = ph->last_submit_ns;
+    }
+    if (ph->steady_start_ns < ph->first_submit_ns)
+        ph->steady_start_ns = ph->first_submit_ns;
+    if (ph->steady_end_ns < ph->steady_start_ns)
+        ph->steady_end_ns = ph->steady_start_ns;
+    count_loads(ph, (const uint64_t(*)[2])loads_ns, t->load_count);
+    /* kept for wsl_phase_from_steps: the loads, in ns (at most WSL_PHASE_MAX_LOADS) */
+    free(loads_ns);
+    wsl_phase_trace_discard(t);
+}
+
+void wsl_phase_from_steps(struct wsl_phases *ph, const uint64_t *t0, const uint64_t *t1, size_t n)
+{
+    if (ph->method == WSL_STEADY_NONE || n < MIN_PERIODS)
+        return;
+    uint64_t *d = xmalloc(n * sizeof *d);
+    for (size_t i = 0; i < n; i++)
+        d[i] = t1[i] > t0[i] ? t1[i] - t0[i] : 0;
+    uint64_t med, excess;
+    size_t out = leading_outliers(d, n, &med, &excess);
+    free(d);
+    /* module loads were counted against the old boundaries: move them with it */
+    uint64_t loads_before = ph->warmup_module_loads, load_ns_before = ph->warmup_module_load_ns;
+    uint64_t old_start = ph->steady_start_ns;
+    ph->method = WSL_STEADY_NVTX;
+    ph->period_launches = 0;
+    ph->steps = n - out;
+    ph->warmup_steps = out;
+    ph->warmup_excess_ns = excess;
+    ph->step_ns = med;
+    ph->steady_start_ns = t0[out] > ph->first_submit_ns ? t0[out] : ph->first_submit_ns;
+    ph->steady_end_ns = t1[n - 1] > ph->steady_start_ns ? t1[n - 1] : ph->steady_start_ns;
+    if (ph->steady_start_ns != old_start) {
+        /* without the loads' times here, those in warm-up stay as counted when the start moved later;
+         * an earlier start leaves the count an upper bound */
+        ph->warmup_module_loads = loads_before;
+        ph->warmup_module_load_ns = load_ns_before;
+    }
+}

@@ -1,0 +1,108 @@
+/*
+ * Phases of a run, per process (docs/report.md, "Phases"):
+ *
+ *   start-up      process start -> its first GPU submission (imports, set-up, data)
+ *   warm-up       first submission -> the steady state (module loads, JIT and
+ *                 compilation, the first steps' outliers)
+ *   steady state  the repeating part: NVTX step instances when the program marks
+ *                 its steps, else the launch stream's repetition
+ *   teardown      steady state's end -> process end
+ *
+ * Finding the steady state without NVTX: the launch sequence (function handles,
+ * in order) of the thread that launched most is searched for a period P: a run
+ * of 8 launches is looked up earlier in the sequence, and a candidate distance
+ * holds when at least 90% of the launches over max(3P, 64) launches equal the
+ * launch P before them. The periodic region then grows from its anchor, one
+ * period at a time, in both directions, while at least 80% of a period's
+ * launches match; anchors at 1/4, 1/2, 3/4 and the end of the sequence are
+ * tried and the longest region wins. Its leading periods (or NVTX steps) more
+ * than 1.5x the median's duration are warm-up outliers.
+ *
+ * Memory is bounded: at most WSL_PHASE_MAX_SEQ launches kept per thread
+ * (WSL_PHASE_MAX_THREADS threads), WSL_PHASE_MAX_LOADS module loads per trace.
+ *
+ * Use, per trace: wsl_phase_trace_begin; wsl_phase_trace_thread for each EVENTS
+ * chunk and wsl_phase_trace_event for the events whose op is not NONE; then
+ * wsl_phase_trace_end. Once the run's NVTX step is known, wsl_phase_from_steps
+ * replaces the repetition's steady state with the steps'.
+ */
+#ifndef WSLSHIM_PHASE_ANALYSIS_H
+#define WSLSHIM_PHASE_ANALYSIS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trace_reader.h"
+
+#define WSL_PHASE_MAX_SEQ (1u << 20)     /* launches kept per thread */
+#define WSL_PHASE_MAX_THREADS 64u        /* threads whose launches are kept, per trace */
+#define WSL_PHASE_MAX_LOADS 65536u       /* module loads kept per trace */
+#define WSL_PHASE_OUTLIER 1.5            /* a leading step this much slower than the median is warm-up */
+#define WSL_PHASE_DISPATCH_GAP 2000000u  /* ns: a longer gap between launches is not dispatch */
+
+enum wsl_phase_op {
+    WSL_PHASE_NONE = 0,
+    WSL_PHASE_LAUNCH,       /* a kernel launch: a0 the function */
+    WSL_PHASE_GRAPH,        /* a graph launch: a0 the graph exec */
+    WSL_PHASE_SUBMIT,       /* other GPU work submitted: copies, memsets */
+    WSL_PHASE_MODULE_LOAD,  /* cuModuleLoad*, cuLibraryLoad* */
+    WSL_PHASE_BREAK,        /* a wait or other work of the thread's own: file I/O, a synchronization, an
+                               allocation; the gap to its next launch is not dispatch */
+    WSL_PHASE_SUBMIT_BREAK, /* a copy or memset that waits (synchronous): both */
+};
+
+enum wsl_phase_op wsl_phase_op_of(unsigned category, const char *base);
+
+enum wsl_steady_method {
+    WSL_STEADY_NONE = 0,     /* no GPU work */
+    WSL_STEADY_NVTX,         /* NVTX step instances */
+    WSL_STEADY_REPETITION,   /* the launch stream's period */
+    WSL_STEADY_AFTER_LOADS,  /* no repetition: from the last module load of the first half on */
+    WSL_STEADY_WHOLE,        /* no repetition and no loads: the whole GPU phase */
+};
+
+const char *wsl_steady_method_name(enum wsl_steady_method m);
+
+/* One process's phases, ns on the run's clock (CLOCK_MONOTONIC). With method
+ * NONE only start_ns and end_ns hold. */
+struct wsl_phases {
+    enum wsl_steady_method method;
+    uint64_t start_ns, first_submit_ns, steady_start_ns, steady_end_ns, end_ns;
+    uint64_t last_submit_ns;        /* end of its last GPU submission call */
+    uint64_t steps;                 /* in the steady state: NVTX steps, or periods of the launch stream */
+    uint64_t warmup_steps;          /* steps (periods) before it, slower than WSL_PHASE_OUTLIER x the median */
+    uint64_t warmup_excess_ns;      /* NVTX: those steps' time beyond the median's; repetition: the warm-up's
+                                       time beyond what its launches take at the steady state's pace */
+    uint64_t step_ns;               /* median step (period) in the steady state */
+    uint32_t period_launches;       /* repetition: launches of one period on the busiest thread */
+    uint64_t launches;              /* kernel and graph launches, all threads */
+    /* Gaps from one launch to the next on the busiest launching thread: those under
+     * WSL_PHASE_DISPATCH_GAP with no file I/O, synchronization or allocation of the thread's own in
+     * them are the host dispatching (framework and driver work per operation); the others are the
+     * host doing something else (waiting for data or the GPU, evaluation...). */
+    uint64_t dispatch_gaps, dispatch_gap_ns, long_gaps, long_gap_ns;
+    uint64_t module_loads, module_load_ns;              /* every module and library load */
+    uint64_t warmup_module_loads, warmup_module_load_ns; /* of them, before the steady state */
+    uint64_t steady_module_loads;
+};
+
+struct wsl_phase_trace;
+
+struct wsl_phase_trace *wsl_phase_trace_begin(void);
+void wsl_phase_trace_thread(struct wsl_phase_trace *t, uint32_t tid);
+void wsl_phase_trace_event(struct wsl_phase_trace *t, enum wsl_phase_op op, const struct wsl_event *ev);
+/* Finds the phases of the trace's process (start and end in ns) and frees t. */
+void wsl_phase_trace_end(struct wsl_phase_trace *t, const struct wsl_clock_map *clock, uint64_t start_ns,
+                         uint64_t end_ns, struct wsl_phases *out);
+void wsl_phase_trace_discard(struct wsl_phase_trace *t);
+
+/* The process's steady state from its NVTX step instances (ns, in time order):
+ * leading outliers are warm-up, the rest the steady state. Needs at least 3. */
+void wsl_phase_from_steps(struct wsl_phases *ph, const uint64_t *t0, const uint64_t *t1, size_t n);
+
+/* The period of ids[0..n) around `anchor` and the periodic region [*s, *e);
+ * 0 when none (exposed for the unit test). */
+uint32_t wsl_phase_find_period(const uint32_t *ids, size_t n, size_t anchor, size_t *s, size_t *e);
+
+#endif /* WSLSHIM_PHASE_ANALYSIS_H */
