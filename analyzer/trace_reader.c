@@ -25,6 +25,8 @@
 #define FRAME_BUFFER_MAX (32u << 20)    /* a frame larger than this is parsed before its checksum
                                            is checked (the shim's are about 1 MiB) */
 #define READER_WARNINGS_MAX 4
+#define SEQ_TRACKED_MAX (1u << 24)      /* chunk numbers remembered (2 MiB of bits); the shim
+                                           writes a few per second and thread */
 #define PAYLOAD_INITIAL_SIZE (64u << 10)
 #define API_NAME_MAX 255u       /* longer symbol names mean corruption */
 #define HEADER_SIZE_MAX 4096u   /* a file header this big means corruption */
@@ -74,6 +76,10 @@ struct wsl_reader {
     uint32_t seq_breaks;        /* numbered chunks out of sequence */
     uint64_t seq_first_break_at;
     uint32_t seq_first_got, seq_first_want;
+    uint8_t *seq_seen;          /* a bit per chunk number seen, up to SEQ_TRACKED_MAX */
+    size_t seq_seen_bytes;
+    uint32_t seq_repeats;       /* chunks whose number was seen before: skipped */
+    bool chunk_skipped;         /* parse_events skipped the chunk: read the next one */
 
     /* warnings about what was read (one line each) */
     char warnings[READER_WARNINGS_MAX][WSL_READER_ERRLEN];
@@ -140,11 +146,16 @@ static void add_warning(struct wsl_reader *r, const char *fmt, ...) __attribute_
 /* Once the read stops: numbered EVENTS chunks (1.7) out of sequence. */
 static void seq_warning(struct wsl_reader *r)
 {
-    if (r->seq_breaks)
+    if (r->seq_breaks) {
+        char skipped[64] = "";
+        if (r->seq_repeats)
+            snprintf(skipped, sizeof skipped, "; %u repeated chunk%s skipped", r->seq_repeats,
+                     r->seq_repeats == 1 ? "" : "s");
         add_warning(r, "%u EVENTS chunk%s out of sequence (the first at decompressed byte %llu: number %u where %u "
-                       "was due): frames of the trace were lost, repeated or reordered",
+                       "was due): frames of the trace were lost, repeated or reordered%s",
                     r->seq_breaks, r->seq_breaks == 1 ? "" : "s", (unsigned long long)r->seq_first_break_at,
-                    r->seq_first_got, r->seq_first_want);
+                    r->seq_first_got, r->seq_first_want, skipped);
+    }
     r->seq_breaks = 0;
 }
 
@@ -903,6 +914,27 @@ static enum wsl_read_result parse_events(struct wsl_reader *r, uint32_t type, ui
             r->seq_first_want = want;
         }
         r->seq_last = eh.seq;
+        if (eh.seq < SEQ_TRACKED_MAX) {
+            size_t byte = eh.seq / 8;
+            if (byte >= r->seq_seen_bytes) {
+                size_t n = r->seq_seen_bytes ? r->seq_seen_bytes : 64;
+                while (n <= byte)
+                    n *= 2;
+                uint8_t *p = realloc(r->seq_seen, n);
+                if (!p)
+                    return out_of_memory(r, "out of memory");
+                memset(p + r->seq_seen_bytes, 0, n - r->seq_seen_bytes);
+                r->seq_seen = p;
+                r->seq_seen_bytes = n;
+            }
+            uint8_t bit = (uint8_t)(1u << (eh.seq % 8));
+            if (r->seq_seen[byte] & bit) { /* a repeated frame: its events were handed out already */
+                r->seq_repeats++;
+                r->chunk_skipped = true;
+                return WSL_READ_ITEM;
+            }
+            r->seq_seen[byte] |= bit;
+        }
     }
     r->in_events = true;
     r->ev_packed = packed;
@@ -1047,7 +1079,14 @@ enum wsl_read_result wsl_reader_next(struct wsl_reader *r, struct wsl_item *item
             return WSL_READ_ITEM;
         case WSL_CHUNK_EVENTS:
         case WSL_CHUNK_EVENTS_PACKED:
-            return parse_events(r, ch.type, ch.size, item);
+        {
+            enum wsl_read_result res = parse_events(r, ch.type, ch.size, item);
+            if (r->chunk_skipped) {
+                r->chunk_skipped = false;
+                continue;
+            }
+            return res;
+        }
         case WSL_CHUNK_DRIVER:
             return parse_driver(r, ch.size, item);
         case WSL_CHUNK_END:
@@ -1323,6 +1362,7 @@ void wsl_reader_close(struct wsl_reader *r)
     free(r->name_arenas);
     free(r->table_items);
     free(r->argv);
+    free(r->seq_seen);
     wsl_mounts_free(r->mounts);
     free(r);
 }
