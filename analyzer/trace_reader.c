@@ -1254,15 +1254,16 @@ struct wsl_reader *wsl_reader_open(const char *path, char *err, size_t errlen)
         return NULL;
     }
     struct stat st;
-    if (fstat(r->fd, &st) == 0 && S_ISDIR(st.st_mode)) {
-        snprintf(err, errlen, "cannot read: %s", strerror(EISDIR));
+    int stat_errno = fstat(r->fd, &st) != 0 ? errno : S_ISDIR(st.st_mode) ? EISDIR : 0;
+    if (stat_errno) {
+        snprintf(err, errlen, "cannot read: %s", strerror(stat_errno));
         wsl_reader_close(r);
         return NULL;
     }
-    if (fstat(r->fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (!S_ISREG(st.st_mode)) {
         const char *what = S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISCHR(st.st_mode) ? "a character device"
                            : S_ISBLK(st.st_mode) ? "a block device" : S_ISSOCK(st.st_mode) ? "a socket"
-                           : S_ISDIR(st.st_mode) ? "a directory" : "not a regular file";
+                           : "not a regular file";
         snprintf(err, errlen, "not a trace file: it is %s (a trace is a regular file; copy it to one first)", what);
         wsl_reader_close(r);
         return NULL;
