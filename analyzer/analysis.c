@@ -592,15 +592,17 @@ int wsl_run_add_trace(struct wsl_run *run, const char *path, char *err, size_t e
     if (res == WSL_READ_ERROR) {
         snprintf(err, errlen, "%s", wsl_reader_message(r));
         rc = -1;
-    } else if (!have_process) {
-        add_warning(run, xasprintf("%s: %s; it ends before its process info, so it is left out", path,
-                                   wsl_reader_message(r)));
+    } else if (!have_process) { /* the reader says ERROR for these: a clean END without PROCESS cannot be */
+        snprintf(err, errlen, "not a usable trace: it has no process info");
+        rc = -1;
     } else {
         p.trace_path = xstrdup(path);
         p.truncated = res == WSL_READ_TRUNCATED;
         merge_trace(run, t, &p, wsl_reader_clock(r));
         if (p.truncated)
             add_warning(run, xasprintf("%s: %s", path, wsl_reader_message(r)));
+        for (size_t i = 0; wsl_reader_warning(r, i); i++)
+            add_warning(run, xasprintf("%s: %s", path, wsl_reader_warning(r, i)));
         if (p.dropped)
             add_warning(run, xasprintf("%s: %llu events dropped (the shim's buffers were full)", path,
                                        (unsigned long long)p.dropped));
@@ -610,7 +612,7 @@ int wsl_run_add_trace(struct wsl_run *run, const char *path, char *err, size_t e
         run->procs = xrealloc(run->procs, (run->proc_count + 1) * sizeof *run->procs);
         run->procs[run->proc_count++] = p;
     }
-    if (rc != 0 || !have_process)
+    if (rc != 0)
         free_process(&p);
     free_trace_state(t);
     free(t);

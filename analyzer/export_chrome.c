@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include "export_chrome.h"
+#include "output_file.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -169,6 +170,12 @@ static const char *kernel_name(const struct chrome_trace *t, uint64_t handle)
     return n;
 }
 
+static void add_result_warning(struct wsl_chrome_result *res, char *w)
+{
+    res->warnings = xrealloc(res->warnings, (res->warning_count + 1) * sizeof *res->warnings);
+    res->warnings[res->warning_count++] = w;
+}
+
 /* Pass 1. Returns 0, or -1 with err set (the trace is invalid). */
 static int scan_trace(struct chrome_trace *t, struct wsl_progress *progress, struct wsl_chrome_result *res,
                       char *err, size_t errlen)
@@ -245,12 +252,15 @@ static int scan_trace(struct chrome_trace *t, struct wsl_progress *progress, str
         return -1;
     }
     t->truncated = rr == WSL_READ_TRUNCATED;
-    if (t->truncated || !t->have_process) {
-        res->warnings = xrealloc(res->warnings, (res->warning_count + 1) * sizeof *res->warnings);
-        res->warnings[res->warning_count++] =
-            xasprintf("%s: %s%s", t->path, wsl_reader_message(r),
-                      t->have_process ? "" : "; it ends before its process info, so it is left out");
+    if (!t->have_process) { /* the reader says ERROR for these: a clean END without PROCESS cannot be */
+        snprintf(err, errlen, "not a usable trace: it has no process info");
+        wsl_reader_close(r);
+        return -1;
     }
+    if (t->truncated)
+        add_result_warning(res, xasprintf("%s: %s", t->path, wsl_reader_message(r)));
+    for (size_t i = 0; wsl_reader_warning(r, i); i++)
+        add_result_warning(res, xasprintf("%s: %s", t->path, wsl_reader_warning(r, i)));
     t->clock = *wsl_reader_clock(r);
     t->end_ns = t->start_ns;
     if (have_events && wsl_clock_to_ns(&t->clock, max_end) > t->end_ns)
@@ -848,7 +858,6 @@ int wsl_chrome_export(char *const *paths, size_t count, const struct wsl_chrome_
     uint64_t max_events = opt->max_events ? opt->max_events : WSL_CHROME_MAX_EVENTS_DEFAULT;
     struct chrome_trace **traces = xcalloc(count ? count : 1, sizeof *traces);
     int rc = 0;
-    char *tmp = NULL;
     FILE *out = NULL;
 
     /* pass 1 */
@@ -926,18 +935,11 @@ int wsl_chrome_export(char *const *paths, size_t count, const struct wsl_chrome_
                          have, lim, span_s, part);
     }
 
-    /* pass 2, into a temporary file renamed at the end */
-    bool to_stdout = strcmp(opt->output, "-") == 0;
-    if (rc == 0) {
-        if (to_stdout) {
-            out = stdout;
-        } else {
-            tmp = xasprintf("%s.tmp-%d", opt->output, (int)getpid());
-            out = fopen(tmp, "w");
-            if (!out)
-                rc = set_err(err, errlen, "%s: cannot write: %s", opt->output, strerror(errno));
-        }
-    }
+    /* pass 2, into a temporary file renamed at the end (a regular file; anything else in place) */
+    struct wsl_output o = {0};
+    if (rc == 0 && wsl_output_open(&o, opt->output, err, errlen) != 0)
+        rc = -1;
+    out = o.f;
     if (rc == 0) {
         static char buf[1 << 16];
         setvbuf(out, buf, _IOFBF, sizeof buf);
@@ -957,18 +959,10 @@ int wsl_chrome_export(char *const *paths, size_t count, const struct wsl_chrome_
             wsl_progress_next_file(opt->progress, file_size(traces[i]->path));
         }
         fputs("\n]}\n", out);
-        if (rc == 0 && (fflush(out) != 0 || ferror(out)))
-            rc = set_err(err, errlen, "%s: write error: %s", to_stdout ? "stdout" : opt->output, strerror(errno));
-        if (!to_stdout) {
-            if (fclose(out) != 0 && rc == 0)
-                rc = set_err(err, errlen, "%s: write error: %s", opt->output, strerror(errno));
-            if (rc == 0 && rename(tmp, opt->output) != 0)
-                rc = set_err(err, errlen, "%s: cannot write: %s", opt->output, strerror(errno));
-            if (rc != 0)
-                unlink(tmp);
-        }
+        char werr[512];
+        if (wsl_output_close(&o, rc == 0, werr, sizeof werr) != 0 && rc == 0)
+            rc = set_err(err, errlen, "%s", werr);
     }
-    free(tmp);
     for (size_t i = 0; i < n; i++)
         if (traces[i]) {
             trace_free(traces[i]);

@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -22,6 +23,7 @@
 #include "report_html.h"
 #include "export_chrome.h"
 #include "progress.h"
+#include "output_file.h"
 #include "report_output.h"
 #include "trace_reader.h"
 #include "util.h"
@@ -80,14 +82,41 @@ static void fail(const char *fmt, ...)
     exit(2);
 }
 
+/* Warnings about the input found before the report (bad traces of a folder, left out). */
+static char **input_warnings;
+static size_t input_warning_count;
+
+static void add_input_warning(char *w)
+{
+    input_warnings = xrealloc(input_warnings, (input_warning_count + 1) * sizeof *input_warnings);
+    input_warnings[input_warning_count++] = w;
+}
+
+/* Once the output is written: the input's warnings, then each run's (b: NULL for one run). */
+static void print_warnings(const struct wsl_run *a, const struct wsl_run *b)
+{
+    for (size_t i = 0; i < input_warning_count; i++) {
+        fprintf(stderr, PROG ": warning: %s\n", input_warnings[i]);
+        free(input_warnings[i]);
+    }
+    free(input_warnings);
+    input_warnings = NULL;
+    input_warning_count = 0;
+    for (size_t i = 0; a && i < a->warning_count; i++)
+        fprintf(stderr, PROG ": warning: %s\n", a->warnings[i]);
+    for (size_t i = 0; b && i < b->warning_count; i++)
+        fprintf(stderr, PROG ": warning: %s\n", b->warnings[i]);
+}
+
 struct trace_list {
     char **paths;
     dev_t *devs;
     ino_t *inos;
+    bool *in_dir;   /* found in a directory given: left out with a warning when bad */
     size_t count;
 };
 
-static void trace_list_add(struct trace_list *l, const char *path, const struct stat *st)
+static void trace_list_add(struct trace_list *l, const char *path, const struct stat *st, bool in_dir)
 {
     for (size_t i = 0; i < l->count; i++)
         if (l->devs[i] == st->st_dev && l->inos[i] == st->st_ino)
@@ -95,6 +124,8 @@ static void trace_list_add(struct trace_list *l, const char *path, const struct 
     l->paths = xrealloc(l->paths, (l->count + 1) * sizeof *l->paths);
     l->devs = xrealloc(l->devs, (l->count + 1) * sizeof *l->devs);
     l->inos = xrealloc(l->inos, (l->count + 1) * sizeof *l->inos);
+    l->in_dir = xrealloc(l->in_dir, (l->count + 1) * sizeof *l->in_dir);
+    l->in_dir[l->count] = in_dir;
     l->paths[l->count] = xstrdup(path);
     l->devs[l->count] = st->st_dev;
     l->inos[l->count] = st->st_ino;
@@ -142,7 +173,7 @@ static void add_directory(struct trace_list *l, const char *dir)
         char *path = xasprintf("%s%s%s", dir, n && dir[n - 1] == '/' ? "" : "/", names[i]);
         struct stat st;
         if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
-            trace_list_add(l, path, &st);
+            trace_list_add(l, path, &st, true);
             added++;
         }
         free(path);
@@ -161,7 +192,52 @@ static void add_argument(struct trace_list *l, const char *path)
     if (S_ISDIR(st.st_mode))
         add_directory(l, path);
     else
-        trace_list_add(l, path, &st);
+        trace_list_add(l, path, &st, false);
+}
+
+/* Removes trace i from the list. */
+static void trace_list_remove(struct trace_list *l, size_t i)
+{
+    free(l->paths[i]);
+    memmove(l->paths + i, l->paths + i + 1, (l->count - i - 1) * sizeof *l->paths);
+    memmove(l->devs + i, l->devs + i + 1, (l->count - i - 1) * sizeof *l->devs);
+    memmove(l->inos + i, l->inos + i + 1, (l->count - i - 1) * sizeof *l->inos);
+    memmove(l->in_dir + i, l->in_dir + i + 1, (l->count - i - 1) * sizeof *l->in_dir);
+    l->count--;
+}
+
+/* A trace that cannot be read: one named on the command line ends the program
+ * (exit 2); one found in a directory is left out with a warning, unless no
+ * trace of the list is left (exit 2). Returns whether trace i was removed. */
+static bool drop_bad_trace(struct trace_list *l, size_t i, const char *why, size_t *bad, char **first_bad)
+{
+    if (!l->in_dir[i])
+        fail("%s: %s", l->paths[i], why);
+    if (!*first_bad)
+        *first_bad = xasprintf("%s: %s", l->paths[i], why);
+    (*bad)++;
+    add_input_warning(xasprintf("%s: %s; left out of the report", l->paths[i], why));
+    trace_list_remove(l, i);
+    return true;
+}
+
+/* Checks that each trace has something to read (its process info), before any
+ * pass over them: a directory's bad traces (a 0-byte file left by a full disk)
+ * are named and left out; the others make the report. */
+static void check_traces(struct trace_list *l)
+{
+    size_t bad = 0;
+    char *first_bad = NULL;
+    for (size_t i = 0; i < l->count;) {
+        char err[WSL_READER_ERRLEN];
+        if (wsl_reader_probe(l->paths[i], err, sizeof err) != 0)
+            drop_bad_trace(l, i, err, &bad, &first_bad);
+        else
+            i++;
+    }
+    if (l->count == 0 && bad)
+        fail("no trace can be read (%zu bad, e.g. %s)", bad, first_bad);
+    free(first_bad);
 }
 
 /* A non-negative number of seconds (decimals allowed) as ns. */
@@ -194,6 +270,7 @@ static void free_trace_list(struct trace_list *l)
     free(l->paths);
     free(l->devs);
     free(l->inos);
+    free(l->in_dir);
 }
 
 /* --chrome: the timeline instead of the report. */
@@ -205,6 +282,7 @@ static int export_chrome(struct trace_list *traces, const struct wsl_chrome_opti
     wsl_progress_end(opt->progress);
     if (rc != 0)
         fail("%s", err);
+    print_warnings(NULL, NULL);
     for (size_t i = 0; i < res.warning_count; i++)
         fprintf(stderr, PROG ": warning: %s\n", res.warnings[i]);
     if (strcmp(opt->output, "-") != 0)
@@ -217,8 +295,6 @@ static int export_chrome(struct trace_list *traces, const struct wsl_chrome_opti
     return 0;
 }
 
-/* --html: a second pass over each run's traces (the timeline), then the
- * page, into a temporary file renamed at the end: a failure leaves no file. */
 /* --html --compare: the wall-time difference split into its causes, after the summary. */
 static void html_fmt_ns(FILE *out, int64_t ns)
 {
@@ -249,6 +325,9 @@ static void html_compare_causes(FILE *out, const struct wsl_html_run *runs, size
     fputs("</td></tr>\n</tbody>\n</table>\n</section>\n", out);
 }
 
+/* --html: a second pass over each run's traces (the timeline), then the
+ * page (output_file.h: a regular file is replaced only once the page is whole;
+ * a device or FIFO is written in place). */
 static void write_html(struct wsl_html_run *pages, size_t count, bool force_progress, const char *path,
                        const struct wsl_compare *cmp)
 {
@@ -269,40 +348,22 @@ static void write_html(struct wsl_html_run *pages, size_t count, bool force_prog
             fail("%s", err);
         pages[r].series = &series[r];
     }
-    bool to_stdout = strcmp(path, "-") == 0;
-    char *tmp = to_stdout ? NULL : xasprintf("%s.tmp-%d", path, (int)getpid());
-    FILE *out = to_stdout ? stdout : fopen(tmp, "w");
-    if (!out)
-        fail("%s: cannot write: %s", path, strerror(errno));
+    struct wsl_output o;
+    char err[512];
+    if (wsl_output_open(&o, path, err, sizeof err) != 0)
+        fail("%s", err);
     struct wsl_html_options hopt = {.title = NULL, .extra_section = cmp ? html_compare_causes : NULL,
                                     .extra_arg = (void *)cmp};
-    wsl_html_write(out, pages, count, &hopt);
-    bool bad = fflush(out) != 0 || ferror(out);
-    int saved = errno;
-    if (!to_stdout) {
-        if (fclose(out) != 0 && !bad) {
-            bad = true;
-            saved = errno;
-        }
-        if (!bad && rename(tmp, path) != 0) {
-            saved = errno;
-            unlink(tmp);
-            fail("%s: cannot write: %s", path, strerror(saved));
-        }
-        if (bad)
-            unlink(tmp);
-    }
-    if (bad)
-        fail("%s: write error: %s", to_stdout ? "stdout" : path, strerror(saved));
-    for (size_t r = 0; r < count; r++)
-        for (size_t i = 0; i < pages[r].run->warning_count; i++)
-            fprintf(stderr, PROG ": warning: %s\n", pages[r].run->warnings[i]);
+    wsl_html_write(o.f, pages, count, &hopt);
+    if (wsl_output_close(&o, true, err, sizeof err) != 0)
+        fail("%s", err);
+    bool to_stdout = o.is_stdout;
+    print_warnings(pages[0].run, count > 1 ? pages[1].run : NULL);
     if (!to_stdout)
         fprintf(stderr, PROG ": wrote %s: %zu run%s, %zu process%s, %zu bottleneck%s\n", path, count,
                 count == 1 ? "" : "s", pages[count - 1].run->proc_count,
                 pages[count - 1].run->proc_count == 1 ? "" : "es", pages[count - 1].run->finding_count,
                 pages[count - 1].run->finding_count == 1 ? "" : "s");
-    free(tmp);
     free(series);
 }
 
@@ -319,7 +380,8 @@ static enum color_when parse_color(const char *v)
     fail("option '--color' takes auto, always or never, not '%s' (see --help)", v);
 }
 
-/* Reads the traces of one run into run, with progress on a terminal; fails on the first bad one. */
+/* Reads the traces of one run into run, with progress on a terminal; a bad
+ * trace named on the command line fails the program, a directory's is left out. */
 static void load_run(struct wsl_run *run, struct trace_list *traces, bool force_progress)
 {
     uint64_t total_bytes = 0;
@@ -332,15 +394,26 @@ static void load_run(struct wsl_run *run, struct trace_list *traces, bool force_
     wsl_run_init(run);
     wsl_progress_begin(&progress, "reading traces", total_bytes, force_progress);
     run->progress = &progress;
-    for (size_t i = 0; i < traces->count; i++) {
+    size_t bad = 0;
+    char *first_bad = NULL;
+    for (size_t i = 0; i < traces->count;) {
         char err[WSL_READER_ERRLEN];
-        if (wsl_run_add_trace(run, traces->paths[i], err, sizeof err) != 0) {
-            wsl_progress_end(&progress);
-            fail("%s: %s", traces->paths[i], err);
-        }
         struct stat st;
-        wsl_progress_next_file(&progress, stat(traces->paths[i], &st) == 0 ? (uint64_t)st.st_size : 0);
+        uint64_t size = stat(traces->paths[i], &st) == 0 ? (uint64_t)st.st_size : 0;
+        if (wsl_run_add_trace(run, traces->paths[i], err, sizeof err) != 0) {
+            if (!traces->in_dir[i])
+                wsl_progress_end(&progress);
+            drop_bad_trace(traces, i, err, &bad, &first_bad);
+        } else {
+            i++;
+        }
+        wsl_progress_next_file(&progress, size);
     }
+    if (traces->count == 0 && bad) {
+        wsl_progress_end(&progress);
+        fail("no trace can be read (%zu bad, e.g. %s)", bad, first_bad);
+    }
+    free(first_bad);
     wsl_progress_end(&progress);
     run->progress = NULL;
     wsl_run_finish(run);
@@ -360,6 +433,8 @@ int main(int argc, char **argv)
     char **args = argv + 1;
     size_t nargs = 0;
 
+    /* A closed pipe is a write error to report (exit 2, one line), not a silent death. */
+    signal(SIGPIPE, SIG_IGN);
     for (int i = 1; i < argc; i++) {
         char *a = argv[i];
         if (options_done || a[0] != '-' || a[1] == 0) {
@@ -477,6 +552,7 @@ int main(int argc, char **argv)
     if (chrome) {
         for (size_t i = 0; i < nargs; i++)
             add_argument(&traces, args[i]);
+        check_traces(&traces);
         uint64_t total_bytes = 0;
         for (size_t i = 0; i < traces.count; i++) {
             struct stat st;
@@ -498,6 +574,8 @@ int main(int argc, char **argv)
     if (compare) {
         add_argument(&traces, compare_args[0]);
         add_argument(&traces_b, compare_args[1]);
+        check_traces(&traces);
+        check_traces(&traces_b);
         load_run(&run, &traces, force_progress);
         load_run(&run_b, &traces_b, force_progress);
         wsl_compare_build(&cmp, &run, &run_b);
@@ -508,6 +586,7 @@ int main(int argc, char **argv)
     } else {
         for (size_t i = 0; i < nargs; i++)
             add_argument(&traces, args[i]);
+        check_traces(&traces);
         load_run(&run, &traces, force_progress);
         if (project_opt.target) {
             char perr[512];
@@ -557,16 +636,14 @@ int main(int argc, char **argv)
     if (fclose(mem) != 0)
         fail("out of memory");
 
-    FILE *out = stdout;
-    if (output && !(out = fopen(output, "w")))
-        fail("%s: cannot write: %s", output, strerror(errno));
-    for (size_t i = 0; i < run.warning_count; i++)
-        fprintf(stderr, PROG ": warning: %s\n", run.warnings[i]);
-    for (size_t i = 0; compare && i < run_b.warning_count; i++)
-        fprintf(stderr, PROG ": warning: %s\n", run_b.warnings[i]);
-    fwrite(text, 1, text_size, out);
-    if (fflush(out) != 0 || ferror(out) || (out != stdout && fclose(out) != 0))
-        fail("%s: write error: %s", output ? output : "stdout", strerror(errno));
+    struct wsl_output o;
+    char werr[512];
+    if (wsl_output_open(&o, output ? output : "-", werr, sizeof werr) != 0)
+        fail("%s", werr);
+    fwrite(text, 1, text_size, o.f);
+    if (wsl_output_close(&o, true, werr, sizeof werr) != 0)
+        fail("%s", werr);
+    print_warnings(&run, compare ? &run_b : NULL);
 
     free(text);
     if (compare) {

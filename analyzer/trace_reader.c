@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -20,7 +21,12 @@
 #include <zstd.h>
 
 #define INPUT_BUFFER_SIZE (128u << 10)
-#define OUTPUT_BUFFER_SIZE (256u << 10)
+#define OUTPUT_BUFFER_SIZE (256u << 10) /* to start with: it grows to hold a whole zstd frame */
+#define FRAME_BUFFER_MAX (32u << 20)    /* a frame larger than this is parsed before its checksum
+                                           is checked (the shim's are about 1 MiB) */
+#define READER_WARNINGS_MAX 4
+#define SEQ_TRACKED_MAX (1u << 24)      /* chunk numbers remembered (2 MiB of bits); the shim
+                                           writes a few per second and thread */
 #define PAYLOAD_INITIAL_SIZE (64u << 10)
 #define API_NAME_MAX 255u       /* longer symbol names mean corruption */
 #define HEADER_SIZE_MAX 4096u   /* a file header this big means corruption */
@@ -39,13 +45,22 @@ struct wsl_reader {
     uint8_t *inbuf;
     bool eof;
 
-    /* stream */
+    /* stream: one zstd frame at a time, whole, so that a frame's checksum is checked
+     * before any of it is parsed (a damaged frame hands out nothing) */
     ZSTD_DCtx *dctx;
     uint8_t *outbuf;
-    size_t out_pos, out_end;
+    size_t out_pos, out_end, out_cap;
     bool frame_open;            /* the last zstd call left a frame unfinished */
     bool zstd_pending;          /* the last zstd call filled the output: it may hold more */
+    bool frame_partial;         /* outbuf holds the start of a frame larger than FRAME_BUFFER_MAX */
+    bool damaged;               /* zstd refused a frame: damage_at, damage_why say where and why */
+    uint64_t damage_at;         /* byte of the file where the damaged frame starts */
+    char damage_why[96];
+    uint64_t frame_start;       /* byte of the file where the frame being read starts */
+    uint64_t out_frame_at;      /* ... and where the one in outbuf started */
+    uint32_t frames_done;       /* complete frames read (checksums checked) */
     uint64_t bytes_in, bytes_out, offset; /* offset: decompressed bytes consumed by the parser */
+    uint64_t file_size;         /* of a file source (0: memory or unknown) */
 
     /* result */
     enum wsl_read_result done;  /* WSL_READ_ITEM while reading */
@@ -53,6 +68,23 @@ struct wsl_reader {
 
     /* chunks */
     bool seen_process, seen_end;
+    uint16_t version_minor;
+    uint64_t events_read;       /* events handed out */
+    uint64_t end_events_written; /* END's count */
+    uint64_t end_frame_at;      /* where END's frame starts in the file */
+    uint32_t seq_last;          /* the last numbered EVENTS chunk's seq (1.7), 0: none yet */
+    uint32_t seq_breaks;        /* numbered chunks out of sequence */
+    uint64_t seq_first_break_at;
+    uint32_t seq_first_got, seq_first_want;
+    uint8_t *seq_seen;          /* a bit per chunk number seen, up to SEQ_TRACKED_MAX */
+    size_t seq_seen_bytes;
+    uint32_t seq_repeats;       /* chunks whose number was seen before: skipped */
+    bool chunk_skipped;         /* parse_events skipped the chunk: read the next one */
+
+    /* warnings about what was read (one line each) */
+    char warnings[READER_WARNINGS_MAX][WSL_READER_ERRLEN];
+    size_t warning_count;
+
     uint8_t *payload;
     size_t payload_cap;
     uint64_t chunk_offset;      /* where the current chunk's header starts */
@@ -109,6 +141,24 @@ static const char *chunk_type_name(uint32_t type)
     }
 }
 
+static void add_warning(struct wsl_reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Once the read stops: numbered EVENTS chunks (1.7) out of sequence. */
+static void seq_warning(struct wsl_reader *r)
+{
+    if (r->seq_breaks) {
+        char skipped[64] = "";
+        if (r->seq_repeats)
+            snprintf(skipped, sizeof skipped, "; %u repeated chunk%s skipped", r->seq_repeats,
+                     r->seq_repeats == 1 ? "" : "s");
+        add_warning(r, "%u EVENTS chunk%s out of sequence (the first at decompressed byte %llu: number %u where %u "
+                       "was due): frames of the trace were lost, repeated or reordered%s",
+                    r->seq_breaks, r->seq_breaks == 1 ? "" : "s", (unsigned long long)r->seq_first_break_at,
+                    r->seq_first_got, r->seq_first_want, skipped);
+    }
+    r->seq_breaks = 0;
+}
+
 __attribute__((format(printf, 3, 4)))
 static enum wsl_read_result finish(struct wsl_reader *r, enum wsl_read_result res, const char *fmt, ...)
 {
@@ -120,10 +170,32 @@ static enum wsl_read_result finish(struct wsl_reader *r, enum wsl_read_result re
     va_end(ap);
     r->done = res;
     r->in_events = false;
+    seq_warning(r);
     return res;
 }
 
+static enum wsl_read_result clean_end(struct wsl_reader *r)
+{
+    r->done = WSL_READ_END;
+    seq_warning(r);
+    return WSL_READ_END;
+}
+
+static void add_warning(struct wsl_reader *r, const char *fmt, ...)
+{
+    if (r->warning_count == READER_WARNINGS_MAX)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->warnings[r->warning_count++], WSL_READER_ERRLEN, fmt, ap);
+    va_end(ap);
+}
+
+/* A chunk that is malformed although its zstd frame's checksum matched was
+ * written wrong: the trace is invalid (damage on disk is caught by the
+ * checksum, stream_fill). */
 #define corrupt(r, ...) finish((r), WSL_READ_ERROR, __VA_ARGS__)
+#define out_of_memory(r, ...) finish((r), WSL_READ_ERROR, __VA_ARGS__)
 
 /* ---- source and stream ------------------------------------------------------- */
 
@@ -156,27 +228,66 @@ static bool source_more(struct wsl_reader *r)
     return true;
 }
 
-/* Refills the output buffer; false at end of input or on an error (r->done says which). */
+/* Where the next compressed byte comes from, counted from the start of the file. */
+static uint64_t source_offset(const struct wsl_reader *r) { return r->bytes_in - (r->in.size - r->in.pos); }
+
+/* Decompresses the next zstd frame whole into the output buffer: zstd checks a
+ * frame's checksum at its end, so nothing of a damaged frame reaches the
+ * parser (r->damaged is set instead). At the end of the input, the part of a
+ * frame cut short is handed out (its complete blocks: a killed process's last
+ * frame); a frame beyond FRAME_BUFFER_MAX is handed out in parts, unchecked.
+ * False when nothing more comes (end of input, damage or an error). */
 static bool stream_fill(struct wsl_reader *r)
 {
+    r->out_pos = r->out_end = 0;
+    if (r->done == WSL_READ_ERROR || r->damaged)
+        return false;
+    if (!r->frame_partial && !r->frame_open)
+        r->frame_start = source_offset(r);
+    r->out_frame_at = r->frame_start;
+    r->frame_partial = false;
     for (;;) {
-        if (r->done == WSL_READ_ERROR)
-            return false;
-        if (r->in.pos == r->in.size && !r->zstd_pending && !source_more(r))
-            return false;
-        ZSTD_outBuffer out = {r->outbuf, OUTPUT_BUFFER_SIZE, 0};
+        if (r->in.pos == r->in.size && !r->zstd_pending && !source_more(r)) {
+            if (r->done == WSL_READ_ERROR)
+                return false;
+            r->bytes_out += r->out_end;
+            return r->out_end > 0; /* a frame cut short: its complete blocks */
+        }
+        if (r->out_end == r->out_cap) {
+            if (r->out_cap >= FRAME_BUFFER_MAX) {
+                r->frame_partial = true;
+                r->bytes_out += r->out_end;
+                return true;
+            }
+            size_t cap = r->out_cap * 2 < FRAME_BUFFER_MAX ? r->out_cap * 2 : FRAME_BUFFER_MAX;
+            uint8_t *p = realloc(r->outbuf, cap);
+            if (!p) {
+                out_of_memory(r, "out of memory for a zstd frame of %zu bytes", cap);
+                return false;
+            }
+            r->outbuf = p;
+            r->out_cap = cap;
+        }
+        ZSTD_outBuffer out = {r->outbuf, r->out_cap, r->out_end};
         size_t ret = ZSTD_decompressStream(r->dctx, &out, &r->in);
         if (ZSTD_isError(ret)) {
-            finish(r, WSL_READ_ERROR, "corrupt zstd data (%s)", ZSTD_getErrorName(ret));
+            r->damaged = true;
+            r->damage_at = r->frame_start;
+            snprintf(r->damage_why, sizeof r->damage_why, "%s", ZSTD_getErrorName(ret));
+            r->out_end = 0;
             return false;
         }
+        r->out_end = out.pos;
         r->frame_open = ret != 0;
         r->zstd_pending = out.pos == out.size;
-        if (out.pos) {
-            r->out_pos = 0;
-            r->out_end = out.pos;
-            r->bytes_out += out.pos;
-            return true;
+        if (ret == 0) { /* the frame ended and its checksum matched */
+            r->frames_done++;
+            r->zstd_pending = false;
+            r->frame_start = source_offset(r);
+            if (r->out_end) {
+                r->bytes_out += r->out_end;
+                return true;
+            }
         }
     }
 }
@@ -220,7 +331,7 @@ static size_t read_payload(struct wsl_reader *r, size_t size)
                 cap = size;
             uint8_t *p = realloc(r->payload, cap);
             if (!p) {
-                finish(r, WSL_READ_ERROR, "out of memory for a %zu-byte chunk", size);
+                out_of_memory(r, "out of memory for a %zu-byte chunk", size);
                 break;
             }
             r->payload = p;
@@ -234,11 +345,37 @@ static size_t read_payload(struct wsl_reader *r, size_t size)
     return have;
 }
 
+/* The warning for data after the END chunk, or after the trace's last frame. */
+static void warn_after_end(struct wsl_reader *r, const char *what, uint64_t at)
+{
+    add_warning(r, "%s after the END chunk, at byte %llu of the file, is not read: the trace ended before it", what,
+                (unsigned long long)at);
+}
+
 /* The stream ended (or failed) where a chunk should start or continue. */
 static enum wsl_read_result stream_ended(struct wsl_reader *r, bool mid_chunk)
 {
     if (r->done != WSL_READ_ITEM)
         return r->done;
+    const unsigned long long size = (unsigned long long)(r->file_size ? r->file_size : r->bytes_in);
+    if (!r->seen_process) {
+        if (r->damaged)
+            return finish(r, WSL_READ_ERROR, "not a readable trace: its first zstd frame is damaged (%s)",
+                          r->damage_why);
+        return finish(r, WSL_READ_ERROR, "too short to be a trace (%llu bytes): it ends before its process info",
+                      size);
+    }
+    if (r->seen_end && !mid_chunk && !(r->frame_open && r->frame_start == r->end_frame_at)) {
+        if (r->damaged)
+            warn_after_end(r, "data that is not a whole zstd frame", r->damage_at);
+        else if (r->frame_open)
+            warn_after_end(r, "an incomplete zstd frame", r->frame_start);
+        return clean_end(r);
+    }
+    if (r->damaged)
+        return finish(r, WSL_READ_TRUNCATED,
+                      "trace damaged at byte %llu of %llu (zstd: %s): read its %u complete frames before it",
+                      (unsigned long long)r->damage_at, size, r->damage_why, r->frames_done);
     if (mid_chunk)
         return finish(r, WSL_READ_TRUNCATED,
                       "trace cut short (inside a chunk at byte %llu), read up to its last complete block",
@@ -246,11 +383,7 @@ static enum wsl_read_result stream_ended(struct wsl_reader *r, bool mid_chunk)
     if (r->frame_open)
         return finish(r, WSL_READ_TRUNCATED,
                       "trace cut short (inside a zstd frame), read up to its last complete block");
-    if (!r->seen_end)
-        return finish(r, WSL_READ_TRUNCATED,
-                      "trace cut short (no END chunk), read up to its last complete block");
-    r->done = WSL_READ_END;
-    return WSL_READ_END;
+    return finish(r, WSL_READ_TRUNCATED, "trace cut short (no END chunk), read up to its last complete block");
 }
 
 /* ---- clock ---------------------------------------------------------------------- */
@@ -366,7 +499,7 @@ static enum wsl_read_result parse_process(struct wsl_reader *r, uint32_t size, s
     if (argc + 1 > r->argv_cap) {
         const char **v = realloc(r->argv, (argc + 1) * sizeof *v);
         if (!v)
-            return corrupt(r, "out of memory");
+            return out_of_memory(r, "out of memory");
         r->argv = v;
         r->argv_cap = argc + 1;
     }
@@ -426,7 +559,7 @@ static enum wsl_read_result parse_api_table(struct wsl_reader *r, uint32_t size,
         r->table_items = items;
     if (!arena || !arenas || !items) {
         free(arena);
-        return corrupt(r, "out of memory");
+        return out_of_memory(r, "out of memory");
     }
     memcpy(arena, r->payload, used);
     r->name_arenas[r->name_arena_count++] = arena;
@@ -521,6 +654,7 @@ static bool hand_out_events(struct wsl_reader *r, struct wsl_item *item, struct 
     item->events.count = n;
     item->events.events = out;
     r->ev_done += n;
+    r->events_read += n;
     if (r->ev_done != r->ev_count)
         return false;
     r->in_events = false;
@@ -772,6 +906,36 @@ static enum wsl_read_result parse_events(struct wsl_reader *r, uint32_t type, ui
     r->touched_count = 0;
     r->codec->prev_t = eh.base_ticks;
 
+    if (eh.seq && r->version_minor >= 7) { /* numbered chunks: each one more than the last */
+        uint32_t want = r->seq_last + 1;
+        if (eh.seq != want && r->seq_breaks++ == 0) {
+            r->seq_first_break_at = r->chunk_offset;
+            r->seq_first_got = eh.seq;
+            r->seq_first_want = want;
+        }
+        r->seq_last = eh.seq;
+        if (eh.seq < SEQ_TRACKED_MAX) {
+            size_t byte = eh.seq / 8;
+            if (byte >= r->seq_seen_bytes) {
+                size_t n = r->seq_seen_bytes ? r->seq_seen_bytes : 64;
+                while (n <= byte)
+                    n *= 2;
+                uint8_t *p = realloc(r->seq_seen, n);
+                if (!p)
+                    return out_of_memory(r, "out of memory");
+                memset(p + r->seq_seen_bytes, 0, n - r->seq_seen_bytes);
+                r->seq_seen = p;
+                r->seq_seen_bytes = n;
+            }
+            uint8_t bit = (uint8_t)(1u << (eh.seq % 8));
+            if (r->seq_seen[byte] & bit) { /* a repeated frame: its events were handed out already */
+                r->seq_repeats++;
+                r->chunk_skipped = true;
+                return WSL_READ_ITEM;
+            }
+            r->seq_seen[byte] |= bit;
+        }
+    }
     r->in_events = true;
     r->ev_packed = packed;
     if (packed)
@@ -865,9 +1029,26 @@ enum wsl_read_result wsl_reader_next(struct wsl_reader *r, struct wsl_item *item
         struct wsl_chunk_header ch;
         r->chunk_offset = r->offset;
         size_t got = stream_read(r, &ch, sizeof ch);
+        const unsigned long long at = (unsigned long long)r->chunk_offset;
+        if (got == sizeof ch && memcmp(&ch, WSL_TRACE_MAGIC, sizeof ch) == 0) {
+            /* another trace's file header where a chunk should start: `cat a b` */
+            if (r->seen_end) {
+                add_warning(r, "a second trace follows its END (at byte %llu of the file): traces were "
+                               "concatenated (cat a b?); only the first is read, give each trace as its own file",
+                            (unsigned long long)r->out_frame_at);
+                return clean_end(r);
+            }
+            return finish(r, WSL_READ_TRUNCATED, "trace cut short (no END chunk) and a second trace follows (at "
+                                                 "byte %llu of the file): traces were concatenated (cat a b?); only "
+                                                 "the first is read, give each trace as its own file",
+                          (unsigned long long)r->out_frame_at);
+        }
+        if (r->seen_end && got > 0) { /* chunks after END (END is the last chunk): not counted twice */
+            warn_after_end(r, "data", r->out_frame_at);
+            return clean_end(r);
+        }
         if (got < sizeof ch)
             return stream_ended(r, got > 0);
-        const unsigned long long at = (unsigned long long)r->chunk_offset;
         if (ch.size > WSL_CHUNK_MAX_PAYLOAD)
             return corrupt(r, "corrupt chunk at byte %llu: size %u exceeds the %u-byte limit", at, ch.size,
                            WSL_CHUNK_MAX_PAYLOAD);
@@ -898,7 +1079,14 @@ enum wsl_read_result wsl_reader_next(struct wsl_reader *r, struct wsl_item *item
             return WSL_READ_ITEM;
         case WSL_CHUNK_EVENTS:
         case WSL_CHUNK_EVENTS_PACKED:
-            return parse_events(r, ch.type, ch.size, item);
+        {
+            enum wsl_read_result res = parse_events(r, ch.type, ch.size, item);
+            if (r->chunk_skipped) {
+                r->chunk_skipped = false;
+                continue;
+            }
+            return res;
+        }
         case WSL_CHUNK_DRIVER:
             return parse_driver(r, ch.size, item);
         case WSL_CHUNK_END:
@@ -906,6 +1094,12 @@ enum wsl_read_result wsl_reader_next(struct wsl_reader *r, struct wsl_item *item
                 return corrupt(r, "corrupt chunk at byte %llu: END payload too small", at);
             memcpy(&item->end, r->payload, sizeof item->end);
             r->seen_end = true;
+            r->end_frame_at = r->out_frame_at;
+            r->end_events_written = item->end.events_written;
+            if (item->end.events_written != r->events_read)
+                add_warning(r, "its END says %llu events were written, %llu were read: frames of the trace were "
+                               "lost or repeated", (unsigned long long)item->end.events_written,
+                            (unsigned long long)r->events_read);
             return WSL_READ_ITEM;
         case WSL_CHUNK_STRING:
             if (ch.size < 4)
@@ -964,8 +1158,13 @@ static bool read_file_header(struct wsl_reader *r)
         return false;
     }
     if (got < sizeof h) {
-        finish(r, WSL_READ_TRUNCATED, "trace cut short (inside its file header), read up to its last complete block");
-        return true;
+        if (r->damaged)
+            snprintf(r->message, sizeof r->message, "not a readable trace: its first zstd frame is damaged (%s)",
+                     r->damage_why);
+        else
+            snprintf(r->message, sizeof r->message, "too short to be a trace (%llu bytes): it ends inside its file header",
+                     (unsigned long long)(r->file_size ? r->file_size : r->bytes_in));
+        return false;
     }
     if (h.byte_order == __builtin_bswap32(WSL_TRACE_BYTE_ORDER)) {
         snprintf(r->message, sizeof r->message, "trace written in the other byte order (not readable on this host)");
@@ -992,6 +1191,7 @@ static bool read_file_header(struct wsl_reader *r)
                  h.header_size, h.record_size);
         return false;
     }
+    r->version_minor = h.version_minor;
     size_t extra = h.header_size - sizeof h; /* a later minor version's header fields */
     if (stream_read(r, NULL, extra) < extra)
         stream_ended(r, true);
@@ -1010,6 +1210,7 @@ static struct wsl_reader *reader_new(void)
     r->clock.rate_known = true;
     r->dctx = ZSTD_createDCtx();
     r->outbuf = malloc(OUTPUT_BUFFER_SIZE);
+    r->out_cap = OUTPUT_BUFFER_SIZE;
     r->payload = malloc(PAYLOAD_INITIAL_SIZE);
     r->payload_cap = PAYLOAD_INITIAL_SIZE;
     r->batch = malloc(WSL_READER_BATCH * sizeof *r->batch);
@@ -1043,12 +1244,32 @@ struct wsl_reader *wsl_reader_open(const char *path, char *err, size_t errlen)
         wsl_reader_close(r);
         return NULL;
     }
-    r->fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO without a writer must not block the open; anything but
+     * a regular file is refused (a FIFO or device would block or never end, and
+     * the report reads each trace more than once). */
+    r->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (r->fd < 0) {
         snprintf(err, errlen, "cannot open: %s", strerror(errno));
         wsl_reader_close(r);
         return NULL;
     }
+    struct stat st;
+    int stat_errno = fstat(r->fd, &st) != 0 ? errno : S_ISDIR(st.st_mode) ? EISDIR : 0;
+    if (stat_errno) {
+        snprintf(err, errlen, "cannot read: %s", strerror(stat_errno));
+        wsl_reader_close(r);
+        return NULL;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        const char *what = S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISCHR(st.st_mode) ? "a character device"
+                           : S_ISBLK(st.st_mode) ? "a block device" : S_ISSOCK(st.st_mode) ? "a socket"
+                           : "not a regular file";
+        snprintf(err, errlen, "not a trace file: it is %s (a trace is a regular file; copy it to one first)", what);
+        wsl_reader_close(r);
+        return NULL;
+    }
+    r->file_size = (uint64_t)st.st_size;
+    fcntl(r->fd, F_SETFL, fcntl(r->fd, F_GETFL) & ~O_NONBLOCK);
     posix_fadvise(r->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
     /* Gather the first bytes (a pipe may give fewer) to check the zstd magic. */
     size_t have = 0;
@@ -1087,6 +1308,28 @@ struct wsl_reader *wsl_reader_open_mem(const void *data, size_t size, char *err,
     return open_common(r, err, errlen);
 }
 
+const char *wsl_reader_warning(const struct wsl_reader *r, size_t i)
+{
+    return i < r->warning_count ? r->warnings[i] : NULL;
+}
+
+int wsl_reader_probe(const char *path, char *err, size_t errlen)
+{
+    struct wsl_reader *r = wsl_reader_open(path, err, errlen);
+    if (!r)
+        return -1;
+    struct wsl_item item;
+    enum wsl_read_result res;
+    while ((res = wsl_reader_next(r, &item)) == WSL_READ_ITEM)
+        if (item.type == WSL_CHUNK_PROCESS)
+            break;
+    int rc = res == WSL_READ_ITEM ? 0 : -1;
+    if (rc)
+        snprintf(err, errlen, "%s", res == WSL_READ_END ? "a trace without its process info" : r->message);
+    wsl_reader_close(r);
+    return rc;
+}
+
 const char *wsl_reader_message(const struct wsl_reader *r)
 {
     return r->done == WSL_READ_ITEM || r->done == WSL_READ_END ? "" : r->message;
@@ -1120,6 +1363,7 @@ void wsl_reader_close(struct wsl_reader *r)
     free(r->name_arenas);
     free(r->table_items);
     free(r->argv);
+    free(r->seq_seen);
     wsl_mounts_free(r->mounts);
     free(r);
 }

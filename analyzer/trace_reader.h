@@ -12,15 +12,30 @@
  *   while ((res = wsl_reader_next(r, &item)) == WSL_READ_ITEM)
  *       use(&item);
  *   // res: WSL_READ_END (clean), WSL_READ_TRUNCATED (a prefix was read),
- *   // WSL_READ_ERROR; wsl_reader_message(r) says why for the last two.
+ *   // WSL_READ_ERROR; wsl_reader_message(r) says why for the last two,
+ *   // wsl_reader_warning(r, i) what else was wrong (data after END...).
  *   wsl_reader_close(r);
  *
  * Memory stays bounded whatever the input: fixed-size zstd buffers, one chunk
  * payload at a time (at most WSL_CHUNK_MAX_PAYLOAD, grown only as bytes
  * actually arrive), events handed out in batches of at most
  * WSL_READER_BATCH. A chunk is handed out only once all of its bytes were
- * read; an EVENTS chunk found malformed part-way ends the read with an error
- * after earlier batches of it were handed out (callers stop on the error).
+ * read; an EVENTS chunk found malformed part-way ends the read after earlier
+ * batches of it were handed out.
+ *
+ * Damage (docs/reliability.md, "Bad input to the tools"). The file is read one
+ * zstd frame at a time, each whole before any of it is parsed (frames up to
+ * 32 MiB; the shim writes about 1 MiB), so a frame whose checksum or encoding
+ * is wrong hands out nothing. Once the trace's PROCESS chunk was read, such
+ * damage ends the read as a cut does: WSL_READ_TRUNCATED, everything before it
+ * kept, the message naming where ("trace damaged at byte N of M (zstd: ...)").
+ * Before it, the file is not a usable trace: WSL_READ_ERROR ("too short to be
+ * a trace (N bytes) ..."). A chunk malformed inside a frame whose checksum
+ * matched was written so: WSL_READ_ERROR ("corrupt chunk at byte N: ...",
+ * after the items before it were handed out). After END, nothing
+ * more is read: data there (chunks, another trace, bytes that are no frame)
+ * is a warning. Warnings also say when END's events_written differs from the
+ * events read, and when numbered EVENTS chunks (1.7) are out of sequence.
  *
  * MOUNTS chunks are handed out parsed (mounts.h); PATHS chunks checked
  * whole, their entries read with wsl_paths_next. Either one malformed ends
@@ -47,8 +62,8 @@
 enum wsl_read_result {
     WSL_READ_ITEM,      /* *item was filled */
     WSL_READ_END,       /* clean end: END chunk seen, stream complete */
-    WSL_READ_TRUNCATED, /* stream cut short; everything before it was handed out */
-    WSL_READ_ERROR,     /* malformed or unreadable; wsl_reader_message says why */
+    WSL_READ_TRUNCATED, /* stream cut short or damaged; everything before it was handed out */
+    WSL_READ_ERROR,     /* not a usable trace, or unreadable; wsl_reader_message says why */
 };
 
 struct wsl_api_entry {
@@ -160,10 +175,14 @@ struct wsl_reader;
 
 /* Opens a trace file and checks its file header. Returns NULL with a one-line
  * reason in err (e.g. "not a zstd file (not a wslshim trace)", "newer format
- * major version 2 (this reader reads 1)") when it cannot be read at all. A
- * file cut short before its header is complete opens fine; the first
- * wsl_reader_next then says WSL_READ_TRUNCATED. */
+ * major version 2 (this reader reads 1)", "too short to be a trace (20
+ * bytes): ...") when it cannot be read at all. Only regular files are read: a
+ * FIFO or device is refused at once, never waited on. */
 struct wsl_reader *wsl_reader_open(const char *path, char *err, size_t errlen);
+
+/* Whether path is a trace with something to read: it opens and its PROCESS
+ * chunk reads. Returns 0, or -1 with a one-line reason in err. */
+int wsl_reader_probe(const char *path, char *err, size_t errlen);
 
 /* The same for a trace already in memory (data must outlive the reader). */
 struct wsl_reader *wsl_reader_open_mem(const void *data, size_t size, char *err, size_t errlen);
@@ -175,6 +194,11 @@ enum wsl_read_result wsl_reader_next(struct wsl_reader *r, struct wsl_item *item
 
 /* Why the read stopped (truncated or error); "" while reading or after a clean end. */
 const char *wsl_reader_message(const struct wsl_reader *r);
+
+/* The i-th warning about what was read (one line), NULL past the last: data
+ * after END, END's event count against the events read, EVENTS chunks out of
+ * sequence. Complete once the read has stopped. */
+const char *wsl_reader_warning(const struct wsl_reader *r, size_t i);
 
 /* The latest mount table of the trace (NULL before its first MOUNTS chunk). */
 const struct wsl_mount_table *wsl_reader_mounts(const struct wsl_reader *r);

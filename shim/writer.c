@@ -109,6 +109,7 @@ static uint16_t codec_touched[WSL_MAX_API_IDS]; /* api slots used since the last
 static uint8_t codec_is_touched[WSL_MAX_API_IDS];
 static unsigned codec_touched_count;
 static uint64_t events_written, events_dropped;
+static uint32_t events_chunk_seq; /* the last EVENTS chunk's seq (trace format 1.7) */
 static uint32_t threads_seen;
 
 /* Process start, in every clock; reset in a forked child. */
@@ -633,6 +634,7 @@ static void emit_event_chunk(uint32_t tid, const struct wsl_event *base, uint64_
     eh.tid = tid;
     eh.dropped = dropped;
     eh.base_ticks = from < to ? base[from & mask].t_start : 0;
+    eh.seq = ++events_chunk_seq;
     /* Each chunk decodes on its own: reset the codec, but only the slots the
      * previous chunk used (a full reset is 64 KiB, chunks are often small). */
     for (unsigned i = 0; i < codec_touched_count; i++) {
@@ -1168,6 +1170,7 @@ static int writer_open(void)
 {
     write_failed = 0;
     events_written = events_dropped = 0;
+    events_chunk_seq = 0;
     threads_seen = 0;
     trace_fd = open_trace();
     if (trace_fd < 0)

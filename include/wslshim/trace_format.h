@@ -24,7 +24,8 @@
 #define WSL_TRACE_MAGIC "WSLSHIM"          /* 7 chars + NUL = 8 bytes */
 #define WSL_TRACE_BYTE_ORDER 0x01020304u
 #define WSL_TRACE_VERSION_MAJOR 1u         /* readers refuse a newer major */
-#define WSL_TRACE_VERSION_MINOR 6u         /* additions readers may skip; 1.6 folds untimed opens,
+#define WSL_TRACE_VERSION_MINOR 7u         /* additions readers may skip; 1.7 numbers EVENTS chunks
+                                              (wsl_events_header.seq), 1.6 folds untimed opens,
                                               1.5 folds untimed file
                                               calls (WSL_CAT_IO_FOLD), 1.4 writes EVENTS_PACKED,
                                               1.3: sampled file timing (docs/io.md) */
@@ -400,7 +401,9 @@ struct wsl_events_header {
     uint64_t base_ticks;
     uint64_t dropped;       /* events this thread lost since its previous chunk */
     uint32_t encoded_size;  /* bytes that follow: column directory and columns */
-    uint32_t reserved;
+    uint32_t seq;           /* 1.7: 1, 2, 3... over the trace's EVENTS chunks in file order, all
+                               threads (a reader sees lost, repeated or reordered frames);
+                               0: not numbered (older writers, where it was reserved) */
 };
 _Static_assert(sizeof(struct wsl_events_header) == 32, "events header is 32 bytes");
 
