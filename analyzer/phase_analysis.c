@@ -33,8 +33,10 @@ enum wsl_phase_op wsl_phase_op_of(unsigned category, const char *base)
     case WSL_CAT_IO_CLOSE:
         return WSL_PHASE_BREAK;
     case WSL_CAT_OTHER:
-        if (base && (!strncmp(base, "cuModuleLoad", 12) || !strncmp(base, "cuLibraryLoad", 13)))
+        if (base && !strncmp(base, "cuModuleLoad", 12))
             return WSL_PHASE_MODULE_LOAD;
+        if (base && !strncmp(base, "cuLibraryLoad", 13))
+            return WSL_PHASE_LIBRARY_LOAD;
         return WSL_PHASE_NONE;
     default: return WSL_PHASE_NONE;
     }
@@ -72,7 +74,7 @@ struct wsl_phase_trace {
     bool any_submit;
     uint64_t first_submit, last_submit_end;  /* ticks */
     uint64_t launches;
-    uint64_t (*loads)[2];           /* module loads: start, end (ticks) */
+    uint64_t (*loads)[3];           /* module and library loads: start, end (ticks), 1 for a module load */
     size_t load_count;
     uint64_t loads_total, load_ticks_total;
 };
@@ -115,7 +117,7 @@ static uint32_t func_id(struct wsl_phase_trace *t, uint64_t handle)
 
 void wsl_phase_trace_event(struct wsl_phase_trace *t, enum wsl_phase_op op, const struct wsl_event *ev)
 {
-    if (op == WSL_PHASE_MODULE_LOAD) {
+    if (op == WSL_PHASE_MODULE_LOAD || op == WSL_PHASE_LIBRARY_LOAD) {
         t->loads_total++;
         t->load_ticks_total += ev->t_end - ev->t_start;
         if (t->load_count < WSL_PHASE_MAX_LOADS) {
@@ -123,6 +125,7 @@ void wsl_phase_trace_event(struct wsl_phase_trace *t, enum wsl_phase_op op, cons
                 t->loads = xrealloc(t->loads, (t->load_count ? 2 * t->load_count : 16) * sizeof *t->loads);
             t->loads[t->load_count][0] = ev->t_start;
             t->loads[t->load_count][1] = ev->t_end;
+            t->loads[t->load_count][2] = op == WSL_PHASE_MODULE_LOAD;
             t->load_count++;
         }
         return;
@@ -263,12 +266,13 @@ static size_t leading_outliers(const uint64_t *d, size_t n, uint64_t *med, uint6
     return k;
 }
 
-static void count_loads(struct wsl_phases *ph, const uint64_t (*loads_ns)[2], size_t n)
+static void count_loads(struct wsl_phases *ph, const uint64_t (*loads_ns)[3], size_t n)
 {
-    ph->warmup_module_loads = ph->warmup_module_load_ns = ph->steady_module_loads = 0;
+    ph->warmup_module_loads = ph->warmup_module_load_ns = ph->steady_module_loads = ph->warmup_jit_loads = 0;
     for (size_t i = 0; i < n; i++) {
         if (loads_ns[i][0] < ph->steady_start_ns) {
             ph->warmup_module_loads++;
+            ph->warmup_jit_loads += loads_ns[i][2];
             ph->warmup_module_load_ns += loads_ns[i][1] - loads_ns[i][0];
         } else if (loads_ns[i][0] <= ph->steady_end_ns) {
             ph->steady_module_loads++;
@@ -285,10 +289,11 @@ void wsl_phase_trace_end(struct wsl_phase_trace *t, const struct wsl_clock_map *
     ph->module_loads = t->loads_total;
     ph->module_load_ns = wsl_clock_duration_ns(clock, t->load_ticks_total);
     ph->launches = t->launches;
-    uint64_t (*loads_ns)[2] = xmalloc((t->load_count ? t->load_count : 1) * sizeof *loads_ns);
+    uint64_t (*loads_ns)[3] = xmalloc((t->load_count ? t->load_count : 1) * sizeof *loads_ns);
     for (size_t i = 0; i < t->load_count; i++) {
         loads_ns[i][0] = wsl_clock_to_ns(clock, t->loads[i][0]);
         loads_ns[i][1] = wsl_clock_to_ns(clock, t->loads[i][1]);
+        loads_ns[i][2] = t->loads[i][2];
     }
     if (!t->any_submit) {
         free(loads_ns);
@@ -371,7 +376,7 @@ void wsl_phase_trace_end(struct wsl_phase_trace *t, const struct wsl_clock_map *
         ph->steady_start_ns = ph->first_submit_ns;
     if (ph->steady_end_ns < ph->steady_start_ns)
         ph->steady_end_ns = ph->steady_start_ns;
-    count_loads(ph, (const uint64_t(*)[2])loads_ns, t->load_count);
+    count_loads(ph, (const uint64_t(*)[3])loads_ns, t->load_count);
     /* kept for wsl_phase_from_steps: the loads, in ns (at most WSL_PHASE_MAX_LOADS) */
     free(loads_ns);
     wsl_phase_trace_discard(t);

@@ -46,7 +46,8 @@ enum wsl_phase_op {
     WSL_PHASE_LAUNCH,       /* a kernel launch: a0 the function */
     WSL_PHASE_GRAPH,        /* a graph launch: a0 the graph exec */
     WSL_PHASE_SUBMIT,       /* other GPU work submitted: copies, memsets */
-    WSL_PHASE_MODULE_LOAD,  /* cuModuleLoad*, cuLibraryLoad* */
+    WSL_PHASE_MODULE_LOAD,  /* cuModuleLoad*: code built or JIT-compiled at run time (Triton, XLA, NVRTC) */
+    WSL_PHASE_LIBRARY_LOAD, /* cuLibraryLoad*: the runtime loading a library's kernels (lazily) */
     WSL_PHASE_BREAK,        /* a wait or other work of the thread's own: file I/O, a synchronization, an
                                allocation; the gap to its next launch is not dispatch */
     WSL_PHASE_SUBMIT_BREAK, /* a copy or memset that waits (synchronous): both */
@@ -84,6 +85,7 @@ struct wsl_phases {
     uint64_t dispatch_gaps, dispatch_gap_ns, long_gaps, long_gap_ns;
     uint64_t module_loads, module_load_ns;              /* every module and library load */
     uint64_t warmup_module_loads, warmup_module_load_ns; /* of them, before the steady state */
+    uint64_t warmup_jit_loads;      /* of those, cuModuleLoad* (not cuLibraryLoad*): compiled code */
     uint64_t steady_module_loads;
 };
 

@@ -14,8 +14,7 @@
 #include "analysis.h"
 #include "util.h"
 
-#define MIN_LOADS 20            /* module loads in warm-up that show compilation */
-#define MIN_LOAD_NS 1000000000ull
+#define MIN_LOADS 5             /* module loads (cuModuleLoad*: code built at run time) in warm-up */
 #define MIN_SHARE 0.05          /* of the wall time */
 
 static bool evaluate(const struct wsl_run *run, struct wsl_finding *f)
@@ -25,8 +24,8 @@ static bool evaluate(const struct wsl_run *run, struct wsl_finding *f)
     if (!rp->known || !run->wall_ns)
         return false;
     const struct wsl_phases *ph = &rp->main;
-    bool compiled = ph->warmup_module_loads >= MIN_LOADS || ph->warmup_module_load_ns >= MIN_LOAD_NS ||
-                    rp->compile_in_warmup > 0;
+    /* library loads (the runtime loading cuBLAS's or PyTorch's kernels lazily) are not compilation */
+    bool compiled = ph->warmup_jit_loads >= MIN_LOADS || rp->compile_in_warmup > 0;
     uint64_t lost = ph->warmup_excess_ns > ph->warmup_module_load_ns ? ph->warmup_excess_ns : ph->warmup_module_load_ns;
     /* fires: signs of compilation in warm-up, and warm-up beyond the steady pace of at least 5% of wall time */
     if (!compiled || (double)lost < MIN_SHARE * (double)run->wall_ns)
@@ -41,6 +40,7 @@ static bool evaluate(const struct wsl_run *run, struct wsl_finding *f)
     wsl_evidence_u64(f, "steady_step_ns", ph->step_ns);
     wsl_evidence_u64(f, "module_loads_in_warmup", ph->warmup_module_loads);
     wsl_evidence_u64(f, "module_load_ns_in_warmup", ph->warmup_module_load_ns);
+    wsl_evidence_u64(f, "jit_module_loads_in_warmup", ph->warmup_jit_loads);
     wsl_evidence_u64(f, "module_loads_in_steady_state", ph->steady_module_loads);
     wsl_evidence_u64(f, "compiler_processes", rp->compile_processes);
     wsl_evidence_u64(f, "compiler_process_ns", rp->compile_process_ns);
@@ -76,8 +76,8 @@ const struct wsl_rule wsl_rule_compilation = {
     .id = "compilation",
     .needs = "the run's phases: warm-up, its module loads and slow first steps; the compiler processes",
     .how_computed = "Warm-up is the main GPU process's time from its first GPU submission to its steady state. "
-                    "Fires when warm-up shows compilation (at least 20 module loads or 1 s of module loading, or a "
-                    "compiler process: ptxas, a C compiler, a compile worker, started before the steady state) and "
+                    "Fires when warm-up shows compilation (at least 5 cuModuleLoad* calls: code built at run time, "
+                    "not the runtime's library loads; or a compiler process: ptxas, a C compiler, a compile worker, started before the steady state) and "
                     "its time beyond the steady pace is at least 5% of the wall time. Time lost: that excess (NVTX "
                     "steps: the first steps' time beyond the median step; otherwise the warm-up less its launches "
                     "at the steady state's time per launch), at least the module loads' own time; severity is its "

@@ -43,7 +43,14 @@ static bool evaluate(const struct wsl_run *run, struct wsl_finding *f)
     uint64_t launch_mean = launch_host_ns / launch_calls;
     uint64_t kernel_mean = k->kernel_ns.count ? k->kernel_ns.sum / k->kernel_ns.count : 0;
     uint64_t kernel_p50 = wsl_hist_quantile(&k->kernel_ns, 0.5);
-    uint64_t interval = phase / (k->launches + k->graph_launches);
+    /* the host's time from one launch to the next while dispatching (gaps with no wait, I/O or allocation
+     * of the launching thread's own in them, phase_analysis.h), else over the whole GPU phase */
+    uint64_t gaps = 0, gap_ns = 0;
+    for (size_t i = 0; i < run->proc_count; i++) {
+        gaps += run->procs[i].phases.dispatch_gaps;
+        gap_ns += run->procs[i].phases.dispatch_gap_ns;
+    }
+    uint64_t interval = gaps ? gap_ns / gaps : phase / (k->launches + k->graph_launches);
 
     /* fires: most timed launches found the GPU idle, the GPU was mostly idle,
      * the kernels take less GPU time than their launch takes host time, and
@@ -55,7 +62,7 @@ static bool evaluate(const struct wsl_run *run, struct wsl_finding *f)
      * launch to the next that the kernel did not cover: the framework's and
      * the driver's work per operation, which a CUDA graph replay does away with */
     uint64_t per_launch = interval > kernel_mean ? interval - kernel_mean : 0;
-    double lost_ns = (double)k->launches * idle_share * (double)per_launch;
+    double lost_ns = (double)(gaps ? gaps : k->launches) * idle_share * (double)per_launch;
     uint64_t idle_ns = phase > run->gpu_busy_ns ? phase - run->gpu_busy_ns : 0;
     /* at most the idle time, compared before the conversion (a damaged trace's
      * phase near 2^64 would round the product past a uint64) */
@@ -101,8 +108,9 @@ const struct wsl_rule wsl_rule_launch_bound = {
                     "launches found the GPU idle at submit, the GPU was busy at most half of its GPU phase (first launch "
                     "to last GPU work) and the "
                     "median kernel's GPU time is below the mean host time of a launch call and the host launched at "
-                    "least every 50 us on average in the GPU phase. Time lost: launches x the idle-at-submit share x "
-                    "(mean time from one launch to the next - mean kernel GPU time), at most the time the GPU was "
+                    "least every 50 us on average while dispatching (gaps from one launch to the next with no wait, "
+                    "file I/O or allocation of the launching thread's own). Time lost: those gaps x the "
+                    "idle-at-submit share x (mean gap - mean kernel GPU time), at most the time the GPU was "
                     "idle: the host's work per operation (framework and driver) that a CUDA graph replay removes.",
     .fix = "capture the step in a CUDA graph (torch.compile mode=\"reduce-overhead\"), fuse kernels, larger batches",
     .evaluate = evaluate,

@@ -101,6 +101,11 @@ static void finding_free(struct wsl_finding *f)
     free(f->evidence);
 }
 
+void wsl_findings_free_one(struct wsl_finding *f)
+{
+    finding_free(f);
+}
+
 void wsl_findings_free(struct wsl_finding *findings, size_t count)
 {
     for (size_t i = 0; i < count; i++)

@@ -99,6 +99,7 @@ extern const size_t wsl_rule_count;
 /* Runs every rule on a finished run; the findings go to run->findings, sorted. */
 void wsl_rules_run(struct wsl_run *run);
 void wsl_findings_free(struct wsl_finding *findings, size_t count);
+void wsl_findings_free_one(struct wsl_finding *f); /* its strings and evidence, not f itself */
 /* Sorts run->findings by time lost, largest first. */
 void wsl_rules_sort(struct wsl_run *run);
 
