@@ -152,7 +152,14 @@ struct thread_state {
     uint64_t first_end;         /* end of the group's first blocking point */
     uint32_t npend;
     struct pend_entry pend[MAX_PENDING];
+    bool have_small;            /* a small copy came before: */
+    uint64_t small_start;       /* when it began (ticks) */
 };
+
+/* Small copies one after another on a thread closer than this (ticks: 1-4 ms at 1-4 GHz) are one
+ * copy's work after another: the gap is what each costs the program (its call, the framework's work
+ * around it), and what coalescing saves. */
+#define SMALL_RUN_GAP_TICKS 4000000ull
 
 struct copy_rec {
     uint64_t t, dur, dst, src, bytes;
@@ -195,7 +202,7 @@ struct wsl_host_trace {
     size_t range_name_count;
     /* figures in ticks, converted at the end */
     uint64_t blocked[WSL_BLOCK_KINDS], lost[WSL_BLOCK_KINDS];
-    uint64_t copy_ticks, small_ticks, unrecorded_small_ticks;
+    uint64_t copy_ticks, small_ticks, unrecorded_small_ticks, small_gap_ticks;
     struct wsl_host_summary s;          /* counts */
 };
 
@@ -380,6 +387,12 @@ void wsl_host_trace_event_slow(struct wsl_host_trace *t, unsigned category, cons
         t->s.small_copies++;
         t->s.small_bytes += bytes;
         t->small_ticks += dur;
+        if (th->have_small && ev->t_start > th->small_start && ev->t_start - th->small_start < SMALL_RUN_GAP_TICKS) {
+            t->small_gap_ticks += ev->t_start - th->small_start;
+            t->s.small_gaps++;
+        }
+        th->have_small = true;
+        th->small_start = ev->t_start;
     }
     uint32_t index = NONE;
     if (t->copy_count < t->max_copies) {
@@ -616,6 +629,7 @@ void wsl_host_trace_end(struct wsl_host_trace *t, const struct wsl_clock_map *cl
     }
     s->copy_ns = NS(t->copy_ticks);
     s->small_ns = NS(t->small_ticks);
+    s->small_gap_ns = NS(t->small_gap_ticks);
     s->small_left_ns = NS(s->small_left_ns);
     s->pageable_ns = NS(s->pageable_ns);
     s->pageable_lost_ns = NS(s->pageable_lost_ns);
@@ -661,7 +675,7 @@ void wsl_host_add(struct wsl_host_summary *a, const struct wsl_host_summary *b)
 #define ADD(f) a->f += b->f
     ADD(polls); ADD(polls_not_ready); ADD(unresolved_blocks); ADD(submissions);
     ADD(copies); ADD(copy_bytes); ADD(copy_ns);
-    ADD(small_copies); ADD(small_bytes); ADD(small_ns); ADD(small_left_ns);
+    ADD(small_copies); ADD(small_bytes); ADD(small_ns); ADD(small_left_ns); ADD(small_gaps); ADD(small_gap_ns);
     ADD(htod); ADD(dtoh); ADD(dtod); ADD(unknown_direction);
     ADD(pageable_copies); ADD(pageable_bytes); ADD(pageable_ns); ADD(pageable_lost_ns);
     ADD(pageable_htod); ADD(pageable_dtoh);

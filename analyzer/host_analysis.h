@@ -82,6 +82,9 @@ struct wsl_host_summary {
     uint64_t copies, copy_bytes, copy_ns;
     uint64_t small_copies, small_bytes, small_ns;   /* < WSL_HOST_SMALL_COPY */
     uint64_t small_left_ns;                 /* their host time left after the sync and pageable charges */
+    uint64_t small_gaps, small_gap_ns;      /* small copies that followed another on their thread within a
+                                               few ms, and the time from that one's start: each copy's whole
+                                               cost to the program (call and framework work around it) */
     uint64_t htod, dtoh, dtod, unknown_direction;   /* by direction (cuMemcpy/cuMemcpyAsync classified) */
     uint64_t pageable_copies, pageable_bytes, pageable_ns, pageable_lost_ns;
     uint64_t pageable_htod, pageable_dtoh;

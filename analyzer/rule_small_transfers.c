@@ -23,7 +23,17 @@ static bool evaluate(const struct wsl_run *run, struct wsl_finding *f)
     if (batches == 0)
         batches = 1;
     double keep = batches < h->small_copies ? (double)batches / (double)h->small_copies : 1.0;
-    uint64_t lost = (uint64_t)((double)h->small_left_ns * (1.0 - keep));
+    /* per copy, its whole cost to the program: the gap from one small copy to the next on its thread
+     * (the call and the framework's work around it: a tensor made, a Python call), where they come in
+     * runs; otherwise its host time. Less what sync_heavy and pageable_transfers charged of the calls. */
+    double per_copy = (double)h->small_left_ns / (double)h->small_copies;
+    if (h->small_gaps) {
+        double charged = (double)(h->small_ns - h->small_left_ns) / (double)h->small_copies;
+        double gap = (double)h->small_gap_ns / (double)h->small_gaps - charged;
+        if (gap > per_copy)
+            per_copy = gap;
+    }
+    uint64_t lost = (uint64_t)(per_copy * (double)h->small_copies * (1.0 - keep));
     /* fires: at least MIN_SMALL_COPIES small copies, time lost at least 1% of wall time */
     if ((double)lost < WSL_RULE_MIN_SHARE * (double)run->wall_ns)
         return false;
@@ -45,6 +55,8 @@ static bool evaluate(const struct wsl_run *run, struct wsl_finding *f)
     wsl_evidence_number(f, "small_bytes_per_s", small_bw);
     wsl_evidence_number(f, "large_bytes_per_s", large_bw);   /* copies of 1 MiB or more; 0 when none */
     wsl_evidence_u64(f, "coalesced_copies", batches);
+    wsl_evidence_u64(f, "copies_in_runs", h->small_gaps);
+    wsl_evidence_number(f, "gap_per_copy_ns", h->small_gaps ? (double)h->small_gap_ns / (double)h->small_gaps : 0);
 
     char b[32], t[32], m[32];
     f->summary = xasprintf("%" PRIu64 " copies below %u KiB (%" PRIu64 "%% of all copies), %s in all, %.0f bytes and "
@@ -66,10 +78,12 @@ const struct wsl_rule wsl_rule_small_transfers = {
     .id = "small_transfers",
     .needs = "host_cuda (copies by size, their host time left after the sync and pageable charges)",
     .how_computed =
-        "Counts copies (cuMemcpy*, every direction, synchronous and asynchronous) below 64 KiB. Their host time, "
-        "less what sync_heavy and pageable_transfers already charged for the same calls, is per call; "
+        "Counts copies (cuMemcpy*, every direction, synchronous and asynchronous) below 64 KiB. Each costs the "
+        "program the gap from it to the next small copy on its thread where they come in runs (under a few ms "
+        "apart: the call and the framework's work around it), else its host time; less what sync_heavy and "
+        "pageable_transfers already charged for the same calls, that cost is per call; "
         "coalesced into 64 KiB copies the same bytes would need ceil(bytes / 64 KiB) calls. Time lost = that "
-        "host time x (1 - coalesced calls / small copies). Fires with at least 1000 small copies and time lost "
+        "cost x small copies x (1 - coalesced calls / small copies). Fires with at least 1000 small copies and time lost "
         "of at least 1% of wall time.",
     .fix = "coalesce small copies into one large pinned, non_blocking copy; keep small constants on the GPU",
     .cuda_host_time = true,
