@@ -929,11 +929,18 @@ static uint64_t drain_thread(struct wsl_thread *t)
      * turns, and what the thread wrote meanwhile waits for the next pass. */
     for (int turn = 0, switched = 1; switched && turn < 8; turn++)
         n += drain_ring(t, now, &new_drops, &switched);
-    if (atomic_load_explicit(&t->io_untimed, memory_order_relaxed)) { /* after the ring's events: the open fold's calls so far */
+    /* After the ring's events: the open fold's calls so far. A fold that never
+     * ended (one file read over and over, left open) has put no event in the
+     * ring yet, so its slots are looked at whatever io_untimed says; once the
+     * writer has taken calls ahead of the fold's own events, it must settle
+     * those events when they come (drain_ring reads io_untimed for that). */
+    if (atomic_load_explicit(&t->io_untimed, memory_order_relaxed) ||
+        atomic_load_explicit(&t->fold_used, memory_order_relaxed)) {
         struct wsl_event folded[2];
         uint64_t at = now > t->w_last_ticks ? now : t->w_last_ticks;
         unsigned k = fold_take(t, folded, at);
         if (k) {
+            atomic_store_explicit(&t->io_untimed, 1, memory_order_relaxed);
             if (t->tid != t->writer_seen_tid) {
                 t->writer_seen_tid = t->tid;
                 threads_seen++;

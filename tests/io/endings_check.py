@@ -1,0 +1,310 @@
+#!/usr/bin/env python3
+"""A process's last calls reach its trace however it ends (docs/reliability.md,
+"However a process ends").
+
+    endings_check.py --shim LIB --report EXE --client END_CLIENT --workdir DIR SCENARIO [options]
+
+Scenarios (each a ctest entry, tests/io/CMakeLists.txt):
+  open-at-exit   50,000 preads of a file left open (one offset; two alternating),
+                 then return from main, exit() or _exit(): reads and bytes exact
+  fork           10 preads, fork, 1,000 preads in the parent or the child, which
+                 then ends by _exit, exit, SIGTERM or idles until SIGKILL 2.5 s
+                 later; with and without a second thread: that process's trace
+                 holds every read it made
+  pipeline       dash -c 'true | true; 300 x test -e': the shell's trace holds its
+                 300 stats and is whole (ended, not cut short)
+  sigpipe        N preads, then writes to a pipe nobody reads (SIGPIPE's default
+                 action): reads exact, the trace ended by the signal flush; and
+                 `cat FILE | head -1`: cat's trace whole, with its reads
+  renamed        the trace's name is taken (file, symlink, directory, FIFO): one
+                 line on stderr names the trace's other name; the same pid's
+                 exec'd image (its name taken by its own earlier image) says nothing
+Report keys read: io.reads, io.bytes_read, io.unnamed_path_events, api.<name>.calls,
+processes[].{pid,truncated,dropped}.
+"""
+import argparse
+import glob
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+
+class Check:
+    def __init__(self):
+        self.failures = []
+
+    def fail(self, msg):
+        self.failures.append(msg)
+
+    def finish(self, ok_line):
+        if self.failures:
+            print("FAIL:\n  " + "\n  ".join(self.failures))
+            return 1
+        print("OK: " + ok_line)
+        return 0
+
+
+class Ctx:
+    def __init__(self, a):
+        self.a = a
+        self.workdir = os.path.realpath(a.workdir)
+        shutil.rmtree(self.workdir, ignore_errors=True)
+        os.makedirs(self.workdir)
+        self.data = os.path.join(self.workdir, "data.bin")
+        with open(self.data, "wb") as f:
+            f.write(os.urandom(8192))
+        self.runs = 0
+
+    def env(self, tdir, extra=None, pattern="%p.trace.zst"):
+        env = dict(os.environ, WSLSHIM_OUTPUT=os.path.join(tdir, pattern), LD_PRELOAD=self.a.shim)
+        for k in ("WSLSHIM_IO", "WSLSHIM_LOG", "WSLSHIM_IO_TIMING", "WSLSHIM_MOUNTINFO"):
+            env.pop(k, None)
+        env.update(extra or {})
+        return env
+
+    def tdir(self):
+        self.runs += 1
+        d = os.path.join(self.workdir, f"traces{self.runs}")
+        os.makedirs(d)
+        return d
+
+    def report(self, paths, c, what):
+        p = subprocess.run([self.a.report, "--json"] + list(paths), capture_output=True, text=True)
+        if p.returncode != 0:
+            c.fail(f"{what}: wslshim-report exited {p.returncode}: {p.stderr.strip()}")
+            return None
+        return json.loads(p.stdout)
+
+
+def expect_line(text):
+    for line in text.splitlines():
+        if line.startswith("EXPECT "):
+            return json.loads(line[7:])
+    return None
+
+
+def trace_of(tdir, pid):
+    t = os.path.join(tdir, f"{pid}.trace.zst")
+    return t if os.path.exists(t) else None
+
+
+def check_reads(ctx, c, what, tdir, e, whole=True):
+    t = trace_of(tdir, e["pid"])
+    if not t:
+        c.fail(f"{what}: no trace for pid {e['pid']} in {sorted(os.listdir(tdir))}")
+        return None
+    rep = ctx.report([t], c, what)
+    if rep is None:
+        return None
+    io = rep.get("io") or {}
+    got = (io.get("reads"), io.get("bytes_read"))
+    if got != (e["reads"], e["bytes"]):
+        c.fail(f"{what}: the trace has {got[0]} reads, {got[1]} bytes; the program made {e['reads']}, {e['bytes']}")
+    proc = (rep.get("processes") or [{}])[0]
+    if whole and proc.get("truncated"):
+        c.fail(f"{what}: the trace is cut short (not ended)")
+    if proc.get("dropped"):
+        c.fail(f"{what}: {proc.get('dropped')} events dropped")
+    return rep
+
+
+def scenario_open_at_exit(ctx):
+    c = Check()
+    n = ctx.a.count
+    for offsets in (1, 2):
+        for end in ("return", "exit", "_exit"):
+            tdir = ctx.tdir()
+            p = subprocess.run([ctx.a.client, "preads", ctx.data, str(n), str(offsets), end],
+                               env=ctx.env(tdir), capture_output=True, text=True)
+            e = expect_line(p.stdout)
+            what = f"{n} preads over {offsets} offset(s), file left open, {end}"
+            if p.returncode != 0 or not e:
+                c.fail(f"{what}: exit {p.returncode}: {p.stderr[-300:]}")
+                continue
+            rep = check_reads(ctx, c, what, tdir, e)
+            if rep is not None:
+                print(f"{what}: {rep['io']['reads']} of {e['reads']} reads")
+    return c.finish(f"{n} preads of a file left open counted exactly, however main ended")
+
+
+def run_until_ready(cmd, env, idle_s):
+    """Starts cmd in its own process group; returns (stdout, stderr, rc) after it
+    ends, or, when it prints "ready", idle_s later after SIGKILL to its group."""
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    out = []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        line = p.stdout.readline()
+        if not line:
+            break
+        out.append(line)
+        if line.strip() == "ready":
+            time.sleep(idle_s)
+            break
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    rest, err = p.communicate()
+    return "".join(out) + rest, err, p.returncode
+
+
+def scenario_fork(ctx):
+    c = Check()
+    n = 1000
+    results = []
+    for threads in (0, 1):
+        for who in ("parent", "child"):
+            for end in ("_exit", "exit", "sigterm", "idle"):
+                tdir = ctx.tdir()
+                cmd = [ctx.a.client, "fork", ctx.data, str(n), who, end, str(threads)]
+                out, err, rc = run_until_ready(cmd, ctx.env(tdir), ctx.a.idle)
+                e = expect_line(out)
+                what = f"fork, {n} preads in the {who}, {end}{', a second thread' if threads else ''}"
+                if not e:
+                    c.fail(f"{what}: no EXPECT line (exit {rc}): {err[-300:]}")
+                    continue
+                rep = check_reads(ctx, c, what, tdir, e, whole=end != "idle")
+                if rep is not None:
+                    results.append(f"{what}: {rep['io']['reads']} of {e['reads']}")
+    print("\n".join(results))
+    return c.finish(f"{len(results)} fork endings: every read of the process in its trace")
+
+
+def scenario_pipeline(ctx):
+    c = Check()
+    dash = shutil.which("dash")
+    if not dash:
+        print("skipped: no dash")
+        return 77
+    n = 300
+    tdir = ctx.tdir()
+    script = f'true | true; i=0; while [ $i -lt {n} ]; do test -e {ctx.data}; i=$((i+1)); done'
+    p = subprocess.run([dash, "-c", script], env=ctx.env(tdir), capture_output=True, text=True)
+    if p.returncode != 0:
+        c.fail(f"dash exited {p.returncode}: {p.stderr[-300:]}")
+        return c.finish("")
+    traces = sorted(glob.glob(os.path.join(tdir, "*.trace.zst")))
+    best = None
+    for t in traces:
+        rep = ctx.report([t], c, t)
+        if rep is None:
+            continue
+        proc = (rep.get("processes") or [{}])[0]
+        stats = sum(v.get("calls", 0) for k, v in (rep.get("api") or {}).items() if "stat" in k)
+        if proc.get("forked"):
+            continue
+        best = (stats, proc.get("truncated"))
+    if best is None:
+        c.fail(f"no trace of the shell itself among {len(traces)}")
+    else:
+        if best[0] < n:
+            c.fail(f"the shell's trace has {best[0]} stat calls; it made at least {n}")
+        if best[1]:
+            c.fail("the shell's trace is cut short")
+        print(f"dash: {best[0]} stat calls in its trace (at least {n} made), truncated={best[1]}")
+    return c.finish(f"dash's {n} stats after a pipeline in its whole trace")
+
+
+def scenario_sigpipe(ctx):
+    c = Check()
+    n = 5000
+    tdir = ctx.tdir()
+    r, w = os.pipe()
+    os.close(r)  # nobody reads: the first write raises SIGPIPE
+    p = subprocess.run([ctx.a.client, "preads", ctx.data, str(n), "2", "sigpipe"], env=ctx.env(tdir),
+                       stdout=w, stderr=subprocess.PIPE, text=True)
+    os.close(w)
+    e = expect_line(p.stderr)
+    if p.returncode != -signal.SIGPIPE or not e:
+        c.fail(f"end_client was to die of SIGPIPE: exit {p.returncode}: {p.stderr[-300:]}")
+    else:
+        rep = check_reads(ctx, c, f"{n} preads, then SIGPIPE", tdir, e)
+        if rep is not None:
+            print(f"{n} preads then SIGPIPE: {rep['io']['reads']} reads in the trace, "
+                  f"truncated={rep['processes'][0].get('truncated')}")
+    # cat FILE | head -1: cat dies of SIGPIPE
+    big = os.path.join(ctx.workdir, "big.txt")
+    with open(big, "w") as f:
+        f.write("line\n" * 2000000)
+    tdir = ctx.tdir()
+    env = ctx.env(tdir)
+    cat = subprocess.Popen(["cat", big], env=env, stdout=subprocess.PIPE)
+    head = subprocess.run(["head", "-1"], stdin=cat.stdout, capture_output=True, text=True)
+    cat.stdout.close()
+    rc = cat.wait()
+    if rc != -signal.SIGPIPE:
+        c.fail(f"cat was to die of SIGPIPE: exit {rc}")
+    t = trace_of(tdir, cat.pid)
+    if not t:
+        c.fail(f"no trace of cat (pid {cat.pid}) in {sorted(os.listdir(tdir))}")
+    else:
+        rep = ctx.report([t], c, "cat | head -1")
+        if rep is not None:
+            reads = (rep.get("io") or {}).get("reads", 0)
+            proc = (rep.get("processes") or [{}])[0]
+            if proc.get("truncated"):
+                c.fail("cat | head -1: cat's trace is cut short (SIGPIPE not flushed)")
+            if not reads:
+                c.fail("cat | head -1: no read of cat's in its trace")
+            print(f"cat | head -1: {reads} reads in cat's trace, truncated={proc.get('truncated')}")
+    return c.finish("SIGPIPE's default action ends the trace first")
+
+
+def scenario_renamed(ctx):
+    c = Check()
+    for kind in ("file", "symlink", "directory", "fifo"):
+        tdir = ctx.tdir()
+        name = os.path.join(tdir, "taken.trace.zst")
+        if kind == "file":
+            open(name, "w").close()
+        elif kind == "symlink":
+            os.symlink(os.path.join(tdir, "nowhere"), name)
+        elif kind == "directory":
+            os.mkdir(name)
+        else:
+            os.mkfifo(name)
+        p = subprocess.run([ctx.a.client, "preads", ctx.data, "100", "1", "exit"],
+                           env=ctx.env(tdir, pattern="taken.trace.zst"), capture_output=True, text=True)
+        lines = p.stderr.splitlines()
+        if p.returncode != 0:
+            c.fail(f"{kind}: exit {p.returncode}: {p.stderr[-300:]}")
+        if len(lines) != 1 or name + ".1" not in lines[0]:
+            c.fail(f"{kind} in the trace's place: stderr is {p.stderr!r}, not one line naming {name}.1")
+        elif not os.path.isfile(name + ".1"):
+            c.fail(f"{kind}: no trace at {name}.1")
+        else:
+            print(f"{kind}: {lines[0]}")
+    # the exec'd image of the same pid finds its own earlier image's trace: no line
+    tdir = ctx.tdir()
+    p = subprocess.run([ctx.a.client, "exec", ctx.data, "100"], env=ctx.env(tdir), capture_output=True, text=True)
+    e = expect_line(p.stdout)
+    if p.returncode != 0 or not e:
+        c.fail(f"exec: exit {p.returncode}: {p.stderr[-300:]}")
+    elif p.stderr:
+        c.fail(f"exec of the same pid: stderr {p.stderr!r}, expected nothing")
+    elif not os.path.exists(os.path.join(tdir, f"{e['pid']}.trace.zst.1")):
+        c.fail(f"exec: the exec'd image's trace is not {e['pid']}.trace.zst.1: {sorted(os.listdir(tdir))}")
+    return c.finish("a trace written under another name than asked says so in one line")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    for opt in ("--shim", "--report", "--client", "--workdir"):
+        ap.add_argument(opt, required=True)
+    ap.add_argument("scenario", choices=("open-at-exit", "fork", "pipeline", "sigpipe", "renamed"))
+    ap.add_argument("--count", type=int, default=50000)
+    ap.add_argument("--idle", type=float, default=2.5, help="seconds idle before SIGKILL")
+    a = ap.parse_args()
+    ctx = Ctx(a)
+    return {"open-at-exit": scenario_open_at_exit, "fork": scenario_fork, "pipeline": scenario_pipeline,
+            "sigpipe": scenario_sigpipe, "renamed": scenario_renamed}[a.scenario](ctx)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
