@@ -3,6 +3,7 @@
  * buffers, fork, thread exit and process exit.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -503,9 +504,39 @@ void wsl_ring_commit_tsan(struct wsl_thread *t)
  * stays with the parent; the child starts its own trace at its first event.
  * The writer thread leaves before the fork and, in the parent, comes back
  * after it (writer.c). */
+/* Whether the program counts its threads right after fork() returns in the
+ * parent: CPython 3.12 and later do (/proc/self/stat, to warn about forking a
+ * multi-threaded process), so there the writer stays away a moment after the
+ * fork. Everywhere else it comes back before fork() returns: a program that
+ * forks and then idles, _exits or is killed has its calls after the fork on
+ * disk within a second, as before it (docs/reliability.md). Looked up before
+ * each fork until found (an embedding program may load Python late). */
+static _Atomic int fork_counted; /* 0 not known, 1 counts its threads, 2 Python before 3.12 */
+
+static void fork_note_python(void)
+{
+    if (atomic_load_explicit(&fork_counted, memory_order_relaxed))
+        return;
+    const char *(*version)(void) = (const char *(*)(void))wsl_real_dlsym(RTLD_DEFAULT, "Py_GetVersion");
+    if (!version)
+        return;
+    const char *v = version(); /* "3.12.3 (main, ...)": a static string, no interpreter state */
+    int major = 0, minor = 0;
+    if (v) {
+        while (*v >= '0' && *v <= '9')
+            major = major * 10 + (*v++ - '0');
+        if (*v == '.')
+            for (v++; *v >= '0' && *v <= '9'; v++)
+                minor = minor * 10 + (*v - '0');
+    }
+    atomic_store_explicit(&fork_counted, major > 3 || (major == 3 && minor >= 12) || !v ? 1 : 2,
+                          memory_order_relaxed);
+}
+
 static void at_fork_prepare(void)
 {
     wsl_tls_depth++;
+    fork_note_python();
     wsl_writer_pause();
     wsl_tls_depth--;
 }
@@ -515,14 +546,15 @@ static void at_fork_parent(void)
     if (!atomic_load_explicit(&wsl_writer_paused, memory_order_relaxed))
         return;
     struct wsl_thread *self = wsl_tls_thread;
-    /* Other threads that record (two or more: one may be the writer's own ring
-     * of GPU results): the program is multi-threaded without the shim, and the
-     * writer comes back at once. */
+    /* The writer comes back at once unless the program counts its threads now
+     * (fork_note_python), or when other threads record (two or more: one may be
+     * the writer's own ring of GPU results): the program is multi-threaded
+     * without the shim then. */
     unsigned others = 0;
     for (struct wsl_thread *t = atomic_load(&wsl_threads); t && others < 2; t = t->next)
         others += t != self && atomic_load_explicit(&t->state, memory_order_relaxed) == WSL_THREAD_ACTIVE;
     wsl_tls_depth++;
-    if (others >= 2)
+    if (others >= 2 || atomic_load_explicit(&fork_counted, memory_order_relaxed) != 1)
         wsl_writer_resume(1);
     else
         wsl_writer_after_fork_parent();

@@ -7,8 +7,8 @@
  *       the file left open, then END.
  *   end_client fork FILE N WHO END THREADS
  *       10 preads, fork(); WHO (parent or child) makes N preads and ends by END,
- *       the other one waits quietly (the child leaves by _exit(0), the parent
- *       pauses until it is killed). THREADS 1: a second thread that made one
+ *       the other one is quiet (the child leaves by _exit(0), the parent waits
+ *       for the child and returns). THREADS 1: a second thread that made one
  *       pread is alive in the parent throughout.
  *   end_client exec FILE N
  *       10 preads, then execs itself as "preads FILE N 1 exit" (the same pid).
@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char buf[4096];
@@ -124,8 +125,8 @@ int main(int argc, char **argv)
         }
         if (pid == 0)
             _exit(0);
-        for (;;)
-            pause();
+        waitpid(pid, NULL, 0); /* the quiet parent: gone with its child */
+        return 0;
     }
     if (!strcmp(argv[1], "exec") && argc == 4) {
         preads(fd, 10, 1, &bytes);
