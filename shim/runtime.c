@@ -33,6 +33,8 @@ _Atomic uint64_t wsl_io_gen; /* wsl_gen while file calls are recorded, else 0 */
 _Atomic int wsl_io_off;      /* WSLSHIM_IO=0, once the settings are read */
 _Atomic(struct wsl_thread *) wsl_threads;
 _Atomic int wsl_shutting_down;
+_Atomic int wsl_recording_off;
+_Atomic uint64_t wsl_ring_waits;
 
 static pthread_key_t thread_key;
 static int thread_key_ok;
@@ -322,7 +324,8 @@ void wsl_paths_use(struct wsl_thread *t, int big)
 
 struct wsl_thread *wsl_thread_setup(void)
 {
-    if (tls_thread_exited || wsl_tls_depth || atomic_load_explicit(&wsl_shutting_down, memory_order_relaxed))
+    if (tls_thread_exited || wsl_tls_depth || atomic_load_explicit(&wsl_shutting_down, memory_order_relaxed) ||
+        atomic_load_explicit(&wsl_recording_off, memory_order_relaxed))
         return NULL;
     /* A signal handler's call while a fast twin updates this thread's fold: it
      * passes through (as it would under the depth). In a child forked there,
@@ -360,6 +363,11 @@ static struct wsl_thread *thread_setup(void)
     t->gen = gen;
     wsl_io_thread_init(t);
     if (wsl_writer_start() != 0) {
+        /* No writer (the trace cannot be written): this thread records
+         * nothing, and its next call asks again (wsl_thread_setup says no at
+         * once while recording is off) instead of filling a ring nobody
+         * drains, where every call would wait for room. */
+        t->gen = 0;
         errno = saved;
         return NULL;
     }
@@ -464,6 +472,7 @@ struct wsl_event *wsl_ring_reserve_slow(struct wsl_thread *t)
         return &t->ev[h & (WSL_RING_EVENTS - 1)];
     }
     wsl_writer_wake();
+    atomic_fetch_add_explicit(&wsl_ring_waits, 1, memory_order_relaxed);
     uint64_t deadline = wsl_mono_ns() + WAIT_FULL_NS;
     do {
         sched_yield();
@@ -624,6 +633,8 @@ __attribute__((destructor)) static void wsl_fini(void)
     int saved = errno;
     wsl_tls_depth++;
     wsl_writer_shutdown();
+    wsl_log(WSL_LOG_DEBUG, "recording %s; events that waited for room in a full ring: %llu",
+            atomic_load(&wsl_recording_off) ? "off" : "on", (unsigned long long)atomic_load(&wsl_ring_waits));
     wsl_tls_depth--;
     errno = saved;
 }

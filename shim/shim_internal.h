@@ -277,6 +277,12 @@ extern _Atomic uint64_t wsl_gen;                 /* bumped in a forked child */
 extern _Atomic uint64_t wsl_io_gen;              /* wsl_gen while file calls are recorded, else 0 */
 extern _Atomic int wsl_io_off;                   /* WSLSHIM_IO=0, once the settings are read */
 extern _Atomic(struct wsl_thread *) wsl_threads; /* registry head */
+/* Set when the trace cannot be opened: no thread records from then on (its
+ * rings would fill with nobody to drain them). */
+extern _Atomic int wsl_recording_off;
+/* Events that waited for room in a full ring (wsl_ring_reserve_slow); logged
+ * at WSLSHIM_LOG=debug when the process ends. */
+extern _Atomic uint64_t wsl_ring_waits;
 
 /* Slow path: sets up this thread (and, the first time, the writer); returns
  * NULL when this thread must not record (exiting, shut down, disabled). */

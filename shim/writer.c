@@ -1323,6 +1323,7 @@ static int writer_start_or_end(const char *when)
     if (err) {
         wsl_log(WSL_LOG_ERROR, "cannot start the writer thread%s: %s", when, strerror(err));
         writer_finish();
+        atomic_store(&wsl_recording_off, 1); /* nobody would drain the rings */
     }
     atomic_store(&writer_state, err ? WRITER_STOPPED : WRITER_RUNNING);
     return err;
@@ -1413,6 +1414,7 @@ int wsl_writer_start(void)
          * unwritable path turns recording off at once instead of filling rings. */
         if (writer_open() != 0) {
             atomic_store(&writer_state, WRITER_STOPPED);
+            atomic_store(&wsl_recording_off, 1); /* at once: no thread fills a ring from here on */
             rc = -1;
         } else {
             atomic_store(&writer_stop, 0);
@@ -1482,6 +1484,7 @@ int wsl_writer_final_flush(unsigned timeout_ms)
 void wsl_writer_after_fork_child(void)
 {
     atomic_store(&wsl_writer_paused, 0); /* the parent's pause is the parent's */
+    atomic_store(&wsl_recording_off, 0);  /* the child opens a trace of its own, or tries */
     pthread_mutex_init(&writer_lock, NULL);
     wsl_fd_protect(0, -1);
     if (trace_fd >= 0)
@@ -1519,5 +1522,6 @@ void wsl_writer_restart(void)
     if (atomic_load(&writer_state) == WRITER_STOPPED)
         atomic_store(&writer_state, WRITER_NONE);
     pthread_mutex_unlock(&writer_lock);
+    atomic_store(&wsl_recording_off, 0); /* a new trace, maybe writable this time */
     atomic_store(&wsl_shutting_down, 0);
 }

@@ -19,6 +19,10 @@ Scenarios (each a ctest entry, tests/io/CMakeLists.txt):
   sigpipe        N preads, then writes to a pipe nobody reads (SIGPIPE's default
                  action): reads exact, the trace ended by the signal flush; and
                  `cat FILE | head -1`: cat's trace whole, with its reads
+  unwritable     WSLSHIM_OUTPUT in a folder that does not exist, 20,000 preads and
+                 the fake driver's 20,000 launches: the shim says recording is off,
+                 no call waited for room in a ring (WSLSHIM_LOG=debug's count), the
+                 same output, and a run time within a generous bound
   renamed        the trace's name is taken (file, symlink, directory, FIFO): one
                  line on stderr names the trace's other name; the same pid's
                  exec'd image (its name taken by its own earlier image) says nothing
@@ -29,6 +33,7 @@ import argparse
 import glob
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -359,17 +364,59 @@ def scenario_renamed(ctx):
     return c.finish("a trace written under another name than asked says so in one line")
 
 
+def scenario_unwritable(ctx):
+    """WSLSHIM_OUTPUT in a folder that does not exist: recording off at once, and
+    no call waits for a ring nobody drains."""
+    c = Check()
+    out = os.path.join(ctx.workdir, "no-such-folder", "%p.trace.zst")
+    runs = [("end_client, 20,000 preads", [ctx.a.client, "preads", ctx.data, "20000", "2", "exit"], {})]
+    if ctx.a.fake_client:
+        runs.append(("the fake driver's client, 20,000 launches", [ctx.a.fake_client, "20000", "1", "1"],
+                     {"LD_LIBRARY_PATH": ctx.a.fake_lib_dir}))
+    for what, cmd, extra in runs:
+        plain_env = dict(os.environ, **extra)
+        plain_env.pop("LD_PRELOAD", None)
+        t0 = time.monotonic()
+        p0 = subprocess.run(cmd, env=plain_env, capture_output=True, text=True)
+        plain_s = time.monotonic() - t0
+        env = dict(plain_env, LD_PRELOAD=ctx.a.shim, WSLSHIM_OUTPUT=out, WSLSHIM_LOG="debug")
+        t0 = time.monotonic()
+        try:
+            p1 = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+        except subprocess.TimeoutExpired:
+            c.fail(f"{what}: not done after 60 s under the shim ({plain_s:.2f} s without it)")
+            continue
+        shim_s = time.monotonic() - t0
+        def same(text):
+            return re.sub(r'"pid": \d+', '"pid": P', text)
+        if (p1.returncode, same(p1.stdout)) != (p0.returncode, same(p0.stdout)):
+            c.fail(f"{what}: exit or output differs: {p0.returncode} / {p1.returncode}")
+        if "recording off" not in p1.stderr:
+            c.fail(f"{what}: the shim did not say recording is off: {p1.stderr[-400:]!r}")
+        waited = [line for line in p1.stderr.splitlines() if "waited for room in a full ring" in line]
+        if not waited or not waited[-1].endswith(": 0"):
+            c.fail(f"{what}: calls waited for a ring nobody drains: {waited or p1.stderr[-400:]!r}")
+        # generous: the point is the absence of a wait per call (10 ms each, before: 26 s for 20,000)
+        if shim_s > max(5 * plain_s, 5.0):
+            c.fail(f"{what}: {shim_s:.2f} s under the shim, {plain_s:.2f} s without it")
+        print(f"{what}: {plain_s:.2f} s without the shim, {shim_s:.2f} s with recording off; {waited[-1:]}")
+    return c.finish("an unwritable trace turns recording off at once: no call waits")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     for opt in ("--shim", "--report", "--client", "--workdir"):
         ap.add_argument(opt, required=True)
-    ap.add_argument("scenario", choices=("open-at-exit", "fork", "python-fork", "pipeline", "sigpipe", "renamed"))
+    ap.add_argument("scenario", choices=("open-at-exit", "fork", "python-fork", "pipeline", "sigpipe", "renamed",
+                                         "unwritable"))
+    ap.add_argument("--fake-client", help="unwritable: the fake driver's client_timing")
+    ap.add_argument("--fake-lib-dir", help="unwritable: the fake libcuda's folder")
     ap.add_argument("--count", type=int, default=50000)
     ap.add_argument("--idle", type=float, default=2.5, help="seconds idle before SIGKILL")
     a = ap.parse_args()
     ctx = Ctx(a)
     return {"open-at-exit": scenario_open_at_exit, "fork": scenario_fork, "python-fork": scenario_python_fork,
-            "pipeline": scenario_pipeline,
+            "pipeline": scenario_pipeline, "unwritable": scenario_unwritable,
             "sigpipe": scenario_sigpipe, "renamed": scenario_renamed}[a.scenario](ctx)
 
 
