@@ -74,12 +74,15 @@ static void log_pending_add(const char *m, size_t n)
 
 void wsl_log(int level, const char *fmt, ...)
 {
+    int note = level == WSL_LOG_NOTE;
+    if (note)
+        level = WSL_LOG_ERROR;
     if (level > wsl_cfg.log_level)
         return;
     int saved = errno;
     char buf[512];
     static const char *names[] = {"error", "warn", "info", "debug"};
-    int n = snprintf(buf, sizeof buf, "wslshim[%d] %s: ", (int)getpid(), names[level]);
+    int n = snprintf(buf, sizeof buf, "wslshim[%d] %s: ", (int)getpid(), note ? "note" : names[level]);
     va_list ap;
     va_start(ap, fmt);
     if (n > 0 && (size_t)n < sizeof buf)

@@ -50,7 +50,10 @@
 #define WSL_TLS __thread __attribute__((tls_model("initial-exec")))
 
 /* ---- configuration, read once at load time (options.c) ---------------------- */
-enum wsl_log_level { WSL_LOG_ERROR = 0, WSL_LOG_WARN, WSL_LOG_INFO, WSL_LOG_DEBUG };
+enum wsl_log_level {
+    WSL_LOG_ERROR = 0, WSL_LOG_WARN, WSL_LOG_INFO, WSL_LOG_DEBUG,
+    WSL_LOG_NOTE = 16, /* shown at every level, as errors are, but not one: "note" */
+};
 
 /* Every Nth launch of a thread is timed on the GPU unless WSLSHIM_GPU_TIMING says
  * otherwise (docs/gpu-timing.md: what it costs). */

@@ -316,8 +316,74 @@ static int expand_pattern(const char *pat, char *out, size_t size)
     return 0;
 }
 
+static size_t read_small_file(const char *path, char *buf, size_t size);
+
+/* The pid in the PROCESS chunk that opens the trace at `path` (its first
+ * bytes decompressed), or -1. */
+static int trace_pid(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    static uint8_t in[16384];
+    ssize_t n = read(fd, in, sizeof in);
+    close(fd);
+    uint8_t out[sizeof(struct wsl_file_header) + sizeof(struct wsl_chunk_header) + sizeof(struct wsl_process_info)];
+    ZSTD_DCtx *d = n > 0 ? ZSTD_createDCtx() : NULL;
+    if (!d)
+        return -1;
+    ZSTD_inBuffer ib = {in, (size_t)n, 0};
+    ZSTD_outBuffer ob = {out, sizeof out, 0};
+    while (ob.pos < ob.size && ib.pos < ib.size) {
+        size_t r = ZSTD_decompressStream(d, &ob, &ib);
+        if (ZSTD_isError(r) || r == 0)
+            break;
+    }
+    ZSTD_freeDCtx(d);
+    struct wsl_file_header fh;
+    struct wsl_chunk_header ch;
+    struct wsl_process_info pi;
+    if (ob.pos < sizeof out)
+        return -1;
+    memcpy(&fh, out, sizeof fh);
+    memcpy(&ch, out + sizeof fh, sizeof ch);
+    memcpy(&pi, out + sizeof fh + sizeof ch, sizeof pi);
+    if (memcmp(fh.magic, WSL_TRACE_MAGIC, sizeof WSL_TRACE_MAGIC) != 0 || fh.header_size != sizeof fh ||
+        ch.type != WSL_CHUNK_PROCESS)
+        return -1;
+    return pi.pid;
+}
+
+/* Whether `path` is, by all signs, the trace of an earlier image of this very
+ * process (exec keeps the pid): a regular file of ours, a trace whose PROCESS
+ * chunk names this pid, last written since this process started (its start
+ * from /proc/self/stat, in clock ticks of CLOCK_BOOTTIME; 1 s of slack for the
+ * ticks' coarseness): a stale trace of another process that had this pid
+ * before is older than that. */
+static int trace_of_earlier_image(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || trace_pid(path) != (int)getpid())
+        return 0;
+    char buf[1024];
+    size_t n = read_small_file("/proc/self/stat", buf, sizeof buf - 1);
+    buf[n] = 0;
+    const char *p = strrchr(buf, ')'); /* field 2 may hold spaces */
+    for (int field = 2; p && field < 22; field++)
+        p = strchr(p + 1, ' ');
+    long hz = sysconf(_SC_CLK_TCK);
+    struct timespec boot, real;
+    if (!p || hz <= 0 || clock_gettime(CLOCK_BOOTTIME, &boot) != 0 || clock_gettime(CLOCK_REALTIME, &real) != 0)
+        return 0;
+    double started = (double)strtoull(p + 1, NULL, 10) / (double)hz;
+    double since_start = (double)boot.tv_sec + boot.tv_nsec / 1e9 - started;
+    double start_real = (double)real.tv_sec + real.tv_nsec / 1e9 - since_start;
+    return (double)st.st_mtim.tv_sec + st.st_mtim.tv_nsec / 1e9 >= start_real - 1.0;
+}
+
 /* Never follows or overwrites what is there: O_EXCL|O_NOFOLLOW, private 0600.
- * A name already taken (an exec'd image of the same pid) gets a suffix. */
+ * A name already taken gets a suffix, and one line on stderr says so, unless
+ * an exec'd image of the same pid took it (the usual case with %p). */
 static int open_trace(void)
 {
     char base[PATH_MAX - 16];
@@ -331,8 +397,11 @@ static int open_trace(void)
         else
             snprintf(trace_path, sizeof trace_path, "%s.%d", base, i);
         int fd = open(trace_path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd >= 0)
+        if (fd >= 0) {
+            if (i > 0 && !trace_of_earlier_image(base))
+                wsl_log(WSL_LOG_NOTE, "%s exists; the trace goes to %s", base, trace_path);
             return fd;
+        }
         if (errno != EEXIST) {
             wsl_log(WSL_LOG_ERROR, "cannot create trace %s: %s; recording off", trace_path, strerror(errno));
             return -1;
