@@ -190,6 +190,8 @@ struct wsl_thread {
     uint64_t dropped_reported;
     uint64_t w_last_ticks;   /* the latest end time of this thread's events seen */
     uint64_t w_drain_ticks;  /* when its ring was last drained: a lower bound for what follows */
+    uint64_t w_cap_head, w_cap_s_head; /* the rings' heads when this drain began (writer.c, drain_all) */
+    uint64_t w_cap_pass;     /* the drain they were read in */
     uint32_t writer_seen_tid;
     _Atomic int state;
     struct wsl_thread *next; /* registry list; entries are never unlinked */

@@ -943,9 +943,11 @@ static uint64_t drain_ring(struct wsl_thread *t, uint64_t now, uint64_t *new_dro
     int big = (int)atomic_load_explicit(&t->w_big, memory_order_relaxed);
     struct wsl_event *ring = big ? t->ev : t->small_ev;
     uint64_t size = big ? WSL_RING_EVENTS : WSL_RING_SMALL, mask = size - 1;
-    _Atomic uint64_t *head_at = big ? &t->head : &t->s_head, *tail_at = big ? &t->tail : &t->s_tail;
-    uint64_t head = atomic_load_explicit(head_at, memory_order_acquire);
-    drain_paths(t); /* after the head: every path its events name is out before them */
+    _Atomic uint64_t *tail_at = big ? &t->tail : &t->s_tail;
+    /* Up to the head read when this drain began: every path the events name,
+     * in any thread's ring, was published before them and is out (drain_all) */
+    uint64_t head = big ? t->w_cap_head : t->w_cap_s_head;
+    drain_paths(t);
     uint64_t tail = atomic_load_explicit(tail_at, memory_order_relaxed);
     uint64_t n = head - tail;
     if (n > size) /* cannot happen; never read garbage */
@@ -983,12 +985,22 @@ static uint64_t drain_ring(struct wsl_thread *t, uint64_t now, uint64_t *new_dro
     return end - tail + (uint64_t)*switched;
 }
 
+static uint64_t drain_pass; /* drains so far (drain_all) */
+
+/* Every thread's paths, to their heads. */
+static void drain_paths_all(void)
+{
+    for (struct wsl_thread *t = atomic_load_explicit(&wsl_threads, memory_order_acquire); t; t = t->next)
+        if (atomic_load_explicit(&t->state, memory_order_acquire) != WSL_THREAD_FREE)
+            drain_paths(t);
+}
+
 /* Returns how many events were drained. */
 static uint64_t drain_thread(struct wsl_thread *t)
 {
     int state = atomic_load_explicit(&t->state, memory_order_acquire);
-    if (state == WSL_THREAD_FREE)
-        return 0;
+    if (state == WSL_THREAD_FREE || t->w_cap_pass != drain_pass)
+        return 0; /* free, or taken since this drain began: its events wait for the next one */
     uint64_t now = wsl_ticks(); /* events past the heads read below were recorded after this */
     uint64_t dropped = atomic_load_explicit(&t->dropped, memory_order_relaxed);
     uint64_t new_drops = dropped - t->dropped_reported, n = 0;
@@ -1014,7 +1026,7 @@ static uint64_t drain_thread(struct wsl_thread *t)
                 t->writer_seen_tid = t->tid;
                 threads_seen++;
             }
-            drain_paths(t); /* the fold's file may have been opened since the drain began */
+            drain_paths_all(); /* the fold's file may have been opened since the drain began, by any thread */
             emit_event_chunk(t->tid, folded, ~0ull, 0, k, 0);
             t->w_last_ticks = at;
         }
@@ -1037,6 +1049,21 @@ static uint64_t drain_all(void)
     struct timespec late = {0, WSL_TEST_SLOW_WRITER * 1000L};
     nanosleep(&late, NULL);
 #endif
+    /* An event may name a path another thread published (a descriptor one
+     * thread opened, read by another): every thread's event heads first, then
+     * every thread's paths, then the events up to those heads. A path is
+     * published before any event that names it, so each is out before them,
+     * and a trace cut at any frame (SIGKILL) holds the path of every call in
+     * it. */
+    drain_pass++;
+    for (struct wsl_thread *t = atomic_load_explicit(&wsl_threads, memory_order_acquire); t; t = t->next) {
+        if (atomic_load_explicit(&t->state, memory_order_acquire) == WSL_THREAD_FREE)
+            continue;
+        t->w_cap_head = atomic_load_explicit(&t->head, memory_order_acquire);
+        t->w_cap_s_head = atomic_load_explicit(&t->s_head, memory_order_acquire);
+        t->w_cap_pass = drain_pass;
+    }
+    drain_paths_all();
     for (struct wsl_thread *t = atomic_load_explicit(&wsl_threads, memory_order_acquire); t; t = t->next)
         n += drain_thread(t);
     return n;
@@ -1215,6 +1242,7 @@ static void writer_finish(void)
     if (!own_table)
         wsl_gpu_timing_poll(1, emit_one);
     drain_all();
+    drain_all(); /* what was published while the first drained (its heads were read first) */
     if (atomic_load(&driver_pending) && !own_table) {
         atomic_store(&driver_pending, 0);
         emit_driver();

@@ -12,6 +12,10 @@
  *       pread is alive in the parent throughout.
  *   end_client exec FILE N
  *       10 preads, then execs itself as "preads FILE N 1 exit" (the same pid).
+ *   end_client handoff DIR FILES END
+ *       one thread opens DIR/f0 .. f(FILES-1) and hands each descriptor to a
+ *       second thread, which preads it 4 times and closes it: 3 rounds and
+ *       exit (END exit), or rounds for ever after printing "ready" (END idle).
  *
  * END: return (from main), exit, _exit, sigterm (raise, default action),
  * sigpipe (a write to stdout, a pipe whose reader is gone; default action),
@@ -87,8 +91,54 @@ static void *idle_thread(void *arg)
     return NULL;
 }
 
+/* handoff: one thread opens files, another reads and closes them. */
+static int handoff_pipe[2];
+static long handoff_rounds;
+
+static void *handoff_reader(void *arg)
+{
+    (void)arg;
+    int fd;
+    long bytes = 0;
+    while (read(handoff_pipe[0], &fd, sizeof fd) == (ssize_t)sizeof fd) {
+        preads(fd, 4, 1, &bytes);
+        close(fd);
+    }
+    return NULL;
+}
+
+static int handoff(const char *dir, long files, const char *end)
+{
+    if (pipe(handoff_pipe) != 0)
+        return 2;
+    pthread_t th;
+    pthread_create(&th, NULL, handoff_reader, NULL);
+    char path[4096];
+    for (long round = 0; handoff_rounds == 0 || round < handoff_rounds; round++) {
+        for (long i = 0; i < files; i++) {
+            snprintf(path, sizeof path, "%s/f%ld", dir, i);
+            int fd = open(path, O_RDONLY);
+            if (fd < 0 || write(handoff_pipe[1], &fd, sizeof fd) != (ssize_t)sizeof fd)
+                return 2;
+        }
+        if (round == 0 && !strcmp(end, "idle")) {
+            printf("ready\n");
+            fflush(stdout);
+        }
+    }
+    close(handoff_pipe[1]);
+    pthread_join(th, NULL);
+    printf("done\n");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 5 && !strcmp(argv[1], "handoff")) {
+        /* handoff DIR FILES END: END exit (rounds: 3) or idle (for ever, until killed) */
+        handoff_rounds = strcmp(argv[4], "idle") ? 3 : 0;
+        return handoff(argv[2], atol(argv[3]), argv[4]);
+    }
     if (argc < 4) {
         fprintf(stderr, "usage: end_client preads FILE N OFFSETS END | fork FILE N WHO END THREADS | exec FILE N\n");
         return 2;

@@ -23,6 +23,9 @@ Scenarios (each a ctest entry, tests/io/CMakeLists.txt):
                  the fake driver's 20,000 launches: the shim says recording is off,
                  no call waited for room in a ring (WSLSHIM_LOG=debug's count), the
                  same output, and a run time within a generous bound
+  paths-killed   one thread opens 2,000 files, another reads and closes them, in
+                 rounds; exit, or SIGKILL at a random moment: no file call names a
+                 path the trace does not hold (io.unnamed_path_events 0)
   renamed        the trace's name is taken (file, symlink, directory, FIFO): one
                  line on stderr names the trace's other name; the same pid's
                  exec'd image (its name taken by its own earlier image) says nothing
@@ -403,12 +406,52 @@ def scenario_unwritable(ctx):
     return c.finish("an unwritable trace turns recording off at once: no call waits")
 
 
+def scenario_paths_killed(ctx):
+    """A thread opens files and another reads and closes them: every file call
+    names a path the trace holds (io.unnamed_path_events 0), after exit and
+    after SIGKILL at a random moment."""
+    import random
+    c = Check()
+    d = os.path.join(ctx.workdir, "files")
+    os.makedirs(d)
+    files = 2000
+    for i in range(files):
+        with open(os.path.join(d, f"f{i}"), "wb") as f:
+            f.write(b"x" * 4096)
+    done = []
+    for run in range(ctx.a.runs):
+        end = "exit" if run % 4 == 0 else "idle"
+        tdir = ctx.tdir()
+        if end == "exit":
+            p = subprocess.run([ctx.a.client, "handoff", d, str(files), end], env=ctx.env(tdir), capture_output=True,
+                               text=True)
+            if p.returncode != 0:
+                c.fail(f"handoff exited {p.returncode}: {p.stderr[-300:]}")
+                continue
+        else:
+            run_until_ready([ctx.a.client, "handoff", d, str(files), end], ctx.env(tdir), random.uniform(0.1, 1.2))
+        traces = glob.glob(os.path.join(tdir, "*.trace.zst"))
+        rep = ctx.report(traces, c, f"run {run}") if traces else None
+        if rep is None:
+            c.fail(f"run {run}: no readable trace")
+            continue
+        io = rep.get("io") or {}
+        unnamed = io.get("unnamed_path_events")
+        if unnamed != 0:
+            c.fail(f"run {run} ({end}): {unnamed} file calls name a path the trace does not hold "
+                   f"(of {io.get('opens')} opens, {io.get('reads')} reads)")
+        done.append(f"{end}: {io.get('opens')} opens, {io.get('reads')} reads, unnamed {unnamed}")
+    print("\n".join(done))
+    return c.finish(f"{len(done)} runs: every file call's path in the trace")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     for opt in ("--shim", "--report", "--client", "--workdir"):
         ap.add_argument(opt, required=True)
     ap.add_argument("scenario", choices=("open-at-exit", "fork", "python-fork", "pipeline", "sigpipe", "renamed",
-                                         "unwritable"))
+                                         "unwritable", "paths-killed"))
+    ap.add_argument("--runs", type=int, default=12, help="paths-killed: runs")
     ap.add_argument("--fake-client", help="unwritable: the fake driver's client_timing")
     ap.add_argument("--fake-lib-dir", help="unwritable: the fake libcuda's folder")
     ap.add_argument("--count", type=int, default=50000)
@@ -416,7 +459,7 @@ def main():
     a = ap.parse_args()
     ctx = Ctx(a)
     return {"open-at-exit": scenario_open_at_exit, "fork": scenario_fork, "python-fork": scenario_python_fork,
-            "pipeline": scenario_pipeline, "unwritable": scenario_unwritable,
+            "pipeline": scenario_pipeline, "unwritable": scenario_unwritable, "paths-killed": scenario_paths_killed,
             "sigpipe": scenario_sigpipe, "renamed": scenario_renamed}[a.scenario](ctx)
 
 
