@@ -33,10 +33,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static char buf[4096];
-
 static long preads(int fd, long n, int offsets, long *bytes)
 {
+    char buf[4096];
     long ok = 0;
     for (long i = 0; i < n; i++) {
         ssize_t r = pread(fd, buf, sizeof buf, (off_t)(i % offsets) * (off_t)sizeof buf);
