@@ -91,8 +91,9 @@ static void *idle_thread(void *arg)
 }
 
 /* handoff: one thread opens files, another reads and closes them. */
-static int handoff_pipe[2];
+static int handoff_pipe[2], handoff_back[2]; /* descriptors there, a byte back per close */
 static long handoff_rounds;
+#define HANDOFF_OUTSTANDING 64 /* descriptors open at once at most (RLIMIT_NOFILE) */
 
 static void *handoff_reader(void *arg)
 {
@@ -102,23 +103,31 @@ static void *handoff_reader(void *arg)
     while (read(handoff_pipe[0], &fd, sizeof fd) == (ssize_t)sizeof fd) {
         preads(fd, 4, 1, &bytes);
         close(fd);
+        if (write(handoff_back[1], "", 1) != 1)
+            break;
     }
     return NULL;
 }
 
 static int handoff(const char *dir, long files, const char *end)
 {
-    if (pipe(handoff_pipe) != 0)
+    if (pipe(handoff_pipe) != 0 || pipe(handoff_back) != 0)
         return 2;
+    long sent = 0;
+    char token;
     pthread_t th;
     pthread_create(&th, NULL, handoff_reader, NULL);
     char path[4096];
     for (long round = 0; handoff_rounds == 0 || round < handoff_rounds; round++) {
         for (long i = 0; i < files; i++) {
             snprintf(path, sizeof path, "%s/f%ld", dir, i);
-            int fd = open(path, O_RDONLY);
-            if (fd < 0 || write(handoff_pipe[1], &fd, sizeof fd) != (ssize_t)sizeof fd)
+            if (sent++ >= HANDOFF_OUTSTANDING && read(handoff_back[0], &token, 1) != 1)
                 return 2;
+            int fd = open(path, O_RDONLY);
+            if (fd < 0 || write(handoff_pipe[1], &fd, sizeof fd) != (ssize_t)sizeof fd) {
+                perror(path);
+                return 2;
+            }
         }
         if (round == 0 && !strcmp(end, "idle")) {
             printf("ready\n");
