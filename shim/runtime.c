@@ -3,6 +3,7 @@
  * buffers, fork, thread exit and process exit.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -32,6 +33,8 @@ _Atomic uint64_t wsl_io_gen; /* wsl_gen while file calls are recorded, else 0 */
 _Atomic int wsl_io_off;      /* WSLSHIM_IO=0, once the settings are read */
 _Atomic(struct wsl_thread *) wsl_threads;
 _Atomic int wsl_shutting_down;
+_Atomic int wsl_recording_off;
+_Atomic uint64_t wsl_ring_waits;
 
 static pthread_key_t thread_key;
 static int thread_key_ok;
@@ -71,12 +74,15 @@ static void log_pending_add(const char *m, size_t n)
 
 void wsl_log(int level, const char *fmt, ...)
 {
+    int note = level == WSL_LOG_NOTE;
+    if (note)
+        level = WSL_LOG_ERROR;
     if (level > wsl_cfg.log_level)
         return;
     int saved = errno;
     char buf[512];
     static const char *names[] = {"error", "warn", "info", "debug"};
-    int n = snprintf(buf, sizeof buf, "wslshim[%d] %s: ", (int)getpid(), names[level]);
+    int n = snprintf(buf, sizeof buf, "wslshim[%d] %s: ", (int)getpid(), note ? "note" : names[level]);
     va_list ap;
     va_start(ap, fmt);
     if (n > 0 && (size_t)n < sizeof buf)
@@ -321,7 +327,8 @@ void wsl_paths_use(struct wsl_thread *t, int big)
 
 struct wsl_thread *wsl_thread_setup(void)
 {
-    if (tls_thread_exited || wsl_tls_depth || atomic_load_explicit(&wsl_shutting_down, memory_order_relaxed))
+    if (tls_thread_exited || wsl_tls_depth || atomic_load_explicit(&wsl_shutting_down, memory_order_relaxed) ||
+        atomic_load_explicit(&wsl_recording_off, memory_order_relaxed))
         return NULL;
     /* A signal handler's call while a fast twin updates this thread's fold: it
      * passes through (as it would under the depth). In a child forked there,
@@ -364,6 +371,11 @@ static struct wsl_thread *thread_setup(void)
     wsl_tls.launches = 0;
     wsl_io_thread_init(t);
     if (wsl_writer_start() != 0) {
+        /* No writer (the trace cannot be written): this thread records
+         * nothing, and its next call asks again (wsl_thread_setup says no at
+         * once while recording is off) instead of filling a ring nobody
+         * drains, where every call would wait for room. */
+        t->gen = 0;
         errno = saved;
         return NULL;
     }
@@ -468,6 +480,7 @@ struct wsl_event *wsl_ring_reserve_slow(struct wsl_thread *t)
         return &t->ev[h & (WSL_RING_EVENTS - 1)];
     }
     wsl_writer_wake();
+    atomic_fetch_add_explicit(&wsl_ring_waits, 1, memory_order_relaxed);
     uint64_t deadline = wsl_mono_ns() + WAIT_FULL_NS;
     do {
         sched_yield();
@@ -508,9 +521,39 @@ void wsl_ring_commit_tsan(struct wsl_thread *t)
  * stays with the parent; the child starts its own trace at its first event.
  * The writer thread leaves before the fork and, in the parent, comes back
  * after it (writer.c). */
+/* Whether the program counts its threads right after fork() returns in the
+ * parent: CPython 3.12 and later do (/proc/self/stat, to warn about forking a
+ * multi-threaded process), so there the writer stays away a moment after the
+ * fork. Everywhere else it comes back before fork() returns: a program that
+ * forks and then idles, _exits or is killed has its calls after the fork on
+ * disk within a second, as before it (docs/reliability.md). Looked up before
+ * each fork until found (an embedding program may load Python late). */
+static _Atomic int fork_counted; /* 0 not known, 1 counts its threads, 2 Python before 3.12 */
+
+static void fork_note_python(void)
+{
+    if (atomic_load_explicit(&fork_counted, memory_order_relaxed))
+        return;
+    const char *(*version)(void) = (const char *(*)(void))wsl_real_dlsym(RTLD_DEFAULT, "Py_GetVersion");
+    if (!version)
+        return;
+    const char *v = version(); /* "3.12.3 (main, ...)": a static string, no interpreter state */
+    int major = 0, minor = 0;
+    if (v) {
+        while (*v >= '0' && *v <= '9')
+            major = major * 10 + (*v++ - '0');
+        if (*v == '.')
+            for (v++; *v >= '0' && *v <= '9'; v++)
+                minor = minor * 10 + (*v - '0');
+    }
+    atomic_store_explicit(&fork_counted, major > 3 || (major == 3 && minor >= 12) || !v ? 1 : 2,
+                          memory_order_relaxed);
+}
+
 static void at_fork_prepare(void)
 {
     wsl_tls_depth++;
+    fork_note_python();
     wsl_writer_pause();
     wsl_tls_depth--;
 }
@@ -520,14 +563,15 @@ static void at_fork_parent(void)
     if (!atomic_load_explicit(&wsl_writer_paused, memory_order_relaxed))
         return;
     struct wsl_thread *self = wsl_tls_thread;
-    /* Other threads that record (two or more: one may be the writer's own ring
-     * of GPU results): the program is multi-threaded without the shim, and the
-     * writer comes back at once. */
+    /* The writer comes back at once unless the program counts its threads now
+     * (fork_note_python), or when other threads record (two or more: one may be
+     * the writer's own ring of GPU results): the program is multi-threaded
+     * without the shim then. */
     unsigned others = 0;
     for (struct wsl_thread *t = atomic_load(&wsl_threads); t && others < 2; t = t->next)
         others += t != self && atomic_load_explicit(&t->state, memory_order_relaxed) == WSL_THREAD_ACTIVE;
     wsl_tls_depth++;
-    if (others >= 2)
+    if (others >= 2 || atomic_load_explicit(&fork_counted, memory_order_relaxed) != 1)
         wsl_writer_resume(1);
     else
         wsl_writer_after_fork_parent();
@@ -597,6 +641,8 @@ __attribute__((destructor)) static void wsl_fini(void)
     int saved = errno;
     wsl_tls_depth++;
     wsl_writer_shutdown();
+    wsl_log(WSL_LOG_DEBUG, "recording %s; events that waited for room in a full ring: %llu",
+            atomic_load(&wsl_recording_off) ? "off" : "on", (unsigned long long)atomic_load(&wsl_ring_waits));
     wsl_tls_depth--;
     errno = saved;
 }

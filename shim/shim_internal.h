@@ -50,7 +50,10 @@
 #define WSL_TLS __thread __attribute__((tls_model("initial-exec")))
 
 /* ---- configuration, read once at load time (options.c) ---------------------- */
-enum wsl_log_level { WSL_LOG_ERROR = 0, WSL_LOG_WARN, WSL_LOG_INFO, WSL_LOG_DEBUG };
+enum wsl_log_level {
+    WSL_LOG_ERROR = 0, WSL_LOG_WARN, WSL_LOG_INFO, WSL_LOG_DEBUG,
+    WSL_LOG_NOTE = 16, /* shown at every level, as errors are, but not one: "note" */
+};
 
 /* Every Nth launch of a thread is timed on the GPU unless WSLSHIM_GPU_TIMING says
  * otherwise (docs/gpu-timing.md: what it costs). */
@@ -190,6 +193,8 @@ struct wsl_thread {
     uint64_t dropped_reported;
     uint64_t w_last_ticks;   /* the latest end time of this thread's events seen */
     uint64_t w_drain_ticks;  /* when its ring was last drained: a lower bound for what follows */
+    uint64_t w_cap_head, w_cap_s_head; /* the rings' heads when this drain began (writer.c, drain_all) */
+    uint64_t w_cap_pass;     /* the drain they were read in */
     uint32_t writer_seen_tid;
     _Atomic int state;
     struct wsl_thread *next; /* registry list; entries are never unlinked */
@@ -290,6 +295,12 @@ extern _Atomic uint64_t wsl_gen;                 /* bumped in a forked child */
 extern _Atomic uint64_t wsl_io_gen;              /* wsl_gen while file calls are recorded, else 0 */
 extern _Atomic int wsl_io_off;                   /* WSLSHIM_IO=0, once the settings are read */
 extern _Atomic(struct wsl_thread *) wsl_threads; /* registry head */
+/* Set when the trace cannot be opened: no thread records from then on (its
+ * rings would fill with nobody to drain them). */
+extern _Atomic int wsl_recording_off;
+/* Events that waited for room in a full ring (wsl_ring_reserve_slow); logged
+ * at WSLSHIM_LOG=debug when the process ends. */
+extern _Atomic uint64_t wsl_ring_waits;
 
 /* Slow path: sets up this thread (and, the first time, the writer); returns
  * NULL when this thread must not record (exiting, shut down, disabled). */

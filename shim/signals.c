@@ -1,5 +1,6 @@
 /*
- * Fatal and terminating signals: SIGSEGV, SIGBUS, SIGABRT, SIGTERM, SIGINT.
+ * Fatal and terminating signals: SIGSEGV, SIGBUS, SIGABRT, SIGTERM, SIGINT, SIGPIPE
+ * (a write to a pipe whose reader has gone: `prog | head -1`).
  *
  * The shim's handler stays installed for these signals whatever the program
  * does: sigaction() and signal() are interposed so that the program's own
@@ -36,7 +37,7 @@
 
 #define FINAL_FLUSH_TIMEOUT_MS 2000u
 
-static const int managed_signals[] = {SIGSEGV, SIGBUS, SIGABRT, SIGTERM, SIGINT};
+static const int managed_signals[] = {SIGSEGV, SIGBUS, SIGABRT, SIGTERM, SIGINT, SIGPIPE};
 #define N_MANAGED (sizeof managed_signals / sizeof managed_signals[0])
 
 /* The program's view of each managed signal. Updated under `update_lock`

@@ -317,8 +317,74 @@ static int expand_pattern(const char *pat, char *out, size_t size)
     return 0;
 }
 
+static size_t read_small_file(const char *path, char *buf, size_t size);
+
+/* The pid in the PROCESS chunk that opens the trace at `path` (its first
+ * bytes decompressed), or -1. */
+static int trace_pid(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    static uint8_t in[16384];
+    ssize_t n = read(fd, in, sizeof in);
+    close(fd);
+    uint8_t out[sizeof(struct wsl_file_header) + sizeof(struct wsl_chunk_header) + sizeof(struct wsl_process_info)];
+    ZSTD_DCtx *d = n > 0 ? ZSTD_createDCtx() : NULL;
+    if (!d)
+        return -1;
+    ZSTD_inBuffer ib = {in, (size_t)n, 0};
+    ZSTD_outBuffer ob = {out, sizeof out, 0};
+    while (ob.pos < ob.size && ib.pos < ib.size) {
+        size_t r = ZSTD_decompressStream(d, &ob, &ib);
+        if (ZSTD_isError(r) || r == 0)
+            break;
+    }
+    ZSTD_freeDCtx(d);
+    struct wsl_file_header fh;
+    struct wsl_chunk_header ch;
+    struct wsl_process_info pi;
+    if (ob.pos < sizeof out)
+        return -1;
+    memcpy(&fh, out, sizeof fh);
+    memcpy(&ch, out + sizeof fh, sizeof ch);
+    memcpy(&pi, out + sizeof fh + sizeof ch, sizeof pi);
+    if (memcmp(fh.magic, WSL_TRACE_MAGIC, sizeof WSL_TRACE_MAGIC) != 0 || fh.header_size != sizeof fh ||
+        ch.type != WSL_CHUNK_PROCESS)
+        return -1;
+    return pi.pid;
+}
+
+/* Whether `path` is, by all signs, the trace of an earlier image of this very
+ * process (exec keeps the pid): a regular file of ours, a trace whose PROCESS
+ * chunk names this pid, last written since this process started (its start
+ * from /proc/self/stat, in clock ticks of CLOCK_BOOTTIME; 1 s of slack for the
+ * ticks' coarseness): a stale trace of another process that had this pid
+ * before is older than that. */
+static int trace_of_earlier_image(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || trace_pid(path) != (int)getpid())
+        return 0;
+    char buf[1024];
+    size_t n = read_small_file("/proc/self/stat", buf, sizeof buf - 1);
+    buf[n] = 0;
+    const char *p = strrchr(buf, ')'); /* field 2 may hold spaces */
+    for (int field = 2; p && field < 22; field++)
+        p = strchr(p + 1, ' ');
+    long hz = sysconf(_SC_CLK_TCK);
+    struct timespec boot, real;
+    if (!p || hz <= 0 || clock_gettime(CLOCK_BOOTTIME, &boot) != 0 || clock_gettime(CLOCK_REALTIME, &real) != 0)
+        return 0;
+    double started = (double)strtoull(p + 1, NULL, 10) / (double)hz;
+    double since_start = (double)boot.tv_sec + boot.tv_nsec / 1e9 - started;
+    double start_real = (double)real.tv_sec + real.tv_nsec / 1e9 - since_start;
+    return (double)st.st_mtim.tv_sec + st.st_mtim.tv_nsec / 1e9 >= start_real - 1.0;
+}
+
 /* Never follows or overwrites what is there: O_EXCL|O_NOFOLLOW, private 0600.
- * A name already taken (an exec'd image of the same pid) gets a suffix. */
+ * A name already taken gets a suffix, and one line on stderr says so, unless
+ * an exec'd image of the same pid took it (the usual case with %p). */
 static int open_trace(void)
 {
     char base[PATH_MAX - 16];
@@ -332,8 +398,11 @@ static int open_trace(void)
         else
             snprintf(trace_path, sizeof trace_path, "%s.%d", base, i);
         int fd = open(trace_path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd >= 0)
+        if (fd >= 0) {
+            if (i > 0 && !trace_of_earlier_image(base))
+                wsl_log(WSL_LOG_NOTE, "%s exists; the trace goes to %s", base, trace_path);
             return fd;
+        }
         if (errno != EEXIST) {
             wsl_log(WSL_LOG_ERROR, "cannot create trace %s: %s; recording off", trace_path, strerror(errno));
             return -1;
@@ -876,9 +945,11 @@ static uint64_t drain_ring(struct wsl_thread *t, uint64_t now, uint64_t *new_dro
     int big = (int)atomic_load_explicit(&t->w_big, memory_order_relaxed);
     struct wsl_event *ring = big ? t->ev : t->small_ev;
     uint64_t size = big ? WSL_RING_EVENTS : WSL_RING_SMALL, mask = size - 1;
-    _Atomic uint64_t *head_at = big ? &t->head : &t->s_head, *tail_at = big ? &t->tail : &t->s_tail;
-    uint64_t head = atomic_load_explicit(head_at, memory_order_acquire);
-    drain_paths(t); /* after the head: every path its events name is out before them */
+    _Atomic uint64_t *tail_at = big ? &t->tail : &t->s_tail;
+    /* Up to the head read when this drain began: every path the events name,
+     * in any thread's ring, was published before them and is out (drain_all) */
+    uint64_t head = big ? t->w_cap_head : t->w_cap_s_head;
+    drain_paths(t);
     uint64_t tail = atomic_load_explicit(tail_at, memory_order_relaxed);
     uint64_t n = head - tail;
     if (n > size) /* cannot happen; never read garbage */
@@ -916,12 +987,22 @@ static uint64_t drain_ring(struct wsl_thread *t, uint64_t now, uint64_t *new_dro
     return end - tail + (uint64_t)*switched;
 }
 
+static uint64_t drain_pass; /* drains so far (drain_all) */
+
+/* Every thread's paths, to their heads. */
+static void drain_paths_all(void)
+{
+    for (struct wsl_thread *t = atomic_load_explicit(&wsl_threads, memory_order_acquire); t; t = t->next)
+        if (atomic_load_explicit(&t->state, memory_order_acquire) != WSL_THREAD_FREE)
+            drain_paths(t);
+}
+
 /* Returns how many events were drained. */
 static uint64_t drain_thread(struct wsl_thread *t)
 {
     int state = atomic_load_explicit(&t->state, memory_order_acquire);
-    if (state == WSL_THREAD_FREE)
-        return 0;
+    if (state == WSL_THREAD_FREE || t->w_cap_pass != drain_pass)
+        return 0; /* free, or taken since this drain began: its events wait for the next one */
     uint64_t now = wsl_ticks(); /* events past the heads read below were recorded after this */
     uint64_t dropped = atomic_load_explicit(&t->dropped, memory_order_relaxed);
     uint64_t new_drops = dropped - t->dropped_reported, n = 0;
@@ -931,16 +1012,23 @@ static uint64_t drain_thread(struct wsl_thread *t)
      * turns, and what the thread wrote meanwhile waits for the next pass. */
     for (int turn = 0, switched = 1; switched && turn < 8; turn++)
         n += drain_ring(t, now, &new_drops, &switched);
-    if (atomic_load_explicit(&t->io_untimed, memory_order_relaxed)) { /* after the ring's events: the open fold's calls so far */
+    /* After the ring's events: the open fold's calls so far. A fold that never
+     * ended (one file read over and over, left open) has put no event in the
+     * ring yet, so its slots are looked at whatever io_untimed says; once the
+     * writer has taken calls ahead of the fold's own events, it must settle
+     * those events when they come (drain_ring reads io_untimed for that). */
+    if (atomic_load_explicit(&t->io_untimed, memory_order_relaxed) ||
+        atomic_load_explicit(&t->fold_used, memory_order_relaxed)) {
         struct wsl_event folded[2];
         uint64_t at = now > t->w_last_ticks ? now : t->w_last_ticks;
         unsigned k = fold_take(t, folded, at);
         if (k) {
+            atomic_store_explicit(&t->io_untimed, 1, memory_order_relaxed);
             if (t->tid != t->writer_seen_tid) {
                 t->writer_seen_tid = t->tid;
                 threads_seen++;
             }
-            drain_paths(t); /* the fold's file may have been opened since the drain began */
+            drain_paths_all(); /* the fold's file may have been opened since the drain began, by any thread */
             emit_event_chunk(t->tid, folded, ~0ull, 0, k, 0);
             t->w_last_ticks = at;
         }
@@ -963,6 +1051,21 @@ static uint64_t drain_all(void)
     struct timespec late = {0, WSL_TEST_SLOW_WRITER * 1000L};
     nanosleep(&late, NULL);
 #endif
+    /* An event may name a path another thread published (a descriptor one
+     * thread opened, read by another): every thread's event heads first, then
+     * every thread's paths, then the events up to those heads. A path is
+     * published before any event that names it, so each is out before them,
+     * and a trace cut at any frame (SIGKILL) holds the path of every call in
+     * it. */
+    drain_pass++;
+    for (struct wsl_thread *t = atomic_load_explicit(&wsl_threads, memory_order_acquire); t; t = t->next) {
+        if (atomic_load_explicit(&t->state, memory_order_acquire) == WSL_THREAD_FREE)
+            continue;
+        t->w_cap_head = atomic_load_explicit(&t->head, memory_order_acquire);
+        t->w_cap_s_head = atomic_load_explicit(&t->s_head, memory_order_acquire);
+        t->w_cap_pass = drain_pass;
+    }
+    drain_paths_all();
     for (struct wsl_thread *t = atomic_load_explicit(&wsl_threads, memory_order_acquire); t; t = t->next)
         n += drain_thread(t);
     return n;
@@ -1141,6 +1244,7 @@ static void writer_finish(void)
     if (!own_table)
         wsl_gpu_timing_poll(1, emit_one);
     drain_all();
+    drain_all(); /* what was published while the first drained (its heads were read first) */
     if (atomic_load(&driver_pending) && !own_table) {
         atomic_store(&driver_pending, 0);
         emit_driver();
@@ -1319,6 +1423,7 @@ static int writer_start_or_end(const char *when)
     if (err) {
         wsl_log(WSL_LOG_ERROR, "cannot start the writer thread%s: %s", when, strerror(err));
         writer_finish();
+        atomic_store(&wsl_recording_off, 1); /* nobody would drain the rings */
     }
     atomic_store(&writer_state, err ? WRITER_STOPPED : WRITER_RUNNING);
     return err;
@@ -1409,6 +1514,7 @@ int wsl_writer_start(void)
          * unwritable path turns recording off at once instead of filling rings. */
         if (writer_open() != 0) {
             atomic_store(&writer_state, WRITER_STOPPED);
+            atomic_store(&wsl_recording_off, 1); /* at once: no thread fills a ring from here on */
             rc = -1;
         } else {
             atomic_store(&writer_stop, 0);
@@ -1478,6 +1584,7 @@ int wsl_writer_final_flush(unsigned timeout_ms)
 void wsl_writer_after_fork_child(void)
 {
     atomic_store(&wsl_writer_paused, 0); /* the parent's pause is the parent's */
+    atomic_store(&wsl_recording_off, 0);  /* the child opens a trace of its own, or tries */
     pthread_mutex_init(&writer_lock, NULL);
     wsl_fd_protect(0, -1);
     if (trace_fd >= 0)
@@ -1515,5 +1622,6 @@ void wsl_writer_restart(void)
     if (atomic_load(&writer_state) == WRITER_STOPPED)
         atomic_store(&writer_state, WRITER_NONE);
     pthread_mutex_unlock(&writer_lock);
+    atomic_store(&wsl_recording_off, 0); /* a new trace, maybe writable this time */
     atomic_store(&wsl_shutting_down, 0);
 }

@@ -7,9 +7,11 @@
  * reads it N times and leaves by _exit), counts its own threads right after
  * fork() returns, as CPython 3.12 does to warn about forking a multi-threaded
  * process, then reads FILE N more times after 20 ms (the writer is back by
- * then). Prints "threads after fork: T" and "reads: parent P, child C";
- * T must be what it is without the shim (1, or 2 in a TSan build, whose
- * runtime has a thread of its own). Exit 0 when every read succeeded.
+ * then). Prints "threads after fork: T" and "reads: parent P, child C".
+ * Built as CPython 3.12 (AS_CPYTHON_312: it exports Py_GetVersion), T must be
+ * what it is without the shim (1, or 2 in a TSan build, whose runtime has a
+ * thread of its own); built plain, one more: the writer came back before
+ * fork() returned. Exit 0 when every read succeeded.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -54,6 +56,12 @@ static int read_file(const char *path, int times)
     }
     return n;
 }
+
+#ifdef AS_CPYTHON_312
+/* What the shim looks for to tell CPython 3.12 or later (exported: -rdynamic),
+ * which counts its threads right after fork(): the writer stays away then. */
+__attribute__((visibility("default"))) const char *Py_GetVersion(void) { return "3.12.3 (fork_threads_client)"; }
+#endif
 
 int main(int argc, char **argv)
 {
