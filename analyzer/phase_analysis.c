@@ -29,7 +29,9 @@ enum wsl_phase_op wsl_phase_op_of(unsigned category, const char *base)
     case WSL_CAT_SYNC_STREAM: case WSL_CAT_SYNC_CTX: case WSL_CAT_SYNC_EVENT: case WSL_CAT_ALLOC:
     case WSL_CAT_ALLOC_MANAGED: case WSL_CAT_FREE: case WSL_CAT_HOST_ALLOC: case WSL_CAT_HOST_FREE:
     case WSL_CAT_HOST_REGISTER: case WSL_CAT_HOST_UNREGISTER:
-    case WSL_CAT_IO_OPEN: case WSL_CAT_IO_READ: case WSL_CAT_IO_MMAP: case WSL_CAT_IO_STAT: case WSL_CAT_IO_SEEK:
+    case WSL_CAT_IO_READ:
+        return WSL_PHASE_READ;
+    case WSL_CAT_IO_OPEN: case WSL_CAT_IO_MMAP: case WSL_CAT_IO_STAT: case WSL_CAT_IO_SEEK:
     case WSL_CAT_IO_CLOSE:
         return WSL_PHASE_BREAK;
     case WSL_CAT_OTHER:
@@ -59,6 +61,7 @@ struct seq {                    /* one thread's launches, in its order */
     uint64_t *ticks;            /* their start */
     uint8_t *broken;            /* 1: the thread waited or did other work of its own since its launch before */
     bool pending_break;
+    uint64_t pipe_reads, pipe_ticks; /* reads on fds not seen opened (path id 0) */
     size_t n, cap;
     uint64_t total;             /* launches, kept or not */
 };
@@ -130,10 +133,15 @@ void wsl_phase_trace_event(struct wsl_phase_trace *t, enum wsl_phase_op op, cons
         }
         return;
     }
-    if (op == WSL_PHASE_BREAK || op == WSL_PHASE_SUBMIT_BREAK) {
-        if (t->cur)
+    if (op == WSL_PHASE_BREAK || op == WSL_PHASE_SUBMIT_BREAK || op == WSL_PHASE_READ) {
+        if (t->cur) {
             t->cur->pending_break = true;
-        if (op == WSL_PHASE_BREAK)
+            if (op == WSL_PHASE_READ && ev->a[0] == 0) { /* path id 0: a pipe or socket */
+                t->cur->pipe_reads++;
+                t->cur->pipe_ticks += ev->t_end - ev->t_start;
+            }
+        }
+        if (op != WSL_PHASE_SUBMIT_BREAK)
             return;
     }
     if (ev->result != 0)
@@ -312,6 +320,10 @@ void wsl_phase_trace_end(struct wsl_phase_trace *t, const struct wsl_clock_map *
     for (size_t i = 0; i < t->seq_count; i++)
         if (!q || t->seqs[i].n > q->n)
             q = &t->seqs[i];
+    if (q) {
+        ph->pipe_reads = q->pipe_reads;
+        ph->pipe_read_ns = wsl_clock_duration_ns(clock, q->pipe_ticks);
+    }
     for (size_t i = 1; q && i < q->n; i++) {
         uint64_t g = wsl_clock_duration_ns(clock, q->ticks[i] > q->ticks[i - 1] ? q->ticks[i] - q->ticks[i - 1] : 0);
         if (g < WSL_PHASE_DISPATCH_GAP && !q->broken[i])

@@ -9,6 +9,7 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "analysis.h"
 #include "util.h"
@@ -25,6 +26,18 @@ static const struct wsl_process *main_gpu_process(const struct wsl_run *run)
     return m;
 }
 
+/* A worker forked from the program: the same executable and command line (exec'd helpers such as a
+ * compiler, nvidia-smi or a shell are not data loaders). */
+static bool same_program(const struct wsl_process *p, const struct wsl_process *m)
+{
+    if (!p->exe || !m->exe || strcmp(p->exe, m->exe) != 0 || p->argc != m->argc)
+        return false;
+    for (uint32_t i = 0; i < p->argc; i++)
+        if (strcmp(p->argv[i], m->argv[i]) != 0)
+            return false;
+    return true;
+}
+
 static bool evaluate(const struct wsl_run *run, struct wsl_finding *f)
 {
     /* needs: the main GPU process, its children, its reads on pipes and sockets */
@@ -34,17 +47,19 @@ static bool evaluate(const struct wsl_run *run, struct wsl_finding *f)
     uint64_t workers = 0, worker_reads = 0, worker_read_ns = 0;
     for (size_t i = 0; i < run->proc_count; i++) {
         const struct wsl_process *p = &run->procs[i];
-        if (p->ppid == m->pid && p != m && !p->compiler) {
+        if (p->ppid == m->pid && p != m && !p->compiler && same_program(p, m)) {
             workers++;
             worker_reads += p->io.data.reads;
             worker_read_ns += p->io.data.read_time + p->io.data.meta_time;
         }
     }
-    const struct wsl_io_counts *q = &m->io.unknown_fd;
-    /* fires: workers exist and the main process blocked on their pipes for >= 1% of the wall time */
-    if (!workers || !q->reads || (double)q->read_time < WSL_RULE_MIN_SHARE * (double)run->wall_ns)
+    /* the reads of the thread that submits the GPU's work: a reader thread of a process pool (a compile
+     * worker pool's) blocks on its pipes all the time without holding anything up */
+    const struct wsl_phases *ph = &m->phases;
+    /* fires: workers exist and the launching thread blocked on pipes or sockets for >= 1% of the wall time */
+    if (!workers || !ph->pipe_reads || (double)ph->pipe_read_ns < WSL_RULE_MIN_SHARE * (double)run->wall_ns)
         return false;
-    f->time_lost_ns = q->read_time;
+    f->time_lost_ns = ph->pipe_read_ns;
     if (run->gpu_busy_known && run->kernels.busy_wall_ns) { /* no more than the GPU sat idle */
         uint64_t idle = run->kernels.busy_wall_ns > run->gpu_busy_ns ? run->kernels.busy_wall_ns - run->gpu_busy_ns : 0;
         if (f->time_lost_ns > idle)
@@ -54,10 +69,10 @@ static bool evaluate(const struct wsl_run *run, struct wsl_finding *f)
         return false;
     wsl_evidence_u64(f, "main_pid", (uint64_t)m->pid);
     wsl_evidence_u64(f, "workers", workers);
-    wsl_evidence_u64(f, "pipe_reads", q->reads);
-    wsl_evidence_u64(f, "pipe_bytes", q->bytes_read);
-    wsl_evidence_u64(f, "pipe_read_ns", q->read_time);
-    wsl_evidence_u64(f, "pipe_read_mean_ns", q->reads ? q->read_time / q->reads : 0);
+    wsl_evidence_u64(f, "pipe_reads", ph->pipe_reads);
+    wsl_evidence_u64(f, "pipe_read_ns", ph->pipe_read_ns);
+    wsl_evidence_u64(f, "pipe_read_mean_ns", ph->pipe_read_ns / ph->pipe_reads);
+    wsl_evidence_u64(f, "process_pipe_reads", m->io.unknown_fd.reads); /* all its threads */
     wsl_evidence_u64(f, "worker_file_reads", worker_reads);
     wsl_evidence_u64(f, "worker_file_io_ns", worker_read_ns);
 
@@ -65,8 +80,8 @@ static bool evaluate(const struct wsl_run *run, struct wsl_finding *f)
     f->summary = xasprintf("The main process (pid %" PRId32 ") waited %s for its %" PRIu64 " data-loading worker%s: "
                            "%" PRIu64 " reads on their pipes, %s each on average; the GPU gets no work while it "
                            "waits",
-                           m->pid, wsl_format_ns(a, sizeof a, q->read_time), workers, workers == 1 ? "" : "s",
-                           q->reads, wsl_format_ns(b, sizeof b, q->reads ? q->read_time / q->reads : 0));
+                           m->pid, wsl_format_ns(a, sizeof a, ph->pipe_read_ns), workers, workers == 1 ? "" : "s",
+                           ph->pipe_reads, wsl_format_ns(b, sizeof b, ph->pipe_read_ns / ph->pipe_reads));
     f->advice = xstrdup(
         "The workers do not keep up: raise DataLoader num_workers (up to the CPU cores you can spare), keep them "
         "alive across epochs (persistent_workers=True), let each prefetch more (prefetch_factor=4), and hand "
@@ -79,8 +94,9 @@ static bool evaluate(const struct wsl_run *run, struct wsl_finding *f)
 const struct wsl_rule wsl_rule_dataloader_wait = {
     .id = "dataloader_wait",
     .needs = "the process tree; the main GPU process's reads on pipes and sockets (fds not seen opened)",
-    .how_computed = "The main process is the one that launched most kernels; its workers are its children that are "
-                    "not compilers. Fires when it has workers and its reads on descriptors the shim did not see "
+    .how_computed = "The main process is the one that launched most kernels; its workers are its children forked "
+                    "from it (the same program and command line; not exec'd helpers or compilers). Fires when it "
+                    "has workers and the reads of its busiest launching thread on descriptors the shim did not see "
                     "opened (the workers' pipes and sockets) took at least 1% of the wall time. Time lost: those "
                     "reads' time, the main process blocked waiting for a batch, at most the GPU's idle time. A lower bound: a wait spent in "
                     "poll() or select() before the read is not recorded.",
