@@ -161,6 +161,7 @@ static void config_ensure(void)
     int expect = 0;
     if (atomic_compare_exchange_strong(&config_state, &expect, 1)) {
         wsl_config_load();
+        wsl_writer_note_start(); /* after the settings: they choose the event clock */
         atomic_store(&wsl_io_gen, wsl_cfg.io ? atomic_load(&wsl_gen) : 0);
         atomic_store(&wsl_io_off, !wsl_cfg.io);
         atomic_store_explicit(&config_state, 2, memory_order_release);

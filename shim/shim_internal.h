@@ -375,6 +375,7 @@ static inline __attribute__((always_inline)) void wsl_ring_commit(struct wsl_thr
 
 /* ---- the writer thread (writer.c) --------------------------------------------- */
 int wsl_writer_start(void);     /* idempotent; 0 on success */
+void wsl_writer_note_start(void); /* the process's start time, once (at load) */
 void wsl_writer_reserve_fd(void); /* at load: the descriptor table grown for the trace's fd */
 void wsl_writer_wake(void);     /* a ring is full: drain now */
 void wsl_writer_shutdown(void); /* drain, END chunk, close; at exit and before exec */

@@ -1489,6 +1489,17 @@ void wsl_writer_share_table(void)
     errno = saved;
 }
 
+/* The process's start: when the shim was loaded (its settings read), not when its first call
+ * was recorded, so a program's start-up before its first hooked call counts as its own (phases). */
+void wsl_writer_note_start(void)
+{
+    if (!start_mono) {
+        start_ticks = wsl_ticks();
+        start_mono = wsl_mono_ns();
+        start_real = wsl_real_ns();
+    }
+}
+
 int wsl_writer_start(void)
 {
     int st = atomic_load_explicit(&writer_state, memory_order_acquire);
@@ -1505,11 +1516,7 @@ int wsl_writer_start(void)
     int rc = 0;
     pthread_mutex_lock(&writer_lock);
     if (atomic_load(&writer_state) == WRITER_NONE) {
-        if (!start_mono) {
-            start_ticks = wsl_ticks();
-            start_mono = wsl_mono_ns();
-            start_real = wsl_real_ns();
-        }
+        wsl_writer_note_start();
         /* The file is opened here, in the first recording thread, so that an
          * unwritable path turns recording off at once instead of filling rings. */
         if (writer_open() != 0) {

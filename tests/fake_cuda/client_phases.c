@@ -1,0 +1,128 @@
+/*
+ * client_phases: programs of known shape for the run's phases and the host-side
+ * starvation rules (run with FAKE_CUDA_KERNEL_NS, FAKE_CUDA_LAUNCH_NS and
+ * FAKE_CUDA_MODULE_LOAD_NS set by phases_test.py).
+ *
+ *   client_phases phases    300 ms asleep (start-up), a copy (the first GPU
+ *                           submission), 10 module loads (warm-up: a compile
+ *                           burst), 2000 steps of the same 10 kernels
+ *                           (steady state), 200 ms asleep (teardown)
+ *   client_phases dispatch  2000 steps of 10 kernels with 60 us of host work
+ *                           before each launch (a framework's work per op)
+ *   client_phases loader    a forked worker hands the main thread a 4-byte item
+ *                           over a pipe every 5 ms; each item is read (a blocking
+ *                           read) and followed by 10 kernels; 200 items
+ * Prints one line: MEASURED {"...": ns, ...} with what the client timed itself.
+ */
+#define _GNU_SOURCE
+#include "client_common.h"
+
+#include <sys/wait.h>
+#include <time.h>
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void spin_us(unsigned us) {
+  uint64_t end = now_ns() + us * 1000ull;
+  while (now_ns() < end)
+    ;
+}
+
+static void sleep_ms(unsigned ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000l};
+  while (nanosleep(&ts, &ts) != 0)
+    ;
+}
+
+static CUmodule setup(CUfunction f[10]) {
+  CUmodule mod = NULL;
+  CALL("cuModuleLoadData", cuModuleLoadData(&mod, "fake cubin"));
+  for (int k = 0; k < 10; k++) {
+    char nm[16];
+    snprintf(nm, sizeof nm, "step_k%d", k);
+    CALL("cuModuleGetFunction", cuModuleGetFunction(&f[k], mod, nm));
+  }
+  return mod;
+}
+
+static void launch(CUfunction f) {
+  CALL("cuLaunchKernel", cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
+}
+
+int main(int argc, char **argv) {
+  const char *mode = argc > 1 ? argv[1] : "";
+  CUfunction f[10];
+  if (!strcmp(mode, "phases")) {
+    uint64_t t0 = now_ns();
+    sleep_ms(300);
+    CALL("cuInit", cuInit(0));
+    CUdeviceptr d = 0;
+    char host[4096] = {0};
+    CALL("cuMemAlloc_v2", cuMemAlloc(&d, sizeof host));
+    uint64_t t1 = now_ns();
+    CALL("cuMemcpyHtoD_v2", cuMemcpyHtoD(d, host, sizeof host)); /* the first submission */
+    for (int i = 0; i < 9; i++) {
+      CUmodule m = NULL;
+      CALL("cuModuleLoadData", cuModuleLoadData(&m, "fake jit output"));
+    }
+    setup(f);
+    uint64_t t2 = now_ns();
+    for (int s = 0; s < 2000; s++)
+      for (int k = 0; k < 10; k++)
+        launch(f[k]);
+    CALL("cuCtxSynchronize", cuCtxSynchronize());
+    uint64_t t3 = now_ns();
+    sleep_ms(200);
+    printf("MEASURED {\"startup_ns\": %llu, \"warmup_ns\": %llu, \"steady_ns\": %llu, \"teardown_ns\": %llu}\n",
+           (unsigned long long)(t1 - t0), (unsigned long long)(t2 - t1), (unsigned long long)(t3 - t2),
+           (unsigned long long)(now_ns() - t3));
+  } else if (!strcmp(mode, "dispatch")) {
+    CALL("cuInit", cuInit(0));
+    setup(f);
+    uint64_t t0 = now_ns();
+    for (int s = 0; s < 2000; s++)
+      for (int k = 0; k < 10; k++) {
+        spin_us(60);
+        launch(f[k]);
+      }
+    CALL("cuCtxSynchronize", cuCtxSynchronize());
+    printf("MEASURED {\"loop_ns\": %llu, \"launches\": 20000}\n", (unsigned long long)(now_ns() - t0));
+  } else if (!strcmp(mode, "loader")) {
+    CALL("cuInit", cuInit(0));
+    setup(f);
+    int p[2];
+    CHECK(pipe(p) == 0, "pipe");
+    pid_t child = fork();
+    CHECK(child >= 0, "fork");
+    if (child == 0) { /* the worker: an item every 5 ms */
+      close(p[0]);
+      for (int i = 0; i < 200; i++) {
+        spin_us(5000);
+        CHECK(write(p[1], &i, sizeof i) == (ssize_t)sizeof i, "write");
+      }
+      _exit(0);
+    }
+    close(p[1]);
+    uint64_t waited = 0, t0 = now_ns();
+    for (int i = 0; i < 200; i++) {
+      int item = -1;
+      uint64_t a = now_ns();
+      CHECK(read(p[0], &item, sizeof item) == (ssize_t)sizeof item && item == i, "read item %d", i);
+      waited += now_ns() - a;
+      for (int k = 0; k < 10; k++)
+        launch(f[k]);
+    }
+    CALL("cuCtxSynchronize", cuCtxSynchronize());
+    int st = 0;
+    CHECK(waitpid(child, &st, 0) == child && WIFEXITED(st) && WEXITSTATUS(st) == 0, "worker");
+    printf("MEASURED {\"waited_ns\": %llu, \"loop_ns\": %llu}\n", (unsigned long long)waited,
+           (unsigned long long)(now_ns() - t0));
+  } else {
+    client_fail("usage: client_phases phases|dispatch|loader");
+  }
+  return 0;
+}
