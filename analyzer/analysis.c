@@ -815,6 +815,9 @@ static void steady_findings(struct wsl_run *run)
         memset(g, 0, sizeof *g);
         g->id = "";
     }
+    for (size_t i = 0; i < run->finding_count; i++)
+        if (!strcmp(run->findings[i].id, "gpu_idle"))
+            wsl_rule_gpu_idle_by_phase(run, &run->findings[i]);
     wsl_rules_sort(run);
     wsl_run_free(&st);
 }

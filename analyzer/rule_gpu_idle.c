@@ -6,6 +6,7 @@
  * the findings never add up to more than the GPU's idle time.
  */
 #include <inttypes.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -81,3 +82,29 @@ const struct wsl_rule wsl_rule_gpu_idle = {
     .fix = "overlap the host's own work with the GPU's: more DataLoader workers, prefetch, GPU-side preprocessing",
     .evaluate = evaluate,
 };
+
+/* After the steady state's reading (analysis.c): where the idle time was, and advice for that phase.
+ * Idle time outside the steady state is start-up's end, warm-up (compilation, lazy loading, the first
+ * steps) and teardown (evaluation, checkpoints, shutdown): more DataLoader workers do nothing there. */
+void wsl_rule_gpu_idle_by_phase(const struct wsl_run *run, struct wsl_finding *f)
+{
+    if (!f->steady_known)
+        return;
+    uint64_t in = f->steady_lost_ns < f->time_lost_ns ? f->steady_lost_ns : f->time_lost_ns;
+    uint64_t out = f->time_lost_ns - in;
+    wsl_evidence_u64(f, "idle_in_steady_state_ns", in);
+    wsl_evidence_u64(f, "idle_outside_steady_state_ns", out);
+    const struct wsl_phases *ph = &run->phases.main;
+    if (out <= in || !run->phases.known)
+        return;
+    char a[32], w[32], t[32];
+    uint64_t warm = ph->steady_start_ns - ph->first_submit_ns, tear = ph->end_ns - ph->steady_end_ns;
+    free(f->advice);
+    f->advice = xasprintf(
+        "Most of this idle time (%s) is outside the steady state: warm-up %s (lazy loading of libraries "
+        "and kernels, compilation, the first steps), teardown %s (evaluation, checkpointing, shutdown). "
+        "The training loop itself is not what waits: shorten warm-up (compile caches, warm-up on a "
+        "smaller batch, fewer distinct shapes), keep evaluation and checkpoints short or asynchronous, "
+        "and judge the loop by its steady-state figures.",
+        wsl_format_ns(a, sizeof a, out), wsl_format_ns(w, sizeof w, warm), wsl_format_ns(t, sizeof t, tear));
+}

@@ -100,6 +100,9 @@ extern const size_t wsl_rule_count;
 void wsl_rules_run(struct wsl_run *run);
 void wsl_findings_free(struct wsl_finding *findings, size_t count);
 void wsl_findings_free_one(struct wsl_finding *f); /* its strings and evidence, not f itself */
+/* gpu_idle's split of its time by phase and its advice for where the idle time is (after the steady
+ * state's reading). */
+void wsl_rule_gpu_idle_by_phase(const struct wsl_run *run, struct wsl_finding *f);
 /* Sorts run->findings by time lost, largest first. */
 void wsl_rules_sort(struct wsl_run *run);
 
