@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "u64_map.h"
+#include "stats.h"
 #include "util.h"
 
 #define GRAM 8u                 /* launches matched to find a period's candidates */
@@ -57,18 +57,21 @@ const char *wsl_steady_method_name(enum wsl_steady_method m)
 
 struct seq {                    /* one thread's launches, in its order */
     uint32_t tid;
-    uint32_t *ids;              /* dense function ids */
+    uint64_t *ids;              /* function handles (a graph's with the top bit flipped) */
     uint64_t *ticks;            /* their start */
-    uint8_t *broken;            /* 1: the thread waited or did other work of its own since its launch before */
-    bool pending_break;
+    bool pending_break;         /* the thread waited or did other work of its own since its last launch */
+    bool have_last;
+    uint64_t last_ticks;        /* its last launch's start */
+    /* gaps from one launch to the next with no break between (ticks): count and sum per quarter of a
+     * power of two (cheap per launch; the 2 ms line is drawn by bucket) */
+    uint64_t gap_n[256], gap_sum[256];
+    uint64_t broken_gaps, broken_ticks; /* the others */
     uint64_t pipe_reads, pipe_ticks; /* reads on fds not seen opened (path id 0) */
     size_t n, cap;
     uint64_t total;             /* launches, kept or not */
 };
 
 struct wsl_phase_trace {
-    struct wsl_u64_map func_ids;    /* handle -> dense id + 1 */
-    uint32_t next_id;
     struct seq *seqs;
     size_t seq_count;
     struct seq *cur;                /* the chunk's thread, or NULL past the cap */
@@ -105,17 +108,6 @@ void wsl_phase_trace_thread(struct wsl_phase_trace *t, uint32_t tid)
     t->cur = &t->seqs[t->seq_count++];
     memset(t->cur, 0, sizeof *t->cur);
     t->cur->tid = tid;
-}
-
-static uint32_t func_id(struct wsl_phase_trace *t, uint64_t handle)
-{
-    uint64_t key = handle ? handle : ~0ull;
-    struct wsl_u64_slot *s = wsl_u64_map_find(&t->func_ids, key);
-    if (s)
-        return (uint32_t)s->value;
-    uint32_t id = t->next_id++;
-    wsl_u64_map_insert(&t->func_ids, key, id);
-    return id;
 }
 
 void wsl_phase_trace_event(struct wsl_phase_trace *t, enum wsl_phase_op op, const struct wsl_event *ev)
@@ -158,18 +150,31 @@ void wsl_phase_trace_event(struct wsl_phase_trace *t, enum wsl_phase_op op, cons
     if (!q)
         return;
     q->total++;
+    if (q->have_last && ev->t_start >= q->last_ticks) {
+        if (q->pending_break)
+            q->broken_gaps++, q->broken_ticks += ev->t_start - q->last_ticks;
+        else
+        {
+            uint64_t g = ev->t_start - q->last_ticks;
+            unsigned k = g < 4 ? (unsigned)g : (unsigned)(4 * (63 - __builtin_clzll(g)) + ((g >> (62 - __builtin_clzll(g))) & 3));
+            q->gap_n[k]++;
+            q->gap_sum[k] += g;
+        }
+    }
+    q->have_last = true;
+    q->last_ticks = ev->t_start;
+    q->pending_break = false;
     if (q->n >= WSL_PHASE_MAX_SEQ)
         return;
     if (q->n == q->cap) {
-        q->cap = q->cap ? 2 * q->cap : 1024;
+        q->cap = q->cap ? 4 * q->cap : 16384;
+        if (q->cap > WSL_PHASE_MAX_SEQ)
+            q->cap = WSL_PHASE_MAX_SEQ;
         q->ids = xrealloc(q->ids, q->cap * sizeof *q->ids);
         q->ticks = xrealloc(q->ticks, q->cap * sizeof *q->ticks);
-        q->broken = xrealloc(q->broken, q->cap * sizeof *q->broken);
     }
-    q->broken[q->n] = q->pending_break;
-    q->pending_break = false;
     /* a graph's exec and a kernel's function never share a handle value in practice; keep them apart anyway */
-    q->ids[q->n] = func_id(t, op == WSL_PHASE_GRAPH ? ev->a[0] ^ 0x8000000000000000ull : ev->a[0]);
+    q->ids[q->n] = op == WSL_PHASE_GRAPH ? ev->a[0] ^ 0x8000000000000000ull : ev->a[0];
     q->ticks[q->n] = ev->t_start;
     q->n++;
 }
@@ -181,17 +186,15 @@ void wsl_phase_trace_discard(struct wsl_phase_trace *t)
     for (size_t i = 0; i < t->seq_count; i++) {
         free(t->seqs[i].ids);
         free(t->seqs[i].ticks);
-        free(t->seqs[i].broken);
     }
     free(t->seqs);
     free(t->loads);
-    wsl_u64_map_free(&t->func_ids);
     free(t);
 }
 
 /* ---- the period of a launch sequence ------------------------------------------------- */
 
-static size_t agree(const uint32_t *ids, size_t from, size_t to, uint32_t p)
+static size_t agree(const uint64_t *ids, size_t from, size_t to, uint32_t p)
 {
     size_t m = 0;
     for (size_t i = from; i < to; i++)
@@ -199,7 +202,7 @@ static size_t agree(const uint32_t *ids, size_t from, size_t to, uint32_t p)
     return m;
 }
 
-static bool verify(const uint32_t *ids, size_t anchor, uint32_t p)
+static bool verify(const uint64_t *ids, size_t anchor, uint32_t p)
 {
     if (anchor < 2 * (size_t)p)
         return false;
@@ -211,11 +214,11 @@ static bool verify(const uint32_t *ids, size_t anchor, uint32_t p)
     return (double)agree(ids, anchor - w, anchor, p) >= VERIFY_SHARE * (double)w;
 }
 
-uint32_t wsl_phase_find_period(const uint32_t *ids, size_t n, size_t anchor, size_t *s, size_t *e)
+uint32_t wsl_phase_find_period(const uint64_t *ids, size_t n, size_t anchor, size_t *s, size_t *e)
 {
     if (anchor > n || anchor < 2 * GRAM)
         return 0;
-    const uint32_t *gram = ids + anchor - GRAM;
+    const uint64_t *gram = ids + anchor - GRAM;
     uint32_t p = 0;
     unsigned candidates = 0;
     size_t lowest = anchor > MAX_PERIOD + GRAM ? anchor - MAX_PERIOD : GRAM;
@@ -288,6 +291,24 @@ static void count_loads(struct wsl_phases *ph, const uint64_t (*loads_ns)[3], si
     }
 }
 
+/* The busiest thread's gaps between launches: unbroken ones under WSL_PHASE_DISPATCH_GAP are
+ * dispatch, the rest long (bucket midpoints of the histogram: within 0.4%). */
+static void split_gaps(const struct seq *q, const struct wsl_clock_map *clock, struct wsl_phases *ph)
+{
+    ph->long_gaps = q->broken_gaps;
+    ph->long_gap_ns = wsl_clock_duration_ns(clock, q->broken_ticks);
+    for (unsigned k = 0; k < 256; k++) {
+        if (!q->gap_n[k])
+            continue;
+        /* the bucket's lowest gap: k < 4 exact, else (4 | k % 4) << (k / 4 - 2) */
+        uint64_t lo = k < 4 ? k : (uint64_t)(4 | (k & 3)) << (k / 4 - 2);
+        if (wsl_clock_duration_ns(clock, lo) < WSL_PHASE_DISPATCH_GAP)
+            ph->dispatch_gaps += q->gap_n[k], ph->dispatch_gap_ns += wsl_clock_duration_ns(clock, q->gap_sum[k]);
+        else
+            ph->long_gaps += q->gap_n[k], ph->long_gap_ns += wsl_clock_duration_ns(clock, q->gap_sum[k]);
+    }
+}
+
 void wsl_phase_trace_end(struct wsl_phase_trace *t, const struct wsl_clock_map *clock, uint64_t start_ns,
                          uint64_t end_ns, struct wsl_phases *ph)
 {
@@ -324,13 +345,8 @@ void wsl_phase_trace_end(struct wsl_phase_trace *t, const struct wsl_clock_map *
         ph->pipe_reads = q->pipe_reads;
         ph->pipe_read_ns = wsl_clock_duration_ns(clock, q->pipe_ticks);
     }
-    for (size_t i = 1; q && i < q->n; i++) {
-        uint64_t g = wsl_clock_duration_ns(clock, q->ticks[i] > q->ticks[i - 1] ? q->ticks[i] - q->ticks[i - 1] : 0);
-        if (g < WSL_PHASE_DISPATCH_GAP && !q->broken[i])
-            ph->dispatch_gaps++, ph->dispatch_gap_ns += g;
-        else
-            ph->long_gaps++, ph->long_gap_ns += g;
-    }
+    if (q)
+        split_gaps(q, clock, ph);
     uint32_t best_p = 0;
     size_t best_s = 0, best_e = 0;
     if (q && q->n >= MIN_REGION) {

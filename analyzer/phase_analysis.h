@@ -35,7 +35,7 @@
 
 #include "trace_reader.h"
 
-#define WSL_PHASE_MAX_SEQ (1u << 20)     /* launches kept per thread */
+#define WSL_PHASE_MAX_SEQ (1u << 18)     /* launches kept per thread for the period (the gaps: all) */
 #define WSL_PHASE_MAX_THREADS 64u        /* threads whose launches are kept, per trace */
 #define WSL_PHASE_MAX_LOADS 65536u       /* module loads kept per trace */
 #define WSL_PHASE_OUTLIER 1.5            /* a leading step this much slower than the median is warm-up */
@@ -110,6 +110,6 @@ void wsl_phase_from_steps(struct wsl_phases *ph, const uint64_t *t0, const uint6
 
 /* The period of ids[0..n) around `anchor` and the periodic region [*s, *e);
  * 0 when none (exposed for the unit test). */
-uint32_t wsl_phase_find_period(const uint32_t *ids, size_t n, size_t anchor, size_t *s, size_t *e);
+uint32_t wsl_phase_find_period(const uint64_t *ids, size_t n, size_t anchor, size_t *s, size_t *e);
 
 #endif /* WSLSHIM_PHASE_ANALYSIS_H */
