@@ -149,8 +149,14 @@ def no_external(p, page, what):
             fail(f"{what}: URL in markup: {m.group(0)}")
 
 
-def chart_points(p, chart):
-    """data-v values of the data points of one chart."""
+TIMELINE = ("launches", "gpu-busy", "io-bytes", "memory")
+
+
+def chart_points(p, chart, view="whole"):
+    """data-v values of the data points of one chart. A timeline chart is taken from the whole-run view
+    (named CHART-whole when the page opens on the steady state); view="steady" takes the first one."""
+    if view == "whole" and chart in TIMELINE and any(a.get("data-chart") == chart + "-whole" for _, a, _ in p.tags):
+        chart = chart + "-whole"
     vals = []
     for tag, attrs, stack in p.tags:
         if "data-v" not in attrs:
@@ -205,6 +211,8 @@ def check_synthetic_page(page, info, what):
 
 
 def bucket_ns(p, chart):
+    if chart in TIMELINE and any(a.get("data-chart") == chart + "-whole" for _, a, _ in p.tags):
+        chart = chart + "-whole"
     for tag, attrs, _ in p.tags:
         if tag == "g" and attrs.get("data-chart") == chart:
             return int(attrs["data-bucket-ns"])
@@ -310,7 +318,8 @@ def case_two_runs():
     # the timeline's launch groups, in order A then B
     groups, cur = [], None
     for tag, attrs, stack in p.tags:
-        if tag == "g" and attrs.get("data-chart") == "launches":
+        if tag == "g" and attrs.get("data-chart") in ("launches-whole", "launches") and \
+                not (attrs.get("data-chart") == "launches" and "launches-whole" in {a.get("data-chart") for _, a, _ in p.tags}):
             cur = []
             groups.append((len(stack), cur))
         elif groups and tag == "rect" and "data-v" in attrs and len(stack) > groups[-1][0] and cur is not None:
