@@ -503,7 +503,7 @@ def case_browser():
     if not chart_points(p, "launches"):
         fail("browser: no launches drawn")
     shot = os.path.join(d, "page.png")
-    r = run([chromium, *flags, "--window-size=1280,2600", "--screenshot=" + shot, url])
+    r = run([chromium, *flags, "--window-size=1280,4200", "--screenshot=" + shot, url])
     if r.returncode != 0 or not os.path.exists(shot):
         fail(f"browser: --screenshot exit {r.returncode}: {r.stderr.decode()[-400:]}")
         return
