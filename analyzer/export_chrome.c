@@ -21,7 +21,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
+#include "analysis.h"
 #include "io_analysis.h"
 #include "json_writer.h"
 #include "kernel_analysis.h"
@@ -36,6 +38,13 @@
 #define GPU_SORT_BASE 1000000           /* stream tracks after the threads */
 #define IO_BINS_MAX (10u << 20)         /* 100 ms bins: about 12 days */
 #define LABEL_MAX 120                   /* bytes of command line in a process name */
+#define EST_TID_BASE 1500000000u        /* estimated-kernel tracks, one per stream */
+#define EST_SORT_BASE 2000000           /* after the measured stream tracks */
+#define PHASE_TID 999999999u            /* the phases track of a process */
+#define TIMED_LAUNCHES_MAX (1u << 21)   /* timed launches remembered per trace (a map of 64 MiB at most) */
+#define KERNEL_STATS_MAX 65536u         /* functions with their own mean GPU time, per trace */
+#define NVTX_DEPTH_MAX 128u             /* open push ranges shown per thread */
+#define NVTX_STARTS_MAX (1u << 20)      /* start/end ranges open at once, per trace */
 
 /* ---- id -> string tables (kernel names, paths) --------------------------------------------- */
 
@@ -105,6 +114,17 @@ struct chrome_trace {
     struct wsl_u64_map func_kernel; /* function -> kernel handle (cuKernelGetFunction) */
     struct name_table strings;      /* name id -> kernel name (PATHS entries that are not paths) */
     struct name_table kernels;      /* handle -> demangled name, built after the scan */
+    struct name_table nvtx_names;   /* NVTX name and domain ids -> text (without the mark) */
+    /* Timed GPU work, for placing the launches that were not timed (estimates): */
+    struct wsl_u64_map timed;       /* launch t_start tick -> launching tid + 1 */
+    uint64_t timed_full_tick;       /* the map was full from this launch on: later launches not estimated */
+    bool timed_full;
+    struct wsl_u64_map kstat;       /* function (or graph exec) -> index + 1 into k_sum, k_n */
+    uint64_t *k_sum, *k_n;
+    size_t k_count;
+    uint64_t gpu_sum, gpu_n;        /* every timed kernel: the process mean */
+    bool have_phases;
+    struct wsl_phases phases;       /* from the run model (the report's phases) */
 };
 
 static void trace_free(struct chrome_trace *t)
@@ -116,6 +136,11 @@ static void trace_free(struct chrome_trace *t)
     wsl_u64_map_free(&t->func_kernel);
     names_free(&t->strings);
     names_free(&t->kernels);
+    names_free(&t->nvtx_names);
+    wsl_u64_map_free(&t->timed);
+    wsl_u64_map_free(&t->kstat);
+    free(t->k_sum);
+    free(t->k_n);
 }
 
 static char *make_label(const struct wsl_item *it)
@@ -176,6 +201,37 @@ static void add_result_warning(struct wsl_chrome_result *res, char *w)
     res->warnings[res->warning_count++] = w;
 }
 
+/* A timed kernel: its launch is not estimated, its time feeds the estimates of the others. */
+static void note_timed(struct chrome_trace *t, const struct wsl_event *ev)
+{
+    uint32_t launch_tid = (uint32_t)(ev->a[2] >> 32);
+    if (ev->a[1] && !t->timed_full) {
+        if (t->timed.count >= TIMED_LAUNCHES_MAX) {
+            t->timed_full = true;
+            t->timed_full_tick = ev->a[1];
+        } else if (!wsl_u64_map_find(&t->timed, ev->a[1])) {
+            wsl_u64_map_insert(&t->timed, ev->a[1], (uint64_t)launch_tid + 1);
+        }
+    }
+    uint64_t ticks = ev->t_end > ev->t_start ? ev->t_end - ev->t_start : 0;
+    t->gpu_sum += ticks;
+    t->gpu_n++;
+    if (!ev->a[0])
+        return;
+    struct wsl_u64_slot *s = wsl_u64_map_find(&t->kstat, ev->a[0]);
+    if (!s) {
+        if (t->k_count >= KERNEL_STATS_MAX)
+            return;
+        t->k_sum = xrealloc(t->k_sum, (t->k_count + 1) * sizeof *t->k_sum);
+        t->k_n = xrealloc(t->k_n, (t->k_count + 1) * sizeof *t->k_n);
+        t->k_sum[t->k_count] = t->k_n[t->k_count] = 0;
+        wsl_u64_map_insert(&t->kstat, ev->a[0], ++t->k_count);
+        s = wsl_u64_map_find(&t->kstat, ev->a[0]);
+    }
+    t->k_sum[s->value - 1] += ticks;
+    t->k_n[s->value - 1]++;
+}
+
 /* Pass 1. Returns 0, or -1 with err set (the trace is invalid). */
 static int scan_trace(struct chrome_trace *t, struct wsl_progress *progress, struct wsl_chrome_result *res,
                       char *err, size_t errlen)
@@ -219,7 +275,9 @@ static int scan_trace(struct chrome_trace *t, struct wsl_progress *progress, str
             size_t pos = 0;
             struct wsl_path_ref ref;
             while (wsl_paths_next(&it, &pos, &ref))
-                if (ref.bytes[0] != '/' && ref.bytes[0] != '<') /* kernel names; paths are absolute or <fd N> */
+                if (ref.length && ref.bytes[0] == WSL_NVTX_NAME_MARK)
+                    names_put(&t->nvtx_names, ref.id, ref.bytes + 1, ref.length - 1);
+                else if (ref.length && ref.bytes[0] != '/' && ref.bytes[0] != '<') /* kernel names; paths are absolute or <fd N> */
                     names_put(&t->strings, ref.id, ref.bytes, ref.length);
             break;
         }
@@ -231,6 +289,8 @@ static int scan_trace(struct chrome_trace *t, struct wsl_progress *progress, str
                 if (ev->t_end > max_end)
                     max_end = ev->t_end;
                 have_events = true;
+                if (a->category == WSL_CAT_GPU_KERNEL)
+                    note_timed(t, ev);
                 if (a->category == WSL_CAT_FUNC_NAME && ev->a[0] && ev->result == 0) {
                     struct wsl_u64_map *m = ev->a[1] ? &t->func_name : &t->func_kernel;
                     uint64_t v = ev->a[1] ? ev->a[1] : ev->a[2];
@@ -357,6 +417,23 @@ struct write_state {
     /* I/O counter */
     uint64_t *io_bins;
     size_t io_bin_count;
+    /* NVTX push ranges open per thread (B written, E due) and start/end ranges open */
+    struct wsl_u64_map nvtx_threads;    /* tid + 1 -> index + 1 into nvtx */
+    struct nvtx_stack *nvtx;
+    size_t nvtx_count;
+    struct wsl_u64_map nvtx_starts;     /* range id -> name id + 1 (b written) */
+    /* estimated kernels: tracks and where each stream's estimated work ends */
+    struct wsl_u64_map est_streams;     /* stream ^ STREAM_KEY -> track index + 1 */
+    uint32_t est_stream_count;
+    struct wsl_u64_map est_end;         /* stream ^ STREAM_KEY -> end of its last estimate (ns, rel) + 1 */
+};
+
+struct nvtx_stack {
+    uint32_t tid;
+    uint32_t depth;                     /* frames held (at most NVTX_DEPTH_MAX) */
+    uint64_t over;                      /* pushes past NVTX_DEPTH_MAX still open (not shown) */
+    uint32_t domain[NVTX_DEPTH_MAX];
+    bool shown[NVTX_DEPTH_MAX];         /* its B was written (it started in the window) */
 };
 
 #define STREAM_KEY 0x8000000000000000ull /* a stream handle as a non-zero map key (stream 0 included) */
@@ -373,22 +450,32 @@ static void thread_track(struct exporter *x, struct write_state *w, uint32_t tid
     metadata(x, w->t->pid, tid, "thread_sort_index", "sort_index", NULL, main_thread ? 0 : (int64_t)tid);
 }
 
-static int64_t stream_track(struct exporter *x, struct write_state *w, uint64_t stream)
+static int64_t stream_track_of(struct exporter *x, struct write_state *w, uint64_t stream, bool estimated)
 {
+    struct wsl_u64_map *m = estimated ? &w->est_streams : &w->streams;
+    uint32_t *count = estimated ? &w->est_stream_count : &w->stream_count;
     uint64_t key = stream ^ STREAM_KEY;
     if (!key)
         key = 1; /* the stream STREAM_KEY itself: shares with stream 0x8000000000000001 (never both) */
-    struct wsl_u64_slot *s = wsl_u64_map_find(&w->streams, key);
+    struct wsl_u64_slot *s = wsl_u64_map_find(m, key);
+    int64_t base = estimated ? EST_TID_BASE : GPU_TID_BASE;
     if (s)
-        return GPU_TID_BASE + (int64_t)s->value - 1;
-    uint32_t index = w->stream_count++;
-    wsl_u64_map_insert(&w->streams, key, index + 1);
-    int64_t tid = GPU_TID_BASE + (int64_t)index;
-    char name[64];
-    snprintf(name, sizeof name, "GPU stream 0x%" PRIx64, stream);
+        return base + (int64_t)s->value - 1;
+    uint32_t index = (*count)++;
+    wsl_u64_map_insert(m, key, index + 1);
+    int64_t tid = base + (int64_t)index;
+    char name[96];
+    snprintf(name, sizeof name, estimated ? "GPU stream 0x%" PRIx64 " (estimated, not timed)" : "GPU stream 0x%" PRIx64,
+             stream);
     metadata(x, w->t->pid, tid, "thread_name", "name", name, 0);
-    metadata(x, w->t->pid, tid, "thread_sort_index", "sort_index", NULL, GPU_SORT_BASE + (int64_t)index);
+    metadata(x, w->t->pid, tid, "thread_sort_index", "sort_index", NULL,
+             (estimated ? EST_SORT_BASE : GPU_SORT_BASE) + (int64_t)index);
     return tid;
+}
+
+static int64_t stream_track(struct exporter *x, struct write_state *w, uint64_t stream)
+{
+    return stream_track_of(x, w, stream, false);
 }
 
 static void counter(struct exporter *x, int32_t pid, const char *name, uint64_t rel, const char *key, uint64_t v)
@@ -501,14 +588,20 @@ static void put_result(FILE *out, uint16_t category, int32_t result)
         fprintf(out, ",\"result\":%d", result);
 }
 
-static void put_path(FILE *out, const struct write_state *w, uint64_t id)
+/* The file's name; for a descriptor the shim never saw opened (id 0: a pipe, a socket, or one
+ * inherited or opened before the shim loaded) what is known: its number. */
+static void put_path(FILE *out, const struct write_state *w, uint64_t id, uint64_t fd)
 {
     const char *p = names_get(&w->paths, id);
     fputs(",\"path\":", out);
     if (p)
         put_string(out, p);
+    else if (id == 0 && fd != UINT64_MAX)
+        fprintf(out, "\"fd %" PRId64 " (not seen opened: pipe, socket or inherited)\"", (int64_t)fd);
+    else if (id == 0)
+        fputs("\"(not seen opened)\"", out);
     else
-        fprintf(out, "\"(path id %" PRIu64 ")\"", id);
+        fprintf(out, "\"(path id %" PRIu64 ", name not recorded)\"", id);
 }
 
 static void write_args(struct exporter *x, struct write_state *w, const struct trace_api *a, const struct wsl_event *ev)
@@ -572,13 +665,13 @@ static void write_args(struct exporter *x, struct write_state *w, const struct t
         break;
     }
     case WSL_CAT_IO_OPEN:
-        put_path(out, w, v[0]);
+        put_path(out, w, v[0], ev->stream);
         fprintf(out, ",\"fd\":%" PRId64 ",\"flags\":\"0%" PRIo64 "\"", (int64_t)ev->stream, v[2]);
         if (v[3] != UINT64_MAX)
             fprintf(out, ",\"file_size\":%" PRIu64, v[3]);
         break;
     case WSL_CAT_IO_READ:
-        put_path(out, w, v[0]);
+        put_path(out, w, v[0], ev->stream);
         fprintf(out, ",\"fd\":%" PRId64 ",\"bytes_asked\":%" PRIu64 ",\"bytes\":%" PRIu64, (int64_t)ev->stream, v[1],
                 ev->result ? 0 : v[2]);
         if (a->sampled && ev->t_start == ev->t_end)
@@ -587,13 +680,13 @@ static void write_args(struct exporter *x, struct write_state *w, const struct t
             fprintf(out, ",\"offset\":%" PRIu64, v[3]);
         break;
     case WSL_CAT_IO_MMAP:
-        put_path(out, w, v[0]);
+        put_path(out, w, v[0], ev->stream);
         fprintf(out, ",\"fd\":%" PRId64 ",\"bytes\":%" PRIu64 ",\"offset\":%" PRIu64, (int64_t)ev->stream, v[1], v[2]);
         break;
     case WSL_CAT_IO_STAT:
     case WSL_CAT_IO_SEEK:
     case WSL_CAT_IO_CLOSE:
-        put_path(out, w, v[0]);
+        put_path(out, w, v[0], ev->stream);
         if (ev->stream != UINT64_MAX)
             fprintf(out, ",\"fd\":%" PRId64, (int64_t)ev->stream);
         break;
@@ -650,6 +743,298 @@ static void write_gpu_kernel(struct exporter *x, struct write_state *w, const st
     x->res->flows++;
 }
 
+/* ---- NVTX: push/pop ranges as B/E slices on their thread, start/end ranges as async slices ---- */
+
+static struct nvtx_stack *nvtx_stack(struct write_state *w, uint32_t tid)
+{
+    struct wsl_u64_slot *s = wsl_u64_map_find(&w->nvtx_threads, (uint64_t)tid + 1);
+    if (s)
+        return &w->nvtx[s->value - 1];
+    w->nvtx = xrealloc(w->nvtx, (w->nvtx_count + 1) * sizeof *w->nvtx);
+    struct nvtx_stack *st = &w->nvtx[w->nvtx_count];
+    memset(st, 0, sizeof *st);
+    st->tid = tid;
+    wsl_u64_map_insert(&w->nvtx_threads, (uint64_t)tid + 1, ++w->nvtx_count);
+    return st;
+}
+
+static void put_nvtx_name(struct exporter *x, const struct chrome_trace *t, uint64_t name_id)
+{
+    const char *n = names_get(&t->nvtx_names, name_id);
+    put_string(x->out, n ? n : "(unnamed)");
+}
+
+static void put_nvtx_domain(struct exporter *x, const struct chrome_trace *t, uint64_t domain_id)
+{
+    const char *d = domain_id ? names_get(&t->nvtx_names, domain_id) : NULL;
+    fputs(",\"domain\":", x->out);
+    if (d)
+        put_string(x->out, d);
+    else if (domain_id)
+        fprintf(x->out, "\"domain %" PRIu64 "\"", domain_id);
+    else
+        fputs("\"(default)\"", x->out);
+}
+
+/* Closes the innermost frame of st at rel (an E when its B was written). */
+static void nvtx_close_top(struct exporter *x, struct write_state *w, struct nvtx_stack *st, uint64_t rel)
+{
+    if (st->over) {
+        st->over--;
+        return;
+    }
+    if (!st->depth)
+        return;
+    st->depth--;
+    if (!st->shown[st->depth])
+        return;
+    begin_event(x);
+    fprintf(x->out, "{\"ph\":\"E\",\"cat\":\"nvtx\",\"pid\":%d,\"tid\":%u,\"ts\":", (int)w->t->pid, st->tid);
+    put_us(x->out, rel);
+    fputc('}', x->out);
+}
+
+static void write_nvtx(struct exporter *x, struct write_state *w, uint32_t tid, const struct wsl_event *ev,
+                       unsigned category, bool *track)
+{
+    struct chrome_trace *t = w->t;
+    uint64_t rel = rel_ns(x, t, ev->t_start);
+    bool shown = in_window(x, rel);
+    if (shown && !*track) {
+        thread_track(x, w, tid);
+        *track = true;
+    }
+    switch (category) {
+    case WSL_CAT_NVTX_PUSH: {
+        struct nvtx_stack *st = nvtx_stack(w, tid);
+        /* events were lost (the shim's level is below what is open here): those ranges lost their pop */
+        while (st->depth + st->over > ev->a[1])
+            nvtx_close_top(x, w, st, rel);
+        if (st->depth >= NVTX_DEPTH_MAX) {
+            st->over++;
+            return;
+        }
+        st->domain[st->depth] = (uint32_t)ev->stream;
+        st->shown[st->depth] = shown;
+        st->depth++;
+        if (!shown)
+            return;
+        begin_event(x);
+        fprintf(x->out, "{\"ph\":\"B\",\"cat\":\"nvtx\",\"pid\":%d,\"tid\":%u,\"ts\":", (int)t->pid, tid);
+        put_us(x->out, rel);
+        fputs(",\"name\":", x->out);
+        put_nvtx_name(x, t, ev->a[0]);
+        fputs(",\"args\":{\"level\":", x->out);
+        fprintf(x->out, "%" PRIu64, ev->a[1]);
+        put_nvtx_domain(x, t, ev->stream);
+        if (ev->a[2])
+            fprintf(x->out, ",\"category\":%" PRIu64, ev->a[2]);
+        fputs("}}", x->out);
+        x->res->nvtx_ranges++;
+        break;
+    }
+    case WSL_CAT_NVTX_POP: {
+        struct nvtx_stack *st = nvtx_stack(w, tid);
+        if (st->over) {
+            st->over--;
+            return;
+        }
+        uint32_t k = st->depth;
+        while (k > 0 && st->domain[k - 1] != (uint32_t)ev->stream)
+            k--;
+        if (k == 0)
+            return; /* no range of its domain open: an unmatched pop */
+        while (st->depth >= k) /* ranges of other domains opened inside it end with it */
+            nvtx_close_top(x, w, st, rel);
+        break;
+    }
+    case WSL_CAT_NVTX_START:
+        if (!shown || !ev->a[1] || wsl_u64_map_find(&w->nvtx_starts, ev->a[1]) ||
+            w->nvtx_starts.count >= NVTX_STARTS_MAX)
+            return;
+        wsl_u64_map_insert(&w->nvtx_starts, ev->a[1], ev->a[0] + 1);
+        begin_event(x);
+        fprintf(x->out, "{\"ph\":\"b\",\"cat\":\"nvtx\",\"id\":\"0x%" PRIx64 "\",\"pid\":%d,\"tid\":%u,\"ts\":", ev->a[1],
+                (int)t->pid, tid);
+        put_us(x->out, rel);
+        fputs(",\"name\":", x->out);
+        put_nvtx_name(x, t, ev->a[0]);
+        fputs(",\"args\":{\"start_thread\":", x->out);
+        fprintf(x->out, "%u", tid);
+        put_nvtx_domain(x, t, ev->stream);
+        fputs("}}", x->out);
+        x->res->nvtx_ranges++;
+        break;
+    case WSL_CAT_NVTX_END: {
+        struct wsl_u64_slot *s = ev->a[1] ? wsl_u64_map_find(&w->nvtx_starts, ev->a[1]) : NULL;
+        if (!s)
+            return;
+        uint64_t name_id = s->value - 1;
+        wsl_u64_map_remove(&w->nvtx_starts, s);
+        begin_event(x);
+        fprintf(x->out, "{\"ph\":\"e\",\"cat\":\"nvtx\",\"id\":\"0x%" PRIx64 "\",\"pid\":%d,\"tid\":%u,\"ts\":", ev->a[1],
+                (int)t->pid, tid);
+        put_us(x->out, rel);
+        fputs(",\"name\":", x->out);
+        put_nvtx_name(x, t, name_id);
+        fputc('}', x->out);
+        break;
+    }
+    case WSL_CAT_NVTX_MARK:
+        if (!shown)
+            return;
+        begin_event(x);
+        fprintf(x->out, "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"nvtx\",\"pid\":%d,\"tid\":%u,\"ts\":", (int)t->pid, tid);
+        put_us(x->out, rel);
+        fputs(",\"name\":", x->out);
+        put_nvtx_name(x, t, ev->a[0]);
+        fputs(",\"args\":{\"mark\":true", x->out);
+        put_nvtx_domain(x, t, ev->stream);
+        fputs("}}", x->out);
+        break;
+    default: /* NAME_THREAD */
+        break;
+    }
+}
+
+/* What is still open at the end of the trace ends there (E for push ranges, e for start ranges). */
+static void nvtx_close_all(struct exporter *x, struct write_state *w)
+{
+    uint64_t end = w->t->end_ns > x->run_start_ns ? w->t->end_ns - x->run_start_ns : 0;
+    for (size_t i = 0; i < w->nvtx_count; i++) {
+        struct nvtx_stack *st = &w->nvtx[i];
+        st->over = 0;
+        while (st->depth)
+            nvtx_close_top(x, w, st, end);
+    }
+    for (size_t i = 0; i < w->nvtx_starts.size; i++) {
+        const struct wsl_u64_slot *s = &w->nvtx_starts.slots[i];
+        if (!s->key)
+            continue;
+        begin_event(x);
+        fprintf(x->out, "{\"ph\":\"e\",\"cat\":\"nvtx\",\"id\":\"0x%" PRIx64 "\",\"pid\":%d,\"tid\":%u,\"ts\":", s->key,
+                (int)w->t->pid, (unsigned)w->t->pid);
+        put_us(x->out, end);
+        fputs(",\"name\":", x->out);
+        put_nvtx_name(x, w->t, s->value - 1);
+        fputs(",\"args\":{\"unclosed\":true}}", x->out);
+    }
+}
+
+/* ---- kernels that were not timed: placed by the model ---- */
+
+/* A launch that no GPU_KERNEL timed: a slice on its stream's estimated track, after the previous
+ * estimate on that stream and not before the launch returned, lasting the mean timed duration of
+ * the same function (else of every timed kernel of the process); tied to its launch by a flow. */
+static void write_estimated_kernel(struct exporter *x, struct write_state *w, uint32_t tid, const struct wsl_event *ev,
+                                   bool graph)
+{
+    struct chrome_trace *t = w->t;
+    if (ev->result != 0 || !t->gpu_n)
+        return; /* a failed launch ran nothing; nothing timed: no basis for an estimate */
+    struct wsl_u64_slot *timed = wsl_u64_map_find(&t->timed, ev->t_start);
+    if (timed && timed->value == (uint64_t)tid + 1)
+        return; /* its GPU_KERNEL shows it as measured */
+    if (t->timed_full && ev->t_start >= t->timed_full_tick) {
+        x->res->kernels_unplaced++;
+        return;
+    }
+    uint64_t launch = rel_ns(x, t, ev->t_start), launch_end = rel_ns(x, t, ev->t_end);
+    struct wsl_u64_slot *k = ev->a[0] ? wsl_u64_map_find(&t->kstat, ev->a[0]) : NULL;
+    double ticks = k ? (double)t->k_sum[k->value - 1] / (double)t->k_n[k->value - 1]
+                     : (double)t->gpu_sum / (double)t->gpu_n;
+    double npt = t->clock.ns_per_tick > 0 ? t->clock.ns_per_tick : 1.0;
+    uint64_t dur = (uint64_t)(ticks * npt + 0.5);
+    uint64_t key = ev->stream ^ STREAM_KEY;
+    if (!key)
+        key = 1;
+    struct wsl_u64_slot *e = wsl_u64_map_find(&w->est_end, key);
+    uint64_t start = launch_end;
+    if (e && e->value - 1 > start)
+        start = e->value - 1;
+    if (e)
+        e->value = start + dur + 1;
+    else
+        wsl_u64_map_insert(&w->est_end, key, start + dur + 1);
+    if (!in_window(x, launch)) /* placed all the same: a window shows what the whole run shows */
+        return;
+    int64_t track = stream_track_of(x, w, ev->stream, true);
+    const char *name = graph ? NULL : kernel_name(t, ev->a[0]);
+    begin_event(x);
+    fprintf(x->out, "{\"ph\":\"X\",\"cat\":\"kernel_estimated\",\"cname\":\"grey\",\"pid\":%d,\"tid\":%" PRId64 ",\"ts\":",
+            (int)t->pid, track);
+    put_us(x->out, start);
+    fputs(",\"dur\":", x->out);
+    put_us(x->out, dur);
+    fputs(",\"name\":", x->out);
+    if (name)
+        put_string(x->out, name);
+    else
+        fprintf(x->out, "\"%s 0x%" PRIx64 "\"", graph ? "graph" : "function", ev->a[0]);
+    fprintf(x->out, ",\"args\":{\"estimated\":true,\"basis\":\"%s\",\"based_on_timed\":%" PRIu64
+                    ",\"stream\":\"0x%" PRIx64 "\",\"launch_tid\":%u}}",
+            k ? "mean of this kernel's timed launches" : "mean of the process's timed kernels",
+            k ? t->k_n[k->value - 1] : t->gpu_n, ev->stream, tid);
+    x->res->slices++;
+    x->res->kernels_estimated++;
+    uint64_t id = ++x->next_flow_id;
+    begin_event(x);
+    fprintf(x->out, "{\"ph\":\"s\",\"cat\":\"ac2g\",\"name\":\"launch\",\"id\":%" PRIu64 ",\"pid\":%d,\"tid\":%u,\"ts\":",
+            id, (int)t->pid, tid);
+    put_us(x->out, launch);
+    fputs("}", x->out);
+    begin_event(x);
+    fprintf(x->out, "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"ac2g\",\"name\":\"launch\",\"id\":%" PRIu64
+                    ",\"pid\":%d,\"tid\":%" PRId64 ",\"ts\":", id, (int)t->pid, track);
+    put_us(x->out, start);
+    fputs("}", x->out);
+    x->res->flows++;
+}
+
+/* ---- the phases track ---- */
+
+static void write_phases(struct exporter *x, const struct chrome_trace *t)
+{
+    const struct wsl_phases *ph = &t->phases;
+    if (!t->have_phases || ph->method == WSL_STEADY_NONE)
+        return;
+    metadata(x, t->pid, PHASE_TID, "thread_name", "name", "phases", 0);
+    metadata(x, t->pid, PHASE_TID, "thread_sort_index", "sort_index", NULL, -1);
+    const struct {
+        const char *name, *color;
+        uint64_t a, b;
+    } p[4] = {{"start-up", "grey", ph->start_ns, ph->first_submit_ns},
+              {"warm-up", "yellow", ph->first_submit_ns, ph->steady_start_ns},
+              {"steady state", "good", ph->steady_start_ns, ph->steady_end_ns},
+              {"teardown", "grey", ph->steady_end_ns, ph->end_ns}};
+    for (int i = 0; i < 4; i++) {
+        uint64_t a = p[i].a > x->run_start_ns ? p[i].a - x->run_start_ns : 0;
+        uint64_t b = p[i].b > x->run_start_ns ? p[i].b - x->run_start_ns : 0;
+        if (a < x->from_ns)
+            a = x->from_ns;
+        if (b > x->to_ns)
+            b = x->to_ns;
+        if (b <= a)
+            continue;
+        begin_event(x);
+        fprintf(x->out, "{\"ph\":\"X\",\"cat\":\"phase\",\"cname\":\"%s\",\"pid\":%d,\"tid\":%u,\"ts\":", p[i].color,
+                (int)t->pid, PHASE_TID);
+        put_us(x->out, a);
+        fputs(",\"dur\":", x->out);
+        put_us(x->out, b - a);
+        fprintf(x->out, ",\"name\":\"%s\",\"args\":{\"phase\":\"%s\"", p[i].name, p[i].name);
+        if (i == 2)
+            fprintf(x->out, ",\"method\":\"%s\",\"steps\":%" PRIu64 ",\"step_ns\":%" PRIu64,
+                    wsl_steady_method_name(ph->method), ph->steps, ph->step_ns);
+        if (i == 1)
+            fprintf(x->out, ",\"warmup_steps\":%" PRIu64 ",\"module_loads\":%" PRIu64, ph->warmup_steps,
+                    ph->warmup_module_loads);
+        fputs("}}", x->out);
+        x->res->slices++;
+        x->res->phases++;
+    }
+}
+
 /* One event (or one call of a fold) as a slice, after the I/O counter and memory bookkeeping. */
 static void write_event(struct exporter *x, struct write_state *w, uint32_t tid, const struct wsl_event *ev,
                         bool *track)
@@ -673,6 +1058,10 @@ static void write_event(struct exporter *x, struct write_state *w, uint32_t tid,
             w->io_bins[bin] += ev->a[2];
         }
     }
+    if (wsl_is_nvtx_category(a->category)) { /* before the window's test: a range's end matters after it */
+        write_nvtx(x, w, tid, ev, a->category, track);
+        return;
+    }
     if (!in_window(x, start))
         return;
     if (!*track) {
@@ -691,6 +1080,8 @@ static void write_event(struct exporter *x, struct write_state *w, uint32_t tid,
     write_args(x, w, a, ev);
     fputc('}', x->out);
     x->res->slices++;
+    if (a->category == WSL_CAT_LAUNCH || a->category == WSL_CAT_GRAPH)
+        write_estimated_kernel(x, w, tid, ev, a->category == WSL_CAT_GRAPH);
 }
 
 static unsigned fold_category(void *ctx, unsigned api)
@@ -760,6 +1151,7 @@ static int write_trace(struct exporter *x, struct chrome_trace *t, int sort_inde
     snprintf(labels, sizeof labels, "ppid %d", (int)t->ppid);
     metadata(x, t->pid, -1, "process_labels", "labels", labels, 0);
     x->res->processes++;
+    write_phases(x, t);
 
     struct wsl_item it;
     enum wsl_read_result rr;
@@ -781,12 +1173,18 @@ static int write_trace(struct exporter *x, struct chrome_trace *t, int sort_inde
     }
     while (w.heap_n)
         mem_pop(x, &w);
+    nvtx_close_all(x, &w);
     write_io_counter(x, &w);
     wsl_reader_close(r);
     wsl_u64_map_free(&w.threads);
     wsl_u64_map_free(&w.streams);
     wsl_u64_map_free(&w.live);
     names_free(&w.paths);
+    wsl_u64_map_free(&w.nvtx_threads);
+    free(w.nvtx);
+    wsl_u64_map_free(&w.nvtx_starts);
+    wsl_u64_map_free(&w.est_streams);
+    wsl_u64_map_free(&w.est_end);
     free(w.heap);
     free(w.io_bins);
     return rc;
@@ -812,6 +1210,101 @@ static int count_in_window(const struct exporter *x, struct chrome_trace *t, uin
         snprintf(err, errlen, "%s", wsl_reader_message(r));
     wsl_reader_close(r);
     return rc;
+}
+
+/* ---- gzip: a FILE whose writes go through zlib's deflate into the output file ---- */
+
+struct gz_cookie {
+    FILE *dest;
+    z_stream z;
+    bool failed;
+    unsigned char buf[1 << 16];
+};
+
+static bool gz_pump(struct gz_cookie *c, int flush)
+{
+    int zr;
+    do {
+        c->z.next_out = c->buf;
+        c->z.avail_out = sizeof c->buf;
+        zr = deflate(&c->z, flush);
+        if (zr == Z_STREAM_ERROR)
+            return false;
+        size_t have = sizeof c->buf - c->z.avail_out;
+        if (have && fwrite(c->buf, 1, have, c->dest) != have)
+            return false;
+    } while (c->z.avail_out == 0 || (flush == Z_FINISH && zr != Z_STREAM_END));
+    return true;
+}
+
+static ssize_t gz_write(void *cookie, const char *data, size_t n)
+{
+    struct gz_cookie *c = cookie;
+    if (c->failed)
+        return -1;
+    c->z.next_in = (unsigned char *)(uintptr_t)data;
+    c->z.avail_in = (uInt)n; /* stdio hands over at most its buffer */
+    if (!gz_pump(c, Z_NO_FLUSH)) {
+        c->failed = true;
+        return -1;
+    }
+    return (ssize_t)n;
+}
+
+static int gz_close(void *cookie)
+{
+    struct gz_cookie *c = cookie;
+    bool ok = !c->failed && gz_pump(c, Z_FINISH);
+    deflateEnd(&c->z);
+    free(c);
+    return ok ? 0 : -1;
+}
+
+/* A FILE writing gzip into dest (not closed with it), or NULL. */
+static FILE *gz_open(FILE *dest)
+{
+    struct gz_cookie *c = xcalloc(1, sizeof *c);
+    c->dest = dest;
+    if (deflateInit2(&c->z, 6, Z_DEFLATED, 15 + 16 /* gzip header */, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+        free(c);
+        return NULL;
+    }
+    cookie_io_functions_t io = {.write = gz_write, .close = gz_close};
+    FILE *f = fopencookie(c, "w", io);
+    if (!f) {
+        deflateEnd(&c->z);
+        free(c);
+    }
+    return f;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && !strcmp(s + n - m, suffix);
+}
+
+/* The phases of each trace's process, as the report finds them (the run model). */
+static void find_phases(struct chrome_trace **traces, size_t n, struct wsl_chrome_result *res)
+{
+    struct wsl_run run;
+    wsl_run_init(&run);
+    run.solo = true;
+    char err[WSL_READER_ERRLEN];
+    for (size_t i = 0; i < n; i++)
+        if (wsl_run_add_trace(&run, traces[i]->path, err, sizeof err) != 0) {
+            add_result_warning(res, xasprintf("%s: phases not shown: %s", traces[i]->path, err));
+            wsl_run_free(&run);
+            return;
+        }
+    wsl_run_finish(&run);
+    for (size_t i = 0; i < n; i++)
+        for (size_t p = 0; p < run.proc_count; p++)
+            if (run.procs[p].trace_path && !strcmp(run.procs[p].trace_path, traces[i]->path)) {
+                traces[i]->phases = run.procs[p].phases;
+                traces[i]->have_phases = true;
+            }
+    wsl_run_free(&run);
 }
 
 /* ---- the run ----------------------------------------------------------------------------------- */
@@ -855,7 +1348,9 @@ int wsl_chrome_export(char *const *paths, size_t count, const struct wsl_chrome_
                       struct wsl_chrome_result *res, char *err, size_t errlen)
 {
     memset(res, 0, sizeof *res);
-    uint64_t max_events = opt->max_events ? opt->max_events : WSL_CHROME_MAX_EVENTS_DEFAULT;
+    /* gzip output is written as a stream: a long run needs no cap unless one is asked for */
+    res->gzip = strcmp(opt->output, "-") != 0 && ends_with(opt->output, ".gz");
+    uint64_t max_events = opt->max_events ? opt->max_events : res->gzip ? UINT64_MAX : WSL_CHROME_MAX_EVENTS_DEFAULT;
     struct chrome_trace **traces = xcalloc(count ? count : 1, sizeof *traces);
     int rc = 0;
     FILE *out = NULL;
@@ -882,6 +1377,8 @@ int wsl_chrome_export(char *const *paths, size_t count, const struct wsl_chrome_
         n = count; /* free them all below (NULL past the one that failed) */
     if (rc == 0 && n)
         qsort(traces, n, sizeof *traces, by_start);
+    if (rc == 0 && n)
+        find_phases(traces, n, res);
 
     struct exporter x = {.opt = opt, .res = res, .first = true, .to_ns = UINT64_MAX};
     uint64_t run_end = 0, total = 0;
@@ -940,6 +1437,14 @@ int wsl_chrome_export(char *const *paths, size_t count, const struct wsl_chrome_
     if (rc == 0 && wsl_output_open(&o, opt->output, err, errlen) != 0)
         rc = -1;
     out = o.f;
+    if (rc == 0 && res->gzip) {
+        out = gz_open(o.f);
+        if (!out) {
+            rc = set_err(err, errlen, "%s: cannot start gzip output", opt->output);
+            char werr[512];
+            wsl_output_close(&o, false, werr, sizeof werr);
+        }
+    }
     if (rc == 0) {
         static char buf[1 << 16];
         setvbuf(out, buf, _IOFBF, sizeof buf);
@@ -959,6 +1464,13 @@ int wsl_chrome_export(char *const *paths, size_t count, const struct wsl_chrome_
             wsl_progress_next_file(opt->progress, file_size(traces[i]->path));
         }
         fputs("\n]}\n", out);
+        if (res->gzip) { /* the gzip stream ends here; write errors surface at the output's close too */
+            bool bad = ferror(out) != 0;
+            if (fclose(out) != 0 || bad) {
+                if (rc == 0)
+                    rc = set_err(err, errlen, "%s: write error: %s", opt->output, errno ? strerror(errno) : "gzip");
+            }
+        }
         char werr[512];
         if (wsl_output_close(&o, rc == 0, werr, sizeof werr) != 0 && rc == 0)
             rc = set_err(err, errlen, "%s", werr);

@@ -14,6 +14,8 @@
 #include <sys/stat.h>
 
 #include "io_analysis.h"
+#include "memory_analysis.h"
+#include "u64_map.h"
 #include "kernel_analysis.h"
 #include "rules.h"
 #include "trace_reader.h"
@@ -22,21 +24,73 @@
 
 /* ---- the series pass --------------------------------------------------------------------------- */
 
-static void add_overlap(double *busy, const struct wsl_html_series *s, uint64_t from, uint64_t to)
+static void add_overlap(double *busy, const struct wsl_html_view *v, uint64_t from, uint64_t to)
 {
-    /* [from, to) in ns from the run's start, spread over the buckets it covers */
+    /* [from, to) in ns from the run's start, spread over the view's buckets it covers */
+    from = from > v->from_ns ? from - v->from_ns : 0;
+    to = to > v->from_ns ? to - v->from_ns : 0;
     if (to <= from)
         return;
-    uint64_t b = from / s->bucket_ns;
-    while (b < s->buckets && from < to) {
-        uint64_t edge = (b + 1) * s->bucket_ns, until = to < edge ? to : edge;
+    uint64_t b = from / v->bucket_ns;
+    while (b < v->buckets && from < to) {
+        uint64_t edge = (b + 1) * v->bucket_ns, until = to < edge ? to : edge;
         busy[b] += (double)(until - from);
         from = until;
         b++;
     }
 }
 
+/* The view's bucket of rel (ns from the run's start), or -1 outside it. */
+static long view_bucket(const struct wsl_html_view *v, uint64_t rel)
+{
+    if (!v->buckets || rel < v->from_ns)
+        return -1;
+    uint64_t b = (rel - v->from_ns) / v->bucket_ns;
+    if (b >= v->buckets) {
+        if (b > v->buckets)
+            return -1;
+        b = v->buckets - 1; /* at the very end */
+    }
+    return (long)b;
+}
+
 #define STREAMS_MAX 256u /* distinct streams counted per process for the busy cap */
+
+struct view_acc {
+    double busy[WSL_HTML_BUCKETS];
+    uint64_t timed, launches;
+    uint64_t mem[WSL_HTML_BUCKETS];
+    bool mem_seen[WSL_HTML_BUCKETS];
+};
+
+static void view_mem(struct wsl_html_view *v, struct view_acc *a, uint64_t rel, uint64_t live)
+{
+    long b = view_bucket(v, rel);
+    if (b < 0)
+        return;
+    if (!a->mem_seen[b] || live > a->mem[b])
+        a->mem[b] = live;
+    a->mem_seen[b] = true;
+}
+
+static void view_finish(struct wsl_html_view *v, struct view_acc *a, unsigned stream_count, uint64_t live_before)
+{
+    if (!v->buckets)
+        return;
+    /* 1 in N launches timed: each timed kernel stands for launches / timed of them */
+    double scale = a->timed && a->launches > a->timed ? (double)a->launches / (double)a->timed : 1.0;
+    /* a sampled estimate can exceed what the streams could run in a bucket: capped there */
+    double cap = (double)stream_count * (double)v->bucket_ns;
+    uint64_t live = live_before;
+    for (unsigned b = 0; b < v->buckets; b++) {
+        v->gpu_busy_ns[b] += a->busy[b] * scale < cap ? a->busy[b] * scale : cap;
+        if (a->mem_seen[b])
+            live = a->mem[b];
+        v->mem_bytes[b] += live;
+    }
+    v->launch_total += a->launches;
+    v->gpu_samples += a->timed;
+}
 
 static int series_trace(const struct wsl_process *p, struct wsl_html_series *s, struct wsl_progress *progress,
                         char *err, size_t errlen)
@@ -48,13 +102,15 @@ static int series_trace(const struct wsl_process *p, struct wsl_html_series *s, 
         return -1;
     }
     uint16_t category[WSL_MAX_API_IDS];
+    uint8_t mem_op[WSL_MAX_API_IDS];
     bool defined[WSL_MAX_API_IDS];
     memset(defined, 0, sizeof defined);
-    double busy[WSL_HTML_BUCKETS];
-    memset(busy, 0, sizeof busy);
-    uint64_t launches = 0, timed = 0;
+    struct wsl_html_view *views[2] = {&s->whole, &s->steady};
+    struct view_acc *acc = xcalloc(2, sizeof *acc);
     uint64_t streams[STREAMS_MAX];  /* streams that ran timed work: a stream runs one thing at a time */
     unsigned stream_count = 0;
+    struct wsl_u64_map live = {0};  /* device pointer -> bytes (the memory counter, as --chrome replays it) */
+    uint64_t live_bytes = 0, live_before_steady = 0;
     struct wsl_item it;
     enum wsl_read_result rr;
     while ((rr = wsl_reader_next(r, &it)) == WSL_READ_ITEM) {
@@ -63,6 +119,7 @@ static int series_trace(const struct wsl_process *p, struct wsl_html_series *s, 
             for (uint32_t i = 0; i < it.api_table.count; i++) {
                 const struct wsl_api_entry *e = &it.api_table.entries[i];
                 category[e->id] = e->category;
+                mem_op[e->id] = (uint8_t)wsl_mem_op_of(e->category, e->base);
                 defined[e->id] = true;
             }
             continue;
@@ -76,61 +133,95 @@ static int series_trace(const struct wsl_process *p, struct wsl_html_series *s, 
             unsigned cat = category[ev->api];
             uint64_t t0 = wsl_clock_to_ns(&p->clock, ev->t_start);
             uint64_t rel = t0 > s->start_ns ? t0 - s->start_ns : 0;
-            uint64_t b = rel / s->bucket_ns;
-            if (b >= s->buckets)
-                b = s->buckets - 1; /* past the end by rounding only */
-            if ((cat == WSL_CAT_LAUNCH || cat == WSL_CAT_GRAPH) && ev->result == 0) {
-                s->launches[b]++;
-                launches++;
-            } else if (cat == WSL_CAT_IO_READ && ev->result == 0) {
-                s->io_bytes[b] += ev->a[2];
-                s->io_bytes_total += ev->a[2];
-            } else if (cat == WSL_CAT_GPU_KERNEL) {
-                uint64_t t1 = wsl_clock_to_ns(&p->clock, ev->t_end);
-                uint64_t rel1 = t1 > s->start_ns ? t1 - s->start_ns : 0;
-                add_overlap(busy, s, rel, rel1);
-                timed++;
-                unsigned k = 0;
-                while (k < stream_count && streams[k] != ev->stream)
-                    k++;
-                if (k == stream_count && stream_count < STREAMS_MAX)
-                    streams[stream_count++] = ev->stream;
+            unsigned op = mem_op[ev->api];
+            if (ev->result == 0 && (op == WSL_MEM_ALLOC || op == WSL_MEM_ALLOC_ASYNC || op == WSL_MEM_FREE ||
+                                    op == WSL_MEM_FREE_ASYNC) && ev->a[0]) {
+                struct wsl_u64_slot *sl = wsl_u64_map_find(&live, ev->a[0]);
+                if (sl) { /* freed, or handed out again */
+                    live_bytes -= sl->value;
+                    wsl_u64_map_remove(&live, sl);
+                }
+                if ((op == WSL_MEM_ALLOC || op == WSL_MEM_ALLOC_ASYNC) && live.count < WSL_MEM_MAX_LIVE) {
+                    wsl_u64_map_insert(&live, ev->a[0], ev->a[1]);
+                    live_bytes += ev->a[1];
+                }
+                for (int k = 0; k < 2; k++)
+                    view_mem(views[k], &acc[k], rel, live_bytes);
+                if (s->steady.buckets && rel < s->steady.from_ns)
+                    live_before_steady = live_bytes; /* threads' chunks interleave: nearly in time order */
+            }
+            for (int k = 0; k < 2; k++) {
+                struct wsl_html_view *v = views[k];
+                long b = view_bucket(v, rel);
+                if ((cat == WSL_CAT_LAUNCH || cat == WSL_CAT_GRAPH) && ev->result == 0) {
+                    if (b >= 0) {
+                        v->launches[b]++;
+                        acc[k].launches++;
+                    }
+                } else if (cat == WSL_CAT_IO_READ && ev->result == 0) {
+                    if (b >= 0) {
+                        v->io_bytes[b] += ev->a[2];
+                        v->io_bytes_total += ev->a[2];
+                    }
+                } else if (cat == WSL_CAT_GPU_KERNEL && v->buckets) {
+                    uint64_t t1 = wsl_clock_to_ns(&p->clock, ev->t_end);
+                    uint64_t rel1 = t1 > s->start_ns ? t1 - s->start_ns : 0;
+                    add_overlap(acc[k].busy, v, rel, rel1);
+                    if (b >= 0)
+                        acc[k].timed++;
+                    if (k == 0) {
+                        unsigned j = 0;
+                        while (j < stream_count && streams[j] != ev->stream)
+                            j++;
+                        if (j == stream_count && stream_count < STREAMS_MAX)
+                            streams[stream_count++] = ev->stream;
+                    }
+                }
             }
         }
     }
+    wsl_u64_map_free(&live);
     if (rr == WSL_READ_ERROR) {
         snprintf(err, errlen, "%s: %s", p->trace_path, wsl_reader_message(r));
         wsl_reader_close(r);
+        free(acc);
         return -1;
     }
     wsl_reader_close(r);
-    /* 1 in N launches timed: each timed kernel stands for launches / timed of them */
-    double scale = timed && launches > timed ? (double)launches / (double)timed : 1.0;
-    /* a sampled estimate can exceed what the streams could run in a bucket: capped there */
-    double cap = (double)stream_count * (double)s->bucket_ns;
-    for (unsigned b = 0; b < s->buckets; b++)
-        s->gpu_busy_ns[b] += busy[b] * scale < cap ? busy[b] * scale : cap;
-    s->launch_total += launches;
-    s->gpu_samples += timed;
+    view_finish(&s->whole, &acc[0], stream_count, 0);
+    view_finish(&s->steady, &acc[1], stream_count, live_before_steady);
+    free(acc);
     return 0;
+}
+
+static void view_init(struct wsl_html_view *v, uint64_t from_ns, uint64_t span_ns)
+{
+    v->buckets = WSL_HTML_BUCKETS;
+    v->from_ns = from_ns;
+    uint64_t span = span_ns ? span_ns : 1;
+    v->bucket_ns = (span + v->buckets - 1) / v->buckets;
+    if (v->bucket_ns == 0)
+        v->bucket_ns = 1;
 }
 
 int wsl_html_series_build(const struct wsl_run *run, struct wsl_html_series *s, struct wsl_progress *progress,
                           char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
-    s->buckets = WSL_HTML_BUCKETS;
     s->start_ns = run->start_ns;
-    uint64_t wall = run->wall_ns ? run->wall_ns : 1;
-    s->bucket_ns = (wall + s->buckets - 1) / s->buckets;
-    if (s->bucket_ns == 0)
-        s->bucket_ns = 1;
+    view_init(&s->whole, 0, run->wall_ns);
+    const struct wsl_run_phases *ph = &run->phases;
+    if (ph->known && ph->steady_end_ns > ph->steady_start_ns && ph->steady_start_ns >= run->start_ns)
+        view_init(&s->steady, ph->steady_start_ns - run->start_ns, ph->steady_end_ns - ph->steady_start_ns);
     for (size_t i = 0; i < run->proc_count; i++) {
         if (series_trace(&run->procs[i], s, progress, err, errlen) != 0)
             return -1;
         struct stat st;
         wsl_progress_next_file(progress, stat(run->procs[i].trace_path, &st) == 0 ? (uint64_t)st.st_size : 0);
     }
+    for (unsigned b = 0; b < s->whole.buckets; b++)
+        if (s->whole.mem_bytes[b] > s->mem_peak_bytes)
+            s->mem_peak_bytes = s->whole.mem_bytes[b];
     return 0;
 }
 
@@ -237,6 +328,13 @@ static const char page_style[] =
     "svg .s1{fill:var(--c1)}svg .s2{fill:var(--c2)}svg .s3{fill:var(--c3)}svg .s4{fill:var(--c4)}\n"
     "svg .wh{stroke:var(--muted);stroke-width:1.5}svg .med{stroke:var(--fg);stroke-width:2}\n"
     "svg .pt:hover{opacity:.7}\n"
+    "svg .ph0,svg .ph3{fill:var(--grid);opacity:.35}svg .ph1{fill:var(--medium);opacity:.18}"
+    "svg .ph2{fill:var(--c3);opacity:.16}svg .dot{fill:var(--c1);stroke:var(--fg);stroke-width:.5}\n"
+    ".bar4{display:flex;height:1.4em;border-radius:3px;overflow:hidden;margin:.2em 0 .6em}"
+    ".bar4 span{display:block;min-width:2px;font-size:.75em;line-height:1.9em;padding-left:.3em;white-space:nowrap;"
+    "overflow:hidden;color:var(--fg)}.bar4 .p0,.bar4 .p3{background:var(--grid)}"
+    ".bar4 .p1{background:color-mix(in srgb,var(--medium) 45%,transparent)}"
+    ".bar4 .p2{background:color-mix(in srgb,var(--c3) 55%,transparent)}\n"
     ".warn{color:var(--medium)}\n"
     "footer{margin-top:3em;color:var(--muted);font-size:.85em}\n"
     "@media print{:root{--bg:#fff;--fg:#000;--muted:#444;--grid:#bbb;--card:#f4f4f4;--c1:#1f57b8;"
@@ -441,7 +539,7 @@ static void format_value(char *buf, size_t size, enum value_kind kind, double v)
 
 /* One panel of the timeline: a bar per non-empty bucket; raw[b] is the
  * bucket's own figure (data-v), shown as raw[b] * scale. */
-static void timeline_panel(FILE *out, const struct wsl_html_series *s, double top, double height,
+static void timeline_panel(FILE *out, const struct wsl_html_view *s, double top, double height,
                            const double *raw, double scale, double floor_max, enum value_kind kind,
                            const char *chart, const char *cls, const char *title, const char *unit)
 {
@@ -477,7 +575,7 @@ static void timeline_panel(FILE *out, const struct wsl_html_series *s, double to
         double h = height * (v > ymax ? ymax : v) / ymax;
         if (h < 0.7)
             h = 0.7;
-        double t0 = (double)b * (double)s->bucket_ns / 1e9, t1 = (double)(b + 1) * (double)s->bucket_ns / 1e9;
+        double t0 = (double)(s->from_ns + b * s->bucket_ns) / 1e9, t1 = (double)(s->from_ns + (b + 1) * s->bucket_ns) / 1e9;
         format_value(a, sizeof a, kind, v);
         fprintf(out, "<rect class=\"pt %s\" data-v=\"%.17g\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\">"
                      "<title>%.4g-%.4g s: %s%s</title></rect>\n",
@@ -486,39 +584,76 @@ static void timeline_panel(FILE *out, const struct wsl_html_series *s, double to
     fputs("</g>\n", out);
 }
 
-static void write_timeline(FILE *out, const struct wsl_html_run *hr)
+/* The main process's phases as bands behind a chart of view v, labelled at the top. */
+static void phase_bands(FILE *out, const struct wsl_run *run, const struct wsl_html_view *v, double top, double bottom)
 {
-    const struct wsl_html_series *s = hr->series;
-    if (!s) {
-        fputs("<p class=\"muted\">(no timeline)</p>\n", out);
+    const struct wsl_run_phases *rp = &run->phases;
+    if (!rp->known)
         return;
+    const struct wsl_phases *ph = &rp->main;
+    static const char *const names[4] = {"start-up", "warm-up", "steady state", "teardown"};
+    static const char *const cls[4] = {"ph0", "ph1", "ph2", "ph3"};
+    uint64_t edge[5] = {ph->start_ns, ph->first_submit_ns, ph->steady_start_ns, ph->steady_end_ns, ph->end_ns};
+    double x0 = PAD_L, w = CW - PAD_L - PAD_R, span = (double)v->bucket_ns * v->buckets;
+    fputs("<g data-chart=\"phases-band\">\n", out);
+    for (int i = 0; i < 4; i++) {
+        double a = (double)(edge[i] > run->start_ns ? edge[i] - run->start_ns : 0) - (double)v->from_ns;
+        double b = (double)(edge[i + 1] > run->start_ns ? edge[i + 1] - run->start_ns : 0) - (double)v->from_ns;
+        if (a < 0)
+            a = 0;
+        if (b > span)
+            b = span;
+        if (!(b > a))
+            continue;
+        double xa = x0 + w * a / span, xb = x0 + w * b / span;
+        fprintf(out, "<rect class=\"%s\" x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\"><title>%s</title></rect>\n",
+                cls[i], xa, top, xb - xa > 0.5 ? xb - xa : 0.5, bottom - top, names[i]);
+        if (xb - xa > 60)
+            svg_text(out, (xa + xb) / 2, top + 11, "middle", "lbl", names[i]);
     }
+    fputs("</g>\n", out);
+}
+
+static void timeline_chart(FILE *out, const struct wsl_run *run, const struct wsl_html_view *s, const char *suffix,
+                           bool bands)
+{
     double bucket_s = (double)s->bucket_ns / 1e9;
-    double launches[WSL_HTML_BUCKETS], busy[WSL_HTML_BUCKETS], io[WSL_HTML_BUCKETS];
+    double launches[WSL_HTML_BUCKETS], busy[WSL_HTML_BUCKETS], io[WSL_HTML_BUCKETS], mem[WSL_HTML_BUCKETS];
     for (unsigned b = 0; b < s->buckets; b++) {
         launches[b] = (double)s->launches[b];
         busy[b] = s->gpu_busy_ns[b];
         io[b] = (double)s->io_bytes[b];
+        mem[b] = (double)s->mem_bytes[b];
     }
-    const double panel = 90, gap = 34, top0 = 22;
-    unsigned panels = 3;
+    const double panel = 90, gap = 34, top0 = 36;
+    unsigned panels = 4;
     double height = top0 + panels * (panel + gap) + 8;
-    svg_open(out, height, "timeline: kernel submissions per second, estimated GPU busy, file bytes read per second");
-    timeline_panel(out, s, top0, panel, launches, 1 / bucket_s, 0, VALUE_COUNT, "launches", "s1",
+    char id[4][32];
+    const char *base[4] = {"launches", "gpu-busy", "io-bytes", "memory"};
+    for (int i = 0; i < 4; i++)
+        snprintf(id[i], sizeof id[i], "%s%s", base[i], suffix);
+    svg_open(out, height, "timeline: kernel submissions per second, estimated GPU busy, file bytes read per second, "
+                          "device memory in use");
+    if (bands)
+        phase_bands(out, run, s, 4, top0 + 4 * panel + 3 * gap);
+    timeline_panel(out, s, top0, panel, launches, 1 / bucket_s, 0, VALUE_COUNT, id[0], "s1",
                    "kernel and graph launches per second", " launches/s");
-    timeline_panel(out, s, top0 + panel + gap, panel, busy, 100.0 / (double)s->bucket_ns, 100, VALUE_PERCENT,
-                   "gpu-busy", "s3",
+    timeline_panel(out, s, top0 + panel + gap, panel, busy, 100.0 / (double)s->bucket_ns, 100, VALUE_PERCENT, id[1],
+                   "s3",
                    s->gpu_samples ? "GPU busy, % of the time (estimated from the timed launches)"
                                   : "GPU busy: no launch was timed on the GPU (WSLSHIM_GPU_TIMING)",
                    " busy");
-    timeline_panel(out, s, top0 + 2 * (panel + gap), panel, io, 1 / bucket_s, 0, VALUE_BYTES, "io-bytes", "s2",
+    timeline_panel(out, s, top0 + 2 * (panel + gap), panel, io, 1 / bucket_s, 0, VALUE_BYTES, id[2], "s2",
                    "file bytes read per second", "/s");
-    /* the time axis, under the last panel */
+    timeline_panel(out, s, top0 + 3 * (panel + gap), panel, mem, 1, 0, VALUE_BYTES, id[3], "s4",
+                   "device memory in use (allocations less frees)", "");
+    /* the time axis, under the last panel: seconds from the run's start */
     double x0 = PAD_L, w = CW - PAD_L - PAD_R, span = (double)s->bucket_ns * s->buckets / 1e9;
-    double axis_y = top0 + 3 * panel + 2 * gap;
+    double from = (double)s->from_ns / 1e9;
+    double axis_y = top0 + 4 * panel + 3 * gap;
     double step = nice_step(span, 8);
-    for (double t = 0; t <= span * 1.0001; t += step) {
-        double x = x0 + w * t / span;
+    for (double t = ceil(from / step) * step; t <= from + span * 1.0001; t += step) {
+        double x = x0 + w * (t - from) / span;
         char lab[32];
         snprintf(lab, sizeof lab, "%.4g s", t);
         fprintf(out, "<line class=\"ax\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/>\n", x, x, axis_y,
@@ -530,8 +665,41 @@ static void write_timeline(FILE *out, const struct wsl_html_run *hr)
     fmt_ns(out, s->bucket_ns);
     fprintf(out, "; %" PRIu64 " launches, %" PRIu64 " GPU samples, ", s->launch_total, s->gpu_samples);
     fmt_bytes(out, s->io_bytes_total);
-    fputs(" read. GPU busy scales each process's timed kernels by its launches per timed launch, "
-          "at most 100% per stream that ran timed work: concurrent streams or several GPUs can exceed 100%.</p>\n", out);
+    fputs(" read.</p>\n", out);
+}
+
+static void write_timeline(FILE *out, const struct wsl_html_run *hr)
+{
+    const struct wsl_html_series *s = hr->series;
+    if (!s) {
+        fputs("<p class=\"muted\">(no timeline)</p>\n", out);
+        return;
+    }
+    const struct wsl_run *run = hr->run;
+    if (s->steady.buckets) {
+        fputs("<p class=\"note\"><b>Steady state</b>, ", out);
+        fmt_ns(out, s->steady.from_ns);
+        fputs(" to ", out);
+        fmt_ns(out, s->steady.from_ns + (uint64_t)s->steady.bucket_ns * s->steady.buckets);
+        fputs(" after the start (", out);
+        if (run->phases.main.steps)
+            fprintf(out, "%" PRIu64 " steps of ", run->phases.main.steps);
+        fmt_ns(out, run->phases.main.step_ns);
+        fprintf(out, "%s; %s).</p>\n", run->phases.main.steps ? "" : " per step",
+                wsl_steady_method_name(run->phases.main.method));
+        fputs("<div data-view=\"steady\">\n", out);
+        timeline_chart(out, run, &s->steady, "", false);
+        fputs("</div>\n<details data-view=\"whole\"><summary>The whole run, phases marked</summary>\n", out);
+        timeline_chart(out, run, &s->whole, "-whole", true);
+        fputs("</details>\n", out);
+    } else {
+        fputs("<div data-view=\"whole\">\n", out);
+        timeline_chart(out, run, &s->whole, "", true);
+        fputs("</div>\n", out);
+    }
+    fputs("<p class=\"note\">GPU busy scales each process's timed kernels by its launches per timed launch, "
+          "at most 100% per stream that ran timed work: concurrent streams or several GPUs can exceed 100%. "
+          "Memory: device allocations less frees, summed over processes, the most in each bucket.</p>\n", out);
 }
 
 /* Calls fn(lo, hi, count) for every non-empty bucket of h, in value order. */
@@ -563,6 +731,7 @@ static void hist_each(const struct wsl_hist *h, void (*fn)(uint64_t lo, uint64_t
 
 struct kbins {
     int first_decade;           /* log10 of the lowest bin's start */
+    uint64_t zeros;             /* values of 0 ns */
     unsigned count;
     uint64_t n[KBINS_MAX];
 };
@@ -570,6 +739,10 @@ struct kbins {
 static void kbins_add(uint64_t lo, uint64_t hi, uint64_t n, void *arg)
 {
     struct kbins *k = arg;
+    if (hi == 0) { /* 0 ns (below the clock's resolution): a bar of its own, not the 1 ns bin */
+        k->zeros += n;
+        return;
+    }
     double mid = ((double)lo + (double)hi) / 2;
     if (mid < 1)
         mid = 1;
@@ -594,29 +767,42 @@ static void write_kernel_hist(FILE *out, const struct wsl_html_run *hr)
     memset(&kb, 0, sizeof kb);
     double lo = h->min ? (double)h->min : 1, hi = h->max ? (double)h->max : 1;
     kb.first_decade = (int)floor(log10(lo));
+    if (!h->max)
+        hi = 1; /* every value 0: one empty decade beside the 0 ns bar */
     int last = (int)floor(log10(hi)) + 1;
     if (last - kb.first_decade > 20)
         kb.first_decade = last - 20;
     kb.count = (unsigned)(last - kb.first_decade) * KBINS_PER_DECADE;
     hist_each(h, kbins_add, &kb);
     unsigned b0 = 0, b1 = kb.count; /* whole decades, from the shortest kernel's to the longest one's */
-    uint64_t max = 0;
+    uint64_t max = kb.zeros;
     for (unsigned b = b0; b < b1; b++)
         if (kb.n[b] > max)
             max = kb.n[b];
-    const double top = 14, height = 170, x0 = PAD_L, w = CW - PAD_L - PAD_R;
+    const double top = 14, height = 170, w_all = CW - PAD_L - PAD_R;
+    double zero_w = kb.zeros ? 60 : 0, x0 = PAD_L + zero_w, w = w_all - zero_w;
     svg_open(out, top + height + 40, "kernel duration histogram");
     double step = nice_step((double)max, 3), ymax = ceil((double)max / step) * step;
     char a[64], c[64];
     for (double v = 0; v <= ymax * 1.0001; v += step) {
         double y = top + height - height * v / ymax;
-        fprintf(out, "<line class=\"ax\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/>\n", x0, x0 + w, y, y);
+        fprintf(out, "<line class=\"ax\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/>\n", PAD_L, PAD_L + w_all, y, y);
         format_value(a, sizeof a, VALUE_COUNT, v);
-        svg_text(out, x0 - 6, y + 4, "end", "lbl", a);
+        svg_text(out, PAD_L - 6, y + 4, "end", "lbl", a);
     }
     unsigned nb = b1 - b0;
     double bw = w / (nb ? nb : 1);
     fputs("<g data-chart=\"kernel-hist\">\n", out);
+    if (kb.zeros) {
+        double bh = height * (double)kb.zeros / ymax;
+        fprintf(out, "<rect class=\"pt s4\" data-v=\"%" PRIu64 "\" data-zero=\"1\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" "
+                     "height=\"%.2f\"><title>0 ns (shorter than the clock resolves): %" PRIu64 " launch%s</title></rect>\n",
+                kb.zeros, PAD_L + 8, top + height - (bh < 0.7 ? 0.7 : bh), zero_w - 20, bh < 0.7 ? 0.7 : bh, kb.zeros,
+                kb.zeros == 1 ? "" : "es");
+        svg_text(out, PAD_L + zero_w / 2 - 6, top + height + 16, "middle", "lbl", "0 ns");
+        fprintf(out, "<line class=\"ax\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke-dasharray=\"3 3\"/>\n",
+                x0 - 4, x0 - 4, top, top + height);
+    }
     for (unsigned b = b0; b < b1; b++) {
         double from = pow(10, kb.first_decade + (double)b / KBINS_PER_DECADE);
         double to = pow(10, kb.first_decade + (double)(b + 1) / KBINS_PER_DECADE);
@@ -676,6 +862,23 @@ static double log_x(double v, double lmin, double lmax, double x0, double w)
     return x0 + w * (l - lmin) / (lmax - lmin);
 }
 
+#define FEW_SAMPLES 10 /* fewer calls than this: points, not a box */
+
+struct dots {
+    FILE *out;
+    double lmin, lmax, x0, w, y;
+    unsigned k;
+};
+
+static void dot_each(uint64_t lo, uint64_t hi, uint64_t n, void *arg)
+{
+    struct dots *d = arg;
+    double v = ((double)lo + (double)hi) / 2;
+    for (uint64_t i = 0; i < n; i++, d->k++) /* n < FEW_SAMPLES: a point per call, staggered when equal */
+        fprintf(d->out, "<circle class=\"dot\" data-dot=\"1\" cx=\"%.1f\" cy=\"%.1f\" r=\"3\"/>\n",
+                log_x(v, d->lmin, d->lmax, d->x0, d->w), d->y + (double)((int)(d->k % 3) - 1) * 3.5);
+}
+
 static void write_api_latency(FILE *out, const struct wsl_html_run *hr)
 {
     const struct wsl_run *run = hr->run;
@@ -721,6 +924,21 @@ static void write_api_latency(FILE *out, const struct wsl_html_run *hr)
         fprintf(out, ": %" PRIu64 " calls, min %s, p50 %s, p90 %s, p99 %s, max %s</title>\n", h->count,
                 wsl_format_ns(a, sizeof a, h->min), wsl_format_ns(b, sizeof b, p50), wsl_format_ns(c, sizeof c, p90),
                 wsl_format_ns(d, sizeof d, p99), wsl_format_ns(e, sizeof e, h->max));
+        if (h->count < FEW_SAMPLES) { /* too few for a box: each call as a point */
+            struct dots d = {out, lmin, lmax, x0, w, y, 0};
+            hist_each(h, dot_each, &d);
+            fprintf(out, "<rect x=\"0\" y=\"%.1f\" width=\"%.0f\" height=\"%.0f\" fill=\"transparent\"/>\n",
+                    y - row_h / 2, CW, row_h);
+            fputs("</g>\n", out);
+            char name[40];
+            cut_name(name, sizeof name, api->name, 28);
+            svg_text(out, x0 - 8, y + 4, "end", NULL, name);
+            snprintf(a, sizeof a, "%" PRIu64 " x ", h->count);
+            size_t al = strlen(a);
+            wsl_format_ns(a + al, sizeof a - al, wsl_api_mean_ns(api));
+            svg_text(out, x0 + w + 8, y + 4, "start", "lbl", a);
+            continue;
+        }
         fprintf(out, "<line class=\"wh\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/>\n", xmin, xmax, y, y);
         fprintf(out, "<rect class=\"%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" opacity=\"0.45\"/>\n",
                 wsl_is_io_category(api->category) ? "s2" : "s1", x50, y - 7, x99 - x50 > 1 ? x99 - x50 : 1, 14.0);
@@ -740,7 +958,8 @@ static void write_api_latency(FILE *out, const struct wsl_html_run *hr)
     }
     fputs("</svg>\n", out);
     fputs("<p class=\"note\">Per API (the most total host time first): line from min to max, box p50 to p90, "
-          "light box to p99, tick at p50; right: calls x mean. Blue: CUDA driver, orange: file I/O.</p>\n", out);
+          "light box to p99, tick at p50; an API with fewer than 10 calls shows each call as a point instead; "
+          "right: calls x mean. Blue: CUDA driver, orange: file I/O.</p>\n", out);
 }
 
 static void write_io_fs(FILE *out, const struct wsl_html_run *hr)
@@ -938,6 +1157,165 @@ static void write_warnings(FILE *out, const struct wsl_html_run *hr)
     fputs("</ul>\n", out);
 }
 
+/* ---- phases, NVTX, memory, ranks ---------------------------------------------------------------- */
+
+static void write_phases(FILE *out, const struct wsl_html_run *hr)
+{
+    const struct wsl_run *run = hr->run;
+    bool any = false;
+    for (size_t i = 0; i < run->proc_count; i++) {
+        const struct wsl_process *p = &run->procs[i];
+        const struct wsl_phases *ph = &p->phases;
+        if (ph->method == WSL_STEADY_NONE || ph->end_ns <= ph->start_ns)
+            continue;
+        any = true;
+        uint64_t d[4] = {ph->first_submit_ns - ph->start_ns, ph->steady_start_ns - ph->first_submit_ns,
+                         ph->steady_end_ns - ph->steady_start_ns, ph->end_ns - ph->steady_end_ns};
+        static const char *const names[4] = {"start-up", "warm-up", "steady state", "teardown"};
+        double total = (double)(ph->end_ns - ph->start_ns);
+        fprintf(out, "<p class=\"colhead\">pid %d", (int)p->pid);
+        if (p->argc) {
+            fputs(": ", out);
+            const char *slash = strrchr(p->argv[0], '/');
+            esc(out, slash ? slash + 1 : p->argv[0]);
+            for (uint32_t k = 1; k < p->argc && k < 4; k++) {
+                fputc(' ', out);
+                esc(out, p->argv[k]);
+            }
+        }
+        fputs("</p>\n<div class=\"bar4\" data-chart=\"phases\">", out);
+        for (int k = 0; k < 4; k++) {
+            fprintf(out, "<span class=\"p%d\" style=\"width:%.2f%%\" title=\"%s: ", k, 100.0 * (double)d[k] / total,
+                    names[k]);
+            fmt_ns(out, d[k]);
+            fprintf(out, "\">%s</span>", names[k]);
+        }
+        fputs("</div>\n<table><tr><th class=\"l\">start-up</th><th>warm-up</th><th>steady state</th><th>teardown</th>"
+              "<th>steps</th><th>step time (median)</th><th class=\"l\">found by</th></tr>\n<tr>", out);
+        for (int k = 0; k < 4; k++) {
+            fputs(k ? "<td>" : "<td class=\"l\">", out);
+            fmt_ns(out, d[k]);
+            fputs("</td>", out);
+        }
+        fprintf(out, "<td>%" PRIu64 "</td><td>", ph->steps);
+        if (ph->step_ns)
+            fmt_ns(out, ph->step_ns);
+        else
+            fputs("-", out);
+        fprintf(out, "</td><td class=\"l\">%s</td></tr>\n</table>\n", wsl_steady_method_name(ph->method));
+    }
+    if (!any)
+        fputs("<p class=\"muted\">No process submitted GPU work: no phases.</p>\n", out);
+    else if (run->phases.steady_known)
+        fprintf(out, "<p class=\"note\">Steady state of the run (every GPU process's together): %.4g s to %.4g s "
+                     "after the start.</p>\n",
+                (double)(run->phases.steady_start_ns - run->start_ns) / 1e9,
+                (double)(run->phases.steady_end_ns - run->start_ns) / 1e9);
+}
+
+#define NVTX_ROWS 20
+
+static void write_nvtx(FILE *out, const struct wsl_html_run *hr)
+{
+    const struct wsl_nvtx *n = &hr->run->nvtx;
+    if (!n->range_count) {
+        fputs("<p class=\"muted\">No NVTX range was recorded (the program marks none; see docs/nvtx.md).</p>\n", out);
+        return;
+    }
+    if (n->step >= 0) {
+        const struct wsl_nvtx_range *st = &n->ranges[n->step];
+        fputs("<p>Step: <b>", out);
+        esc(out, st->name);
+        fprintf(out, "</b>, %" PRIu64 " instances, mean ", st->count);
+        fmt_ns(out, wsl_nvtx_mean_ns(st));
+        fputs(", p50 ", out);
+        fmt_ns(out, wsl_hist_quantile(&st->ns, 0.5));
+        fputs(", p99 ", out);
+        fmt_ns(out, wsl_hist_quantile(&st->ns, 0.99));
+        if (n->step_process_known && n->step_process_steps)
+            fprintf(out, "; per step, the process made %.1f launches and %.1f file reads",
+                    (double)n->step_process.launches / (double)n->step_process_steps,
+                    (double)n->step_process.io_reads / (double)n->step_process_steps);
+        fputs(".</p>\n", out);
+    }
+    fputs("<table data-chart=\"nvtx\"><tr><th class=\"l\">range</th><th class=\"l\">domain</th><th>count</th>"
+          "<th>total</th><th>mean</th><th>p99</th><th>launches (incl.)</th><th>file reads (incl.)</th></tr>\n", out);
+    for (size_t i = 0; i < n->range_count && i < NVTX_ROWS; i++) {
+        const struct wsl_nvtx_range *r = &n->ranges[i];
+        fputs("<tr><td class=\"name\">", out);
+        for (uint32_t d = 0; d < r->max_depth && d < 6; d++)
+            fputs("&nbsp;&nbsp;", out);
+        esc(out, r->name);
+        if ((long)i == n->step)
+            fputs(" <b>(step)</b>", out);
+        if (r->kind == WSL_NVTX_START)
+            fputs(" (start/end)", out);
+        fputs("</td><td class=\"l\">", out);
+        esc(out, r->domain ? r->domain : "(default)");
+        fprintf(out, "</td><td>%" PRIu64 "</td><td>", r->count);
+        fmt_ns(out, r->ns.sum);
+        fputs("</td><td>", out);
+        fmt_ns(out, wsl_nvtx_mean_ns(r));
+        fputs("</td><td>", out);
+        fmt_ns(out, wsl_hist_quantile(&r->ns, 0.99));
+        fprintf(out, "</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td></tr>\n", r->incl.launches, r->incl.io_reads);
+    }
+    fputs("</table>\n", out);
+    if (n->range_count > NVTX_ROWS)
+        fprintf(out, "<p class=\"note\">%zu more ranges in the JSON report.</p>\n", n->range_count - NVTX_ROWS);
+}
+
+static void write_memory(FILE *out, const struct wsl_html_run *hr)
+{
+    const struct wsl_html_series *s = hr->series;
+    const struct wsl_mem_summary *m = &hr->run->mem;
+    fputs("<p>Peak device memory in use: ", out);
+    fmt_bytes(out, m->peak_bytes);
+    fputs(" (the largest process's).</p>\n", out);
+    if (!s || !s->mem_peak_bytes) {
+        fputs("<p class=\"muted\">No device allocation was recorded over time.</p>\n", out);
+        return;
+    }
+    double mem[WSL_HTML_BUCKETS];
+    for (unsigned b = 0; b < s->whole.buckets; b++)
+        mem[b] = (double)s->whole.mem_bytes[b];
+    svg_open(out, 150, "device memory in use over the run");
+    phase_bands(out, hr->run, &s->whole, 4, 128);
+    timeline_panel(out, &s->whole, 30, 98, mem, 1, 0, VALUE_BYTES, "memory-over-time", "s4",
+                   "device memory in use over the whole run (phases behind)", "");
+    fputs("</svg>\n", out);
+}
+
+static void write_ranks(FILE *out, const struct wsl_html_run *hr)
+{
+    const struct wsl_dist *d = &hr->run->dist;
+    fputs("<table data-chart=\"ranks\"><tr><th class=\"l\">rank</th><th>pid</th><th class=\"l\">host</th><th>GPU</th>"
+          "<th>wall</th><th>GPU time</th><th>collectives</th><th>waiting</th><th>steps</th><th>step mean</th></tr>\n",
+          out);
+    for (size_t i = 0; i < d->count; i++) {
+        const struct wsl_rank *r = &d->ranks[i];
+        fprintf(out, "<tr><td class=\"l\">%d</td><td>%d</td><td class=\"l\">", (int)r->rank, (int)r->pid);
+        esc(out, r->host ? r->host : "?");
+        fprintf(out, "</td><td>%d</td><td>", (int)r->gpu);
+        fmt_ns(out, r->wall_ns);
+        fputs("</td><td>", out);
+        fmt_ns(out, r->gpu_ns);
+        fputs("</td><td>", out);
+        fmt_ns(out, r->collective_ns);
+        fputs("</td><td>", out);
+        fmt_ns(out, r->wait_ns);
+        fprintf(out, "</td><td>%" PRIu64 "</td><td>", r->steps);
+        if (r->have_step)
+            fmt_ns(out, r->step_mean_ns);
+        else
+            fputs("-", out);
+        fputs("</td></tr>\n", out);
+    }
+    fputs("</table>\n", out);
+    if (d->imbalance > 0)
+        fprintf(out, "<p class=\"note\">Compute imbalance (slowest / fastest rank): %.2fx.</p>\n", d->imbalance);
+}
+
 /* ---- the page ---------------------------------------------------------------------------------- */
 
 typedef void (*section_fn)(FILE *out, const struct wsl_html_run *hr);
@@ -1017,8 +1395,19 @@ void wsl_html_write(FILE *out, const struct wsl_html_run *runs, size_t count, co
         opt->extra_section(out, runs, count, opt->extra_arg);
     section(out, "bottlenecks", "Bottlenecks", "Largest time lost first; each with what was seen and what to do.",
             write_findings, runs, count);
-    section(out, "timeline", "Timeline", "Kernel submissions, GPU busy and file reads over the run.",
+    section(out, "phases", "Phases", "Start-up, warm-up, steady state and teardown of each GPU process.",
+            write_phases, runs, count);
+    section(out, "timeline", "Timeline",
+            "Kernel submissions, GPU busy, file reads and device memory: the steady state first, the whole run below.",
             write_timeline, runs, count);
+    section(out, "nvtx", "NVTX ranges and steps", "The program's own ranges, the most total time first.", write_nvtx,
+            runs, count);
+    section(out, "memory", "Memory over time", NULL, write_memory, runs, count);
+    bool ranks = false;
+    for (size_t i = 0; i < count; i++)
+        ranks |= runs[i].run->dist.count >= 2;
+    if (ranks)
+        section(out, "ranks", "Ranks", "The ranks of a distributed run.", write_ranks, runs, count);
     section(out, "kernels", "Kernel durations on the GPU", NULL, write_kernel_hist, runs, count);
     section(out, "kernel-table", "Kernels", "The most launched kernels.", write_kernel_table, runs, count);
     section(out, "api-latency", "API latency", "Host time per call of the APIs with the most total time.",

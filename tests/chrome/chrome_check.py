@@ -3,9 +3,15 @@
 
     chrome_check.py --report EXE --make EXE --workdir DIR [--shim LIB --fakedir DIR --client EXE --rows EXE] CASE
 
-Cases: synthetic, synthetic_tsc, two_processes, window, limit, fake_client, bad_input, progress.
+Cases: synthetic, synthetic_tsc, two_processes, window, limit, fake_client, bad_input, progress,
+estimated, gzip, sample.
+
+Every export is also checked for its structure (validate): B/E pairs on one thread, properly nested
+with the thread's other slices; async b/e pairs; flows whose ends bind to slices that exist;
+estimated kernels flagged on their own tracks.
 """
 import argparse
+import gzip
 import json
 import os
 import shutil
@@ -50,8 +56,94 @@ def export(out, *args, expect_ok=True):
         return None, r
     if not expect_ok:
         return None, r
-    with open(out) as f:
-        return json.load(f), r     # valid JSON or an exception (the test fails)
+    opener = gzip.open if out.endswith(".gz") else open
+    with opener(out, "rt") as f:
+        doc = json.load(f)     # valid JSON or an exception (the test fails)
+    validate(doc, out)
+    return doc, r
+
+
+EPS = 0.0015    # us: times are written with ns decimals
+
+
+def validate(doc, what):
+    """The structure Perfetto and chrome://tracing rely on."""
+    bad = []
+    names, _ = tracks(doc)
+    per_thread = {}     # (pid, tid) -> [(start, end, what)]
+    open_b = {}         # (pid, tid) -> stack of B events
+    async_open = {}
+    for e in doc["traceEvents"]:
+        key = (e.get("pid"), e.get("tid"))
+        ph = e["ph"]
+        if ph == "X":
+            if e["dur"] < 0:
+                bad.append(f"negative duration {e}")
+            per_thread.setdefault(key, []).append((e["ts"], e["ts"] + e["dur"], e["name"]))
+            est = e.get("args", {}).get("estimated")
+            if e.get("cat") == "kernel_estimated":
+                if est is not True or "(estimated" not in names.get(key, ""):
+                    bad.append(f"an estimated kernel not flagged or not on an estimated track: {e}")
+            elif est:
+                bad.append(f"args.estimated on a {e.get('cat')} slice: {e}")
+        elif ph == "B":
+            if not e.get("name"):
+                bad.append(f"B without a name: {e}")
+            open_b.setdefault(key, []).append(e)
+        elif ph == "E":
+            st = open_b.get(key)
+            if not st:
+                bad.append(f"E with no open B on its thread: {e}")
+                continue
+            b = st.pop()
+            if e["ts"] + EPS < b["ts"]:
+                bad.append(f"E before its B: {b} -> {e}")
+            per_thread.setdefault(key, []).append((b["ts"], e["ts"], b["name"]))
+        elif ph == "b":
+            async_open[(e["pid"], e["cat"], e["id"])] = e
+        elif ph == "e":
+            if async_open.pop((e["pid"], e["cat"], e["id"]), None) is None:
+                bad.append(f"async e without its b: {e}")
+    for key, st in open_b.items():
+        if st:
+            bad.append(f"{len(st)} B events never ended on {key}: {st[0]}")
+    if async_open:
+        bad.append(f"{len(async_open)} async b events never ended")
+    # nesting: every slice of a thread inside the one open around it, or after it
+    for key, sl in per_thread.items():
+        sl.sort(key=lambda s: (s[0], -s[1]))
+        stack = []
+        for s in sl:
+            while stack and stack[-1][1] <= s[0] + EPS:
+                stack.pop()
+            if stack and s[1] > stack[-1][1] + EPS:
+                bad.append(f"{key}: {s} overlaps {stack[-1]} without nesting")
+                break
+            stack.append(s)
+    # flows: s and f pair by id; each binds to a slice of its thread (s: enclosing its ts; f, bp e: enclosing)
+    starts = {e["id"]: e for e in doc["traceEvents"] if e["ph"] == "s"}
+    ends = {e["id"]: e for e in doc["traceEvents"] if e["ph"] == "f"}
+    if set(starts) != set(ends):
+        bad.append(f"{len(set(starts) ^ set(ends))} flow ids without both ends")
+    index = {k: sorted(v) for k, v in per_thread.items()}
+
+    def encloses(key, ts):
+        import bisect
+        sl = index.get(key, [])
+        i = bisect.bisect_right(sl, (ts + EPS, float("inf"), ""))
+        return any(a <= ts + EPS and ts <= b + EPS for a, b, _ in sl[max(0, i - 64):i])
+    for i, s in starts.items():
+        f = ends.get(i)
+        if not f:
+            continue
+        if f.get("bp") != "e":
+            bad.append(f"flow end without bp e: {f}")
+        if not encloses((s["pid"], s["tid"]), s["ts"]) or not encloses((f["pid"], f["tid"]), f["ts"]):
+            bad.append(f"flow {i} does not bind to slices: {s} -> {f}")
+    for b in bad[:5]:
+        fail(f"{os.path.basename(what)}: {b}")
+    if len(bad) > 5:
+        fail(f"{os.path.basename(what)}: ... {len(bad) - 5} more structural problems")
 
 
 def tracks(doc):
@@ -100,8 +192,9 @@ def check_synthetic(doc, info, start_offset_ns=0):
     if idle != sum(1 for i in range(info["kernels"]) if i % 4 == 3):
         fail(f"{idle} kernels idle at submit")
     # flows: each s pairs with one f; s sits at a launch's start on its thread, f at a kernel's start on its track
-    starts = {e["id"]: e for e in ev if e["ph"] == "s"}
-    ends = {e["id"]: e for e in ev if e["ph"] == "f"}
+    measured = {(k["tid"], k["ts"]) for k in kernels}
+    ends = {e["id"]: e for e in ev if e["ph"] == "f" and (e["tid"], e["ts"]) in measured}
+    starts = {e["id"]: e for e in ev if e["ph"] == "s" and e["id"] in ends}
     if len(starts) != info["kernels"] or set(starts) != set(ends):
         fail(f"{len(starts)} flow starts, {len(ends)} flow ends, expected {info['kernels']} pairs")
     launch_at = {(l["tid"], l["ts"]) for l in launches}
@@ -178,7 +271,7 @@ def case_window():
     def slices(doc):
         names, _ = tracks(doc)
         return sorted((e["name"], names.get((e["pid"], e["tid"])), e["ts"]) for e in doc["traceEvents"]
-                      if e["ph"] == "X")
+                      if e["ph"] == "X" and e.get("cat") != "phase")   # phases are clipped to the window
     want = [s for s in slices(full) if lo <= s[2] < hi]
     got = slices(part)
     if got != want or not got:
@@ -213,14 +306,118 @@ def case_limit():
         fail(f"a refused export left files: {os.listdir(d)}")
     # a window that fits passes; one that does not is refused with its own numbers
     doc, _ = export(out, "--max-events", "1000", "--from", "0.01", "--to", "0.014", path)
-    if doc and not 0 < sum(1 for e in doc["traceEvents"] if e["ph"] == "X") <= 1000:
+    if doc and not 0 < sum(1 for e in doc["traceEvents"] if e["ph"] == "X" and e.get("cat") in ("cuda", "io", "kernel")) <= 1000:
         fail("a window under the limit was not exported")
     _, r = export(out + "2", "--max-events", "1000", "--from", "0", "--to", "0.02", path, expect_ok=False)
     if r.returncode != 2 or "window" not in r.stderr:
         fail(f"a window over the limit: exit {r.returncode}: {r.stderr!r}")
     doc, _ = export(out, "--max-events", str(total), path)
-    if doc and sum(1 for e in doc["traceEvents"] if e["ph"] == "X") != total:
+    if doc and sum(1 for e in doc["traceEvents"] if e["ph"] == "X" and e.get("cat") in ("cuda", "io", "kernel")) != total:
         fail("exactly at the limit: not exported whole")
+
+
+def case_estimated():
+    """Launches that were not timed: on an estimated track per stream, each lasting the function's mean
+    timed duration, after its launch and after the previous estimate of its stream, tied by a flow."""
+    d = workdir("estimated")
+    path, info = make(d, "a.trace.zst", "--launches", "40", "--timed-every", "4")
+    doc, _ = export(os.path.join(d, "out.json"), path)
+    if not doc:
+        return
+    names, _ = tracks(doc)
+    ev = doc["traceEvents"]
+    launches = sorted((e for e in ev if e["ph"] == "X" and e["name"] == "cuLaunchKernel"), key=lambda e: e["ts"])
+    est = [e for e in ev if e["ph"] == "X" and e.get("cat") == "kernel_estimated"]
+    if len(est) != info["launches"] - info["kernels"] or info["kernels"] != 10:
+        fail(f"{len(est)} estimated kernels, expected {info['launches'] - info['kernels']}")
+    by_launch = {e["id"]: e for e in ev if e["ph"] == "s"}
+    flows_to = {(f["tid"], f["ts"]): by_launch.get(f["id"]) for f in ev if f["ph"] == "f"}
+    last_end = {}
+    for k in sorted(est, key=lambda e: e["ts"]):
+        track = names.get((k["pid"], k["tid"]), "")
+        if track != f"GPU stream {k['args']['stream']} (estimated, not timed)":
+            fail(f"estimated kernel on track {track!r}")
+            break
+        if k["name"] != "kernel(float*, int)" or abs(k["dur"] - 3.0) > 1e-6 or k["args"]["based_on_timed"] != 10:
+            fail(f"estimated kernel {k} (expected 3 us, the mean of the 10 timed)")
+            break
+        s = flows_to.get((k["tid"], k["ts"]))
+        if not s:
+            fail(f"no flow from a launch to {k}")
+            break
+        launch = [l for l in launches if l["ts"] == s["ts"] and l["tid"] == s["tid"]]
+        if not launch or k["ts"] + EPS < launch[0]["ts"] + launch[0]["dur"] or \
+                k["ts"] + EPS < last_end.get(k["tid"], 0):
+            fail(f"estimated kernel {k} not after its launch {launch[:1]} and its stream's previous work")
+            break
+        last_end[k["tid"]] = k["ts"] + k["dur"]
+    # nothing timed: nothing to base an estimate on, so none is made
+    path0, info0 = make(d, "b.trace.zst", "--launches", "4", "--timed-every", "5")
+    doc, _ = export(os.path.join(d, "none.json"), path0)
+    if doc and any(e.get("cat") == "kernel_estimated" for e in doc["traceEvents"]):
+        fail("estimates made with no timed kernel to base them on")
+
+
+def case_gzip():
+    """FILE.json.gz: gzip of the same JSON; no event cap unless one is asked for."""
+    d = workdir("gzip")
+    path, info = make(d, "a.trace.zst", "--launches", "3000")
+    plain, _ = export(os.path.join(d, "out.json"), path)
+    gz, _ = export(os.path.join(d, "out.json.gz"), path)
+    with open(os.path.join(d, "out.json.gz"), "rb") as f:
+        magic = f.read(2)
+    if magic != b"\x1f\x8b":
+        fail(f"out.json.gz is not gzip (starts {magic!r})")
+    if plain is None or gz != plain:
+        fail("the gzip export does not decompress to the plain export")
+    if os.path.getsize(os.path.join(d, "out.json.gz")) * 4 > os.path.getsize(os.path.join(d, "out.json")):
+        fail("the gzip export is not smaller than a quarter of the plain one")
+    total = info["calls"] + info["kernels"]
+    _, r = export(os.path.join(d, "capped.json.gz"), "--max-events", "1000", path, expect_ok=False)
+    if r.returncode != 2 or str(total) not in r.stderr:
+        fail(f"--max-events with .gz: exit {r.returncode}: {r.stderr!r}")
+    _, r = export(os.path.join(d, "no", "dir", "x.json.gz"), path, expect_ok=False)
+    if r.returncode != 2 or len(r.stderr.strip().splitlines()) != 1:
+        fail(f"an unwritable .gz output: exit {r.returncode}: {r.stderr!r}")
+    r = run([A.report, "--chrome", "/dev/full", path])
+    if r.returncode != 2:
+        fail(f"writing to /dev/full: exit {r.returncode}")
+    left = sorted(f for f in os.listdir(d) if "tmp" in f)
+    if left:
+        fail(f"temporary files left: {left}")
+
+
+def case_sample():
+    """The real H200 run (tests/demo/sample): named NVTX ranges, every launch on a GPU track, phases, paths."""
+    if not A.sample or not os.path.isdir(A.sample):
+        print("SKIP: no sample")
+        return
+    d = workdir("sample")
+    doc, _ = export(os.path.join(d, "sample.json.gz"), A.sample)
+    if not doc:
+        return
+    ev = doc["traceEvents"]
+    b = [e for e in ev if e["ph"] == "B"]
+    names = {e["name"] for e in b}
+    if len(b) != 800 or not {"step", "forward"} <= names or any(e["args"].get("domain") is None for e in b):
+        fail(f"{len(b)} NVTX ranges named {sorted(names)[:5]} (expected 800, step and forward, with domains)")
+    if any(e["ph"] == "X" and e["name"].startswith("nvtxRange") for e in ev):
+        fail("NVTX push/pop calls still written as slices")
+    launches = sum(1 for e in ev if e["ph"] == "X" and e["name"] in ("cuLaunchKernel", "cuLaunchKernelEx")
+                   and "result" not in e["args"])
+    measured = sum(1 for e in ev if e["ph"] == "X" and e.get("cat") == "kernel")
+    est = sum(1 for e in ev if e["ph"] == "X" and e.get("cat") == "kernel_estimated")
+    if measured != 400 or measured + est != launches:
+        fail(f"{measured} measured + {est} estimated kernels for {launches} launches")
+    flows = sum(1 for e in ev if e["ph"] == "s")
+    if flows != launches:
+        fail(f"{flows} flows for {launches} launches")
+    phases = {(e["pid"], e["name"]) for e in ev if e.get("cat") == "phase"}
+    if not {"start-up", "warm-up", "steady state", "teardown"} <= {n for _, n in phases}:
+        fail(f"phases {sorted(phases)}")
+    paths = [e["args"]["path"] for e in ev if e["ph"] == "X" and "path" in e.get("args", {})]
+    if any("path id" in p for p in paths) or not any(p.startswith("fd ") for p in paths):
+        fail(f"paths: {sorted(set(p for p in paths if 'path id' in p))[:3]}")
 
 
 def case_fake_client():
@@ -319,6 +516,7 @@ def main():
     ap.add_argument("--fakedir")
     ap.add_argument("--client", action="append", default=[])
     ap.add_argument("--rows")
+    ap.add_argument("--sample")
     ap.add_argument("case")
     A = ap.parse_args()
     os.makedirs(A.workdir, exist_ok=True)

@@ -3,7 +3,10 @@
  * shim's writer will write them once GPU timing exists) plus launches, file
  * reads and allocations, for chrome_check.py. Prints what it wrote as JSON.
  *
- *   make_chrome_trace OUT --pid N --start-ns NS [--launches N] [--tsc]
+ *   make_chrome_trace OUT --pid N --start-ns NS [--launches N] [--timed-every N] [--tsc]
+ *
+ * --timed-every N: only launches (i + 1) % N == 0 have a GPU_KERNEL (the others are
+ * left for the export to estimate).
  *
  * Workload, times in ns after start: thread pid names function 0xf1
  * "_Z6kernelPfi" (cuModuleGetFunction, at +1000), then makes `launches`
@@ -86,7 +89,7 @@ int main(int argc, char **argv)
     }
     int32_t pid = 5000;
     uint64_t start = 7000000000ull;
-    unsigned launches = 100;
+    unsigned launches = 100, timed_every = 1;
     for (int i = 2; i < argc; i++) {
         if (!strcmp(argv[i], "--pid") && i + 1 < argc)
             pid = atoi(argv[++i]);
@@ -94,12 +97,15 @@ int main(int argc, char **argv)
             start = strtoull(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--launches") && i + 1 < argc)
             launches = (unsigned)atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--timed-every") && i + 1 < argc && atoi(argv[i + 1]) > 0)
+            timed_every = (unsigned)atoi(argv[++i]);
         else if (!strcmp(argv[i], "--tsc"))
             use_tsc = 1;
         else
             return 2;
     }
     const uint16_t gpu_api = (uint16_t)synth_api_count;
+    unsigned timed = 0;
     struct list main_thread = {0}, io_thread = {0}, gpu = {0};
 
     struct wsl_event *e = add(&main_thread, synth_api_id("cuModuleGetFunction"), start + 1000, 500);
@@ -113,6 +119,9 @@ int main(int argc, char **argv)
         e->a[0] = 0xf1;
         e->a[1] = WSL_GRID(64, 2);
         e->a[2] = WSL_BLOCK(1, 256, 1, 1);
+        if ((i + 1) % timed_every)
+            continue;
+        timed++;
         struct wsl_event *k = add(&gpu, gpu_api, t + 4000 + 2000, 3000);
         k->stream = e->stream;
         k->a[0] = 0xf1;
@@ -171,7 +180,7 @@ int main(int argc, char **argv)
     synth_close(s);
     printf("{\"pid\": %d, \"start_ns\": %llu, \"launches\": %u, \"kernels\": %u, \"reads\": 8, \"bytes_read\": %u, "
            "\"calls\": %zu, \"memory\": [%llu, %llu, %llu, %llu]}\n",
-           pid, (unsigned long long)start, launches, launches, 8 * 4096, main_thread.n + io_thread.n,
+           pid, (unsigned long long)start, launches, timed, 8 * 4096, main_thread.n + io_thread.n,
            1 * MIB, 3 * MIB, 6 * MIB, 5 * MIB);
     free(main_thread.ev);
     free(io_thread.ev);

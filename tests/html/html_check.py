@@ -149,8 +149,14 @@ def no_external(p, page, what):
             fail(f"{what}: URL in markup: {m.group(0)}")
 
 
-def chart_points(p, chart):
-    """data-v values of the data points of one chart."""
+TIMELINE = ("launches", "gpu-busy", "io-bytes", "memory")
+
+
+def chart_points(p, chart, view="whole"):
+    """data-v values of the data points of one chart. A timeline chart is taken from the whole-run view
+    (named CHART-whole when the page opens on the steady state); view="steady" takes the first one."""
+    if view == "whole" and chart in TIMELINE and any(a.get("data-chart") == chart + "-whole" for _, a, _ in p.tags):
+        chart = chart + "-whole"
     vals = []
     for tag, attrs, stack in p.tags:
         if "data-v" not in attrs:
@@ -205,6 +211,8 @@ def check_synthetic_page(page, info, what):
 
 
 def bucket_ns(p, chart):
+    if chart in TIMELINE and any(a.get("data-chart") == chart + "-whole" for _, a, _ in p.tags):
+        chart = chart + "-whole"
     for tag, attrs, _ in p.tags:
         if tag == "g" and attrs.get("data-chart") == chart:
             return int(attrs["data-bucket-ns"])
@@ -310,7 +318,8 @@ def case_two_runs():
     # the timeline's launch groups, in order A then B
     groups, cur = [], None
     for tag, attrs, stack in p.tags:
-        if tag == "g" and attrs.get("data-chart") == "launches":
+        if tag == "g" and attrs.get("data-chart") in ("launches-whole", "launches") and \
+                not (attrs.get("data-chart") == "launches" and "launches-whole" in {a.get("data-chart") for _, a, _ in p.tags}):
             cur = []
             groups.append((len(stack), cur))
         elif groups and tag == "rect" and "data-v" in attrs and len(stack) > groups[-1][0] and cur is not None:
@@ -494,7 +503,7 @@ def case_browser():
     if not chart_points(p, "launches"):
         fail("browser: no launches drawn")
     shot = os.path.join(d, "page.png")
-    r = run([chromium, *flags, "--window-size=1280,2600", "--screenshot=" + shot, url])
+    r = run([chromium, *flags, "--window-size=1280,4200", "--screenshot=" + shot, url])
     if r.returncode != 0 or not os.path.exists(shot):
         fail(f"browser: --screenshot exit {r.returncode}: {r.stderr.decode()[-400:]}")
         return
@@ -511,6 +520,100 @@ def case_browser():
     print(f"screenshot {shot}: {w}x{h}, chart pixels {found}")
 
 
+def png_write(path, w, h, rows, bpp):
+    """rows of RGB(A) bytes as an RGB PNG."""
+    raw = b"".join(b"\x00" + bytes(r[x:x + 3] for x in range(0, w * bpp, bpp)) if bpp == 4 else b"\x00" + bytes(r)
+                   for r in rows) if bpp == 3 else b"".join(b"\x00" + b"".join(bytes(r[x:x + 3]) for x in range(0, w * bpp, bpp)) for r in rows)
+
+    def chunk(kind, body):
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body) & 0xffffffff)
+    with open(path, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)) +
+                chunk(b"IDAT", zlib.compress(raw, 6)) + chunk(b"IEND", b""))
+
+
+# section id -> text the loaded DOM must hold in it (the real H200 run: 3 processes, NVTX steps)
+SECTION_TEXT = {"summary": "wall", "bottlenecks": "time lost", "phases": "steady state", "timeline": "Steady state",
+                "nvtx": "step", "memory": "Peak device memory", "kernels": "0 ns", "kernel-table": "(estimate)",
+                "api-latency": "cuInit", "io": "read", "api-table": "cuLaunchKernel", "processes": "python"}
+
+
+def case_browser_sections():
+    """Each section of the sample run's page, loaded in headless chromium: its text in the DOM, and a
+    screenshot of it alone (the others hidden) with drawn pixels. The screenshots stay in WORKDIR/sections."""
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    if not chromium:
+        print("chromium is not installed: skipped")
+        sys.exit(77)
+    if not A.sample or not os.path.isdir(A.sample):
+        print("no sample run: skipped")
+        sys.exit(77)
+    d = workdir("browser_sections")
+    page_path = os.path.join(d, "sample.html")
+    if report_html(page_path, A.sample) is None:
+        return
+    flags = ["--headless", "--disable-gpu", "--no-sandbox", "--no-first-run", "--hide-scrollbars",
+             "--force-device-scale-factor=1", "--user-data-dir=" + os.path.join(d, "profile")]
+    with open(page_path, encoding="utf-8") as f:
+        html = f.read()
+    if "<script" in html or "http://" in html.replace("http://www.w3.org/2000/svg", "") or "https://" in html:
+        fail("browser_sections: the page loads or runs something")
+    # the sections' boxes, measured by the browser (a copy of the page with a script that writes them)
+    probe = os.path.join(d, "probe.html")
+    with open(probe, "w", encoding="utf-8") as f:
+        f.write(html.replace("</body>", "<script>document.body.setAttribute('data-boxes', JSON.stringify("
+                             "[...document.querySelectorAll('section')].map(s => [s.id, s.textContent.length, "
+                             "Math.round(s.getBoundingClientRect().height)])));</script></body>"))
+    r = run([chromium, *flags, "--window-size=900,900", "--dump-dom", "file://" + probe])
+    dom = r.stdout.decode("utf-8", "replace")
+    m = re.search(r'data-boxes="([^"]*)"', dom)
+    if r.returncode != 0 or not m:
+        fail(f"browser_sections: --dump-dom exit {r.returncode}: {r.stderr.decode()[-300:]}")
+        return
+    boxes = json.loads(m.group(1).replace("&quot;", '"'))
+    ids = [b[0] for b in boxes]
+    for sid, text in SECTION_TEXT.items():
+        if sid not in ids:
+            fail(f"browser_sections: no section {sid} (sections: {ids})")
+    p = Page()
+    p.feed(dom)
+    sections = re.split(r'<section id="', dom)[1:]
+    for chunk in sections:
+        sid = chunk.split('"', 1)[0]
+        want = SECTION_TEXT.get(sid)
+        if want and want not in chunk:
+            fail(f"browser_sections: section {sid}: {want!r} not in the loaded DOM")
+    os.makedirs(os.path.join(d, "sections"), exist_ok=True)
+    for sid, _, height in boxes:
+        if height < 40:
+            fail(f"browser_sections: section {sid} is {height} px tall")
+            continue
+        one = os.path.join(d, f"only-{sid}.html")
+        with open(one, "w", encoding="utf-8") as f:
+            f.write(html.replace("</style>", "header,footer,section:not(#%s){display:none}\n</style>" % sid, 1))
+        shot = os.path.join(d, "sections", sid + ".png")
+        h = min(height + 60, 2400)
+        r = run([chromium, *flags, f"--window-size=900,{h}", "--screenshot=" + shot, "file://" + one])
+        if r.returncode != 0 or not os.path.exists(shot):
+            fail(f"browser_sections: screenshot of {sid}: exit {r.returncode}")
+            continue
+        w, hh, bpp, rows = png_pixels(shot)
+        bg = bytes(rows[0][0:3])
+        drawn = sum(1 for row in rows for x in range(0, w * bpp, bpp * 2) if row[x:x + 3] != bg)
+        if drawn < 400:
+            fail(f"browser_sections: section {sid}: only {drawn} drawn pixels in its screenshot")
+        print(f"section {sid}: {w}x{hh}, {drawn} drawn pixels (every other column), {shot}")
+    # the timeline opens on the steady state; the whole run is in a closed <details>
+    if 'data-view="steady"' not in dom or not re.search(r'<details data-view="whole"(?![^>]*open)', dom):
+        fail("browser_sections: the timeline does not open on the steady state with the whole run folded")
+    # honest charts: the 0 ns kernels in a bar of their own; cuInit's 5 calls as 5 points
+    if 'data-zero="1"' not in dom:
+        fail("browser_sections: no 0 ns bar in the kernel histogram")
+    m = re.search(r"<title>cuInit: (\d+) calls.*?</g>", dom, re.S)
+    if not m or m.group(0).count('data-dot="1"') != int(m.group(1)) or int(m.group(1)) >= 10:
+        fail(f"browser_sections: cuInit is not drawn as one point per call")
+
+
 def main():
     global A
     ap = argparse.ArgumentParser()
@@ -521,11 +624,12 @@ def main():
     ap.add_argument("--fakedir")
     ap.add_argument("--client")
     ap.add_argument("--pair")
+    ap.add_argument("--sample")
     ap.add_argument("case")
     A = ap.parse_args()
     os.makedirs(A.workdir, exist_ok=True)
     {"synthetic": case_synthetic, "hostile": case_hostile, "two_traces": case_two_traces, "two_runs": case_two_runs, "options": case_options,
-     "fake_client": case_fake_client, "browser": case_browser}[A.case]()
+     "fake_client": case_fake_client, "browser": case_browser, "browser_sections": case_browser_sections}[A.case]()
     for f in FAILS:
         print("FAIL:", f)
     if FAILS:
