@@ -392,6 +392,33 @@ static enum color_when parse_color(const char *v)
     fail("option '--color' takes auto, always or never, not '%s' (see --help)", v);
 }
 
+/* What a run ran, for --compare's check: its first process that is not a shell (a wrapper script
+ * that exec'd the program, or ran helpers), else its first; the executable's name and, for an
+ * interpreter, the script (its first argument that is not an option). */
+static char *run_program(const struct wsl_run *run)
+{
+    static const char *const shells[] = {"sh", "bash", "dash", "zsh", "ksh", "env"};
+    const struct wsl_process *pick = run->proc_count ? &run->procs[0] : NULL;
+    for (size_t i = 0; i < run->proc_count; i++) {
+        const char *exe = run->procs[i].exe ? run->procs[i].exe : "";
+        const char *base = strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe;
+        bool shell = false;
+        for (size_t k = 0; k < sizeof shells / sizeof *shells; k++)
+            shell |= strcmp(base, shells[k]) == 0;
+        if (!shell) {
+            pick = &run->procs[i];
+            break;
+        }
+    }
+    if (!pick || !pick->exe)
+        return xstrdup("(unknown)");
+    const char *base = strrchr(pick->exe, '/') ? strrchr(pick->exe, '/') + 1 : pick->exe;
+    for (uint32_t i = 1; i < pick->argc; i++)
+        if (pick->argv[i][0] != '-')
+            return xasprintf("%s %s", base, pick->argv[i]);
+    return xstrdup(base);
+}
+
 /* Reads the traces of one run into run, with progress on a terminal; a bad
  * trace named on the command line fails the program, a directory's is left out. */
 static void load_run(struct wsl_run *run, struct trace_list *traces, bool force_progress)
@@ -627,6 +654,12 @@ int main(int argc, char **argv)
         load_run(&run, &traces, force_progress);
         load_run(&run_b, &traces_b, force_progress);
         wsl_compare_build(&cmp, &run, &run_b);
+        char *pa = run_program(&run), *pb = run_program(&run_b);
+        if (strcmp(pa, pb) != 0)
+            add_input_warning(xasprintf("A and B ran different programs (A: %s, B: %s): the comparison may "
+                                        "compare unlike work", pa, pb));
+        free(pa);
+        free(pb);
         labels.a = (const char *const *)traces.paths;
         labels.a_count = traces.count;
         labels.b = (const char *const *)traces_b.paths;
