@@ -23,7 +23,9 @@ void wsl_progress_begin(struct wsl_progress *p, const char *what, uint64_t total
     memset(p, 0, sizeof *p);
     p->what = what;
     p->total = total;
-    p->enabled = total > 0 && (force || isatty(STDERR_FILENO));
+    /* a dumb terminal cannot erase the line (\033[K) */
+    const char *term = getenv("TERM");
+    p->enabled = total > 0 && (force || (isatty(STDERR_FILENO) && !(term && strcmp(term, "dumb") == 0)));
     p->start_ns = p->last_ns = now_ns();
     p->last_percent = -1;
     if (force)

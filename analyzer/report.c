@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <getopt.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -27,13 +28,17 @@
 #include "report_output.h"
 #include "trace_reader.h"
 #include "util.h"
+#include "export_sqlite.h"
+#include "wslshim/cli.h"
 
 #define PROG "wslshim-report"
 #define TRACE_SUFFIX ".trace.zst"
 
 static const char usage[] =
-    "usage: " PROG " [--json | --html FILE | --chrome FILE] [-o FILE] [--color=WHEN] [--project TARGET] TRACE...\n"
+    "usage: " PROG " [--json | --html FILE | --chrome FILE | --sqlite FILE] [-o FILE] [--color=WHEN]\n"
+    "                      [--project TARGET] TRACE...\n"
     "       " PROG " [--json | --html FILE] [-o FILE] --compare A B\n"
+    "       " PROG " --version | --help\n"
     "\n"
     "Reads wslshim traces (the processes of one run, merged on one clock) and\n"
     "reports host time spent in each CUDA driver API, the file I/O (which\n"
@@ -45,8 +50,9 @@ static const char usage[] =
     "                  directory of traces): per-API counts and times, I/O per\n"
     "                  filesystem, bottlenecks, and the wall-time difference split\n"
     "                  into causes; with --json, B's report with \"compare\" added\n"
-    "  --color=WHEN    ANSI colours in the text report: auto (default: when stdout\n"
-    "                  is a terminal and NO_COLOR is unset), always, never\n"
+    "  --color[=WHEN], --colour[=WHEN]  ANSI colours in the text report: auto\n"
+    "                  (default: when stdout is a terminal, NO_COLOR is unset and\n"
+    "                  TERM is not dumb), always (also --color alone), never\n"
     "  -o, --output FILE  write the report to FILE instead of stdout\n"
     "  --html FILE     write the report as one self-contained HTML page (charts\n"
     "                  inline, nothing loaded from the network); FILE '-' is stdout;\n"
@@ -66,7 +72,13 @@ static const char usage[] =
     "  --project-fs FSTYPE  with --project: replay file I/O as if the files were on\n"
     "                  this filesystem type on the target (e.g. ext4: a dataset\n"
     "                  copied off /mnt/c); default: the same type as recorded\n"
+    "  --sqlite FILE   write the run as SQLite tables instead (processes, threads,\n"
+    "                  api_calls, kernels, gpu_samples, nvtx_ranges, phases, files,\n"
+    "                  io_calls; docs/sqlite.md); FILE is replaced\n"
+    "  -V, --version   the version\n"
     "  -h, --help      this help\n"
+    "\n"
+    "Every option takes its value as --opt VALUE or --opt=VALUE.\n"
     "\n"
     "Exit status: 0 success, 2 usage error or unreadable/invalid input.\n";
 
@@ -380,6 +392,33 @@ static enum color_when parse_color(const char *v)
     fail("option '--color' takes auto, always or never, not '%s' (see --help)", v);
 }
 
+/* What a run ran, for --compare's check: its first process that is not a shell (a wrapper script
+ * that exec'd the program, or ran helpers), else its first; the executable's name and, for an
+ * interpreter, the script (its first argument that is not an option). */
+static char *run_program(const struct wsl_run *run)
+{
+    static const char *const shells[] = {"sh", "bash", "dash", "zsh", "ksh", "env"};
+    const struct wsl_process *pick = run->proc_count ? &run->procs[0] : NULL;
+    for (size_t i = 0; i < run->proc_count; i++) {
+        const char *exe = run->procs[i].exe ? run->procs[i].exe : "";
+        const char *base = strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe;
+        bool shell = false;
+        for (size_t k = 0; k < sizeof shells / sizeof *shells; k++)
+            shell |= strcmp(base, shells[k]) == 0;
+        if (!shell) {
+            pick = &run->procs[i];
+            break;
+        }
+    }
+    if (!pick || !pick->exe)
+        return xstrdup("(unknown)");
+    const char *base = strrchr(pick->exe, '/') ? strrchr(pick->exe, '/') + 1 : pick->exe;
+    for (uint32_t i = 1; i < pick->argc; i++)
+        if (pick->argv[i][0] != '-')
+            return xasprintf("%s %s", base, pick->argv[i]);
+    return xstrdup(base);
+}
+
 /* Reads the traces of one run into run, with progress on a terminal; a bad
  * trace named on the command line fails the program, a directory's is left out. */
 static void load_run(struct wsl_run *run, struct trace_list *traces, bool force_progress)
@@ -421,7 +460,7 @@ static void load_run(struct wsl_run *run, struct trace_list *traces, bool force_
 
 int main(int argc, char **argv)
 {
-    bool json = false, options_done = false, compare = false;
+    bool json = false, compare = false;
     enum color_when color = COLOR_AUTO;
     char *compare_args[2] = {NULL, NULL};
     struct wsl_projection_options project_opt = {0};
@@ -429,87 +468,123 @@ int main(int argc, char **argv)
     struct wsl_chrome_options chrome_opt = {0};
     const char *window_option = NULL;
     struct trace_list traces = {0};
-    /* Trace arguments are gathered at the front of argv (there is always room). */
+    const char *sqlite = NULL;
+    /* Trace arguments (getopt_long's operands) are gathered at the front of argv (there is always room). */
     char **args = argv + 1;
     size_t nargs = 0;
+    enum {
+        OPT_JSON = 256, OPT_CHROME, OPT_FROM, OPT_TO, OPT_MAX_EVENTS, OPT_COLOR, OPT_COMPARE, OPT_PROJECT,
+        OPT_PROJECT_FROM, OPT_PROJECT_FS, OPT_HTML, OPT_SQLITE,
+    };
+    static const struct option longopts[] = {
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {"json", no_argument, NULL, OPT_JSON},
+        {"output", required_argument, NULL, 'o'},
+        {"chrome", required_argument, NULL, OPT_CHROME},
+        {"html", required_argument, NULL, OPT_HTML},
+        {"sqlite", required_argument, NULL, OPT_SQLITE},
+        {"from", required_argument, NULL, OPT_FROM},
+        {"to", required_argument, NULL, OPT_TO},
+        {"max-events", required_argument, NULL, OPT_MAX_EVENTS},
+        {"color", optional_argument, NULL, OPT_COLOR},
+        {"colour", optional_argument, NULL, OPT_COLOR},
+        {"compare", required_argument, NULL, OPT_COMPARE},
+        {"project", required_argument, NULL, OPT_PROJECT},
+        {"project-from", required_argument, NULL, OPT_PROJECT_FROM},
+        {"project-fs", required_argument, NULL, OPT_PROJECT_FS},
+        {NULL, 0, NULL, 0},
+    };
 
     /* A closed pipe is a write error to report (exit 2, one line), not a silent death. */
     signal(SIGPIPE, SIG_IGN);
-    for (int i = 1; i < argc; i++) {
-        char *a = argv[i];
-        if (options_done || a[0] != '-' || a[1] == 0) {
-            args[nargs++] = a;
-        } else if (strcmp(a, "--") == 0) {
-            options_done = true;
-        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":hVo:", longopts, NULL)) != -1) {
+        const char *v = optarg;
+        switch (c) {
+        case 'h':
             fputs(usage, stdout);
             return 0;
-        } else if (strcmp(a, "--json") == 0) {
+        case 'V':
+            return cli_print_version(PROG);
+        case OPT_JSON:
             json = true;
-        } else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
-            if (i + 1 >= argc)
-                fail("option '%s' needs a file name (see --help)", a);
-            output = argv[++i];
-        } else if (strncmp(a, "--output=", 9) == 0) {
-            output = a + 9;
-        } else if (strncmp(a, "-o", 2) == 0) {
-            output = a + 2;
-        } else if (strcmp(a, "--chrome") == 0 || strncmp(a, "--chrome=", 9) == 0) {
-            chrome = a[8] == '=' ? a + 9 : (i + 1 < argc ? argv[++i] : NULL);
-            if (!chrome || !*chrome)
-                fail("option '--chrome' needs a file name (see --help)");
-        } else if (strcmp(a, "--from") == 0 || strcmp(a, "--to") == 0 || strcmp(a, "--max-events") == 0) {
-            if (i + 1 >= argc)
-                fail("option '%s' needs a value (see --help)", a);
-            const char *v = argv[++i];
-            window_option = a;
-            if (strcmp(a, "--max-events") == 0) {
-                if (!parse_count(v, &chrome_opt.max_events))
-                    fail("--max-events '%s': expected a count of events (1 or more)", v);
-            } else if (strcmp(a, "--from") == 0) {
-                if (!parse_seconds(v, &chrome_opt.from_ns))
-                    fail("--from '%s': expected seconds from the run's start (0 or more)", v);
-                chrome_opt.have_from = true;
-            } else {
-                if (!parse_seconds(v, &chrome_opt.to_ns))
-                    fail("--to '%s': expected seconds from the run's start (0 or more)", v);
-                chrome_opt.have_to = true;
-            }
-        } else if (strcmp(a, "--color") == 0 || strcmp(a, "--colour") == 0) {
-            color = COLOR_ALWAYS;
-        } else if (strncmp(a, "--color=", 8) == 0) {
-            color = parse_color(a + 8);
-        } else if (strncmp(a, "--colour=", 9) == 0) {
-            color = parse_color(a + 9);
-        } else if (strcmp(a, "--compare") == 0) {
+            break;
+        case 'o':
+            output = v;
+            break;
+        case OPT_CHROME:
+        case OPT_HTML:
+        case OPT_SQLITE:
+            if (!*v)
+                fail("option '--%s' needs a file name (see --help)",
+                     c == OPT_CHROME ? "chrome" : c == OPT_HTML ? "html" : "sqlite");
+            *(c == OPT_CHROME ? &chrome : c == OPT_HTML ? &html : &sqlite) = v;
+            break;
+        case OPT_MAX_EVENTS:
+            window_option = "--max-events";
+            if (!parse_count(v, &chrome_opt.max_events))
+                fail("--max-events '%s': expected a count of events (1 or more)", v);
+            break;
+        case OPT_FROM:
+            window_option = "--from";
+            if (!parse_seconds(v, &chrome_opt.from_ns))
+                fail("--from '%s': expected seconds from the run's start (0 or more)", v);
+            chrome_opt.have_from = true;
+            break;
+        case OPT_TO:
+            window_option = "--to";
+            if (!parse_seconds(v, &chrome_opt.to_ns))
+                fail("--to '%s': expected seconds from the run's start (0 or more)", v);
+            chrome_opt.have_to = true;
+            break;
+        case OPT_COLOR:
+            color = v ? parse_color(v) : COLOR_ALWAYS;
+            break;
+        case OPT_COMPARE:
+            /* two values: A is getopt's, B the next argument */
             if (compare)
                 fail("option '--compare' given twice (see --help)");
-            if (i + 2 >= argc)
+            if (optind >= argc)
                 fail("option '--compare' needs two runs, A (the baseline) and B (see --help)");
             compare = true;
-            compare_args[0] = argv[++i];
-            compare_args[1] = argv[++i];
-        } else if (strcmp(a, "--project") == 0 || strcmp(a, "--project-from") == 0 ||
-                   strcmp(a, "--project-fs") == 0 || strncmp(a, "--project=", 10) == 0 ||
-                   strncmp(a, "--project-from=", 15) == 0 || strncmp(a, "--project-fs=", 13) == 0) {
-            const char *eq = strchr(a, '=');
-            size_t n = eq ? (size_t)(eq - a) : strlen(a);
-            const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
-            if (!v || !*v)
-                fail("option '%.*s' needs a value (see --help)", (int)n, a);
-            if (n == 9)
-                project_opt.target = v;
-            else if (n == 14)
-                project_opt.source = v;
-            else
-                project_opt.fs = v;
-        } else if (strcmp(a, "--html") == 0 || strncmp(a, "--html=", 7) == 0) {
-            html = a[6] == '=' ? a + 7 : (i + 1 < argc ? argv[++i] : NULL);
-            if (!html || !*html)
-                fail("option '--html' needs a file name (see --help)");
-        } else {
-            fail("unknown option '%s' (see --help)", a);
+            compare_args[0] = (char *)v;
+            compare_args[1] = argv[optind++];
+            break;
+        case OPT_PROJECT:
+        case OPT_PROJECT_FROM:
+        case OPT_PROJECT_FS:
+            if (!*v)
+                fail("option '--%s' needs a value (see --help)",
+                     c == OPT_PROJECT ? "project" : c == OPT_PROJECT_FROM ? "project-from" : "project-fs");
+            *(c == OPT_PROJECT ? &project_opt.target : c == OPT_PROJECT_FROM ? &project_opt.source
+                                                                               : &project_opt.fs) = v;
+            break;
+        case ':':
+            if (optopt == OPT_COMPARE)
+                fail("option '--compare' needs two runs, A (the baseline) and B (see --help)");
+            if (optopt == 'o')
+                fail("option '%s' needs a file name (see --help)", argv[optind - 1]);
+            cli_option_error(PROG, c, argv);
+        default:
+            cli_option_error(PROG, c, argv);
         }
+    }
+    for (int i = optind; i < argc; i++)
+        args[nargs++] = argv[i];
+    if (sqlite) {
+        if (!wsl_sqlite_available()) {
+            char serr[256];
+            wsl_sqlite_export(NULL, sqlite, serr, sizeof serr);
+            fail("%s", serr);
+        }
+        if (strcmp(sqlite, "-") == 0)
+            fail("--sqlite writes a database file: give a file name, not '-'");
+        if (compare || chrome || html || json || output || project_opt.target)
+            fail("--sqlite writes the run's tables instead of the report: leave out %s",
+                 compare ? "--compare" : chrome ? "--chrome" : html ? "--html" : json ? "--json" : output ? "-o"
+                                                                                                  : "--project");
     }
     if (compare && nargs)
         fail("with '--compare A B' give no other traces ('%s'); a run of several traces is a directory", args[0]);
@@ -579,6 +654,12 @@ int main(int argc, char **argv)
         load_run(&run, &traces, force_progress);
         load_run(&run_b, &traces_b, force_progress);
         wsl_compare_build(&cmp, &run, &run_b);
+        char *pa = run_program(&run), *pb = run_program(&run_b);
+        if (strcmp(pa, pb) != 0)
+            add_input_warning(xasprintf("A and B ran different programs (A: %s, B: %s): the comparison may "
+                                        "compare unlike work", pa, pb));
+        free(pa);
+        free(pb);
         labels.a = (const char *const *)traces.paths;
         labels.a_count = traces.count;
         labels.b = (const char *const *)traces_b.paths;
@@ -595,6 +676,16 @@ int main(int argc, char **argv)
                 fail("%s", perr);
             run.projection = &projection;
         }
+    }
+    if (sqlite) {
+        char serr[512];
+        if (wsl_sqlite_export(&run, sqlite, serr, sizeof serr) != 0)
+            fail("%s", serr);
+        print_warnings(&run, NULL);
+        fprintf(stderr, PROG ": wrote %s: %zu process%s\n", sqlite, run.proc_count, run.proc_count == 1 ? "" : "es");
+        wsl_run_free(&run);
+        free_trace_list(&traces);
+        return 0;
     }
     if (html) {
         struct wsl_html_run pages[2] = {{.label = NULL, .run = &run}, {.label = NULL, .run = &run_b}};
@@ -616,8 +707,7 @@ int main(int argc, char **argv)
         return 0;
     }
     bool use_color = !json && (color == COLOR_ALWAYS ||
-                               (color == COLOR_AUTO && !output && isatty(STDOUT_FILENO) &&
-                                !(getenv("NO_COLOR") && *getenv("NO_COLOR"))));
+                               (color == COLOR_AUTO && !output && cli_auto_color(STDOUT_FILENO)));
 
     /* Written whole to a temporary stream first: a failed write leaves no half report. */
     char *text = NULL;

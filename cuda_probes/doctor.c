@@ -941,11 +941,18 @@ static void usage(FILE *f)
                "  --root DIR    read /proc, /sys, /etc, /dev, /usr, /mnt under DIR (another machine's files)\n");
 }
 
+#ifndef WSLSHIM_VERSION
+#define WSLSHIM_VERSION "unknown"
+#endif
+
 int main(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+        if (!strcmp(a, "--version") || !strcmp(a, "-V")) {
+            printf("%s %s\n", "wslshim-doctor", WSLSHIM_VERSION);
+            return 0;
+        } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             return 0;
         } else if (!strcmp(a, "--json")) {

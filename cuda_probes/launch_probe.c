@@ -66,12 +66,19 @@ static int die(const char *what, CUresult r)
     return 1;
 }
 
+#ifndef WSLSHIM_VERSION
+#define WSLSHIM_VERSION "unknown"
+#endif
+
 int main(int argc, char **argv)
 {
     const char *resolve = "dlsym";
     int launches = 10000, repeats = 5;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--resolve") && i + 1 < argc)
+        if (!strcmp(argv[i], "--version") || !strcmp(argv[i], "-V")) {
+            printf("launch_probe %s\n", WSLSHIM_VERSION);
+            return 0;
+        } else if (!strcmp(argv[i], "--resolve") && i + 1 < argc)
             resolve = argv[++i];
         else if (!strcmp(argv[i], "--launches") && i + 1 < argc)
             launches = atoi(argv[++i]);

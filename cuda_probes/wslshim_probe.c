@@ -1415,7 +1415,10 @@ int main(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+        if (!strcmp(a, "--version") || !strcmp(a, "-V")) {
+            printf("%s %s\n", "wslshim-probe", WSLSHIM_VERSION);
+            return 0;
+        } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             return 0;
         } else if (!strcmp(a, "--quick")) {

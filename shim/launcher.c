@@ -20,6 +20,7 @@
  */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <getopt.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -59,6 +60,8 @@
 
 extern char **environ;
 
+#include "wslshim/cli.h"
+
 #define PROG "wslshim"
 #define SHIM_NAME "libwslshim.so"
 #define DEFAULT_RUN_DIR_PREFIX "wslshim-run-"
@@ -66,9 +69,10 @@ extern char **environ;
 #define MAX_LISTED 8            /* trace files named one by one on stderr; more are counted */
 
 static const char usage_text[] =
-    "usage: " PROG " run [-o PATTERN] [--gpu-timing N|off] [--no-io] [--report] -- PROG ARGS...\n"
+    "usage: " PROG " run [-o PATTERN] [--append] [--gpu-timing N|off] [--no-io] [--report]\n"
+    "                   [--emulate SPEC] -- PROG ARGS...\n"
     "       " PROG " report|probe|doctor ARGS...\n"
-    "       " PROG " --version | --help\n"
+    "       " PROG " -V, --version | -h, --help\n"
     "\n"
     "run      runs PROG under libwslshim.so and says where its traces went\n"
     "  -o, --output PATTERN  trace path pattern: %p pid, %h host name, %t start time\n"
@@ -76,13 +80,19 @@ static const char usage_text[] =
     "                        " DEFAULT_TRACE_NAME ")\n"
     "  --gpu-timing N|off    time every Nth kernel launch on the GPU (1: every one)\n"
     "  --no-io               do not record file I/O\n"
+    "  --append              let -o's folder hold an earlier run's traces (without it\n"
+    "                        run refuses such a folder: a report of it would merge runs)\n"
     "  --report              print wslshim-report's report of the run at the end\n"
+    "  --emulate SPEC        add per-call host latency: wsl2, a profile file, or inline\n"
+    "                        launch=+8us,sync=+20us,... (WSLSHIM_EMULATE; docs/emulation.md)\n"
+    "  -h, --help            this help\n"
     "report   wslshim-report ARGS (the report of traces; see wslshim report --help)\n"
     "probe    wslshim-probe ARGS (measures this platform's CUDA costs)\n"
     "doctor   wslshim-doctor ARGS (checks the set-up)\n"
     "\n"
     "Exit status of run: PROG's (killed by a signal: the same signal), 126/127 when\n"
-    "PROG cannot be run or found, 2 for a usage error. docs/usage.md has the details.\n";
+    "PROG cannot be run or found, 2 for a usage error. docs/usage.md has the details.\n"
+    "Every option takes its value as --opt VALUE or --opt=VALUE.\n";
 
 __attribute__((noreturn, format(printf, 1, 2)))
 static void usage_error(const char *fmt, ...)
@@ -358,6 +368,27 @@ static void scan_traces(const char *dir, const char *base_pattern, const struct 
     }
 }
 
+/* Files of dir that wslshim-report would read as traces of the folder (NAME.trace.zst[.N]). */
+static size_t count_traces(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    size_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        const char *t = strstr(e->d_name, ".trace.zst");
+        if (!t || t == e->d_name)
+            continue;
+        t += strlen(".trace.zst");
+        if (*t == '.')
+            t += 1 + strspn(t + 1, "0123456789");
+        n += *t == 0;
+    }
+    closedir(d);
+    return n;
+}
+
 /* mkdir -p; 0 or -1 with errno. */
 static int make_dirs(const char *path)
 {
@@ -424,7 +455,9 @@ __attribute__((noreturn)) static void die_of_signal(int sig)
 struct run_options {
     const char *output;     /* -o, NULL: the default per-run directory */
     const char *gpu_timing; /* NULL: leave the environment's */
+    const char *emulate;    /* --emulate SPEC: WSLSHIM_EMULATE for the child (docs/emulation.md) */
     bool no_io, report;
+    bool append;            /* --append: -o's folder may hold an earlier run's traces */
     char **argv;            /* PROG ARGS..., NULL-terminated */
 };
 
@@ -441,44 +474,59 @@ static bool valid_gpu_timing(const char *v)
 static void parse_run_options(int argc, char **argv, struct run_options *o)
 {
     memset(o, 0, sizeof *o);
-    int i = 0;
-    for (; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--") == 0) {
-            i++;
-            break;
-        }
-        if (a[0] != '-' || a[1] == 0)
-            break; /* PROG */
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+    enum { OPT_GPU_TIMING = 256, OPT_NO_IO, OPT_REPORT, OPT_EMULATE, OPT_APPEND };
+    static const struct option longopts[] = {
+        {"help", no_argument, NULL, 'h'},
+        {"output", required_argument, NULL, 'o'},
+        {"gpu-timing", required_argument, NULL, OPT_GPU_TIMING},
+        {"no-io", no_argument, NULL, OPT_NO_IO},
+        {"report", no_argument, NULL, OPT_REPORT},
+        {"emulate", required_argument, NULL, OPT_EMULATE},
+        {"append", no_argument, NULL, OPT_APPEND},
+        {NULL, 0, NULL, 0},
+    };
+    /* argv[0] is "run" for getopt; '+': options end at PROG */
+    opterr = 0;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc + 1, argv - 1, "+:ho:", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'h':
             fputs(usage_text, stdout);
             exit(0);
-        } else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
-            if (i + 1 >= argc)
-                usage_error("option '%s' needs a trace path pattern", a);
-            o->output = argv[++i];
-        } else if (strncmp(a, "--output=", 9) == 0) {
-            o->output = a + 9;
-        } else if (strncmp(a, "-o", 2) == 0) {
-            o->output = a + 2;
-        } else if (strcmp(a, "--gpu-timing") == 0 || strncmp(a, "--gpu-timing=", 13) == 0) {
-            const char *v = a[12] == '=' ? a + 13 : NULL;
-            if (!v) {
-                if (i + 1 >= argc)
-                    usage_error("option '--gpu-timing' needs N or 'off'");
-                v = argv[++i];
-            }
-            if (!valid_gpu_timing(v))
-                usage_error("--gpu-timing '%s': expected 'off' or a count from 1 to 1000000", v);
-            o->gpu_timing = v;
-        } else if (strcmp(a, "--no-io") == 0) {
+        case 'o':
+            o->output = optarg;
+            break;
+        case OPT_GPU_TIMING:
+            if (!valid_gpu_timing(optarg))
+                usage_error("--gpu-timing '%s': expected 'off' or a count from 1 to 1000000", optarg);
+            o->gpu_timing = optarg;
+            break;
+        case OPT_NO_IO:
             o->no_io = true;
-        } else if (strcmp(a, "--report") == 0) {
+            break;
+        case OPT_REPORT:
             o->report = true;
-        } else {
-            usage_error("run: unknown option '%s'", a);
+            break;
+        case OPT_EMULATE:
+            if (!*optarg)
+                usage_error("option '--emulate' needs a SPEC (wsl2, a profile file, or launch=+8us,...)");
+            o->emulate = optarg;
+            break;
+        case OPT_APPEND:
+            o->append = true;
+            break;
+        case ':':
+            if (optopt == 'o')
+                usage_error("option '%s' needs a trace path pattern", argv[optind - 2]);
+            cli_option_error(PROG, c, argv - 1);
+        default:
+            if (optind >= 1 && optopt == 0)
+                usage_error("run: unknown option '%.*s'", (int)strcspn(argv[optind - 2], "="), argv[optind - 2]);
+            cli_option_error(PROG, c, argv - 1);
         }
     }
+    int i = optind - 1;
     if (o->output && !*o->output)
         usage_error("option '-o' needs a trace path pattern");
     if (o->output && o->output[strlen(o->output) - 1] == '/')
@@ -570,7 +618,8 @@ __attribute__((noreturn)) static void exec_child(const struct run_options *o, co
 #endif
     if (setenv("LD_PRELOAD", preload, 1) != 0 || setenv("WSLSHIM_OUTPUT", plan->pattern, 1) != 0 ||
         (o->gpu_timing && setenv("WSLSHIM_GPU_TIMING", o->gpu_timing, 1) != 0) ||
-        (o->no_io && setenv("WSLSHIM_IO", "0", 1) != 0)) {
+        (o->no_io && setenv("WSLSHIM_IO", "0", 1) != 0) ||
+        (o->emulate && setenv("WSLSHIM_EMULATE", o->emulate, 1) != 0)) {
         fprintf(stderr, PROG ": out of memory\n");
         _exit(127);
     }
@@ -662,8 +711,14 @@ static int cmd_run(int argc, char **argv)
     struct output_plan plan;
     plan_output(&o, &plan);
     struct trace_set before = {0};
-    if (!plan.dir_has_escapes && !plan.run_dir)
+    if (!plan.dir_has_escapes && !plan.run_dir) {
         scan_traces(plan.dir, plan.base, NULL, &before);
+        size_t others = count_traces(plan.dir);
+        if (others && !o.append)
+            fail("%s/ already holds %zu trace%s of an earlier run, and a report of the folder would merge the two "
+                 "runs: give -o a new folder, remove them, or pass --append", plan.shown_dir, others,
+                 others == 1 ? "" : "s");
+    }
 
     /* The forwarded signals stay blocked from before fork until child_pid is set. */
     sigset_t fwd, old_mask;
@@ -798,10 +853,8 @@ int main(int argc, char **argv)
         fputs(usage_text, stdout);
         return 0;
     }
-    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0) {
-        printf(PROG " " WSLSHIM_VERSION "\n");
-        return 0;
-    }
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0)
+        return cli_print_version(PROG);
     if (strcmp(cmd, "run") == 0)
         return cmd_run(argc - 2, argv + 2);
     if (strcmp(cmd, "report") == 0)

@@ -79,6 +79,7 @@ def main():
     chromium = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
     for tag, timing in (("timing1", "1"), ("timing10", "10")):
         run_dir = os.path.join(a.out, tag)
+        shutil.rmtree(run_dir, ignore_errors=True)  # wslshim run refuses a folder holding a run
         p = subprocess.run([wslshim, "run", "--gpu-timing", timing, "-o", os.path.join(run_dir, "%p.trace.zst"),
                             "--", sys.executable, prog, data], capture_output=True, text=True)
         if p.returncode != 0:

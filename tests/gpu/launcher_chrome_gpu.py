@@ -82,6 +82,7 @@ def main():
     # 1. a run with --report
     plain = subprocess.run([sys.executable, prog, data], capture_output=True, text=True)
     run_dir = os.path.join(a.out, "run")
+    shutil.rmtree(run_dir, ignore_errors=True)  # wslshim run refuses a folder holding a run
     t0 = time.time()
     p = subprocess.run([wslshim, "run", "--gpu-timing", "1", "--report", "-o", os.path.join(run_dir, "%p.trace.zst"),
                         "--", sys.executable, prog, data], capture_output=True, text=True)
@@ -99,6 +100,7 @@ def main():
         fails.append("run: --report printed no report")
 
     # 2. exit status and SIGTERM with CUDA up
+    shutil.rmtree(os.path.join(a.out, "exit3"), ignore_errors=True)
     r = subprocess.run([wslshim, "run", "-o", os.path.join(a.out, "exit3", "%p.trace.zst"), "--", sys.executable, "-c",
                         "import torch, sys; torch.zeros(1, device='cuda'); sys.exit(3)"], capture_output=True, text=True)
     if r.returncode != 3:
@@ -108,6 +110,7 @@ def main():
         f.write(LOOP)
     ready = os.path.join(a.out, "loop.ready")
     term_dir = os.path.join(a.out, "term")
+    shutil.rmtree(term_dir, ignore_errors=True)
     lp = subprocess.Popen([wslshim, "run", "-o", os.path.join(term_dir, "%p.trace.zst"), "--", sys.executable, loop,
                            ready], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120

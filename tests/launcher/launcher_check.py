@@ -57,29 +57,29 @@ def case_exit_status():
     d = workdir("exit_status")
     out = os.path.join(d, "%p.trace.zst")
     for code in (0, 3, 255):
-        r = run([A.wslshim, "run", "-o", out, "--", "sh", "-c", f"cat /dev/null; exit {code}"])
+        r = run([A.wslshim, "run", "--append", "-o", out, "--", "sh", "-c", f"cat /dev/null; exit {code}"])
         if r.returncode != code:
             fail(f"child exit {code}: launcher exited {r.returncode} ({r.stderr.strip()})")
     # killed by a signal: the launcher dies of the same signal (subprocess reports -N)
-    r = run([A.wslshim, "run", "-o", out, "--", "sh", "-c", "kill -TERM $$"])
+    r = run([A.wslshim, "run", "--append", "-o", out, "--", "sh", "-c", "kill -TERM $$"])
     if r.returncode != -signal.SIGTERM:
         fail(f"child killed by SIGTERM: launcher status {r.returncode}, expected {-signal.SIGTERM}")
-    r = run([A.wslshim, "run", "-o", out, "--", "sh", "-c", "kill -KILL $$"])
+    r = run([A.wslshim, "run", "--append", "-o", out, "--", "sh", "-c", "kill -KILL $$"])
     if r.returncode != -signal.SIGKILL:
         fail(f"child killed by SIGKILL: launcher status {r.returncode}, expected {-signal.SIGKILL}")
     # like a shell: 127 not found, 126 not executable
-    r = run([A.wslshim, "run", "-o", out, "--", os.path.join(d, "no-such-program")])
+    r = run([A.wslshim, "run", "--append", "-o", out, "--", os.path.join(d, "no-such-program")])
     if r.returncode != 127 or "no-such-program" not in r.stderr:
         fail(f"missing program: status {r.returncode}, stderr {r.stderr!r} (expected 127 and its name)")
     plain = os.path.join(d, "not-executable")
     with open(plain, "w") as f:
         f.write("#!/bin/sh\nexit 0\n")
     os.chmod(plain, 0o644)
-    r = run([A.wslshim, "run", "-o", out, "--", plain])
+    r = run([A.wslshim, "run", "--append", "-o", out, "--", plain])
     if r.returncode != 126:
         fail(f"non-executable program: status {r.returncode}, expected 126")
     # PATH search and argument passing unchanged
-    r = run([A.wslshim, "run", "-o", out, "--", "printf", "%s|", "a b", "", "-o", "--"])
+    r = run([A.wslshim, "run", "--append", "-o", out, "--", "printf", "%s|", "a b", "", "-o", "--"])
     if r.returncode != 0 or r.stdout != "a b||-o|--|":
         fail(f"arguments not passed through unchanged: {r.stdout!r}")
 
@@ -108,7 +108,7 @@ def start_signal_child(d, script):
     prog = os.path.join(d, "child.py")
     with open(prog, "w") as f:
         f.write(script)
-    p = subprocess.Popen([A.wslshim, "run", "--no-io", "-o", os.path.join(d, "%p.trace.zst"), "--",
+    p = subprocess.Popen([A.wslshim, "run", "--no-io", "--append", "-o", os.path.join(d, "%p.trace.zst"), "--",
                           sys.executable, prog, log], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 30
     while not os.path.exists(log + ".ready"):
@@ -191,7 +191,7 @@ def case_preload():
         env.pop("LD_PRELOAD", None)
         if old is not None:
             env["LD_PRELOAD"] = old
-        r = subprocess.run([A.wslshim, "run", "-o", out, "--", "sh", "-c", f'printf %s "$LD_PRELOAD" > {envfile}'],
+        r = subprocess.run([A.wslshim, "run", "--append", "-o", out, "--", "sh", "-c", f'printf %s "$LD_PRELOAD" > {envfile}'],
                            env=env, capture_output=True, text=True, timeout=60)
         got = open(envfile).read().split(":") if os.path.exists(envfile) else None
         if r.returncode != 0 or got != want:
@@ -199,24 +199,24 @@ def case_preload():
     # the launcher's own environment is untouched: a --report run is not traced
     env = dict(os.environ, WSLSHIM_OUTPUT=os.path.join(d, "leak-%p.trace.zst"))
     env.pop("LD_PRELOAD", None)
-    r = subprocess.run([A.wslshim, "run", "--report", "-o", out, "--", "cat", "/dev/null"], env=env,
+    r = subprocess.run([A.wslshim, "run", "--report", "--append", "-o", out, "--", "cat", "/dev/null"], env=env,
                        capture_output=True, text=True, timeout=60)
     if [f for f in os.listdir(d) if f.startswith("leak-")]:
         fail("the launcher or the report it ran was traced (its own environment changed)")
     # a launcher started with the shim already preloaded leaves it and is not traced itself
     env["LD_PRELOAD"] = f"{link}:{inter}"
-    r = subprocess.run([A.wslshim, "run", "-o", out, "--", "sh", "-c", f'printf %s "$LD_PRELOAD" > {envfile}'],
+    r = subprocess.run([A.wslshim, "run", "--append", "-o", out, "--", "sh", "-c", f'printf %s "$LD_PRELOAD" > {envfile}'],
                        env=env, capture_output=True, text=True, timeout=60)
     leaks = [f for f in os.listdir(d) if f.startswith("leak-")]
     if r.returncode != 0 or leaks or open(envfile).read().split(":") != [shim, inter]:
         fail(f"launcher under the shim: traces of its own {leaks}, child LD_PRELOAD {open(envfile).read()!r}")
     # settings reach the child
-    r = run([A.wslshim, "run", "--gpu-timing", "7", "--no-io", "-o", out, "--", "sh", "-c",
+    r = run([A.wslshim, "run", "--gpu-timing", "7", "--no-io", "--append", "-o", out, "--", "sh", "-c",
              f'printf "%s|%s|%s" "$WSLSHIM_GPU_TIMING" "$WSLSHIM_IO" "$WSLSHIM_OUTPUT" > {envfile}'])
     want = f"7|0|{out}"
     if open(envfile).read() != want:
         fail(f"settings: child saw {open(envfile).read()!r}, expected {want!r}")
-    r = run([A.wslshim, "run", "--gpu-timing=off", "-o", out, "--", "sh", "-c",
+    r = run([A.wslshim, "run", "--gpu-timing=off", "--append", "-o", out, "--", "sh", "-c",
              f'printf "%s|%s" "$WSLSHIM_GPU_TIMING" "${{WSLSHIM_IO-unset}}" > {envfile}'], env={"WSLSHIM_IO": ""})
     if open(envfile).read() != "off|":
         fail(f"--gpu-timing=off: child saw {open(envfile).read()!r}, expected 'off|' (WSLSHIM_IO left as it was)")
@@ -245,10 +245,23 @@ def case_output_pattern():
     r = run([A.wslshim, "run", "-o", "rel/%p.trace.zst", "--", "sh", "-c", "cd /; cat /dev/null"], cwd=d)
     if not traces_in(os.path.join(d, "rel")) or any(".trace.zst" in f for f in os.listdir("/")):
         fail(f"relative -o: {os.listdir(d)} ({r.stderr.strip()})")
-    # files that were there before are not reported as this run's
-    r = run([A.wslshim, "run", "-o", os.path.join(sub, "run-%p.trace.zst"), "--", "cat", "/dev/null"])
-    if "1 trace " not in r.stderr:
-        fail(f"second run into the same directory: expected '1 trace' on stderr: {r.stderr!r}")
+    # a second run into a folder that holds traces is refused (a report of the folder would merge
+    # the two runs), in one line and before the program runs; --append lets it in
+    before = traces_in(sub)
+    marker = os.path.join(d, "ran")
+    r = run([A.wslshim, "run", "-o", os.path.join(sub, "run-%p.trace.zst"), "--", "touch", marker])
+    if r.returncode != 2 or len(r.stderr.strip().splitlines()) != 1 or "--append" not in r.stderr or \
+            os.path.exists(marker) or traces_in(sub) != before:
+        fail(f"second run into the same directory: status {r.returncode}, stderr {r.stderr!r}, ran "
+             f"{os.path.exists(marker)} (expected a refusal, exit 2)")
+    # with --append: files that were there before are not reported as this run's
+    r = run([A.wslshim, "run", "--append", "-o=" + os.path.join(sub, "run-%p.trace.zst"), "--", "cat", "/dev/null"])
+    if r.returncode != 0 or "1 trace " not in r.stderr:
+        fail(f"--append run into the same directory: expected '1 trace' on stderr: {r.stderr!r}")
+    r = run([A.wslshim, "run", "--append", "--output=" + os.path.join(sub, "run-%p.trace.zst"), "--", "cat",
+             "/dev/null"])
+    if r.returncode != 0 or "1 trace " not in r.stderr:
+        fail(f"--output=PATTERN: expected '1 trace' on stderr: {r.stderr!r}")
     # the default: a new directory per run, named on stderr
     r = run([A.wslshim, "run", "--", "cat", "/dev/null"], cwd=d)
     dirs = [x for x in os.listdir(d) if x.startswith("wslshim-run-")]
@@ -348,6 +361,34 @@ def case_bad_flags():
     r = run([A.wslshim, "--version"])
     if r.returncode != 0 or not r.stdout.startswith("wslshim "):
         fail(f"--version: {r.returncode} {r.stdout!r}")
+
+
+def case_emulate():
+    d = workdir("emulate")
+    envfile = os.path.join(d, "env.txt")
+    for form in (["--emulate", "launch=+8us,sync=+20us"], ["--emulate=launch=+8us,sync=+20us"]):
+        r = run([A.wslshim, "run", "--no-io", "--append", "-o", os.path.join(d, "%p.trace.zst"), *form, "--", "sh", "-c",
+                 f'printf %s "$WSLSHIM_EMULATE" > {envfile}'], env={"WSLSHIM_EMULATE": ""})
+        got = open(envfile).read() if os.path.exists(envfile) else None
+        if r.returncode != 0 or got != "launch=+8us,sync=+20us":
+            fail(f"{form}: the child's WSLSHIM_EMULATE is {got!r} (status {r.returncode}, {r.stderr.strip()})")
+    r = run([A.wslshim, "run", "--no-io", "--append", "-o", os.path.join(d, "%p.trace.zst"), "--", "sh", "-c",
+             f'printf %s "${{WSLSHIM_EMULATE-unset}}" > {envfile}'])
+    if open(envfile).read() != os.environ.get("WSLSHIM_EMULATE", "unset"):
+        fail("without --emulate the child's WSLSHIM_EMULATE is not the user's")
+    one_line_exit2([A.wslshim, "run", "--emulate"], "--emulate without a SPEC")
+    one_line_exit2([A.wslshim, "run", "--emulate=", "--", "true"], "--emulate with an empty SPEC")
+    r = run([A.wslshim, "run", "--help"])
+    for opt in ("--output", "--append", "--gpu-timing", "--no-io", "--report", "--emulate", "--help"):
+        if opt not in r.stdout:
+            fail(f"wslshim run --help does not list {opt}")
+    for args in (["--version"], ["-V"]):
+        r = run([A.wslshim] + args)
+        if r.returncode != 0 or not re.fullmatch(r"wslshim \d+\.\d+\.\d+\n", r.stdout):
+            fail(f"{args}: {r.returncode} {r.stdout!r}")
+    r = run([A.wslshim, "run", "--gpu-timing=0", "--", "true"])
+    if r.returncode != 2 or "--gpu-timing '0'" not in r.stderr:
+        fail(f"--gpu-timing=0: {r.returncode} {r.stderr!r}")
 
 
 def case_subcommands():

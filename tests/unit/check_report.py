@@ -8,6 +8,7 @@ import argparse
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -644,6 +645,45 @@ def case_color(env):
     out_file = env.path("colour.txt")
     rc, out = run_in_pty([env.report, "-o", out_file, t], {})
     check("\x1b" not in open(out_file).read(), "auto: no colour into a file")
+
+
+def case_cli_forms(env):
+    t, _ = env.trace("cli.trace.zst")
+    # --opt VALUE and --opt=VALUE alike, for every option that takes a value
+    chrome_a, chrome_b = env.path("a.json"), env.path("b.json")
+    rc_a, _, err_a = env.run("--chrome", chrome_a, "--from", "0", "--to", "1000", t)
+    rc_b, _, err_b = env.run("--chrome=" + chrome_b, "--from=0", "--to=1000", "--max-events=2000000", t)
+    check(rc_a == 0 and rc_b == 0 and open(chrome_a).read() == open(chrome_b).read(),
+          f"--from=0 --to=1000: {rc_a} {rc_b} {err_a!r} {err_b!r}")
+    rc, out, err = env.run("--output=" + env.path("o.txt"), t)
+    check(rc == 0 and os.path.exists(env.path("o.txt")), f"--output=FILE: {rc} {err!r}")
+    rc, out, err = env.run("--color=never", "--project=native", t)
+    check(rc == 0 and "\x1b" not in out, f"--project=native: {rc} {err!r}")
+    expect_usage_error(env, ["--from=soon", "--chrome", chrome_a, t], "--from 'soon'", "--from=soon")
+    expect_usage_error(env, ["--json=yes", t], "'--json'", "a value for --json")
+    expect_usage_error(env, ["--html"], "'--html' needs a value", "--html without a value")
+    for args in (["--version"], ["-V"]):
+        rc, out, err = env.run(*args)
+        check(rc == 0 and re.fullmatch(r"wslshim-report \d+\.\d+\.\d+\n", out) and err == "", f"{args}: {out!r}")
+    rc, out, err = env.run("--help")
+    for opt in ("--json", "--compare", "--color", "--output", "--html", "--chrome", "--from", "--to", "--max-events",
+                "--project", "--project-from", "--project-fs", "--sqlite", "--version", "--help"):
+        check(opt in out, f"--help does not list {opt}")
+    # TERM=dumb: no colour on a terminal (NO_COLOR as before); --color=always still wins
+    mt = env.mem_trace("sync_item")
+    rc, out = run_in_pty([env.report, mt], {"TERM": "dumb"})
+    check(rc == 0 and "\x1b" not in out, "TERM=dumb on a terminal: colour")
+    rc, out = run_in_pty([env.report, mt], {"TERM": "xterm"})
+    check(rc == 0 and "\x1b[" in out, "TERM=xterm on a terminal: no colour (control)")
+    rc, out = run_in_pty([env.report, "--color=always", mt], {"TERM": "dumb"})
+    check(rc == 0 and "\x1b[" in out, "--color=always with TERM=dumb")
+    # --compare of two different programs: one warning line; the same program: none
+    other, _ = env.trace("other.trace.zst", "--exe", "/usr/bin/ruby")
+    rc, out, err = env.run("--compare", t, other)
+    check(rc == 0 and err.count("\n") == 1 and "ran different programs" in err and "ruby" in err,
+          f"--compare of different programs: {rc} {err!r}")
+    rc, out, err = env.run("--compare", t, t)
+    check(rc == 0 and "different programs" not in err, f"--compare of one program: {err!r}")
 
 
 def case_host_json(env):
