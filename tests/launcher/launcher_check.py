@@ -421,6 +421,22 @@ def case_install():
     if r.returncode != 0:
         fail(f"cmake --install: {r.stderr[-500:]}")
         return
+    for rel in ("share/man/man1/wslshim.1", "share/man/man1/wslshim-report.1", "include/wslshim/trace_format.h",
+                "bin/wslshim", "bin/wslshim-report"):
+        if not os.path.exists(os.path.join(prefix, rel)):
+            fail(f"cmake --install: {rel} missing under the prefix")
+    for tool in ("wslshim", "wslshim-report"):
+        v = run([os.path.join(prefix, "bin", tool), "--version"])
+        if v.returncode != 0 or not v.stdout.startswith(tool + " "):
+            fail(f"installed {tool} --version: status {v.returncode}, {v.stdout!r} {v.stderr!r}")
+    man = shutil.which("man")
+    if man:  # the pages render (no troff errors)
+        for page in ("wslshim.1", "wslshim-report.1"):
+            env = {k: v for k, v in os.environ.items() if k != "MAN_KEEP_FORMATTING"}
+            m = subprocess.run([man, "-l", os.path.join(prefix, "share/man/man1", page)], capture_output=True,
+                               text=True, timeout=60, env=dict(env, MANWIDTH="80"))
+            if m.returncode != 0 or "SYNOPSIS" not in m.stdout:
+                fail(f"man -l {page}: status {m.returncode}, {m.stderr[-300:]}")
     exe = os.path.join(prefix, "bin", "wslshim")
     envfile = os.path.join(d, "env.txt")
     r = run([exe, "run", "-o", os.path.join(d, "%p.trace.zst"), "--report", "--", "sh", "-c",
