@@ -646,6 +646,37 @@ static int by_variant_calls(const void *a, const void *b)
     return strcmp(x->symbol, y->symbol);
 }
 
+/* ---- the program the user ran ------------------------------------------------------- */
+
+static bool is_shell(const struct wsl_process *p)
+{
+    static const char *const shells[] = {"sh", "bash", "dash", "zsh", "ksh", "env"};
+    const char *exe = p->exe ? p->exe : "";
+    const char *base = strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe;
+    for (size_t k = 0; k < sizeof shells / sizeof *shells; k++)
+        if (!strcmp(base, shells[k]))
+            return true;
+    return false;
+}
+
+const struct wsl_process *wsl_run_program(const struct wsl_run *run)
+{
+    if (!run->proc_count)
+        return NULL;
+    /* the first process's last image: a wrapper script (a pyenv shim, a launcher) execs the real
+     * program under its own pid */
+    const struct wsl_process *root = &run->procs[0], *last = root;
+    for (size_t i = 1; i < run->proc_count; i++)
+        if (run->procs[i].pid == root->pid && run->procs[i].start_ns >= last->start_ns)
+            last = &run->procs[i];
+    if (!is_shell(last))
+        return last;
+    for (size_t i = 0; i < run->proc_count; i++) /* else the first that is not a shell */
+        if (!is_shell(&run->procs[i]))
+            return &run->procs[i];
+    return root;
+}
+
 /* ---- phases ------------------------------------------------------------------------- */
 
 static const char *base_name(const char *path)

@@ -152,4 +152,8 @@ void wsl_run_free(struct wsl_run *run);
 
 const char *wsl_category_name(unsigned category);
 
+/* The program the user ran: the first process's last exec'd image (what a wrapper script such as
+ * a pyenv shim ran), unless that is a shell; then the first process that is not a shell. */
+const struct wsl_process *wsl_run_program(const struct wsl_run *run);
+
 #endif /* WSLSHIM_ANALYSIS_H */

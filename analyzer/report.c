@@ -397,19 +397,7 @@ static enum color_when parse_color(const char *v)
  * interpreter, the script (its first argument that is not an option). */
 static char *run_program(const struct wsl_run *run)
 {
-    static const char *const shells[] = {"sh", "bash", "dash", "zsh", "ksh", "env"};
-    const struct wsl_process *pick = run->proc_count ? &run->procs[0] : NULL;
-    for (size_t i = 0; i < run->proc_count; i++) {
-        const char *exe = run->procs[i].exe ? run->procs[i].exe : "";
-        const char *base = strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe;
-        bool shell = false;
-        for (size_t k = 0; k < sizeof shells / sizeof *shells; k++)
-            shell |= strcmp(base, shells[k]) == 0;
-        if (!shell) {
-            pick = &run->procs[i];
-            break;
-        }
-    }
+    const struct wsl_process *pick = wsl_run_program(run);
     if (!pick || !pick->exe)
         return xstrdup("(unknown)");
     const char *base = strrchr(pick->exe, '/') ? strrchr(pick->exe, '/') + 1 : pick->exe;

@@ -544,7 +544,8 @@ static void write_summary(FILE *out, const struct wsl_run *run)
     char a[32], b[32];
     if (!run->proc_count)
         return;
-    const struct wsl_process *root = &run->procs[0];   /* the earliest: the command the user ran */
+    /* the command the user ran: behind a wrapper script, the program it ran (wsl_run_program) */
+    const struct wsl_process *root = wsl_run_program(run);
 
     summary_label(out, "run");
     char cmd[SUMMARY_CMD_MAX + 4];

@@ -326,6 +326,21 @@ def case_report():
         fail(f"wslshim report on a missing file: status {a.returncode}, stderr {a.stderr!r}")
 
 
+def case_wrapper_named():
+    """A wrapper script (as a pyenv shim is) that execs the real program: the report names the
+    program, not the shell that ran the script (it named `sh /tmp/wrap.sh` before)."""
+    d = workdir("wrapper_named")
+    wrap = os.path.join(d, "python3")
+    with open(wrap, "w") as f:
+        f.write('#!/bin/sh\n# a wrapper, as a pyenv shim: helpers, then exec\ntrue\nexec "$@"\n')
+    os.chmod(wrap, 0o755)
+    r = run([A.wslshim, "run", "--report", "-o", os.path.join(d, "%p.trace.zst"), "--", wrap, "cat", "/dev/null"])
+    run_line = next((l for l in r.stdout.splitlines() if l.startswith("  run ")), "")
+    if r.returncode != 0 or not run_line.split()[1:3] == ["cat", "/dev/null"]:
+        fail(f"wrapper: the run line is {run_line!r} (status {r.returncode}), expected the program it exec'd, "
+             f"`cat /dev/null`")
+
+
 def one_line_exit2(args, what, **kw):
     r = run(args, **kw)
     lines = r.stderr.strip().splitlines()
