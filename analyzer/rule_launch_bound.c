@@ -91,12 +91,20 @@ static bool evaluate(const struct wsl_run *run, struct wsl_finding *f)
                            k->launches, (double)k->launches / secs, (double)interval / 1e3, (double)kernel_p50 / 1e3,
                            (double)launch_mean / 1e3, idle_share * 100, busy * 100,
                            wsl_format_ns(lost, sizeof lost, f->time_lost_ns));
-    f->advice = xstrdup(
-        "Submit fewer, larger pieces of work. Capture the step into a CUDA graph and replay it (torch.cuda.graphs, "
-        "or torch.compile(model, mode=\"reduce-overhead\"), which does it for you); fuse small operations "
-        "(torch.compile, fused optimizers: torch.optim.AdamW(..., fused=True)); raise the batch size so each kernel "
-        "does more. Each launch costs more under WSL2, where every submission crosses to the Windows host: this "
-        "pattern loses the most there.");
+    const char *fw = wsl_kern_framework(k);
+    wsl_evidence_string(f, "framework", fw ? fw : "unknown");
+    const char *how =
+        fw && !strcmp(fw, "jax")
+            ? "Hand XLA whole computations, not single operations: jax.jit the step (and the function around a "
+              "Python loop), write loops as jax.lax.scan or jax.lax.fori_loop, keep arrays on the device."
+        : fw && !strcmp(fw, "cupy")
+            ? "Fuse array expressions into one kernel (cupy.fuse, cupy.ElementwiseKernel, a RawKernel) and replay a "
+              "fixed sequence of kernels as a CUDA graph (cupy.cuda.Stream.begin_capture / end_capture)."
+            : "Capture the step into a CUDA graph and replay it (torch.cuda.graphs, or torch.compile(model, "
+              "mode=\"reduce-overhead\"), which does it for you); fuse small operations (torch.compile, fused "
+              "optimizers: torch.optim.AdamW(..., fused=True)); raise the batch size so each kernel does more.";
+    f->advice = xasprintf("Submit fewer, larger pieces of work. %s Each launch costs more under WSL2, where every "
+                          "submission crosses to the Windows host: this pattern loses the most there.", how);
     return true;
 }
 

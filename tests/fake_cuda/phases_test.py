@@ -97,10 +97,10 @@ if db and m:
     want = m["loop_ns"] - m["launches"] * 2000 - db["evidence"]["long_gap_ns"]
     gi = finding(rep, "gpu_idle")
     idle = m["loop_ns"] - m["launches"] * 2000
-    near(db["time_lost_ns"] + (gi["time_lost_ns"] if gi else 0), idle, 0.15, "dispatch_bound + gpu_idle time lost")
+    near(db["time_lost_ns"] + (gi["time_lost_ns"] if gi else 0), idle, 0.25, "dispatch_bound + gpu_idle time lost")
     print(f"dispatch: time lost {db['time_lost_ns'] / 1e6:.1f} ms, loop {m['loop_ns'] / 1e6:.1f} ms, "
           f"expected about {want / 1e6:.1f} ms")
-    near(db["time_lost_ns"], want, 0.15, "dispatch_bound time lost")
+    near(db["time_lost_ns"], want, 0.25, "dispatch_bound time lost")
     check(db["evidence"]["launch_interval_mean_ns"] >= 60000, f"dispatch gap {db['evidence']}")
 
 # ---- loader ------------------------------------------------------------------------------------
@@ -109,7 +109,7 @@ dw = finding(rep, "dataloader_wait")
 check(dw is not None, f"loader: no dataloader_wait: {[b['id'] for b in rep['bottlenecks']]}")
 if dw and m:
     print(f"loader: time lost {dw['time_lost_ns'] / 1e6:.1f} ms, the client blocked {m['waited_ns'] / 1e6:.1f} ms")
-    near(dw["time_lost_ns"], m["waited_ns"], 0.15, "dataloader_wait time lost")
+    near(dw["time_lost_ns"], m["waited_ns"], 0.25, "dataloader_wait time lost")
     check(dw["evidence"]["workers"] == 1, f"workers {dw['evidence']['workers']}")
 
 print("phases test:", "FAIL" if failures else "ok")

@@ -22,8 +22,13 @@ import subprocess
 import sys
 
 
-def worker(steps, delay_ms):
+def worker(steps, delay_ms, emulate_rank=-1, emulate=""):
     import time
+
+    # One rank under emulated costs (WSLSHIM_EMULATE, read when the shim loads): that rank's process
+    # starts again with it set, before anything else happens in it.
+    if emulate and int(os.environ.get("RANK", "-1")) == emulate_rank and not os.environ.get("WSLSHIM_EMULATE"):
+        os.execve(sys.executable, [sys.executable] + sys.argv, dict(os.environ, WSLSHIM_EMULATE=emulate))
 
     import torch
     import torch.distributed as dist
@@ -76,6 +81,8 @@ def gpu_count():
 def torchrun(args, env):
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(args.nproc),
            os.path.abspath(__file__), "--worker", "--steps", str(args.steps), "--delay-ms", str(args.delay_ms)]
+    if args.emulate and "LD_PRELOAD" in env:
+        cmd += ["--emulate-rank", str(args.emulate_rank), "--emulate", args.emulate]
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
     digests = {}
     for line in p.stdout.splitlines():
@@ -95,9 +102,11 @@ def main():
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--delay-ms", type=float, default=50.0)
     ap.add_argument("--worker", action="store_true")
+    ap.add_argument("--emulate", default="", help="an emulation SPEC for one rank (WSLSHIM_EMULATE) under the shim")
+    ap.add_argument("--emulate-rank", type=int, default=0)
     a = ap.parse_args()
     if a.worker:
-        worker(a.steps, a.delay_ms)
+        worker(a.steps, a.delay_ms, a.emulate_rank, a.emulate)
         return 0
     if not a.build or not a.out:
         ap.error("--build and --out are required")
@@ -145,6 +154,18 @@ def main():
         result["ranks"] = [{k: r.get(k) for k in ("rank", "pid", "gpu", "gpu_pci_bus_id", "wall_ns", "compute_ns",
                                                    "collective_ns", "wait_ns", "collectives", "step")} for r in ranks]
         result["distributed"] = dist
+        # the merged report's phases per rank, and which processes ran emulated
+        rank_of = {r["pid"]: r["rank"] for r in ranks}
+        result["phases_per_rank"] = {
+            str(rank_of[p["pid"]]): {x["name"]: x["duration_ns"] for x in p.get("phases", [])} | {
+                "steady_method": p.get("steady_method"), "steps": p.get("steps"), "step_ns": p.get("step_ns")}
+            for p in j.get("phases", []) if p["pid"] in rank_of and p.get("gpu")}
+        result["emulated"] = {str(rank_of.get(p["pid"], p["pid"])): p.get("emulation") for p in j.get("processes", [])
+                              if p.get("emulation")}
+        if a.emulate:
+            check(str(a.emulate_rank) in result["emulated"], f"rank {a.emulate_rank} not reported as emulated: "
+                  f"{result['emulated']}")
+        check(len(result["phases_per_rank"]) == a.nproc, f"phases for {len(result['phases_per_rank'])} ranks")
         if check(dist is not None, "no distributed section"):
             check(dist["world_size"] == a.nproc and len(ranks) == a.nproc,
                   f"world size {dist['world_size']}, {len(ranks)} ranks; want {a.nproc}")
