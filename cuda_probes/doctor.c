@@ -34,6 +34,7 @@
 #include "json_writer.h"
 #include "mounts.h"
 #include "profiles.h"
+#include "wslshim/cli.h"
 #include "wslshim/trace_format.h"
 
 #define MiB (1024ull * 1024)
@@ -947,37 +948,47 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--version") || !strcmp(a, "-V")) {
-            printf("%s %s\n", "wslshim-doctor", WSLSHIM_VERSION);
-            return 0;
-        } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+    static const struct option longopts[] = {
+        {"version", no_argument, NULL, 'V'}, {"help", no_argument, NULL, 'h'}, {"json", no_argument, NULL, 'j'},
+        {"path", required_argument, NULL, 'p'}, {"probe", required_argument, NULL, 'b'},
+        {"root", required_argument, NULL, 'r'}, {NULL, 0, NULL, 0}};
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":Vh", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'V':
+            return cli_print_version("wslshim-doctor");
+        case 'h':
             usage(stdout);
             return 0;
-        } else if (!strcmp(a, "--json")) {
+        case 'j':
             opt.json = true;
-        } else if (!strcmp(a, "--path") || !strcmp(a, "--probe") || !strcmp(a, "--root")) {
-            if (i + 1 >= argc || !argv[i + 1][0]) {
-                fprintf(stderr, "wslshim-doctor: %s needs a value (try --help)\n", a);
+            break;
+        case 'p': case 'b': case 'r':
+            if (!optarg[0]) {
+                fprintf(stderr, "wslshim-doctor: %s needs a value (try --help)\n",
+                        c == 'p' ? "--path" : c == 'b' ? "--probe" : "--root");
                 return 2;
             }
-            const char *v = argv[++i];
-            if (!strcmp(a, "--path")) {
+            if (c == 'p') {
                 if (opt.path_count == MAX_PATHS) {
                     fprintf(stderr, "wslshim-doctor: at most %d --path options\n", MAX_PATHS);
                     return 2;
                 }
-                opt.paths[opt.path_count++] = v;
-            } else if (!strcmp(a, "--probe")) {
-                opt.probe = v;
+                opt.paths[opt.path_count++] = optarg;
+            } else if (c == 'b') {
+                opt.probe = optarg;
             } else {
-                opt.root = v;
+                opt.root = optarg;
             }
-        } else {
-            fprintf(stderr, "wslshim-doctor: unknown option '%s' (try --help)\n", a);
-            return 2;
+            break;
+        default:
+            cli_option_error("wslshim-doctor", c, argv);
         }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "wslshim-doctor: unknown option '%s' (try --help)\n", argv[optind]);
+        return 2;
     }
     if (*opt.root) {
         struct stat st;

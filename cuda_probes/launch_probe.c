@@ -13,6 +13,7 @@
  * or driver is present (with the reason on stderr), 2 on a usage error.
  */
 #define _GNU_SOURCE
+#include "wslshim/cli.h"
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,20 +75,40 @@ int main(int argc, char **argv)
 {
     const char *resolve = "dlsym";
     int launches = 10000, repeats = 5;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--version") || !strcmp(argv[i], "-V")) {
-            printf("launch_probe %s\n", WSLSHIM_VERSION);
+    static const struct option longopts[] = {
+        {"version", no_argument, NULL, 'V'}, {"help", no_argument, NULL, 'h'},
+        {"resolve", required_argument, NULL, 'r'}, {"launches", required_argument, NULL, 'l'},
+        {"repeats", required_argument, NULL, 'n'}, {NULL, 0, NULL, 0}};
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":Vh", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'V':
+            return cli_print_version("launch_probe");
+        case 'h':
+            printf("usage: launch_probe [--resolve dlsym|proc] [--launches N] [--repeats R]\n"
+                   "  --resolve HOW  reach cuLaunchKernel by dlsym (default) or cuGetProcAddress (proc)\n"
+                   "  --launches N   launches per repeat (default 10000)\n"
+                   "  --repeats R    repeats, 1-1000 (default 5)\n"
+                   "  -V, --version  the version\n  -h, --help     this help\n"
+                   "Every option takes its value as --opt VALUE or --opt=VALUE.\n");
             return 0;
-        } else if (!strcmp(argv[i], "--resolve") && i + 1 < argc)
-            resolve = argv[++i];
-        else if (!strcmp(argv[i], "--launches") && i + 1 < argc)
-            launches = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--repeats") && i + 1 < argc)
-            repeats = atoi(argv[++i]);
-        else {
-            fprintf(stderr, "usage: launch_probe [--resolve dlsym|proc] [--launches N] [--repeats R]\n");
-            return 2;
+        case 'r':
+            resolve = optarg;
+            break;
+        case 'l':
+            launches = atoi(optarg);
+            break;
+        case 'n':
+            repeats = atoi(optarg);
+            break;
+        default:
+            cli_option_error("launch_probe", c, argv);
         }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "usage: launch_probe [--resolve dlsym|proc] [--launches N] [--repeats R]\n");
+        return 2;
     }
     if (launches < 1 || repeats < 1 || repeats > 1000 || (strcmp(resolve, "dlsym") && strcmp(resolve, "proc"))) {
         fprintf(stderr, "launch_probe: bad argument\n");

@@ -41,6 +41,7 @@
 
 #include <cuda.h>
 
+#include "wslshim/cli.h"
 #include "json_writer.h"
 #include "mounts.h"
 #include "wslshim/trace_format.h"
@@ -1413,35 +1414,44 @@ static int bad_usage(const char *fmt, const char *arg)
 
 int main(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--version") || !strcmp(a, "-V")) {
-            printf("%s %s\n", "wslshim-probe", WSLSHIM_VERSION);
-            return 0;
-        } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+    static const struct option longopts[] = {
+        {"version", no_argument, NULL, 'V'}, {"help", no_argument, NULL, 'h'}, {"quick", no_argument, NULL, 'q'},
+        {"no-gpu", no_argument, NULL, 'n'},  {"out", required_argument, NULL, 'o'},
+        {"dir", required_argument, NULL, 'd'}, {"pinned-cap", required_argument, NULL, 'p'}, {NULL, 0, NULL, 0}};
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":Vh", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'V':
+            return cli_print_version("wslshim-probe");
+        case 'h':
             usage(stdout);
             return 0;
-        } else if (!strcmp(a, "--quick")) {
+        case 'q':
             opt.quick = true;
-        } else if (!strcmp(a, "--no-gpu")) {
+            break;
+        case 'n':
             opt.no_gpu = true;
-        } else if (!strcmp(a, "--out") || !strcmp(a, "--dir") || !strcmp(a, "--pinned-cap")) {
-            if (i + 1 >= argc || !argv[i + 1][0])
-                return bad_usage("%s needs a value", a);
-            const char *v = argv[++i];
-            if (!strcmp(a, "--out")) {
-                opt.out = v;
-            } else if (!strcmp(a, "--dir")) {
+            break;
+        case 'o': case 'd': case 'p':
+            if (!optarg[0])
+                return bad_usage("%s needs a value", c == 'o' ? "--out" : c == 'd' ? "--dir" : "--pinned-cap");
+            if (c == 'o') {
+                opt.out = optarg;
+            } else if (c == 'd') {
                 if (opt.dir_count == MAX_DIRS)
                     return bad_usage("at most 8 --dir options%s", "");
-                opt.dirs[opt.dir_count++] = v;
-            } else if (!(opt.pinned_cap = parse_size(v)) || opt.pinned_cap < MiB) {
-                return bad_usage("--pinned-cap: '%s' is not a size of at least 1M (e.g. 512M, 8G)", v);
+                opt.dirs[opt.dir_count++] = optarg;
+            } else if (!(opt.pinned_cap = parse_size(optarg)) || opt.pinned_cap < MiB) {
+                return bad_usage("--pinned-cap: '%s' is not a size of at least 1M (e.g. 512M, 8G)", optarg);
             }
-        } else {
-            return bad_usage("unknown option '%s'", a);
+            break;
+        default:
+            cli_option_error("wslshim-probe", c, argv);
         }
     }
+    if (optind < argc)
+        return bad_usage("unknown option '%s'", argv[optind]);
     if (!opt.dir_count)
         opt.dirs[opt.dir_count++] = ".";
     for (int i = 0; i < opt.dir_count; i++) {

@@ -281,9 +281,18 @@ def case_usage(a, tmp):
         lines = [l for l in p.stderr.splitlines() if l.strip()]
         if p.returncode != 2 or len(lines) != 1 or not lines[0].startswith("wslshim-doctor: ") or p.stdout:
             fail(f"{args}: exit {p.returncode}, stderr {p.stderr!r}")
-    # An empty root: every check copes, nothing crashes, exit 0.
+    # Every option as --opt VALUE and --opt=VALUE (one parser for every tool): the same report.
     empty = os.path.join(tmp, "empty")
     os.makedirs(empty)
+    forms = [subprocess.run([a.doctor, "--json"] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            timeout=60) for args in (["--root", empty, "--path", tmp], [f"--root={empty}", f"--path={tmp}"])]
+    if any(f.returncode != 0 for f in forms) or json.loads(forms[0].stdout).get("root") != \
+            json.loads(forms[1].stdout).get("root"):
+        fail(f"--opt VALUE and --opt=VALUE differ: {[(f.returncode, f.stderr[-200:]) for f in forms]}")
+    v = subprocess.run([a.doctor, "--version"], stdout=subprocess.PIPE, text=True, timeout=60)
+    if v.returncode != 0 or not v.stdout.startswith("wslshim-doctor "):
+        fail(f"--version: {v.returncode} {v.stdout!r}")
+    # An empty root: every check copes, nothing crashes, exit 0.
     d = doctor(a, empty, [])
     if d is not None:
         expect(d, "platform", "warn", "cannot read the kernel release")
