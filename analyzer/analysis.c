@@ -677,6 +677,16 @@ const struct wsl_process *wsl_run_program(const struct wsl_run *run)
     return root;
 }
 
+void wsl_run_dispatch_gaps(const struct wsl_run *run, struct wsl_dispatch_gaps *out)
+{
+    memset(out, 0, sizeof *out);
+    for (size_t i = 0; i < run->proc_count; i++) {
+        out->gaps += run->procs[i].phases.dispatch_gaps;
+        out->gap_ns += run->procs[i].phases.dispatch_gap_ns;
+        out->long_gap_ns += run->procs[i].phases.long_gap_ns;
+    }
+}
+
 /* ---- phases ------------------------------------------------------------------------- */
 
 static const char *base_name(const char *path)

@@ -156,4 +156,7 @@ const char *wsl_category_name(unsigned category);
  * a pyenv shim ran), unless that is a shell; then the first process that is not a shell. */
 const struct wsl_process *wsl_run_program(const struct wsl_run *run);
 
+/* The gaps between launches of every process's busiest launching thread, summed (phase_analysis.h). */
+void wsl_run_dispatch_gaps(const struct wsl_run *run, struct wsl_dispatch_gaps *out);
+
 #endif /* WSLSHIM_ANALYSIS_H */

@@ -614,3 +614,23 @@ const char *wsl_kern_framework(const struct wsl_kernels *k)
         name = "triton";
     return name;
 }
+
+const char *wsl_kern_fewer_launches_advice(const char *fw)
+{
+    if (fw && !strcmp(fw, "jax"))
+        return "Hand XLA whole computations, not single operations: jax.jit the training or update step (and the "
+               "function around a Python loop), express loops with jax.lax.scan or jax.lax.fori_loop instead of "
+               "Python for-loops, keep arrays on the device, and call block_until_ready() only where a result is "
+               "needed.";
+    if (fw && !strcmp(fw, "cupy"))
+        return "Fuse array expressions into one kernel (cupy.fuse, cupy.ElementwiseKernel or a RawKernel), work on "
+               "larger arrays per call, and replay a fixed sequence of kernels as a CUDA graph "
+               "(cupy.cuda.Stream.begin_capture / end_capture, then graph.launch()).";
+    if (fw && !strcmp(fw, "pytorch"))
+        return "Cut the Python and framework work per operation: capture the step into a CUDA graph and replay it "
+               "(torch.cuda.graphs, or torch.compile(model, mode=\"reduce-overhead\"), which does it for you); "
+               "torch.compile(model) fuses operations into fewer kernels; fused optimizers (fused=True or "
+               "foreach=True); a larger batch so each kernel does more.";
+    return "Submit fewer, larger pieces of work: fuse operations into fewer kernels, replay a fixed sequence of "
+           "kernels as a CUDA graph (cuStreamBeginCapture / cuGraphLaunch), and give each kernel more work.";
+}

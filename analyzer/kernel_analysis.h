@@ -138,6 +138,10 @@ void wsl_kern_free(struct wsl_kernels *k);
  * "triton" (alone), or NULL when none can be told. */
 const char *wsl_kern_framework(const struct wsl_kernels *k);
 
+/* What to do about a GPU starved between launches, for that framework (NULL: any): one
+ * sentence or three, shared by launch_bound and dispatch_bound. */
+const char *wsl_kern_fewer_launches_advice(const char *framework);
+
 /* The display form of a kernel name: C++ names ("_Z...") demangled, others
  * (and names that fail to demangle) as they are. A new string. */
 char *wsl_kern_demangle(const char *mangled);

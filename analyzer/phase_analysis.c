@@ -438,3 +438,4 @@ void wsl_phase_from_steps(struct wsl_phases *ph, const uint64_t *t0, const uint6
         ph->warmup_module_load_ns = load_ns_before;
     }
 }
+

@@ -106,6 +106,11 @@ void wsl_phase_trace_discard(struct wsl_phase_trace *t);
 
 /* The process's steady state from its NVTX step instances (ns, in time order):
  * leading outliers are warm-up, the rest the steady state. Needs at least 3. */
+/* Dispatch gaps summed over processes (wsl_run_dispatch_gaps, analysis.h). */
+struct wsl_dispatch_gaps {
+    uint64_t gaps, gap_ns, long_gap_ns;
+};
+
 void wsl_phase_from_steps(struct wsl_phases *ph, const uint64_t *t0, const uint64_t *t1, size_t n);
 
 /* The period of ids[0..n) around `anchor` and the periodic region [*s, *e);

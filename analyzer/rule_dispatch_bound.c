@@ -23,26 +23,6 @@
 #define MAX_BUSY 0.5            /* GPU busy share of the GPU phase */
 #define MAX_INTERVAL_NS 200000  /* a mean dispatch gap longer than this: the host does more than dispatch */
 
-static const char *advice_for(const char *fw)
-{
-    if (fw && !strcmp(fw, "jax"))
-        return "Hand XLA whole computations, not single operations: jax.jit the training or update step (and the "
-               "function around a Python loop), express loops with jax.lax.scan or jax.lax.fori_loop instead of "
-               "Python for-loops, keep arrays on the device, and call block_until_ready() only where a result is "
-               "needed.";
-    if (fw && !strcmp(fw, "cupy"))
-        return "Fuse array expressions into one kernel (cupy.fuse, cupy.ElementwiseKernel or a RawKernel), work on "
-               "larger arrays per call, and replay a fixed sequence of kernels as a CUDA graph "
-               "(cupy.cuda.Stream.begin_capture / end_capture, then graph.launch()).";
-    if (fw && !strcmp(fw, "pytorch"))
-        return "Cut the Python and framework work per operation: torch.compile(model) fuses operations into fewer "
-               "kernels, and torch.compile(..., mode=\"reduce-overhead\") or torch.cuda.graphs replays the whole "
-               "step as one CUDA graph; raise the batch size so each kernel does more; use fused optimizers "
-               "(foreach=True or fused=True).";
-    return "Submit fewer, larger pieces of work: fuse operations into fewer kernels, replay a fixed sequence of "
-           "kernels as a CUDA graph (cuStreamBeginCapture / cuGraphLaunch), and give each kernel more work.";
-}
-
 static bool evaluate(const struct wsl_run *run, struct wsl_finding *f)
 {
     /* needs: kernel launches and their host time, timed launches, idle at submit, GPU busy */
@@ -57,12 +37,10 @@ static bool evaluate(const struct wsl_run *run, struct wsl_finding *f)
             launch_calls += run->apis[i].ns.count;
             launch_host_ns += run->apis[i].ns.sum;
         }
-    uint64_t phase = k->busy_wall_ns, gaps = 0, gap_ns = 0, long_ns = 0;
-    for (size_t i = 0; i < run->proc_count; i++) {
-        gaps += run->procs[i].phases.dispatch_gaps;
-        gap_ns += run->procs[i].phases.dispatch_gap_ns;
-        long_ns += run->procs[i].phases.long_gap_ns;
-    }
+    uint64_t phase = k->busy_wall_ns;
+    struct wsl_dispatch_gaps dg;
+    wsl_run_dispatch_gaps(run, &dg);
+    uint64_t gaps = dg.gaps, gap_ns = dg.gap_ns, long_ns = dg.long_gap_ns;
     if (!run->gpu_busy_known || launches < MIN_LAUNCHES || timed < MIN_TIMED || !launch_calls || !phase || !gaps)
         return false;
     double idle_share = (double)k->idle_at_submit / (double)timed;
@@ -100,7 +78,7 @@ static bool evaluate(const struct wsl_run *run, struct wsl_finding *f)
                            wsl_format_ns(a, sizeof a, interval), wsl_format_ns(b, sizeof b, gpu_mean),
                            100 * (1 - busy), wsl_format_ns(c, sizeof c, launch_mean),
                            fw ? fw : "the program", fw ? "" : " (the framework could not be told from kernel names)");
-    f->advice = xstrdup(advice_for(fw));
+    f->advice = xstrdup(wsl_kern_fewer_launches_advice(fw));
     return true;
 }
 

@@ -45,11 +45,9 @@ static bool evaluate(const struct wsl_run *run, struct wsl_finding *f)
     uint64_t kernel_p50 = wsl_hist_quantile(&k->kernel_ns, 0.5);
     /* the host's time from one launch to the next while dispatching (gaps with no wait, I/O or allocation
      * of the launching thread's own in them, phase_analysis.h), else over the whole GPU phase */
-    uint64_t gaps = 0, gap_ns = 0;
-    for (size_t i = 0; i < run->proc_count; i++) {
-        gaps += run->procs[i].phases.dispatch_gaps;
-        gap_ns += run->procs[i].phases.dispatch_gap_ns;
-    }
+    struct wsl_dispatch_gaps dg;
+    wsl_run_dispatch_gaps(run, &dg);
+    uint64_t gaps = dg.gaps, gap_ns = dg.gap_ns;
     uint64_t interval = gaps ? gap_ns / gaps : phase / (k->launches + k->graph_launches);
 
     /* fires: most timed launches found the GPU idle, the GPU was mostly idle,
@@ -93,18 +91,8 @@ static bool evaluate(const struct wsl_run *run, struct wsl_finding *f)
                            wsl_format_ns(lost, sizeof lost, f->time_lost_ns));
     const char *fw = wsl_kern_framework(k);
     wsl_evidence_string(f, "framework", fw ? fw : "unknown");
-    const char *how =
-        fw && !strcmp(fw, "jax")
-            ? "Hand XLA whole computations, not single operations: jax.jit the step (and the function around a "
-              "Python loop), write loops as jax.lax.scan or jax.lax.fori_loop, keep arrays on the device."
-        : fw && !strcmp(fw, "cupy")
-            ? "Fuse array expressions into one kernel (cupy.fuse, cupy.ElementwiseKernel, a RawKernel) and replay a "
-              "fixed sequence of kernels as a CUDA graph (cupy.cuda.Stream.begin_capture / end_capture)."
-            : "Capture the step into a CUDA graph and replay it (torch.cuda.graphs, or torch.compile(model, "
-              "mode=\"reduce-overhead\"), which does it for you); fuse small operations (torch.compile, fused "
-              "optimizers: torch.optim.AdamW(..., fused=True)); raise the batch size so each kernel does more.";
-    f->advice = xasprintf("Submit fewer, larger pieces of work. %s Each launch costs more under WSL2, where every "
-                          "submission crosses to the Windows host: this pattern loses the most there.", how);
+    f->advice = xasprintf("%s Each launch costs more under WSL2, where every submission crosses to the Windows "
+                          "host: this pattern loses the most there.", wsl_kern_fewer_launches_advice(fw));
     return true;
 }
 
