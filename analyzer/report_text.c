@@ -675,6 +675,17 @@ void report_write_text(const struct wsl_run *run, FILE *out, bool color)
     if (dropped)
         fprintf(out, " (%" PRIu64 " dropped)", dropped);
     fprintf(out, ", wall time %s\n", format_ns(buf, sizeof buf, run->wall_ns));
+    size_t emulated = 0;
+    const struct wsl_process *emu = wsl_run_emulated(run, &emulated);
+    if (emu) { /* said first: these are not the platform's own costs */
+        fprintf(out, "EMULATED RUN (%zu of %zu process%s): WSLSHIM_EMULATE=", emulated, run->proc_count,
+                run->proc_count == 1 ? "" : "es");
+        put_clean(out, emu->emu_spec);
+        fprintf(out, "; the shim added per call:");
+        for (unsigned f = 0; f < WSL_EMU_FAMILIES; f++)
+            fprintf(out, " %s +%s", wsl_emu_family_name(f), format_ns(buf, sizeof buf, emu->emu_ns[f]));
+        fprintf(out, "\n");
+    }
     write_summary(out, run);
     write_phases(out, run);
 

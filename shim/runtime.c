@@ -225,6 +225,8 @@ void wsl_config_load(void)
         wsl_cfg.use_tsc = 0;
     else
         wsl_cfg.use_tsc = tsc_is_reliable();
+    if ((v = getenv("WSLSHIM_EMULATE")) && *v)
+        wsl_emulation_load(v); /* after the clock: its costs are kept in ticks */
 }
 
 /* ---- per-thread buffers -------------------------------------------------------- */

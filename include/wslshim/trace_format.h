@@ -24,7 +24,8 @@
 #define WSL_TRACE_MAGIC "WSLSHIM"          /* 7 chars + NUL = 8 bytes */
 #define WSL_TRACE_BYTE_ORDER 0x01020304u
 #define WSL_TRACE_VERSION_MAJOR 1u         /* readers refuse a newer major */
-#define WSL_TRACE_VERSION_MINOR 7u         /* additions readers may skip; 1.7 numbers EVENTS chunks
+#define WSL_TRACE_VERSION_MINOR 8u         /* additions readers may skip; 1.8 adds the EMULATION chunk
+                                              (include/wslshim/emulation.h), 1.7 numbers EVENTS chunks
                                               (wsl_events_header.seq), 1.6 folds untimed opens,
                                               1.5 folds untimed file
                                               calls (WSL_CAT_IO_FOLD), 1.4 writes EVENTS_PACKED,
@@ -60,6 +61,7 @@ enum wsl_chunk_type {
     WSL_CHUNK_RANK = 11,    /* distributed identity: rank variables, GPUs (KEY=VALUE strings) */
     /* 12: reserved for additions (NVTX) */
     WSL_CHUNK_EVENTS_PACKED = 13, /* encoded events of one thread, table-packed (1.4; replaces EVENTS) */
+    WSL_CHUNK_EMULATION = 14, /* the run's WSLSHIM_EMULATE: SPEC and added costs (1.8; wslshim/emulation.h) */
 };
 
 struct wsl_chunk_header {
