@@ -36,6 +36,16 @@ static void write_io_counts(struct json_writer *w, const struct wsl_io_counts *c
     json_u64(w, c->meta_time);
     json_key(w, "mmap_ns");
     json_u64(w, c->mmap_time);
+    json_key(w, "writes");
+    json_u64(w, c->writes);
+    json_key(w, "bytes_written");
+    json_u64(w, c->bytes_written);
+    json_key(w, "syncs");
+    json_u64(w, c->syncs);
+    json_key(w, "dir_ops");
+    json_u64(w, c->dir_ops);
+    json_key(w, "write_ns");
+    json_u64(w, c->write_time);
 }
 
 /* "emulation": the SPEC a process ran under and the costs it added. */

@@ -95,7 +95,9 @@ void wsl_log(int level, const char *fmt, ...)
         if (wsl_tls.own_fds) {
             log_pending_add(buf, (size_t)n);
         } else {
+            wsl_tls_depth++; /* the shim's own line: not a write of the program's */
             ssize_t w = write(2, buf, (size_t)n);
+            wsl_tls_depth--;
             (void)w;
         }
     }
@@ -108,7 +110,9 @@ void wsl_log_flush_pending(void)
     if (!n)
         return;
     int saved = errno;
+    wsl_tls_depth++;
     ssize_t w = write(2, log_pending, n);
+    wsl_tls_depth--;
     (void)w;
     log_pending_len = 0;
     errno = saved;
