@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "io_analysis.h"
 #include "kernel_analysis.h"
 #include "mounts.h"
 #include "trace_reader.h"
@@ -33,7 +34,7 @@ enum proj_kind {
     K_STREAM_WAIT, K_EVENT_RECORD, K_EVENT_QUERY, K_QUERY,
     K_COPY_ASYNC, K_COPY_BLOCKING, K_COPY_DTOD, K_MEMSET,
     K_CAPTURE_BEGIN, K_CAPTURE_END,
-    K_IO_OPEN, K_IO_READ, K_IO_STAT, K_IO_OTHER,
+    K_IO_OPEN, K_IO_READ, K_IO_STAT, K_IO_OTHER, K_IO_WRITE, K_IO_DIR,
 };
 
 static uint8_t kind_of(unsigned cat, const char *base)
@@ -71,6 +72,8 @@ static uint8_t kind_of(unsigned cat, const char *base)
     case WSL_CAT_IO_READ: return K_IO_READ;
     case WSL_CAT_IO_STAT: return K_IO_STAT;
     case WSL_CAT_IO_MMAP: case WSL_CAT_IO_SEEK: case WSL_CAT_IO_CLOSE: return K_IO_OTHER;
+    case WSL_CAT_IO_WRITE: return K_IO_WRITE;
+    case WSL_CAT_IO_DIR: return K_IO_DIR;
     default: return K_OTHER;
     }
 }
@@ -84,7 +87,8 @@ static enum wsl_proj_cause cause_of(uint8_t k)
     case K_SYNC_STREAM: case K_SYNC_CTX: case K_SYNC_EVENT: return WSL_PROJ_SYNC;
     case K_STREAM_WAIT: case K_EVENT_RECORD: case K_EVENT_QUERY: case K_QUERY: return WSL_PROJ_EVENT;
     case K_COPY_ASYNC: case K_COPY_BLOCKING: case K_COPY_DTOD: case K_MEMSET: return WSL_PROJ_COPY;
-    case K_IO_OPEN: case K_IO_READ: case K_IO_STAT: case K_IO_OTHER: return WSL_PROJ_FILE;
+    case K_IO_OPEN: case K_IO_READ: case K_IO_STAT: case K_IO_OTHER: case K_IO_WRITE: case K_IO_DIR:
+        return WSL_PROJ_FILE;
     default: return WSL_PROJ_OTHER;
     }
 }
@@ -234,6 +238,7 @@ struct pending {                /* one call waiting in the time-order window */
     uint8_t kind;
     uint8_t fs;                 /* index into the fstype names, or FS_NONE */
     uint8_t fs_system;          /* a system filesystem (/proc...): kept as recorded */
+    uint32_t calls;             /* calls it stands for: 1, or a fold slot's alike calls (emulation only) */
 };
 #define FS_NONE 0xffu
 #define MAX_FSTYPES 64
@@ -493,11 +498,15 @@ static void replay_one(struct replay *R, const struct pending *e)
         case K_ALLOC: case K_POOL_ALLOC: case K_MANAGED: case K_PINNED_ALLOC: emu_d = E->ns[WSL_EMU_ALLOC]; break;
         case K_FREE: case K_POOL_FREE: emu_d = E->ns[WSL_EMU_FREE]; break;
         case K_HOST_FREE: emu_d = E->ns[WSL_EMU_FREE]; break;
-        case K_IO_OPEN: case K_IO_STAT:
-            emu_d = e->fs != FS_NONE && !e->fs_system ? E->file_meta_ns : 0;
+        case K_IO_OPEN: case K_IO_STAT: case K_IO_DIR:
+            emu_d = !e->fs_system ? E->file_meta_ns : 0; /* an unknown filesystem counts as data */
             break;
         default: break;
         }
+    }
+    if (E && emu_d > 0) {
+        emu_d *= e->calls; /* a fold's alike calls, each with the added cost */
+        R->pr->emu_calls += e->calls;
     }
 #define DELTA(call) (E ? (delta = emu_d, true) : (call))
     if (R->steady_proc && !R->steady_seen && rs >= R->opt->steady_start_ns) {
@@ -668,13 +677,19 @@ static void replay_one(struct replay *R, const struct pending *e)
         changed = DELTA(file_delta(R, e, &delta));
         pd = fmax(0, rd + delta);
         break;
+    case K_IO_DIR: /* no profile has a figure for folder calls: only an added cost moves them */
+        if (E) {
+            changed = DELTA(false);
+            pd = fmax(0, rd + delta);
+        }
+        break;
     default:
         break; /* no figure for it in any profile: kept as recorded */
     }
     kept = !changed;
     double pe = ps + pd;
     struct wsl_proj_cause_figs *c = &pr->cause[cause];
-    c->calls++;
+    c->calls += e->calls;
     c->recorded_ns += (uint64_t)rd;
     c->projected_ns += (uint64_t)llround(pd);
     c->wait_recorded_ns += (uint64_t)wait_rec;
@@ -763,9 +778,9 @@ static void classify_file(struct replay *R, const struct wsl_reader *r, struct p
     p->fs_system = 0;
     const struct wsl_mount_table *mt = wsl_reader_mounts(r);
     uint64_t dev = 0;
-    if (p->kind == K_IO_OPEN || p->kind == K_IO_STAT) {
+    if (p->kind == K_IO_OPEN || p->kind == K_IO_STAT || p->kind == K_IO_DIR) {
         dev = p->a[1];
-    } else if (p->kind == K_IO_READ) {
+    } else if (p->kind == K_IO_READ || p->kind == K_IO_WRITE) {
         struct wsl_u64_slot *s = wsl_u64_map_find(&R->fds, p->stream + 1);
         if (s) {
             p->fs = (uint8_t)(s->value & 0xff);
@@ -812,6 +827,12 @@ static void replay_reset(struct replay *R)
     R->max_pe = 0;
 }
 
+static unsigned category_of_id(void *ctx, unsigned id)
+{
+    const uint16_t *cats = ctx;
+    return id < WSL_MAX_API_IDS ? cats[id] : WSL_CAT_COUNT;
+}
+
 static int replay_trace(struct replay *R, const char *path, char *err, size_t errlen, uint64_t *proj_end)
 {
     struct wsl_reader *r = wsl_reader_open(path, err, errlen);
@@ -819,23 +840,48 @@ static int replay_trace(struct replay *R, const char *path, char *err, size_t er
         return -1;
     uint8_t kinds[WSL_MAX_API_IDS];
     memset(kinds, K_OTHER, sizeof kinds);
+    /* Folded file calls (untimed, on local files) take an added cost too when
+     * replayed with one: their categories, and the sampled close's id. */
+    static uint16_t cats[WSL_MAX_API_IDS];
+    for (unsigned i = 0; i < WSL_MAX_API_IDS; i++)
+        cats[i] = WSL_CAT_COUNT;
+    unsigned close_id = 0;
     struct wsl_item it;
     enum wsl_read_result res;
     while ((res = wsl_reader_next(r, &it)) == WSL_READ_ITEM) {
         if (it.type == WSL_CHUNK_API_TABLE) {
-            for (uint32_t i = 0; i < it.api_table.count; i++)
-                kinds[it.api_table.entries[i].id] =
-                    kind_of(it.api_table.entries[i].category, it.api_table.entries[i].base);
+            for (uint32_t i = 0; i < it.api_table.count; i++) {
+                const struct wsl_api_entry *a = &it.api_table.entries[i];
+                kinds[a->id] = kind_of(a->category, a->base);
+                cats[a->id] = a->category;
+                if (a->category == WSL_CAT_IO_CLOSE && (a->flags & WSL_API_IO_SAMPLED) && !strcmp(a->symbol, "close"))
+                    close_id = a->id;
+            }
         } else if (it.type == WSL_CHUNK_EVENTS) {
             for (uint32_t i = 0; i < it.events.count; i++) {
                 const struct wsl_event *ev = &it.events.events[i];
                 uint8_t k = kinds[ev->api];
                 if (k == K_SKIP)
                     continue;
+                if (R->emu && cats[ev->api] == WSL_CAT_IO_FOLD) {
+                    struct wsl_fold_call fc[WSL_FOLD_SLOTS_PER_EVENT + 1];
+                    unsigned nf = wsl_fold_calls(ev, close_id, category_of_id, cats, fc);
+                    for (unsigned j = 0; j < nf; j++) {
+                        uint8_t fk = kinds[fc[j].ev.api];
+                        if (fk != K_IO_OPEN && fk != K_IO_STAT && fk != K_IO_READ)
+                            continue; /* seeks and closes: no added cost, kept in the fold's time */
+                        struct pending q = {ev->t_start, ev->t_start, R->seq++, fc[j].ev.stream,
+                                            {fc[j].ev.a[0], fc[j].ev.a[1], fc[j].ev.a[2], fc[j].ev.a[3]}, 0,
+                                            it.events.tid, fk, FS_NONE, 0,
+                                            (uint32_t)(fc[j].calls > UINT32_MAX ? UINT32_MAX : fc[j].calls)};
+                        classify_file(R, r, &q);
+                        heap_push(R, &q);
+                    }
+                }
                 struct pending p = {ev->t_start, ev->t_end, R->seq++, ev->stream,
                                     {ev->a[0], ev->a[1], ev->a[2], ev->a[3]}, ev->result, it.events.tid, k,
-                                    FS_NONE, 0};
-                if (k == K_IO_OPEN || k == K_IO_READ || k == K_IO_STAT)
+                                    FS_NONE, 0, 1};
+                if (k == K_IO_OPEN || k == K_IO_READ || k == K_IO_STAT || k == K_IO_WRITE || k == K_IO_DIR)
                     classify_file(R, r, &p);
                 heap_push(R, &p);
             }
@@ -1097,10 +1143,7 @@ int wsl_project(const char *const *paths, size_t count, const struct wsl_project
             x->wall_ns = (int64_t)tmp->wall_ns - base_wall;
             x->step_known = tmp->steady_step_known;
             x->step_ns = tmp->steady_step_change_ns - base_step;
-            x->calls = k == WSL_EXPO_LAUNCH ? tmp->cause[WSL_PROJ_LAUNCH].calls
-                     : k == WSL_EXPO_SYNC ? tmp->cause[WSL_PROJ_SYNC].calls
-                     : k == WSL_EXPO_ALLOC ? tmp->cause[WSL_PROJ_ALLOC].calls
-                                           : tmp->cause[WSL_PROJ_FILE].calls;
+            x->calls = tmp->emu_calls;
         }
         wsl_projection_free(tmp);
     }

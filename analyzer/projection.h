@@ -78,7 +78,7 @@ struct wsl_proj_emu {
 enum { WSL_EXPO_LAUNCH, WSL_EXPO_SYNC, WSL_EXPO_ALLOC, WSL_EXPO_FILE_META, WSL_EXPO_COUNT };
 struct wsl_proj_exposure {
     double per_ns;                  /* the unit: 1000 (launch, sync), 10000 (alloc), 100000 (file metadata) */
-    uint64_t calls;                 /* calls of the family in the run */
+    uint64_t calls;                 /* calls the unit was added to */
     int64_t wall_ns;                /* wall time change */
     bool step_known;                /* the main process has a steady state with steps */
     double step_ns;                 /* steady-state step time change */
@@ -100,6 +100,7 @@ struct wsl_projection {
     struct wsl_proj_exposure exposure[WSL_EXPO_COUNT];
     bool exposure_known;
     struct wsl_proj_range range;
+    uint64_t emu_calls;         /* calls an emulation SPEC (or an exposure replay) added a cost to */
     bool steady_step_known;     /* the options' steady state was replayed: */
     double steady_step_change_ns; /* its step time's change (projected - recorded) */
     char source[300];           /* the source profile's name ("native", "wsl2", a file), or "mixed: a, b" */

@@ -63,7 +63,7 @@ static const char *how_overall =
 
 static const char *const expo_name[WSL_EXPO_COUNT] = {"launch", "sync", "alloc", "file_metadata"};
 static const char *const expo_unit[WSL_EXPO_COUNT] = {"+1 us a launch", "+1 us a synchronization",
-                                                      "+10 us an allocation or free", "+100 us a file open or stat"};
+                                                      "+10 us an allocation or free", "+100 us a file open/stat/folder op"};
 
 static void write_exposure_json(struct json_writer *w, const struct wsl_projection *p)
 {
@@ -89,7 +89,7 @@ static void write_exposure_json(struct json_writer *w, const struct wsl_projecti
     json_string(w, "the replay run again with only this cost added to every call of the family (launches: "
                    "kernel and graph launches; syncs: stream, context and event syncs and blocking copies; "
                    "allocations: device, pool, managed and pinned allocations and their frees; file metadata: "
-                   "opens and stats on data filesystems), against the replay with nothing added; step_ns: the "
+                   "opens, stats and folder calls (rename, unlink, mkdir, listing) on data filesystems), against the replay with nothing added; step_ns: the "
                    "change of the main process's steady state divided by its steps (null: no steady state)");
     json_end_object(w);
 }

@@ -69,6 +69,17 @@ check(other.get("writes", 0) >= expect["stdout_writes"] and other.get("bytes_wri
 text = subprocess.run([REPORT, os.path.join(WORK, "shim")], capture_output=True, text=True).stdout
 check(f"{expect['writes']} writes" in text, "the text report's file section does not show the writes")
 
+# The projection's exposure: +100 us a file metadata call (open, stat, folder call) on the data
+# filesystem moves this single-threaded run by 100 us a call.
+p = subprocess.run([REPORT, "--json", "--project", "wsl2", os.path.join(WORK, "shim")], capture_output=True, text=True)
+if check(p.returncode == 0, f"--project: {p.stderr}"):
+    x = json.loads(p.stdout)["projection"]["exposure"]["file_metadata"]
+    print("exposure file_metadata:", x)
+    check(x["calls"] >= expect["dir_ops"] + 4, f"file_metadata exposure covers {x['calls']} calls, not the "
+          f"{expect['dir_ops']} folder calls and 4 opens at least")
+    check(abs(x["wall_ns"] - 100000 * x["calls"]) <= 1000, f"+100 us a call moved the wall by {x['wall_ns']} ns "
+          f"over {x['calls']} calls")
+
 if failures:
     print(f"{len(failures)} failure(s)")
     sys.exit(1)
