@@ -367,6 +367,7 @@ static void free_process(struct wsl_process *p)
     free(p->gpus);
     wsl_host_free(&p->host_cuda);
     free(p->rank_env);
+    free(p->emu_spec);
 }
 
 const char *wsl_process_rank_var(const struct wsl_process *p, const char *key)
@@ -584,6 +585,12 @@ int wsl_run_add_trace(struct wsl_run *run, const char *path, char *err, size_t e
             p.rank_env_size = it.rank.size;
             break;
         case WSL_CHUNK_EVENTS_PACKED: /* handed out as EVENTS batches */
+            break;
+        case WSL_CHUNK_EMULATION:
+            free(p.emu_spec);
+            p.emu_spec = xstrdup(it.emulation.spec);
+            p.emulated = true;
+            memcpy(p.emu_ns, it.emulation.ns, sizeof p.emu_ns);
             break;
         }
     }
@@ -942,4 +949,19 @@ void wsl_run_free(struct wsl_run *run)
     wsl_findings_free(run->findings, run->finding_count);
     wsl_dist_free(&run->dist);
     memset(run, 0, sizeof *run);
+}
+
+const struct wsl_process *wsl_run_emulated(const struct wsl_run *run, size_t *count)
+{
+    const struct wsl_process *first = NULL;
+    size_t n = 0;
+    for (size_t i = 0; i < run->proc_count; i++)
+        if (run->procs[i].emulated) {
+            if (!first)
+                first = &run->procs[i];
+            n++;
+        }
+    if (count)
+        *count = n;
+    return first;
 }

@@ -72,6 +72,9 @@ struct wsl_process {
     uint32_t rank_env_size;
     struct wsl_phases phases;   /* start-up, warm-up, steady state, teardown (phase_analysis.h) */
     bool compiler;              /* a compiler or compile worker (ptxas, gcc, Inductor's workers...) */
+    bool emulated;              /* an EMULATION chunk: it ran under WSLSHIM_EMULATE */
+    char *emu_spec;             /* its SPEC (NULL: not emulated) */
+    uint64_t emu_ns[WSL_EMU_FAMILIES]; /* added ns per call, by enum wsl_emu_family */
 };
 
 /* The run's phases: those of its main GPU process (most launches), the steady
@@ -88,6 +91,10 @@ struct wsl_run_phases {
     bool steady_known;
     uint64_t steady_wall_ns;
 };
+
+/* The first process of the run that ran under WSLSHIM_EMULATE, or NULL;
+ * *count: how many did (may be NULL). */
+const struct wsl_process *wsl_run_emulated(const struct wsl_run *run, size_t *count);
 
 /* The value of key in p's RANK chunk, or NULL. */
 const char *wsl_process_rank_var(const struct wsl_process *p, const char *key);

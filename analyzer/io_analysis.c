@@ -454,6 +454,18 @@ static void count_call(struct wsl_io_counts *c, unsigned category, const struct 
         c->bytes_mapped += ok ? ev->a[1] : 0;
         c->mmap_time += ticks;
         break;
+    case WSL_CAT_IO_WRITE: /* a sync asks for no bytes and has no offset */
+        if (ev->a[1] == 0 && ev->a[2] == 0 && ev->a[3] == WSL_IO_WRITE_SYNC)
+            c->syncs += n;
+        else
+            c->writes += n;
+        c->bytes_written += ok ? ev->a[2] : 0;
+        c->write_time += ticks;
+        break;
+    case WSL_CAT_IO_DIR:
+        c->dir_ops += n;
+        c->meta_time += ticks;
+        break;
     }
     c->errors += ok ? 0 : n;
 }
@@ -573,7 +585,8 @@ void wsl_io_trace_event(struct wsl_io_trace *t, unsigned category, const struct 
     }
     if (r) {
         /* The device of a successful open or stat says where the file lives. */
-        uint64_t dev = ok && (category == WSL_CAT_IO_OPEN || category == WSL_CAT_IO_STAT) ? ev->a[1] : 0;
+        uint64_t dev = ok && (category == WSL_CAT_IO_OPEN || category == WSL_CAT_IO_STAT ||
+                              category == WSL_CAT_IO_DIR) ? ev->a[1] : 0;
         if ((category == WSL_CAT_IO_OPEN && ok) || r->mount == MOUNT_UNSET ||
             (dev && !(r->flags & PATH_BY_DEVICE)))
             classify(t, r, dev);
@@ -595,7 +608,7 @@ void wsl_io_trace_event(struct wsl_io_trace *t, unsigned category, const struct 
         count_data_call(t, r, mount, category, ev, n, ticks);
     }
     /* The shim names every open and every lookup anew: these ids are done. */
-    if (r && (category == WSL_CAT_IO_CLOSE || (category == WSL_CAT_IO_OPEN && !ok) ||
+    if (r && (category == WSL_CAT_IO_CLOSE || (category == WSL_CAT_IO_OPEN && !ok) || category == WSL_CAT_IO_DIR ||
               (category == WSL_CAT_IO_STAT && !has_fd)))
         path_dies(t, r);
 }
@@ -622,6 +635,11 @@ static void counts_add(struct wsl_io_counts *dst, const struct wsl_io_counts *sr
     dst->read_time = add_sat(dst->read_time, wsl_clock_duration_ns(clock, src->read_time));
     dst->meta_time = add_sat(dst->meta_time, wsl_clock_duration_ns(clock, src->meta_time));
     dst->mmap_time = add_sat(dst->mmap_time, wsl_clock_duration_ns(clock, src->mmap_time));
+    dst->writes += src->writes;
+    dst->bytes_written += src->bytes_written;
+    dst->syncs += src->syncs;
+    dst->dir_ops += src->dir_ops;
+    dst->write_time = add_sat(dst->write_time, wsl_clock_duration_ns(clock, src->write_time));
 }
 
 static void summary_add(struct wsl_io_summary *dst, const struct wsl_io_summary *src,

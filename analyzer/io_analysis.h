@@ -98,16 +98,21 @@ struct wsl_io_counts {
     uint64_t read_time;     /* host time in reads: ns in the run model (ticks while a trace is read) */
     uint64_t meta_time;     /* in open, stat, seek and close */
     uint64_t mmap_time;
+    uint64_t writes;        /* write, pwrite, writev, fwrite calls, failed ones too (1.8) */
+    uint64_t bytes_written; /* bytes they wrote */
+    uint64_t syncs;         /* fsync, fdatasync */
+    uint64_t dir_ops;       /* rename, unlink, mkdir, opendir */
+    uint64_t write_time;    /* in writes and syncs */
 };
 
 static inline uint64_t wsl_io_time(const struct wsl_io_counts *c)
 {
-    return c->read_time + c->meta_time + c->mmap_time;
+    return c->read_time + c->meta_time + c->mmap_time + c->write_time;
 }
 
 static inline uint64_t wsl_io_calls(const struct wsl_io_counts *c)
 {
-    return c->reads + c->opens + c->stats + c->seeks + c->closes + c->mmaps;
+    return c->reads + c->opens + c->stats + c->seeks + c->closes + c->mmaps + c->writes + c->syncs + c->dir_ops;
 }
 
 struct wsl_io_mount {       /* one mount that saw I/O, over all traces */
@@ -208,7 +213,8 @@ double wsl_io_files_per_s(const struct wsl_io *io);
 
 static inline bool wsl_is_io_category(unsigned category)
 {
-    return category >= WSL_CAT_IO_OPEN && category <= WSL_CAT_IO_CLOSE;
+    return (category >= WSL_CAT_IO_OPEN && category <= WSL_CAT_IO_CLOSE) || category == WSL_CAT_IO_WRITE ||
+           category == WSL_CAT_IO_DIR;
 }
 
 #endif /* WSLSHIM_IO_ANALYSIS_H */

@@ -26,6 +26,7 @@
 
 #include "json_writer.h"
 #include "profiles.h"
+#include "wslshim/emulation.h"
 
 #define WSL_PROJ_WINDOW (1u << 18)      /* events held to restore time order across threads */
 #define WSL_PROJ_MAX_STREAMS 4096u      /* streams modelled per process; the rest share one queue */
@@ -65,8 +66,43 @@ struct wsl_proj_process {
     uint64_t wall_ns_recorded, wall_ns;
 };
 
+/* Costs added to each call, instead of a profile's differences: an emulation
+ * SPEC given to --project, and the exposure replays. */
+struct wsl_proj_emu {
+    double ns[WSL_EMU_FAMILIES];    /* by enum wsl_emu_family, as the shim adds them */
+    double file_meta_ns;            /* per open and stat on a data filesystem (not /proc, /sys...) */
+};
+
+/* How the wall time and the steady state's step time move per unit of added
+ * cost on one call family (a replay with only that cost added). */
+enum { WSL_EXPO_LAUNCH, WSL_EXPO_SYNC, WSL_EXPO_ALLOC, WSL_EXPO_FILE_META, WSL_EXPO_COUNT };
+struct wsl_proj_exposure {
+    double per_ns;                  /* the unit: 1000 (launch, sync), 10000 (alloc), 100000 (file metadata) */
+    uint64_t calls;                 /* calls the unit was added to */
+    int64_t wall_ns;                /* wall time change */
+    bool step_known;                /* the main process has a steady state with steps */
+    double step_ns;                 /* steady-state step time change */
+};
+
+/* A range of the projected wall time over published ranges of figures. */
+struct wsl_proj_range {
+    bool known;
+    uint64_t low_ns, high_ns;
+    bool high_open;                 /* families with no published figure: high_ns leaves them out */
+    char basis[400];                /* the ranges used, and what is left out */
+};
+
 struct wsl_projection {
     struct wsl_profile target;
+    bool emulation;             /* the target is an emulation SPEC: emu's costs added */
+    char emu_spec[WSL_EMU_SPEC_MAX];
+    struct wsl_proj_emu emu;
+    struct wsl_proj_exposure exposure[WSL_EXPO_COUNT];
+    bool exposure_known;
+    struct wsl_proj_range range;
+    uint64_t emu_calls;         /* calls an emulation SPEC (or an exposure replay) added a cost to */
+    bool steady_step_known;     /* the options' steady state was replayed: */
+    double steady_step_change_ns; /* its step time's change (projected - recorded) */
     char source[300];           /* the source profile's name ("native", "wsl2", a file), or "mixed: a, b" */
     char fs[32];                /* --project-fs; "" = the same filesystem type on the target */
     uint64_t wall_ns, wall_ns_recorded;
@@ -89,6 +125,10 @@ struct wsl_projection_options {
     const char *source;         /* NULL: per process, "wsl2" when recorded under WSL 2 else "native" */
     const char *fs;             /* NULL: same filesystem type on the target */
     size_t window;              /* 0: WSL_PROJ_WINDOW (tests make it small) */
+    /* The run's main process's steady state (recorded ns), for the exposure's
+     * step time; steady_steps 0: none known. */
+    int32_t steady_pid;
+    uint64_t steady_start_ns, steady_end_ns, steady_steps;
 };
 
 /* Projects the run made of these traces. Returns 0, or -1 with one line in
@@ -96,6 +136,9 @@ struct wsl_projection_options {
 int wsl_project(const char *const *paths, size_t count, const struct wsl_projection_options *opt,
                 struct wsl_projection *out, char *err, size_t errlen);
 void wsl_projection_free(struct wsl_projection *p);
+/* Whether --project's TARGET can be read: a profile, or an emulation SPEC
+ * (inline, or a file with "platform": "emulation"). 0, or -1 with err. */
+int wsl_project_check_target(const char *target, char *err, size_t errlen);
 
 /* "launch", "sync", "alloc", "copy", "event", "file_io", "other_cuda", "cpu" */
 const char *wsl_proj_cause_name(unsigned cause);

@@ -61,6 +61,39 @@ static const char *how_overall =
     "keep the recorded cost (unknown_figures). Threads are independent; processes are not moved against "
     "each other (docs/projection.md)";
 
+static const char *const expo_name[WSL_EXPO_COUNT] = {"launch", "sync", "alloc", "file_metadata"};
+static const char *const expo_unit[WSL_EXPO_COUNT] = {"+1 us a launch", "+1 us a synchronization",
+                                                      "+10 us an allocation or free", "+100 us a file open/stat/folder op"};
+
+static void write_exposure_json(struct json_writer *w, const struct wsl_projection *p)
+{
+    json_begin_object(w);
+    for (unsigned k = 0; k < WSL_EXPO_COUNT; k++) {
+        const struct wsl_proj_exposure *x = &p->exposure[k];
+        json_key(w, expo_name[k]);
+        json_begin_object(w);
+        json_key(w, "per_ns");
+        json_u64(w, (uint64_t)x->per_ns);
+        json_key(w, "calls");
+        json_u64(w, x->calls);
+        json_key(w, "wall_ns");
+        json_i64(w, x->wall_ns);
+        json_key(w, "step_ns");
+        if (x->step_known)
+            json_double(w, x->step_ns);
+        else
+            json_null(w);
+        json_end_object(w);
+    }
+    json_key(w, "how_computed");
+    json_string(w, "the replay run again with only this cost added to every call of the family (launches: "
+                   "kernel and graph launches; syncs: stream, context and event syncs and blocking copies; "
+                   "allocations: device, pool, managed and pinned allocations and their frees; file metadata: "
+                   "opens, stats and folder calls (rename, unlink, mkdir, listing) on data filesystems), against the replay with nothing added; step_ns: the "
+                   "change of the main process's steady state divided by its steps (null: no steady state)");
+    json_end_object(w);
+}
+
 void wsl_projection_write_json(struct json_writer *w, const struct wsl_projection *p)
 {
     json_begin_object(w);
@@ -197,6 +230,37 @@ void wsl_projection_write_json(struct json_writer *w, const struct wsl_projectio
         json_end_object(w);
     }
     json_end_array(w);
+    if (p->emulation) {
+        json_key(w, "emulation");
+        json_begin_object(w);
+        json_key(w, "spec");
+        json_string(w, p->emu_spec);
+        json_key(w, "added_ns");
+        json_begin_object(w);
+        for (unsigned f = 0; f < WSL_EMU_FAMILIES; f++) {
+            json_key(w, wsl_emu_family_name(f));
+            json_u64(w, (uint64_t)p->emu.ns[f]);
+        }
+        json_end_object(w);
+        json_end_object(w);
+    }
+    if (p->exposure_known) {
+        json_key(w, "exposure");
+        write_exposure_json(w, p);
+    }
+    if (p->range.known) {
+        json_key(w, "wall_ns_range");
+        json_begin_object(w);
+        json_key(w, "low");
+        json_u64(w, p->range.low_ns);
+        json_key(w, "high");
+        json_u64(w, p->range.high_ns);
+        json_key(w, "high_open");
+        json_bool(w, p->range.high_open);
+        json_key(w, "basis");
+        json_string(w, p->range.basis);
+        json_end_object(w);
+    }
     json_key(w, "calls_replayed");
     json_u64(w, p->events);
     json_key(w, "late_calls");
@@ -217,6 +281,23 @@ void wsl_projection_write_text(FILE *out, const struct wsl_projection *p)
     fprintf(out, "  wall time: recorded %s, projected %s (%+.1f%%)\n",
             wsl_format_ns(a, sizeof a, p->wall_ns_recorded), wsl_format_ns(b, sizeof b, p->wall_ns),
             (ratio - 1) * 100);
+    if (p->range.known)
+        fprintf(out, "  wall time range over published figures: %s to %s%s\n    (%s)\n",
+                wsl_format_ns(a, sizeof a, p->range.low_ns), wsl_format_ns(b, sizeof b, p->range.high_ns),
+                p->range.high_open ? " or more" : "", p->range.basis);
+    if (p->exposure_known) {
+        fputs("  exposure (the replay with one cost raised):\n", out);
+        for (unsigned k = 0; k < WSL_EXPO_COUNT; k++) {
+            const struct wsl_proj_exposure *x = &p->exposure[k];
+            int64_t wv = x->wall_ns;
+            snprintf(d, sizeof d, "%s", wv < 0 ? "-" : "+");
+            wsl_format_ns(d + 1, sizeof d - 1, (uint64_t)(wv < 0 ? -wv : wv));
+            fprintf(out, "    %-30s wall %11s over %" PRIu64 " calls", expo_unit[k], d, x->calls);
+            if (x->step_known)
+                fprintf(out, "; step time %+.2f us", x->step_ns / 1000.0);
+            fputs("\n", out);
+        }
+    }
     fprintf(out, "  %-12s %10s %11s %11s %12s  %s\n", "cause", "calls", "recorded", "projected", "change", "kept");
     for (unsigned c = 0; c < WSL_PROJ_CAUSES; c++) {
         const struct wsl_proj_cause_figs *f = &p->cause[c];

@@ -603,7 +603,7 @@ int main(int argc, char **argv)
     if (project_opt.target) {
         struct wsl_profile check;
         char perr[512];
-        if (wsl_profile_load(project_opt.target, &check, perr, sizeof perr) != 0)
+        if (wsl_project_check_target(project_opt.target, perr, sizeof perr) != 0)
             fail("--project: %s", perr);
         if (project_opt.source && wsl_profile_load(project_opt.source, &check, perr, sizeof perr) != 0)
             fail("--project-from: %s", perr);
@@ -659,6 +659,12 @@ int main(int argc, char **argv)
         load_run(&run, &traces, force_progress);
         if (project_opt.target) {
             char perr[512];
+            if (run.phases.known && run.phases.main.steps) { /* the exposure's step time */
+                project_opt.steady_pid = run.phases.main_pid;
+                project_opt.steady_start_ns = run.phases.main.steady_start_ns;
+                project_opt.steady_end_ns = run.phases.main.steady_end_ns;
+                project_opt.steady_steps = run.phases.main.steps;
+            }
             if (wsl_project((const char *const *)traces.paths, traces.count, &project_opt, &projection, perr,
                             sizeof perr) != 0)
                 fail("%s", perr);

@@ -36,6 +36,36 @@ static void write_io_counts(struct json_writer *w, const struct wsl_io_counts *c
     json_u64(w, c->meta_time);
     json_key(w, "mmap_ns");
     json_u64(w, c->mmap_time);
+    json_key(w, "writes");
+    json_u64(w, c->writes);
+    json_key(w, "bytes_written");
+    json_u64(w, c->bytes_written);
+    json_key(w, "syncs");
+    json_u64(w, c->syncs);
+    json_key(w, "dir_ops");
+    json_u64(w, c->dir_ops);
+    json_key(w, "write_ns");
+    json_u64(w, c->write_time);
+}
+
+/* "emulation": the SPEC a process ran under and the costs it added. */
+static void write_emulation(struct json_writer *w, const struct wsl_process *p, size_t processes)
+{
+    json_begin_object(w);
+    json_key(w, "spec");
+    json_string(w, p->emu_spec);
+    json_key(w, "added_ns");
+    json_begin_object(w);
+    for (unsigned f = 0; f < WSL_EMU_FAMILIES; f++) {
+        json_key(w, wsl_emu_family_name(f));
+        json_u64(w, p->emu_ns[f]);
+    }
+    json_end_object(w);
+    if (processes) {
+        json_key(w, "processes");
+        json_u64(w, processes);
+    }
+    json_end_object(w);
 }
 
 static void write_process(struct json_writer *w, const struct wsl_run *run, const struct wsl_process *p)
@@ -51,6 +81,10 @@ static void write_process(struct json_writer *w, const struct wsl_run *run, cons
     json_bool(w, (p->flags & (WSL_PROC_WSL1 | WSL_PROC_WSL2)) != 0);
     json_key(w, "wsl_version");
     json_u64(w, p->flags & WSL_PROC_WSL2 ? 2 : p->flags & WSL_PROC_WSL1 ? 1 : 0);
+    if (p->emulated) {
+        json_key(w, "emulation");
+        write_emulation(w, p, 0);
+    }
     json_key(w, "host");
     json_string(w, p->host);
     json_key(w, "kernel_release");
@@ -1015,6 +1049,12 @@ void report_write_json(const struct wsl_run *run, const struct wsl_compare *cmp,
     json_u64(&w, WSL_REPORT_SCHEMA);
     json_key(&w, "wall_ns");
     json_u64(&w, run->wall_ns);
+    size_t emulated = 0;
+    const struct wsl_process *emu = wsl_run_emulated(run, &emulated);
+    if (emu) { /* the run's emulation: its first emulated process's SPEC */
+        json_key(&w, "emulation");
+        write_emulation(&w, emu, emulated);
+    }
     json_key(&w, "processes");
     json_begin_array(&w);
     for (size_t i = 0; i < run->proc_count; i++)

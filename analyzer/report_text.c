@@ -128,6 +128,11 @@ static void write_io(FILE *out, const struct wsl_io *io)
     fprintf(out, "               time in reads %s, in open/stat/seek/close %s, in mmap %s\n",
             format_ns(a, sizeof a, d->read_time), format_ns(b, sizeof b, d->meta_time),
             format_ns(c, sizeof c, d->mmap_time));
+    if (d->writes || d->syncs || d->dir_ops)
+        fprintf(out, "  writes       %" PRIu64 " writes, %s written, %" PRIu64 " fsync/fdatasync, time %s; %" PRIu64
+                     " folder calls (rename, unlink, mkdir, listdir)\n",
+                d->writes, wsl_format_bytes(a, sizeof a, d->bytes_written), d->syncs,
+                format_ns(b, sizeof b, d->write_time), d->dir_ops);
     if (io->timing_sample > 1)
         fprintf(out, "               (calls on local filesystems timed 1 in %u, times scaled up: estimates; "
                      "counts exact)\n", io->timing_sample);
@@ -144,11 +149,16 @@ static void write_io(FILE *out, const struct wsl_io *io)
     fprintf(out, "  system       %" PRIu64 " calls on /proc, /sys, /dev (not counted above): %" PRIu64 " reads, %s, %s\n",
             wsl_io_calls(sys), sys->reads, wsl_format_bytes(a, sizeof a, sys->bytes_read),
             format_ns(b, sizeof b, wsl_io_time(sys)));
-    if (wsl_io_calls(other))
+    if (wsl_io_calls(other)) {
         fprintf(out, "  other fds    %" PRIu64 " calls on fds not seen opened (stdin, pipes, sockets): %" PRIu64
-                     " reads, %s, %s\n",
+                     " reads, %s, %s",
                 wsl_io_calls(other), other->reads, wsl_format_bytes(a, sizeof a, other->bytes_read),
                 format_ns(b, sizeof b, wsl_io_time(other)));
+        if (other->writes)
+            fprintf(out, "; %" PRIu64 " writes (stdout, stderr...), %s", other->writes,
+                    wsl_format_bytes(c, sizeof c, other->bytes_written));
+        fputc('\n', out);
+    }
 
     fprintf(out, "  %-12s %9s %11s %8s %11s %11s  %s\n", "filesystem", "reads", "read", "files", "read time",
             "meta time", "mount points");
@@ -172,6 +182,26 @@ static void write_io(FILE *out, const struct wsl_io *io)
         if (fs->system)
             fputs("  system", out);
         fputc('\n', out);
+    }
+    bool any_writes = false;
+    for (size_t i = 0; i < io->fs_count; i++)
+        any_writes |= io->fs[i].all.writes + io->fs[i].all.syncs + io->fs[i].all.dir_ops > 0;
+    if (any_writes) { /* checkpoints on a Windows drive are a common WSL2 cost */
+        fprintf(out, "  %-12s %9s %11s %8s %11s %11s\n", "filesystem", "writes", "written", "syncs", "write time",
+                "folder ops");
+        for (size_t i = 0; i < io->fs_count; i++) {
+            const struct wsl_io_fs *fs = &io->fs[i];
+            if (!(fs->all.writes + fs->all.syncs + fs->all.dir_ops))
+                continue;
+            char d1[32], d2[32];
+            fputs("  ", out);
+            put_clean(out, fs->fstype);
+            size_t len = strlen(fs->fstype);
+            fprintf(out, "%*s %9" PRIu64 " %11s %8" PRIu64 " %11s %11" PRIu64 "%s\n", len < 12 ? (int)(12 - len) : 0, "",
+                    fs->all.writes, wsl_format_bytes(d1, sizeof d1, fs->all.bytes_written), fs->all.syncs,
+                    format_ns(d2, sizeof d2, fs->all.write_time), fs->all.dir_ops,
+                    fs->crosses_windows ? "  (a Windows drive: each call crosses the VM boundary)" : "");
+        }
     }
 
     size_t shown = 0;
@@ -676,6 +706,17 @@ void report_write_text(const struct wsl_run *run, FILE *out, bool color)
     if (dropped)
         fprintf(out, " (%" PRIu64 " dropped)", dropped);
     fprintf(out, ", wall time %s\n", format_ns(buf, sizeof buf, run->wall_ns));
+    size_t emulated = 0;
+    const struct wsl_process *emu = wsl_run_emulated(run, &emulated);
+    if (emu) { /* said first: these are not the platform's own costs */
+        fprintf(out, "EMULATED RUN (%zu of %zu process%s): WSLSHIM_EMULATE=", emulated, run->proc_count,
+                run->proc_count == 1 ? "" : "es");
+        put_clean(out, emu->emu_spec);
+        fprintf(out, "; the shim added per call:");
+        for (unsigned f = 0; f < WSL_EMU_FAMILIES; f++)
+            fprintf(out, " %s +%s", wsl_emu_family_name(f), format_ns(buf, sizeof buf, emu->emu_ns[f]));
+        fprintf(out, "\n");
+    }
     write_summary(out, run);
     write_phases(out, run);
 

@@ -137,6 +137,7 @@ static const char *chunk_type_name(uint32_t type)
     case WSL_CHUNK_GPU_MEMORY: return "GPU_MEMORY";
     case WSL_CHUNK_RANK: return "RANK";
     case WSL_CHUNK_EVENTS_PACKED: return "EVENTS_PACKED";
+    case WSL_CHUNK_EMULATION: return "EMULATION";
     default: return "unknown";
     }
 }
@@ -1019,6 +1020,24 @@ static enum wsl_read_result parse_rank(struct wsl_reader *r, uint32_t size, stru
     return WSL_READ_ITEM;
 }
 
+/* EMULATION (1.8): the fixed part, then the SPEC text. A later minor version
+ * may have more families: those this reader knows are read. */
+static enum wsl_read_result parse_emulation(struct wsl_reader *r, uint32_t size, struct wsl_item *item)
+{
+    const unsigned long long at = (unsigned long long)r->chunk_offset;
+    struct wsl_emulation_info ei;
+    if (size < sizeof ei)
+        return corrupt(r, "corrupt chunk at byte %llu: EMULATION payload too small", at);
+    memcpy(&ei, r->payload, sizeof ei);
+    if (ei.spec_size == 0 || ei.spec_size > size - sizeof ei ||
+        ((const char *)r->payload)[sizeof ei + ei.spec_size - 1] != 0)
+        return corrupt(r, "corrupt chunk at byte %llu: EMULATION SPEC not NUL-terminated", at);
+    for (unsigned f = 0; f < WSL_EMU_FAMILIES; f++)
+        item->emulation.ns[f] = f < ei.families && f < 8 ? ei.ns[f] : 0;
+    item->emulation.spec = (const char *)r->payload + sizeof ei;
+    return WSL_READ_ITEM;
+}
+
 enum wsl_read_result wsl_reader_next(struct wsl_reader *r, struct wsl_item *item)
 {
     if (r->done != WSL_READ_ITEM)
@@ -1055,7 +1074,8 @@ enum wsl_read_result wsl_reader_next(struct wsl_reader *r, struct wsl_item *item
         if (!r->seen_process && ch.type != WSL_CHUNK_PROCESS)
             return corrupt(r, "corrupt chunk at byte %llu: the first chunk is %s (type %u), not PROCESS", at,
                            chunk_type_name(ch.type), ch.type);
-        if (ch.type < WSL_CHUNK_PROCESS || (ch.type > WSL_CHUNK_RANK && ch.type != WSL_CHUNK_EVENTS_PACKED)) {
+        if (ch.type < WSL_CHUNK_PROCESS || (ch.type > WSL_CHUNK_RANK && ch.type != WSL_CHUNK_EVENTS_PACKED &&
+                                              ch.type != WSL_CHUNK_EMULATION)) {
             if (stream_read(r, NULL, ch.size) < ch.size)   /* a later minor version's chunk */
                 return stream_ended(r, true);
             continue;
@@ -1119,6 +1139,8 @@ enum wsl_read_result wsl_reader_next(struct wsl_reader *r, struct wsl_item *item
             return WSL_READ_ITEM;
         case WSL_CHUNK_RANK:
             return parse_rank(r, ch.size, item);
+        case WSL_CHUNK_EMULATION:
+            return parse_emulation(r, ch.size, item);
         }
     }
 }

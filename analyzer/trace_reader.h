@@ -53,6 +53,7 @@
 #include <stdint.h>
 
 #include "mounts.h"
+#include "wslshim/emulation.h"
 #include "wslshim/trace_format.h"
 
 #define WSL_READER_ERRLEN 256
@@ -115,6 +116,10 @@ struct wsl_item {
             uint32_t size;
             const char *data;                   /* checked: NUL-terminated KEY=VALUE entries */
         } rank;
+        struct {
+            uint64_t ns[WSL_EMU_FAMILIES];      /* added ns per call, by enum wsl_emu_family */
+            const char *spec;                   /* NUL-terminated SPEC text */
+        } emulation;
         struct {
             uint32_t id;
             uint32_t size;

@@ -238,6 +238,9 @@ static void wsl_func_note_named(const struct wsl_event *ev)
     uint64_t t1 = wsl_ticks();                                                             \
     if (WSL_IS_TIMED(cat) && WSL_UNLIKELY(wsl_gs.active))                                  \
         wsl_gpu_sample_end(&wsl_gs, (int)r, t0, t1, t->tid);                               \
+    /* WSLSHIM_EMULATE: the added cost, after the call, inside the record */              \
+    if (WSL_EMU_CAT(cat) && WSL_UNLIKELY(wsl_emu_cat_ticks[cat]))                          \
+        t1 = wsl_emu_spin(t1, wsl_emu_cat_ticks[cat]);                                     \
     wsl_tls_depth = 0;                                                                     \
     struct wsl_event *wsl_ev = wsl_ring_reserve(t);                                        \
     if (WSL_LIKELY(wsl_ev != NULL)) {                                                      \

@@ -26,6 +26,7 @@
  * system call except that first fstat per directory, which saves errno.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <gnu/libc-version.h>
@@ -126,6 +127,20 @@ static struct {
     int (*fclose)(FILE *);
     int (*chdir)(const char *);
     int (*fchdir)(int);
+    ssize_t (*write)(int, const void *, size_t);
+    ssize_t (*pwrite)(int, const void *, size_t, off_t);
+    ssize_t (*pwrite64)(int, const void *, size_t, off64_t);
+    ssize_t (*writev)(int, const struct iovec *, int);
+    size_t (*fwrite)(const void *, size_t, size_t, FILE *);
+    int (*fsync)(int);
+    int (*fdatasync)(int);
+    int (*rename)(const char *, const char *);
+    int (*renameat)(int, const char *, int, const char *);
+    int (*unlink)(const char *);
+    int (*unlinkat)(int, const char *, int);
+    int (*mkdir)(const char *, mode_t);
+    int (*mkdirat)(int, const char *, mode_t);
+    DIR *(*opendir)(const char *);
 } real;
 
 #define REAL(name) (WSL_LIKELY(real.name != NULL) ? real.name : (__typeof__(real.name))resolve(#name, (void **)&real.name))
@@ -2199,4 +2214,102 @@ size_t wsl_io_read_mounts(char **buf, size_t *cap)
     wsl_fd_protect(1, -1);
     REAL(close)(fd);
     return n;
+}
+
+/* ---- writes, syncs and folder calls (1.8; docs/io.md) ---------------------------------------
+ * Always timed, never folded: an event each. A write on an fd the shim did not
+ * see opened (stdout, stderr, a pipe) has path id 0: the report counts it under
+ * other descriptors, not data files. The shim's own descriptors (the trace)
+ * and its own threads' calls (depth) pass straight through. */
+#define WRITE_HOOK(type, api, fd, ask, off, failed, written, call)                        \
+    if (WSL_UNLIKELY(fd_protected(fd)))                                                    \
+        return call;                                                                       \
+    struct wsl_thread *t = io_enter();                                                     \
+    if (!t)                                                                                \
+        return call;                                                                       \
+    uint64_t info_ = info_of_fd(fd);                                                       \
+    int timed_ = 1;                                                                        \
+    IO_CALL_TIMED(type, r, call)                                                           \
+    int err = errno;                                                                       \
+    io_record(t, api, t0, t1, (failed), err, fd, (uint32_t)info_, (ask), (failed) ? 0 : (written), (off)); \
+    errno = err;                                                                           \
+    return r;
+
+WSL_EXPORT ssize_t write(int fd, const void *buf, size_t n)
+{
+    WRITE_HOOK(ssize_t, WSL_IO_ID_write, fd, n, NO_OFFSET, r < 0, (uint64_t)r, REAL(write)(fd, buf, n))
+}
+WSL_EXPORT ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+    WRITE_HOOK(ssize_t, WSL_IO_ID_pwrite, fd, n, (uint64_t)off, r < 0, (uint64_t)r, REAL(pwrite)(fd, buf, n, off))
+}
+WSL_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t n, off64_t off)
+{
+    WRITE_HOOK(ssize_t, WSL_IO_ID_pwrite64, fd, n, (uint64_t)off, r < 0, (uint64_t)r,
+               REAL(pwrite64)(fd, buf, n, off))
+}
+WSL_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
+{
+    WRITE_HOOK(ssize_t, WSL_IO_ID_writev, fd, iov_bytes(iov, cnt), NO_OFFSET, r < 0, (uint64_t)r,
+               REAL(writev)(fd, iov, cnt))
+}
+WSL_EXPORT size_t fwrite(const void *buf, size_t size, size_t n, FILE *f)
+{
+    int fd = stream_fd(f);
+    WRITE_HOOK(size_t, WSL_IO_ID_fwrite, fd, (uint64_t)size * n, NO_OFFSET, r < n && f && ferror_unlocked(f),
+               (uint64_t)r * size, REAL(fwrite)(buf, size, n, f))
+}
+WSL_EXPORT int fsync(int fd)
+{
+    WRITE_HOOK(int, WSL_IO_ID_fsync, fd, 0, WSL_IO_WRITE_SYNC, r != 0, 0, REAL(fsync)(fd))
+}
+WSL_EXPORT int fdatasync(int fd)
+{
+    WRITE_HOOK(int, WSL_IO_ID_fdatasync, fd, 0, WSL_IO_WRITE_SYNC, r != 0, 0, REAL(fdatasync)(fd))
+}
+
+/* A call that names a path in a folder: the path is recorded (as a lookup's),
+ * with its folder's device when a file there was seen. */
+#define DIR_HOOK(type, api, dirfd, path, op, failed, call)                                \
+    struct wsl_thread *t = io_enter();                                                     \
+    if (!t)                                                                                \
+        return call;                                                                       \
+    uint64_t dir_hash_ = 0;                                                                \
+    uint32_t id_ = (path) ? path_record(t, dirfd, path, &dir_hash_) : 0;                   \
+    uint64_t dev_ = id_ ? dir_device(dir_hash_) : 0;                                       \
+    int timed_ = 1;                                                                        \
+    IO_CALL_TIMED(type, r, call)                                                           \
+    int err = errno;                                                                       \
+    io_record(t, api, t0, t1, (failed), err, (dirfd) == AT_FDCWD ? -1 : (dirfd), id_, dev_, (op), 0); \
+    errno = err;                                                                           \
+    return r;
+
+WSL_EXPORT int rename(const char *from, const char *to)
+{
+    DIR_HOOK(int, WSL_IO_ID_rename, AT_FDCWD, from, WSL_DIR_OP_RENAME, r != 0, REAL(rename)(from, to))
+}
+WSL_EXPORT int renameat(int fromfd, const char *from, int tofd, const char *to)
+{
+    DIR_HOOK(int, WSL_IO_ID_renameat, fromfd, from, WSL_DIR_OP_RENAME, r != 0,
+             REAL(renameat)(fromfd, from, tofd, to))
+}
+WSL_EXPORT int unlink(const char *path)
+{
+    DIR_HOOK(int, WSL_IO_ID_unlink, AT_FDCWD, path, WSL_DIR_OP_UNLINK, r != 0, REAL(unlink)(path))
+}
+WSL_EXPORT int unlinkat(int dirfd, const char *path, int flags)
+{
+    DIR_HOOK(int, WSL_IO_ID_unlinkat, dirfd, path, WSL_DIR_OP_UNLINK, r != 0, REAL(unlinkat)(dirfd, path, flags))
+}
+WSL_EXPORT int mkdir(const char *path, mode_t mode)
+{
+    DIR_HOOK(int, WSL_IO_ID_mkdir, AT_FDCWD, path, WSL_DIR_OP_MKDIR, r != 0, REAL(mkdir)(path, mode))
+}
+WSL_EXPORT int mkdirat(int dirfd, const char *path, mode_t mode)
+{
+    DIR_HOOK(int, WSL_IO_ID_mkdirat, dirfd, path, WSL_DIR_OP_MKDIR, r != 0, REAL(mkdirat)(dirfd, path, mode))
+}
+WSL_EXPORT DIR *opendir(const char *path)
+{
+    DIR_HOOK(DIR *, WSL_IO_ID_opendir, AT_FDCWD, path, WSL_DIR_OP_LIST, r == NULL, REAL(opendir)(path))
 }

@@ -95,7 +95,9 @@ void wsl_log(int level, const char *fmt, ...)
         if (wsl_tls.own_fds) {
             log_pending_add(buf, (size_t)n);
         } else {
+            wsl_tls_depth++; /* the shim's own line: not a write of the program's */
             ssize_t w = write(2, buf, (size_t)n);
+            wsl_tls_depth--;
             (void)w;
         }
     }
@@ -108,7 +110,9 @@ void wsl_log_flush_pending(void)
     if (!n)
         return;
     int saved = errno;
+    wsl_tls_depth++;
     ssize_t w = write(2, log_pending, n);
+    wsl_tls_depth--;
     (void)w;
     log_pending_len = 0;
     errno = saved;
@@ -226,6 +230,8 @@ void wsl_config_load(void)
         wsl_cfg.use_tsc = 0;
     else
         wsl_cfg.use_tsc = tsc_is_reliable();
+    if ((v = getenv("WSLSHIM_EMULATE")) && *v)
+        wsl_emulation_load(v); /* after the clock: its costs are kept in ticks */
 }
 
 /* ---- per-thread buffers -------------------------------------------------------- */

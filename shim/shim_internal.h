@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "wslshim/emulation.h"
 #include "wslshim/trace_format.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -70,10 +71,20 @@ struct wsl_config {
     int io_paths_hash;         /* WSLSHIM_IO_PATHS=hash */
     int log_level;             /* WSLSHIM_LOG */
     int use_tsc;               /* event clock is the cycle counter */
+    int emulate;               /* WSLSHIM_EMULATE parsed and in force */
+    struct wsl_emu_spec emu;   /* its SPEC and costs (wslshim/emulation.h) */
 };
 extern struct wsl_config wsl_cfg;
 
 void wsl_config_load(void);
+
+/* ---- latency emulation (emulation.c; docs/emulation.md) ----------------------------
+ * Ticks of the event clock each hooked call of a category gets added after the
+ * real call returned; all 0 unless WSLSHIM_EMULATE is set (read once at load). */
+extern uint64_t wsl_emu_cat_ticks[WSL_CAT_COUNT];
+void wsl_emulation_load(const char *spec); /* from wsl_config_load */
+/* Spins on the event clock from `from` until `ticks` more have passed; returns the end. */
+uint64_t wsl_emu_spin(uint64_t from, uint64_t ticks);
 void wsl_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The lines a writer thread with a table of its own logged, to stderr: by the
  * thread that joined it or saw it end the trace (async-signal-safe). */

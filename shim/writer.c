@@ -1311,6 +1311,15 @@ static int writer_open(void)
     }
     emit_process();
     emit_api_table();
+    if (wsl_cfg.emulate) { /* the SPEC and its costs (trace format 1.8) */
+        struct wsl_emulation_info ei;
+        memset(&ei, 0, sizeof ei);
+        ei.families = WSL_EMU_FAMILIES;
+        for (unsigned f = 0; f < WSL_EMU_FAMILIES; f++)
+            ei.ns[f] = wsl_cfg.emu.ns[f];
+        ei.spec_size = (uint32_t)strlen(wsl_cfg.emu.text) + 1;
+        emit_chunk(WSL_CHUNK_EMULATION, &ei, sizeof ei, wsl_cfg.emu.text, ei.spec_size);
+    }
     {
         static char rank_start[WSL_RANK_MAX_PAYLOAD];
         size_t n = rank_collect(rank_start, sizeof rank_start);

@@ -24,7 +24,9 @@
 #define WSL_TRACE_MAGIC "WSLSHIM"          /* 7 chars + NUL = 8 bytes */
 #define WSL_TRACE_BYTE_ORDER 0x01020304u
 #define WSL_TRACE_VERSION_MAJOR 1u         /* readers refuse a newer major */
-#define WSL_TRACE_VERSION_MINOR 7u         /* additions readers may skip; 1.7 numbers EVENTS chunks
+#define WSL_TRACE_VERSION_MINOR 8u         /* additions readers may skip; 1.8 adds the EMULATION chunk
+                                              and the IO_WRITE and IO_DIR categories
+                                              (include/wslshim/emulation.h), 1.7 numbers EVENTS chunks
                                               (wsl_events_header.seq), 1.6 folds untimed opens,
                                               1.5 folds untimed file
                                               calls (WSL_CAT_IO_FOLD), 1.4 writes EVENTS_PACKED,
@@ -60,6 +62,7 @@ enum wsl_chunk_type {
     WSL_CHUNK_RANK = 11,    /* distributed identity: rank variables, GPUs (KEY=VALUE strings) */
     /* 12: reserved for additions (NVTX) */
     WSL_CHUNK_EVENTS_PACKED = 13, /* encoded events of one thread, table-packed (1.4; replaces EVENTS) */
+    WSL_CHUNK_EMULATION = 14, /* the run's WSLSHIM_EMULATE: SPEC and added costs (1.8; wslshim/emulation.h) */
 };
 
 struct wsl_chunk_header {
@@ -147,6 +150,9 @@ _Static_assert(sizeof(struct wsl_process_info) == 48, "process info is 48 bytes"
 #define WSL_FOLD_OPEN_VALUE(major, minor, bits) (((uint64_t)(major) << 20 | (uint64_t)(minor)) << 7 | (bits))
 #define WSL_FOLD_OPEN_DEV(value) WSL_DEV((value) >> 27, (value) >> 7 & 0xfffffu)
 #define WSL_FOLD_OPEN_BITS(value) ((unsigned)((value) & 0x7fu))
+#define WSL_IO_WRITE_SYNC (UINT64_MAX - 1) /* a3 of an IO_WRITE event that was fsync or fdatasync */
+/* a2 of an IO_DIR event (1.8) */
+enum { WSL_DIR_OP_RENAME = 0, WSL_DIR_OP_UNLINK = 1, WSL_DIR_OP_MKDIR = 2, WSL_DIR_OP_LIST = 3 };
 /* a3 of a stat-like event: which call it was */
 enum { WSL_STAT_KIND_STAT = 0, WSL_STAT_KIND_ACCESS = 1, WSL_STAT_KIND_STATX = 2 };
 
@@ -355,6 +361,12 @@ enum wsl_category {
     WSL_CAT_NVTX_MARK,
     WSL_CAT_NVTX_NAME_THREAD,
     WSL_CAT_IO_FOLD,        /* untimed file calls folded (1.5; the layout above) */
+    WSL_CAT_IO_WRITE,       /* write, pwrite, writev, fwrite, fsync, fdatasync (1.8): stream fd, a0 path id
+                               (0: an fd the shim did not see opened: stdout, a pipe...), a1 bytes asked (0 for
+                               a sync), a2 bytes written, a3 offset (~0: none; ~1: a sync); always timed */
+    WSL_CAT_IO_DIR,         /* rename, unlink, mkdir, opendir (1.8): stream the dirfd (AT_FDCWD) or -1, a0 the
+                               path id of the path named (rename: the source), a1 its folder's device when known
+                               (0: not), a2 enum wsl_dir_op; always timed */
     WSL_CAT_COUNT
 };
 

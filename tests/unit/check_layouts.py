@@ -42,7 +42,7 @@ try:
                 fails.append(f"{flags} {mode}: reports differ (exit {c12} / {c14}, {len(o12)} / {len(o14)} bytes)")
     # The layouts are what they claim: the file header's minor version, when zstd is at hand.
     if shutil.which("zstd"):
-        for layout, minor in (("v12", 2), ("v14", 7)):  # the packed layout; 1.5 adds folded file calls, 1.6 opens, 1.7 numbers EVENTS chunks
+        for layout, minor in (("v12", 2), ("v14", 8)):  # the packed layout; 1.5 adds folded file calls, 1.6 opens, 1.7 numbers EVENTS chunks, 1.8 the EMULATION chunk
             raw = subprocess.run(["zstd", "-dc", os.path.join(tmp, f"0-{layout}", "run.trace.zst")],
                                  capture_output=True).stdout
             got = struct.unpack_from("<H", raw, 14)[0]
