@@ -2221,7 +2221,30 @@ size_t wsl_io_read_mounts(char **buf, size_t *cap)
  * see opened (stdout, stderr, a pipe) has path id 0: the report counts it under
  * other descriptors, not data files. The shim's own descriptors (the trace)
  * and its own threads' calls (depth) pass straight through. */
+/* A system call as glibc makes it, all inline: run before TSan's runtime is up,
+ * where no instrumented code may run (wsl_raw_syscall4's failure path is out of line). */
+#if defined(__x86_64__) || defined(__aarch64__)
+static inline __attribute__((always_inline)) WSL_NO_TSAN long early_syscall(long nr, long a, long b, long c, long d)
+{
+    long r = wsl_syscall4_kernel(nr, a, b, c, d);
+    if (WSL_UNLIKELY((unsigned long)r > -4096ul)) {
+        errno = (int)-r;
+        return -1;
+    }
+    return r;
+}
+#else
+#define early_syscall(nr, a, b, c, d) syscall((nr), (a), (b), (c), (d))
+#endif
+
 #define WRITE_HOOK(type, api, fd, ask, off, failed, written, call)                        \
+    WRITE_HOOK_EARLY(type, api, fd, ask, off, failed, written, call, call)
+/* early: what passes through while TSan's runtime starts (it makes the folder of
+ * its log_path and writes the log from inside its start-up, before instrumented
+ * code may run: resolving the real function would be such code): the system call. */
+#define WRITE_HOOK_EARLY(type, api, fd, ask, off, failed, written, call, early)           \
+    if (!wsl_tsan_up())                                                                    \
+        return early;                                                                      \
     if (WSL_UNLIKELY(fd_protected(fd)))                                                    \
         return call;                                                                       \
     struct wsl_thread *t = io_enter();                                                     \
@@ -2237,7 +2260,8 @@ size_t wsl_io_read_mounts(char **buf, size_t *cap)
 
 WSL_EXPORT ssize_t write(int fd, const void *buf, size_t n)
 {
-    WRITE_HOOK(ssize_t, WSL_IO_ID_write, fd, n, NO_OFFSET, r < 0, (uint64_t)r, REAL(write)(fd, buf, n))
+    WRITE_HOOK_EARLY(ssize_t, WSL_IO_ID_write, fd, n, NO_OFFSET, r < 0, (uint64_t)r, REAL(write)(fd, buf, n),
+                     (ssize_t)early_syscall(SYS_write, fd, (long)buf, (long)n, 0))
 }
 WSL_EXPORT ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
 {
@@ -2271,6 +2295,10 @@ WSL_EXPORT int fdatasync(int fd)
 /* A call that names a path in a folder: the path is recorded (as a lookup's),
  * with its folder's device when a file there was seen. */
 #define DIR_HOOK(type, api, dirfd, path, op, failed, call)                                \
+    DIR_HOOK_EARLY(type, api, dirfd, path, op, failed, call, call)
+#define DIR_HOOK_EARLY(type, api, dirfd, path, op, failed, call, early)                   \
+    if (!wsl_tsan_up())                                                                    \
+        return early;                                                                      \
     struct wsl_thread *t = io_enter();                                                     \
     if (!t)                                                                                \
         return call;                                                                       \
@@ -2286,7 +2314,8 @@ WSL_EXPORT int fdatasync(int fd)
 
 WSL_EXPORT int rename(const char *from, const char *to)
 {
-    DIR_HOOK(int, WSL_IO_ID_rename, AT_FDCWD, from, WSL_DIR_OP_RENAME, r != 0, REAL(rename)(from, to))
+    DIR_HOOK_EARLY(int, WSL_IO_ID_rename, AT_FDCWD, from, WSL_DIR_OP_RENAME, r != 0, REAL(rename)(from, to),
+                   (int)early_syscall(SYS_renameat, AT_FDCWD, (long)from, AT_FDCWD, (long)to))
 }
 WSL_EXPORT int renameat(int fromfd, const char *from, int tofd, const char *to)
 {
@@ -2295,7 +2324,8 @@ WSL_EXPORT int renameat(int fromfd, const char *from, int tofd, const char *to)
 }
 WSL_EXPORT int unlink(const char *path)
 {
-    DIR_HOOK(int, WSL_IO_ID_unlink, AT_FDCWD, path, WSL_DIR_OP_UNLINK, r != 0, REAL(unlink)(path))
+    DIR_HOOK_EARLY(int, WSL_IO_ID_unlink, AT_FDCWD, path, WSL_DIR_OP_UNLINK, r != 0, REAL(unlink)(path),
+                   (int)early_syscall(SYS_unlinkat, AT_FDCWD, (long)path, 0, 0))
 }
 WSL_EXPORT int unlinkat(int dirfd, const char *path, int flags)
 {
@@ -2303,7 +2333,8 @@ WSL_EXPORT int unlinkat(int dirfd, const char *path, int flags)
 }
 WSL_EXPORT int mkdir(const char *path, mode_t mode)
 {
-    DIR_HOOK(int, WSL_IO_ID_mkdir, AT_FDCWD, path, WSL_DIR_OP_MKDIR, r != 0, REAL(mkdir)(path, mode))
+    DIR_HOOK_EARLY(int, WSL_IO_ID_mkdir, AT_FDCWD, path, WSL_DIR_OP_MKDIR, r != 0, REAL(mkdir)(path, mode),
+                   (int)early_syscall(SYS_mkdirat, AT_FDCWD, (long)path, (long)mode, 0))
 }
 WSL_EXPORT int mkdirat(int dirfd, const char *path, mode_t mode)
 {
