@@ -5,7 +5,7 @@
  *
  *   client_phases phases    300 ms asleep (start-up), a copy (the first GPU
  *                           submission), 10 module loads (warm-up: a compile
- *                           burst), 2000 steps of the same 10 kernels
+ *                           burst), 1000 steps of the same 10 kernels
  *                           (steady state), 200 ms asleep (teardown)
  *   client_phases dispatch  2000 steps of 10 kernels with 60 us of host work
  *                           before each launch (a framework's work per op)
@@ -71,7 +71,7 @@ int main(int argc, char **argv) {
     }
     setup(f);
     uint64_t t2 = now_ns();
-    for (int s = 0; s < 2000; s++)
+    for (int s = 0; s < 1000; s++)
       for (int k = 0; k < 10; k++)
         launch(f[k]);
     CALL("cuCtxSynchronize", cuCtxSynchronize());

@@ -4,7 +4,7 @@
   phases_test.py SHIM REPORT CLIENT FAKE_LIB_DIR WORKDIR
 
 client_phases (tests/fake_cuda/client_phases.c) in three modes, under the shim:
-  phases    300 ms start-up, a copy, 10 module loads of 30 ms (warm-up), 2000 steps of
+  phases    300 ms start-up, a copy, 10 module loads of 30 ms (warm-up), 1000 steps of
             10 kernels (steady state), 200 ms teardown: the four phases found within a
             margin of what the client timed; the steady state from the launch stream's
             repetition (period 10); `compilation` fires on the module loads; launch_bound's
@@ -53,7 +53,7 @@ def near(got, want, rel, what):
 
 
 # ---- phases ------------------------------------------------------------------------------------
-m, rep = run("phases", {"FAKE_CUDA_KERNEL_NS": "1000", "FAKE_CUDA_LAUNCH_NS": "5000",
+m, rep = run("phases", {"FAKE_CUDA_KERNEL_NS": "200", "FAKE_CUDA_LAUNCH_NS": "8000",
                         "FAKE_CUDA_MODULE_LOAD_NS": "30000000"})
 main = [p for p in rep["phases"] if p["main"]]
 check(len(main) == 1, f"phases: one main process, got {len(main)}")
