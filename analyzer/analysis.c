@@ -591,6 +591,9 @@ int wsl_run_add_trace(struct wsl_run *run, const char *path, char *err, size_t e
             p.emu_spec = xstrdup(it.emulation.spec);
             p.emulated = true;
             memcpy(p.emu_ns, it.emulation.ns, sizeof p.emu_ns);
+            p.emu_fs_meta_ns = it.emulation.fs_meta_ns;
+            p.emu_fs_read_bps = it.emulation.fs_read_bps;
+            p.emu_fs_write_bps = it.emulation.fs_write_bps;
             break;
         }
     }

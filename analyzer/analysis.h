@@ -75,6 +75,7 @@ struct wsl_process {
     bool emulated;              /* an EMULATION chunk: it ran under WSLSHIM_EMULATE */
     char *emu_spec;             /* its SPEC (NULL: not emulated) */
     uint64_t emu_ns[WSL_EMU_FAMILIES]; /* added ns per call, by enum wsl_emu_family */
+    uint64_t emu_fs_meta_ns, emu_fs_read_bps, emu_fs_write_bps; /* file-system emulation (0: none) */
 };
 
 /* The run's phases: those of its main GPU process (most launches), the steady

@@ -239,6 +239,7 @@ struct pending {                /* one call waiting in the time-order window */
     uint8_t fs;                 /* index into the fstype names, or FS_NONE */
     uint8_t fs_system;          /* a system filesystem (/proc...): kept as recorded */
     uint32_t calls;             /* calls it stands for: 1, or a fold slot's alike calls (emulation only) */
+    uint8_t emu_fs;             /* a file under an emulated path (emulation fs:PATH=9p) */
 };
 #define FS_NONE 0xffu
 #define MAX_FSTYPES 64
@@ -282,6 +283,7 @@ struct replay {
     char fstypes[MAX_FSTYPES][32];
     size_t fstype_count;
     const struct wsl_proj_emu *emu;     /* added costs instead of the profiles' differences, or NULL */
+    struct wsl_u64_map emu_paths;       /* path id -> 1: under an emulated fs: path (per process) */
     bool clamp_up;                      /* built-in wsl2 target, native source: never cheaper per call */
     bool steady_proc;                   /* this process holds the steady state of the options */
     bool steady_seen;                   /* a call at or after its start was replayed */
@@ -488,7 +490,7 @@ static void replay_one(struct replay *R, const struct pending *e)
     enum wsl_proj_cause cause = cause_of(e->kind);
     /* An emulation SPEC or an exposure replay: its added cost, no profile figure. */
     const struct wsl_proj_emu *E = R->emu;
-    double emu_d = 0;
+    double emu_d = 0, emu_bytes = 0;
     if (E) {
         switch (e->kind) {
         case K_LAUNCH: case K_GRAPH: emu_d = E->ns[WSL_EMU_LAUNCH]; break;
@@ -500,12 +502,20 @@ static void replay_one(struct replay *R, const struct pending *e)
         case K_HOST_FREE: emu_d = E->ns[WSL_EMU_FREE]; break;
         case K_IO_OPEN: case K_IO_STAT: case K_IO_DIR:
             emu_d = !e->fs_system ? E->file_meta_ns : 0; /* an unknown filesystem counts as data */
+            /* fs:PATH=9p: a call naming an emulated path (an fstat names none) */
+            if (e->emu_fs && !(e->kind == K_IO_STAT && (int64_t)e->stream >= 0))
+                emu_d += (double)E->fs.meta_ns;
+            break;
+        case K_IO_READ: case K_IO_WRITE: /* fs:PATH=9p: its bytes at the emulated rate */
+            if (e->emu_fs) /* a[2]: the bytes of all the calls it stands for */
+                emu_bytes = (double)wsl_emu_fs_bytes_ns(e->kind == K_IO_READ ? E->fs.read_bps : E->fs.write_bps,
+                                                        e->a[2]);
             break;
         default: break;
         }
     }
-    if (E && emu_d > 0) {
-        emu_d *= e->calls; /* a fold's alike calls, each with the added cost */
+    if (E && (emu_d > 0 || emu_bytes > 0)) {
+        emu_d = emu_d * e->calls + emu_bytes; /* a fold's alike calls, each with the added cost */
         R->pr->emu_calls += e->calls;
     }
 #define DELTA(call) (E ? (delta = emu_d, true) : (call))
@@ -677,6 +687,7 @@ static void replay_one(struct replay *R, const struct pending *e)
         changed = DELTA(file_delta(R, e, &delta));
         pd = fmax(0, rd + delta);
         break;
+    case K_IO_WRITE: /* likewise for writes (an emulated path's bytes) */
     case K_IO_DIR: /* no profile has a figure for folder calls: only an added cost moves them */
         if (E) {
             changed = DELTA(false);
@@ -776,6 +787,7 @@ static void classify_file(struct replay *R, const struct wsl_reader *r, struct p
 {
     p->fs = FS_NONE;
     p->fs_system = 0;
+    p->emu_fs = R->emu_paths.count && p->a[0] && wsl_u64_map_find(&R->emu_paths, p->a[0]) != NULL;
     const struct wsl_mount_table *mt = wsl_reader_mounts(r);
     uint64_t dev = 0;
     if (p->kind == K_IO_OPEN || p->kind == K_IO_STAT || p->kind == K_IO_DIR) {
@@ -813,6 +825,7 @@ static void replay_reset(struct replay *R)
     wsl_u64_map_free(&R->events);
     wsl_u64_map_free(&R->allocs);
     wsl_u64_map_free(&R->fds);
+    wsl_u64_map_free(&R->emu_paths);
     free(R->thr);
     free(R->queues);
     free(R->event_times);
@@ -857,6 +870,17 @@ static int replay_trace(struct replay *R, const char *path, char *err, size_t er
                 if (a->category == WSL_CAT_IO_CLOSE && (a->flags & WSL_API_IO_SAMPLED) && !strcmp(a->symbol, "close"))
                     close_id = a->id;
             }
+        } else if (it.type == WSL_CHUNK_PATHS && R->emu && R->emu->fs.count) {
+            size_t pos = 0;
+            struct wsl_path_ref ref;
+            char path[WSL_PATH_MAX_LENGTH + 1], full[WSL_PATH_MAX_LENGTH + 2];
+            while (wsl_paths_next(&it, &pos, &ref)) {
+                memcpy(path, ref.bytes, ref.length);
+                path[ref.length] = 0;
+                size_t n = path[0] == '/' ? wsl_emu_path_join(full, sizeof full, "", 0, path) : 0;
+                if (n && wsl_emu_fs_match(&R->emu->fs, full, n) && !wsl_u64_map_find(&R->emu_paths, ref.id))
+                    wsl_u64_map_insert(&R->emu_paths, ref.id, 1);
+            }
         } else if (it.type == WSL_CHUNK_EVENTS) {
             for (uint32_t i = 0; i < it.events.count; i++) {
                 const struct wsl_event *ev = &it.events.events[i];
@@ -873,14 +897,14 @@ static int replay_trace(struct replay *R, const char *path, char *err, size_t er
                         struct pending q = {ev->t_start, ev->t_start, R->seq++, fc[j].ev.stream,
                                             {fc[j].ev.a[0], fc[j].ev.a[1], fc[j].ev.a[2], fc[j].ev.a[3]}, 0,
                                             it.events.tid, fk, FS_NONE, 0,
-                                            (uint32_t)(fc[j].calls > UINT32_MAX ? UINT32_MAX : fc[j].calls)};
+                                            (uint32_t)(fc[j].calls > UINT32_MAX ? UINT32_MAX : fc[j].calls), 0};
                         classify_file(R, r, &q);
                         heap_push(R, &q);
                     }
                 }
                 struct pending p = {ev->t_start, ev->t_end, R->seq++, ev->stream,
                                     {ev->a[0], ev->a[1], ev->a[2], ev->a[3]}, ev->result, it.events.tid, k,
-                                    FS_NONE, 0, 1};
+                                    FS_NONE, 0, 1, 0};
                 if (k == K_IO_OPEN || k == K_IO_READ || k == K_IO_STAT || k == K_IO_WRITE || k == K_IO_DIR)
                     classify_file(R, r, &p);
                 heap_push(R, &p);
@@ -1094,6 +1118,7 @@ int wsl_project(const char *const *paths, size_t count, const struct wsl_project
         snprintf(out->emu_spec, sizeof out->emu_spec, "%s", spec.text);
         for (unsigned f = 0; f < WSL_EMU_FAMILIES; f++)
             out->emu.ns[f] = (double)spec.ns[f];
+        out->emu.fs = spec.fs;
         if (wsl_profile_load("native", &out->target, perr, sizeof perr) != 0) { /* for its shape; no figure is read */
             snprintf(err, errlen, "%s", perr);
             return -1;

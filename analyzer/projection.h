@@ -71,6 +71,7 @@ struct wsl_proj_process {
 struct wsl_proj_emu {
     double ns[WSL_EMU_FAMILIES];    /* by enum wsl_emu_family, as the shim adds them */
     double file_meta_ns;            /* per open and stat on a data filesystem (not /proc, /sys...) */
+    struct wsl_emu_fs fs;           /* fs:PATH=9p: calls on files under its paths (fs.count 0: none) */
 };
 
 /* How the wall time and the steady state's step time move per unit of added

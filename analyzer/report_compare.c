@@ -52,6 +52,19 @@ void report_write_compare_text(const struct wsl_compare *c, const struct report_
     write_labels(out, labels->a, labels->a_count, "A:");
     write_labels(out, labels->b, labels->b_count, "B:");
     fprintf(out, "  platform    A %s, B %s\n", platform(a), platform(b));
+    /* an emulated side is said plainly: its costs are the shim's, not a platform's */
+    for (int side = 0; side < 2; side++) {
+        size_t emulated = 0;
+        const struct wsl_process *e = wsl_run_emulated(side ? b : a, &emulated);
+        if (!e)
+            continue;
+        fprintf(out, "  EMULATED    %c ran under WSLSHIM_EMULATE=", side ? 'B' : 'A');
+        for (const char *s = e->emu_spec; s && *s; s++)
+            fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, out);
+        fprintf(out, " on this machine (%zu of %zu process%s): not a measured %s run\n", emulated,
+                (side ? b : a)->proc_count, (side ? b : a)->proc_count == 1 ? "" : "es",
+                strstr(e->emu_spec ? e->emu_spec : "", "wsl2") ? "WSL2" : "slower-platform");
+    }
     fprintf(out, "  wall        A %s, B %s: %s", wsl_format_ns(x, sizeof x, a->wall_ns),
             wsl_format_ns(y, sizeof y, b->wall_ns), signed_ns(z, sizeof z, c->wall_diff_ns));
     if (a->wall_ns)
@@ -159,6 +172,14 @@ void report_write_compare_json(struct json_writer *w, const struct wsl_compare *
     json_i64(w, c->wall_diff_ns);
     u64_or_null(w, "gpu_busy_ns_a", a->gpu_busy_known, a->gpu_busy_ns);
     u64_or_null(w, "gpu_busy_ns_b", b->gpu_busy_known, b->gpu_busy_ns);
+    for (int side = 0; side < 2; side++) { /* a run that ran emulated: "emulation_a" / "emulation_b" */
+        size_t emulated = 0;
+        const struct wsl_process *e = wsl_run_emulated(side ? b : a, &emulated);
+        if (e) {
+            json_key(w, side ? "emulation_b" : "emulation_a");
+            report_json_emulation(w, e, emulated);
+        }
+    }
 
     json_key(w, "api");
     json_begin_object(w);

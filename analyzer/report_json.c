@@ -49,7 +49,7 @@ static void write_io_counts(struct json_writer *w, const struct wsl_io_counts *c
 }
 
 /* "emulation": the SPEC a process ran under and the costs it added. */
-static void write_emulation(struct json_writer *w, const struct wsl_process *p, size_t processes)
+void report_json_emulation(struct json_writer *w, const struct wsl_process *p, size_t processes)
 {
     json_begin_object(w);
     json_key(w, "spec");
@@ -61,6 +61,17 @@ static void write_emulation(struct json_writer *w, const struct wsl_process *p, 
         json_u64(w, p->emu_ns[f]);
     }
     json_end_object(w);
+    if (p->emu_fs_meta_ns || p->emu_fs_read_bps || p->emu_fs_write_bps) {
+        json_key(w, "fs"); /* the paths are in the SPEC */
+        json_begin_object(w);
+        json_key(w, "meta_ns");
+        json_u64(w, p->emu_fs_meta_ns);
+        json_key(w, "read_bytes_per_s");
+        json_u64(w, p->emu_fs_read_bps);
+        json_key(w, "write_bytes_per_s");
+        json_u64(w, p->emu_fs_write_bps);
+        json_end_object(w);
+    }
     if (processes) {
         json_key(w, "processes");
         json_u64(w, processes);
@@ -83,7 +94,7 @@ static void write_process(struct json_writer *w, const struct wsl_run *run, cons
     json_u64(w, p->flags & WSL_PROC_WSL2 ? 2 : p->flags & WSL_PROC_WSL1 ? 1 : 0);
     if (p->emulated) {
         json_key(w, "emulation");
-        write_emulation(w, p, 0);
+        report_json_emulation(w, p, 0);
     }
     json_key(w, "host");
     json_string(w, p->host);
@@ -1053,7 +1064,7 @@ void report_write_json(const struct wsl_run *run, const struct wsl_compare *cmp,
     const struct wsl_process *emu = wsl_run_emulated(run, &emulated);
     if (emu) { /* the run's emulation: its first emulated process's SPEC */
         json_key(&w, "emulation");
-        write_emulation(&w, emu, emulated);
+        report_json_emulation(&w, emu, emulated);
     }
     json_key(&w, "processes");
     json_begin_array(&w);

@@ -31,6 +31,8 @@ void report_write_compare_json(struct json_writer *w, const struct wsl_compare *
 /* The distributed parts (report_distributed.c): "ranks" and "distributed" keys, the text section. */
 struct json_writer;
 void report_json_distributed(struct json_writer *w, const struct wsl_run *run);
+/* "emulation" of a process (processes: the run's emulated processes, 0 to leave the count out) */
+void report_json_emulation(struct json_writer *w, const struct wsl_process *p, size_t processes);
 void report_text_distributed(FILE *out, const struct wsl_run *run);
 
 #endif /* WSLSHIM_REPORT_OUTPUT_H */

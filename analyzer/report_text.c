@@ -715,6 +715,12 @@ void report_write_text(const struct wsl_run *run, FILE *out, bool color)
         fprintf(out, "; the shim added per call:");
         for (unsigned f = 0; f < WSL_EMU_FAMILIES; f++)
             fprintf(out, " %s +%s", wsl_emu_family_name(f), format_ns(buf, sizeof buf, emu->emu_ns[f]));
+        if (emu->emu_fs_meta_ns || emu->emu_fs_read_bps || emu->emu_fs_write_bps) {
+            fprintf(out, "; files on its fs: paths as 9p: +%s per path call,",
+                    format_ns(buf, sizeof buf, emu->emu_fs_meta_ns));
+            fprintf(out, " reads at %.0f MB/s, writes at %.0f MB/s", (double)emu->emu_fs_read_bps / 1e6,
+                    (double)emu->emu_fs_write_bps / 1e6);
+        }
         fprintf(out, "\n");
     }
     write_summary(out, run);

@@ -1034,6 +1034,10 @@ static enum wsl_read_result parse_emulation(struct wsl_reader *r, uint32_t size,
         return corrupt(r, "corrupt chunk at byte %llu: EMULATION SPEC not NUL-terminated", at);
     for (unsigned f = 0; f < WSL_EMU_FAMILIES; f++)
         item->emulation.ns[f] = f < ei.families && f < 8 ? ei.ns[f] : 0;
+    int fs = ei.families >= 8;
+    item->emulation.fs_meta_ns = fs ? ei.ns[WSL_EMU_INFO_FS_META] : 0;
+    item->emulation.fs_read_bps = fs ? ei.ns[WSL_EMU_INFO_FS_READ] : 0;
+    item->emulation.fs_write_bps = fs ? ei.ns[WSL_EMU_INFO_FS_WRITE] : 0;
     item->emulation.spec = (const char *)r->payload + sizeof ei;
     return WSL_READ_ITEM;
 }

@@ -118,6 +118,7 @@ struct wsl_item {
         } rank;
         struct {
             uint64_t ns[WSL_EMU_FAMILIES];      /* added ns per call, by enum wsl_emu_family */
+            uint64_t fs_meta_ns, fs_read_bps, fs_write_bps; /* file-system emulation (0: none) */
             const char *spec;                   /* NUL-terminated SPEC text */
         } emulation;
         struct {

@@ -18,6 +18,9 @@
 #include "shim_internal.h"
 
 uint64_t wsl_emu_cat_ticks[WSL_CAT_COUNT];
+int wsl_emu_fs_on;
+static uint64_t fs_meta_ticks;
+static double fs_ticks_per_byte[2]; /* read, write */
 
 uint64_t wsl_emu_spin(uint64_t from, uint64_t ticks)
 {
@@ -30,6 +33,19 @@ uint64_t wsl_emu_spin(uint64_t from, uint64_t ticks)
 #endif
     }
     return now;
+}
+
+void wsl_emu_fs_meta(void)
+{
+    if (fs_meta_ticks)
+        wsl_emu_spin(wsl_ticks(), fs_meta_ticks);
+}
+
+void wsl_emu_fs_bytes(int write, uint64_t bytes)
+{
+    double t = (double)bytes * fs_ticks_per_byte[write != 0];
+    if (t >= 1)
+        wsl_emu_spin(wsl_ticks(), (uint64_t)(t + 0.5));
 }
 
 /* Ticks of the event clock per ns: 1 for the monotonic clock, else the cycle
@@ -81,6 +97,12 @@ void wsl_emulation_load(const char *spec)
     for (unsigned c = 0; c < WSL_CAT_COUNT; c++) {
         uint64_t ns = wsl_emu_cost_of(s.ns, c);
         wsl_emu_cat_ticks[c] = ns ? (uint64_t)((double)ns * tpn + 0.5) : 0;
+    }
+    if (s.fs.count) {
+        fs_meta_ticks = (uint64_t)((double)s.fs.meta_ns * tpn + 0.5);
+        fs_ticks_per_byte[0] = s.fs.read_bps ? 1e9 * tpn / (double)s.fs.read_bps : 0;
+        fs_ticks_per_byte[1] = s.fs.write_bps ? 1e9 * tpn / (double)s.fs.write_bps : 0;
+        wsl_emu_fs_on = 1;
     }
     wsl_log(WSL_LOG_INFO, "emulating %s: launch +%llu ns, sync +%llu ns, alloc +%llu ns, free +%llu ns, copy +%llu ns",
             s.text, (unsigned long long)s.ns[WSL_EMU_LAUNCH], (unsigned long long)s.ns[WSL_EMU_SYNC],

@@ -262,6 +262,7 @@ void wsl_io_init(void)
  * filesystem (its calls' timing is sampled). */
 #define FD_TABLE_SIZE 65536
 #define FD_LOCAL (1ull << 32)
+#define FD_EMU (1ull << 33) /* opened under an emulated path (WSLSHIM_EMULATE fs:PATH=9p): never FD_LOCAL */
 static _Atomic uint64_t fd_info[FD_TABLE_SIZE];
 static _Atomic uint32_t next_path_id = 1;
 static _Atomic uint64_t cwd_generation = 1; /* bumped by chdir/fchdir */
@@ -659,6 +660,36 @@ static const char *dirfd_path(struct wsl_thread *t, int dirfd, uint32_t *len)
     }
     *len = t->dirfd_len;
     return t->dirfd_len ? t->dirfd_name : NULL;
+}
+
+/* ---- file-system emulation (WSLSHIM_EMULATE fs:PATH=9p, docs/emulation.md) --------------
+ * Whether a call naming `path` (relative to dirfd) names a file under an
+ * emulated prefix: the path made absolute (the thread's cached working
+ * directory, or the directory fd's path) and its "." and ".." removed by
+ * name, as the kernel would without symbolic links. Only when emulating files
+ * (wsl_emu_fs_on); errno is kept. */
+static __attribute__((noinline, cold)) int emu_named(struct wsl_thread *t, int dirfd, const char *path)
+{
+    if (!path)
+        return 0;
+    char full[2 * WSL_EMU_FS_PATH];
+    uint32_t blen = 0;
+    const char *base = "";
+    if (path[0] != '/') {
+        if (dirfd == AT_FDCWD) {
+            base = thread_cwd(t, &blen);
+        } else {
+            if (info_of_fd(dirfd) & FD_EMU)
+                return 1; /* relative to a directory opened under an emulated prefix */
+            base = dirfd_path(t, dirfd, &blen);
+        }
+        if (!base || !blen)
+            return 0;
+    }
+    size_t n = wsl_emu_path_join(full, sizeof full, base, blen, path);
+    if (!n)
+        return 0;
+    return wsl_emu_fs_match(&wsl_cfg.emu.fs, full, n);
 }
 
 /* Copies `path` (relative to dirfd) into the thread's path ring under a new id,
@@ -1142,13 +1173,26 @@ static inline __attribute__((always_inline)) void io_record_read(struct wsl_thre
         timed_ = io_due(t);                                                                \
     }
 
-/* The real call into `var`, between two clock reads when it is timed (t0 0: not). */
-#define IO_CALL_TIMED(type, var, call)                                                     \
+/* The real call into `var`, between two clock reads when it is timed (t0 0: not);
+ * `after` runs between the call and the second clock read (the emulation's
+ * added time, which the recorded call includes). */
+#define IO_CALL_TIMED(type, var, call) IO_CALL_TIMED_EMU(type, var, call, (void)0)
+#define IO_CALL_TIMED_EMU(type, var, call, after)                                          \
     uint64_t t0 = timed_ ? wsl_ticks() : 0;                                                \
     type var = call;                                                                       \
+    after;                                                                                 \
     uint64_t t1 = timed_ ? wsl_ticks() : 0;                                                \
     if (WSL_UNLIKELY(timed_ && t1 <= t0))                                                  \
         t1 = t0 + 1; /* a timed call never looks untimed */
+
+/* The emulation's added time for a call on fd (its info `info`) that moved
+ * `bytes` (reads: fsread, writes: fswrite), or named an emulated path. */
+#define EMU_FD_BYTES(info, write, bytes)                                                   \
+    if (WSL_UNLIKELY((info) & FD_EMU))                                                     \
+    wsl_emu_fs_bytes((write), (bytes))
+#define EMU_NAMED(emu)                                                                     \
+    if (WSL_UNLIKELY(emu))                                                                 \
+    wsl_emu_fs_meta()
 
 /* An untimed open's slot value (trace_format.h, WSL_FOLD_OPEN_VALUE) into *v;
  * 0 when its device or flags do not fit one: then it is an event of its own. */
@@ -1171,7 +1215,7 @@ static inline int open_fold_value(uint64_t dev, int flags, uint64_t *v)
  * errno stays the call's. */
 static __attribute__((noinline)) void record_open_event(struct wsl_thread *t, unsigned api, uint64_t t0, uint64_t t1,
                                                         int fd, uint32_t id, uint64_t dir_hash, int flags,
-                                                        uint64_t dirdev, int local)
+                                                        uint64_t dirdev, int local, int emu)
 {
     int err = errno;
     uint64_t dev = 0, size = ~0ull;
@@ -1180,9 +1224,11 @@ static __attribute__((noinline)) void record_open_event(struct wsl_thread *t, un
             dev = dirdev;
         } else {
             dev = device_of(fd, dir_hash, &size);
-            local = dev && wsl_cfg.io_timing > 1 && dev_is_local(t, dev);
+            local = !emu && dev && wsl_cfg.io_timing > 1 && dev_is_local(t, dev);
         }
         fd_set_info(fd, id, local);
+        if (WSL_UNLIKELY(emu) && (unsigned)fd < FD_TABLE_SIZE) /* every call on it timed, and slowed */
+            atomic_store_explicit(&fd_info[fd], id | FD_EMU, memory_order_relaxed);
         /* Its reads will fold (if untimed): their fold begins here, and the one
          * before it (another file's) ends, its events ahead of this open. */
         if (local && id && FOLD_LD(t->fold_file) != WSL_FOLD_FILE(fd, id))
@@ -1199,7 +1245,8 @@ static __attribute__((noinline)) void record_open_event(struct wsl_thread *t, un
  * (1.6): no event of its own. */
 static inline __attribute__((always_inline)) void record_open(struct wsl_thread *t, unsigned api, uint64_t t0,
                                                               uint64_t t1, int fd, uint32_t id,
-                                                              uint64_t dir_hash, int flags, uint64_t dirdev, int local)
+                                                              uint64_t dir_hash, int flags, uint64_t dirdev, int local,
+                                                              int emu)
 {
     uint64_t v;
     if (WSL_LIKELY(!t0 && local && fd >= 0 && id) && open_fold_value(dirdev, flags, &v)) {
@@ -1211,18 +1258,19 @@ static inline __attribute__((always_inline)) void record_open(struct wsl_thread 
         wsl_tls_depth = 0;
         return;
     }
-    record_open_event(t, api, t0, t1, fd, id, dir_hash, flags, dirdev, local);
+    record_open_event(t, api, t0, t1, fd, id, dir_hash, flags, dirdev, local, emu);
 }
 
 /* Every fd hook's first half: straight through when this call is not to be
  * recorded, else the real call into `var`, timed or not (see IO_TIMING). */
-#define IO_TIMED_CALL(type, var, fd, call)                                                 \
+#define IO_TIMED_CALL(type, var, fd, call) IO_TIMED_CALL_EMU(type, var, fd, call, (void)0)
+#define IO_TIMED_CALL_EMU(type, var, fd, call, after)                                      \
     struct wsl_thread *t = io_enter();                                                     \
     if (!t)                                                                                \
         return call;                                                                       \
     uint64_t info_ = info_of_fd(fd);                                                       \
     IO_TIMING(info_ & FD_LOCAL)                                                            \
-    IO_CALL_TIMED(type, var, call)
+    IO_CALL_TIMED_EMU(type, var, call, after)
 
 /* A call by name: the path is recorded first, and its directory says
  * whether the file is local (known once something in it was opened). */
@@ -1233,9 +1281,10 @@ static inline __attribute__((always_inline)) void record_open(struct wsl_thread 
     uint64_t dir_hash_;                                                                    \
     uint32_t id_ = path_record(t, dirfd, path, &dir_hash_);                               \
     uint64_t dirdev_ = dir_device(dir_hash_);                                              \
-    int local_ = dirdev_ && wsl_cfg.io_timing > 1 && dev_is_local(t, dirdev_);             \
+    int emu_ = WSL_UNLIKELY(wsl_emu_fs_on) && emu_named(t, dirfd, path);                   \
+    int local_ = !emu_ && dirdev_ && wsl_cfg.io_timing > 1 && dev_is_local(t, dirdev_);    \
     IO_TIMING(local_)                                                                      \
-    IO_CALL_TIMED(type, var, call)
+    IO_CALL_TIMED_EMU(type, var, call, EMU_NAMED(emu_))
 
 static inline int open_needs_mode(int flags)
 {
@@ -1245,7 +1294,7 @@ static inline int open_needs_mode(int flags)
 #define OPEN_HOOK(api, dirfd, path, flags, call)                                           \
     IO_NAMED_CALL(int, fd, dirfd, path, call)                                              \
     /* errno is the call's: record_open leaves it alone */                                 \
-    record_open(t, (api) + off_, t0, t1, fd, id_, dir_hash_, flags, dirdev_, local_);       \
+    record_open(t, (api) + off_, t0, t1, fd, id_, dir_hash_, flags, dirdev_, local_, emu_); \
     return fd;
 
 #define MODE_ARG(flags)                                                                    \
@@ -1359,7 +1408,7 @@ static int fopen_flags(const char *mode)
     IO_NAMED_CALL(FILE *, f, AT_FDCWD, path, REAL(fn)(path, mode))                         \
     int err = errno;                                                                       \
     record_open(t, (api) + off_, t0, t1, f ? fileno_unlocked(f) : -1, id_, dir_hash_, fopen_flags(mode), \
-                dirdev_, local_);                                                          \
+                dirdev_, local_, emu_);                                                    \
     errno = err;                                                                           \
     return f;
 
@@ -1442,7 +1491,7 @@ static __attribute__((noinline)) ssize_t io_read_untimed_file(struct wsl_thread 
         t->io_countdown = io_gap(t); /* this is the one in N to time */                   \
     }                                                                                      \
     int timed_ = 1;                                                                        \
-    IO_CALL_TIMED(ssize_t, r, call)                                                        \
+    IO_CALL_TIMED_EMU(ssize_t, r, call, EMU_FD_BYTES(info_, 0, r > 0 ? (uint64_t)r : 0))   \
     /* The recording path leaves errno alone (its slow paths restore it). */               \
     io_record_read(t, (api) + off_, t0, t1, r < 0, r < 0 ? errno : 0, fd, (uint32_t)info_, ask, \
                    r > 0 ? (uint64_t)r : 0, off);                                          \
@@ -1687,7 +1736,7 @@ static inline int stream_fd(FILE *f) { return f ? fileno_unlocked(f) : -1; }
 
 #define FREAD_HOOK(api, size, n, f, call)                                                  \
     int fd = stream_fd(f);                                                                 \
-    IO_TIMED_CALL(size_t, r, fd, call)                                                     \
+    IO_TIMED_CALL_EMU(size_t, r, fd, call, EMU_FD_BYTES(info_, 0, (uint64_t)r * (size)))   \
     int err = errno;                                                                       \
     int failed = r < (n) && f && ferror_unlocked(f);                                       \
     io_record_read(t, (api) + off_, t0, t1, failed, err, fd, (uint32_t)info_, (uint64_t)(size) * (n), \
@@ -1807,8 +1856,11 @@ static inline int lookup_begin(struct wsl_thread *t, int dirfd, const char *path
     uint32_t id_;                                                                          \
     uint64_t dir_hash_;                                                                    \
     int local_ = lookup_begin(t, dirfd, path_, fd, &id_, &dir_hash_);                      \
+    int emu_ = WSL_UNLIKELY(wsl_emu_fs_on) && emu_named(t, dirfd, path_);                  \
+    if (WSL_UNLIKELY(emu_))                                                                \
+        local_ = 0;                                                                        \
     IO_TIMING(local_)                                                                      \
-    IO_CALL_TIMED(int, r, call)
+    IO_CALL_TIMED_EMU(int, r, call, EMU_NAMED(emu_))
 
 #define STAT_HOOK(api, dirfd, path, fd, st, call)                                          \
     LOOKUP_CALL(dirfd, path, fd, call)                                                     \
@@ -2252,7 +2304,7 @@ static inline __attribute__((always_inline)) WSL_NO_TSAN long early_syscall(long
         return call;                                                                       \
     uint64_t info_ = info_of_fd(fd);                                                       \
     int timed_ = 1;                                                                        \
-    IO_CALL_TIMED(type, r, call)                                                           \
+    IO_CALL_TIMED_EMU(type, r, call, EMU_FD_BYTES(info_, 1, (failed) ? 0 : (written)))    \
     int err = errno;                                                                       \
     io_record(t, api, t0, t1, (failed), err, fd, (uint32_t)info_, (ask), (failed) ? 0 : (written), (off)); \
     errno = err;                                                                           \
@@ -2305,8 +2357,9 @@ WSL_EXPORT int fdatasync(int fd)
     uint64_t dir_hash_ = 0;                                                                \
     uint32_t id_ = (path) ? path_record(t, dirfd, path, &dir_hash_) : 0;                   \
     uint64_t dev_ = id_ ? dir_device(dir_hash_) : 0;                                       \
+    int emu_ = WSL_UNLIKELY(wsl_emu_fs_on) && emu_named(t, dirfd, path);                   \
     int timed_ = 1;                                                                        \
-    IO_CALL_TIMED(type, r, call)                                                           \
+    IO_CALL_TIMED_EMU(type, r, call, EMU_NAMED(emu_))                                      \
     int err = errno;                                                                       \
     io_record(t, api, t0, t1, (failed), err, (dirfd) == AT_FDCWD ? -1 : (dirfd), id_, dev_, (op), 0); \
     errno = err;                                                                           \

@@ -85,6 +85,10 @@ extern uint64_t wsl_emu_cat_ticks[WSL_CAT_COUNT];
 void wsl_emulation_load(const char *spec); /* from wsl_config_load */
 /* Spins on the event clock from `from` until `ticks` more have passed; returns the end. */
 uint64_t wsl_emu_spin(uint64_t from, uint64_t ticks);
+/* File-system emulation (fs:PATH=9p): set at load when the SPEC has paths. */
+extern int wsl_emu_fs_on;
+void wsl_emu_fs_meta(void);                        /* a call naming an emulated path: fsmeta */
+void wsl_emu_fs_bytes(int write, uint64_t bytes);  /* a read or write of an emulated file */
 void wsl_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The lines a writer thread with a table of its own logged, to stderr: by the
  * thread that joined it or saw it end the trace (async-signal-safe). */

@@ -1317,6 +1317,12 @@ static int writer_open(void)
         ei.families = WSL_EMU_FAMILIES;
         for (unsigned f = 0; f < WSL_EMU_FAMILIES; f++)
             ei.ns[f] = wsl_cfg.emu.ns[f];
+        if (wsl_cfg.emu.fs.count) { /* the file system's costs; its paths are in the SPEC */
+            ei.families = 8;
+            ei.ns[WSL_EMU_INFO_FS_META] = wsl_cfg.emu.fs.meta_ns;
+            ei.ns[WSL_EMU_INFO_FS_READ] = wsl_cfg.emu.fs.read_bps;
+            ei.ns[WSL_EMU_INFO_FS_WRITE] = wsl_cfg.emu.fs.write_bps;
+        }
         ei.spec_size = (uint32_t)strlen(wsl_cfg.emu.text) + 1;
         emit_chunk(WSL_CHUNK_EMULATION, &ei, sizeof ei, wsl_cfg.emu.text, ei.spec_size);
     }

@@ -40,6 +40,7 @@
     X(reader_header_fields)       \
     X(stats_histogram)            \
     X(stats_merge)                \
+    X(emulation_spec)             \
     X(json_escaping)              \
     X(mounts_wsl2)                \
     X(mounts_virtiofs)            \
