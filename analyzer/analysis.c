@@ -368,6 +368,10 @@ static void free_process(struct wsl_process *p)
     wsl_host_free(&p->host_cuda);
     free(p->rank_env);
     free(p->emu_spec);
+    if (p->rank_solo) {
+        wsl_run_free(p->rank_solo);
+        free(p->rank_solo);
+    }
 }
 
 const char *wsl_process_rank_var(const struct wsl_process *p, const char *key)
@@ -507,12 +511,19 @@ static void merge_trace(struct wsl_run *run, struct trace_state *t, struct wsl_p
     }
 }
 
-int wsl_run_add_trace(struct wsl_run *run, const char *path, char *err, size_t errlen)
+/* One reading's target: a run and the state of the trace being read into it. */
+struct trace_sink {
+    struct wsl_run *run;
+    struct trace_state *t;
+    struct wsl_process p;
+    bool have_process;
+};
+
+static void sink_begin(struct trace_sink *k, struct wsl_run *run)
 {
-    struct wsl_reader *r = wsl_reader_open(path, err, errlen);
-    if (!r)
-        return -1;
-    struct trace_state *t = xcalloc(1, sizeof *t);
+    memset(k, 0, sizeof *k);
+    k->run = run;
+    struct trace_state *t = k->t = xcalloc(1, sizeof *t);
     t->mem = wsl_mem_trace_begin();
     t->kern = wsl_kern_trace_begin();
     t->nvtx = wsl_nvtx_trace_begin();
@@ -521,88 +532,95 @@ int wsl_run_add_trace(struct wsl_run *run, const char *path, char *err, size_t e
     t->windowed = run->windowed;
     t->window_t0 = run->window_t0;
     t->window_t1 = run->window_t1;
-    struct wsl_process p;
-    memset(&p, 0, sizeof p);
-    p.gpu_device = -1;
-    bool have_process = false;
-    struct wsl_item it;
-    enum wsl_read_result res;
-    while ((res = wsl_reader_next(r, &it)) == WSL_READ_ITEM) {
-        wsl_progress_update(run->progress, wsl_reader_bytes_in(r));
-        switch (it.type) {
-        case WSL_CHUNK_PROCESS:
-            take_process(&p, &it);
-            have_process = true;
-            t->io_weight = wsl_io_weight(&it.process.info);
-            if (!t->io)
-                t->io = wsl_io_trace_begin(&run->io, (p.flags & (WSL_PROC_WSL1 | WSL_PROC_WSL2)) != 0);
-            break;
-        case WSL_CHUNK_API_TABLE:
-            take_api_table(run, t, &it);
-            break;
-        case WSL_CHUNK_CLOCK:
-            if (it.clock.mono_ns > t->max_clock_ns)
-                t->max_clock_ns = it.clock.mono_ns;
-            break;
-        case WSL_CHUNK_EVENTS:
-            take_events(t, it.events.tid, it.events.dropped, it.events.events, it.events.count);
-            t->dropped_in_chunks += it.events.dropped;
-            break;
-        case WSL_CHUNK_DRIVER:
-            take_driver(&p, &it);
-            break;
-        case WSL_CHUNK_END:
-            t->have_end = true;
-            t->end_ticks = it.end.end_ticks;
-            t->dropped_at_end = it.end.events_dropped;
-            p.threads = it.end.threads;
-            break;
-        case WSL_CHUNK_STRING:
-            break;
-        case WSL_CHUNK_MOUNTS:
-            if (t->io)
-                wsl_io_trace_mounts(t->io, it.mounts.table);
-            break;
-        case WSL_CHUNK_PATHS:
-            if (t->io)
-                wsl_io_trace_paths(t->io, &it);
-            wsl_kern_trace_paths(t->kern, &it);
-            wsl_nvtx_trace_paths(t->nvtx, &it);
-            break;
-        case WSL_CHUNK_GPU_MEMORY:
-            if (!p.have_gpu_memory) { /* the first context's device */
-                p.have_gpu_memory = true;
-                p.gpu_free_at_start = it.gpu_memory.free_bytes;
-                p.gpu_total = it.gpu_memory.total_bytes;
-                p.gpu_device = it.gpu_memory.device;
-            }
-            break;
-        case WSL_CHUNK_RANK: /* each one is complete: the last one stands */
-            free(p.rank_env);
-            p.rank_env = xmalloc(it.rank.size + 1);
-            memcpy(p.rank_env, it.rank.data, it.rank.size);
-            p.rank_env[it.rank.size] = 0;
-            p.rank_env_size = it.rank.size;
-            break;
-        case WSL_CHUNK_EVENTS_PACKED: /* handed out as EVENTS batches */
-            break;
-        case WSL_CHUNK_EMULATION:
-            free(p.emu_spec);
-            p.emu_spec = xstrdup(it.emulation.spec);
-            p.emulated = true;
-            memcpy(p.emu_ns, it.emulation.ns, sizeof p.emu_ns);
-            p.emu_fs_meta_ns = it.emulation.fs_meta_ns;
-            p.emu_fs_read_bps = it.emulation.fs_read_bps;
-            p.emu_fs_write_bps = it.emulation.fs_write_bps;
-            break;
-        }
-    }
+    k->p.gpu_device = -1;
+}
 
+static void sink_item(struct trace_sink *k, const struct wsl_item *it)
+{
+    struct wsl_run *run = k->run;
+    struct trace_state *t = k->t;
+    struct wsl_process *pp = &k->p;
+    switch (it->type) {
+    case WSL_CHUNK_PROCESS:
+        take_process(pp, it);
+        k->have_process = true;
+        t->io_weight = wsl_io_weight(&it->process.info);
+        if (!t->io)
+            t->io = wsl_io_trace_begin(&run->io, (pp->flags & (WSL_PROC_WSL1 | WSL_PROC_WSL2)) != 0);
+        break;
+    case WSL_CHUNK_API_TABLE:
+        take_api_table(run, t, it);
+        break;
+    case WSL_CHUNK_CLOCK:
+        if (it->clock.mono_ns > t->max_clock_ns)
+            t->max_clock_ns = it->clock.mono_ns;
+        break;
+    case WSL_CHUNK_EVENTS:
+        take_events(t, it->events.tid, it->events.dropped, it->events.events, it->events.count);
+        t->dropped_in_chunks += it->events.dropped;
+        break;
+    case WSL_CHUNK_DRIVER:
+        take_driver(pp, it);
+        break;
+    case WSL_CHUNK_END:
+        t->have_end = true;
+        t->end_ticks = it->end.end_ticks;
+        t->dropped_at_end = it->end.events_dropped;
+        pp->threads = it->end.threads;
+        break;
+    case WSL_CHUNK_STRING:
+        break;
+    case WSL_CHUNK_MOUNTS:
+        if (t->io)
+            wsl_io_trace_mounts(t->io, it->mounts.table);
+        break;
+    case WSL_CHUNK_PATHS:
+        if (t->io)
+            wsl_io_trace_paths(t->io, it);
+        wsl_kern_trace_paths(t->kern, it);
+        wsl_nvtx_trace_paths(t->nvtx, it);
+        break;
+    case WSL_CHUNK_GPU_MEMORY:
+        if (!pp->have_gpu_memory) { /* the first context's device */
+            pp->have_gpu_memory = true;
+            pp->gpu_free_at_start = it->gpu_memory.free_bytes;
+            pp->gpu_total = it->gpu_memory.total_bytes;
+            pp->gpu_device = it->gpu_memory.device;
+        }
+        break;
+    case WSL_CHUNK_RANK: /* each one is complete: the last one stands */
+        free(pp->rank_env);
+        pp->rank_env = xmalloc(it->rank.size + 1);
+        memcpy(pp->rank_env, it->rank.data, it->rank.size);
+        pp->rank_env[it->rank.size] = 0;
+        pp->rank_env_size = it->rank.size;
+        break;
+    case WSL_CHUNK_EVENTS_PACKED: /* handed out as EVENTS batches */
+        break;
+    case WSL_CHUNK_EMULATION:
+        free(pp->emu_spec);
+        pp->emu_spec = xstrdup(it->emulation.spec);
+        pp->emulated = true;
+        memcpy(pp->emu_ns, it->emulation.ns, sizeof pp->emu_ns);
+        pp->emu_fs_meta_ns = it->emulation.fs_meta_ns;
+        pp->emu_fs_read_bps = it->emulation.fs_read_bps;
+        pp->emu_fs_write_bps = it->emulation.fs_write_bps;
+        break;
+    }
+}
+
+/* Ends the reading into k's run: the process is added (0), or left out (-1, err says why). */
+static int sink_end(struct trace_sink *k, struct wsl_reader *r, enum wsl_read_result res, const char *path,
+                    char *err, size_t errlen)
+{
+    struct wsl_run *run = k->run;
+    struct trace_state *t = k->t;
+    struct wsl_process p = k->p;
     int rc = 0;
     if (res == WSL_READ_ERROR) {
         snprintf(err, errlen, "%s", wsl_reader_message(r));
         rc = -1;
-    } else if (!have_process) { /* the reader says ERROR for these: a clean END without PROCESS cannot be */
+    } else if (!k->have_process) { /* the reader says ERROR for these: a clean END without PROCESS cannot be */
         snprintf(err, errlen, "not a usable trace: it has no process info");
         rc = -1;
     } else {
@@ -626,6 +644,79 @@ int wsl_run_add_trace(struct wsl_run *run, const char *path, char *err, size_t e
         free_process(&p);
     free_trace_state(t);
     free(t);
+    k->t = NULL;
+    return rc;
+}
+
+/* A process that may be a rank of a distributed run: a rank variable in its RANK chunk, no world
+ * size of 1, and not forked from a traced process (a forked worker joins its rank's reading). */
+static bool may_be_rank(const struct wsl_process *p)
+{
+    static const char *const rank_keys[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID", NULL};
+    static const char *const world_keys[] = {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS",
+                                             NULL};
+    if (!p->rank_env || (p->flags & WSL_PROC_FORKED))
+        return false;
+    for (size_t i = 0; world_keys[i]; i++) {
+        const char *w = wsl_process_rank_var(p, world_keys[i]);
+        if (w && !strcmp(w, "1"))
+            return false;
+    }
+    for (size_t i = 0; rank_keys[i]; i++) {
+        const char *v = wsl_process_rank_var(p, rank_keys[i]);
+        if (v && *v >= '0' && *v <= '9')
+            return true;
+    }
+    return false;
+}
+
+int wsl_run_add_trace(struct wsl_run *run, const char *path, char *err, size_t errlen)
+{
+    struct wsl_reader *r = wsl_reader_open(path, err, errlen);
+    if (!r)
+        return -1;
+    /* A run that may compare ranks reads a rank's trace into a run of its own as well, in the same
+     * pass (distributed.c takes it instead of reading the trace again). Until the first events it
+     * is not known whether the trace is a rank's: the tee holds what came before them. */
+    struct trace_sink main_sink, tee_sink;
+    sink_begin(&main_sink, run);
+    struct wsl_run *solo = NULL;
+    bool teeing = false;
+    if (!run->solo && !run->windowed) {
+        solo = xmalloc(sizeof *solo);
+        wsl_run_init(solo);
+        solo->solo = true;
+        sink_begin(&tee_sink, solo);
+        teeing = true;
+    }
+    struct wsl_item it;
+    enum wsl_read_result res;
+    while ((res = wsl_reader_next(r, &it)) == WSL_READ_ITEM) {
+        wsl_progress_update(run->progress, wsl_reader_bytes_in(r));
+        if (teeing && it.type == WSL_CHUNK_EVENTS && !tee_sink.t->have_events && !may_be_rank(&tee_sink.p)) {
+            char e[8];
+            sink_end(&tee_sink, r, WSL_READ_ERROR, path, e, sizeof e); /* frees its state */
+            wsl_run_free(solo);
+            free(solo);
+            solo = NULL;
+            teeing = false;
+        }
+        sink_item(&main_sink, &it);
+        if (teeing)
+            sink_item(&tee_sink, &it);
+    }
+    int rc = sink_end(&main_sink, r, res, path, err, errlen);
+    if (teeing) {
+        char e[WSL_READER_ERRLEN];
+        if (rc == 0 && may_be_rank(&tee_sink.p) && sink_end(&tee_sink, r, res, path, e, sizeof e) == 0) {
+            run->procs[run->proc_count - 1].rank_solo = solo;
+        } else {
+            if (tee_sink.t)
+                sink_end(&tee_sink, r, WSL_READ_ERROR, path, e, sizeof e);
+            wsl_run_free(solo);
+            free(solo);
+        }
+    }
     wsl_reader_close(r);
     return rc;
 }

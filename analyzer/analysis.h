@@ -76,6 +76,9 @@ struct wsl_process {
     char *emu_spec;             /* its SPEC (NULL: not emulated) */
     uint64_t emu_ns[WSL_EMU_FAMILIES]; /* added ns per call, by enum wsl_emu_family */
     uint64_t emu_fs_meta_ns, emu_fs_read_bps, emu_fs_write_bps; /* file-system emulation (0: none) */
+    /* A rank's trace read into a run of its own in the same pass (the distributed analysis's,
+     * taken and freed by it), or NULL */
+    struct wsl_run *rank_solo;
 };
 
 /* The run's phases: those of its main GPU process (most launches), the steady

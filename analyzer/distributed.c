@@ -141,19 +141,31 @@ static void take_solo(struct wsl_rank *rk, const struct wsl_run *solo)
     }
 }
 
-/* Reads the traces of processes idx[0..n) into a run of their own. */
-static void read_rank(struct wsl_rank *rk, const struct wsl_run *run, const size_t *idx, size_t n)
+/* The traces of processes idx[0..n) (in start order) in a run of their own. The first one's was
+ * read into one in the run's own pass when it looked like a rank's (analysis.c, rank_solo); the
+ * others (its forked workers) are read again into it, in the same order a reading of them all
+ * would take. */
+static void read_rank(struct wsl_rank *rk, struct wsl_run *run, const size_t *idx, size_t n)
 {
-    struct wsl_run solo;
-    wsl_run_init(&solo);
-    solo.solo = true;
-    for (size_t i = 0; i < n; i++) {
-        char err[256];
-        wsl_run_add_trace(&solo, run->procs[idx[i]].trace_path, err, sizeof err); /* read once already */
+    struct wsl_run own, *solo = n ? run->procs[idx[0]].rank_solo : NULL;
+    size_t from = 1;
+    if (solo) {
+        run->procs[idx[0]].rank_solo = NULL;
+    } else {
+        solo = &own;
+        wsl_run_init(solo);
+        solo->solo = true;
+        from = 0;
     }
-    wsl_run_finish(&solo);
-    take_solo(rk, &solo);
-    wsl_run_free(&solo);
+    for (size_t i = from; i < n; i++) {
+        char err[256];
+        wsl_run_add_trace(solo, run->procs[idx[i]].trace_path, err, sizeof err); /* read once already */
+    }
+    wsl_run_finish(solo);
+    take_solo(rk, solo);
+    wsl_run_free(solo);
+    if (solo != &own)
+        free(solo);
 }
 
 static void set_identity(struct wsl_rank *rk, const struct wsl_process *p)
@@ -375,6 +387,12 @@ void wsl_dist_analyze(struct wsl_run *run)
     for (size_t k = 0; k < ng; k++)
         free(g[k].procs);
     free(g);
+    for (size_t i = 0; i < run->proc_count; i++) /* the rank readings not taken: not ranks after all */
+        if (run->procs[i].rank_solo) {
+            wsl_run_free(run->procs[i].rank_solo);
+            free(run->procs[i].rank_solo);
+            run->procs[i].rank_solo = NULL;
+        }
     if (!d->active) {
         wsl_dist_free(d);
         d->imbalance = -1;

@@ -17,6 +17,8 @@
 #include "wslshim/trace_format.h"
 
 #define MAX_PENDING 64
+#define COPY_WINDOW (1u << 16)  /* copies waiting for classification, at most */
+#define RANGE_WINDOW (1u << 16) /* allocation calls waiting, at most */
 #define NONE UINT32_MAX
 
 /* ---- address ranges: a treap keyed by start address ---------------------------------------- */
@@ -188,11 +190,19 @@ struct wsl_host_trace {
     size_t thread_count;
     struct thread_state *current;       /* the thread of the EVENTS batch being read */
     struct thread_state overflow;       /* threads past WSL_HOST_MAX_THREADS share this */
+    /* Copies and allocation calls wait here, at most COPY_WINDOW and RANGE_WINDOW of each, until
+     * they are classified in time order (classify_flush); their totals are capped by the limits. */
     struct copy_rec *copies;
-    size_t copy_count, copy_cap;
+    size_t copy_count, copy_cap, copy_total;
     struct range_ev *ranges;
-    size_t range_count, range_cap;
+    size_t range_count, range_cap, range_total;
     size_t max_copies, max_range_events;    /* the limits when the trace began */
+    struct range_tree tree;             /* the memory ranges live at the classification's time */
+    /* classified so far (ticks); pageable copies to the GPU wait for the submission cost, known at
+     * the end: their time left after the sync charge, the top bit set for a small one */
+    uint64_t small_left, pageable_ticks, locked_ticks, large_ticks;
+    uint64_t *htod_left;
+    size_t htod_left_count, htod_left_cap;
     bool ranges_overflowed;
     uint64_t ranges_overflow_t;         /* copies from then on are not classified */
     uint64_t seq;
@@ -206,6 +216,8 @@ struct wsl_host_trace {
     struct wsl_host_summary s;          /* counts */
 };
 
+static void classify_flush(struct wsl_host_trace *t, bool final);
+
 struct wsl_host_trace *wsl_host_trace_begin(void)
 {
     struct wsl_host_trace *t = xcalloc(1, sizeof *t);
@@ -213,6 +225,7 @@ struct wsl_host_trace *wsl_host_trace_begin(void)
     t->max_copies = max_copies;
     t->max_range_events = max_range_events;
     t->current = &t->overflow;          /* until the first batch names its thread */
+    t->tree.seed = 0x9e3779b9u;
     t->fast.current_pending = &t->overflow.npend;
     return t;
 }
@@ -302,13 +315,16 @@ static void range_event(struct wsl_host_trace *t, const struct wsl_event *ev, ui
 {
     if (ev->result != 0)
         return;
-    if (t->range_count >= t->max_range_events) {
+    if (t->range_total >= t->max_range_events) {
         if (!t->ranges_overflowed) {
             t->ranges_overflowed = true;
             t->ranges_overflow_t = ev->t_start;
         }
         return;
     }
+    if (t->range_count >= RANGE_WINDOW)
+        classify_flush(t, 0);
+    t->range_total++;
     if (t->range_count == t->range_cap) {
         t->range_cap = t->range_cap ? 2 * t->range_cap : 1024;
         t->ranges = xrealloc(t->ranges, t->range_cap * sizeof *t->ranges);
@@ -395,7 +411,10 @@ void wsl_host_trace_event_slow(struct wsl_host_trace *t, unsigned category, cons
         th->small_start = ev->t_start;
     }
     uint32_t index = NONE;
-    if (t->copy_count < t->max_copies) {
+    if (t->copy_total < t->max_copies) {
+        if (t->copy_count >= COPY_WINDOW)
+            classify_flush(t, 0);      /* before the index is taken: a flush moves the copies */
+        t->copy_total++;
         if (t->copy_count == t->copy_cap) {
             t->copy_cap = t->copy_cap ? 2 * t->copy_cap : 1024;
             t->copies = xrealloc(t->copies, t->copy_cap * sizeof *t->copies);
@@ -523,71 +542,145 @@ static void not_a_wait(struct wsl_host_trace *t, struct copy_rec *c)
     c->wait = 0;
 }
 
+/* Classifies one copy with the ranges live at its time. */
+static void classify_one(struct wsl_host_trace *t, struct copy_rec *c)
+{
+    struct wsl_host_summary *s = &t->s;
+    uint64_t left = c->dur > c->sync_charge ? c->dur - c->sync_charge : 0;
+    if (c->bytes >= (1u << 20)) {
+        s->large_copies++;
+        s->large_bytes += c->bytes;
+        t->large_ticks += c->dur;
+    }
+    if (t->ranges_overflowed && c->t >= t->ranges_overflow_t) {
+        s->unclassified_copies++;
+    } else {
+        uint8_t host = 0;
+        enum direction d = classify(&t->tree, c, &host);
+        if (c->wait && c->category == WSL_CAT_COPY_ANY_ASYNC && (d == DIR_HTOD || d == DIR_DTOD)) {
+            not_a_wait(t, c);   /* a cuMemcpyAsync that turned out to go to the GPU: a submission */
+            left = c->dur;
+        }
+        s->htod += d == DIR_HTOD;
+        s->dtoh += d == DIR_DTOH;
+        s->dtod += d == DIR_DTOD;
+        s->unknown_direction += d == DIR_UNKNOWN;
+        if (d == DIR_HTOD || d == DIR_DTOH) {
+            if (host == 0) {
+                /* only copies to the GPU are charged: a copy to pageable memory is a wait for the
+                 * GPU's earlier work (sync_heavy's), which pinning alone does not remove */
+                s->pageable_copies++;
+                s->pageable_bytes += c->bytes;
+                s->pageable_htod += d == DIR_HTOD;
+                s->pageable_dtoh += d == DIR_DTOH;
+                t->pageable_ticks += c->dur;
+                if (d == DIR_HTOD) { /* its charge needs the submission cost: at the end */
+                    if (t->htod_left_count == t->htod_left_cap) {
+                        t->htod_left_cap = t->htod_left_cap ? 2 * t->htod_left_cap : 1024;
+                        t->htod_left = xrealloc(t->htod_left, t->htod_left_cap * sizeof *t->htod_left);
+                    }
+                    t->htod_left[t->htod_left_count++] =
+                        (left & ~(1ull << 63)) | (uint64_t)(c->bytes < WSL_HOST_SMALL_COPY) << 63;
+                    return;
+                }
+            } else if (host == RANGE_LOCKED) {
+                s->locked_copies++;
+                s->locked_bytes += c->bytes;
+                t->locked_ticks += c->dur;
+            }
+        }
+    }
+    if (c->bytes < WSL_HOST_SMALL_COPY)
+        t->small_left += left;
+}
+
+/* Classifies the waiting copies in time order, with the allocation calls before each applied to
+ * the range tree. At the end (final) all of them; else those before a cut time, about half,
+ * so that the memory kept stays bounded: a copy still counted as a wait that is not charged yet
+ * (its thread has not submitted again) stays, and the cut stops at the first such one unless that
+ * keeps back more than three quarters. A copy or allocation call read later than the cut with an
+ * earlier time (another thread's batch far behind) is classified against the ranges of the cut's
+ * time. */
+static void classify_flush(struct wsl_host_trace *t, bool final)
+{
+    size_t n = t->copy_count;
+    struct pend_entry **owners = NULL;
+    size_t owner_count = 0;
+    if (!final) { /* the copies pending entries point at: tagged in sync_charge (0 until charged) */
+        for (size_t i = 0; i <= t->thread_count; i++) {
+            struct thread_state *th = i < t->thread_count ? t->threads[i] : &t->overflow;
+            for (uint32_t j = 0; j < th->npend; j++)
+                if (th->pend[j].copy != NONE) {
+                    owners = xrealloc(owners, (owner_count + 1) * sizeof *owners);
+                    owners[owner_count++] = &th->pend[j];
+                    t->copies[th->pend[j].copy].sync_charge = owner_count;
+                }
+        }
+    }
+    if (n > 1)
+        qsort(t->copies, n, sizeof *t->copies, copy_by_time);
+    if (t->range_count > 1)
+        qsort(t->ranges, t->range_count, sizeof *t->ranges, range_by_time);
+    uint64_t cut = UINT64_MAX;
+    if (!final) {
+        cut = n >= COPY_WINDOW || !t->range_count ? (n ? t->copies[n / 2].t : 0) : t->ranges[t->range_count / 2].t;
+        if (n && cut <= t->copies[0].t && n >= COPY_WINDOW)
+            cut = t->copies[0].t + 1;   /* a window of one time: it goes whole */
+        if (t->range_count && cut <= t->ranges[0].t && t->range_count >= RANGE_WINDOW)
+            cut = t->ranges[0].t + 1;
+        for (size_t i = 0; i < n && t->copies[i].t < cut; i++)
+            if (t->copies[i].wait == 1 && t->copies[i].sync_charge) {
+                if (i >= n / 4)
+                    cut = t->copies[i].t;
+                break;
+            }
+    }
+    size_t r = 0, w = 0, i = 0;
+    for (; i < n && t->copies[i].t < cut; i++) {
+        struct copy_rec *c = &t->copies[i];
+        while (r < t->range_count && t->ranges[r].t <= c->t)
+            apply_range(&t->tree, &t->ranges[r++]);
+        if (!final && c->wait == 1 && c->sync_charge)
+            t->copies[w++] = *c;        /* still pending: kept */
+        else
+            classify_one(t, c);
+    }
+    for (; i < n; i++)
+        t->copies[w++] = t->copies[i];
+    while (r < t->range_count && t->ranges[r].t < cut)
+        apply_range(&t->tree, &t->ranges[r++]);
+    memmove(t->ranges, t->ranges + r, (t->range_count - r) * sizeof *t->ranges);
+    t->range_count -= r;
+    t->copy_count = w;
+    for (size_t k = 0; k < w; k++)
+        if (t->copies[k].wait == 1 && t->copies[k].sync_charge) {
+            owners[t->copies[k].sync_charge - 1]->copy = (uint32_t)k;
+            t->copies[k].sync_charge = 0;
+        }
+    free(owners);
+}
+
+/* The end of the trace: the copies left, then the pageable copies' charges with the submission
+ * cost (ticks), in ticks until wsl_host_trace_end converts them. */
 static void classify_copies(struct wsl_host_trace *t, uint64_t submit)
 {
     struct wsl_host_summary *s = &t->s;
-    if (t->copy_count > 1)
-        qsort(t->copies, t->copy_count, sizeof *t->copies, copy_by_time);
-    if (t->range_count > 1)
-        qsort(t->ranges, t->range_count, sizeof *t->ranges, range_by_time);
-    struct range_tree tree;
-    memset(&tree, 0, sizeof tree);
-    tree.seed = 0x9e3779b9u;
-    size_t r = 0;
-    uint64_t small_left = t->unrecorded_small_ticks, pageable_lost = 0, pageable_ticks = 0, locked_ticks = 0,
-             large_ticks = 0;
-    for (size_t i = 0; i < t->copy_count; i++) {
-        struct copy_rec *c = &t->copies[i];
-        while (r < t->range_count && t->ranges[r].t <= c->t)
-            apply_range(&tree, &t->ranges[r++]);
-        uint64_t left = c->dur > c->sync_charge ? c->dur - c->sync_charge : 0;
-        if (c->bytes >= (1u << 20)) {
-            s->large_copies++;
-            s->large_bytes += c->bytes;
-            large_ticks += c->dur;
-        }
-        if (t->ranges_overflowed && c->t >= t->ranges_overflow_t) {
-            s->unclassified_copies++;
-        } else {
-            uint8_t host = 0;
-            enum direction d = classify(&tree, c, &host);
-            if (c->wait && c->category == WSL_CAT_COPY_ANY_ASYNC && (d == DIR_HTOD || d == DIR_DTOD)) {
-                not_a_wait(t, c);   /* a cuMemcpyAsync that turned out to go to the GPU: a submission */
-                left = c->dur;
-            }
-            s->htod += d == DIR_HTOD;
-            s->dtoh += d == DIR_DTOH;
-            s->dtod += d == DIR_DTOD;
-            s->unknown_direction += d == DIR_UNKNOWN;
-            if (d == DIR_HTOD || d == DIR_DTOH) {
-                if (host == 0) {
-                    /* only copies to the GPU are charged: a copy to pageable memory is a wait for the
-                     * GPU's earlier work (sync_heavy's), which pinning alone does not remove */
-                    uint64_t p = d == DIR_HTOD && left > submit ? left - submit : 0;
-                    s->pageable_copies++;
-                    s->pageable_bytes += c->bytes;
-                    s->pageable_htod += d == DIR_HTOD;
-                    s->pageable_dtoh += d == DIR_DTOH;
-                    pageable_ticks += c->dur;
-                    pageable_lost += p;
-                    left -= p;
-                } else if (host == RANGE_LOCKED) {
-                    s->locked_copies++;
-                    s->locked_bytes += c->bytes;
-                    locked_ticks += c->dur;
-                }
-            }
-        }
-        if (c->bytes < WSL_HOST_SMALL_COPY)
-            small_left += left;
+    classify_flush(t, 1);
+    uint64_t small_left = t->unrecorded_small_ticks + t->small_left, pageable_lost = 0;
+    for (size_t i = 0; i < t->htod_left_count; i++) {
+        uint64_t left = t->htod_left[i] & ~(1ull << 63);
+        uint64_t p = left > submit ? left - submit : 0;
+        pageable_lost += p;
+        if (t->htod_left[i] >> 63)
+            small_left += left - p;
     }
-    free(tree.nodes);
-    /* in ticks until wsl_host_trace_end converts them */
+    free(t->tree.nodes);
+    t->tree.nodes = NULL;
     s->small_left_ns = small_left;
     s->pageable_lost_ns = pageable_lost;
-    s->pageable_ns = pageable_ticks;
-    s->locked_ns = locked_ticks;
-    s->large_ns = large_ticks;
+    s->pageable_ns = t->pageable_ticks;
+    s->locked_ns = t->locked_ticks;
+    s->large_ns = t->large_ticks;
 }
 
 static void discard(struct wsl_host_trace *t)
@@ -598,6 +691,8 @@ static void discard(struct wsl_host_trace *t)
     free(t->threads);
     free(t->copies);
     free(t->ranges);
+    free(t->tree.nodes);
+    free(t->htod_left);
     for (size_t i = 0; i < t->range_name_count; i++)
         free(t->range_names[i]);
     free(t->range_names);

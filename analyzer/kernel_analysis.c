@@ -85,7 +85,7 @@ struct handle_launches {
 };
 
 #define MAX_CAPTURING 64 /* streams capturing at once, per process */
-#define HANDLE_CACHE_BITS 4
+#define HANDLE_CACHE_BITS 8
 #define HANDLE_CACHE_SIZE (1u << HANDLE_CACHE_BITS)
 
 struct handle_timing {

@@ -55,31 +55,12 @@ const char *wsl_steady_method_name(enum wsl_steady_method m)
     }
 }
 
-struct seq {                    /* one thread's launches, in its order */
-    uint32_t tid;
-    uint64_t *ids;              /* function handles (a graph's with the top bit flipped) */
-    uint64_t *ticks;            /* their start */
-    bool pending_break;         /* the thread waited or did other work of its own since its last launch */
-    bool have_last;
-    uint64_t last_ticks;        /* its last launch's start */
-    /* gaps from one launch to the next with no break between (ticks): count and sum per quarter of a
-     * power of two (cheap per launch; the 2 ms line is drawn by bucket) */
-    uint64_t gap_n[256], gap_sum[256];
-    uint64_t broken_gaps, broken_ticks; /* the others */
-    uint64_t pipe_reads, pipe_ticks; /* reads on fds not seen opened (path id 0) */
-    size_t n, cap;
-    uint64_t total;             /* launches, kept or not */
-};
-
 struct wsl_phase_trace {
-    struct seq *seqs;
+    struct wsl_phase_trace_fast f;  /* first: the header's inline path reads it */
+    struct wsl_phase_seq *seqs;
     size_t seq_count;
-    struct seq *cur;                /* the chunk's thread, or NULL past the cap */
     uint32_t cur_tid;
     bool have_cur;
-    bool any_submit;
-    uint64_t first_submit, last_submit_end;  /* ticks */
-    uint64_t launches;
     uint64_t (*loads)[3];           /* module and library loads: start, end (ticks), 1 for a module load */
     size_t load_count;
     uint64_t loads_total, load_ticks_total;
@@ -96,21 +77,21 @@ void wsl_phase_trace_thread(struct wsl_phase_trace *t, uint32_t tid)
         return;
     t->have_cur = true;
     t->cur_tid = tid;
-    t->cur = NULL;
+    t->f.cur = NULL;
     for (size_t i = 0; i < t->seq_count; i++)
         if (t->seqs[i].tid == tid) {
-            t->cur = &t->seqs[i];
+            t->f.cur = &t->seqs[i];
             return;
         }
     if (t->seq_count >= WSL_PHASE_MAX_THREADS)
         return;
     t->seqs = xrealloc(t->seqs, (t->seq_count + 1) * sizeof *t->seqs);
-    t->cur = &t->seqs[t->seq_count++];
-    memset(t->cur, 0, sizeof *t->cur);
-    t->cur->tid = tid;
+    t->f.cur = &t->seqs[t->seq_count++];
+    memset(t->f.cur, 0, sizeof *t->f.cur);
+    t->f.cur->tid = tid;
 }
 
-void wsl_phase_trace_event(struct wsl_phase_trace *t, enum wsl_phase_op op, const struct wsl_event *ev)
+void wsl_phase_trace_event_slow(struct wsl_phase_trace *t, enum wsl_phase_op op, const struct wsl_event *ev)
 {
     if (op == WSL_PHASE_MODULE_LOAD || op == WSL_PHASE_LIBRARY_LOAD) {
         t->loads_total++;
@@ -126,11 +107,11 @@ void wsl_phase_trace_event(struct wsl_phase_trace *t, enum wsl_phase_op op, cons
         return;
     }
     if (op == WSL_PHASE_BREAK || op == WSL_PHASE_SUBMIT_BREAK || op == WSL_PHASE_READ) {
-        if (t->cur) {
-            t->cur->pending_break = true;
+        if (t->f.cur) {
+            t->f.cur->pending_break = true;
             if (op == WSL_PHASE_READ && ev->a[0] == 0) { /* path id 0: a pipe or socket */
-                t->cur->pipe_reads++;
-                t->cur->pipe_ticks += ev->t_end - ev->t_start;
+                t->f.cur->pipe_reads++;
+                t->f.cur->pipe_ticks += ev->t_end - ev->t_start;
             }
         }
         if (op != WSL_PHASE_SUBMIT_BREAK)
@@ -138,15 +119,15 @@ void wsl_phase_trace_event(struct wsl_phase_trace *t, enum wsl_phase_op op, cons
     }
     if (ev->result != 0)
         return;
-    if (!t->any_submit || ev->t_start < t->first_submit)
-        t->first_submit = ev->t_start;
-    if (!t->any_submit || ev->t_end > t->last_submit_end)
-        t->last_submit_end = ev->t_end;
-    t->any_submit = true;
+    if (!t->f.any_submit || ev->t_start < t->f.first_submit)
+        t->f.first_submit = ev->t_start;
+    if (!t->f.any_submit || ev->t_end > t->f.last_submit_end)
+        t->f.last_submit_end = ev->t_end;
+    t->f.any_submit = true;
     if (op != WSL_PHASE_LAUNCH && op != WSL_PHASE_GRAPH)
         return;
-    t->launches++;
-    struct seq *q = t->cur;
+    t->f.launches++;
+    struct wsl_phase_seq *q = t->f.cur;
     if (!q)
         return;
     q->total++;
@@ -156,7 +137,7 @@ void wsl_phase_trace_event(struct wsl_phase_trace *t, enum wsl_phase_op op, cons
         else
         {
             uint64_t g = ev->t_start - q->last_ticks;
-            unsigned k = g < 4 ? (unsigned)g : (unsigned)(4 * (63 - __builtin_clzll(g)) + ((g >> (62 - __builtin_clzll(g))) & 3));
+            unsigned k = wsl_phase_gap_bucket(g);
             q->gap_n[k]++;
             q->gap_sum[k] += g;
         }
@@ -293,7 +274,7 @@ static void count_loads(struct wsl_phases *ph, const uint64_t (*loads_ns)[3], si
 
 /* The busiest thread's gaps between launches: unbroken ones under WSL_PHASE_DISPATCH_GAP are
  * dispatch, the rest long (bucket midpoints of the histogram: within 0.4%). */
-static void split_gaps(const struct seq *q, const struct wsl_clock_map *clock, struct wsl_phases *ph)
+static void split_gaps(const struct wsl_phase_seq *q, const struct wsl_clock_map *clock, struct wsl_phases *ph)
 {
     ph->long_gaps = q->broken_gaps;
     ph->long_gap_ns = wsl_clock_duration_ns(clock, q->broken_ticks);
@@ -317,27 +298,27 @@ void wsl_phase_trace_end(struct wsl_phase_trace *t, const struct wsl_clock_map *
     ph->end_ns = end_ns;
     ph->module_loads = t->loads_total;
     ph->module_load_ns = wsl_clock_duration_ns(clock, t->load_ticks_total);
-    ph->launches = t->launches;
+    ph->launches = t->f.launches;
     uint64_t (*loads_ns)[3] = xmalloc((t->load_count ? t->load_count : 1) * sizeof *loads_ns);
     for (size_t i = 0; i < t->load_count; i++) {
         loads_ns[i][0] = wsl_clock_to_ns(clock, t->loads[i][0]);
         loads_ns[i][1] = wsl_clock_to_ns(clock, t->loads[i][1]);
         loads_ns[i][2] = t->loads[i][2];
     }
-    if (!t->any_submit) {
+    if (!t->f.any_submit) {
         free(loads_ns);
         wsl_phase_trace_discard(t);
         return;
     }
-    ph->first_submit_ns = wsl_clock_to_ns(clock, t->first_submit);
-    ph->last_submit_ns = wsl_clock_to_ns(clock, t->last_submit_end);
+    ph->first_submit_ns = wsl_clock_to_ns(clock, t->f.first_submit);
+    ph->last_submit_ns = wsl_clock_to_ns(clock, t->f.last_submit_end);
     if (ph->first_submit_ns < start_ns)
         ph->first_submit_ns = start_ns;
     if (ph->end_ns < ph->last_submit_ns)
         ph->end_ns = ph->last_submit_ns;
 
     /* the busiest thread's launch stream */
-    const struct seq *q = NULL;
+    const struct wsl_phase_seq *q = NULL;
     for (size_t i = 0; i < t->seq_count; i++)
         if (!q || t->seqs[i].n > q->n)
             q = &t->seqs[i];
@@ -366,7 +347,7 @@ void wsl_phase_trace_end(struct wsl_phase_trace *t, const struct wsl_clock_map *
         uint64_t *d = xmalloc(periods * sizeof *d);
         for (size_t k = 0; k < periods; k++) {
             size_t a = best_s + k * best_p, b = a + best_p;
-            uint64_t tb = b < q->n ? q->ticks[b] : t->last_submit_end;
+            uint64_t tb = b < q->n ? q->ticks[b] : t->f.last_submit_end;
             d[k] = wsl_clock_duration_ns(clock, tb > q->ticks[a] ? tb - q->ticks[a] : 0);
         }
         uint64_t med, excess;
@@ -374,7 +355,7 @@ void wsl_phase_trace_end(struct wsl_phase_trace *t, const struct wsl_clock_map *
         free(d);
         best_s += out * best_p;
         /* warm-up's time beyond what its launches take at the steady state's pace (busiest thread) */
-        uint64_t t_end = best_e < q->n ? q->ticks[best_e] : t->last_submit_end;
+        uint64_t t_end = best_e < q->n ? q->ticks[best_e] : t->f.last_submit_end;
         double per_launch = (double)wsl_clock_duration_ns(clock, t_end > q->ticks[best_s] ? t_end - q->ticks[best_s] : 0) /
                             (double)(best_e - best_s);
         uint64_t steady_start = wsl_clock_to_ns(clock, q->ticks[best_s]);

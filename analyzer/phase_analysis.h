@@ -96,9 +96,67 @@ struct wsl_phases {
 
 struct wsl_phase_trace;
 
+/* One thread's launches, in its order (the inline path below writes it). */
+struct wsl_phase_seq {
+    uint32_t tid;
+    uint64_t *ids;              /* function handles (a graph's with the top bit flipped) */
+    uint64_t *ticks;            /* their start */
+    bool pending_break;         /* the thread waited or did other work of its own since its last launch */
+    bool have_last;
+    uint64_t last_ticks;        /* its last launch's start */
+    size_t n, cap;
+    uint64_t total;             /* launches, kept or not */
+    uint64_t broken_gaps, broken_ticks; /* the gaps with a break in them */
+    uint64_t pipe_reads, pipe_ticks; /* reads on fds not seen opened (path id 0) */
+    /* gaps from one launch to the next with no break between (ticks): count and sum per quarter of a
+     * power of two (cheap per launch; the 2 ms line is drawn by bucket) */
+    uint64_t gap_n[256], gap_sum[256];
+};
+
+/* What the inline path reads and writes: the first member of struct wsl_phase_trace. */
+struct wsl_phase_trace_fast {
+    struct wsl_phase_seq *cur;  /* the chunk's thread, or NULL past the cap */
+    bool any_submit;
+    uint64_t first_submit, last_submit_end;  /* ticks */
+    uint64_t launches;
+};
+
 struct wsl_phase_trace *wsl_phase_trace_begin(void);
 void wsl_phase_trace_thread(struct wsl_phase_trace *t, uint32_t tid);
-void wsl_phase_trace_event(struct wsl_phase_trace *t, enum wsl_phase_op op, const struct wsl_event *ev);
+void wsl_phase_trace_event_slow(struct wsl_phase_trace *t, enum wsl_phase_op op, const struct wsl_event *ev);
+
+/* The gap bucket of g ticks: g itself below 4, else 4 per power of two (quarters). */
+static inline unsigned wsl_phase_gap_bucket(uint64_t g)
+{
+    return g < 4 ? (unsigned)g : (unsigned)(4 * (63 - __builtin_clzll(g)) + ((g >> (62 - __builtin_clzll(g))) & 3));
+}
+
+/* One event whose op is not NONE. The common case, a successful launch that follows the thread's
+ * last one with no break between and finds room in its sequence, is counted here (as
+ * wsl_phase_trace_event_slow would count it, without its tests and call). */
+static inline void wsl_phase_trace_event(struct wsl_phase_trace *t, enum wsl_phase_op op, const struct wsl_event *ev)
+{
+    struct wsl_phase_trace_fast *f = (struct wsl_phase_trace_fast *)(void *)t;
+    struct wsl_phase_seq *q = f->cur;
+    if (op == WSL_PHASE_LAUNCH && ev->result == 0 && q && q->have_last && !q->pending_break && q->n < q->cap &&
+        ev->t_start >= q->last_ticks && f->any_submit) {
+        uint64_t ts = ev->t_start, g = ts - q->last_ticks;
+        if (ts < f->first_submit)
+            f->first_submit = ts;
+        if (ev->t_end > f->last_submit_end)
+            f->last_submit_end = ev->t_end;
+        f->launches++;
+        q->total++;
+        unsigned k = wsl_phase_gap_bucket(g);
+        q->gap_n[k]++;
+        q->gap_sum[k] += g;
+        q->last_ticks = ts;
+        q->ids[q->n] = ev->a[0];
+        q->ticks[q->n++] = ts;
+        return;
+    }
+    wsl_phase_trace_event_slow(t, op, ev);
+}
 /* Finds the phases of the trace's process (start and end in ns) and frees t. */
 void wsl_phase_trace_end(struct wsl_phase_trace *t, const struct wsl_clock_map *clock, uint64_t start_ns,
                          uint64_t end_ns, struct wsl_phases *out);
