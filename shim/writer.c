@@ -1050,6 +1050,15 @@ static uint64_t drain_all(void)
      * to every drain, so that threads go on in their large rings and back. */
     struct timespec late = {0, WSL_TEST_SLOW_WRITER * 1000L};
     nanosleep(&late, NULL);
+    /* WSLSHIM_TEST_STALL_MS: the writer stalls that long once, at its first
+     * drain, so that a burst fills the ring (preload.ring_full_drops_once). */
+    static int stalled;
+    const char *stall = stalled ? NULL : getenv("WSLSHIM_TEST_STALL_MS");
+    stalled = 1;
+    if (stall && atoi(stall) > 0) {
+        struct timespec st = {atoi(stall) / 1000, (long)(atoi(stall) % 1000) * 1000000L};
+        nanosleep(&st, NULL);
+    }
 #endif
     /* An event may name a path another thread published (a descriptor one
      * thread opened, read by another): every thread's event heads first, then
