@@ -19,6 +19,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -258,10 +259,154 @@ static void wsl_func_note_named(const struct wsl_event *ev)
         wsl_writer_note_driver((void *)real, (int)r);                                      \
     return r;
 
+/* A launch's common case (issue 26), a row of WSL_IS_TIMED: this thread
+ * records, its ring has room below its limit, the function's first launches
+ * are behind it and its sampling gap has not run out, no emulation, the cycle
+ * counter is the clock. The record is written into the ring's slot before the
+ * call, straight from the arguments as they came (nothing of them is kept
+ * across the call), and the times and the result after it; the slot is
+ * published only then. The depth is raised before the slot is taken and
+ * lowered after it is published: a signal handler's hooked calls pass through
+ * meanwhile, and nothing else writes this thread's ring. Anything else is the
+ * full hook (`slow`), whose record is evaluated again from the arguments (the
+ * slot was not published, and the full hook takes it again). */
+#if (defined(__x86_64__) || defined(__aarch64__)) && !WSL_TSAN
+#define WSL_FAST_LAUNCH 1
+#else
+#define WSL_FAST_LAUNCH 0
+#endif
+static inline __attribute__((always_inline)) uint64_t wsl_cycles(void)
+{
+#if defined(__x86_64__)
+    return __rdtsc();
+#elif defined(__aarch64__)
+    uint64_t v;
+    __asm__ volatile("mrs %0, cntvct_el0" : "=r"(v));
+    return v;
+#else
+    return wsl_ticks();
+#endif
+}
+#define WSL_LAUNCH_FAST_BODY(id, pfn_t, cat, slots, args, rec, slow)                            \
+    pfn_t real = (pfn_t)atomic_load_explicit(&slots[id], memory_order_acquire);            \
+    struct wsl_thread *t = wsl_tls_thread;                                                 \
+    if (WSL_UNLIKELY(!real || wsl_tls_depth || !t ||                                       \
+                     t->gen != atomic_load_explicit(&wsl_gen, memory_order_relaxed) ||     \
+                     !wsl_cfg.use_tsc || wsl_emu_cat_ticks[cat]))                          \
+        return slow args;                                                                  \
+    uint64_t h = t->head_local;                                                            \
+    if (WSL_UNLIKELY(h >= t->limit))                                                       \
+        return slow args;                                                                  \
+    wsl_tls_depth = 1;                                                                     \
+    struct wsl_event *wsl_ev = &t->cur_ev[h & t->cur_mask];                                \
+    {                                                                                      \
+        CUresult r = CUDA_SUCCESS;                                                         \
+        (void)r;                                                                           \
+        rec;                                                                               \
+    }                                                                                      \
+    uint64_t handle = wsl_ev->a[0];                                                        \
+    uint32_t fslot = WSL_FUNC_SLOT(handle);                                                \
+    uint32_t left = wsl_tls_launches;                                                      \
+    if (WSL_UNLIKELY(t->func_key[fslot] != handle || t->func_timed[fslot] < WSL_FUNC_COVER || \
+                     left <= 1)) {                                                         \
+        wsl_tls_depth = 0;                                                                 \
+        return slow args;                                                                  \
+    }                                                                                      \
+    wsl_tls_launches = left - 1;                                                           \
+    uint64_t t0 = wsl_cycles();                                                            \
+    CUresult r = real args;                                                                \
+    uint64_t t1 = wsl_cycles();                                                            \
+    wsl_ev->t_start = t0;                                                                  \
+    wsl_ev->t_end = t1;                                                                    \
+    /* api, flags (0) and result: one store */                                             \
+    uint64_t head3 = (uint64_t)(id) | (uint64_t)(uint32_t)r << 32;                         \
+    memcpy(&wsl_ev->api, &head3, sizeof head3);                                            \
+    t->head_local = h + 1;                                                                 \
+    atomic_store_explicit(t->cur_head, h + 1, memory_order_release);                       \
+    wsl_tls_depth = 0;                                                                     \
+    return r;
+_Static_assert(offsetof(struct wsl_event, api) == 16 && offsetof(struct wsl_event, flags) == 18 &&
+                   offsetof(struct wsl_event, result) == 20,
+               "api, flags and result are one 8-byte word");
+
+/* The rows with a launch's fast path (WSL_IS_TIMED), chosen by the category's
+ * name: a row's `args` is its parameters' names only there. Every category
+ * has its line (a row of a category missing here does not compile). */
+#define WSL_ROW_WSL_CAT_OTHER WSL_ROW_PLAIN
+#define WSL_ROW_WSL_CAT_INIT WSL_ROW_PLAIN
+#define WSL_ROW_WSL_CAT_LAUNCH WSL_ROW_FAST
+#define WSL_ROW_WSL_CAT_GRAPH WSL_ROW_FAST
+#define WSL_ROW_WSL_CAT_HOSTFN WSL_ROW_PLAIN
+#define WSL_ROW_WSL_CAT_ALLOC WSL_ROW_PLAIN
+#define WSL_ROW_WSL_CAT_ALLOC_MANAGED WSL_ROW_PLAIN
+#define WSL_ROW_WSL_CAT_FREE WSL_ROW_PLAIN
+#define WSL_ROW_WSL_CAT_HOST_ALLOC WSL_ROW_PLAIN
+#define WSL_ROW_WSL_CAT_HOST_FREE WSL_ROW_PLAIN
+#define WSL_ROW_WSL_CAT_HOST_REGISTER WSL_ROW_PLAIN
+#define WSL_ROW_WSL_CAT_HOST_UNREGISTER WSL_ROW_PLAIN
+#define WSL_ROW_WSL_CAT_SYNC_STREAM WSL_ROW_PLAIN
+#define WSL_ROW_WSL_CAT_SYNC_CTX WSL_ROW_PLAIN
+#define WSL_ROW_WSL_CAT_SYNC_EVENT WSL_ROW_PLAIN
+#define WSL_ROW_WSL_CAT_STREAM_WAIT WSL_ROW_PLAIN
+#define WSL_ROW_WSL_CAT_QUERY WSL_ROW_PLAIN
+#define WSL_ROW_WSL_CAT_EVENT_RECORD WSL_ROW_PLAIN
+#define WSL_ROW_WSL_CAT_COPY_ANY WSL_ROW_PLAIN
+#define WSL_ROW_WSL_CAT_COPY_ANY_ASYNC WSL_ROW_PLAIN
+#define WSL_ROW_WSL_CAT_COPY_HTOD WSL_ROW_PLAIN
+#define WSL_ROW_WSL_CAT_COPY_HTOD_ASYNC WSL_ROW_PLAIN
+#define WSL_ROW_WSL_CAT_COPY_DTOH WSL_ROW_PLAIN
+#define WSL_ROW_WSL_CAT_COPY_DTOH_ASYNC WSL_ROW_PLAIN
+#define WSL_ROW_WSL_CAT_COPY_DTOD WSL_ROW_PLAIN
+#define WSL_ROW_WSL_CAT_COPY_DTOD_ASYNC WSL_ROW_PLAIN
+#define WSL_ROW_WSL_CAT_MEMSET WSL_ROW_PLAIN
+#define WSL_ROW_WSL_CAT_MEMSET_ASYNC WSL_ROW_PLAIN
+#define WSL_ROW_WSL_CAT_IO_OPEN WSL_ROW_PLAIN
+#define WSL_ROW_WSL_CAT_IO_READ WSL_ROW_PLAIN
+#define WSL_ROW_WSL_CAT_IO_MMAP WSL_ROW_PLAIN
+#define WSL_ROW_WSL_CAT_IO_STAT WSL_ROW_PLAIN
+#define WSL_ROW_WSL_CAT_IO_SEEK WSL_ROW_PLAIN
+#define WSL_ROW_WSL_CAT_IO_CLOSE WSL_ROW_PLAIN
+#define WSL_ROW_WSL_CAT_FUNC_NAME WSL_ROW_PLAIN
+#define WSL_ROW_WSL_CAT_GPU_KERNEL WSL_ROW_PLAIN
+#define WSL_ROW_WSL_CAT_NVTX_PUSH WSL_ROW_PLAIN
+#define WSL_ROW_WSL_CAT_NVTX_POP WSL_ROW_PLAIN
+#define WSL_ROW_WSL_CAT_NVTX_START WSL_ROW_PLAIN
+#define WSL_ROW_WSL_CAT_NVTX_END WSL_ROW_PLAIN
+#define WSL_ROW_WSL_CAT_NVTX_MARK WSL_ROW_PLAIN
+#define WSL_ROW_WSL_CAT_NVTX_NAME_THREAD WSL_ROW_PLAIN
+#define WSL_ROW_WSL_CAT_IO_FOLD WSL_ROW_PLAIN
+#define WSL_ROW_WSL_CAT_IO_WRITE WSL_ROW_PLAIN
+#define WSL_ROW_WSL_CAT_IO_DIR WSL_ROW_PLAIN
+#define WSL_ROW_KIND(cat) WSL_ROW_##cat
+
+/* sym is pasted before it is passed on (cuda.h #defines many base names):
+ * name the exported symbol's string, id its WSL_ID_, pfn its type, hook and
+ * proc its two wrappers, fhook and fproc their full hooks. */
+#define WSL_ROW_PLAIN(name, id, pfn, hook, proc, fhook, fproc, cat, pt, params, args, rec)  \
+    WSL_EXPORT CUresult hook params __asm__(name);                                         \
+    WSL_EXPORT CUresult hook params { WSL_HOOK_BODY(id, pfn, cat, pt, slot_sym, args, rec) } \
+    static CUresult proc params { WSL_HOOK_BODY(id, pfn, cat, pt, slot_proc, args, rec) }
+
+#if WSL_FAST_LAUNCH
+#define WSL_ROW_FAST(name, id, pfn, hook, proc, fhook, fproc, cat, pt, params, args, rec)   \
+    WSL_EXPORT CUresult hook params __asm__(name);                                         \
+    static __attribute__((noinline)) CUresult fhook params                                 \
+    {                                                                                      \
+        WSL_HOOK_BODY(id, pfn, cat, pt, slot_sym, args, rec)                               \
+    }                                                                                      \
+    static __attribute__((noinline)) CUresult fproc params                                 \
+    {                                                                                      \
+        WSL_HOOK_BODY(id, pfn, cat, pt, slot_proc, args, rec)                              \
+    }                                                                                      \
+    WSL_EXPORT CUresult hook params { WSL_LAUNCH_FAST_BODY(id, pfn, cat, slot_sym, args, rec, fhook) } \
+    static CUresult proc params { WSL_LAUNCH_FAST_BODY(id, pfn, cat, slot_proc, args, rec, fproc) }
+#else
+#define WSL_ROW_FAST WSL_ROW_PLAIN
+#endif
+
 #define WSL_HOOK(sym, base, ver, pt, cat, pfn, params, args, rec)                          \
-    WSL_EXPORT CUresult wsl_hook_##sym params __asm__(#sym);                               \
-    WSL_EXPORT CUresult wsl_hook_##sym params { WSL_HOOK_BODY(WSL_ID_##sym, wsl_pfn_##sym, cat, pt, slot_sym, args, rec) } \
-    static CUresult wsl_proc_##sym params { WSL_HOOK_BODY(WSL_ID_##sym, wsl_pfn_##sym, cat, pt, slot_proc, args, rec) }
+    WSL_ROW_KIND(cat)(#sym, WSL_ID_##sym, wsl_pfn_##sym, wsl_hook_##sym, wsl_proc_##sym, wsl_full_hook_##sym, \
+                      wsl_full_proc_##sym, cat, pt, params, args, rec)
 #include "wslshim/cuda_api.def"
 #undef WSL_HOOK
 

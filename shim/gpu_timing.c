@@ -522,21 +522,33 @@ static double ticks_per_ns = 1.0;
 static uint64_t rate_t0, rate_m0;
 static int writer_relaxed;
 
-/* Ticks per ns of the event clock: 2 ms of calibration the first time,
- * then refined from that first sample as time goes by. */
-static void update_rate(void)
+/* Ticks per ns of the event clock, from the first call on and refined from
+ * that first sample as time goes by. Known once RATE_SPAN_NS have passed since
+ * the first sample: until then the writer leaves the queued pairs for its next
+ * pass (collect) instead of sleeping for them before its first drain, where a
+ * short program's burst of launches filled its ring and dropped events. At the
+ * trace's end (`wait`) it sleeps the rest of that span. */
+#define RATE_SPAN_NS 2000000ull
+static int update_rate(int wait)
 {
     if (!wsl_cfg.use_tsc)
-        return;
+        return 1;
     if (!rate_t0) {
         rate_t0 = wsl_ticks();
         rate_m0 = wsl_mono_ns();
-        struct timespec ts = {0, 2000000};
-        nanosleep(&ts, NULL);
     }
     uint64_t t = wsl_ticks(), m = wsl_mono_ns();
+    if (m - rate_m0 < RATE_SPAN_NS) {
+        if (!wait)
+            return 0;
+        uint64_t left = RATE_SPAN_NS - (m - rate_m0);
+        struct timespec ts = {0, (long)left};
+        nanosleep(&ts, NULL);
+        t = wsl_ticks(), m = wsl_mono_ns();
+    }
     if (m > rate_m0)
         ticks_per_ns = (double)(t - rate_t0) / (double)(m - rate_m0);
+    return 1;
 }
 
 static uint64_t ns_to_ticks(double ns) { return ns <= 0 ? 0 : (uint64_t)(ns * ticks_per_ns); }
@@ -777,7 +789,8 @@ static void collect(int wait)
 {
     if (!out && !(out = wsl_thread_claim_aux()))
         return;
-    update_rate();
+    if (!update_rate(wait))
+        return; /* the clock's rate is not known yet: the pairs wait for a later pass */
     if (atomic_load(&timing_closed))
         return;
     unsigned left = poll_once(0);

@@ -203,6 +203,8 @@ struct wsl_thread {
     _Atomic uint64_t dropped;
     uint32_t in_big;         /* producer: it writes the large ring now */
     uint32_t no_small;       /* producer: never the small ring (the writer's own ring) */
+    uint32_t dropping;       /* producer: its large ring filled and one wait did not make room: it
+                                drops (and counts) without waiting until the writer has read half of it */
     /* writer side */
     _Atomic uint32_t w_big;  /* it reads the large ring now (reset with the ring, runtime.c) */
     uint64_t dropped_reported;
@@ -313,8 +315,8 @@ extern _Atomic(struct wsl_thread *) wsl_threads; /* registry head */
 /* Set when the trace cannot be opened: no thread records from then on (its
  * rings would fill with nobody to drain them). */
 extern _Atomic int wsl_recording_off;
-/* Events that waited for room in a full ring (wsl_ring_reserve_slow); logged
- * at WSLSHIM_LOG=debug when the process ends. */
+/* Bursts that filled a ring and waited for room (wsl_ring_reserve_slow: one
+ * wait per burst, then drops); logged at WSLSHIM_LOG=debug when the process ends. */
 extern _Atomic uint64_t wsl_ring_waits;
 
 /* Slow path: sets up this thread (and, the first time, the writer); returns

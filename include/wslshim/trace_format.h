@@ -696,8 +696,9 @@ static inline int wsl_columns_done(const struct wsl_columns_in *in) { return wsl
  * holds fewer than WSL_PACK_TABLE_MAX entries (later literals are not kept). The
  * same checks as EVENTS apply, and: an op beyond the table's entries so far, a
  * literal count that differs from the op column's zeros. The writer also
- * compresses with zstd level -1 from 1.4 on: the packed bytes are dense (times),
- * and stored zstd literals decompress at memory speed. */
+ * compresses with zstd level -1 from 1.4 on: the packed bytes are dense (times).
+ * Its literals were stored raw until issue 26 and are Huffman-coded since (an
+ * ordinary zstd frame either way: readers need nothing new). */
 #define WSL_TRACE_ZSTD_LEVEL (-1)  /* the writer's zstd level from 1.4 on (1.2: level 1) */
 #define WSL_PACK_TABLE_MAX 255u
 #define WSL_PACK_HASH_SLOTS 512u     /* writer's lookup of argument sets: a power of two > 2 x table */

@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""A burst of launches against the fake driver, and the trace's account of it.
+
+    burst_check.py stall SHIM REPORT FAKE_LIB_DIR CLIENT WORKDIR
+        The writer (a tiny-rings test build) stalls 1.5 s at its first drain
+        (WSLSHIM_TEST_STALL_MS) while the client makes 200,000 launches: the
+        ring fills. Checks the program waited for room once for the burst, not
+        once per event (WSLSHIM_LOG=debug's count of waits), that the drops are
+        counted and written to the trace (the report's `dropped`), and that
+        launches in the trace plus drops are exactly the launches made.
+    burst_check.py startup SHIM REPORT FAKE_LIB_DIR CLIENT WORKDIR
+        Short runs (GPU timing on, its default) that launch 60,000 times from
+        their start: each run's launches and drops add up to the launches
+        made, and the program waited for room once at most. Whether any were
+        dropped depends on whether the writer got a core in time (the writer's
+        clock calibration no longer sleeps before its first drain, but a busy
+        machine can still starve it for 10 ms): printed, not asserted.
+No timing is asserted.
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+mode, shim, report, libdir, client, work = sys.argv[1:7]
+shutil.rmtree(work, ignore_errors=True)
+os.makedirs(work)
+fails = []
+
+
+def run(n, tag, extra):
+    out = os.path.join(work, tag)
+    os.makedirs(out)
+    env = dict(os.environ, LD_LIBRARY_PATH=libdir, LD_PRELOAD=shim, WSLSHIM_OUTPUT=os.path.join(out, "%p.trace.zst"),
+               WSLSHIM_LOG="debug", **extra)
+    p = subprocess.run([client, str(n)], env=env, capture_output=True, text=True, timeout=120)
+    if p.returncode != 0 or f"BURST {n}" not in p.stdout:
+        fails.append(f"{tag}: client exited {p.returncode}: {p.stderr[-400:]}")
+        return None
+    r = subprocess.run([report, "--json", out], capture_output=True, text=True)
+    if r.returncode != 0:
+        fails.append(f"{tag}: report exited {r.returncode}: {r.stderr.strip()[-400:]}")
+        return None
+    d = json.loads(r.stdout)
+    waits = re.findall(r"waited for room in a full ring: (\d+)", p.stderr)
+    launches = (d["api"].get("cuLaunchKernel") or {}).get("calls", 0)
+    return {"dropped": d["processes"][0]["dropped"], "launches": launches,
+            "waits": int(waits[-1]) if waits else None}
+
+
+if mode == "stall":
+    n = 200000
+    got = run(n, "stall", {"WSLSHIM_TEST_STALL_MS": "1500", "WSLSHIM_GPU_TIMING": "off"})
+    if got:
+        print("stall:", got)
+        if not got["dropped"]:
+            fails.append("the writer stalled through a burst larger than the ring, and nothing was dropped")
+        if got["launches"] + got["dropped"] != n:
+            fails.append(f"trace {got['launches']} launches + {got['dropped']} dropped != {n} made")
+        if got["waits"] is None:
+            fails.append("no count of waits at WSLSHIM_LOG=debug")
+        elif got["waits"] > 1:
+            fails.append(f"{got['waits']} waits for room in one burst (one at most)")
+elif mode == "startup":
+    for i in range(5):
+        got = run(60000, f"startup{i}", {})
+        if got:
+            print(f"startup {i}:", got)
+            if got["waits"] is not None and got["waits"] > 1:
+                fails.append(f"run {i}: {got['waits']} waits for room in one burst (one at most)")
+            if got["launches"] + got["dropped"] != 60000:
+                fails.append(f"run {i}: trace {got['launches']} launches + {got['dropped']} dropped != 60000")
+else:
+    sys.exit(f"unknown mode {mode}")
+for f in fails:
+    print("FAIL:", f)
+sys.exit(1 if fails else 0)
