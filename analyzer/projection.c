@@ -284,6 +284,20 @@ struct replay {
     size_t fstype_count;
     const struct wsl_proj_emu *emu;     /* added costs instead of the profiles' differences, or NULL */
     struct wsl_u64_map emu_paths;       /* path id -> 1: under an emulated fs: path (per process) */
+    /* Writes on pipes and sockets of the processes replayed so far (children
+     * before their parents), in recorded order: a parent's read of a pipe ends
+     * no sooner than the projected time of the last write of one of its
+     * descendants before the read's recorded end (DataLoader workers, compiler
+     * helpers: a late child makes its parent wait). */
+    struct pipe_write { uint64_t re; double pe; int32_t pid; } *pw;
+    size_t pw_count, pw_cap, pw_sorted;
+    int32_t pid;                        /* the process being replayed */
+    int64_t start_shift;                /* its threads' shift at their first call: its parent's at its start */
+    struct shift_point { int32_t pid; uint64_t re; int64_t shift; } *sp; /* shift timelines (pass 1) */
+    size_t sp_count, sp_cap;
+    bool record_shifts;
+    const int32_t (*ppids)[2];          /* (pid, ppid) of every process of the run */
+    size_t ppid_count;
     bool clamp_up;                      /* built-in wsl2 target, native source: never cheaper per call */
     bool steady_proc;                   /* this process holds the steady state of the options */
     bool steady_seen;                   /* a call at or after its start was replayed */
@@ -457,6 +471,53 @@ static bool file_delta(struct replay *R, const struct pending *e, double *delta)
     return false;
 }
 
+static int32_t parent_of(const struct replay *R, int32_t pid)
+{
+    for (size_t i = 0; i < R->ppid_count; i++)
+        if (R->ppids[i][0] == pid)
+            return R->ppids[i][1];
+    return 0;
+}
+
+/* Whether process `pid` descends from `anc` among the run's processes. */
+static bool descends_from(const struct replay *R, int32_t pid, int32_t anc)
+{
+    for (int depth = 0; depth < 32 && pid > 0; depth++) {
+        pid = parent_of(R, pid);
+        if (pid == anc)
+            return true;
+    }
+    return false;
+}
+
+static int pipe_write_cmp(const void *a, const void *b)
+{
+    const struct pipe_write *x = a, *y = b;
+    return x->re < y->re ? -1 : x->re > y->re;
+}
+
+/* The projected time of the last write of a descendant of the process being
+ * replayed at or before recorded time `re`; -1 when there is none. */
+static double child_write_before(struct replay *R, uint64_t re)
+{
+    if (R->pw_sorted != R->pw_count) {
+        qsort(R->pw, R->pw_count, sizeof *R->pw, pipe_write_cmp);
+        R->pw_sorted = R->pw_count;
+    }
+    size_t lo = 0, hi = R->pw_count; /* first write after re */
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (R->pw[mid].re <= re)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t i = lo, seen = 0; i-- > 0 && seen < 4096; seen++)
+        if (descends_from(R, R->pw[i].pid, R->pid))
+            return R->pw[i].pe;
+    return -1;
+}
+
 /* Replays one call. */
 static void replay_one(struct replay *R, const struct pending *e)
 {
@@ -470,6 +531,7 @@ static void replay_one(struct replay *R, const struct pending *e)
     if (!ts) {
         R->thr = xrealloc(R->thr, (R->thr_count + 1) * sizeof *R->thr);
         memset(&R->thr[R->thr_count], 0, sizeof *R->thr);
+        R->thr[R->thr_count].shift = R->start_shift; /* forked when its parent had this shift */
         wsl_u64_map_insert(&R->threads, (uint64_t)e->tid + 1, R->thr_count++);
         ts = wsl_u64_map_find(&R->threads, (uint64_t)e->tid + 1);
     }
@@ -697,6 +759,18 @@ static void replay_one(struct replay *R, const struct pending *e)
     default:
         break; /* no figure for it in any profile: kept as recorded */
     }
+    /* A read of a pipe or socket (no file): data a child wrote; when the child
+     * is projected to write it later than this read would end, the read waits. */
+    if (e->kind == K_IO_READ && e->fs == FS_NONE && !e->a[0] && e->result == 0 && e->a[2] > 0 &&
+        R->pw_count && R->ppid_count) {
+        double w = child_write_before(R, re);
+        if (w > ps + pd) {
+            wait_rec += rd;
+            pd = w - ps;
+            wait_proj += pd;
+            changed = true;
+        }
+    }
     kept = !changed;
     double pe = ps + pd;
     struct wsl_proj_cause_figs *c = &pr->cause[cause];
@@ -708,8 +782,17 @@ static void replay_one(struct replay *R, const struct pending *e)
     c->changed_calls += changed;
     c->kept_calls += kept;
     pr->events++;
+    int64_t old_shift = th->shift;
     th->shift = (int64_t)llround(pe - (double)re);
     th->last_re = re;
+    if (R->record_shifts && (th->shift - old_shift > 1000 || old_shift - th->shift > 1000 || !R->sp_count ||
+                             R->sp[R->sp_count - 1].pid != R->pid)) {
+        if (R->sp_count == R->sp_cap) {
+            R->sp_cap = R->sp_cap ? 2 * R->sp_cap : 4096;
+            R->sp = xrealloc(R->sp, R->sp_cap * sizeof *R->sp);
+        }
+        R->sp[R->sp_count++] = (struct shift_point){R->pid, re, th->shift};
+    }
     th->last_pe = (uint64_t)llround(fmax(0, pe));
     if (R->steady_proc && re <= R->opt->steady_end_ns)
         R->steady_shift1 = th->shift;
@@ -719,6 +802,15 @@ static void replay_one(struct replay *R, const struct pending *e)
     }
     if (th->last_pe > R->max_pe)
         R->max_pe = th->last_pe;
+    /* a write on a pipe or socket (not stdout or stderr): a parent may read it */
+    if (e->kind == K_IO_WRITE && e->fs == FS_NONE && !e->a[0] && e->result == 0 && e->a[2] > 0 &&
+        (int64_t)e->stream > 2 && R->ppid_count) {
+        if (R->pw_count == R->pw_cap) {
+            R->pw_cap = R->pw_cap ? 2 * R->pw_cap : 1024;
+            R->pw = xrealloc(R->pw, R->pw_cap * sizeof *R->pw);
+        }
+        R->pw[R->pw_count++] = (struct pipe_write){re, pe, R->pid};
+    }
 #undef DELTA
 }
 
@@ -793,6 +885,8 @@ static void classify_file(struct replay *R, const struct wsl_reader *r, struct p
     if (p->kind == K_IO_OPEN || p->kind == K_IO_STAT || p->kind == K_IO_DIR) {
         dev = p->a[1];
     } else if (p->kind == K_IO_READ || p->kind == K_IO_WRITE) {
+        if (!p->a[0])
+            return; /* no path: a pipe, socket or terminal (its fd number may be a closed file's) */
         struct wsl_u64_slot *s = wsl_u64_map_find(&R->fds, p->stream + 1);
         if (s) {
             p->fs = (uint8_t)(s->value & 0xff);
@@ -940,10 +1034,51 @@ static int replay_trace(struct replay *R, const char *path, char *err, size_t er
     return 0;
 }
 
+static int shift_point_cmp(const void *a, const void *b)
+{
+    const struct shift_point *x = a, *y = b;
+    if (x->pid != y->pid)
+        return x->pid < y->pid ? -1 : 1;
+    return x->re < y->re ? -1 : x->re > y->re;
+}
+
+/* Process pid's shift at recorded time t in a sorted timeline (0 before its first point). */
+static int64_t shift_at(const struct shift_point *sp, size_t n, int32_t pid, uint64_t t)
+{
+    size_t lo = 0, hi = n; /* first point after (pid, t) */
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (sp[mid].pid < pid || (sp[mid].pid == pid && sp[mid].re <= t))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo > 0 && sp[lo - 1].pid == pid ? sp[lo - 1].shift : 0;
+}
+
+/* A trace's pid and parent pid, from its PROCESS chunk (0 when unreadable). */
+static void trace_ids(const char *path, int32_t *pid, int32_t *ppid)
+{
+    char err[WSL_READER_ERRLEN];
+    struct wsl_reader *r = wsl_reader_open(path, err, sizeof err);
+    if (!r)
+        return;
+    struct wsl_item it;
+    while (wsl_reader_next(r, &it) == WSL_READ_ITEM)
+        if (it.type == WSL_CHUNK_PROCESS) {
+            *pid = it.process.info.pid;
+            *ppid = it.process.info.ppid;
+            break;
+        }
+    wsl_reader_close(r);
+}
+
 /* One replay of the run into *out (its target already filled): with the
  * profiles' differences, or with emu's added costs when emu is not NULL. */
-static int project_once(const char *const *paths, size_t count, const struct wsl_projection_options *opt,
-                        const struct wsl_proj_emu *emu, struct wsl_projection *out, char *err, size_t errlen)
+static int project_pass(const char *const *paths, size_t count, const struct wsl_projection_options *opt,
+                        const struct wsl_proj_emu *emu, struct wsl_projection *out, char *err, size_t errlen,
+                        const struct shift_point *tl_in, size_t tl_in_count, struct shift_point **tl_out,
+                        size_t *tl_out_count, bool *has_children)
 {
     char perr[512];
     static struct wsl_profile builtin_native, builtin_wsl2, given_source;
@@ -975,7 +1110,37 @@ static int project_once(const char *const *paths, size_t count, const struct wsl
     uint64_t run_start = UINT64_MAX, end_rec = 0, end_proj = 0;
     bool used_native = false, used_wsl2 = false;
     int rc = 0;
-    for (size_t i = 0; i < count && rc == 0; i++) {
+    /* Children before their parents (a parent's pipe reads wait for its
+     * children's projected writes): deepest first, else in the given order. */
+    int32_t (*ids)[2] = xmalloc((count ? count : 1) * sizeof *ids);
+    size_t *order = xmalloc((count ? count : 1) * sizeof *order);
+    int *depth = xmalloc((count ? count : 1) * sizeof *depth);
+    for (size_t i = 0; i < count; i++) {
+        ids[i][0] = ids[i][1] = 0;
+        trace_ids(paths[i], &ids[i][0], &ids[i][1]);
+    }
+    R.ppids = (const int32_t (*)[2])ids;
+    R.ppid_count = count;
+    R.record_shifts = tl_out != NULL;
+    for (size_t i = 0; i < count; i++) {
+        depth[i] = 0;
+        for (int32_t p = ids[i][0]; depth[i] < 32 && (p = parent_of(&R, p)) > 0;)
+            depth[i]++;
+        order[i] = i;
+    }
+    if (has_children) {
+        *has_children = false;
+        for (size_t i = 0; i < count; i++)
+            *has_children |= depth[i] > 0;
+    }
+    for (size_t i = 1; i < count; i++) /* insertion sort: stable, deepest first */
+        for (size_t j = i; j > 0 && depth[order[j - 1]] < depth[order[j]]; j--) {
+            size_t t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+        }
+    for (size_t oi = 0; oi < count && rc == 0; oi++) {
+        size_t i = order[oi];
         struct trace_facts f;
         memset(&f, 0, sizeof f);
         char terr[WSL_READER_ERRLEN];
@@ -1000,6 +1165,8 @@ static int project_once(const char *const *paths, size_t count, const struct wsl
             used_native = true;
         }
         replay_reset(&R);
+        R.pid = f.pid;
+        R.start_shift = tl_in ? shift_at(tl_in, tl_in_count, ids[i][1], f.start_ns) : 0;
         R.clamp_up = !emu && !strcmp(R.tgt->platform, "wsl2") && !strcmp(R.tgt->origin, "built-in") &&
                      !strcmp(R.src->platform, "native");
         R.steady_proc = opt->steady_steps && f.pid == opt->steady_pid;
@@ -1031,6 +1198,17 @@ static int project_once(const char *const *paths, size_t count, const struct wsl
     }
     replay_reset(&R);
     free(R.heap);
+    free(R.pw);
+    if (tl_out && rc == 0) {
+        qsort(R.sp, R.sp_count, sizeof *R.sp, shift_point_cmp);
+        *tl_out = R.sp;
+        *tl_out_count = R.sp_count;
+    } else {
+        free(R.sp);
+    }
+    free(ids);
+    free(order);
+    free(depth);
     if (rc != 0) {
         wsl_projection_free(out);
         return -1;
@@ -1046,6 +1224,42 @@ static int project_once(const char *const *paths, size_t count, const struct wsl
         out->wall_ns = end_proj > run_start ? end_proj - run_start : 0;
     }
     return 0;
+}
+
+/* One replay of the run into *out. A run whose processes have traced parents
+ * (DataLoader workers, compiler helpers) is replayed twice: the first pass
+ * gives each parent's shift over time, the second starts each child at its
+ * parent's shift when it was forked (so that a worker forked after its parent
+ * fell behind is behind too, and its writes come as late to the parent). */
+static int project_once(const char *const *paths, size_t count, const struct wsl_projection_options *opt,
+                        const struct wsl_proj_emu *emu, struct wsl_projection *out, char *err, size_t errlen)
+{
+    bool children = false;
+    int32_t(*ids)[2] = xmalloc((count ? count : 1) * sizeof *ids);
+    for (size_t i = 0; i < count; i++) {
+        ids[i][0] = ids[i][1] = 0;
+        trace_ids(paths[i], &ids[i][0], &ids[i][1]);
+    }
+    for (size_t i = 0; i < count && !children; i++)
+        for (size_t j = 0; j < count && !children; j++)
+            children = i != j && ids[i][1] > 0 && ids[i][1] == ids[j][0];
+    free(ids);
+    if (!children)
+        return project_pass(paths, count, opt, emu, out, err, errlen, NULL, 0, NULL, NULL, NULL);
+    struct wsl_projection *first = xmalloc(sizeof *first);
+    *first = *out; /* the caller's starting state: target and settings, nothing replayed */
+    first->procs = NULL;
+    first->proc_count = 0;
+    struct shift_point *tl = NULL;
+    size_t tl_count = 0;
+    int rc = project_pass(paths, count, opt, emu, first, err, errlen, NULL, 0, &tl, &tl_count, NULL);
+    if (rc == 0)
+        wsl_projection_free(first);
+    free(first);
+    if (rc == 0)
+        rc = project_pass(paths, count, opt, emu, out, err, errlen, tl, tl_count, NULL, NULL, NULL);
+    free(tl);
+    return rc;
 }
 
 /* Reads an emulation file (calibration JSON with "platform": "emulation");

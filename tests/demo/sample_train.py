@@ -46,7 +46,7 @@ def main():
     model = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 2)).to(dev)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     loader = torch.utils.data.DataLoader(Files(a.data), batch_size=32, shuffle=True, num_workers=a.workers,
-                                         persistent_workers=True)
+                                         persistent_workers=a.workers > 0)
     step, loss = 0, None
     nvtx = torch.cuda.nvtx
     while step < a.steps:

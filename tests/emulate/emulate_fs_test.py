@@ -170,7 +170,9 @@ if best:
     for k, want in (("stat", META_NS), ("open_read", META_NS + SIZE * 1e9 / 330e6), ("listdir", META_NS),
                     ("rename", META_NS)):
         d = me[k] - mn[k]
-        check(abs(d - want) <= 0.10 * want + 20_000, f"{k}: added {d} ns at the median, not ~{want:.0f}")
+        # stat and open_read: medians of N calls; listdir and rename: one call each (noisier)
+        tol = 0.10 * want + 20_000 if k in ("stat", "open_read") else 0.5 * want
+        check(abs(d - want) <= tol, f"{k}: added {d} ns at the median, not ~{want:.0f}")
     check(te["other_ns"] < tn["other_ns"] + META_NS / 2,
           f"a path outside the prefix was slowed: {tn['other_ns']} -> {te['other_ns']} ns")
     nat, em = report([dn]), report([de])
@@ -197,6 +199,81 @@ if best:
             check(not p["unknown_figures"], f"an emulation SPEC needs no figure: {p['unknown_figures']}")
             fm = p["exposure"]["file_metadata"]
             check(fm["calls"] >= 2 * N + 3, f"exposure file_metadata counts {fm['calls']} calls, under {2 * N + 3}")
+
+# ---- workers: children read the files, the parent waits on their pipe ---------------------
+# As a DataLoader: a forked worker reads the files and sends each one's digest on a pipe; the
+# parent reads the pipe, after stating every file itself: under the emulation the worker is
+# forked late (the replay starts it at its parent's shift then). (One worker: the emulation spins, and two spinning workers on this
+# 2-core machine would stretch each other beyond the added cost.) Under the emulation the workers are slower and the
+# parent waits for them: the projection of the native run must carry the workers' added time
+# into the parent's pipe reads (it replays children first).
+WORKERS = r"""
+import hashlib, json, os, sys, time
+base, out = sys.argv[1], sys.argv[2]
+data = os.path.join(base, "data")
+names = sorted(os.listdir(data))
+t0 = time.perf_counter()
+for n in names:  # the parent's own emulated calls first: the worker is forked when it is behind
+    os.stat(os.path.join(data, n))
+r, w = os.pipe()
+kids = []
+for k in range(1):
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        for n in names:
+            with open(os.path.join(data, n), "rb") as f:
+                os.write(w, hashlib.sha256(f.read()).digest())
+        os._exit(0)
+    kids.append(pid)
+os.close(w)
+got = b""
+while True:
+    b = os.read(r, 32)
+    if not b:
+        break
+    got += b
+for pid in kids:
+    os.waitpid(pid, 0)
+t1 = time.perf_counter()
+print(len(got) // 32)
+json.dump({"loop_ns": int((t1 - t0) * 1e9)}, open(out, "w"))
+"""
+
+
+def run_workers(name, spec):
+    d = os.path.join(WORK, name)
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    env = dict(os.environ, LD_PRELOAD=SHIM, WSLSHIM_OUTPUT=os.path.join(d, "t-%p.trace.zst"))
+    env.pop("WSLSHIM_EMULATE", None)
+    if spec:
+        env["WSLSHIM_EMULATE"] = spec
+    timing = os.path.join(WORK, name + ".json")
+    p = subprocess.run([sys.executable, "-S", "-c", WORKERS, base, timing], env=env, capture_output=True, text=True)
+    return d, p, (json.load(open(timing)) if p.returncode == 0 else None)
+
+
+best = None
+for attempt in range(ATTEMPTS):
+    dn, pn, tn = run_workers("wk-native", None)
+    de, pe, te = run_workers("wk-emulated", SPEC)
+    if not check(tn and te and pn.stdout == pe.stdout == f"{N}\n", f"workers client: {pn.stdout!r} {pe.stdout!r} "
+                 f"{pn.stderr[-300:]} {pe.stderr[-300:]}"):
+        break
+    nat, em = report([dn]), report([de])
+    pr = report(["--project", SPEC, dn])
+    if not (nat and em and pr):
+        break
+    p = pr["projection"]
+    err = (p["wall_ns"] - em["wall_ns"]) / em["wall_ns"]
+    print(f"workers attempt {attempt + 1}: native {nat['wall_ns'] / 1e6:.1f} ms, emulated {em['wall_ns'] / 1e6:.1f} ms, "
+          f"projected {p['wall_ns'] / 1e6:.1f} ms ({err * 100:+.1f}%); {len(em['processes'])} processes")
+    if best is None or abs(err) < abs(best):
+        best = err
+    if abs(err) <= 0.10:
+        break
+check(best is not None and abs(best) <= 0.10, f"workers: projection off by {best}")
 
 if failures:
     print(f"{len(failures)} failure(s)")
