@@ -50,4 +50,10 @@ echo "demo: 3. a sample run recorded on an NVIDIA H200: a PyTorch training loop 
 echo "      workers, NVTX step ranges and loss.item() every step (tests/demo/sample_train.py)"
 "$report" tests/demo/sample
 "$report" --html "$work/sample.html" tests/demo/sample
+echo
+echo "demo: 4. side by side: the same PyTorch loop (tests/demo/sample_train.py, 100 steps, no workers)"
+echo "      recorded on an NVIDIA H100 natively (A) and under wslshim's WSL2 *emulation* (B:"
+echo "      WSLSHIM_EMULATE=wsl2,fs:DATA=9p adds published WSL2 launch and /mnt/c file costs on the"
+echo "      same Linux machine; B is not a measured WSL2 run; tests/gpu/demo_pair.sh recorded it)"
+"$report" --compare tests/demo/pair/native tests/demo/pair/wsl2-emulated
 echo "demo: traces in $work/io and $out; the sample run as a web page: $work/sample.html"
