@@ -404,7 +404,7 @@ static int trace_of_earlier_image(const char *path)
  * every trace. A killed helper (SIGKILL) leaves its trace. The counts are
  * gathered by the writer while it encodes events, and only while the trace
  * may still be a helper's. docs/usage.md. */
-#define HELPER_MAX_BYTES (64u << 10)
+#define HELPER_MAX_BYTES (8u << 10) /* pyenv 2.x helpers: 4817 bytes at most (pyenv-which) */
 #define HELPER_MAX_DIR_OPS 8u
 #define HELPER_MAX_NS 1000000000ull
 #define HELPERS_FILE "wslshim-helpers.txt"
