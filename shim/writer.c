@@ -1812,6 +1812,7 @@ void wsl_writer_after_fork_child(void)
     atomic_store(&final_done, 0);
     atomic_store(&writer_tid, 0);
     atomic_store(&driver_pending, 0); /* CUDA is not usable in a forked child */
+    atomic_store(&helper_exec, 0); /* the child's trace is its own (helper_config at its start) */
     start_ticks = wsl_ticks();
     start_mono = wsl_mono_ns();
     start_real = wsl_real_ns();
