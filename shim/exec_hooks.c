@@ -27,7 +27,7 @@ static pid_t recording_pid; /* the process whose trace state this memory holds *
 
 static const char *const carried_vars[] = {
     "WSLSHIM_OUTPUT", "WSLSHIM_GPU_TIMING", "WSLSHIM_IO", "WSLSHIM_LOG", "WSLSHIM_MOUNTINFO", "WSLSHIM_CLOCK",
-    "WSLSHIM_SIGNALS", "WSLSHIM_IO_PATHS", "WSLSHIM_IO_PATHS_KEY",
+    "WSLSHIM_SIGNALS", "WSLSHIM_IO_PATHS", "WSLSHIM_IO_PATHS_KEY", "WSLSHIM_RUN_ROOT", "WSLSHIM_KEEP_HELPERS",
 };
 #define N_CARRIED (sizeof carried_vars / sizeof carried_vars[0])
 
@@ -124,6 +124,7 @@ static int before_exec(void)
 {
     if (getpid() != recording_pid)
         return 0; /* a vfork child: the state is the parent's */
+    wsl_writer_note_exec(1); /* a helper's trace may go: the next image's replaces it */
     wsl_writer_shutdown();
     return 1;
 }

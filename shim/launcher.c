@@ -605,6 +605,10 @@ __attribute__((noreturn)) static void exec_child(const struct run_options *o, co
                                                  const char *shim)
 {
     char *preload = preload_with_shim(shim, getenv("LD_PRELOAD"));
+    /* The process the user ran: the shim never drops its last image's trace as a
+     * short helper's (WSLSHIM_KEEP_HELPERS=1 keeps every one; shim/writer.c). */
+    char root_pid[24];
+    snprintf(root_pid, sizeof root_pid, "%d", (int)getpid());
 #if defined(__SANITIZE_THREAD__)
     /* A ThreadSanitizer build of the shim needs TSan's runtime (this launcher's
      * own) loaded before it (docs/reliability.md). */
@@ -619,7 +623,8 @@ __attribute__((noreturn)) static void exec_child(const struct run_options *o, co
     if (setenv("LD_PRELOAD", preload, 1) != 0 || setenv("WSLSHIM_OUTPUT", plan->pattern, 1) != 0 ||
         (o->gpu_timing && setenv("WSLSHIM_GPU_TIMING", o->gpu_timing, 1) != 0) ||
         (o->no_io && setenv("WSLSHIM_IO", "0", 1) != 0) ||
-        (o->emulate && setenv("WSLSHIM_EMULATE", o->emulate, 1) != 0)) {
+        (o->emulate && setenv("WSLSHIM_EMULATE", o->emulate, 1) != 0) ||
+        setenv("WSLSHIM_RUN_ROOT", root_pid, 1) != 0) {
         fprintf(stderr, PROG ": out of memory\n");
         _exit(127);
     }
@@ -629,7 +634,52 @@ __attribute__((noreturn)) static void exec_child(const struct run_options *o, co
     _exit(err == ENOENT ? 127 : 126);
 }
 
-static void print_traces(const struct output_plan *plan, const struct trace_set *traces, bool tell_report)
+/* ---- short helper processes: the shim's notes (shim/writer.c) ----------------------------- */
+
+#define HELPERS_FILE "wslshim-helpers.txt"
+
+/* The size of the folder's helpers file now (0: none). */
+static off_t helpers_size(const struct output_plan *plan)
+{
+    if (plan->dir_has_escapes)
+        return 0;
+    char *path = xasprintf("%s/" HELPERS_FILE, plan->dir);
+    struct stat st;
+    off_t n = lstat(path, &st) == 0 && S_ISREG(st.st_mode) ? st.st_size : 0;
+    free(path);
+    return n;
+}
+
+/* The helper processes noted past offset `from` (one line each). */
+static size_t helpers_noted(const struct output_plan *plan, off_t from)
+{
+    if (plan->dir_has_escapes)
+        return 0;
+    char *path = xasprintf("%s/" HELPERS_FILE, plan->dir);
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    free(path);
+    if (fd < 0)
+        return 0;
+    size_t lines = 0;
+    char buf[8192];
+    ssize_t r;
+    if (lseek(fd, from, SEEK_SET) == from)
+        while ((r = read(fd, buf, sizeof buf)) > 0)
+            for (ssize_t i = 0; i < r; i++)
+                lines += buf[i] == '\n';
+    close(fd);
+    return lines;
+}
+
+static void print_helpers(size_t helpers)
+{
+    if (helpers)
+        fprintf(stderr, PROG ": %zu short helper process%s not kept (no CUDA, little file I/O; listed in "
+                HELPERS_FILE "; WSLSHIM_KEEP_HELPERS=1 keeps them)\n", helpers, helpers == 1 ? "" : "es");
+}
+
+static void print_traces(const struct output_plan *plan, const struct trace_set *traces, bool tell_report,
+                         size_t helpers)
 {
     if (plan->dir_has_escapes) {
         fprintf(stderr, PROG ": traces: %s (the directory has %% escapes, so the files are not listed)\n",
@@ -639,6 +689,7 @@ static void print_traces(const struct output_plan *plan, const struct trace_set 
     if (traces->count == 0) {
         fprintf(stderr, PROG ": no trace was written (the program made no recorded call%s)\n",
                 plan->run_dir ? "" : ", or the shim could not create files there: try WSLSHIM_LOG=warn");
+        print_helpers(helpers);
         return;
     }
     const char *dir = plan->shown_dir;
@@ -649,6 +700,7 @@ static void print_traces(const struct output_plan *plan, const struct trace_set 
     if (traces->count > MAX_LISTED)
         fprintf(stderr, " and %zu more", traces->count - MAX_LISTED);
     fputc('\n', stderr);
+    print_helpers(helpers);
     if (tell_report) {
         if (plan->run_dir)
             fprintf(stderr, PROG ": report: " PROG " report %s\n", dir);
@@ -711,6 +763,7 @@ static int cmd_run(int argc, char **argv)
     struct output_plan plan;
     plan_output(&o, &plan);
     struct trace_set before = {0};
+    off_t helpers_before = 0;
     if (!plan.dir_has_escapes && !plan.run_dir) {
         scan_traces(plan.dir, plan.base, NULL, &before);
         size_t others = count_traces(plan.dir);
@@ -719,6 +772,7 @@ static int cmd_run(int argc, char **argv)
                  "runs: give -o a new folder, remove them, or pass --append", plan.shown_dir, others,
                  others == 1 ? "" : "s");
     }
+    helpers_before = helpers_size(&plan);
 
     /* The forwarded signals stay blocked from before fork until child_pid is set. */
     sigset_t fwd, old_mask;
@@ -761,13 +815,19 @@ static int cmd_run(int argc, char **argv)
     struct trace_set traces = {0};
     if (!plan.dir_has_escapes)
         scan_traces(plan.dir, plan.base, &before, &traces);
+    size_t helpers = helpers_noted(&plan, helpers_before);
     if (!(exec_failed && traces.count == 0)) {
-        print_traces(&plan, &traces, !o.report);
+        print_traces(&plan, &traces, !o.report, helpers);
         if (o.report)
             run_report(&traces);
     }
-    if (plan.run_dir && traces.count == 0)
-        rmdir(plan.dir); /* nothing in it: leave no empty directory behind */
+    if (plan.run_dir && traces.count == 0) {
+        /* nothing in it (but the notes of helpers not kept): leave no directory behind */
+        char *notes = xasprintf("%s/" HELPERS_FILE, plan.dir);
+        unlink(notes);
+        free(notes);
+        rmdir(plan.dir);
+    }
     trace_set_free(&before);
     trace_set_free(&traces);
     free(plan.pattern);

@@ -404,6 +404,10 @@ void wsl_writer_resume(int pressure);   /* a paused writer comes back (when due,
 extern _Atomic int wsl_writer_paused;
 void wsl_writer_note_driver(void *real_cuInit, int init_result);
 void wsl_writer_restart(void);  /* after an exec that failed */
+/* Short helper processes under wslshim run (writer.c): the trace ends for an
+ * exec (1) or not (0); keep this trace whatever it holds (a signal ends the process). */
+void wsl_writer_note_exec(int execing);
+void wsl_writer_keep_trace(void);
 /* Ends the trace without a lock (signal handlers, _exit); bounded wait. */
 int wsl_writer_final_flush(unsigned timeout_ms);
 void wsl_thread_forbid_recording(void); /* the writer's own thread */

@@ -232,6 +232,7 @@ static void shim_handler(int sig, siginfo_t *info, void *uc)
     }
     app_load(i, &a);
     if (a.sa_handler == SIG_DFL) {
+        wsl_writer_keep_trace(); /* a signal ended it: never a helper to drop */
         wsl_writer_final_flush(FINAL_FLUSH_TIMEOUT_MS);
         die_as_default(sig, info);
         errno = saved;
@@ -240,9 +241,11 @@ static void shim_handler(int sig, siginfo_t *info, void *uc)
     if (a.sa_handler == SIG_IGN) {
         if ((sig == SIGSEGV || sig == SIGBUS) && info && info->si_code > 0) {
             /* A fault: the kernel would have forced the default action. */
+            wsl_writer_keep_trace(); /* a signal ended it: never a helper to drop */
             wsl_writer_final_flush(FINAL_FLUSH_TIMEOUT_MS);
             die_as_default(sig, info);
         } else if (sig == SIGABRT && tls_in_abort) {
+            wsl_writer_keep_trace(); /* a signal ended it: never a helper to drop */
             wsl_writer_final_flush(FINAL_FLUSH_TIMEOUT_MS); /* abort() kills next */
         }
         errno = saved;
@@ -270,6 +273,7 @@ static void shim_handler(int sig, siginfo_t *info, void *uc)
     if (sig == SIGABRT && tls_in_abort) {
         /* The program's handler returned inside abort(), which kills next. */
         saved = errno;
+        wsl_writer_keep_trace(); /* a signal ended it: never a helper to drop */
         wsl_writer_final_flush(FINAL_FLUSH_TIMEOUT_MS);
         errno = saved;
     }

@@ -322,8 +322,8 @@ static int expand_pattern(const char *pat, char *out, size_t size)
 static size_t read_small_file(const char *path, char *buf, size_t size);
 
 /* The pid in the PROCESS chunk that opens the trace at `path` (its first
- * bytes decompressed), or -1. */
-static int trace_pid(const char *path)
+ * bytes decompressed), or -1; its ppid in *ppid when asked. */
+static int trace_pid(const char *path, int *ppid)
 {
     int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
@@ -354,6 +354,8 @@ static int trace_pid(const char *path)
     if (memcmp(fh.magic, WSL_TRACE_MAGIC, sizeof WSL_TRACE_MAGIC) != 0 || fh.header_size != sizeof fh ||
         ch.type != WSL_CHUNK_PROCESS)
         return -1;
+    if (ppid)
+        *ppid = pi.ppid;
     return pi.pid;
 }
 
@@ -366,7 +368,7 @@ static int trace_pid(const char *path)
 static int trace_of_earlier_image(const char *path)
 {
     struct stat st;
-    if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || trace_pid(path) != (int)getpid())
+    if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || trace_pid(path, NULL) != (int)getpid())
         return 0;
     char buf[1024];
     size_t n = read_small_file("/proc/self/stat", buf, sizeof buf - 1);
@@ -382,6 +384,170 @@ static int trace_of_earlier_image(const char *path)
     double since_start = (double)boot.tv_sec + boot.tv_nsec / 1e9 - started;
     double start_real = (double)real.tv_sec + real.tv_nsec / 1e9 - since_start;
     return (double)st.st_mtim.tv_sec + st.st_mtim.tv_nsec / 1e9 >= start_real - 1.0;
+}
+
+/* ---- short helper processes (wslshim run) ------------------------------------------
+ * A wrapper script (a pyenv shim) runs many short helper processes (bash,
+ * sed, cat, head...) before it execs the real program, each of which would
+ * leave a trace. Under `wslshim run` (WSLSHIM_RUN_ROOT set, the pid of the
+ * process the launcher started) a trace that ends with nothing of interest in
+ * it is removed when it ends, and one line goes to wslshim-helpers.txt in the
+ * trace folder (the launcher counts them). Nothing of interest: no CUDA or
+ * NVTX event (only file calls), no driver, no events dropped, at most
+ * HELPER_MAX_BYTES read, written or mapped on files the shim saw opened (a
+ * pipe, stdout: not counted), at most HELPER_MAX_DIR_OPS renames, unlinks or
+ * mkdirs, less than HELPER_MAX_NS since the image started, ended by exit or
+ * exec (not by a signal: signals.c keeps it), and no trace in the folder,
+ * written since it started, of a child of this pid (a parent of a kept trace
+ * stays). The run's root process keeps the trace of its last image (exit),
+ * and drops only images it exec'd away from. WSLSHIM_KEEP_HELPERS=1 keeps
+ * every trace. A killed helper (SIGKILL) leaves its trace. The counts are
+ * gathered by the writer while it encodes events, and only while the trace
+ * may still be a helper's. docs/usage.md. */
+#define HELPER_MAX_BYTES (8u << 10) /* pyenv 2.x helpers: 4817 bytes at most (pyenv-which) */
+#define HELPER_MAX_DIR_OPS 8u
+#define HELPER_MAX_NS 1000000000ull
+#define HELPERS_FILE "wslshim-helpers.txt"
+
+static int helper_root_pid;      /* WSLSHIM_RUN_ROOT, 0: not under wslshim run, or keep every trace */
+static int helper_possible;      /* the writer's: nothing of interest written yet */
+static uint64_t helper_bytes;
+static unsigned helper_dir_ops;
+static _Atomic int helper_exec;  /* the trace ends for an exec (exec_hooks.c) */
+static _Atomic int helper_keep;  /* keep it whatever it holds (a signal ended the process) */
+
+/* On a program thread (writer_open): the settings, read from the environment now. */
+static void helper_config(void)
+{
+    const char *root = getenv("WSLSHIM_RUN_ROOT"), *keep = getenv("WSLSHIM_KEEP_HELPERS");
+    helper_root_pid = root && *root && !(keep && *keep && strcmp(keep, "0") != 0) ? atoi(root) : 0;
+    helper_possible = helper_root_pid > 0;
+    helper_bytes = 0;
+    helper_dir_ops = 0;
+    atomic_store(&helper_keep, 0);
+}
+
+void wsl_writer_note_exec(int execing) { atomic_store(&helper_exec, execing); }
+
+void wsl_writer_keep_trace(void) { atomic_store(&helper_keep, 1); }
+
+/* One event written (writer thread), while the trace may be a helper's. */
+static void helper_note(const struct wsl_event *ev)
+{
+    unsigned cat = wsl_api_table[ev->api].category;
+    uint64_t n = 0;
+    switch (cat) {
+    case WSL_CAT_IO_READ:
+    case WSL_CAT_IO_WRITE: /* a2: bytes read or written (an untimed read: all its calls') */
+        n = ev->a[0] && (int64_t)ev->a[2] > 0 ? ev->a[2] : 0;
+        break;
+    case WSL_CAT_IO_MMAP:
+        n = ev->a[0] && (int64_t)ev->a[1] > 0 ? ev->a[1] : 0;
+        break;
+    case WSL_CAT_IO_FOLD:
+        for (int i = 1; i < 4; i++) {
+            uint64_t slot = ev->a[i];
+            if (slot && WSL_FOLD_API(slot) < wsl_api_count &&
+                wsl_api_table[WSL_FOLD_API(slot)].category == WSL_CAT_IO_READ)
+                n += (uint64_t)WSL_FOLD_CALLS(slot) * WSL_FOLD_VALUE(slot);
+        }
+        break;
+    case WSL_CAT_IO_DIR:
+        if (ev->a[2] != WSL_DIR_OP_LIST)
+            helper_dir_ops++;
+        break;
+    case WSL_CAT_IO_OPEN:
+    case WSL_CAT_IO_STAT:
+    case WSL_CAT_IO_SEEK:
+    case WSL_CAT_IO_CLOSE:
+        break;
+    default: /* CUDA, NVTX, GPU kernels */
+        helper_possible = 0;
+        return;
+    }
+    helper_bytes += n < HELPER_MAX_BYTES ? n : HELPER_MAX_BYTES + 1ull;
+    if (helper_bytes > HELPER_MAX_BYTES || helper_dir_ops > HELPER_MAX_DIR_OPS)
+        helper_possible = 0;
+}
+
+/* The folder of the trace at trace_path (a copy in dir). */
+static void trace_folder(char *dir, size_t size)
+{
+    snprintf(dir, size, "%s", trace_path);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        snprintf(dir, size, ".");
+    else if (slash == dir)
+        dir[1] = 0;
+    else
+        *slash = 0;
+}
+
+/* Is there, in the trace's folder, a trace of a child of this pid, written
+ * since this image started? Only the names that start as the pattern's file
+ * name does (up to its first %), and only files written since. */
+static int helper_children_kept(const char *dir)
+{
+    const char *pat = strrchr(wsl_cfg.output_pattern, '/');
+    pat = pat ? pat + 1 : wsl_cfg.output_pattern;
+    size_t prefix = strcspn(pat, "%");
+    DIR *d = opendir(dir);
+    if (!d)
+        return 1; /* cannot tell: keep it */
+    int found = 0, self = (int)getpid();
+    double since = (double)start_real / 1e9 - 1.0;
+    struct dirent *e;
+    char path[PATH_MAX];
+    while (!found && (e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.' || strncmp(e->d_name, pat, prefix) != 0 || !strcmp(e->d_name, HELPERS_FILE))
+            continue;
+        if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= sizeof path || !strcmp(path, trace_path))
+            continue;
+        struct stat st;
+        if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode) ||
+            (double)st.st_mtim.tv_sec + st.st_mtim.tv_nsec / 1e9 < since)
+            continue;
+        int ppid = -1, pid = trace_pid(path, &ppid);
+        found = pid >= 0 && pid != self && ppid == self;
+    }
+    closedir(d);
+    return found;
+}
+
+/* At the trace's end (writer_finish, the trace closed): removes a helper's
+ * trace, and notes it in the folder's HELPERS_FILE. */
+static void helper_drop_if_one(void)
+{
+    if (!helper_possible || atomic_load(&helper_keep) || write_failed || events_dropped ||
+        atomic_load(&driver_cuInit) || !trace_path[0])
+        return;
+    if (helper_root_pid == (int)getpid() && !atomic_load(&helper_exec))
+        return; /* the run's program, its last image */
+    if (wsl_mono_ns() - start_mono >= HELPER_MAX_NS)
+        return;
+    char dir[PATH_MAX];
+    trace_folder(dir, sizeof dir);
+    if (helper_children_kept(dir))
+        return;
+    if (syscall(SYS_unlinkat, AT_FDCWD, trace_path, 0) != 0)
+        return;
+    char exe[PATH_MAX], line[PATH_MAX + 64], file[PATH_MAX];
+    ssize_t el = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[el > 0 ? el : 0] = 0;
+    const char *name = strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe;
+    if (wsl_cfg.io_paths_hash || !*name)
+        name = "-";
+    int n = snprintf(line, sizeof line, "%d %d %s%s\n", (int)getpid(), (int)getppid(), name,
+                     atomic_load(&helper_exec) ? " exec" : "");
+    if ((size_t)snprintf(file, sizeof file, "%s/" HELPERS_FILE, dir) >= sizeof file)
+        return;
+    int fd = open(file, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+        if (write(fd, line, (size_t)n) != n)
+            wsl_log(WSL_LOG_DEBUG, "cannot note the helper in %s", file);
+        close(fd);
+    }
+    wsl_log(WSL_LOG_INFO, "%s removed: a short helper process (WSLSHIM_KEEP_HELPERS=1 keeps it)", trace_path);
 }
 
 /* Never follows or overwrites what is there: O_EXCL|O_NOFOLLOW, private 0600.
@@ -725,6 +891,8 @@ static void emit_event_chunk(uint32_t tid, const struct wsl_event *base, uint64_
             codec_is_touched[ev->api] = 1;
             codec_touched[codec_touched_count++] = ev->api;
         }
+        if (WSL_UNLIKELY(helper_possible))
+            helper_note(ev);
         wsl_event_encode_packed(&pack, &codec, ev, &o);
         count++;
     }
@@ -1279,6 +1447,7 @@ static void writer_finish(void)
     trace_fd = -1;
     ZSTD_freeCCtx(zctx);
     zctx = NULL;
+    helper_drop_if_one();
 }
 
 static int writer_open(void)
@@ -1287,6 +1456,7 @@ static int writer_open(void)
     events_written = events_dropped = 0;
     events_chunk_seq = 0;
     threads_seen = 0;
+    helper_config();
     trace_fd = open_trace();
     if (trace_fd < 0)
         return -1;
@@ -1642,6 +1812,7 @@ void wsl_writer_after_fork_child(void)
     atomic_store(&final_done, 0);
     atomic_store(&writer_tid, 0);
     atomic_store(&driver_pending, 0); /* CUDA is not usable in a forked child */
+    atomic_store(&helper_exec, 0); /* the child's trace is its own (helper_config at its start) */
     start_ticks = wsl_ticks();
     start_mono = wsl_mono_ns();
     start_real = wsl_real_ns();
@@ -1662,6 +1833,7 @@ void wsl_writer_restart(void)
     if (atomic_load(&writer_state) == WRITER_STOPPED)
         atomic_store(&writer_state, WRITER_NONE);
     pthread_mutex_unlock(&writer_lock);
+    atomic_store(&helper_exec, 0);
     atomic_store(&wsl_recording_off, 0); /* a new trace, maybe writable this time */
     atomic_store(&wsl_shutting_down, 0);
 }

@@ -225,8 +225,9 @@ def case_preload():
 def case_output_pattern():
     d = workdir("output_pattern")
     sub = os.path.join(d, "new", "dir")     # made by the launcher
+    # (the two cat children are short helpers that `run` would not keep: case_helpers)
     r = run([A.wslshim, "run", "-o", os.path.join(sub, "run-%p.trace.zst"), "--", "sh", "-c",
-             "cat /dev/null; cat /dev/null & wait"])
+             "cat /dev/null; cat /dev/null & wait"], env={"WSLSHIM_KEEP_HELPERS": "1"})
     files = traces_in(sub) if os.path.isdir(sub) else []
     names = [re.fullmatch(r"run-(\d+)\.trace\.zst(\.\d+)?", f) for f in files]
     if r.returncode != 0 or len(files) < 2 or not all(names):
@@ -311,7 +312,7 @@ def case_no_io():
 def case_report():
     d = workdir("report")
     r = run([A.wslshim, "run", "--report", "-o", os.path.join(d, "%p.trace.zst"), "--", "sh", "-c",
-             "echo child-output; cat /dev/null; exit 5"])
+             "echo child-output; cat /dev/null; exit 5"], env={"WSLSHIM_KEEP_HELPERS": "1"})
     if r.returncode != 5:
         fail(f"--report: status {r.returncode}, expected the child's 5")
     if not r.stdout.startswith("child-output\n") or "wslshim report: 2 processes" not in r.stdout:
@@ -339,6 +340,106 @@ def case_wrapper_named():
     if r.returncode != 0 or not run_line.split()[1:3] == ["cat", "/dev/null"]:
         fail(f"wrapper: the run line is {run_line!r} (status {r.returncode}), expected the program it exec'd, "
              f"`cat /dev/null`")
+
+
+def case_helpers():
+    """A wrapper script (as a pyenv shim is) runs short helper processes (sed, cat, head, a bash -c
+    subshell) and then execs the real program: `run` keeps the program's trace, not one per helper,
+    and counts the helpers; WSLSHIM_KEEP_HELPERS=1 keeps them all. Short children that do read data
+    (DataLoader workers) keep theirs."""
+    d = workdir("helpers")
+    env = {"LD_LIBRARY_PATH": A.fakedir}
+    expect = run([A.client, "5"], env=env)
+    want = next((json.loads(l[7:]).get("cuLaunchKernel", 0) for l in expect.stdout.splitlines()
+                 if l.startswith("EXPECT ")), 0)
+    if expect.returncode != 0 or not want:
+        fail(f"the client alone: status {expect.returncode}, no cuLaunchKernel in its EXPECT line")
+        return
+    conf = os.path.join(d, "version")
+    with open(conf, "w") as f:
+        f.write("3.11.7\nsystem\n")
+    wrap = os.path.join(d, "client")
+    with open(wrap, "w") as f:
+        f.write("#!/bin/bash\n# a wrapper, as a pyenv shim: helper processes, then exec\n"
+                f'v=$(sed -n 1p "{conf}")\n'
+                f'w=$(cat "{conf}" | head -n 1)\n'
+                f"x=$(bash -c 'cat \"{conf}\" | sed s/3/4/; echo sub')\n"
+                'for i in 1 2; do y=$(echo "$i" | sed s/1/2/); done\n'
+                f'exec "{A.client}" "$@"\n')
+    os.chmod(wrap, 0o755)
+    counts = {}
+    for keep in ("0", "1"):
+        out = os.path.join(d, "keep" + keep)
+        r = run([A.wslshim, "run", "-o", os.path.join(out, "%p.trace.zst"), "--", wrap, "5"],
+                env=dict(env, WSLSHIM_KEEP_HELPERS=keep))
+        files = traces_in(out) if os.path.isdir(out) else []
+        counts[keep] = len(files)
+        if r.returncode != 0 or not files:
+            fail(f"KEEP_HELPERS={keep}: status {r.returncode}, traces {files}: {r.stderr[-500:]}")
+            continue
+        rep = report_json([out])
+        if not rep:
+            continue
+        launches = rep["api"].get("cuLaunchKernel", {}).get("calls", 0)
+        if launches != want:
+            fail(f"KEEP_HELPERS={keep}: {launches} cuLaunchKernel calls recorded, expected the client's {want}")
+        txt = run([A.report, out])
+        run_line = next((l for l in txt.stdout.splitlines() if l.startswith("  run ")), "")
+        if os.path.basename(run_line.split()[1] if len(run_line.split()) > 1 else "") != os.path.basename(A.client):
+            fail(f"KEEP_HELPERS={keep}: the report's run line is {run_line!r}, expected the client")
+        notes = os.path.join(out, "wslshim-helpers.txt")
+        noted = len(open(notes).read().splitlines()) if os.path.exists(notes) else 0
+        if keep == "0":
+            if len(files) > 2:
+                fail(f"the wrapper's helpers left {len(files)} traces: {files} (expected the client's, and at most "
+                     "one more)")
+            if noted < 6 or f"{noted} short helper processes not kept" not in r.stderr:
+                fail(f"{noted} helpers noted in {notes}; launcher stderr {r.stderr!r}")
+        elif noted or "short helper" in r.stderr:
+            fail(f"WSLSHIM_KEEP_HELPERS=1: {noted} helpers noted, stderr {r.stderr!r}")
+    if counts.get("1", 0) < counts.get("0", 0) + 6:
+        fail(f"WSLSHIM_KEEP_HELPERS=1 kept {counts.get('1')} traces, without it {counts.get('0')}: expected every "
+             "helper's with it")
+    print(f"helpers: {counts.get('0')} traces kept, {counts.get('1')} with WSLSHIM_KEEP_HELPERS=1")
+
+    # DataLoader-like: workers that live briefly but read data keep their traces; one that only
+    # looks at a small system file is a helper
+    data = os.path.join(d, "data.bin")
+    with open(data, "wb") as f:
+        f.write(os.urandom(256 << 10))
+    prog = os.path.join(d, "loader.py")
+    with open(prog, "w") as f:
+        f.write("import os, sys\n"
+                "kids = []\n"
+                "for i in range(3):\n"
+                "    pid = os.fork()\n"
+                "    if pid == 0:\n"
+                "        with open(sys.argv[1], 'rb') as f:\n"
+                "            f.seek(i * 65536); f.read(65536)\n"
+                "        os._exit(0)\n"
+                "    kids.append(pid)\n"
+                "pid = os.fork()\n"
+                "if pid == 0:\n"
+                "    open('/etc/hostname').read()\n"
+                "    os._exit(0)\n"
+                "kids.append(pid)\n"
+                "for k in kids: os.waitpid(k, 0)\n"
+                "print(' '.join(map(str, kids)))\n")
+    out = os.path.join(d, "loader")
+    r = run([A.wslshim, "run", "-o", os.path.join(out, "%p.trace.zst"), "--", sys.executable, prog, data])
+    kids = [int(x) for x in r.stdout.split()] if r.returncode == 0 else []
+    if len(kids) != 4:
+        fail(f"loader: status {r.returncode}, stdout {r.stdout!r}, stderr {r.stderr[-500:]!r}")
+        return
+    rep = report_json([out])
+    pids = {p["pid"] for p in rep["processes"]} if rep else set()
+    if not set(kids[:3]) <= pids or kids[3] in pids or len(pids) != 4:
+        fail(f"loader: traced pids {sorted(pids)}; the readers {kids[:3]} must be kept, the idle child {kids[3]} "
+             "not")
+    if rep and rep["io"]["bytes_read"] < 3 * 65536:
+        fail(f"loader: {rep['io']['bytes_read']} bytes read recorded, expected the workers' {3 * 65536}")
+    if "1 short helper process not kept" not in r.stderr:
+        fail(f"loader: the launcher did not count the idle child: {r.stderr!r}")
 
 
 def one_line_exit2(args, what, **kw):
