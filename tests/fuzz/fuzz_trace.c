@@ -18,6 +18,7 @@
 #include <zstd.h>
 
 #include "analysis.h"
+#include "rules.h"
 #include "report_output.h"
 #include "trace_reader.h"
 

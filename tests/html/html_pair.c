@@ -11,6 +11,7 @@
 #include <stdlib.h>
 
 #include "analysis.h"
+#include "rules.h"
 #include "report_html.h"
 
 static void extra(FILE *out, const struct wsl_html_run *runs, size_t count, void *arg)

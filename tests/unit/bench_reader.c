@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "analysis.h"
+#include "rules.h"
 #include "trace_reader.h"
 #include "trace_synth.h"
 

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "analysis.h"
+#include "rules.h"
 #include "ddp_scenarios.h"
 #include "trace_synth.h"
 #include "test_findings.h"

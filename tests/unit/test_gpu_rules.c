@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "analysis.h"
+#include "rules.h"
 #include "trace_synth.h"
 #include "test_findings.h"
 #include "unit_test.h"

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "analysis.h"
+#include "rules.h"
 #include "compare.h"
 #include "host_scenarios.h"
 #include "mem_scenarios.h"

@@ -7,6 +7,7 @@
 #include <zstd.h>
 
 #include "analysis.h"
+#include "rules.h"
 #include "io_scenarios.h"
 #include "test_findings.h"
 #include "unit_test.h"

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "analysis.h"
+#include "rules.h"
 #include "kern_scenarios.h"
 #include "mem_scenarios.h"
 #include "unit_test.h"

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "analysis.h"
+#include "rules.h"
 #include "mem_scenarios.h"
 #include "test_findings.h"
 #include "unit_test.h"

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "analysis.h"
+#include "rules.h"
 #include "trace_synth.h"
 #include "unit_test.h"
 

@@ -2,6 +2,9 @@
  * The run model: every trace of one run read into per-process facts and
  * per-API statistics merged on one clock (CLOCK_MONOTONIC ns). The report
  * writers (text, JSON) only print what is here.
+ *
+ * model/ includes read/ and util/ only: the findings kept here are made by
+ * rules/, which the run model never calls (rules/pipeline.c calls it).
  */
 #ifndef WSLSHIM_ANALYSIS_H
 #define WSLSHIM_ANALYSIS_H
@@ -18,9 +21,10 @@
 #include "progress.h"
 #include "nvtx_analysis.h"
 #include "phase_analysis.h"
-#include "projection.h"
-#include "rules.h"
+#include "findings.h"
 #include "stats.h"
+
+struct wsl_projection; /* project/projection.h */
 
 struct wsl_variant {
     char *symbol;               /* e.g. "cuLaunchKernel_ptsz" */
@@ -155,9 +159,10 @@ void wsl_run_init(struct wsl_run *run);
  * cut short is kept with a warning. */
 int wsl_run_add_trace(struct wsl_run *run, const char *path, char *err, size_t errlen);
 
-/* Sorts, computes the run-wide figures and runs the bottleneck rules; call
- * once after the last trace. */
-void wsl_run_finish(struct wsl_run *run);
+/* Sorts and computes the run-wide figures and the phases; call once after the last trace.
+ * wsl_run_finish (rules.h) does this, then the ranks, the rules and the steady state's findings:
+ * readers of traces call that one. */
+void wsl_run_model_finish(struct wsl_run *run);
 
 void wsl_run_free(struct wsl_run *run);
 

@@ -7,6 +7,8 @@
 
 #include "analysis.h"
 #include "compare.h"
+#include "projection.h"
+#include "rules.h"
 
 #define WSL_REPORT_SCHEMA 1
 

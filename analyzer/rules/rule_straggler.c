@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "analysis.h"
+#include "rules.h"
 #include "util.h"
 
 static const char *cause_text(const char *cause)

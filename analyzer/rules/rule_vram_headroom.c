@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "analysis.h"
+#include "rules.h"
 #include "util.h"
 
 #define LOW_SHARE 0.85

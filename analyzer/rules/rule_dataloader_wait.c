@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "analysis.h"
+#include "rules.h"
 #include "util.h"
 
 /* The process that launched most kernels: the one the GPU waits on. */

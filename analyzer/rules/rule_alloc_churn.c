@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "analysis.h"
+#include "rules.h"
 #include "util.h"
 
 #define MIN_REALLOCS 100u

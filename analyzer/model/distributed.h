@@ -28,7 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "rules.h"
+#include "findings.h"
 
 struct wsl_run;
 
@@ -110,10 +110,10 @@ struct wsl_dist {
 };
 
 /* Finds the ranks of a finished run and their figures (reads their traces
- * again); run->dist. Called by wsl_run_finish before the rules. */
-void wsl_dist_analyze(struct wsl_run *run);
+ * again); run->dist. finish_rank finishes each rank's own run (its findings are
+ * kept): the analysis pipeline passes itself (wsl_run_finish, rules/pipeline.c),
+ * which calls this after wsl_run_model_finish and before the rules. */
+void wsl_dist_analyze(struct wsl_run *run, void (*finish_rank)(struct wsl_run *));
 void wsl_dist_free(struct wsl_dist *d);
-
-extern const struct wsl_rule wsl_rule_straggler;
 
 #endif /* WSLSHIM_DISTRIBUTED_H */

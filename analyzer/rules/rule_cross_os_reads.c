@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "analysis.h"
+#include "rules.h"
 #include "io_costs.h"
 #include "util.h"
 

@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "analysis.h"
+#include "rules.h"
 #include "util.h"
 
 #define MIN_SMALL_COPIES 1000u

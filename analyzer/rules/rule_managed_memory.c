@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "analysis.h"
+#include "rules.h"
 #include "util.h"
 
 #define MEDIUM_BYTES (1ull << 30)

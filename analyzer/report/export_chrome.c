@@ -24,6 +24,7 @@
 #include <zlib.h>
 
 #include "analysis.h"
+#include "rules.h"
 #include "io_analysis.h"
 #include "json_writer.h"
 #include "kernel_analysis.h"

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "analysis.h"
+#include "rules.h"
 #include "util.h"
 
 #define MIN_LAUNCHES 1000       /* kernel launches in the run */

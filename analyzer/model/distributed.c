@@ -145,7 +145,8 @@ static void take_solo(struct wsl_rank *rk, const struct wsl_run *solo)
  * read into one in the run's own pass when it looked like a rank's (analysis.c, rank_solo); the
  * others (its forked workers) are read again into it, in the same order a reading of them all
  * would take. */
-static void read_rank(struct wsl_rank *rk, struct wsl_run *run, const size_t *idx, size_t n)
+static void read_rank(struct wsl_rank *rk, struct wsl_run *run, const size_t *idx, size_t n,
+                      void (*finish_rank)(struct wsl_run *))
 {
     struct wsl_run own, *solo = n ? run->procs[idx[0]].rank_solo : NULL;
     size_t from = 1;
@@ -161,7 +162,7 @@ static void read_rank(struct wsl_rank *rk, struct wsl_run *run, const size_t *id
         char err[256];
         wsl_run_add_trace(solo, run->procs[idx[i]].trace_path, err, sizeof err); /* read once already */
     }
-    wsl_run_finish(solo);
+    finish_rank(solo);
     take_solo(rk, solo);
     wsl_run_free(solo);
     if (solo != &own)
@@ -305,7 +306,7 @@ static bool forked_from(const struct wsl_run *run, const size_t *idx, size_t n, 
     return false;
 }
 
-void wsl_dist_analyze(struct wsl_run *run)
+void wsl_dist_analyze(struct wsl_run *run, void (*finish_rank)(struct wsl_run *))
 {
     struct wsl_dist *d = &run->dist;
     wsl_dist_free(d);
@@ -375,7 +376,7 @@ void wsl_dist_analyze(struct wsl_run *run)
             rk->processes = (uint32_t)g[k].count;
             rk->gpu = -1;
             set_identity(rk, &run->procs[g[k].main]);
-            read_rank(rk, run, g[k].procs, g[k].count);
+            read_rank(rk, run, g[k].procs, g[k].count, finish_rank);
             d->collectives_seen |= rk->collectives_timed > 0;
         }
         d->world_size = world ? world : (uint32_t)ng;

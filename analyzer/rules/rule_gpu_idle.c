@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "analysis.h"
+#include "rules.h"
 #include "util.h"
 
 #define MAX_BUSY 0.5            /* GPU busy share of the wall time */

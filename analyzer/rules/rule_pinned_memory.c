@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "analysis.h"
+#include "rules.h"
 #include "util.h"
 
 #define LIMIT_BYTES (512ull << 20)

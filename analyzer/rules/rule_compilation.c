@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "analysis.h"
+#include "rules.h"
 #include "util.h"
 
 #define MIN_LOADS 5             /* module loads (cuModuleLoad*: code built at run time) in warm-up */

@@ -16,46 +16,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "findings.h"
+
 struct wsl_run;
 
-enum wsl_severity { WSL_SEVERITY_LOW, WSL_SEVERITY_MEDIUM, WSL_SEVERITY_HIGH };
-
-#define WSL_SEVERITY_HIGH_SHARE 0.20    /* time lost >= 20% of wall time */
-#define WSL_SEVERITY_MEDIUM_SHARE 0.05  /* >= 5% */
 #define WSL_RULE_MIN_SHARE 0.01         /* the host-time rules stay silent below 1% of wall time */
 #define WSL_RULE_MIN_GPU_SAMPLES 20     /* timed launches a GPU-time finding needs to rank above "low" */
-
-enum wsl_evidence_type { WSL_EVIDENCE_U64, WSL_EVIDENCE_NUMBER, WSL_EVIDENCE_BOOL, WSL_EVIDENCE_STRING,
-                         WSL_EVIDENCE_STRINGS };
-
-struct wsl_evidence {           /* one key of a finding's "evidence" object */
-    char *key;
-    enum wsl_evidence_type type;
-    uint64_t u64;
-    double number;
-    bool flag;
-    char *string;
-    char **strings;
-    size_t string_count;
-};
-
-struct wsl_finding {
-    const char *id;             /* the rule's id, e.g. "cross_os_reads" */
-    enum wsl_severity severity;
-    bool severity_fixed;        /* set by the rule (risk rules): the framework keeps it */
-    uint64_t time_lost_ns;      /* at most the run's wall time */
-    char *summary;              /* one sentence with the numbers */
-    char *advice;               /* what to do, with commands where there are some */
-    const char *how_computed;   /* the rule's method, one paragraph */
-    const char *fix;            /* the one-line fix (the summary screen) */
-    bool scaled_to_wall;        /* time lost was scaled down so that the CUDA host-time rules sum to <= wall */
-    /* The same finding in the steady state alone (wsl_run_finish reads the traces again, restricted to
-     * it): its time lost there; steady_fired false: the rule does not fire there (steady_lost_ns 0). */
-    bool steady_known, steady_fired;
-    uint64_t steady_lost_ns;
-    struct wsl_evidence *evidence;
-    size_t evidence_count;
-};
 
 struct wsl_rule {
     const char *id;             /* the contract's bottleneck id */
@@ -88,6 +54,7 @@ extern const struct wsl_rule wsl_rule_dispatch_bound;
 extern const struct wsl_rule wsl_rule_dataloader_wait;
 extern const struct wsl_rule wsl_rule_startup;
 extern const struct wsl_rule wsl_rule_compilation;
+extern const struct wsl_rule wsl_rule_straggler;
 /* Rules that need GPU timing (GPU_KERNEL events): listed as not evaluated when a run has none. */
 extern const char *const wsl_rules_need_gpu_timing[];
 extern const size_t wsl_rules_need_gpu_timing_count;
@@ -96,25 +63,17 @@ extern const size_t wsl_rules_need_gpu_timing_count;
 extern const struct wsl_rule *const wsl_rules[];
 extern const size_t wsl_rule_count;
 
+/* The analysis pipeline (pipeline.c): finishes the run model (wsl_run_model_finish), finds the
+ * ranks of a distributed run, runs every rule and reads the steady state again for the findings'
+ * time lost there. Call once after the last trace (wsl_run_add_trace). */
+void wsl_run_finish(struct wsl_run *run);
+
 /* Runs every rule on a finished run; the findings go to run->findings, sorted. */
 void wsl_rules_run(struct wsl_run *run);
-void wsl_findings_free(struct wsl_finding *findings, size_t count);
-void wsl_findings_free_one(struct wsl_finding *f); /* its strings and evidence, not f itself */
 /* gpu_idle's split of its time by phase and its advice for where the idle time is (after the steady
  * state's reading). */
 void wsl_rule_gpu_idle_by_phase(const struct wsl_run *run, struct wsl_finding *f);
 /* Sorts run->findings by time lost, largest first. */
 void wsl_rules_sort(struct wsl_run *run);
-
-const char *wsl_severity_name(enum wsl_severity s);
-enum wsl_severity wsl_severity_of(uint64_t time_lost_ns, uint64_t wall_ns);
-
-/* Evidence, in the order added. */
-void wsl_evidence_u64(struct wsl_finding *f, const char *key, uint64_t v);
-void wsl_evidence_number(struct wsl_finding *f, const char *key, double v);
-void wsl_evidence_bool(struct wsl_finding *f, const char *key, bool v);
-void wsl_evidence_string(struct wsl_finding *f, const char *key, const char *s);
-/* Appends s to the string list `key` (created on first use). */
-void wsl_evidence_list_add(struct wsl_finding *f, const char *key, const char *s);
 
 #endif /* WSLSHIM_RULES_H */

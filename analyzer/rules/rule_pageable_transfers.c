@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "analysis.h"
+#include "rules.h"
 #include "util.h"
 
 #define MIN_PAGEABLE_COPIES 50u

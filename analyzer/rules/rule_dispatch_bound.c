@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "analysis.h"
+#include "rules.h"
 #include "util.h"
 
 #define MIN_LAUNCHES 500        /* kernel and graph launches */

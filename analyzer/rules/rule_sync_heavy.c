@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "analysis.h"
+#include "rules.h"
 #include "util.h"
 
 #define MIN_BLOCKS 50u                  /* waits before the rule can fire */
