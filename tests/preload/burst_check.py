@@ -11,7 +11,9 @@
     burst_check.py startup SHIM REPORT FAKE_LIB_DIR CLIENT WORKDIR
         Short runs (GPU timing on, its default) that launch 60,000 times from
         their start: each run's launches and drops add up to the launches
-        made, and the program waited for room once at most. Whether any were
+        made, and the program waited for room a few times at most (once per
+        time the ring filled; the writer may catch up in between), never once
+        per dropped event. Whether any were
         dropped depends on whether the writer got a core in time (the writer's
         clock calibration no longer sleeps before its first drain, but a busy
         machine can still starve it for 10 ms): printed, not asserted.
@@ -68,8 +70,11 @@ elif mode == "startup":
         got = run(60000, f"startup{i}", {})
         if got:
             print(f"startup {i}:", got)
-            if got["waits"] is not None and got["waits"] > 1:
-                fails.append(f"run {i}: {got['waits']} waits for room in one burst (one at most)")
+            # one wait per burst; a start-up can fill the tiny ring more than once (the writer
+            # catching up between), so a few waits, never one per dropped event as before
+            w = got["waits"] or 0
+            if w > 5 or (got["dropped"] and w * 100 > got["dropped"]):
+                fails.append(f"run {i}: {w} waits for room for {got['dropped']} dropped events")
             if got["launches"] + got["dropped"] != 60000:
                 fails.append(f"run {i}: trace {got['launches']} launches + {got['dropped']} dropped != 60000")
 else:
