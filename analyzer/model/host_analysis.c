@@ -649,7 +649,8 @@ static void classify_flush(struct wsl_host_trace *t, bool final)
         t->copies[w++] = t->copies[i];
     while (r < t->range_count && t->ranges[r].t < cut)
         apply_range(&t->tree, &t->ranges[r++]);
-    memmove(t->ranges, t->ranges + r, (t->range_count - r) * sizeof *t->ranges);
+    if (r) /* t->ranges may be NULL when none was kept */
+        memmove(t->ranges, t->ranges + r, (t->range_count - r) * sizeof *t->ranges);
     t->range_count -= r;
     t->copy_count = w;
     for (size_t k = 0; k < w; k++)
