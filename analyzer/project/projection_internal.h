@@ -22,7 +22,6 @@ enum proj_kind {
     K_IO_OPEN, K_IO_READ, K_IO_STAT, K_IO_OTHER, K_IO_WRITE, K_IO_DIR,
 };
 
-
 /* Timed launches of one kernel: all of them, and those that found the GPU
  * idle at submit (their event pair was corrected to the kernel's own start;
  * a launch submitted just as the queue drained may include the gap between
@@ -121,7 +120,6 @@ struct replay {
     int64_t latest_shift;
     uint64_t max_pe;
 };
-
 
 static inline double gpu_mean_ns(const struct gpu_mean *m)
 {

@@ -134,7 +134,6 @@ struct nvtx_stack {
 
 #define STREAM_KEY 0x8000000000000000ull /* a stream handle as a non-zero map key (stream 0 included) */
 
-
 void chrome_names_put(struct name_table *t, uint64_t id, const char *bytes, size_t n);
 const char *chrome_names_get(const struct name_table *t, uint64_t id);
 void chrome_names_free(struct name_table *t);
