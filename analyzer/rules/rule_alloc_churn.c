@@ -87,6 +87,7 @@ static bool evaluate(const struct wsl_run *run, struct wsl_finding *f)
 
 const struct wsl_rule wsl_rule_alloc_churn = {
     .id = "alloc_churn",
+    .order = 70,
     .needs = "mem (churn: re-allocations of freed sizes, size histogram), apis (allocation and free calls)",
     .how_computed =
         "Replays each process's cuMemAlloc/cuMemAllocPitch/cuMemFree and cuMemHostAlloc/cuMemAllocHost/"

@@ -75,6 +75,7 @@ static bool evaluate(const struct wsl_run *run, struct wsl_finding *f)
 
 const struct wsl_rule wsl_rule_compilation = {
     .id = "compilation",
+    .order = 130,
     .needs = "the run's phases: warm-up, its module loads and slow first steps; the compiler processes",
     .how_computed = "Warm-up is the main GPU process's time from its first GPU submission to its steady state. "
                     "Fires when warm-up shows compilation (at least 5 cuModuleLoad* calls: code built at run time, "

@@ -136,6 +136,7 @@ static bool evaluate(const struct wsl_run *run, struct wsl_finding *f)
 
 const struct wsl_rule wsl_rule_cross_os_reads = {
     .id = "cross_os_reads",
+    .order = 10,
     .needs = "io.mounts (data calls per mount, filesystem kind), io.dirs",
     .how_computed =
         "Fires when data files (not /proc, /sys, /dev) were opened or read on a mount served by Windows: "

@@ -94,6 +94,7 @@ static bool evaluate(const struct wsl_run *run, struct wsl_finding *f)
 
 const struct wsl_rule wsl_rule_dataloader_wait = {
     .id = "dataloader_wait",
+    .order = 110,
     .needs = "the process tree; the main GPU process's reads on pipes and sockets (fds not seen opened)",
     .how_computed = "The main process is the one that launched most kernels; its workers are its children forked "
                     "from it (the same program and command line; not exec'd helpers or compilers). Fires when it "

@@ -85,6 +85,7 @@ static bool evaluate(const struct wsl_run *run, struct wsl_finding *f)
 
 const struct wsl_rule wsl_rule_dispatch_bound = {
     .id = "dispatch_bound",
+    .order = 150, /* after launch_bound: it takes only what that one does not */
     .gpu_time = true,
     .needs = "kernel launches and their host time; sampled GPU timing: GPU time per launch, idle at submit, GPU busy",
     .how_computed = "Evaluated after launch_bound, and only when it did not fire. Fires with at least 500 launches "

@@ -72,6 +72,7 @@ static bool evaluate(const struct wsl_run *run, struct wsl_finding *f)
 
 const struct wsl_rule wsl_rule_gpu_idle = {
     .id = "gpu_idle",
+    .order = 1000, /* last: it claims only the idle time the findings above leave */
     .gpu_time = true,
     .needs = "the GPU busy estimate (sampled GPU timing) and the time lost of the findings evaluated before it",
     .how_computed = "Evaluated after every other rule. GPU idle time = the GPU phase (from the first launch to the last "

@@ -99,6 +99,7 @@ static bool evaluate(const struct wsl_run *run, struct wsl_finding *f)
 
 const struct wsl_rule wsl_rule_launch_bound = {
     .id = "launch_bound",
+    .order = 140,
     .gpu_time = true,
     .needs = "kernel launches and their host time; sampled GPU timing: kernel GPU times, idle at submit, GPU busy",
     .how_computed = "Fires with at least 1000 kernel launches and 20 timed ones when at least half of the timed "

@@ -56,6 +56,7 @@ static bool evaluate(const struct wsl_run *run, struct wsl_finding *f)
 
 const struct wsl_rule wsl_rule_managed_memory = {
     .id = "managed_memory",
+    .order = 50,
     .needs = "procs[].mem.managed, procs[].flags (WSL)",
     .how_computed =
         "Counts cuMemAllocManaged calls of processes running under WSL and replays their frees for the peak. "

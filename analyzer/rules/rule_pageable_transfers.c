@@ -57,6 +57,7 @@ static bool evaluate(const struct wsl_run *run, struct wsl_finding *f)
 
 const struct wsl_rule wsl_rule_pageable_transfers = {
     .id = "pageable_transfers",
+    .order = 90,
     .needs = "host_cuda (copies classified by direction and host memory kind)",
     .how_computed =
         "Replays each process's allocation calls in time order to know, at each copy, the live device, managed "

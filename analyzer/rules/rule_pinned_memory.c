@@ -61,6 +61,7 @@ static bool evaluate(const struct wsl_run *run, struct wsl_finding *f)
 
 const struct wsl_rule wsl_rule_pinned_memory = {
     .id = "pinned_memory",
+    .order = 40,
     .needs = "procs[].mem (page-locked peak: pinned + registered), procs[].flags (WSL)",
     .how_computed =
         "Replays each process's cuMemHostAlloc/cuMemAllocHost/cuMemFreeHost and cuMemHostRegister/Unregister in "

@@ -102,6 +102,7 @@ static bool evaluate(const struct wsl_run *run, struct wsl_finding *f)
 
 const struct wsl_rule wsl_rule_small_file_reads = {
     .id = "small_file_reads",
+    .order = 20,
     .needs = "io.total (data calls, read sizes of named files), io.file_sizes (size at open)",
     .how_computed =
         "Fires when (a) at least 1000 data files were opened, their median size at open is below 1 MiB and "

@@ -77,6 +77,7 @@ static bool evaluate(const struct wsl_run *run, struct wsl_finding *f)
 
 const struct wsl_rule wsl_rule_small_transfers = {
     .id = "small_transfers",
+    .order = 80,
     .needs = "host_cuda (copies by size, their host time left after the sync and pageable charges)",
     .how_computed =
         "Counts copies (cuMemcpy*, every direction, synchronous and asynchronous) below 64 KiB. Each costs the "

@@ -68,6 +68,7 @@ static bool evaluate(const struct wsl_run *run, struct wsl_finding *f)
 
 const struct wsl_rule wsl_rule_startup = {
     .id = "startup",
+    .order = 120,
     .needs = "the run's phases: the main GPU process's start to its first GPU submission",
     .how_computed = "Start-up is the main GPU process's time from its start to its first GPU submission (a kernel "
                     "or graph launch, a copy or a memset). Fires when it is at least 2 s and at least 20% of the "

@@ -70,6 +70,7 @@ static bool evaluate(const struct wsl_run *run, struct wsl_finding *f)
 
 const struct wsl_rule wsl_rule_straggler = {
     .id = "straggler",
+    .order = 100,
     .needs = "per-rank GPU time of NCCL kernels (sampled, extrapolated), I/O, compute and NVTX steps",
     .how_computed = "A NCCL kernel lasts until every rank has joined it, so its GPU time includes the wait for "
                     "the slowest rank. The rank with the least time in NCCL kernels is the one the others wait "

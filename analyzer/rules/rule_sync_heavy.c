@@ -91,6 +91,7 @@ static bool evaluate(const struct wsl_run *run, struct wsl_finding *f)
 
 const struct wsl_rule wsl_rule_sync_heavy = {
     .id = "sync_heavy",
+    .order = 60,
     .needs = "host_cuda (blocking points, their sync charge), apis (sync and copy APIs)",
     .how_computed =
         "Waits: cuStreamSynchronize, cuCtxSynchronize, cuEventSynchronize, a cuStreamQuery poll (from the first "

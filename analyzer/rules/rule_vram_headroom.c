@@ -92,6 +92,7 @@ static bool evaluate(const struct wsl_run *run, struct wsl_finding *f)
 
 const struct wsl_rule wsl_rule_vram_headroom = {
     .id = "vram_headroom",
+    .order = 30,
     .needs = "procs[].mem (device peak, GPU 0's total_mem from DRIVER), mem (failed allocations)",
     .how_computed =
         "Replays each process's device allocations and frees (cuMemAlloc*, cuMemAllocPitch, cuMemAllocAsync, "

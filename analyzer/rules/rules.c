@@ -7,25 +7,34 @@
 #include "analysis.h"
 #include "util.h"
 
-const struct wsl_rule *const wsl_rules[] = {
-    &wsl_rule_cross_os_reads,
-    &wsl_rule_small_file_reads,
-    &wsl_rule_vram_headroom,
-    &wsl_rule_pinned_memory,
-    &wsl_rule_managed_memory,
-    &wsl_rule_sync_heavy,
-    &wsl_rule_alloc_churn,
-    &wsl_rule_small_transfers,
-    &wsl_rule_pageable_transfers,
-    &wsl_rule_straggler,
-    &wsl_rule_dataloader_wait,
-    &wsl_rule_startup,
-    &wsl_rule_compilation,
-    &wsl_rule_launch_bound,
-    &wsl_rule_dispatch_bound,   /* after launch_bound: it takes only what that one does not */
-    &wsl_rule_gpu_idle,         /* last: it claims only the idle time the findings above leave */
+/* The registry: every rules/rule_<id>.c, named by the build in rules_list.h. */
+#define WSL_RULE(id) extern const struct wsl_rule wsl_rule_##id;
+#include "rules_list.h"
+#undef WSL_RULE
+static const struct wsl_rule *const found_rules[] = {
+#define WSL_RULE(id) &wsl_rule_##id,
+#include "rules_list.h"
+#undef WSL_RULE
 };
-const size_t wsl_rule_count = sizeof wsl_rules / sizeof wsl_rules[0];
+const size_t wsl_rule_count = sizeof found_rules / sizeof found_rules[0];
+const struct wsl_rule *wsl_rules[sizeof found_rules / sizeof found_rules[0]];
+
+static int rule_rank(const struct wsl_rule *r) { return r->order ? r->order : 500; }
+
+static int by_order(const void *a, const void *b)
+{
+    const struct wsl_rule *x = *(const struct wsl_rule *const *)a, *y = *(const struct wsl_rule *const *)b;
+    if (rule_rank(x) != rule_rank(y))
+        return rule_rank(x) < rule_rank(y) ? -1 : 1;
+    return strcmp(x->id, y->id);
+}
+
+/* Sorted once, before main. */
+__attribute__((constructor)) static void rules_in_order(void)
+{
+    memcpy(wsl_rules, found_rules, sizeof found_rules);
+    qsort(wsl_rules, wsl_rule_count, sizeof wsl_rules[0], by_order);
+}
 
 const char *const wsl_rules_need_gpu_timing[] = {"launch_bound", "dispatch_bound", "gpu_idle"}; /* not evaluated without it */
 const size_t wsl_rules_need_gpu_timing_count = sizeof wsl_rules_need_gpu_timing / sizeof wsl_rules_need_gpu_timing[0];

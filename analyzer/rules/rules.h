@@ -25,6 +25,10 @@ struct wsl_run;
 
 struct wsl_rule {
     const char *id;             /* the contract's bottleneck id */
+    /* Evaluation order, ascending; 0 (unset) runs after every ordered rule but gpu_idle (1000).
+     * It matters to rules that read earlier findings, and to which CUDA host-time rule claims a
+     * call first. */
+    int order;
     const char *needs;          /* what of the run model it reads (documentation) */
     const char *how_computed;   /* copied into every finding */
     const char *fix;            /* one line, copied into every finding */
@@ -39,28 +43,14 @@ struct wsl_rule {
     bool (*evaluate)(const struct wsl_run *run, struct wsl_finding *f);
 };
 
-extern const struct wsl_rule wsl_rule_cross_os_reads;
-extern const struct wsl_rule wsl_rule_small_file_reads;
-extern const struct wsl_rule wsl_rule_vram_headroom;
-extern const struct wsl_rule wsl_rule_pinned_memory;
-extern const struct wsl_rule wsl_rule_managed_memory;
-extern const struct wsl_rule wsl_rule_sync_heavy;
-extern const struct wsl_rule wsl_rule_alloc_churn;
-extern const struct wsl_rule wsl_rule_small_transfers;
-extern const struct wsl_rule wsl_rule_pageable_transfers;
-extern const struct wsl_rule wsl_rule_launch_bound;
-extern const struct wsl_rule wsl_rule_gpu_idle;
-extern const struct wsl_rule wsl_rule_dispatch_bound;
-extern const struct wsl_rule wsl_rule_dataloader_wait;
-extern const struct wsl_rule wsl_rule_startup;
-extern const struct wsl_rule wsl_rule_compilation;
-extern const struct wsl_rule wsl_rule_straggler;
 /* Rules that need GPU timing (GPU_KERNEL events): listed as not evaluated when a run has none. */
 extern const char *const wsl_rules_need_gpu_timing[];
 extern const size_t wsl_rules_need_gpu_timing_count;
 
 /* Every rule, in no particular order. */
-extern const struct wsl_rule *const wsl_rules[];
+/* Every rule, in evaluation order: every rules/rule_<id>.c (found by the build,
+ * rules_list.h) sorted by .order, then by id. */
+extern const struct wsl_rule *wsl_rules[];
 extern const size_t wsl_rule_count;
 
 /* The analysis pipeline (pipeline.c): finishes the run model (wsl_run_model_finish), finds the

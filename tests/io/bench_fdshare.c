@@ -11,7 +11,7 @@
  *                             (unshare(CLONE_FILES)), a copy of the program's:
  *                             the file is then open in both tables
  *   bench_fdshare FILE 3 N    the same, the copy's descriptors closed (as the
- *                             shim's writer thread does: shim/writer.c)
+ *                             shim's writer thread does: shim/writer/writer.c)
  *
  * prints {"threads": ..., "ns_per_read": ...}. FILE: at least 4 MiB (bench_io
  * create writes loop.bin).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The single-threaded fast path (shim/program_threads.c) changes nothing a program sees:
+# The single-threaded fast path (shim/recorder/program_threads.c) changes nothing a program sees:
 #   cancel_check.sh SHIM CLIENT COUNT_INTERPOSER WORKDIR [SANITIZE]
 # 1. read() stays a cancellation point once the program has a thread: one made by
 #    pthread_create, and one by C11 thrd_create, blocked in read(), is cancelled;

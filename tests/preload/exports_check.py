@@ -10,9 +10,9 @@ cuda = {l.split()[0] for l in subprocess.run([rows_exe], capture_output=True, te
 io = set(re.findall(r"^WSL_IO\((\w+),", open(io_def).read(), re.M))
 other = {"cuGetProcAddress", "cuGetProcAddress_v2", "dlsym", "execve", "execv", "execvp", "execvpe", "execl",
          "execlp", "execle", "fexecve", "posix_spawn", "posix_spawnp", "_exit", "_Exit", "chdir", "fchdir",
-         "getenv", "InitializeInjectionNvtx2",  # NVTX: shim/nvtx_hooks.c
+         "getenv", "InitializeInjectionNvtx2",  # NVTX: shim/hooks/nvtx_hooks.c
          "sigaction", "signal", "abort", "close_range", "closefrom", "bsd_signal", "sysv_signal",
-         # the calls that give a program threads of its own (shim/program_threads.c)
+         # the calls that give a program threads of its own (shim/recorder/program_threads.c)
          "pthread_create", "pthread_cancel", "thrd_create", "timer_create", "mq_notify", "aio_read",
          "aio_read64", "aio_write", "aio_write64", "aio_fsync", "aio_fsync64", "lio_listio",
          "lio_listio64", "getaddrinfo_a",
@@ -21,7 +21,7 @@ other = {"cuGetProcAddress", "cuGetProcAddress_v2", "dlsym", "execve", "execv", 
 
 want = cuda | io | other
 # A ThreadSanitizer build also exports the callback TSan's runtime makes once it has started
-# (shim/runtime.c); the runtime itself is then among the shim's needed libraries.
+# (shim/recorder/runtime.c); the runtime itself is then among the shim's needed libraries.
 needed = subprocess.run(["readelf", "-d", shim], capture_output=True, text=True, check=True).stdout
 if "libtsan" in needed:
     want.add("__tsan_on_initialize")

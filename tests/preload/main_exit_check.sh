@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A program whose main thread ends with pthread_exit ends when its last thread does, under
 # the shim as without it (glibc then calls exit(0): atexit handlers run), and its trace is
-# complete (shim/writer.c, program_threads_ended):
+# complete (shim/writer/writer.c, program_threads_ended):
 #   main_exit_check.sh SHIM CLIENT REPORT WORKDIR [SANITIZE]
 # Skipped (77) in a TSan build: TSan's runtime keeps a thread of its own, which glibc counts.
 set -euo pipefail

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The writer thread's descriptor table (shim/writer.c, writer_table_own): its own while the
+# The writer thread's descriptor table (shim/writer/writer.c, writer_table_own): its own while the
 # program has one thread and no driver; the program's from its second thread or its first
 # driver call on; every read of the run in the trace, across the switch; its own table
 # holds none of the program's descriptors:

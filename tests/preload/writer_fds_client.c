@@ -2,7 +2,7 @@
  * writer_fds_client: the shim's writer thread has a descriptor table of its
  * own while the program has one thread and no driver, and shares the
  * program's from the program's second thread or its first driver call on
- * (shim/writer.c, writer_table_own). Run under the shim:
+ * (shim/writer/writer.c, writer_table_own). Run under the shim:
  *
  *   writer_fds_client thread FILE   opens FILE after recording began, then
  *                                   makes a thread

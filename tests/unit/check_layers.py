@@ -21,7 +21,43 @@ ALLOWED = {
     "project": {"model", "read", "util"},
     "report": {"project", "rules", "model", "read", "util"},
 }
+GENERATED = {"rules": {"rules_list.h"}}  # headers the build writes (analyzer/CMakeLists.txt)
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+# The shim's layers (shim/README.md): each includes only the shared private headers at the top
+# of shim/ and the public ones; the launcher, a program of its own, not even those.
+SHIM_FOLDERS = {"hooks", "recorder", "writer", "launcher"}
+SHIM_SHARED = {"shim_internal.h", "api_ids.h"}
+
+
+def check_shim(shim):
+    problems = []
+    if not os.path.isdir(shim):
+        return problems
+    for entry in sorted(os.listdir(shim)):
+        path = os.path.join(shim, entry)
+        if not os.path.isdir(path):
+            if entry.endswith(".c"):
+                problems.append(f"shim/{entry}: a source file outside the shim's folders")
+            continue
+        if entry not in SHIM_FOLDERS:
+            problems.append(f"shim/{entry}/: a folder check_layers.py does not know")
+            continue
+        if not os.path.isfile(os.path.join(path, "README.md")):
+            problems.append(f"shim/{entry}/: no README.md")
+        for name in sorted(os.listdir(path)):
+            if not name.endswith((".c", ".h")):
+                continue
+            with open(os.path.join(path, name), encoding="utf-8") as f:
+                for inc in INCLUDE.findall(f.read()):
+                    if inc.startswith("wslshim/"):
+                        continue
+                    if entry == "launcher" or inc not in SHIM_SHARED:
+                        problems.append(f"shim/{entry}/{name}: includes \"{inc}\"")
+    print(f"shim/     {len(SHIM_FOLDERS)} folders: each includes only {', '.join(sorted(SHIM_SHARED))} "
+          f"(the launcher neither)")
+    return problems
 
 
 def main():
@@ -59,6 +95,8 @@ def main():
         for inc in incs:
             if inc.startswith("wslshim/"):
                 continue        # the public headers (include/wslshim), below every folder
+            if inc in GENERATED.get(folder, ()):
+                continue        # written by the build into its own folder
             target = where.get(os.path.basename(inc))
             if target is None:
                 problems.append(f"{folder}/{name}: includes \"{inc}\", found in no folder")
@@ -107,6 +145,8 @@ def main():
     for h in sorted(headers):
         if h not in hstate:
             hvisit(h, [h])
+
+    problems += check_shim(os.path.join(os.path.dirname(root), "shim"))
 
     counts = {}
     for (folder, _name) in files:

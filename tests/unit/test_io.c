@@ -544,10 +544,23 @@ int test_rules_framework(void)
     CHECK(wsl_severity_of(5, 100) == WSL_SEVERITY_MEDIUM && wsl_severity_of(4, 100) == WSL_SEVERITY_LOW);
     CHECK(wsl_severity_of(5, 0) == WSL_SEVERITY_LOW);
     CHECK(strcmp(wsl_severity_name(WSL_SEVERITY_HIGH), "high") == 0);
-    CHECK(wsl_rule_count == 16);
-    for (size_t i = 0; i < wsl_rule_count; i++)
+    /* the registry: every rules/rule_<id>.c, each complete, ids unique, in evaluation order with
+     * the orders that matter (dispatch_bound after launch_bound, gpu_idle last) */
+    CHECK(wsl_rule_count >= 17);
+    size_t launch = 0, dispatch = 0;
+    for (size_t i = 0; i < wsl_rule_count; i++) {
         CHECK(wsl_rules[i]->id && wsl_rules[i]->needs && wsl_rules[i]->how_computed && wsl_rules[i]->fix &&
               wsl_rules[i]->evaluate);
+        for (size_t j = 0; j < i; j++)
+            CHECK(strcmp(wsl_rules[i]->id, wsl_rules[j]->id) != 0);
+        if (!strcmp(wsl_rules[i]->id, "launch_bound"))
+            launch = i + 1;
+        if (!strcmp(wsl_rules[i]->id, "dispatch_bound"))
+            dispatch = i + 1;
+    }
+    CHECK(launch && dispatch && launch < dispatch);
+    CHECK(!strcmp(wsl_rules[wsl_rule_count - 1]->id, "gpu_idle"));
+    CHECK(!strcmp(wsl_rules[0]->id, "cross_os_reads")); /* the ordered ones first, as before the registry */
     return 0;
 }
 

@@ -108,7 +108,7 @@ WSL_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(
 }
 
 /* The program's one thread ends while the process goes on (the writer thread
- * then calls exit(0) in its place, shim/writer.c): the writer shares the
+ * then calls exit(0) in its place, shim/writer/writer.c): the writer shares the
  * program's descriptor table first, for the atexit handlers that flush the
  * program's files. thrd_exit is glibc's pthread_exit by an internal call. */
 WSL_EXPORT void pthread_exit(void *ret)

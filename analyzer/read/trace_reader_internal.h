@@ -1,0 +1,135 @@
+/* trace_reader_internal.h: shared by the files of trace_reader.c's split (private to them). */
+#ifndef TRACE_READER_INTERNAL_H
+#define TRACE_READER_INTERNAL_H
+
+#include "trace_reader.h"
+
+#include <stdio.h>
+#include <zstd.h>
+
+#define INPUT_BUFFER_SIZE (128u << 10)
+#define OUTPUT_BUFFER_SIZE (256u << 10) /* to start with: it grows to hold a whole zstd frame */
+#define FRAME_BUFFER_MAX (32u << 20)    /* a frame larger than this is parsed before its checksum
+                                           is checked (the shim's are about 1 MiB) */
+#define READER_WARNINGS_MAX 4
+#define SEQ_TRACKED_MAX (1u << 24)      /* chunk numbers remembered (2 MiB of bits); the shim
+                                           writes a few per second and thread */
+#define PAYLOAD_INITIAL_SIZE (64u << 10)
+#define API_NAME_MAX 255u       /* longer symbol names mean corruption */
+#define HEADER_SIZE_MAX 4096u   /* a file header this big means corruption */
+#define ZSTD_WINDOW_LOG_MAX 27  /* 128 MiB: the most a frame may make us allocate */
+
+enum api_slot_state {
+    API_ABSENT = 0,     /* not in the table: an event using it is corrupt */
+    API_PRESENT = 1,    /* in the table, untouched in the current EVENTS chunk */
+    API_TOUCHED = 2,    /* in the table, codec slot used in the current chunk */
+};
+
+struct wsl_reader {
+    /* source */
+    int fd;                     /* -1 for a memory source */
+    ZSTD_inBuffer in;
+    uint8_t *inbuf;
+    bool eof;
+
+    /* stream: one zstd frame at a time, whole, so that a frame's checksum is checked
+     * before any of it is parsed (a damaged frame hands out nothing) */
+    ZSTD_DCtx *dctx;
+    uint8_t *outbuf;
+    size_t out_pos, out_end, out_cap;
+    bool frame_open;            /* the last zstd call left a frame unfinished */
+    bool zstd_pending;          /* the last zstd call filled the output: it may hold more */
+    bool frame_partial;         /* outbuf holds the start of a frame larger than FRAME_BUFFER_MAX */
+    bool damaged;               /* zstd refused a frame: damage_at, damage_why say where and why */
+    uint64_t damage_at;         /* byte of the file where the damaged frame starts */
+    char damage_why[96];
+    uint64_t frame_start;       /* byte of the file where the frame being read starts */
+    uint64_t out_frame_at;      /* ... and where the one in outbuf started */
+    uint32_t frames_done;       /* complete frames read (checksums checked) */
+    uint64_t bytes_in, bytes_out, offset; /* offset: decompressed bytes consumed by the parser */
+    uint64_t file_size;         /* of a file source (0: memory or unknown) */
+
+    /* result */
+    enum wsl_read_result done;  /* WSL_READ_ITEM while reading */
+    char message[WSL_READER_ERRLEN];
+
+    /* chunks */
+    bool seen_process, seen_end;
+    uint16_t version_minor;
+    uint64_t events_read;       /* events handed out */
+    uint64_t end_events_written; /* END's count */
+    uint64_t end_frame_at;      /* where END's frame starts in the file */
+    uint32_t seq_last;          /* the last numbered EVENTS chunk's seq (1.7), 0: none yet */
+    uint32_t seq_breaks;        /* numbered chunks out of sequence */
+    uint64_t seq_first_break_at;
+    uint32_t seq_first_got, seq_first_want;
+    uint8_t *seq_seen;          /* a bit per chunk number seen, up to SEQ_TRACKED_MAX */
+    size_t seq_seen_bytes;
+    uint32_t seq_repeats;       /* chunks whose number was seen before: skipped */
+    bool chunk_skipped;         /* parse_events skipped the chunk: read the next one */
+
+    /* warnings about what was read (one line each) */
+    char warnings[READER_WARNINGS_MAX][WSL_READER_ERRLEN];
+    size_t warning_count;
+
+    uint8_t *payload;
+    size_t payload_cap;
+    uint64_t chunk_offset;      /* where the current chunk's header starts */
+
+    /* EVENTS chunk being handed out in batches */
+    bool in_events;
+    uint32_t ev_tid, ev_count, ev_done;
+    uint64_t ev_dropped;
+    struct wsl_columns_in ev_in;
+    bool ev_packed;             /* EVENTS_PACKED: ev_pin and pack, not ev_in */
+    struct wsl_packed_in ev_pin;
+    struct wsl_pack_state *pack;
+    struct wsl_event *batch;
+    struct wsl_codec_state *codec;
+    uint16_t touched[WSL_MAX_API_IDS]; /* codec slots used in this chunk: reset only those */
+    uint32_t touched_count;
+
+    /* API table */
+    uint8_t api_state[WSL_MAX_API_IDS];
+    struct wsl_api_entry api[WSL_MAX_API_IDS];
+    char **name_arenas;
+    size_t name_arena_count;
+    struct wsl_api_entry *table_items;  /* the entries of the last API_TABLE chunk */
+
+    /* MOUNTS: the table in force */
+    struct wsl_mount_table *mounts;
+
+    /* PROCESS argv */
+    const char **argv;
+    size_t argv_cap;
+
+    /* clock */
+    struct wsl_clock_map clock;
+    bool have_start_pair, have_first_sample, have_latest_sample;
+    struct wsl_clock_sample start_pair, first_sample, latest_sample;
+};
+
+/* A chunk that is malformed although its zstd frame's checksum matched was
+ * written wrong: the trace is invalid (damage on disk is caught by the
+ * checksum, stream_fill). */
+#define corrupt(r, ...) reader_finish((r), WSL_READ_ERROR, __VA_ARGS__)
+#define out_of_memory(r, ...) reader_finish((r), WSL_READ_ERROR, __VA_ARGS__)
+
+/* The read stops (the first reason is kept); a warning (at most READER_WARNINGS_MAX). */
+enum wsl_read_result reader_finish(struct wsl_reader *r, enum wsl_read_result res, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void reader_add_warning(struct wsl_reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void reader_clock_refit(struct wsl_reader *r);
+enum wsl_read_result reader_parse_process(struct wsl_reader *r, uint32_t size, struct wsl_item *item);
+enum wsl_read_result reader_parse_api_table(struct wsl_reader *r, uint32_t size, struct wsl_item *item);
+enum wsl_read_result reader_parse_driver(struct wsl_reader *r, uint32_t size, struct wsl_item *item);
+enum wsl_read_result reader_next_event_batch(struct wsl_reader *r, struct wsl_item *item);
+enum wsl_read_result reader_next_packed_batch(struct wsl_reader *r, struct wsl_item *item);
+enum wsl_read_result reader_parse_events(struct wsl_reader *r, uint32_t type, uint32_t size,
+                                        struct wsl_item *item);
+enum wsl_read_result reader_parse_mounts(struct wsl_reader *r, uint32_t size, struct wsl_item *item);
+enum wsl_read_result reader_parse_paths(struct wsl_reader *r, uint32_t size, struct wsl_item *item);
+enum wsl_read_result reader_parse_rank(struct wsl_reader *r, uint32_t size, struct wsl_item *item);
+enum wsl_read_result reader_parse_emulation(struct wsl_reader *r, uint32_t size, struct wsl_item *item);
+
+#endif
