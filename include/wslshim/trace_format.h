@@ -1,5 +1,5 @@
 /*
- * wslshim trace format, version 1.4. Shared by the shim (writer) and the
+ * wslshim trace format, version 1.8 (WSL_TRACE_VERSION_MAJOR, _MINOR below). Shared by the shim (writer) and the
  * analyzer (reader); docs/trace-format.md explains it in prose.
  *
  * A trace file is one zstd stream (one or more frames). Decompressed, it is:
