@@ -325,6 +325,11 @@ static int project_pass(const char *const *paths, size_t count, const struct wsl
         }
         proj_replay_reset(&R);
         R.pid = f.pid;
+        R.pid_has_parent = R.pid_has_children = false; /* only then are pipe writes kept, reads matched */
+        for (size_t j = 0; j < count; j++) {
+            R.pid_has_parent |= j != i && ids[j][0] == ids[i][1] && ids[i][1] > 0;
+            R.pid_has_children |= j != i && ids[j][1] == f.pid && f.pid > 0;
+        }
         R.start_shift = tl_in ? shift_at(tl_in, tl_in_count, ids[i][1], f.start_ns) : 0;
         R.clamp_up = !emu && !strcmp(R.tgt->platform, "wsl2") && !strcmp(R.tgt->origin, "built-in") &&
                      !strcmp(R.src->platform, "native");

@@ -106,6 +106,7 @@ struct replay {
     struct pipe_write { uint64_t re; double pe; int32_t pid; } *pw;
     size_t pw_count, pw_cap, pw_sorted;
     int32_t pid;                        /* the process being replayed */
+    bool pid_has_parent, pid_has_children; /* among the run's traced processes */
     int64_t start_shift;                /* its threads' shift at their first call: its parent's at its start */
     struct shift_point { int32_t pid; uint64_t re; int64_t shift; } *sp; /* shift timelines (pass 1) */
     size_t sp_count, sp_cap;

@@ -477,7 +477,7 @@ static void replay_one(struct replay *R, const struct pending *e)
     /* A read of a pipe or socket (no file): data a child wrote; when the child
      * is projected to write it later than this read would end, the read waits. */
     if (e->kind == K_IO_READ && e->fs == FS_NONE && !e->a[0] && e->result == 0 && e->a[2] > 0 &&
-        R->pw_count && R->ppid_count) {
+        R->pw_count && R->pid_has_children) {
         double w = child_write_before(R, re);
         if (w > ps + pd) {
             wait_rec += rd;
@@ -519,7 +519,7 @@ static void replay_one(struct replay *R, const struct pending *e)
         R->max_pe = th->last_pe;
     /* a write on a pipe or socket (not stdout or stderr): a parent may read it */
     if (e->kind == K_IO_WRITE && e->fs == FS_NONE && !e->a[0] && e->result == 0 && e->a[2] > 0 &&
-        (int64_t)e->stream > 2 && R->ppid_count) {
+        (int64_t)e->stream > 2 && R->pid_has_parent) {
         if (R->pw_count == R->pw_cap) {
             R->pw_cap = R->pw_cap ? 2 * R->pw_cap : 1024;
             R->pw = xrealloc(R->pw, R->pw_cap * sizeof *R->pw);

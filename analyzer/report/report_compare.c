@@ -61,9 +61,9 @@ void report_write_compare_text(const struct wsl_compare *c, const struct report_
         fprintf(out, "  EMULATED    %c ran under WSLSHIM_EMULATE=", side ? 'B' : 'A');
         for (const char *s = e->emu_spec; s && *s; s++)
             fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, out);
-        fprintf(out, " on this machine (%zu of %zu process%s): not a measured %s run\n", emulated,
+        fprintf(out, " on this machine (%zu of %zu process%s): not a measured run of %s\n", emulated,
                 (side ? b : a)->proc_count, (side ? b : a)->proc_count == 1 ? "" : "es",
-                strstr(e->emu_spec ? e->emu_spec : "", "wsl2") ? "WSL2" : "slower-platform");
+                strstr(e->emu_spec ? e->emu_spec : "", "wsl2") ? "WSL2" : "another platform");
     }
     fprintf(out, "  wall        A %s, B %s: %s", wsl_format_ns(x, sizeof x, a->wall_ns),
             wsl_format_ns(y, sizeof y, b->wall_ns), signed_ns(z, sizeof z, c->wall_diff_ns));

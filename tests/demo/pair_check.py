@@ -16,7 +16,7 @@ t = subprocess.run([report, "--compare", a, b], capture_output=True, text=True)
 lines = t.stdout.splitlines()
 emu = [l for l in lines[:8] if l.strip().startswith("EMULATED")]
 if t.returncode != 0 or len(emu) != 1 or " B ran under WSLSHIM_EMULATE=wsl2,fs:" not in emu[0] \
-        or "not a measured WSL2 run" not in emu[0]:
+        or "not a measured run of WSL2" not in emu[0]:
     fail.append(f"text compare does not name B as emulated: {t.returncode} {emu} {t.stderr.strip()}")
 j = subprocess.run([report, "--json", "--compare", a, b], capture_output=True, text=True)
 d = json.loads(j.stdout) if j.returncode == 0 else {}
