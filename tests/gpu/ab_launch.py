@@ -4,7 +4,8 @@
     ab_launch.py ROUNDS NAME=LIBWSLSHIM... [--build BUILD_DIR]
 
 Each round runs the PyTorch elementwise loop (workloads.py, 10,000 launches, best
-of 5 loops) and launch_probe (20,000 launches, 7 repeats) without the shim and
+of 5 loops), the pageable-copy loop (5,000 copies of 64 KiB and their adds, best of
+5) and launch_probe (20,000 launches, 7 repeats) without the shim and
 under each build in turn; prints, per figure, the median without and each
 build's median and slowdown. Pinned to CPUs 4-7 on 8 CPUs or more."""
 import json, os, statistics, subprocess, sys, tempfile
@@ -41,6 +42,8 @@ def main():
     work = {
         "torch_loop_s": ([sys.executable, os.path.join(HERE, "workloads.py"), "elementwise", "--iters", "10000",
                           "--repeat", "5"], ["loop_s"]),
+        "pageable_copy_s": ([sys.executable, os.path.join(HERE, "workloads.py"), "pageable_copy", "--iters", "5000",
+                             "--repeat", "5"], ["loop_s"]),
         "probe": ([os.path.join(build, "bin", "launch_probe"), "--launches", "20000", "--repeats", "7"],
                   ["launch_async_ns_median", "launch_sync_ns_median"]),
     }
@@ -59,7 +62,9 @@ def main():
                     return 1
                 out = last_json(p.stdout)
                 for k in keys:
-                    got.setdefault(k, {}).setdefault(cfg, []).append(out[k])
+                    got.setdefault(wname if len(keys) == 1 else k, {}).setdefault(cfg, []).append(out[k])
+                if os.environ.get("AB_RAW"):
+                    print(f"raw {wname} {cfg} " + " ".join(f"{k}={out[k]:.6g}" for k in keys), file=sys.stderr, flush=True)
                 for f in os.listdir(tmp):
                     os.unlink(os.path.join(tmp, f))
     for k, by in got.items():

@@ -91,6 +91,26 @@ def elementwise(args):
     return {"checksum": digest(out), "loop_s": secs, "profiler_kernels": kernels}
 
 
+def pageable_copy(args):
+    """Host-to-GPU copies from pageable memory, 64 KiB each: every copy is a
+    hooked driver call (staged through the driver's pinned buffer, synchronous
+    to the host), with a small kernel reading it so the copy is used."""
+    torch = torch_setup()
+    host = torch.arange(16384, dtype=torch.float32)  # 64 KiB, pageable
+    acc = torch.zeros(16384, device="cuda")
+    acc += host.to("cuda")  # warm-up
+    torch.cuda.synchronize()
+
+    def body(n):
+        a = acc
+        for _ in range(n):
+            a = a + host.to("cuda")
+        return a
+
+    out, secs, kernels = run_timed(torch, body, args.iters, args.profile)
+    return {"checksum": digest(out), "loop_s": secs, "profiler_kernels": kernels}
+
+
 def square_matmul(args, n, dtype):
     torch = torch_setup()
     a = torch.randn(n, n, device="cuda", dtype=dtype)
@@ -244,6 +264,7 @@ def memory(args):
 WORKLOADS = {
     "memory": memory,
     "elementwise": elementwise,
+    "pageable_copy": pageable_copy,
     "matmul": matmul,
     "bf16_matmul": bf16_matmul,
     "mlp": mlp,
