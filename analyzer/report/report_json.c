@@ -181,18 +181,10 @@ static void write_evidence(struct json_writer *w, const struct wsl_evidence *e)
 {
     json_key(w, e->key);
     switch (e->type) {
-    case WSL_EVIDENCE_U64:
-        json_u64(w, e->u64);
-        break;
-    case WSL_EVIDENCE_NUMBER:
-        json_double(w, e->number);
-        break;
-    case WSL_EVIDENCE_BOOL:
-        json_bool(w, e->flag);
-        break;
-    case WSL_EVIDENCE_STRING:
-        json_string(w, e->string);
-        break;
+    case WSL_EVIDENCE_U64: json_u64(w, e->u64); break;
+    case WSL_EVIDENCE_NUMBER: json_double(w, e->number); break;
+    case WSL_EVIDENCE_BOOL: json_bool(w, e->flag); break;
+    case WSL_EVIDENCE_STRING: json_string(w, e->string); break;
     case WSL_EVIDENCE_STRINGS:
         json_begin_array(w);
         for (size_t k = 0; k < e->string_count; k++)

@@ -399,7 +399,7 @@ static const struct json_u64_field nvtx_count_fields[] = {
     NVTX("io_ns", io_ns),
 };
 
-/* The same counters per training step; the GPU's two only process-wide (the last rows). */
+/* The same counters per training step; the last two (the GPU's) only in the process-wide figures. */
 static const struct json_u64_field per_step_fields[] = {
     NVTX("launches_per_step", launches),
     NVTX("syncs_per_step", syncs),

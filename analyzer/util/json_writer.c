@@ -206,31 +206,31 @@ void json_key_string(struct json_writer *w, const char *key, const char *s)
     json_string(w, s);
 }
 
-void json_key_u64_or_null(struct json_writer *w, const char *key, bool known, uint64_t v)
+/* The key, and null where the value is not known; true where the caller writes the value. */
+static bool key_known(struct json_writer *w, const char *key, bool known)
 {
     json_key(w, key);
-    if (known)
-        json_u64(w, v);
-    else
+    if (!known)
         json_null(w);
+    return known;
+}
+
+void json_key_u64_or_null(struct json_writer *w, const char *key, bool known, uint64_t v)
+{
+    if (key_known(w, key, known))
+        json_u64(w, v);
 }
 
 void json_key_i64_or_null(struct json_writer *w, const char *key, bool known, int64_t v)
 {
-    json_key(w, key);
-    if (known)
+    if (key_known(w, key, known))
         json_i64(w, v);
-    else
-        json_null(w);
 }
 
 void json_key_double_or_null(struct json_writer *w, const char *key, bool known, double v)
 {
-    json_key(w, key);
-    if (known)
+    if (key_known(w, key, known))
         json_double(w, v);
-    else
-        json_null(w);
 }
 
 void json_u64_fields(struct json_writer *w, const void *base, const struct json_u64_field *fields, size_t count)
