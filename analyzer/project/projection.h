@@ -144,6 +144,9 @@ int wsl_project_check_target(const char *target, char *err, size_t errlen);
 /* "launch", "sync", "alloc", "copy", "event", "file_io", "other_cuda", "cpu" */
 const char *wsl_proj_cause_name(unsigned cause);
 
+/* The keys every "emulation" object has, the projection's and the report's: "spec" and
+ * "added_ns" (ns added per call, by enum wsl_emu_family). */
+void wsl_emulation_write_json(struct json_writer *w, const char *spec, const uint64_t added_ns[WSL_EMU_FAMILIES]);
 /* The "projection" object (its value; the caller wrote the key). */
 void wsl_projection_write_json(struct json_writer *w, const struct wsl_projection *p);
 /* The text section. */

@@ -72,176 +72,148 @@ static void write_exposure_json(struct json_writer *w, const struct wsl_projecti
         const struct wsl_proj_exposure *x = &p->exposure[k];
         json_key(w, expo_name[k]);
         json_begin_object(w);
-        json_key(w, "per_ns");
-        json_u64(w, (uint64_t)x->per_ns);
-        json_key(w, "calls");
-        json_u64(w, x->calls);
-        json_key(w, "wall_ns");
-        json_i64(w, x->wall_ns);
-        json_key(w, "step_ns");
-        if (x->step_known)
-            json_double(w, x->step_ns);
-        else
-            json_null(w);
+        json_key_u64(w, "per_ns", (uint64_t)x->per_ns);
+        json_key_u64(w, "calls", x->calls);
+        json_key_i64(w, "wall_ns", x->wall_ns);
+        json_key_double_or_null(w, "step_ns", x->step_known, x->step_ns);
         json_end_object(w);
     }
-    json_key(w, "how_computed");
-    json_string(w, "the replay run again with only this cost added to every call of the family (launches: "
-                   "kernel and graph launches; syncs: stream, context and event syncs and blocking copies; "
-                   "allocations: device, pool, managed and pinned allocations and their frees; file metadata: "
-                   "opens, stats and folder calls (rename, unlink, mkdir, listing) on data filesystems), against the replay with nothing added; step_ns: the "
-                   "change of the main process's steady state divided by its steps (null: no steady state)");
+    json_key_string(w, "how_computed",
+                    "the replay run again with only this cost added to every call of the family (launches: "
+                    "kernel and graph launches; syncs: stream, context and event syncs and blocking copies; "
+                    "allocations: device, pool, managed and pinned allocations and their frees; file metadata: "
+                    "opens, stats and folder calls (rename, unlink, mkdir, listing) on data filesystems), against "
+                    "the replay with nothing added; step_ns: the change of the main process's steady state "
+                    "divided by its steps (null: no steady state)");
+    json_end_object(w);
+}
+
+static void write_cause_json(struct json_writer *w, const struct wsl_projection *p, unsigned c)
+{
+    const struct wsl_proj_cause_figs *f = &p->cause[c];
+    json_key(w, wsl_proj_cause_name(c));
+    json_begin_object(w);
+    json_key_u64(w, "calls", f->calls);
+    json_key_u64(w, "recorded_ns", f->recorded_ns);
+    json_key_u64(w, "projected_ns", f->projected_ns);
+    json_key_i64(w, "delta_ns", (int64_t)f->projected_ns - (int64_t)f->recorded_ns);
+    if (c == WSL_PROJ_SYNC || c == WSL_PROJ_COPY) {
+        json_key_u64(w, "gpu_wait_recorded_ns", f->wait_recorded_ns);
+        json_key_u64(w, "gpu_wait_projected_ns", f->wait_projected_ns);
+    }
+    if (c != WSL_PROJ_CPU) {
+        json_key_u64(w, "changed_calls", f->changed_calls);
+        json_key_u64(w, "kept_calls", f->kept_calls);
+    }
+    json_key_string(w, "how_computed", cause_how[c]);
+    json_end_object(w);
+}
+
+/* A cause that stands for a bottleneck: its share of the wall time, recorded and projected. */
+static void write_bottleneck_json(struct json_writer *w, const struct wsl_projection *p, unsigned c)
+{
+    const struct wsl_proj_cause_figs *f = &p->cause[c];
+    double sr = share(f->recorded_ns, p->wall_ns_recorded), sp = share(f->projected_ns, p->wall_ns);
+    json_begin_object(w);
+    json_key_string(w, "id", cause_bottleneck[c]);
+    json_key_string(w, "cause", wsl_proj_cause_name(c));
+    json_key_u64(w, "time_ns_recorded", f->recorded_ns);
+    json_key_u64(w, "time_ns", f->projected_ns);
+    json_key_double(w, "share_recorded", sr);
+    json_key_double(w, "share", sp);
+    json_key_string(w, "change", change_word(sr, sp));
+    json_end_object(w);
+}
+
+/* The simulated GPU's durations. */
+#define GPU(key, member) JSON_U64_FIELD(struct wsl_projection, key, member)
+static const struct json_u64_field gpu_fields[] = {
+    GPU("kernel_samples", kernel_samples),
+    GPU("graph_samples", graph_samples),
+    GPU("launches", launches),
+    GPU("launches_kernel_mean", launches_kernel_mean),
+    GPU("launches_process_mean", launches_process_mean),
+    GPU("launches_no_gpu_time", launches_no_gpu_time),
+    GPU("graph_launches", graph_launches),
+    GPU("captured_launches", captured_launches),
+    GPU("gpu_ns", gpu_ns),
+};
+#undef GPU
+
+void wsl_emulation_write_json(struct json_writer *w, const char *spec, const uint64_t added_ns[WSL_EMU_FAMILIES])
+{
+    json_key_string(w, "spec", spec);
+    json_key(w, "added_ns");
+    json_begin_object(w);
+    for (unsigned f = 0; f < WSL_EMU_FAMILIES; f++)
+        json_key_u64(w, wsl_emu_family_name(f), added_ns[f]);
     json_end_object(w);
 }
 
 void wsl_projection_write_json(struct json_writer *w, const struct wsl_projection *p)
 {
     json_begin_object(w);
-    json_key(w, "target");
-    json_string(w, p->target.name);
-    json_key(w, "target_origin");
-    json_string(w, p->target.origin);
-    json_key(w, "source");
-    json_string(w, p->source);
-    json_key(w, "target_fs");
-    if (*p->fs)
-        json_string(w, p->fs);
-    else
-        json_null(w);
-    json_key(w, "wall_ns");
-    json_u64(w, p->wall_ns);
-    json_key(w, "wall_ns_recorded");
-    json_u64(w, p->wall_ns_recorded);
-    json_key(w, "ratio");
-    json_double(w, p->wall_ns_recorded ? (double)p->wall_ns / (double)p->wall_ns_recorded : 0);
+    json_key_string(w, "target", p->target.name);
+    json_key_string(w, "target_origin", p->target.origin);
+    json_key_string(w, "source", p->source);
+    json_key_string(w, "target_fs", *p->fs ? p->fs : NULL);
+    json_key_u64(w, "wall_ns", p->wall_ns);
+    json_key_u64(w, "wall_ns_recorded", p->wall_ns_recorded);
+    json_key_double(w, "ratio", share(p->wall_ns, p->wall_ns_recorded));
     json_key(w, "breakdown");
     json_begin_object(w);
-    for (unsigned c = 0; c < WSL_PROJ_CAUSES; c++) {
-        const struct wsl_proj_cause_figs *f = &p->cause[c];
-        json_key(w, wsl_proj_cause_name(c));
-        json_begin_object(w);
-        json_key(w, "calls");
-        json_u64(w, f->calls);
-        json_key(w, "recorded_ns");
-        json_u64(w, f->recorded_ns);
-        json_key(w, "projected_ns");
-        json_u64(w, f->projected_ns);
-        json_key(w, "delta_ns");
-        json_i64(w, (int64_t)f->projected_ns - (int64_t)f->recorded_ns);
-        if (c == WSL_PROJ_SYNC || c == WSL_PROJ_COPY) {
-            json_key(w, "gpu_wait_recorded_ns");
-            json_u64(w, f->wait_recorded_ns);
-            json_key(w, "gpu_wait_projected_ns");
-            json_u64(w, f->wait_projected_ns);
-        }
-        if (c != WSL_PROJ_CPU) {
-            json_key(w, "changed_calls");
-            json_u64(w, f->changed_calls);
-            json_key(w, "kept_calls");
-            json_u64(w, f->kept_calls);
-        }
-        json_key(w, "how_computed");
-        json_string(w, cause_how[c]);
-        json_end_object(w);
-    }
+    for (unsigned c = 0; c < WSL_PROJ_CAUSES; c++)
+        write_cause_json(w, p, c);
     json_end_object(w);
     json_key(w, "bottlenecks");
     json_begin_array(w);
-    for (unsigned c = 0; c < WSL_PROJ_CAUSES; c++) {
-        if (!cause_bottleneck[c])
-            continue;
-        const struct wsl_proj_cause_figs *f = &p->cause[c];
-        double sr = share(f->recorded_ns, p->wall_ns_recorded), sp = share(f->projected_ns, p->wall_ns);
-        json_begin_object(w);
-        json_key(w, "id");
-        json_string(w, cause_bottleneck[c]);
-        json_key(w, "cause");
-        json_string(w, wsl_proj_cause_name(c));
-        json_key(w, "time_ns_recorded");
-        json_u64(w, f->recorded_ns);
-        json_key(w, "time_ns");
-        json_u64(w, f->projected_ns);
-        json_key(w, "share_recorded");
-        json_double(w, sr);
-        json_key(w, "share");
-        json_double(w, sp);
-        json_key(w, "change");
-        json_string(w, change_word(sr, sp));
-        json_end_object(w);
-    }
+    for (unsigned c = 0; c < WSL_PROJ_CAUSES; c++)
+        if (cause_bottleneck[c])
+            write_bottleneck_json(w, p, c);
     json_end_array(w);
-    json_key(w, "bottlenecks_how_computed");
-    json_string(w, "the host time of each cause's calls against the wall time, recorded and projected; a cause "
-                   "taking at least 10% of the wall time counts as a bottleneck (appears, vanishes, grows, "
-                   "shrinks by more than 25%, stays, absent). The report's rules are not re-run on projected "
-                   "figures");
+    json_key_string(w, "bottlenecks_how_computed",
+                    "the host time of each cause's calls against the wall time, recorded and projected; a cause "
+                    "taking at least 10% of the wall time counts as a bottleneck (appears, vanishes, grows, "
+                    "shrinks by more than 25%, stays, absent). The report's rules are not re-run on projected "
+                    "figures");
     json_key(w, "unknown_figures");
     json_begin_array(w);
     for (size_t i = 0; i < p->unknown_count; i++) {
         json_begin_object(w);
-        json_key(w, "figure");
-        json_string(w, p->unknown[i].what);
-        json_key(w, "calls");
-        json_u64(w, p->unknown[i].calls);
+        json_key_string(w, "figure", p->unknown[i].what);
+        json_key_u64(w, "calls", p->unknown[i].calls);
         json_end_object(w);
     }
     json_end_array(w);
-    if (p->unknown_more) {
-        json_key(w, "unknown_figures_more_calls");
-        json_u64(w, p->unknown_more);
-    }
+    if (p->unknown_more)
+        json_key_u64(w, "unknown_figures_more_calls", p->unknown_more);
     json_key(w, "gpu");
     json_begin_object(w);
-    json_key(w, "kernel_samples");
-    json_u64(w, p->kernel_samples);
-    json_key(w, "graph_samples");
-    json_u64(w, p->graph_samples);
-    json_key(w, "launches");
-    json_u64(w, p->launches);
-    json_key(w, "launches_kernel_mean");
-    json_u64(w, p->launches_kernel_mean);
-    json_key(w, "launches_process_mean");
-    json_u64(w, p->launches_process_mean);
-    json_key(w, "launches_no_gpu_time");
-    json_u64(w, p->launches_no_gpu_time);
-    json_key(w, "graph_launches");
-    json_u64(w, p->graph_launches);
-    json_key(w, "captured_launches");
-    json_u64(w, p->captured_launches);
-    json_key(w, "gpu_ns");
-    json_u64(w, p->gpu_ns);
-    json_key(w, "how_computed");
-    json_string(w, "a launch runs for the mean GPU duration of its kernel's timed launches (GPU_KERNEL samples; "
-                   "those that found the GPU idle at submit when there are any, their pairs being corrected), else the process's mean timed kernel; without any GPU timing it takes no GPU time and "
-                   "syncs keep their recorded cost");
+    JSON_U64_FIELDS(w, p, gpu_fields);
+    json_key_string(w, "how_computed",
+                    "a launch runs for the mean GPU duration of its kernel's timed launches (GPU_KERNEL samples; "
+                    "those that found the GPU idle at submit when there are any, their pairs being corrected), "
+                    "else the process's mean timed kernel; without any GPU timing it takes no GPU time and syncs "
+                    "keep their recorded cost");
     json_end_object(w);
     json_key(w, "processes");
     json_begin_array(w);
     for (size_t i = 0; i < p->proc_count; i++) {
         json_begin_object(w);
-        json_key(w, "pid");
-        json_i64(w, p->procs[i].pid);
-        json_key(w, "source");
-        json_string(w, p->procs[i].source);
-        json_key(w, "wall_ns_recorded");
-        json_u64(w, p->procs[i].wall_ns_recorded);
-        json_key(w, "wall_ns");
-        json_u64(w, p->procs[i].wall_ns);
+        json_key_i64(w, "pid", p->procs[i].pid);
+        json_key_string(w, "source", p->procs[i].source);
+        json_key_u64(w, "wall_ns_recorded", p->procs[i].wall_ns_recorded);
+        json_key_u64(w, "wall_ns", p->procs[i].wall_ns);
         json_end_object(w);
     }
     json_end_array(w);
     if (p->emulation) {
+        uint64_t added_ns[WSL_EMU_FAMILIES];
+        for (unsigned f = 0; f < WSL_EMU_FAMILIES; f++)
+            added_ns[f] = (uint64_t)p->emu.ns[f];
         json_key(w, "emulation");
         json_begin_object(w);
-        json_key(w, "spec");
-        json_string(w, p->emu_spec);
-        json_key(w, "added_ns");
-        json_begin_object(w);
-        for (unsigned f = 0; f < WSL_EMU_FAMILIES; f++) {
-            json_key(w, wsl_emu_family_name(f));
-            json_u64(w, (uint64_t)p->emu.ns[f]);
-        }
-        json_end_object(w);
+        wsl_emulation_write_json(w, p->emu_spec, added_ns);
         json_end_object(w);
     }
     if (p->exposure_known) {
@@ -251,22 +223,15 @@ void wsl_projection_write_json(struct json_writer *w, const struct wsl_projectio
     if (p->range.known) {
         json_key(w, "wall_ns_range");
         json_begin_object(w);
-        json_key(w, "low");
-        json_u64(w, p->range.low_ns);
-        json_key(w, "high");
-        json_u64(w, p->range.high_ns);
-        json_key(w, "high_open");
-        json_bool(w, p->range.high_open);
-        json_key(w, "basis");
-        json_string(w, p->range.basis);
+        json_key_u64(w, "low", p->range.low_ns);
+        json_key_u64(w, "high", p->range.high_ns);
+        json_key_bool(w, "high_open", p->range.high_open);
+        json_key_string(w, "basis", p->range.basis);
         json_end_object(w);
     }
-    json_key(w, "calls_replayed");
-    json_u64(w, p->events);
-    json_key(w, "late_calls");
-    json_u64(w, p->late_events);
-    json_key(w, "how_computed");
-    json_string(w, how_overall);
+    json_key_u64(w, "calls_replayed", p->events);
+    json_key_u64(w, "late_calls", p->late_events);
+    json_key_string(w, "how_computed", how_overall);
     json_end_object(w);
 }
 

@@ -135,15 +135,6 @@ void report_write_compare_text(const struct wsl_compare *c, const struct report_
     }
 }
 
-static void u64_or_null(struct json_writer *w, const char *key, bool have, uint64_t v)
-{
-    json_key(w, key);
-    if (have)
-        json_u64(w, v);
-    else
-        json_null(w);
-}
-
 static const char *cause_kind(enum wsl_cause_kind k)
 {
     return k == WSL_CAUSE_API_CALLS ? "api_calls" : k == WSL_CAUSE_API_TIME ? "api_time" : "io";
@@ -164,14 +155,11 @@ void report_write_compare_json(struct json_writer *w, const struct wsl_compare *
     for (size_t i = 0; i < labels->b_count; i++)
         json_string(w, labels->b[i]);
     json_end_array(w);
-    json_key(w, "wall_ns_a");
-    json_u64(w, a->wall_ns);
-    json_key(w, "wall_ns_b");
-    json_u64(w, b->wall_ns);
-    json_key(w, "wall_diff_ns");
-    json_i64(w, c->wall_diff_ns);
-    u64_or_null(w, "gpu_busy_ns_a", a->gpu_busy_known, a->gpu_busy_ns);
-    u64_or_null(w, "gpu_busy_ns_b", b->gpu_busy_known, b->gpu_busy_ns);
+    json_key_u64(w, "wall_ns_a", a->wall_ns);
+    json_key_u64(w, "wall_ns_b", b->wall_ns);
+    json_key_i64(w, "wall_diff_ns", c->wall_diff_ns);
+    json_key_u64_or_null(w, "gpu_busy_ns_a", a->gpu_busy_known, a->gpu_busy_ns);
+    json_key_u64_or_null(w, "gpu_busy_ns_b", b->gpu_busy_known, b->gpu_busy_ns);
     for (int side = 0; side < 2; side++) { /* a run that ran emulated: "emulation_a" / "emulation_b" */
         size_t emulated = 0;
         const struct wsl_process *e = wsl_run_emulated(side ? b : a, &emulated);
@@ -189,27 +177,19 @@ void report_write_compare_json(struct json_writer *w, const struct wsl_compare *
             continue;
         json_key(w, p->name);
         json_begin_object(w);
-        json_key(w, "category");
-        json_string(w, wsl_category_name(p->category));
-        json_key(w, "group");
-        json_string(w, wsl_api_group(p->category));
+        json_key_string(w, "category", wsl_category_name(p->category));
+        json_key_string(w, "group", wsl_api_group(p->category));
         const struct wsl_api_stats *s[2] = {p->a, p->b};
         static const char *const keys[2][6] = {
             {"calls_a", "total_ns_a", "mean_ns_a", "p50_ns_a", "p99_ns_a", "errors_a"},
             {"calls_b", "total_ns_b", "mean_ns_b", "p50_ns_b", "p99_ns_b", "errors_b"}};
         for (int r = 0; r < 2; r++) {
-            json_key(w, keys[r][0]);
-            json_u64(w, s[r] ? s[r]->ns.count : 0);
-            json_key(w, keys[r][1]);
-            json_u64(w, s[r] ? s[r]->ns.sum : 0);
-            json_key(w, keys[r][2]);
-            json_u64(w, s[r] ? wsl_api_mean_ns(s[r]) : 0);
-            json_key(w, keys[r][3]);
-            json_u64(w, s[r] ? wsl_hist_quantile(&s[r]->ns, 0.5) : 0);
-            json_key(w, keys[r][4]);
-            json_u64(w, s[r] ? wsl_hist_quantile(&s[r]->ns, 0.99) : 0);
-            json_key(w, keys[r][5]);
-            json_u64(w, s[r] ? s[r]->errors : 0);
+            json_key_u64(w, keys[r][0], s[r] ? s[r]->ns.count : 0);
+            json_key_u64(w, keys[r][1], s[r] ? s[r]->ns.sum : 0);
+            json_key_u64(w, keys[r][2], s[r] ? wsl_api_mean_ns(s[r]) : 0);
+            json_key_u64(w, keys[r][3], s[r] ? wsl_hist_quantile(&s[r]->ns, 0.5) : 0);
+            json_key_u64(w, keys[r][4], s[r] ? wsl_hist_quantile(&s[r]->ns, 0.99) : 0);
+            json_key_u64(w, keys[r][5], s[r] ? s[r]->errors : 0);
         }
         json_end_object(w);
     }
@@ -217,10 +197,8 @@ void report_write_compare_json(struct json_writer *w, const struct wsl_compare *
 
     json_key(w, "io");
     json_begin_object(w);
-    json_key(w, "time_ns_a");
-    json_u64(w, wsl_io_time(&a->io.total.data));
-    json_key(w, "time_ns_b");
-    json_u64(w, wsl_io_time(&b->io.total.data));
+    json_key_u64(w, "time_ns_a", wsl_io_time(&a->io.total.data));
+    json_key_u64(w, "time_ns_b", wsl_io_time(&b->io.total.data));
     json_key(w, "by_fs");
     json_begin_object(w);
     for (size_t i = 0; i < c->fs_count; i++) {
@@ -231,19 +209,13 @@ void report_write_compare_json(struct json_writer *w, const struct wsl_compare *
         static const char *const keys[2][5] = {{"time_ns_a", "reads_a", "bytes_read_a", "files_opened_a", "stats_a"},
                                                {"time_ns_b", "reads_b", "bytes_read_b", "files_opened_b", "stats_b"}};
         for (int r = 0; r < 2; r++) {
-            json_key(w, keys[r][0]);
-            json_u64(w, s[r] ? wsl_io_time(&s[r]->all) : 0);
-            json_key(w, keys[r][1]);
-            json_u64(w, s[r] ? s[r]->all.reads : 0);
-            json_key(w, keys[r][2]);
-            json_u64(w, s[r] ? s[r]->all.bytes_read : 0);
-            json_key(w, keys[r][3]);
-            json_u64(w, s[r] ? s[r]->all.files_opened : 0);
-            json_key(w, keys[r][4]);
-            json_u64(w, s[r] ? s[r]->all.stats : 0);
+            json_key_u64(w, keys[r][0], s[r] ? wsl_io_time(&s[r]->all) : 0);
+            json_key_u64(w, keys[r][1], s[r] ? s[r]->all.reads : 0);
+            json_key_u64(w, keys[r][2], s[r] ? s[r]->all.bytes_read : 0);
+            json_key_u64(w, keys[r][3], s[r] ? s[r]->all.files_opened : 0);
+            json_key_u64(w, keys[r][4], s[r] ? s[r]->all.stats : 0);
         }
-        json_key(w, "crosses_windows");
-        json_bool(w, (f->a && f->a->crosses_windows) || (f->b && f->b->crosses_windows));
+        json_key_bool(w, "crosses_windows", (f->a && f->a->crosses_windows) || (f->b && f->b->crosses_windows));
         json_end_object(w);
     }
     json_end_object(w);
@@ -254,16 +226,11 @@ void report_write_compare_json(struct json_writer *w, const struct wsl_compare *
     for (size_t i = 0; i < c->finding_count; i++) {
         const struct wsl_compare_finding *f = &c->findings[i];
         json_begin_object(w);
-        json_key(w, "id");
-        json_string(w, f->id);
-        json_key(w, "time_lost_ns_a");
-        json_u64(w, f->a ? f->a->time_lost_ns : 0);
-        json_key(w, "time_lost_ns_b");
-        json_u64(w, f->b ? f->b->time_lost_ns : 0);
-        json_key(w, "severity_a");
-        json_string(w, f->a ? wsl_severity_name(f->a->severity) : NULL);
-        json_key(w, "severity_b");
-        json_string(w, f->b ? wsl_severity_name(f->b->severity) : NULL);
+        json_key_string(w, "id", f->id);
+        json_key_u64(w, "time_lost_ns_a", f->a ? f->a->time_lost_ns : 0);
+        json_key_u64(w, "time_lost_ns_b", f->b ? f->b->time_lost_ns : 0);
+        json_key_string(w, "severity_a", f->a ? wsl_severity_name(f->a->severity) : NULL);
+        json_key_string(w, "severity_b", f->b ? wsl_severity_name(f->b->severity) : NULL);
         json_end_object(w);
     }
     json_end_array(w);
@@ -273,24 +240,16 @@ void report_write_compare_json(struct json_writer *w, const struct wsl_compare *
     for (size_t i = 0; i < c->cause_count; i++) {
         const struct wsl_cause *k = &c->causes[i];
         json_begin_object(w);
-        json_key(w, "kind");
-        json_string(w, cause_kind(k->kind));
-        json_key(w, "name");
-        json_string(w, k->name);
-        json_key(w, "estimate_ns");
-        json_i64(w, k->estimate_ns);
-        json_key(w, "attributed_ns");
-        json_i64(w, k->attributed_ns);
-        json_key(w, "text");
-        json_string(w, k->text);
+        json_key_string(w, "kind", cause_kind(k->kind));
+        json_key_string(w, "name", k->name);
+        json_key_i64(w, "estimate_ns", k->estimate_ns);
+        json_key_i64(w, "attributed_ns", k->attributed_ns);
+        json_key_string(w, "text", k->text);
         json_end_object(w);
     }
     json_end_array(w);
-    json_key(w, "scale");
-    json_double(w, c->scale);
-    json_key(w, "explained_ns");
-    json_i64(w, c->explained_ns);
-    json_key(w, "unexplained_ns");
-    json_i64(w, c->unexplained_ns);
+    json_key_double(w, "scale", c->scale);
+    json_key_i64(w, "explained_ns", c->explained_ns);
+    json_key_i64(w, "unexplained_ns", c->unexplained_ns);
     json_end_object(w);
 }

@@ -9,56 +9,27 @@
 #include "report_output.h"
 #include "util.h"
 
-static void json_opt_string(struct json_writer *w, const char *key, const char *s)
-{
-    json_key(w, key);
-    if (s)
-        json_string(w, s);
-    else
-        json_null(w);
-}
-
-static void json_opt_i32(struct json_writer *w, const char *key, int32_t v)
-{
-    json_key(w, key);
-    if (v >= 0)
-        json_i64(w, v);
-    else
-        json_null(w);
-}
-
-static void json_u64_kv(struct json_writer *w, const char *key, uint64_t v)
-{
-    json_key(w, key);
-    json_u64(w, v);
-}
-
 static void write_rank(struct json_writer *w, const struct wsl_rank *r)
 {
     json_begin_object(w);
-    json_opt_i32(w, "rank", r->rank);
-    json_key(w, "rank_source");
-    json_string(w, r->rank_from_env ? "environment" : "process_order");
-    json_opt_i32(w, "local_rank", r->local_rank);
-    json_key(w, "pid");
-    json_i64(w, r->pid);
-    json_u64_kv(w, "processes", r->processes);
-    json_opt_string(w, "host", r->host);
-    json_opt_i32(w, "gpu", r->gpu);
-    json_opt_string(w, "gpu_name", r->gpu_name);
-    json_opt_string(w, "gpu_pci_bus_id", r->gpu_pci_bus_id);
-    json_opt_string(w, "cuda_visible_devices", r->cuda_visible_devices);
-    json_u64_kv(w, "wall_ns", r->wall_ns);
-    json_u64_kv(w, "gpu_ns", r->gpu_ns);
-    json_key(w, "gpu_busy");
-    if (r->kernels_timed && r->wall_ns)
-        json_double(w, (double)r->gpu_ns / (double)r->wall_ns);
-    else
-        json_null(w);
-    json_u64_kv(w, "compute_ns", r->compute_ns);
-    json_u64_kv(w, "collective_ns", r->collective_ns);
-    json_u64_kv(w, "collective_launches", r->collective_launches);
-    json_u64_kv(w, "collectives_timed", r->collectives_timed);
+    json_key_i64_or_null(w, "rank", r->rank >= 0, r->rank);
+    json_key_string(w, "rank_source", r->rank_from_env ? "environment" : "process_order");
+    json_key_i64_or_null(w, "local_rank", r->local_rank >= 0, r->local_rank);
+    json_key_i64(w, "pid", r->pid);
+    json_key_u64(w, "processes", r->processes);
+    json_key_string(w, "host", r->host);
+    json_key_i64_or_null(w, "gpu", r->gpu >= 0, r->gpu);
+    json_key_string(w, "gpu_name", r->gpu_name);
+    json_key_string(w, "gpu_pci_bus_id", r->gpu_pci_bus_id);
+    json_key_string(w, "cuda_visible_devices", r->cuda_visible_devices);
+    json_key_u64(w, "wall_ns", r->wall_ns);
+    json_key_u64(w, "gpu_ns", r->gpu_ns);
+    json_key_double_or_null(w, "gpu_busy", r->kernels_timed && r->wall_ns,
+                            r->wall_ns ? (double)r->gpu_ns / (double)r->wall_ns : 0);
+    json_key_u64(w, "compute_ns", r->compute_ns);
+    json_key_u64(w, "collective_ns", r->collective_ns);
+    json_key_u64(w, "collective_launches", r->collective_launches);
+    json_key_u64(w, "collectives_timed", r->collectives_timed);
     json_key(w, "collectives");
     json_begin_object(w);
     for (int k = 0; k < WSL_COLL_KINDS; k++) {
@@ -66,30 +37,29 @@ static void write_rank(struct json_writer *w, const struct wsl_rank *r)
             continue;
         json_key(w, wsl_coll_kind_name(k));
         json_begin_object(w);
-        json_u64_kv(w, "launches", r->coll_launches[k]);
-        json_u64_kv(w, "gpu_ns", r->coll_ns[k]);
+        json_key_u64(w, "launches", r->coll_launches[k]);
+        json_key_u64(w, "gpu_ns", r->coll_ns[k]);
         json_end_object(w);
     }
     json_end_object(w);
-    json_u64_kv(w, "wait_ns", r->wait_ns);
-    json_u64_kv(w, "launches", r->launches);
-    json_u64_kv(w, "kernels_timed", r->kernels_timed);
-    json_u64_kv(w, "syncs", r->syncs);
-    json_u64_kv(w, "sync_ns", r->sync_ns);
+    json_key_u64(w, "wait_ns", r->wait_ns);
+    json_key_u64(w, "launches", r->launches);
+    json_key_u64(w, "kernels_timed", r->kernels_timed);
+    json_key_u64(w, "syncs", r->syncs);
+    json_key_u64(w, "sync_ns", r->sync_ns);
     json_key(w, "io");
     json_begin_object(w);
-    json_u64_kv(w, "reads", r->io_reads);
-    json_u64_kv(w, "bytes_read", r->io_bytes);
-    json_u64_kv(w, "read_ns", r->io_read_ns);
-    json_u64_kv(w, "total_ns", r->io_ns);
+    json_key_u64(w, "reads", r->io_reads);
+    json_key_u64(w, "bytes_read", r->io_bytes);
+    json_key_u64(w, "read_ns", r->io_read_ns);
+    json_key_u64(w, "total_ns", r->io_ns);
     json_end_object(w);
     json_key(w, "step");
     if (r->have_step) {
         json_begin_object(w);
-        json_key(w, "name");
-        json_string(w, r->step_name);
-        json_u64_kv(w, "count", r->steps);
-        json_u64_kv(w, "mean_ns", r->step_mean_ns);
+        json_key_string(w, "name", r->step_name);
+        json_key_u64(w, "count", r->steps);
+        json_key_u64(w, "mean_ns", r->step_mean_ns);
         json_end_object(w);
     } else {
         json_null(w);
@@ -98,11 +68,9 @@ static void write_rank(struct json_writer *w, const struct wsl_rank *r)
     json_begin_array(w);
     for (size_t i = 0; i < r->finding_count; i++) {
         json_begin_object(w);
-        json_key(w, "id");
-        json_string(w, r->findings[i].id);
-        json_key(w, "severity");
-        json_string(w, wsl_severity_name(r->findings[i].severity));
-        json_u64_kv(w, "time_lost_ns", r->findings[i].time_lost_ns);
+        json_key_string(w, "id", r->findings[i].id);
+        json_key_string(w, "severity", wsl_severity_name(r->findings[i].severity));
+        json_key_u64(w, "time_lost_ns", r->findings[i].time_lost_ns);
         json_end_object(w);
     }
     json_end_array(w);
@@ -123,35 +91,24 @@ void report_json_distributed(struct json_writer *w, const struct wsl_run *run)
         return;
     }
     json_begin_object(w);
-    json_u64_kv(w, "world_size", d->world_size);
-    json_u64_kv(w, "ranks_found", d->count);
-    json_key(w, "rank_source");
-    json_string(w, d->ranks_from_env ? "environment" : "process_order");
-    json_key(w, "collectives_seen");
-    json_bool(w, d->collectives_seen);
-    json_key(w, "imbalance");
-    json_double(w, d->imbalance >= 0 ? d->imbalance : NAN);
+    json_key_u64(w, "world_size", d->world_size);
+    json_key_u64(w, "ranks_found", d->count);
+    json_key_string(w, "rank_source", d->ranks_from_env ? "environment" : "process_order");
+    json_key_bool(w, "collectives_seen", d->collectives_seen);
+    json_key_double(w, "imbalance", d->imbalance >= 0 ? d->imbalance : NAN);
     json_key(w, "straggler");
     if (d->have_straggler) {
         const struct wsl_straggler *s = &d->straggler;
         json_begin_object(w);
-        json_opt_i32(w, "rank", s->rank);
-        json_key(w, "pid");
-        json_i64(w, d->ranks[s->index].pid);
-        json_u64_kv(w, "wait_mean_ns", s->wait_mean_ns);
-        json_u64_kv(w, "wait_median_ns", s->wait_median_ns);
-        json_u64_kv(w, "wait_total_ns", s->wait_total_ns);
-        json_key(w, "cause");
-        json_string(w, s->cause);
-        json_key(w, "io_excess_ns");
-        json_i64(w, s->io_excess_ns);
-        json_key(w, "compute_excess_ns");
-        json_i64(w, s->compute_excess_ns);
-        json_key(w, "step_excess_ns");
-        if (s->have_step_excess)
-            json_i64(w, s->step_excess_ns);
-        else
-            json_null(w);
+        json_key_i64_or_null(w, "rank", s->rank >= 0, s->rank);
+        json_key_i64(w, "pid", d->ranks[s->index].pid);
+        json_key_u64(w, "wait_mean_ns", s->wait_mean_ns);
+        json_key_u64(w, "wait_median_ns", s->wait_median_ns);
+        json_key_u64(w, "wait_total_ns", s->wait_total_ns);
+        json_key_string(w, "cause", s->cause);
+        json_key_i64(w, "io_excess_ns", s->io_excess_ns);
+        json_key_i64(w, "compute_excess_ns", s->compute_excess_ns);
+        json_key_i64_or_null(w, "step_excess_ns", s->have_step_excess, s->step_excess_ns);
         json_end_object(w);
     } else {
         json_null(w);

@@ -9,139 +9,94 @@
 #include "wslshim/trace_format.h"
 #include "report_json_internal.h"
 
+/* "emulation": the SPEC a process ran under and the costs it added; processes, when not 0: how
+ * many of the run's did. */
 void report_json_emulation(struct json_writer *w, const struct wsl_process *p, size_t processes)
 {
     json_begin_object(w);
-    json_key(w, "spec");
-    json_string(w, p->emu_spec);
-    json_key(w, "added_ns");
-    json_begin_object(w);
-    for (unsigned f = 0; f < WSL_EMU_FAMILIES; f++) {
-        json_key(w, wsl_emu_family_name(f));
-        json_u64(w, p->emu_ns[f]);
-    }
-    json_end_object(w);
+    wsl_emulation_write_json(w, p->emu_spec, p->emu_ns);
     if (p->emu_fs_meta_ns || p->emu_fs_read_bps || p->emu_fs_write_bps) {
         json_key(w, "fs"); /* the paths are in the SPEC */
         json_begin_object(w);
-        json_key(w, "meta_ns");
-        json_u64(w, p->emu_fs_meta_ns);
-        json_key(w, "read_bytes_per_s");
-        json_u64(w, p->emu_fs_read_bps);
-        json_key(w, "write_bytes_per_s");
-        json_u64(w, p->emu_fs_write_bps);
+        json_key_u64(w, "meta_ns", p->emu_fs_meta_ns);
+        json_key_u64(w, "read_bytes_per_s", p->emu_fs_read_bps);
+        json_key_u64(w, "write_bytes_per_s", p->emu_fs_write_bps);
         json_end_object(w);
     }
-    if (processes) {
-        json_key(w, "processes");
-        json_u64(w, processes);
-    }
+    if (processes)
+        json_key_u64(w, "processes", processes);
+    json_end_object(w);
+}
+
+#define USE(key, member) JSON_U64_FIELD(struct wsl_kern_gpu_use, key, member)
+static const struct json_u64_field gpu_use_fields[] = {
+    USE("kernels_timed", kernels_timed),
+    USE("graphs_timed", graphs_timed),
+    USE("idle_at_submit", idle_at_submit),
+    USE("gpu_time_est_ns", est_gpu_ns),
+    USE("gpu_phase_ns", gpu_phase_ns),
+};
+#undef USE
+
+static void write_gpu_use(struct json_writer *w, const struct wsl_process *p)
+{
+    const struct wsl_kern_gpu_use *g = &p->gpu;
+    double busy = report_share(g->est_gpu_ns, g->gpu_phase_ns);
+    json_key(w, "gpu_use");
+    json_begin_object(w);
+    JSON_U64_FIELDS(w, g, gpu_use_fields);
+    json_key_double_or_null(w, "busy_estimate",   /* of its GPU phase */
+                            g->kernels_timed + g->graphs_timed && g->gpu_phase_ns, busy > 1 ? 1 : busy);
+    /* cuMemGetInfo when the shim first sampled a launch */
+    json_key_u64_or_null(w, "device_free_at_start", p->have_gpu_memory, p->gpu_free_at_start);
+    json_key_u64_or_null(w, "device_total", p->have_gpu_memory, p->gpu_total);
     json_end_object(w);
 }
 
 static void write_process(struct json_writer *w, const struct wsl_run *run, const struct wsl_process *p)
 {
     json_begin_object(w);
-    json_key(w, "pid");
-    json_i64(w, p->pid);
-    json_key(w, "ppid");
-    json_i64(w, p->ppid);
-    json_key(w, "exe");
-    json_string(w, p->exe);
-    json_key(w, "wsl");
-    json_bool(w, (p->flags & (WSL_PROC_WSL1 | WSL_PROC_WSL2)) != 0);
-    json_key(w, "wsl_version");
-    json_u64(w, p->flags & WSL_PROC_WSL2 ? 2 : p->flags & WSL_PROC_WSL1 ? 1 : 0);
+    json_key_i64(w, "pid", p->pid);
+    json_key_i64(w, "ppid", p->ppid);
+    json_key_string(w, "exe", p->exe);
+    json_key_bool(w, "wsl", (p->flags & (WSL_PROC_WSL1 | WSL_PROC_WSL2)) != 0);
+    json_key_u64(w, "wsl_version", p->flags & WSL_PROC_WSL2 ? 2 : p->flags & WSL_PROC_WSL1 ? 1 : 0);
     if (p->emulated) {
         json_key(w, "emulation");
         report_json_emulation(w, p, 0);
     }
-    json_key(w, "host");
-    json_string(w, p->host);
-    json_key(w, "kernel_release");
-    json_string(w, p->kernel_release);
+    json_key_string(w, "host", p->host);
+    json_key_string(w, "kernel_release", p->kernel_release);
     json_key(w, "argv");
     json_begin_array(w);
     for (uint32_t i = 0; i < p->argc; i++)
         json_string(w, p->argv[i]);
     json_end_array(w);
-    json_key(w, "trace");
-    json_string(w, p->trace_path);
-    json_key(w, "events");
-    json_u64(w, p->events);
-    json_key(w, "dropped");
-    json_u64(w, p->dropped);
-    json_key(w, "threads");
-    json_u64(w, p->threads);
-    json_key(w, "truncated");
-    json_bool(w, p->truncated);
-    json_key(w, "forked");
-    json_bool(w, (p->flags & WSL_PROC_FORKED) != 0);
-    json_key(w, "execed");
-    json_bool(w, (p->flags & WSL_PROC_EXECED) != 0);
-    json_key(w, "clock");
-    json_string(w, p->clock_kind == WSL_CLOCK_TSC ? "tsc" : "monotonic");
-    json_key(w, "start_ns");    /* from the run's start */
-    json_u64(w, p->start_ns - run->start_ns);
-    json_key(w, "end_ns");
-    json_u64(w, p->end_ns - run->start_ns);
-    json_key(w, "driver_version");
-    if (p->have_driver)
-        json_i64(w, p->driver_version);
-    else
-        json_null(w);
-    json_key(w, "libcuda");
-    json_string(w, p->have_driver ? p->libcuda_path : NULL);
-    json_key(w, "io");          /* data files, as the run's "io" */
-    json_begin_object(w);
-    report_json_write_io_counts(w, &p->io.data);
-    json_end_object(w);
-    json_key(w, "io_other_fds");  /* fds not seen opened: pipes, sockets, stdin (DataLoader workers' queues) */
-    json_begin_object(w);
-    report_json_write_io_counts(w, &p->io.unknown_fd);
-    json_end_object(w);
-    json_key(w, "gpu_use");
-    json_begin_object(w);
-    json_key(w, "kernels_timed");
-    json_u64(w, p->gpu.kernels_timed);
-    json_key(w, "graphs_timed");
-    json_u64(w, p->gpu.graphs_timed);
-    json_key(w, "idle_at_submit");
-    json_u64(w, p->gpu.idle_at_submit);
-    json_key(w, "gpu_time_est_ns");
-    json_u64(w, p->gpu.est_gpu_ns);
-    json_key(w, "gpu_phase_ns");
-    json_u64(w, p->gpu.gpu_phase_ns);
-    json_key(w, "busy_estimate");   /* of its GPU phase */
-    if (p->gpu.kernels_timed + p->gpu.graphs_timed && p->gpu.gpu_phase_ns) {
-        double b = (double)p->gpu.est_gpu_ns / (double)p->gpu.gpu_phase_ns;
-        json_double(w, b > 1 ? 1 : b);
-    } else {
-        json_null(w);
-    }
-    json_key(w, "device_free_at_start");  /* cuMemGetInfo when the shim first sampled a launch */
-    if (p->have_gpu_memory)
-        json_u64(w, p->gpu_free_at_start);
-    else
-        json_null(w);
-    json_key(w, "device_total");
-    if (p->have_gpu_memory)
-        json_u64(w, p->gpu_total);
-    else
-        json_null(w);
-    json_end_object(w);
+    json_key_string(w, "trace", p->trace_path);
+    json_key_u64(w, "events", p->events);
+    json_key_u64(w, "dropped", p->dropped);
+    json_key_u64(w, "threads", p->threads);
+    json_key_bool(w, "truncated", p->truncated);
+    json_key_bool(w, "forked", (p->flags & WSL_PROC_FORKED) != 0);
+    json_key_bool(w, "execed", (p->flags & WSL_PROC_EXECED) != 0);
+    json_key_string(w, "clock", p->clock_kind == WSL_CLOCK_TSC ? "tsc" : "monotonic");
+    json_key_u64(w, "start_ns", p->start_ns - run->start_ns);  /* from the run's start */
+    json_key_u64(w, "end_ns", p->end_ns - run->start_ns);
+    json_key_i64_or_null(w, "driver_version", p->have_driver, p->driver_version);
+    json_key_string(w, "libcuda", p->have_driver ? p->libcuda_path : NULL);
+    report_json_write_io_counts_object(w, "io", &p->io.data); /* data files, as the run's "io" */
+    /* fds not seen opened: pipes, sockets, stdin (DataLoader workers' queues) */
+    report_json_write_io_counts_object(w, "io_other_fds", &p->io.unknown_fd);
+    write_gpu_use(w, p);
     json_key(w, "gpus");
     json_begin_array(w);
     for (uint32_t i = 0; i < p->gpu_count; i++) {
-        json_begin_object(w);
-        json_key(w, "name");
-        json_string(w, p->gpus[i].name);
-        json_key(w, "total_mem");
-        json_u64(w, p->gpus[i].total_mem);
-        json_key(w, "cc");
         char cc[32];
         snprintf(cc, sizeof cc, "%d.%d", p->gpus[i].cc_major, p->gpus[i].cc_minor);
-        json_string(w, cc);
+        json_begin_object(w);
+        json_key_string(w, "name", p->gpus[i].name);
+        json_key_u64(w, "total_mem", p->gpus[i].total_mem);
+        json_key_string(w, "cc", cc);
         json_end_object(w);
     }
     json_end_array(w);
@@ -151,65 +106,54 @@ static void write_process(struct json_writer *w, const struct wsl_run *run, cons
 static void write_span(struct json_writer *w, const char *name, uint64_t a, uint64_t b)
 {
     json_begin_object(w);
-    json_key(w, "name");
-    json_string(w, name);
-    json_key(w, "start_ns");
-    json_u64(w, a);
-    json_key(w, "end_ns");
-    json_u64(w, b > a ? b : a);
-    json_key(w, "duration_ns");
-    json_u64(w, b > a ? b - a : 0);
+    json_key_string(w, "name", name);
+    json_key_u64(w, "start_ns", a);
+    json_key_u64(w, "end_ns", b > a ? b : a);
+    json_key_u64(w, "duration_ns", b > a ? b - a : 0);
     json_end_object(w);
 }
+
+#define PHASE(key, member) JSON_U64_FIELD(struct wsl_phases, key, member)
+static const struct json_u64_field module_load_fields[] = {
+    PHASE("module_loads", module_loads),
+    PHASE("module_load_ns", module_load_ns),
+    PHASE("warmup_module_loads", warmup_module_loads),
+    PHASE("warmup_module_load_ns", warmup_module_load_ns),
+    PHASE("steady_module_loads", steady_module_loads),
+};
+#undef PHASE
 
 /* One process's phases (phase_analysis.h). */
 static void write_phases(struct json_writer *w, const struct wsl_run *run, const struct wsl_process *p)
 {
     const struct wsl_phases *ph = &p->phases;
+    bool gpu = ph->method != WSL_STEADY_NONE;
     json_begin_object(w);
-    json_key(w, "pid");
-    json_i64(w, p->pid);
-    json_key(w, "main");        /* the run's main GPU process (most launches) */
-    json_bool(w, run->phases.known && run->phases.main_pid == p->pid);
-    json_key(w, "gpu");         /* it submitted GPU work: the four phases hold */
-    json_bool(w, ph->method != WSL_STEADY_NONE);
-    json_key(w, "compiler");    /* a compiler or compile worker the run started */
-    json_bool(w, p->compiler);
-    json_key(w, "steady_method");
-    json_string(w, wsl_steady_method_name(ph->method));
+    json_key_i64(w, "pid", p->pid);
+    /* the run's main GPU process (most launches) */
+    json_key_bool(w, "main", run->phases.known && run->phases.main_pid == p->pid);
+    json_key_bool(w, "gpu", gpu);               /* it submitted GPU work: the four phases hold */
+    json_key_bool(w, "compiler", p->compiler);  /* a compiler or compile worker the run started */
+    json_key_string(w, "steady_method", wsl_steady_method_name(ph->method));
     json_key(w, "phases");
     json_begin_array(w);
-    if (ph->method != WSL_STEADY_NONE) {
+    if (gpu) {
         write_span(w, "start-up", ph->start_ns, ph->first_submit_ns);
         write_span(w, "warm-up", ph->first_submit_ns, ph->steady_start_ns);
         write_span(w, "steady state", ph->steady_start_ns, ph->steady_end_ns);
         write_span(w, "teardown", ph->steady_end_ns, ph->end_ns);
     }
     json_end_array(w);
-    if (ph->method != WSL_STEADY_NONE) {
-        json_key(w, "steps");       /* in the steady state: NVTX steps, or periods of the launch stream */
-        json_u64(w, ph->steps);
-        json_key(w, "step_ns");     /* median */
-        json_u64(w, ph->step_ns);
-        json_key(w, "warmup_steps"); /* leading steps slower than 1.5x the median: warm-up */
-        json_u64(w, ph->warmup_steps);
-        json_key(w, "warmup_excess_ns");
-        json_u64(w, ph->warmup_excess_ns);
-        json_key(w, "period_launches");
-        json_u64(w, ph->period_launches);
-        json_key(w, "launches");
-        json_u64(w, ph->launches);
+    if (gpu) {
+        /* in the steady state: NVTX steps, or periods of the launch stream */
+        json_key_u64(w, "steps", ph->steps);
+        json_key_u64(w, "step_ns", ph->step_ns); /* median */
+        json_key_u64(w, "warmup_steps", ph->warmup_steps); /* leading steps slower than 1.5x the median: warm-up */
+        json_key_u64(w, "warmup_excess_ns", ph->warmup_excess_ns);
+        json_key_u64(w, "period_launches", ph->period_launches);
+        json_key_u64(w, "launches", ph->launches);
     }
-    json_key(w, "module_loads");
-    json_u64(w, ph->module_loads);
-    json_key(w, "module_load_ns");
-    json_u64(w, ph->module_load_ns);
-    json_key(w, "warmup_module_loads");
-    json_u64(w, ph->warmup_module_loads);
-    json_key(w, "warmup_module_load_ns");
-    json_u64(w, ph->warmup_module_load_ns);
-    json_key(w, "steady_module_loads");
-    json_u64(w, ph->steady_module_loads);
+    JSON_U64_FIELDS(w, ph, module_load_fields);
     json_end_object(w);
 }
 
@@ -217,87 +161,98 @@ static void write_steady_state(struct json_writer *w, const struct wsl_run *run)
 {
     const struct wsl_run_phases *rp = &run->phases;
     json_begin_object(w);
-    json_key(w, "known");
-    json_bool(w, rp->known);
+    json_key_bool(w, "known", rp->known);
     if (rp->known) {
-        json_key(w, "main_pid");
-        json_i64(w, rp->main_pid);
-        json_key(w, "start_ns");
-        json_u64(w, rp->steady_start_ns);
-        json_key(w, "end_ns");
-        json_u64(w, rp->steady_end_ns);
-        json_key(w, "duration_ns");
-        json_u64(w, rp->steady_end_ns - rp->steady_start_ns);
-        json_key(w, "share_of_wall");
-        json_double(w, run->wall_ns ? (double)(rp->steady_end_ns - rp->steady_start_ns) / (double)run->wall_ns : 0);
-        json_key(w, "method");
-        json_string(w, wsl_steady_method_name(rp->main.method));
-        json_key(w, "findings_reread"); /* the findings' steady-state time lost was measured */
-        json_bool(w, rp->steady_known);
+        uint64_t steady_ns = rp->steady_end_ns - rp->steady_start_ns;
+        json_key_i64(w, "main_pid", rp->main_pid);
+        json_key_u64(w, "start_ns", rp->steady_start_ns);
+        json_key_u64(w, "end_ns", rp->steady_end_ns);
+        json_key_u64(w, "duration_ns", steady_ns);
+        json_key_double(w, "share_of_wall", report_share(steady_ns, run->wall_ns));
+        json_key_string(w, "method", wsl_steady_method_name(rp->main.method));
+        json_key_bool(w, "findings_reread", rp->steady_known); /* the findings' steady-state time lost was measured */
     }
-    json_key(w, "compile_processes");
-    json_u64(w, rp->compile_processes);
-    json_key(w, "compile_process_ns");
-    json_u64(w, rp->compile_process_ns);
+    json_key_u64(w, "compile_processes", rp->compile_processes);
+    json_key_u64(w, "compile_process_ns", rp->compile_process_ns);
     json_end_object(w);
+}
+
+static void write_evidence(struct json_writer *w, const struct wsl_evidence *e)
+{
+    json_key(w, e->key);
+    switch (e->type) {
+    case WSL_EVIDENCE_U64: json_u64(w, e->u64); break;
+    case WSL_EVIDENCE_NUMBER: json_double(w, e->number); break;
+    case WSL_EVIDENCE_BOOL: json_bool(w, e->flag); break;
+    case WSL_EVIDENCE_STRING: json_string(w, e->string); break;
+    case WSL_EVIDENCE_STRINGS:
+        json_begin_array(w);
+        for (size_t k = 0; k < e->string_count; k++)
+            json_string(w, e->strings[k]);
+        json_end_array(w);
+        break;
+    }
 }
 
 static void write_finding(struct json_writer *w, const struct wsl_run *run, const struct wsl_finding *f)
 {
     json_begin_object(w);
-    json_key(w, "id");
-    json_string(w, f->id);
-    json_key(w, "severity");
-    json_string(w, wsl_severity_name(f->severity));
-    json_key(w, "time_lost_ns");
-    json_u64(w, f->time_lost_ns);
-    json_key(w, "wall_share");
-    json_double(w, run->wall_ns ? (double)f->time_lost_ns / (double)run->wall_ns : 0);
+    json_key_string(w, "id", f->id);
+    json_key_string(w, "severity", wsl_severity_name(f->severity));
+    json_key_u64(w, "time_lost_ns", f->time_lost_ns);
+    json_key_double(w, "wall_share", report_share(f->time_lost_ns, run->wall_ns));
     if (f->steady_known) {  /* the same rule within the steady state alone */
-        json_key(w, "steady_lost_ns");
-        json_u64(w, f->steady_lost_ns);
-        json_key(w, "steady_share");
-        json_double(w, run->phases.steady_wall_ns ? (double)f->steady_lost_ns / (double)run->phases.steady_wall_ns : 0);
+        json_key_u64(w, "steady_lost_ns", f->steady_lost_ns);
+        json_key_double(w, "steady_share", report_share(f->steady_lost_ns, run->phases.steady_wall_ns));
     }
-    json_key(w, "summary");
-    json_string(w, f->summary);
-    json_key(w, "advice");
-    json_string(w, f->advice);
+    json_key_string(w, "summary", f->summary);
+    json_key_string(w, "advice", f->advice);
     json_key(w, "evidence");
     json_begin_object(w);
-    for (size_t i = 0; i < f->evidence_count; i++) {
-        const struct wsl_evidence *e = &f->evidence[i];
-        json_key(w, e->key);
-        switch (e->type) {
-        case WSL_EVIDENCE_U64:
-            json_u64(w, e->u64);
-            break;
-        case WSL_EVIDENCE_NUMBER:
-            json_double(w, e->number);
-            break;
-        case WSL_EVIDENCE_BOOL:
-            json_bool(w, e->flag);
-            break;
-        case WSL_EVIDENCE_STRING:
-            json_string(w, e->string);
-            break;
-        case WSL_EVIDENCE_STRINGS:
-            json_begin_array(w);
-            for (size_t k = 0; k < e->string_count; k++)
-                json_string(w, e->strings[k]);
-            json_end_array(w);
-            break;
-        }
-    }
+    for (size_t i = 0; i < f->evidence_count; i++)
+        write_evidence(w, &f->evidence[i]);
     json_end_object(w);
-    json_key(w, "how_computed");
-    json_string(w, f->how_computed);
-    json_key(w, "fix");
-    json_string(w, f->fix);
-    json_key(w, "scaled_to_wall");
-    json_bool(w, f->scaled_to_wall);
+    json_key_string(w, "how_computed", f->how_computed);
+    json_key_string(w, "fix", f->fix);
+    json_key_bool(w, "scaled_to_wall", f->scaled_to_wall);
     json_end_object(w);
 }
+
+#define HOST(key, member) JSON_U64_FIELD(struct wsl_host_summary, key, member)
+/* After the waits. */
+static const struct json_u64_field submission_fields[] = {
+    HOST("queries", polls),
+    HOST("queries_not_ready", polls_not_ready),
+    HOST("waits_without_later_submission", unresolved_blocks),
+    HOST("submissions", submissions),
+    HOST("submit_ns", submit_ns),
+};
+/* "copies": all of them, by direction, the small ones (then their threshold) */
+static const struct json_u64_field copy_fields[] = {
+    HOST("count", copies),
+    HOST("bytes", copy_bytes),
+    HOST("host_ns", copy_ns),
+    HOST("htod", htod),
+    HOST("dtoh", dtoh),
+    HOST("dtod", dtod),
+    HOST("unknown_direction", unknown_direction),
+    HOST("unclassified", unclassified_copies),
+    HOST("small", small_copies),
+    HOST("small_bytes", small_bytes),
+    HOST("small_host_ns", small_ns),
+};
+/* ... and by the host memory's kind */
+static const struct json_u64_field copy_memory_fields[] = {
+    HOST("pageable", pageable_copies),
+    HOST("pageable_htod", pageable_htod),
+    HOST("pageable_dtoh", pageable_dtoh),
+    HOST("pageable_bytes", pageable_bytes),
+    HOST("pageable_host_ns", pageable_ns),
+    HOST("pinned", locked_copies),
+    HOST("pinned_bytes", locked_bytes),
+    HOST("pinned_host_ns", locked_ns),
+};
+#undef HOST
 
 /* Waits for the GPU and copies (host_analysis.h; docs/report.md). */
 static void write_cuda_host(struct json_writer *w, const struct wsl_host_summary *h)
@@ -308,64 +263,27 @@ static void write_cuda_host(struct json_writer *w, const struct wsl_host_summary
     for (unsigned k = 0; k < WSL_BLOCK_KINDS; k++) {
         json_key(w, wsl_block_kind_name((enum wsl_block_kind)k));
         json_begin_object(w);
-        json_key(w, "count");
-        json_u64(w, h->blocks[k]);
-        json_key(w, "blocked_ns");
-        json_u64(w, h->blocked_ns[k]);
-        json_key(w, "lost_ns");
-        json_u64(w, h->block_lost_ns[k]);
+        json_key_u64(w, "count", h->blocks[k]);
+        json_key_u64(w, "blocked_ns", h->blocked_ns[k]);
+        json_key_u64(w, "lost_ns", h->block_lost_ns[k]);
         json_end_object(w);
     }
     json_end_object(w);
-    json_key(w, "queries");
-    json_u64(w, h->polls);
-    json_key(w, "queries_not_ready");
-    json_u64(w, h->polls_not_ready);
-    json_key(w, "waits_without_later_submission");
-    json_u64(w, h->unresolved_blocks);
-    json_key(w, "submissions");
-    json_u64(w, h->submissions);
-    json_key(w, "submit_ns");
-    json_u64(w, h->submit_ns);
+    JSON_U64_FIELDS(w, h, submission_fields);
     json_key(w, "copies");
     json_begin_object(w);
-#define FIELD(key, value) \
-    json_key(w, key);     \
-    json_u64(w, value)
-    FIELD("count", h->copies);
-    FIELD("bytes", h->copy_bytes);
-    FIELD("host_ns", h->copy_ns);
-    FIELD("htod", h->htod);
-    FIELD("dtoh", h->dtoh);
-    FIELD("dtod", h->dtod);
-    FIELD("unknown_direction", h->unknown_direction);
-    FIELD("unclassified", h->unclassified_copies);
-    FIELD("small", h->small_copies);
-    FIELD("small_bytes", h->small_bytes);
-    FIELD("small_host_ns", h->small_ns);
-    FIELD("small_threshold_bytes", WSL_HOST_SMALL_COPY);
-    FIELD("pageable", h->pageable_copies);
-    FIELD("pageable_htod", h->pageable_htod);
-    FIELD("pageable_dtoh", h->pageable_dtoh);
-    FIELD("pageable_bytes", h->pageable_bytes);
-    FIELD("pageable_host_ns", h->pageable_ns);
-    FIELD("pinned", h->locked_copies);
-    FIELD("pinned_bytes", h->locked_bytes);
-    FIELD("pinned_host_ns", h->locked_ns);
-#undef FIELD
+    JSON_U64_FIELDS(w, h, copy_fields);
+    json_key_u64(w, "small_threshold_bytes", WSL_HOST_SMALL_COPY);
+    JSON_U64_FIELDS(w, h, copy_memory_fields);
     json_end_object(w);
     json_key(w, "by_range");    /* NVTX ranges, when the traces have them */
     json_begin_array(w);
     for (size_t i = 0; i < h->range_count; i++) {
         json_begin_object(w);
-        json_key(w, "name");
-        json_string(w, h->ranges[i].name);
-        json_key(w, "waits");
-        json_u64(w, h->ranges[i].blocks);
-        json_key(w, "blocked_ns");
-        json_u64(w, h->ranges[i].blocked_ns);
-        json_key(w, "lost_ns");
-        json_u64(w, h->ranges[i].lost_ns);
+        json_key_string(w, "name", h->ranges[i].name);
+        json_key_u64(w, "waits", h->ranges[i].blocks);
+        json_key_u64(w, "blocked_ns", h->ranges[i].blocked_ns);
+        json_key_u64(w, "lost_ns", h->ranges[i].lost_ns);
         json_end_object(w);
     }
     json_end_array(w);
@@ -378,10 +296,8 @@ void report_write_json(const struct wsl_run *run, const struct wsl_compare *cmp,
     struct json_writer w;
     json_init(&w, out);
     json_begin_object(&w);
-    json_key(&w, "schema");
-    json_u64(&w, WSL_REPORT_SCHEMA);
-    json_key(&w, "wall_ns");
-    json_u64(&w, run->wall_ns);
+    json_key_u64(&w, "schema", WSL_REPORT_SCHEMA);
+    json_key_u64(&w, "wall_ns", run->wall_ns);
     size_t emulated = 0;
     const struct wsl_process *emu = wsl_run_emulated(run, &emulated);
     if (emu) { /* the run's emulation: its first emulated process's SPEC */

@@ -7,7 +7,15 @@
 #include "util.h"
 #include "wslshim/trace_format.h"
 
+/* part / whole, 0 when whole is 0 */
+static inline double report_share(uint64_t part, uint64_t whole)
+{
+    return whole ? (double)part / (double)whole : 0;
+}
+
 void report_json_write_io_counts(struct json_writer *w, const struct wsl_io_counts *c);
+/* The counts as an object under key. */
+void report_json_write_io_counts_object(struct json_writer *w, const char *key, const struct wsl_io_counts *c);
 void report_json_write_api(struct json_writer *w, const struct wsl_api_stats *a);
 void report_json_write_io(struct json_writer *w, const struct wsl_io *io);
 void report_json_write_memory(struct json_writer *w, const struct wsl_run *run);

@@ -176,6 +176,69 @@ void json_null(struct json_writer *w)
     fputs("null", w->out);
 }
 
+void json_key_u64(struct json_writer *w, const char *key, uint64_t v)
+{
+    json_key(w, key);
+    json_u64(w, v);
+}
+
+void json_key_i64(struct json_writer *w, const char *key, int64_t v)
+{
+    json_key(w, key);
+    json_i64(w, v);
+}
+
+void json_key_double(struct json_writer *w, const char *key, double v)
+{
+    json_key(w, key);
+    json_double(w, v);
+}
+
+void json_key_bool(struct json_writer *w, const char *key, bool v)
+{
+    json_key(w, key);
+    json_bool(w, v);
+}
+
+void json_key_string(struct json_writer *w, const char *key, const char *s)
+{
+    json_key(w, key);
+    json_string(w, s);
+}
+
+/* The key, and null where the value is not known; true where the caller writes the value. */
+static bool key_known(struct json_writer *w, const char *key, bool known)
+{
+    json_key(w, key);
+    if (!known)
+        json_null(w);
+    return known;
+}
+
+void json_key_u64_or_null(struct json_writer *w, const char *key, bool known, uint64_t v)
+{
+    if (key_known(w, key, known))
+        json_u64(w, v);
+}
+
+void json_key_i64_or_null(struct json_writer *w, const char *key, bool known, int64_t v)
+{
+    if (key_known(w, key, known))
+        json_i64(w, v);
+}
+
+void json_key_double_or_null(struct json_writer *w, const char *key, bool known, double v)
+{
+    if (key_known(w, key, known))
+        json_double(w, v);
+}
+
+void json_u64_fields(struct json_writer *w, const void *base, const struct json_u64_field *fields, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        json_key_u64(w, fields[i].key, json_u64_field_get(base, &fields[i]));
+}
+
 void json_finish(struct json_writer *w)
 {
     fputc('\n', w->out);

@@ -33,6 +33,43 @@ void json_i64(struct json_writer *w, int64_t v);
 void json_double(struct json_writer *w, double v);  /* non-finite values as null */
 void json_bool(struct json_writer *w, bool v);
 void json_null(struct json_writer *w);
+
+/* A key and its value, the line a report's field takes. json_key_string writes NULL as null. */
+void json_key_u64(struct json_writer *w, const char *key, uint64_t v);
+void json_key_i64(struct json_writer *w, const char *key, int64_t v);
+void json_key_double(struct json_writer *w, const char *key, double v);
+void json_key_bool(struct json_writer *w, const char *key, bool v);
+void json_key_string(struct json_writer *w, const char *key, const char *s);
+/* The value where known holds, else null. */
+void json_key_u64_or_null(struct json_writer *w, const char *key, bool known, uint64_t v);
+void json_key_i64_or_null(struct json_writer *w, const char *key, bool known, int64_t v);
+void json_key_double_or_null(struct json_writer *w, const char *key, bool known, double v);
+
+/*
+ * A table of a struct's uint64_t counters, one row a key: a section whose fields are plain
+ * counters is written from it, so that adding one is adding a row.
+ *
+ *     static const struct json_u64_field fields[] = {
+ *         JSON_U64_FIELD(struct wsl_io_counts, "read_ns", read_time), ...
+ *     };
+ *     JSON_U64_FIELDS(w, counts, fields);
+ *
+ * JSON_U64_FIELD does not compile unless the member is a uint64_t.
+ */
+struct json_u64_field {
+    const char *key;
+    size_t offset;
+};
+#define JSON_U64_FIELD(type, key, member) {(key), _Generic(((type *)0)->member, uint64_t: offsetof(type, member))}
+/* The counter a row names in base. */
+static inline uint64_t json_u64_field_get(const void *base, const struct json_u64_field *field)
+{
+    return *(const uint64_t *)(const void *)((const char *)base + field->offset);
+}
+/* Each row's key and its counter in base, in the table's order. */
+void json_u64_fields(struct json_writer *w, const void *base, const struct json_u64_field *fields, size_t count);
+#define JSON_U64_FIELDS(w, base, table) json_u64_fields((w), (base), (table), sizeof(table) / sizeof((table)[0]))
+
 /* Ends the document with a newline. */
 void json_finish(struct json_writer *w);
 

@@ -42,6 +42,7 @@
     X(stats_merge)                \
     X(emulation_spec)             \
     X(json_escaping)              \
+    X(json_fields)                \
     X(mounts_wsl2)                \
     X(mounts_virtiofs)            \
     X(mounts_wsl1)                \
