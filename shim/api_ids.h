@@ -24,7 +24,7 @@ enum wsl_api_id {
 #define WSL_IO(sym, base, cat) WSL_IO_S_ID_##sym,
 #include "wslshim/io_api.def"
 #undef WSL_IO
-    WSL_ID_IO_FOLD, /* untimed calls on one file, folded (io_hooks.c) */
+    WSL_ID_IO_FOLD, /* untimed calls on one file, folded (hooks/io/fold.c) */
     WSL_ID_KERNEL_NAME, /* a launched function's name, asked of the driver (gpu_timing.c) */
     WSL_API_COUNT
 };

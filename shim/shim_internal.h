@@ -6,6 +6,7 @@
 #ifndef WSLSHIM_SHIM_INTERNAL_H
 #define WSLSHIM_SHIM_INTERNAL_H
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -230,9 +231,9 @@ struct wsl_thread {
     _Atomic uint32_t w_paths_big; /* writer: it reads the large path ring now */
     _Atomic uint64_t paths_dropped; /* producer: paths that found no room */
     uint64_t paths_woken_at;     /* producer: the writer's tail when it was last woken for paths */
-    uint32_t path_id_next;       /* producer: its block of path ids (io_hooks.c), */
+    uint32_t path_id_next;       /* producer: its block of string ids (common/strings.c), */
     uint32_t path_id_end;        /* up to this one */
-    /* producer: the file whose untimed calls it folds (io_hooks.c), a seqlock
+    /* producer: the file whose untimed calls it folds (hooks/io/fold.c), a seqlock
      * the writer reads between drains: fold_seq is odd while a fold ends or
      * begins, and fold_seq / 2 names the fold (it goes on counting across the
      * ring's owners). Slots are only ever appended, and only the last one
@@ -253,10 +254,10 @@ struct wsl_thread {
     uint32_t io_memo_gen;        /* under this mount table, */
     uint32_t io_memo_local;      /* and whether it is a local filesystem */
     uint64_t cwd_gen;            /* producer: the working directory cached below */
-    uint64_t cwd_hash;           /* and its hash (io_hooks.c: directory hashes of relative paths) */
+    uint64_t cwd_hash;           /* and its hash (hooks/io/paths.c: directory hashes of relative paths) */
     uint32_t cwd_len;
     char cwd[4096];
-    uint32_t dirfd_id;           /* producer: the path id of the directory fd last named (io_hooks.c), */
+    uint32_t dirfd_id;           /* producer: the path id of the directory fd last named (hooks/io/paths.c), */
     uint32_t dirfd_len;          /* its path's length (0: none that can be told), */
     char dirfd_name[4096];       /* and its path */
     /* NVTX names this thread already wrote (nvtx_hooks.c): content hash -> string id,
@@ -304,7 +305,7 @@ extern WSL_TLS struct wsl_tls wsl_tls;
 #define wsl_tls_thread (wsl_tls.thread)
 #define wsl_tls_depth (wsl_tls.depth)
 extern _Atomic uint64_t wsl_gen;                 /* bumped in a forked child */
-/* Set in a thread's gen while a fast twin (io_hooks.c) updates its fold with
+/* Set in a thread's gen while a fast twin (hooks/io/reads.c) updates its fold with
  * the thread's depth left at 0: to a signal handler's calls, which pass through
  * then, the thread looks not set up for this process, and wsl_thread_setup
  * refuses it (see there). */
@@ -424,13 +425,70 @@ struct wsl_api_entry {
 extern const struct wsl_api_entry wsl_api_table[];
 extern const unsigned wsl_api_count;
 
-void *wsl_real_dlsym(void *handle, const char *name);
+/* ---- what every layer shares (common/) -----------------------------------------
+ * The real functions (real.c): libc's dlsym, and through it the next definition
+ * of each function the shim interposes. Uninstrumented under TSan: its runtime
+ * looks functions up through the shim's dlsym while it starts. */
+typedef void *(*wsl_dlsym_fn)(void *, const char *);
+extern _Atomic wsl_dlsym_fn wsl_real_dlsym_ptr; /* libc's dlsym, once found */
+WSL_NO_TSAN wsl_dlsym_fn wsl_real_dlsym_find(void); /* finds it, keeps it; NULL: none */
+WSL_NO_TSAN void *wsl_real_dlsym(void *handle, const char *name); /* a lookup through it */
+/* libc's dlsym itself, for a caller that must make the call (the dlsym hook's tail call). */
+static inline WSL_NO_TSAN wsl_dlsym_fn wsl_real_dlsym_fn(void)
+{
+    wsl_dlsym_fn f = atomic_load_explicit(&wsl_real_dlsym_ptr, memory_order_relaxed);
+    if (WSL_UNLIKELY(!f))
+        f = wsl_real_dlsym_find();
+    return f;
+}
+/* The next definition of `name` after the shim (dlsym(RTLD_NEXT)), kept in *slot. */
+static inline void *wsl_real_resolve(const char *name, void **slot)
+{
+    void *p = wsl_real_dlsym(RTLD_NEXT, name);
+    *slot = p;
+    return p;
+}
+
+/* The environment (real.c): libc's getenv, which the shim's own settings are
+ * read through, past the getenv the shim exports (the NVTX injection hook,
+ * hooks/nvtx_hooks.c). */
+typedef char *(*wsl_getenv_fn)(const char *);
+extern _Atomic wsl_getenv_fn wsl_real_getenv_ptr; /* libc's getenv, once found */
+char *wsl_getenv_first(const char *name);         /* finds it, then asks it */
+static inline char *wsl_getenv(const char *name)
+{
+    wsl_getenv_fn f = atomic_load_explicit(&wsl_real_getenv_ptr, memory_order_relaxed);
+    if (WSL_UNLIKELY(!f))
+        return wsl_getenv_first(name);
+    return f(name);
+}
+
+/* String records (strings.c): entries of a thread's PATHS ring, each a string
+ * (a file's path, a kernel's name) under an id unique in the process. */
+extern _Atomic uint32_t wsl_next_path_id; /* the next free block of ids */
+/* A new id: from the thread's own block of them, taken 64 at a time (no
+ * shared counter touched per open). Ids are unique in the process, and in a
+ * forked child, whose threads go on from the blocks their rings held. */
+#define WSL_PATH_ID_BLOCK 64u
+static inline uint32_t wsl_path_id_new(struct wsl_thread *t)
+{
+    if (WSL_UNLIKELY(t->path_id_next == t->path_id_end)) {
+        t->path_id_next = atomic_fetch_add_explicit(&wsl_next_path_id, WSL_PATH_ID_BLOCK, memory_order_relaxed);
+        t->path_id_end = t->path_id_next + WSL_PATH_ID_BLOCK;
+    }
+    return t->path_id_next++;
+}
+/* Room for an entry of `need` bytes (a multiple of 8) in the ring the thread
+ * writes now: its head, to publish at head + need once written; ~0 when there
+ * is none (the entry is dropped, and counted). errno is kept. */
+uint64_t wsl_paths_reserve(struct wsl_thread *t, uint32_t need);
+uint32_t wsl_string_record(struct wsl_thread *t, const char *s); /* a string as given (a kernel name): its id */
 
 /* ---- does the program have threads of its own? (program_threads.c) ------------- */
 enum { WSL_PROGRAM_THREADS_UNKNOWN = 0, WSL_PROGRAM_THREADS_ONE = 1, WSL_PROGRAM_THREADS_MANY = 2 };
 extern _Atomic int wsl_program_threads;
 void wsl_note_program_threads(void);       /* once, before the writer thread first starts */
-int wsl_io_libc_is_next(const char **who); /* io_hooks.c: glibc's read, open, close... come next */
+int wsl_io_libc_is_next(const char **who); /* hooks/io/libc.c: glibc's read, open, close... come next */
 void wsl_writer_thread_creating(int on);  /* around the writer's pthread_create */
 
 /* A system call made as glibc makes it in a single-threaded process: the call
@@ -513,18 +571,17 @@ void wsl_gpu_timing_forget_contexts(void); /* before a context is destroyed or r
 void wsl_gpu_timing_after_fork_child(void);
 struct wsl_thread *wsl_thread_claim_aux(void); /* a ring the writer itself fills (runtime.c) */
 
-/* ---- file I/O (io_hooks.c) -------------------------------------------------- */
-void wsl_io_init(void);                       /* resolve the real libc functions */
-void wsl_io_thread_init(struct wsl_thread *t); /* a thread's first gap between timed file calls */
+/* ---- file I/O (hooks/io/) -------------------------------------------------- */
+void wsl_io_init(void);                       /* resolve the real libc functions (libc.c) */
+void wsl_io_thread_init(struct wsl_thread *t); /* a thread's first gap between timed file calls (fold.c) */
 void wsl_io_thread_exit(struct wsl_thread *t); /* its folded file calls into its ring */
 void wsl_io_fold_cut(struct wsl_thread *t);    /* the same, before an NVTX event */
-void wsl_io_note_mounts(const char *text, size_t n); /* writer: which devices are local filesystems */
-void wsl_io_name_inherited_fds(struct wsl_thread *t); /* forked child: names of the parent's open files */
-uint32_t wsl_string_record(struct wsl_thread *t, const char *s); /* a string (kernel name) into the PATHS ring */
+void wsl_io_note_mounts(const char *text, size_t n); /* writer: which devices are local filesystems (mounts.c) */
 size_t wsl_io_read_mounts(char **buf, size_t *cap); /* the mount table text, for the writer */
+void wsl_io_name_inherited_fds(struct wsl_thread *t); /* forked child: names of the parent's open files (paths.c) */
 /* The shim's own descriptors, which the program's close calls leave alone:
  * slot 0 the trace, slot 1 the mount table while it is read; -1 for none. */
-void wsl_fd_protect(int slot, int fd);
+void wsl_fd_protect(int slot, int fd); /* fds.c */
 
 /* ---- hashed paths (path_hash.c), writer thread only ------------------------------- */
 void wsl_path_hash_set_key(const char *key);                /* WSLSHIM_IO_PATHS_KEY */

@@ -113,31 +113,6 @@ static int slot_claim(void *_Atomic *slot, void *p)
     return expect == p;
 }
 
-/* ---- the real dlsym ----------------------------------------------------------------- */
-typedef void *(*dlsym_fn)(void *, const char *);
-static _Atomic dlsym_fn real_dlsym_ptr; /* threads may race to the first lookup: same answer */
-
-/* Uninstrumented under TSan: its runtime's own lookups come through here while
- * it starts (shim_internal.h). */
-static WSL_NO_TSAN dlsym_fn real_dlsym_get(void)
-{
-    dlsym_fn f = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-    if (!f)
-        f = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
-    if (!f)
-        f = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.17"); /* aarch64's first version */
-    atomic_store_explicit(&real_dlsym_ptr, f, memory_order_relaxed);
-    return f;
-}
-
-WSL_NO_TSAN void *wsl_real_dlsym(void *handle, const char *name)
-{
-    dlsym_fn f = atomic_load_explicit(&real_dlsym_ptr, memory_order_relaxed);
-    if (!f)
-        f = real_dlsym_get();
-    return f ? f(handle, name) : NULL;
-}
-
 /* The exported symbol's real definition: the next one after this library, or
  * the one in an already loaded libcuda.so.1 opened RTLD_LOCAL. */
 static void *resolve_slot_sym(unsigned id)
@@ -611,7 +586,7 @@ static CUresult wsl_proc_gpa_v2(const char *symbol, void **pfn, int version, cuu
 
 /* ---- dlsym --------------------------------------------------------------------------- */
 
-static void *dlsym_on_handle(dlsym_fn real, void *handle, const char *name)
+static void *dlsym_on_handle(wsl_dlsym_fn real, void *handle, const char *name)
 {
     void *p = real(handle, name);
     if (!p || !name || name[0] != 'c' || name[1] != 'u')
@@ -659,12 +634,9 @@ static void *dlsym_on_handle(dlsym_fn real, void *handle, const char *name)
 #endif
 WSL_EXPORT WSL_TAILCALLS void *dlsym(void *handle, const char *name)
 {
-    dlsym_fn real = atomic_load_explicit(&real_dlsym_ptr, memory_order_relaxed);
-    if (WSL_UNLIKELY(!real)) {
-        real = real_dlsym_get();
-        if (!real)
-            return NULL;
-    }
+    wsl_dlsym_fn real = wsl_real_dlsym_fn(); /* common/real.c */
+    if (WSL_UNLIKELY(!real))
+        return NULL;
     if (handle == RTLD_NEXT || !wsl_tsan_up())
         return real(handle, name);
     return dlsym_on_handle(real, handle, name);

@@ -20,8 +20,6 @@
 
 #include "shim_internal.h"
 
-extern char **environ;
-
 static char shim_path[4096];
 static pid_t recording_pid; /* the process whose trace state this memory holds */
 
@@ -90,7 +88,7 @@ static char *const *env_with_shim(char *const *envp, char **out, char *preload_b
     const char *preload = env_find(envp, "LD_PRELOAD");
     int missing = !preload_has_shim(preload);
     for (size_t i = 0; !missing && i < N_CARRIED; i++)
-        missing = getenv(carried_vars[i]) && !env_find(envp, carried_vars[i]);
+        missing = wsl_getenv(carried_vars[i]) && !env_find(envp, carried_vars[i]);
     if (!missing || !shim_path[0])
         return envp;
     size_t n = 0;

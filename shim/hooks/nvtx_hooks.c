@@ -58,25 +58,8 @@
 #endif
 
 /* ---- getenv: the one question that makes NVTX load the shim -------------------- */
-typedef char *(*getenv_fn)(const char *);
-static getenv_fn _Atomic real_getenv_ptr;
-
-static char *real_getenv(const char *name)
-{
-    getenv_fn f = atomic_load_explicit(&real_getenv_ptr, memory_order_relaxed);
-    if (WSL_UNLIKELY(!f)) {
-        f = (getenv_fn)wsl_real_dlsym(RTLD_NEXT, "getenv");
-        if (!f) { /* cannot happen with glibc; answer from environ as getenv would */
-            size_t n = strlen(name);
-            for (char **e = environ; e && *e; e++)
-                if (!strncmp(*e, name, n) && (*e)[n] == '=')
-                    return *e + n + 1;
-            return NULL;
-        }
-        atomic_store_explicit(&real_getenv_ptr, f, memory_order_relaxed);
-    }
-    return f(name);
-}
+/* Every question goes to libc's getenv (wsl_getenv, common/real.c); this one,
+ * when libc has no answer, gets the shim's path. */
 
 /* The path to answer, decided once: at load time, or by the first NVTX client
  * if one runs earlier (a linked library's constructor runs before the shim's).
@@ -91,7 +74,7 @@ static char *injection_answer(void)
     if (WSL_LIKELY(p != NULL))
         return p == &injection_off ? NULL : p;
     int saved = errno;
-    const char *off = real_getenv("WSLSHIM_NVTX");
+    const char *off = wsl_getenv("WSLSHIM_NVTX");
     Dl_info info;
     char *mine = &injection_off;
     if (!(off && !strcmp(off, "0")) && dladdr((void *)injection_answer, &info) && info.dli_fname &&
@@ -123,7 +106,7 @@ __attribute__((constructor)) static void nvtx_hooks_init(void)
 
 WSL_EXPORT char *getenv(const char *name)
 {
-    char *v = real_getenv(name);
+    char *v = wsl_getenv(name);
     if (WSL_LIKELY(v != NULL) || name[0] != 'N' || strcmp(name, NVTX_ENV_NAME) != 0)
         return v;
     return injection_answer();

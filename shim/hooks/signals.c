@@ -171,7 +171,7 @@ static void signals_ensure(void)
             ;
         return;
     }
-    const char *v = getenv("WSLSHIM_SIGNALS");
+    const char *v = wsl_getenv("WSLSHIM_SIGNALS");
     if (v && !strcmp(v, "0")) {
         atomic_store_explicit(&signals_state, 3, memory_order_release);
         return;

@@ -8,7 +8,7 @@
  * single-threaded program: about 20 ns more per read() of 4 KiB, 7-10% of a
  * page-cached one (docs/overhead.md). So while the program has no thread of its
  * own, the file hooks make those calls as glibc makes them in a single-threaded
- * process, the system call alone (io_hooks.c), and the program sees what it
+ * process, the system call alone (hooks/io/), and the program sees what it
  * would see without the shim: the same results and errno, and no cancellation
  * point acted on there, as glibc acts on none in a single-threaded process.
  *
@@ -79,7 +79,7 @@ __attribute__((noinline, cold)) long wsl_syscall_failed(long r)
 }
 
 #if !defined(__x86_64__) && !defined(__aarch64__)
-/* Elsewhere never called (wsl_program_threads never says ONE there), but io_hooks.c names it. */
+/* Elsewhere never called (wsl_program_threads never says ONE there), but hooks/io/ names it. */
 long wsl_raw_syscall4(long nr, long a, long b, long c, long d) { return syscall(nr, a, b, c, d); }
 #endif
 

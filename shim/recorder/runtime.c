@@ -178,7 +178,7 @@ static void config_ensure(void)
 void wsl_config_load(void)
 {
     const char *v;
-    if ((v = getenv("WSLSHIM_LOG"))) {
+    if ((v = wsl_getenv("WSLSHIM_LOG"))) {
         if (!strcmp(v, "warn"))
             wsl_cfg.log_level = WSL_LOG_WARN;
         else if (!strcmp(v, "info"))
@@ -188,13 +188,13 @@ void wsl_config_load(void)
         else
             wsl_cfg.log_level = WSL_LOG_ERROR;
     }
-    if ((v = getenv("WSLSHIM_OUTPUT")) && *v) {
+    if ((v = wsl_getenv("WSLSHIM_OUTPUT")) && *v) {
         if (strlen(v) < sizeof wsl_cfg.output_pattern)
             strcpy(wsl_cfg.output_pattern, v);
         else
             wsl_log(WSL_LOG_ERROR, "WSLSHIM_OUTPUT is too long; using %s", wsl_cfg.output_pattern);
     }
-    if ((v = getenv("WSLSHIM_GPU_TIMING")) && *v) {
+    if ((v = wsl_getenv("WSLSHIM_GPU_TIMING")) && *v) {
         if (!strcmp(v, "off"))
             wsl_cfg.gpu_timing = 0;
         else {
@@ -206,9 +206,9 @@ void wsl_config_load(void)
                 wsl_cfg.gpu_timing = (int)n;
         }
     }
-    if ((v = getenv("WSLSHIM_IO")) && !strcmp(v, "0"))
+    if ((v = wsl_getenv("WSLSHIM_IO")) && !strcmp(v, "0"))
         wsl_cfg.io = 0;
-    if ((v = getenv("WSLSHIM_IO_TIMING")) && *v) {
+    if ((v = wsl_getenv("WSLSHIM_IO_TIMING")) && *v) {
         char *end;
         long n = strtol(v, &end, 10);
         if (*end || n < 1 || n > 1000000)
@@ -217,20 +217,20 @@ void wsl_config_load(void)
         else
             wsl_cfg.io_timing = (int)n;
     }
-    if ((v = getenv("WSLSHIM_IO_PATHS")) && *v) {
+    if ((v = wsl_getenv("WSLSHIM_IO_PATHS")) && *v) {
         if (!strcmp(v, "hash"))
             wsl_cfg.io_paths_hash = 1;
         else if (strcmp(v, "plain") != 0)
             wsl_log(WSL_LOG_ERROR, "WSLSHIM_IO_PATHS=%s is not 'hash' or 'plain'; paths are hashed", v),
                 wsl_cfg.io_paths_hash = 1; /* asked for something: err on the side of privacy */
     }
-    wsl_path_hash_set_key(getenv("WSLSHIM_IO_PATHS_KEY"));
-    v = getenv("WSLSHIM_CLOCK");
+    wsl_path_hash_set_key(wsl_getenv("WSLSHIM_IO_PATHS_KEY"));
+    v = wsl_getenv("WSLSHIM_CLOCK");
     if (v && !strcmp(v, "mono"))
         wsl_cfg.use_tsc = 0;
     else
         wsl_cfg.use_tsc = tsc_is_reliable();
-    if ((v = getenv("WSLSHIM_EMULATE")) && *v)
+    if ((v = wsl_getenv("WSLSHIM_EMULATE")) && *v)
         wsl_emulation_load(v); /* after the clock: its costs are kept in ticks */
 }
 

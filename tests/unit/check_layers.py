@@ -25,9 +25,12 @@ GENERATED = {"rules": {"rules_list.h"}}  # headers the build writes (analyzer/CM
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
-# The shim's layers (shim/README.md): each includes only the shared private headers at the top
-# of shim/ and the public ones; the launcher, a program of its own, not even those.
-SHIM_FOLDERS = {"hooks", "recorder", "writer", "launcher"}
+# The shim's layers (shim/README.md): each includes the shared private headers at the top of
+# shim/, the public ones, and the private headers of its own folder (hooks/io/io_hooks.h is the
+# file hooks' alone); the launcher, a program of its own, none of the shim's. The shared headers
+# include no folder's header, no header includes itself through others, and no library source
+# file declares anything `extern` (what one file takes from another comes through a header).
+SHIM_FOLDERS = {"hooks", "hooks/io", "recorder", "writer", "common", "launcher"}
 SHIM_SHARED = {"shim_internal.h", "api_ids.h"}
 
 
@@ -35,28 +38,81 @@ def check_shim(shim):
     problems = []
     if not os.path.isdir(shim):
         return problems
-    for entry in sorted(os.listdir(shim)):
-        path = os.path.join(shim, entry)
-        if not os.path.isdir(path):
-            if entry.endswith(".c"):
-                problems.append(f"shim/{entry}: a source file outside the shim's folders")
+    headers = {}                    # "folder/name.h" (or the shared name) -> included names, resolved
+    sources = {}                    # "folder/name.c" -> included names, resolved
+    private = {}                    # folder -> its own header names
+    for dirpath, dirnames, filenames in os.walk(shim):
+        dirnames.sort()
+        rel = os.path.relpath(dirpath, shim).replace(os.sep, "/")
+        if rel == ".":
+            for name in sorted(filenames):
+                if name.endswith(".c"):
+                    problems.append(f"shim/{name}: a source file outside the shim's folders")
+                elif name.endswith(".h") and name not in SHIM_SHARED:
+                    problems.append(f"shim/{name}: a header at the top that check_layers.py does not know")
             continue
-        if entry not in SHIM_FOLDERS:
-            problems.append(f"shim/{entry}/: a folder check_layers.py does not know")
+        if rel not in SHIM_FOLDERS:
+            problems.append(f"shim/{rel}/: a folder check_layers.py does not know")
+            dirnames[:] = []
             continue
-        if not os.path.isfile(os.path.join(path, "README.md")):
-            problems.append(f"shim/{entry}/: no README.md")
+        if not os.path.isfile(os.path.join(dirpath, "README.md")):
+            problems.append(f"shim/{rel}/: no README.md")
+        private[rel] = {n for n in filenames if n.endswith(".h")}
+    for name in SHIM_SHARED:
+        path = os.path.join(shim, name)
+        if os.path.isfile(path):
+            with open(path, encoding="utf-8") as f:
+                incs = [i for i in INCLUDE.findall(f.read()) if not i.startswith("wslshim/")]
+            for inc in incs:
+                if inc not in SHIM_SHARED:
+                    problems.append(f"shim/{name}: includes \"{inc}\" (the shared headers include no folder's)")
+            headers[name] = [i for i in incs if i in SHIM_SHARED]
+    extern = re.compile(r"^\s*extern\b", re.M)
+    for folder in sorted(private):
+        path = os.path.join(shim, folder)
         for name in sorted(os.listdir(path)):
             if not name.endswith((".c", ".h")):
                 continue
             with open(os.path.join(path, name), encoding="utf-8") as f:
-                for inc in INCLUDE.findall(f.read()):
-                    if inc.startswith("wslshim/"):
-                        continue
-                    if entry == "launcher" or inc not in SHIM_SHARED:
-                        problems.append(f"shim/{entry}/{name}: includes \"{inc}\"")
-    print(f"shim/     {len(SHIM_FOLDERS)} folders: each includes only {', '.join(sorted(SHIM_SHARED))} "
-          f"(the launcher neither)")
+                text = f.read()
+            resolved = []
+            for inc in INCLUDE.findall(text):
+                if inc.startswith("wslshim/"):
+                    continue
+                if folder == "launcher":
+                    problems.append(f"shim/{folder}/{name}: includes \"{inc}\" (the launcher includes none of the shim's)")
+                elif inc in SHIM_SHARED:
+                    resolved.append(inc)
+                elif inc in private[folder]:
+                    resolved.append(f"{folder}/{inc}")
+                else:
+                    problems.append(f"shim/{folder}/{name}: includes \"{inc}\", neither shared nor its folder's own")
+            if name.endswith(".h"):
+                headers[f"{folder}/{name}"] = resolved
+            else:
+                sources[f"{folder}/{name}"] = resolved
+                if folder != "launcher" and extern.search(text):
+                    problems.append(f"shim/{folder}/{name}: declares something extern (a header declares "
+                                    "what one file takes from another)")
+
+    # Header cycles: a header that includes itself through others.
+    state = {}
+
+    def visit(node, stack):
+        state[node] = 1
+        for nxt in headers.get(node, []):
+            if state.get(nxt) == 1:
+                problems.append("shim header cycle: " + " -> ".join(stack[stack.index(nxt):] + [nxt]))
+            elif nxt not in state:
+                visit(nxt, stack + [nxt])
+        state[node] = 2
+
+    for h in sorted(headers):
+        if h not in state:
+            visit(h, [h])
+    own = ", ".join(sorted(f"{d}/{h}" for d in private for h in private[d])) or "none"
+    print(f"shim/     {len(SHIM_FOLDERS)} folders, {len(sources)} source files: each includes only "
+          f"{', '.join(sorted(SHIM_SHARED))} and its own folder's headers ({own}; the launcher none)")
     return problems
 
 

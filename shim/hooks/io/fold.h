@@ -1,0 +1,223 @@
+/*
+ * The fold's half that the hooks inline (hooks/io/ only): an untimed call on a
+ * local file, counted into a slot of the thread's fold (fold_begin, io_fold,
+ * io_fold_fast_file), and the fold's end with the file's close
+ * (fold_end_closed). The rest, out of line, is fold.c.
+ */
+#ifndef WSLSHIM_HOOKS_IO_FOLD_H
+#define WSLSHIM_HOOKS_IO_FOLD_H
+
+#include "io_hooks.h"
+
+#pragma GCC visibility push(hidden)
+
+/* ---- folded calls -------------------------------------------------------------------------
+ * An untimed call on a local file (its timing sampled out) that succeeded is
+ * folded: the thread counts it in a slot of the file it folds (fd and path id),
+ * alike calls (same id, same value returned) in the same slot, and writes
+ * nothing. The fold's events (WSL_CAT_IO_FOLD, trace_format.h) go into the ring
+ * when the file is closed, when a call on another file comes, or when a slot
+ * is full; the writer takes the calls counted so far at each drain (writer.c). */
+
+/* the thread's fold: its own fields, read by the writer */
+#define FOLD_ONE (1ull << 10)
+_Static_assert(WSL_API_COUNT < 0x3ff, "no call's id is 1023, fold_none's (WSL_FOLD_NONE)");
+#define FOLD_LD(x) atomic_load_explicit(&(x), memory_order_relaxed)
+#define FOLD_ST(x, v) atomic_store_explicit(&(x), (v), memory_order_relaxed)
+
+/* The seqlock around a fold's end: fold_enter makes fold_seq odd (the writer
+ * keeps out) and returns it as it was; fold_leave leaves the thread with no
+ * slot, folding `file`, and the next fold id. */
+static inline __attribute__((always_inline)) uint32_t fold_enter(struct wsl_thread *t)
+{
+    uint32_t seq = FOLD_LD(t->fold_seq);
+    FOLD_ST(t->fold_seq, seq + 1);
+    atomic_thread_fence(memory_order_release);
+    return seq;
+}
+
+static inline __attribute__((always_inline)) void fold_leave(struct wsl_thread *t, uint32_t seq, uint64_t file)
+{
+    FOLD_ST(t->fold_used, 0);
+    WSL_FOLD_NONE(t);
+    FOLD_ST(t->fold_file, file);
+    atomic_store_explicit(&t->fold_seq, seq + 2, memory_order_release);
+}
+
+/* Ends the thread's fold (its events into the ring) and begins one for fd and
+ * path (fold.c). */
+void fold_next(struct wsl_thread *t, int fd, uint32_t path);
+
+/* The thread's fold ends with its file's close in it (its last event says so)
+ * and no other begins: fold_next written straight for that case, as it is once
+ * per file: one event when the slots fit one (an open and its reads), else two
+ * (Python's open().read() fills six). */
+_Static_assert(WSL_FOLD_SLOTS == 2 * WSL_FOLD_SLOTS_PER_EVENT, "a fold's slots fill two events at most");
+static inline __attribute__((always_inline)) void fold_end_closed(struct wsl_thread *t)
+{
+    uint32_t used = FOLD_LD(t->fold_used), seq = fold_enter(t);
+    uint64_t file = FOLD_LD(t->fold_file);
+    int64_t fd = (int32_t)(uint32_t)file;
+    /* slots past the used ones hold what earlier folds left: not this one's */
+    uint64_t s0 = FOLD_LD(t->fold_slot[0]), s1 = FOLD_LD(t->fold_slot[1]), s2 = FOLD_LD(t->fold_slot[2]);
+    struct wsl_event *e = wsl_ring_reserve(t);
+    if (WSL_UNLIKELY(used > WSL_FOLD_SLOTS_PER_EVENT) && WSL_LIKELY(e != NULL)) {
+        io_fill(e, 0, 0, WSL_ID_IO_FOLD, WSL_FOLD_RESULT(seq >> 1, 0, 0), fd, file >> 32, s0, s1, s2);
+        wsl_ring_commit(t);
+        used -= WSL_FOLD_SLOTS_PER_EVENT;
+        s0 = FOLD_LD(t->fold_slot[3]);
+        s1 = FOLD_LD(t->fold_slot[4]);
+        s2 = FOLD_LD(t->fold_slot[5]);
+        e = wsl_ring_reserve(t);
+        if (WSL_LIKELY(e != NULL)) {
+            io_fill(e, 0, 0, WSL_ID_IO_FOLD,
+                    WSL_FOLD_RESULT(seq >> 1, WSL_FOLD_SLOTS_PER_EVENT, WSL_FOLD_LAST | WSL_FOLD_CLOSED), fd,
+                    file >> 32, s0, used > 1 ? s1 : 0, used > 2 ? s2 : 0);
+            wsl_ring_commit(t);
+        }
+    } else if (WSL_LIKELY(e != NULL)) {
+        io_fill(e, 0, 0, WSL_ID_IO_FOLD, WSL_FOLD_RESULT(seq >> 1, 0, WSL_FOLD_LAST | WSL_FOLD_CLOSED), fd,
+                file >> 32, used > 0 ? s0 : 0, used > 1 ? s1 : 0, used > 2 ? s2 : 0);
+        wsl_ring_commit(t);
+    }
+    atomic_store_explicit(&t->io_untimed, 1, memory_order_relaxed);
+    fold_leave(t, seq, WSL_FOLD_FILE(-1, 0));
+}
+
+/* Begins a fold for fd and path: ends the thread's fold when it has calls;
+ * one without calls has a fold id no call was counted under yet (fold_next
+ * leaves a new one, and a fold's first slot comes with fold_used, after the
+ * file), so the new file takes it over as it is. */
+static inline __attribute__((always_inline)) void fold_begin(struct wsl_thread *t, int fd, uint32_t path)
+{
+    if (FOLD_LD(t->fold_used))
+        fold_next(t, fd, path);
+    else
+        FOLD_ST(t->fold_file, WSL_FOLD_FILE(fd, path));
+}
+
+/* The largest value a folded call keeps: half the format's (WSL_FOLD_VALUE_MAX),
+ * so that a slot's top value bit is 0 and io_fold's one test below holds. */
+#define FOLD_VALUE_LIMIT (WSL_FOLD_VALUE_MAX >> 1)
+
+/* Folds an untimed successful call (id api, on fd whose path id is path) that
+ * returned value (at most FOLD_VALUE_LIMIT: a read's bytes always are, as
+ * Linux moves at most 2 GiB per call; callers check sizes and offsets): into
+ * the last slot when it is alike, else into a new one. Returns 1. */
+static inline __attribute__((always_inline)) int io_fold(struct wsl_thread *t, unsigned api, int fd,
+                                                         uint32_t path, uint64_t value)
+{
+    uint64_t key = WSL_FOLD_SLOT(api, 0, value);
+    uint32_t used = FOLD_LD(t->fold_used);
+    if (WSL_LIKELY(FOLD_LD(t->fold_file) == WSL_FOLD_FILE(fd, path))) {
+        if (WSL_LIKELY(used)) {
+            /* x: the slot's calls when it is alike (same id and value). One more fits when
+             * x + 1 call is still only calls: a different id leaves bits 0-9 set, a
+             * different value bits from 24 up (no carry clears them: bit 63 of x is 0),
+             * and a full slot carries into bit 24. */
+            uint64_t s = FOLD_LD(t->fold_slot[used - 1]), x = s ^ key;
+            if (WSL_LIKELY(!((x + FOLD_ONE) & ~((uint64_t)WSL_FOLD_CALLS_MAX << 10)))) {
+                FOLD_ST(t->fold_slot[used - 1], s + FOLD_ONE);
+                wsl_tls_depth = 0;
+                return 1;
+            }
+            if (WSL_UNLIKELY(used == WSL_FOLD_SLOTS)) {
+                fold_next(t, fd, path);
+                used = 0;
+            }
+        }
+    } else {
+        fold_begin(t, fd, path);
+        used = 0;
+    }
+    FOLD_ST(t->fold_slot[used], key | FOLD_ONE);
+    t->fold_last = &t->fold_slot[used];
+    atomic_store_explicit(&t->fold_used, used + 1, memory_order_release); /* after the slot: the writer's view */
+    wsl_tls_depth = 0;
+    return 1;
+}
+
+/* Out of the hooks' way: the fold ends here when it is fd's (path's) (fold.c). */
+void io_fold_cut_file(struct wsl_thread *t, int fd, uint32_t path) __attribute__((noinline, cold));
+
+/* A read-like call: a timed one is an event of its own, an untimed one folds. */
+static inline __attribute__((always_inline)) void io_record_read(struct wsl_thread *t, unsigned api, uint64_t t0,
+                                                                 uint64_t t1, int failed, int err, int64_t fd,
+                                                                 uint64_t path, uint64_t ask, uint64_t got,
+                                                                 uint64_t off)
+{
+    if (t0) {
+        /* A timed read that hit the end of the file: the reads folded before it go
+         * first, as the report takes the file's size from the bytes read up to it. */
+        if (WSL_UNLIKELY(!got && ask && !failed))
+            io_fold_cut_file(t, (int)fd, (uint32_t)path);
+        io_record(t, api, t0, t1, failed, err, fd, path, ask, got, off);
+        return;
+    }
+    if (!failed && ask && io_fold(t, api, (int)fd, (uint32_t)path, got))
+        return;
+    io_record(t, api, 0, 0, failed, err, fd, path, ask, got, 1); /* untimed: a3 is its calls */
+}
+
+/* The common case of a read on a local file, untimed and successful, when the
+ * thread's fold is this file's (an open of a local file begins its fold): one
+ * more call in the last slot when it is alike (same id, same bytes returned)
+ * and not full, else a new slot while there is one. Returns 0 otherwise. */
+static inline __attribute__((always_inline)) int io_fold_fast_file(struct wsl_thread *t, unsigned api,
+                                                                   uint64_t file, uint64_t value)
+{
+    if (FOLD_LD(t->fold_file) != file)
+        return 0;
+    uint64_t key = WSL_FOLD_SLOT(api, 0, value);
+    /* see io_fold: one test for "alike and not full"; no slot: fold_none, alike nothing */
+    _Atomic uint64_t *last = t->fold_last;
+    uint64_t s = FOLD_LD(*last), x = s ^ key;
+    if (WSL_LIKELY(!((x + FOLD_ONE) & ~((uint64_t)WSL_FOLD_CALLS_MAX << 10)))) {
+        FOLD_ST(*last, s + FOLD_ONE);
+        return 1;
+    }
+    uint32_t used = FOLD_LD(t->fold_used);
+    if (used == WSL_FOLD_SLOTS)
+        return 0;
+    FOLD_ST(t->fold_slot[used], key | FOLD_ONE);
+    t->fold_last = &t->fold_slot[used];
+    atomic_store_explicit(&t->fold_used, used + 1, memory_order_release); /* after the slot: the writer's view */
+    return 1;
+}
+
+static inline __attribute__((always_inline)) int io_fold_fast(struct wsl_thread *t, unsigned api, int fd,
+                                                              uint32_t path, uint64_t value)
+{
+    return io_fold_fast_file(t, api, WSL_FOLD_FILE(fd, path), value);
+}
+
+/* The common case of a call on a local file's fd whose untimed success folds a
+ * value (fstat: the size, stat.c; lseek: the offset, fds.c), where the hook makes glibc's
+ * system call itself (`direct`: seek_direct, fstat_direct): nr with fd, b, c, d. Everything else,
+ * timed calls and those that fail or do not fold, goes to the full hook
+ * (`full`, a tail call) or, once made, to `rest`; a failed call sets errno as
+ * glibc's wrapper does. */
+#define FD_FOLD_FAST(type, api, fd, direct, cond, nr, b, c, d, value, rest, full)          \
+    struct wsl_thread *t = io_enter_ready();                                               \
+    if (WSL_UNLIKELY(!t || !(direct)))                                                     \
+        return full;                                                                       \
+    uint64_t info_ = info_of_fd(fd);                                                       \
+    if (WSL_UNLIKELY(!(info_ & FD_LOCAL) || t->io_countdown <= 1 || !(cond)))              \
+        return full;                                                                       \
+    t->io_countdown--;                                                                     \
+    wsl_tls_depth = 1;                                                                     \
+    long k_ = st_syscall4_kernel(nr, fd, (long)(b), (long)(c), (long)(d));                 \
+    type r = (type)k_;                                                                     \
+    if (WSL_LIKELY(k_ >= 0 && (uint64_t)(value) <= FOLD_VALUE_LIMIT) &&                    \
+        WSL_LIKELY(io_fold_fast(t, (api) + WSL_IO_SAMPLED, fd, (uint32_t)info_, (uint64_t)(value)))) { \
+        wsl_tls_depth = 0;                                                                 \
+        return r;                                                                          \
+    }                                                                                      \
+    if (k_ < 0)                                                                            \
+        r = (type)wsl_syscall_failed(k_);                                                  \
+    rest;                                                                                  \
+    return r;
+
+#pragma GCC visibility pop
+
+#endif /* WSLSHIM_HOOKS_IO_FOLD_H */
