@@ -258,28 +258,6 @@ void wsl_host_trace_thread(struct wsl_host_trace *t, uint32_t tid, const uint32_
     t->current_range = innermost ? innermost : &no_range;
 }
 
-/* The accumulator of the trace's range index r (made on its first wait), NONE for no range or
- * past WSL_HOST_MAX_RANGES. */
-static uint32_t range_acc_of(struct wsl_host_trace *t, uint32_t r)
-{
-    if (r == WSL_HOST_NO_RANGE)
-        return NONE;
-    if (r >= t->acc_of_size) {
-        size_t size = t->acc_of_size ? 2 * t->acc_of_size : 64;
-        while (size <= r)
-            size *= 2;
-        t->acc_of = xrealloc(t->acc_of, size * sizeof *t->acc_of);
-        memset(t->acc_of + t->acc_of_size, 0xff, (size - t->acc_of_size) * sizeof *t->acc_of);
-        t->acc_of_size = size;
-    }
-    if (t->acc_of[r] == NONE && t->range_acc_count < WSL_HOST_MAX_RANGES) {
-        t->range_acc = xrealloc(t->range_acc, (t->range_acc_count + 1) * sizeof *t->range_acc);
-        t->range_acc[t->range_acc_count] = (struct range_acc){.range = r};
-        t->acc_of[r] = (uint32_t)t->range_acc_count++;
-    }
-    return t->acc_of[r];
-}
-
 /* Charges the thread's waiting group with the gap up to `until` (ticks). */
 static void resolve(struct wsl_host_trace *t, struct thread_state *th, uint64_t until)
 {
@@ -304,28 +282,56 @@ static void resolve(struct wsl_host_trace *t, struct thread_state *th, uint64_t 
     th->npend = 0;
 }
 
+/* Credits a wait of dur ticks (its copy record, NONE if none, and pending entry, NULL if none) to
+ * the trace's range index r. Apart from add_block, which only tail-calls it: a trace without
+ * NVTX ranges pays one load and one test per wait. */
+static __attribute__((noinline)) void credit_range(struct wsl_host_trace *t, uint32_t r, uint64_t dur,
+                                                   uint32_t copy, struct pend_entry *e)
+{
+    if (r >= t->acc_of_size) {
+        size_t size = t->acc_of_size ? 2 * t->acc_of_size : 64;
+        while (size <= r)
+            size *= 2;
+        t->acc_of = xrealloc(t->acc_of, size * sizeof *t->acc_of);
+        memset(t->acc_of + t->acc_of_size, 0xff, (size - t->acc_of_size) * sizeof *t->acc_of);
+        t->acc_of_size = size;
+    }
+    uint32_t a = t->acc_of[r];
+    if (a == NONE) {            /* the range's first wait */
+        if (t->range_acc_count >= WSL_HOST_MAX_RANGES)
+            return;             /* past the cap: in no range */
+        t->range_acc = xrealloc(t->range_acc, (t->range_acc_count + 1) * sizeof *t->range_acc);
+        t->range_acc[t->range_acc_count] = (struct range_acc){.range = r};
+        a = t->acc_of[r] = (uint32_t)t->range_acc_count++;
+    }
+    t->range_acc[a].blocks++;
+    t->range_acc[a].blocked += dur;
+    if (copy != NONE)
+        t->copies[copy].range = a;
+    if (e)
+        e->range = a;
+}
+
 static void add_block(struct wsl_host_trace *t, struct thread_state *th, enum wsl_block_kind kind, uint64_t start,
                       uint64_t end, uint32_t copy)
 {
     uint64_t dur = end > start ? end - start : 0;
     t->s.blocks[kind]++;
     t->blocked[kind] += dur;
-    uint32_t range = range_acc_of(t, *t->current_range);
-    if (range != NONE) {
-        t->range_acc[range].blocks++;
-        t->range_acc[range].blocked += dur;
-    }
-    if (copy != NONE) {
+    if (copy != NONE)
         t->copies[copy].wait = 1;
-        t->copies[copy].range = range;
-    }
+    struct pend_entry *e = NULL;
     if (th->npend == MAX_PENDING) {
         t->s.unresolved_blocks++;       /* a thread that waits and waits without submitting: nothing to charge */
-        return;
+    } else {
+        if (th->npend == 0)
+            th->first_end = end;
+        e = &th->pend[th->npend++];
+        *e = (struct pend_entry){.dur = dur, .copy = copy, .range = NONE, .kind = (uint8_t)kind};
     }
-    if (th->npend == 0)
-        th->first_end = end;
-    th->pend[th->npend++] = (struct pend_entry){.dur = dur, .copy = copy, .range = range, .kind = (uint8_t)kind};
+    uint32_t r = *t->current_range;     /* the thread's innermost NVTX range */
+    if (r != WSL_HOST_NO_RANGE)
+        credit_range(t, r, dur, copy, e);
 }
 
 static bool is_copy(unsigned c) { return c >= WSL_CAT_COPY_ANY && c <= WSL_CAT_COPY_DTOD_ASYNC; }
