@@ -319,7 +319,7 @@ static void take_events(struct trace_state *t, uint32_t tid, uint64_t dropped, c
 {
     uint64_t max_end = t->max_event_end;
     struct wsl_nvtx_thread *nth = wsl_nvtx_thread(t->nvtx, tid, dropped);
-    wsl_host_trace_thread(t->host, tid);
+    wsl_host_trace_thread(t->host, tid, wsl_nvtx_innermost(nth)); /* waits go to the thread's innermost range */
     wsl_phase_trace_thread(t->phase, tid);
     if (__builtin_expect(t->windowed, 0)) { /* only the events of the window (a second, steady-state reading) */
         for (uint32_t i = 0; i < n; i++) {
@@ -461,6 +461,7 @@ static void merge_trace(struct wsl_run *run, struct trace_state *t, struct wsl_p
     if (t->have_end && t->end_ticks > end_ticks)
         end_ticks = t->end_ticks;
     uint64_t nvtx_unclosed = run->nvtx.unclosed, nvtx_dropped = run->nvtx.dropped;
+    wsl_host_trace_name_ranges(t->host, wsl_nvtx_trace_range_name, t->nvtx); /* before the names are freed */
     wsl_nvtx_trace_end(t->nvtx, &run->nvtx, end_ticks, clock->ns_per_tick, p->trace_path);
     t->nvtx = NULL;
     if (run->nvtx.unclosed > nvtx_unclosed)

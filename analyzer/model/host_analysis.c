@@ -143,12 +143,11 @@ void wsl_host_set_limits(size_t copies, size_t range_events)
 struct pend_entry {
     uint64_t dur;               /* ticks */
     uint32_t copy;              /* index into copies, or NONE */
-    uint32_t range;             /* index into ranges, or NONE */
+    uint32_t range;             /* index into range_acc, or NONE */
     uint8_t kind;               /* enum wsl_block_kind */
 };
 
 struct thread_state {
-    uint32_t range;             /* current NVTX range (index), NONE when none */
     bool poll_waiting;          /* a query returned NOT_READY: the wait runs from poll_start */
     uint64_t poll_start;
     uint64_t first_end;         /* end of the group's first blocking point */
@@ -167,7 +166,7 @@ struct copy_rec {
     uint64_t t, dur, dst, src, bytes;
     uint64_t sync_charge;       /* ticks */
     uint64_t seq;
-    uint32_t range;             /* NVTX range when it was counted as a wait, or NONE */
+    uint32_t range;             /* index into range_acc when it was counted as a wait, or NONE */
     uint8_t category;
     uint8_t wait;               /* counted as a wait: 1 pending, 2 charged */
 };
@@ -181,6 +180,7 @@ struct range_ev {
 
 struct range_acc {              /* ticks until the end */
     uint64_t blocks, blocked, lost;
+    uint32_t range;             /* the trace's range index */
 };
 
 struct wsl_host_trace {
@@ -206,10 +206,14 @@ struct wsl_host_trace {
     bool ranges_overflowed;
     uint64_t ranges_overflow_t;         /* copies from then on are not classified */
     uint64_t seq;
-    /* NVTX hook */
-    char **range_names;
+    /* NVTX ranges: the current thread's innermost (WSL_HOST_NO_RANGE when none), and the waits
+     * per range index of the trace (acc_of: index -> index into range_acc, NONE until a wait) */
+    const uint32_t *current_range;
+    uint32_t *acc_of;
+    size_t acc_of_size;
     struct range_acc *range_acc;
-    size_t range_name_count;
+    char **range_names;         /* per range_acc, set by wsl_host_trace_name_ranges */
+    size_t range_acc_count;
     /* figures in ticks, converted at the end */
     uint64_t blocked[WSL_BLOCK_KINDS], lost[WSL_BLOCK_KINDS];
     uint64_t copy_ticks, small_ticks, unrecorded_small_ticks, small_gap_ticks;
@@ -217,11 +221,14 @@ struct wsl_host_trace {
 };
 
 static void classify_flush(struct wsl_host_trace *t, bool final);
+static void add_range(struct wsl_host_summary *a, const struct wsl_host_range *r);
+
+static const uint32_t no_range = WSL_HOST_NO_RANGE;
 
 struct wsl_host_trace *wsl_host_trace_begin(void)
 {
     struct wsl_host_trace *t = xcalloc(1, sizeof *t);
-    t->overflow.range = NONE;
+    t->current_range = &no_range;
     t->max_copies = max_copies;
     t->max_range_events = max_range_events;
     t->current = &t->overflow;          /* until the first batch names its thread */
@@ -239,16 +246,16 @@ static struct thread_state *thread_of(struct wsl_host_trace *t, uint32_t tid)
         return &t->overflow;
     t->threads = xrealloc(t->threads, (t->thread_count + 1) * sizeof *t->threads);
     struct thread_state *th = xcalloc(1, sizeof *th);
-    th->range = NONE;
     t->threads[t->thread_count] = th;
     wsl_u64_map_insert(&t->thread_index, (uint64_t)tid + 1, t->thread_count++);
     return th;
 }
 
-void wsl_host_trace_thread(struct wsl_host_trace *t, uint32_t tid)
+void wsl_host_trace_thread(struct wsl_host_trace *t, uint32_t tid, const uint32_t *innermost)
 {
     t->current = thread_of(t, tid);
     t->fast.current_pending = &t->current->npend;
+    t->current_range = innermost ? innermost : &no_range;
 }
 
 /* Charges the thread's waiting group with the gap up to `until` (ticks). */
@@ -275,27 +282,56 @@ static void resolve(struct wsl_host_trace *t, struct thread_state *th, uint64_t 
     th->npend = 0;
 }
 
+/* Credits a wait of dur ticks (its copy record, NONE if none, and pending entry, NULL if none) to
+ * the trace's range index r. Apart from add_block, which only tail-calls it: a trace without
+ * NVTX ranges pays one load and one test per wait. */
+static __attribute__((noinline)) void credit_range(struct wsl_host_trace *t, uint32_t r, uint64_t dur,
+                                                   uint32_t copy, struct pend_entry *e)
+{
+    if (r >= t->acc_of_size) {
+        size_t size = t->acc_of_size ? 2 * t->acc_of_size : 64;
+        while (size <= r)
+            size *= 2;
+        t->acc_of = xrealloc(t->acc_of, size * sizeof *t->acc_of);
+        memset(t->acc_of + t->acc_of_size, 0xff, (size - t->acc_of_size) * sizeof *t->acc_of);
+        t->acc_of_size = size;
+    }
+    uint32_t a = t->acc_of[r];
+    if (a == NONE) {            /* the range's first wait */
+        if (t->range_acc_count >= WSL_HOST_MAX_RANGES)
+            return;             /* past the cap: in no range */
+        t->range_acc = xrealloc(t->range_acc, (t->range_acc_count + 1) * sizeof *t->range_acc);
+        t->range_acc[t->range_acc_count] = (struct range_acc){.range = r};
+        a = t->acc_of[r] = (uint32_t)t->range_acc_count++;
+    }
+    t->range_acc[a].blocks++;
+    t->range_acc[a].blocked += dur;
+    if (copy != NONE)
+        t->copies[copy].range = a;
+    if (e)
+        e->range = a;
+}
+
 static void add_block(struct wsl_host_trace *t, struct thread_state *th, enum wsl_block_kind kind, uint64_t start,
                       uint64_t end, uint32_t copy)
 {
     uint64_t dur = end > start ? end - start : 0;
     t->s.blocks[kind]++;
     t->blocked[kind] += dur;
-    if (th->range != NONE) {
-        t->range_acc[th->range].blocks++;
-        t->range_acc[th->range].blocked += dur;
-    }
-    if (copy != NONE) {
+    if (copy != NONE)
         t->copies[copy].wait = 1;
-        t->copies[copy].range = th->range;
-    }
+    struct pend_entry *e = NULL;
     if (th->npend == MAX_PENDING) {
         t->s.unresolved_blocks++;       /* a thread that waits and waits without submitting: nothing to charge */
-        return;
+    } else {
+        if (th->npend == 0)
+            th->first_end = end;
+        e = &th->pend[th->npend++];
+        *e = (struct pend_entry){.dur = dur, .copy = copy, .range = NONE, .kind = (uint8_t)kind};
     }
-    if (th->npend == 0)
-        th->first_end = end;
-    th->pend[th->npend++] = (struct pend_entry){.dur = dur, .copy = copy, .range = th->range, .kind = (uint8_t)kind};
+    uint32_t r = *t->current_range;     /* the thread's innermost NVTX range */
+    if (r != WSL_HOST_NO_RANGE)
+        credit_range(t, r, dur, copy, e);
 }
 
 static bool is_copy(unsigned c) { return c >= WSL_CAT_COPY_ANY && c <= WSL_CAT_COPY_DTOD_ASYNC; }
@@ -437,27 +473,14 @@ void wsl_host_trace_event_slow(struct wsl_host_trace *t, unsigned category, cons
     }
 }
 
-void wsl_host_trace_range(struct wsl_host_trace *t, uint32_t tid, const char *name)
+void wsl_host_trace_name_ranges(struct wsl_host_trace *t, const char *(*name)(const void *ctx, uint32_t range),
+                                const void *ctx)
 {
-    struct thread_state *th = thread_of(t, tid);
-    if (!name) {
-        th->range = NONE;
+    if (!t->range_acc_count || t->range_names)
         return;
-    }
-    for (size_t i = 0; i < t->range_name_count; i++)
-        if (strcmp(t->range_names[i], name) == 0) {
-            th->range = (uint32_t)i;
-            return;
-        }
-    if (t->range_name_count >= WSL_HOST_MAX_RANGES) {
-        th->range = NONE;
-        return;
-    }
-    t->range_names = xrealloc(t->range_names, (t->range_name_count + 1) * sizeof *t->range_names);
-    t->range_acc = xrealloc(t->range_acc, (t->range_name_count + 1) * sizeof *t->range_acc);
-    t->range_names[t->range_name_count] = xstrdup(name);
-    memset(&t->range_acc[t->range_name_count], 0, sizeof *t->range_acc);
-    th->range = (uint32_t)t->range_name_count++;
+    t->range_names = xcalloc(t->range_acc_count, sizeof *t->range_names);
+    for (size_t i = 0; i < t->range_acc_count; i++)
+        t->range_names[i] = xstrdup(name(ctx, t->range_acc[i].range));
 }
 
 /* ---- end of trace: classify the copies ----------------------------------------------------- */
@@ -694,10 +717,11 @@ static void discard(struct wsl_host_trace *t)
     free(t->ranges);
     free(t->tree.nodes);
     free(t->htod_left);
-    for (size_t i = 0; i < t->range_name_count; i++)
+    for (size_t i = 0; t->range_names && i < t->range_acc_count; i++)
         free(t->range_names[i]);
     free(t->range_names);
     free(t->range_acc);
+    free(t->acc_of);
     free(t);
 }
 
@@ -731,14 +755,21 @@ void wsl_host_trace_end(struct wsl_host_trace *t, const struct wsl_clock_map *cl
     s->pageable_lost_ns = NS(s->pageable_lost_ns);
     s->locked_ns = NS(s->locked_ns);
     s->large_ns = NS(s->large_ns);
-    s->range_count = t->range_name_count;
-    s->ranges = t->range_name_count ? xcalloc(t->range_name_count, sizeof *s->ranges) : NULL;
-    for (size_t i = 0; i < t->range_name_count; i++) {
-        s->ranges[i].name = t->range_names[i];
-        t->range_names[i] = NULL;
-        s->ranges[i].blocks = t->range_acc[i].blocks;
-        s->ranges[i].blocked_ns = NS(t->range_acc[i].blocked);
-        s->ranges[i].lost_ns = NS(t->range_acc[i].lost);
+    s->ranges = NULL;
+    s->range_count = 0;
+    for (size_t i = 0; i < t->range_acc_count; i++) { /* by name, in the order of their first wait */
+        const struct range_acc *a = &t->range_acc[i];
+        if (!a->blocks)
+            continue;   /* its only waits were copies to the GPU, taken back */
+        struct wsl_host_range r = {NULL, a->blocks, NS(a->blocked), NS(a->lost)};
+        if (t->range_names) {
+            r.name = t->range_names[i];
+            t->range_names[i] = NULL;
+        } else {
+            r.name = xasprintf("range %u", a->range);
+        }
+        add_range(s, &r);
+        free(r.name);
     }
 #undef NS
     *out = *s;

@@ -34,7 +34,13 @@
  *
  * Use, per trace: wsl_host_trace_begin, then per batch of one thread's events
  * _thread and _event for each (in the thread's order; threads' batches may
- * interleave), _end with the trace's clock fit. Memory is bounded: at most WSL_HOST_MAX_COPIES copies and
+ * interleave), _name_ranges, _end with the trace's clock fit.
+ *
+ * NVTX ranges: each wait is credited to the innermost NVTX range its thread
+ * had open (by_range), read where the NVTX analysis keeps it
+ * (wsl_nvtx_innermost); the figures are kept per range index of the trace,
+ * and the names looked up once, at the end (_name_ranges), where the names
+ * of all the trace's PATHS chunks are known. Memory is bounded: at most WSL_HOST_MAX_COPIES copies and
  * WSL_HOST_MAX_RANGE_EVENTS allocation calls are kept for the end-of-trace
  * classification; copies past that are counted but not classified.
  */
@@ -51,7 +57,7 @@
 #define WSL_HOST_MAX_COPIES (1u << 21)           /* copies kept per process for classification */
 #define WSL_HOST_MAX_RANGE_EVENTS (1u << 21)     /* allocation calls kept per process */
 #define WSL_HOST_MAX_THREADS 4096                /* threads with sync state per process */
-#define WSL_HOST_MAX_RANGES 256                  /* NVTX range names with sync figures per process */
+#define WSL_HOST_MAX_RANGES 256                  /* NVTX ranges with waits per trace; later ones: in none */
 #define WSL_CUDA_ERROR_NOT_READY 600             /* CUresult of a query whose work is still running */
 
 /* Kinds of blocking point, for counts. */
@@ -64,7 +70,7 @@ enum wsl_block_kind {
     WSL_BLOCK_KINDS
 };
 
-/* Waits credited to one NVTX range name (the hook wsl_host_trace_range sets). */
+/* Waits credited to one NVTX range name (the innermost range open on the waiting thread). */
 struct wsl_host_range {
     char *name;
     uint64_t blocks, blocked_ns, lost_ns;
@@ -92,7 +98,7 @@ struct wsl_host_summary {
     uint64_t large_copies, large_bytes, large_ns;       /* >= 1 MiB, for bandwidth figures */
     uint64_t unclassified_copies;           /* past WSL_HOST_MAX_COPIES, or range tables full */
     uint64_t submit_ns;                     /* the submission cost used (median launch), 0 if none */
-    /* the NVTX hook: waits per range name, NULL/0 when no range was set */
+    /* waits per NVTX range name, in the order of their first wait; NULL/0 when none was in a range */
     struct wsl_host_range *ranges;
     size_t range_count;
 };
@@ -100,8 +106,12 @@ struct wsl_host_summary {
 struct wsl_host_trace;
 
 struct wsl_host_trace *wsl_host_trace_begin(void);
-/* The thread whose events follow (an EVENTS batch is one thread's); call before _event. */
-void wsl_host_trace_thread(struct wsl_host_trace *t, uint32_t tid);
+#define WSL_HOST_NO_RANGE UINT32_MAX
+/* The thread whose events follow (an EVENTS batch is one thread's); call before _event.
+ * innermost: where that thread's innermost NVTX range is kept while its events are read
+ * (wsl_nvtx_innermost: a range index of the trace, WSL_HOST_NO_RANGE when none open), read at
+ * each wait; NULL: no ranges. */
+void wsl_host_trace_thread(struct wsl_host_trace *t, uint32_t tid, const uint32_t *innermost);
 /* What the inline fast path reads: the first member of struct wsl_host_trace. */
 struct wsl_host_trace_fast {
     const uint32_t *current_pending;    /* waits of the current thread not yet charged */
@@ -121,13 +131,10 @@ static inline void wsl_host_trace_event(struct wsl_host_trace *t, unsigned categ
     }
     wsl_host_trace_event_slow(t, category, ev);
 }
-/*
- * The NVTX hook: from now on, blocking points of thread tid are credited to
- * the range `name` (NULL: to none). The caller feeds it in the thread's event
- * order, between the _event calls, when a range is pushed or popped (the
- * innermost range counts). name is copied.
- */
-void wsl_host_trace_range(struct wsl_host_trace *t, uint32_t tid, const char *name);
+/* Names the range indices waits were credited to: name(ctx, range) for each (copied; the same
+ * name from two indices, two domains, is one range). Call it once, before _end. */
+void wsl_host_trace_name_ranges(struct wsl_host_trace *t, const char *(*name)(const void *ctx, uint32_t range),
+                                const void *ctx);
 /* Classifies the copies, converts times with clock, writes *out and frees t. submit_ticks: the
  * cost of one submission (the median host time of the trace's kernel launches), 0 if unknown. */
 void wsl_host_trace_end(struct wsl_host_trace *t, const struct wsl_clock_map *clock, uint64_t submit_ticks,

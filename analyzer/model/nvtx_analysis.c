@@ -12,7 +12,7 @@
 #include "u64_map.h"
 #include "util.h"
 
-#define NONE UINT32_MAX
+#define NONE WSL_NVTX_NO_RANGE
 
 struct local_range {            /* per trace: (kind, domain id, name id) */
     uint32_t kind, domain_id, name_id, max_depth;
@@ -169,6 +169,7 @@ struct wsl_nvtx_thread *wsl_nvtx_thread(struct wsl_nvtx_trace *t, uint32_t tid, 
         return t->threads[s->value];
     }
     struct wsl_nvtx_thread *th = xcalloc(1, sizeof *th);
+    th->head.innermost = NONE;
     t->threads = xrealloc(t->threads, (t->thread_count + 1) * sizeof *t->threads);
     t->threads[t->thread_count] = th;
     wsl_u64_map_insert(&t->thread_index, (uint64_t)tid + 1, t->thread_count++);
@@ -218,12 +219,17 @@ static void mark_add(struct wsl_nvtx_trace *t, uint64_t domain_id, uint64_t name
     wsl_u64_map_insert(&t->mark_index, key, t->mark_count++);
 }
 
+/* After the thread's frames changed: its innermost range. */
+static void innermost_update(struct wsl_nvtx_thread *th)
+{
+    th->head.innermost = th->frames ? th->frame[th->frames - 1].range : NONE;
+}
+
 static void history_note(struct wsl_nvtx_thread *th, uint64_t t)
 {
     if (!th->history)
         th->history = xmalloc(WSL_NVTX_HISTORY * sizeof *th->history);
-    uint32_t innermost = th->frames ? th->frame[th->frames - 1].range : NONE;
-    th->history[th->history_count % WSL_NVTX_HISTORY] = (struct history_entry){t, innermost};
+    th->history[th->history_count % WSL_NVTX_HISTORY] = (struct history_entry){t, th->head.innermost};
     th->history_count++;
 }
 
@@ -274,6 +280,7 @@ static void close_frame(struct wsl_nvtx_trace *t, struct wsl_nvtx_thread *th, ui
     memmove(&th->frame[k], &th->frame[k + 1], (th->frames - k - 1) * sizeof *th->frame);
     th->frames--;
     th->head.open--;
+    innermost_update(th);
 }
 
 static void on_push(struct wsl_nvtx_trace *t, struct wsl_nvtx_thread *th, const struct wsl_event *ev)
@@ -292,6 +299,7 @@ static void on_push(struct wsl_nvtx_trace *t, struct wsl_nvtx_thread *th, const 
             }
             t->lost++;
         }
+        innermost_update(th);
     }
     uint32_t r = range_get(t, WSL_NVTX_PUSH, ev->stream, ev->a[0]);
     if (r == NONE || th->frames >= WSL_NVTX_MAX_DEPTH || th->frames < th->head.open) {
@@ -313,6 +321,7 @@ static void on_push(struct wsl_nvtx_trace *t, struct wsl_nvtx_thread *th, const 
     f->domain_id = (uint32_t)ev->stream;
     f->t0 = ev->t_start;
     th->head.open++;
+    th->head.innermost = r;
     history_note(th, ev->t_start);
 }
 
@@ -498,6 +507,16 @@ static struct wsl_nvtx_range *run_range(struct wsl_nvtx *n, unsigned kind, const
     r->domain = domain ? xstrdup(domain) : NULL;
     n->index[slot] = (uint32_t)n->range_count++;
     return r;
+}
+
+const char *wsl_nvtx_trace_range_name(const void *ctx, uint32_t range)
+{
+    const struct wsl_nvtx_trace *t = ctx;
+    if (range >= t->range_count)
+        return "(unknown name)";
+    uint32_t id = t->ranges[range].name_id;
+    struct wsl_u64_slot *s = id ? wsl_u64_map_find(&t->names, id) : NULL;
+    return !id ? "(unnamed)" : s ? t->strs[s->value] : "(unknown name)";
 }
 
 /* The text of a string id: "(unnamed)" for 0, NULL for a domain 0. */

@@ -142,10 +142,25 @@ void wsl_nvtx_trace_paths(struct wsl_nvtx_trace *t, const struct wsl_item *item)
 /* The state of thread tid (made on first use), for an EVENTS chunk that
  * reported `dropped` lost events before it. */
 struct wsl_nvtx_thread *wsl_nvtx_thread(struct wsl_nvtx_trace *t, uint32_t tid, uint64_t dropped);
-/* The first member of a thread's state: ranges it has open (any domain). */
+/* The first member of a thread's state: ranges it has open (any domain), and the innermost
+ * timed push range among them (the trace's own index, WSL_NVTX_NO_RANGE when none), which the
+ * thread's other events are attributed to. */
 struct wsl_nvtx_thread_head {
     uint32_t open;
+    uint32_t innermost;
 };
+#define WSL_NVTX_NO_RANGE UINT32_MAX
+/* Where the thread's innermost range is kept, for as long as the trace is read: the host
+ * analysis reads it at each wait (wsl_host_trace_thread), so it follows every push and pop in
+ * the thread's event order at no cost to the other events. */
+static inline const uint32_t *wsl_nvtx_innermost(const struct wsl_nvtx_thread *th)
+{
+    return &((const struct wsl_nvtx_thread_head *)(const void *)th)->innermost;
+}
+/* The name of the trace's range `range` (an index wsl_nvtx_innermost gave; ctx: the
+ * wsl_nvtx_trace), with the names of the PATHS chunks read so far: call it at the end of the
+ * trace, before wsl_nvtx_trace_end. "(unnamed)" for a range without a message. */
+const char *wsl_nvtx_trace_range_name(const void *ctx, uint32_t range);
 /* True for the categories whose events always matter: NVTX and GPU_KERNEL. */
 static inline bool wsl_nvtx_wants_always(unsigned category)
 {

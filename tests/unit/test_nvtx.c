@@ -332,3 +332,88 @@ int test_nvtx_dropped_resync(void)
     wsl_run_free(&run);
     return 0;
 }
+
+static const struct wsl_host_range *host_range(const struct wsl_host_summary *h, const char *name)
+{
+    for (size_t i = 0; i < h->range_count; i++)
+        if (!strcmp(h->ranges[i].name, name))
+            return &h->ranges[i];
+    return NULL;
+}
+
+/* Waits credited to the innermost NVTX range of their thread (cuda_host.by_range): nested ranges,
+ * two threads whose chunks come in reverse order, one name in two domains (one range), names
+ * defined only after the events (a PATHS chunk late in the trace), and a steady-state reading
+ * whose window opens inside ranges pushed before it. */
+int test_nvtx_host_by_range(void)
+{
+    char path[512];
+    test_path(path, sizeof path, "nvtx_host_by_range");
+    enum { N_OUTER = 11, N_INNER, N_DOMAIN, N_DATA };
+    const uint32_t data_id[] = {N_DATA};
+    const char *const data_name[] = {"/data/x.bin"};
+    struct builder *b = open_trace(path, data_id, data_name, 1);
+    /* thread 100: outer > inner */
+    ev(b, 0, PUSH, 1000, 0, 0, 0, N_OUTER, 0, 0);
+    ev(b, 0, SYNC, 2000, 100, 0, 7, 0, 0, 0);           /* outer, before the window */
+    ev(b, 0, LAUNCH, 2200, 10, 0, 7, 0x1000, 1, 1);
+    ev(b, 0, PUSH, 3000, 0, 0, 0, N_INNER, 0, 0);
+    ev(b, 0, SYNC, 10000, 300, 0, 7, 0, 0, 0);          /* inner */
+    ev(b, 0, LAUNCH, 10400, 10, 0, 7, 0x1000, 1, 1);
+    ev(b, 0, POP, 11000, 0, 0, 0, 0, 0, 0);
+    ev(b, 0, SYNC, 12000, 100, 0, 7, 0, 0, 0);          /* outer again */
+    ev(b, 0, LAUNCH, 12200, 10, 0, 7, 0x1000, 1, 1);
+    ev(b, 0, POP, 13000, 0, 0, 0, 0, 0, 0);
+    ev(b, 0, SYNC, 14000, 70, 0, 7, 0, 0, 0);           /* in no range */
+    ev(b, 0, LAUNCH, 14200, 10, 0, 7, 0x1000, 1, 1);
+    /* thread 200: "inner" of another domain, pushed before the window */
+    ev(b, 1, DPUSH, 500, 0, 0, N_DOMAIN, N_INNER, 0, 0);
+    ev(b, 1, SYNC, 11500, 500, 0, 7, 0, 0, 0);          /* inner */
+    ev(b, 1, LAUNCH, 12100, 10, 0, 7, 0x1000, 1, 1);
+    ev(b, 1, DPOP, 13000, 0, 0, N_DOMAIN, 0, 0, 0);
+    synth_events(b->s, 200, 0, b->ev[1], b->n[1]);
+    synth_events(b->s, 100, 0, b->ev[0], b->n[0]);
+    const uint32_t ids[] = {N_OUTER, N_INNER, N_DOMAIN};
+    const char *const names[] = {"\001outer", "\001inner", "\001dom"};
+    synth_paths(b->s, ids, names, 3);
+    synth_clock(b->s, 20000, 20000, 1700000000000000000u + 20000);
+    synth_end(b->s, 20000, 0, 0, 2);
+    synth_close(b->s);
+    free(b);
+
+    struct wsl_run run;
+    if (analyze(&run, path))
+        return 1;
+    const struct wsl_host_summary *h = &run.host_cuda;
+    CHECK_EQ(wsl_host_blocks(h), 5);
+    CHECK_EQ(h->range_count, 2);
+    const struct wsl_host_range *outer = host_range(h, "outer"), *inner = host_range(h, "inner");
+    CHECK(outer && inner);
+    CHECK_EQ(outer->blocks, 2);
+    CHECK_EQ(outer->blocked_ns, 200);
+    CHECK_EQ(outer->lost_ns, 200);                      /* min(wait, gap to the next launch's end) */
+    CHECK_EQ(inner->blocks, 2);
+    CHECK_EQ(inner->blocked_ns, 800);
+    CHECK_EQ(inner->lost_ns, 220);                      /* two gaps of 110 */
+    wsl_run_free(&run);
+
+    /* the steady state's reading, [9000, 16000]: the pushes before it still count */
+    struct wsl_run st;
+    wsl_run_init(&st);
+    st.windowed = st.solo = true;
+    st.window_start_ns = st.window_t0 = 9000;
+    st.window_end_ns = st.window_t1 = 16000;
+    char err[WSL_READER_ERRLEN];
+    CHECKF(wsl_run_add_trace(&st, path, err, sizeof err) == 0, "%s: %s", path, err);
+    wsl_run_model_finish(&st);
+    h = &st.host_cuda;
+    CHECK_EQ(wsl_host_blocks(h), 4);
+    outer = host_range(h, "outer");
+    inner = host_range(h, "inner");
+    CHECK(outer && inner && h->range_count == 2);
+    CHECK_EQ(outer->blocks, 1);
+    CHECK_EQ(inner->blocks, 2);
+    CHECK_EQ(inner->blocked_ns, 800);
+    wsl_run_free(&st);
+    return 0;
+}

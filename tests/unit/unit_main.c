@@ -86,7 +86,8 @@
     X(kern_handles_bounded)       \
     X(nvtx_attribution)           \
     X(nvtx_bounded)               \
-    X(nvtx_dropped_resync) \
+    X(nvtx_dropped_resync)        \
+    X(nvtx_host_by_range)         \
     X(rule_sync_heavy)            \
     X(rule_sync_polls)            \
     X(rules_host_quiet)           \
