@@ -76,42 +76,19 @@ static void add_warning(struct wsl_run *run, char *msg)
 
 /* ---- API names: base name -> index into run->apis ------------------------------- */
 
-static uint64_t name_hash(const char *s)
-{
-    uint64_t h = 1469598103934665603u; /* FNV-1a */
-    for (; *s; s++)
-        h = (h ^ (uint8_t)*s) * 1099511628211u;
-    return h;
-}
-
-static void api_index_rebuild(struct wsl_run *run, size_t size)
-{
-    free(run->api_index);
-    run->api_index = xmalloc(size * sizeof *run->api_index);
-    memset(run->api_index, 0xff, size * sizeof *run->api_index);
-    run->api_index_size = size;
-    for (size_t i = 0; i < run->api_count; i++) {
-        size_t slot = name_hash(run->apis[i].name) & (size - 1);
-        while (run->api_index[slot] != UINT32_MAX)
-            slot = (slot + 1) & (size - 1);
-        run->api_index[slot] = (uint32_t)i;
-    }
-}
-
 static uint32_t api_find_or_add(struct wsl_run *run, const char *name, uint16_t category)
 {
-    if (run->api_index_size < 2 * (run->api_count + 1))
-        api_index_rebuild(run, run->api_index_size ? 2 * run->api_index_size : 64);
-    size_t mask = run->api_index_size - 1, slot = name_hash(name) & mask;
-    for (; run->api_index[slot] != UINT32_MAX; slot = (slot + 1) & mask)
-        if (strcmp(run->apis[run->api_index[slot]].name, name) == 0)
-            return run->api_index[slot];
+    uint64_t key = wsl_u64_map_string_key(name, strlen(name));
+    for (const struct wsl_u64_slot *s = wsl_u64_map_find(&run->api_index, key); s;
+         s = wsl_u64_map_find_next(&run->api_index, s))
+        if (strcmp(run->apis[s->value].name, name) == 0)
+            return (uint32_t)s->value;
     run->apis = xrealloc(run->apis, (run->api_count + 1) * sizeof *run->apis);
     struct wsl_api_stats *a = &run->apis[run->api_count];
     memset(a, 0, sizeof *a);
     a->name = xstrdup(name);
     a->category = category;
-    run->api_index[slot] = (uint32_t)run->api_count;
+    wsl_u64_map_insert(&run->api_index, key, run->api_count);
     return (uint32_t)run->api_count++;
 }
 
@@ -884,9 +861,7 @@ void wsl_run_model_finish(struct wsl_run *run)
     /* The name index points into apis: it is not used after sorting. */
     if (run->api_count)
         qsort(run->apis, run->api_count, sizeof *run->apis, by_total_time);
-    free(run->api_index);
-    run->api_index = NULL;
-    run->api_index_size = 0;
+    wsl_u64_map_free(&run->api_index);
     for (size_t i = 0; i < run->api_count; i++)
         if (run->apis[i].variant_count)
             qsort(run->apis[i].variants, run->apis[i].variant_count, sizeof *run->apis[i].variants,
@@ -944,7 +919,7 @@ void wsl_run_free(struct wsl_run *run)
     for (size_t i = 0; i < run->warning_count; i++)
         free(run->warnings[i]);
     free(run->warnings);
-    free(run->api_index);
+    wsl_u64_map_free(&run->api_index);
     wsl_io_free(&run->io);
     wsl_kern_free(&run->kernels);
     wsl_nvtx_free(&run->nvtx);

@@ -23,6 +23,7 @@
 #include "phase_analysis.h"
 #include "findings.h"
 #include "stats.h"
+#include "u64_map.h"
 
 struct wsl_projection; /* project/projection.h */
 
@@ -138,9 +139,8 @@ struct wsl_run {
      * process is clipped to [window_start_ns, window_end_ns]. */
     bool windowed;
     uint64_t window_t0, window_t1, window_start_ns, window_end_ns;
-    /* name -> index into apis, open addressing */
-    uint32_t *api_index;
-    size_t api_index_size;
+    /* name (its wsl_u64_map_string_key) -> index into apis; emptied by wsl_run_model_finish */
+    struct wsl_u64_map api_index;
 };
 
 /* Mean host time per call, rounded to the nearest ns. */

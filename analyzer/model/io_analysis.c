@@ -37,8 +37,9 @@ enum path_flags {
 };
 
 struct path_record {
-    uint32_t id;            /* 0: empty slot */
-    uint32_t dir;           /* index into io->dirs, DIR_NONE or DIR_UNTRACKED */
+    uint32_t id;            /* 0: a dropped record, free for another id */
+    uint32_t dir;           /* index into io->dirs, DIR_NONE or DIR_UNTRACKED; a dropped
+                               record's: the next free one (free_path) */
     uint32_t mount;         /* index into io->mounts, or MOUNT_UNSET */
     uint32_t flags;
     uint64_t bytes_read;    /* from this open of the file */
@@ -53,9 +54,11 @@ struct wsl_io_trace {
     bool wsl;
     const struct wsl_mount_table *table;
     uint32_t *table_mounts;         /* per mount of the table: index into io->mounts, or WSL_IO_NONE */
-    struct path_record *paths;      /* open addressing by id */
-    size_t path_slots, path_count;
-    unsigned path_bits;
+    struct wsl_u64_map path_index;  /* path id -> index into paths */
+    struct path_record *paths;      /* the records, live and dropped */
+    size_t path_cap, path_used;
+    uint32_t free_path;             /* a dropped record's index + 1 (they link through dir), 0: none */
+    struct path_record path_zero;   /* what id 0 (a damaged trace) gets: a record of its own per call */
     uint32_t *dead;                 /* ids of dead records, oldest first (a ring) */
     size_t dead_first, dead_count;
     struct wsl_io_summary sum;      /* ticks */
@@ -109,39 +112,15 @@ void wsl_io_init(struct wsl_io *io)
     io->dead_paths_kept = WSL_IO_DEAD_PATHS_KEPT;
 }
 
-static uint64_t string_hash(const char *s, size_t n)
-{
-    uint64_t h = 1469598103934665603u; /* FNV-1a */
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (uint8_t)s[i]) * 1099511628211u;
-    return h;
-}
-
-static void dir_index_rebuild(struct wsl_io *io, size_t size)
-{
-    free(io->dir_index);
-    io->dir_index = xmalloc(size * sizeof *io->dir_index);
-    memset(io->dir_index, 0xff, size * sizeof *io->dir_index);
-    io->dir_index_size = size;
-    for (size_t i = 0; i < io->dir_count; i++) {
-        const char *p = io->dirs[i].path;
-        size_t slot = string_hash(p, strlen(p)) & (size - 1);
-        while (io->dir_index[slot] != UINT32_MAX)
-            slot = (slot + 1) & (size - 1);
-        io->dir_index[slot] = (uint32_t)i;
-    }
-}
-
 /* The index of folder `dir`, added when new; DIR_UNTRACKED beyond the caps. */
 static uint32_t dir_find_or_add(struct wsl_io *io, const char *dir, size_t len)
 {
-    if (io->dir_index_size < 2 * (io->dir_count + 1))
-        dir_index_rebuild(io, io->dir_index_size ? 2 * io->dir_index_size : 1024);
-    size_t mask = io->dir_index_size - 1, slot = string_hash(dir, len) & mask;
-    for (; io->dir_index[slot] != UINT32_MAX; slot = (slot + 1) & mask) {
-        const char *p = io->dirs[io->dir_index[slot]].path;
+    uint64_t key = wsl_u64_map_string_key(dir, len);
+    for (const struct wsl_u64_slot *s = wsl_u64_map_find(&io->dir_index, key); s;
+         s = wsl_u64_map_find_next(&io->dir_index, s)) {
+        const char *p = io->dirs[s->value].path;
         if (strncmp(p, dir, len) == 0 && p[len] == 0)
-            return io->dir_index[slot];
+            return (uint32_t)s->value;
     }
     if (io->dir_count >= WSL_IO_MAX_DIRS || io->dir_bytes + len + 1 > WSL_IO_MAX_DIR_BYTES)
         return DIR_UNTRACKED;
@@ -151,7 +130,7 @@ static uint32_t dir_find_or_add(struct wsl_io *io, const char *dir, size_t len)
     d->path = xstrndup(dir, len);
     d->mount = WSL_IO_NONE;
     io->dir_bytes += len + 1;
-    io->dir_index[slot] = (uint32_t)io->dir_count;
+    wsl_u64_map_insert(&io->dir_index, key, io->dir_count);
     return (uint32_t)io->dir_count++;
 }
 
@@ -209,6 +188,7 @@ struct wsl_io_trace *wsl_io_trace_begin(struct wsl_io *io, bool wsl)
     t->wsl = wsl;
     io->wsl |= wsl;
     t->unknown_mount = WSL_IO_NONE;
+    t->path_index.dense = true; /* a run can hold millions of ids: 3/4 full saves memory */
     t->scratch = xmalloc(WSL_PATH_MAX_LENGTH + 2);
     return t;
 }
@@ -221,37 +201,14 @@ void wsl_io_trace_mounts(struct wsl_io_trace *t, const struct wsl_mount_table *t
     memset(t->table_mounts, 0xff, (table->count ? table->count : 1) * sizeof *t->table_mounts);
 }
 
-static size_t path_home(const struct wsl_io_trace *t, uint32_t id)
+/* Drops the record of a path_index slot; its place in paths goes to the next new id. */
+static void path_drop(struct wsl_io_trace *t, struct wsl_u64_slot *s)
 {
-    return (size_t)(((uint64_t)id * 0x9e3779b97f4a7c15u) >> (64 - t->path_bits));
-}
-
-static struct path_record *path_slot(struct wsl_io_trace *t, uint32_t id)
-{
-    size_t mask = t->path_slots - 1, slot = path_home(t, id);
-    while (t->paths[slot].id != 0 && t->paths[slot].id != id)
-        slot = (slot + 1) & mask;
-    return &t->paths[slot];
-}
-
-/* Removes id's record, moving later entries of its probe run back (no tombstones). */
-static void path_delete(struct wsl_io_trace *t, uint32_t id)
-{
-    struct path_record *r = path_slot(t, id);
-    if (!r->id)
-        return;
-    size_t mask = t->path_slots - 1, hole = (size_t)(r - t->paths);
-    for (size_t j = (hole + 1) & mask; t->paths[j].id; j = (j + 1) & mask) {
-        size_t home = path_home(t, t->paths[j].id);
-        /* the entry at j may fill the hole unless its home lies in (hole, j] */
-        bool stays = hole < j ? (home > hole && home <= j) : (home > hole || home <= j);
-        if (!stays) {
-            t->paths[hole] = t->paths[j];
-            hole = j;
-        }
-    }
-    t->paths[hole].id = 0;
-    t->path_count--;
+    uint32_t i = (uint32_t)s->value;
+    wsl_u64_map_remove(&t->path_index, s);
+    t->paths[i].id = 0;
+    t->paths[i].dir = t->free_path;
+    t->free_path = i + 1;
 }
 
 /* A record that no later call should name: dropped once enough younger ones are. */
@@ -267,45 +224,45 @@ static void path_dies(struct wsl_io_trace *t, struct path_record *r)
         uint32_t oldest = t->dead[t->dead_first];
         t->dead_first = (t->dead_first + 1) % kept;
         t->dead_count--;
-        struct path_record *o = path_slot(t, oldest);
-        if (o->id && (o->flags & PATH_DEAD))
-            path_delete(t, oldest);
+        struct wsl_u64_slot *o = wsl_u64_map_find(&t->path_index, oldest);
+        if (o && (t->paths[o->value].flags & PATH_DEAD))
+            path_drop(t, o);
     }
     t->dead[(t->dead_first + t->dead_count++) % kept] = r->id;
-}
-
-static void paths_grow(struct wsl_io_trace *t)
-{
-    struct path_record *old = t->paths;
-    size_t old_slots = t->path_slots;
-    t->path_bits = t->path_bits ? t->path_bits + 1 : 12;
-    t->path_slots = (size_t)1 << t->path_bits;
-    t->paths = xcalloc(t->path_slots, sizeof *t->paths);
-    for (size_t i = 0; i < old_slots; i++)
-        if (old[i].id)
-            *path_slot(t, old[i].id) = old[i];
-    free(old);
 }
 
 /* The record of path id `id`, new (unnamed, unclassified) when unseen; NULL
  * once the trace has WSL_IO_MAX_PATHS_PER_TRACE of them. */
 static struct path_record *path_get(struct wsl_io_trace *t, uint32_t id)
 {
-    if (4 * (t->path_count + 1) > 3 * t->path_slots) {
-        if (t->path_count >= WSL_IO_MAX_PATHS_PER_TRACE) {
-            struct path_record *r = path_slot(t, id);
-            return r->id ? r : NULL;
+    if (!id) {
+        t->path_zero = (struct path_record){.dir = DIR_NONE, .mount = MOUNT_UNSET};
+        return &t->path_zero;
+    }
+    bool added;
+    struct wsl_u64_slot *s = wsl_u64_map_find_or_add(&t->path_index, id, 0, &added);
+    if (!added)
+        return &t->paths[s->value];
+    if (t->path_index.count > WSL_IO_MAX_PATHS_PER_TRACE) {
+        wsl_u64_map_remove(&t->path_index, s);
+        return NULL;
+    }
+    uint32_t i;
+    if (t->free_path) {
+        i = t->free_path - 1;
+        t->free_path = t->paths[i].dir;
+    } else {
+        if (t->path_used == t->path_cap) {
+            t->path_cap = t->path_cap ? 2 * t->path_cap : 1024;
+            t->paths = xrealloc(t->paths, t->path_cap * sizeof *t->paths);
         }
-        paths_grow(t);
+        i = (uint32_t)t->path_used++;
     }
-    struct path_record *r = path_slot(t, id);
-    if (!r->id) {
-        *r = (struct path_record){.id = id, .dir = DIR_NONE, .mount = MOUNT_UNSET};
-        t->path_count++;
-        if (t->path_count > t->io->peak_path_records)
-            t->io->peak_path_records = t->path_count;
-    }
-    return r;
+    s->value = i;
+    t->paths[i] = (struct path_record){.id = id, .dir = DIR_NONE, .mount = MOUNT_UNSET};
+    if (t->path_index.count > t->io->peak_path_records)
+        t->io->peak_path_records = t->path_index.count;
+    return &t->paths[i];
 }
 
 /* Removes ".", ".." and repeated slashes, lexically (paths are grouped by
@@ -685,6 +642,7 @@ void wsl_io_trace_discard(struct wsl_io_trace *t)
     if (!t)
         return;
     free(t->table_mounts);
+    wsl_u64_map_free(&t->path_index);
     free(t->paths);
     free(t->dead);
     free(t->mount_all);
@@ -808,9 +766,7 @@ void wsl_io_finish(struct wsl_io *io)
     group_filesystems(io);
     if (io->dir_count > 1)
         qsort(io->dirs, io->dir_count, sizeof *io->dirs, dir_by_time);
-    free(io->dir_index);    /* it indexes the unsorted order */
-    io->dir_index = NULL;
-    io->dir_index_size = 0;
+    wsl_u64_map_free(&io->dir_index);    /* it indexes the unsorted order */
 }
 
 double wsl_io_files_per_s(const struct wsl_io *io)
@@ -836,7 +792,7 @@ void wsl_io_free(struct wsl_io *io)
     for (size_t i = 0; i < io->dir_count; i++)
         free(io->dirs[i].path);
     free(io->dirs);
-    free(io->dir_index);
+    wsl_u64_map_free(&io->dir_index);
     wsl_hist_free(&io->file_sizes);
     memset(io, 0, sizeof *io);
 }

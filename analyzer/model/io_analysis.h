@@ -24,6 +24,7 @@
 #include "mounts.h"
 #include "stats.h"
 #include "trace_reader.h"
+#include "u64_map.h"
 
 #define WSL_IO_SIZE_BUCKETS 10                 /* Darshan's access-size buckets */
 #define WSL_IO_SMALL_FILE_BYTES (1u << 20)     /* a file smaller than this at open is small */
@@ -181,9 +182,9 @@ struct wsl_io {
     uint64_t untracked_path_events; /* calls on path ids beyond WSL_IO_MAX_PATHS_PER_TRACE live ones */
     uint64_t peak_path_records;     /* most path records one trace held at once */
     size_t dead_paths_kept;         /* WSL_IO_DEAD_PATHS_KEPT (tests make it small) */
-    /* internal: folder name -> index, until wsl_io_finish */
-    uint32_t *dir_index;
-    size_t dir_index_size, dir_bytes;
+    /* internal: folder name (its wsl_u64_map_string_key) -> index into dirs, until wsl_io_finish */
+    struct wsl_u64_map dir_index;
+    size_t dir_bytes;
     bool finished;
 };
 

@@ -1,9 +1,8 @@
 /*
- * Kernel launches per name. Per trace three maps, each an open-addressing
- * table (linear probing, key 0 = empty, no deletions) of key -> index into a
- * dense array: name id -> name bytes (in one arena), handle -> how it was
- * named, handle -> launches per API. Names are looked up once, at the end of
- * the trace.
+ * Kernel launches per name. Per trace three maps (u64_map.h, no deletions)
+ * of key -> index into a dense array: name id -> name bytes (in one arena),
+ * handle -> how it was named, handle -> launches per API. Names are looked up
+ * once, at the end of the trace.
  */
 #include "kernel_analysis.h"
 #include "u64_map.h"
@@ -364,30 +363,6 @@ static const char *handle_name(const struct wsl_kern_trace *t, uint64_t handle)
 
 /* ---- the run ------------------------------------------------------------------------------ */
 
-static uint64_t string_hash(const char *s)
-{
-    uint64_t h = 1469598103934665603u; /* FNV-1a */
-    for (; *s; s++)
-        h = (h ^ (uint8_t)*s) * 1099511628211u;
-    return h;
-}
-
-static void index_rebuild(struct wsl_kernels *k, size_t size)
-{
-    free(k->index);
-    k->index = xmalloc(size * sizeof *k->index);
-    memset(k->index, 0xff, size * sizeof *k->index);
-    k->index_size = size;
-    for (size_t i = 0; i < k->count; i++) {
-        if (!k->items[i].mangled)
-            continue;
-        size_t slot = string_hash(k->items[i].mangled) & (size - 1);
-        while (k->index[slot] != UINT32_MAX)
-            slot = (slot + 1) & (size - 1);
-        k->index[slot] = (uint32_t)i;
-    }
-}
-
 static struct wsl_kernel *kernel_add(struct wsl_kernels *k)
 {
     k->items = xrealloc(k->items, (k->count + 1) * sizeof *k->items);
@@ -399,15 +374,13 @@ static struct wsl_kernel *kernel_add(struct wsl_kernels *k)
 /* The kernel named `mangled`, added when new; NULL past WSL_KERN_MAX_KERNELS. */
 static struct wsl_kernel *kernel_named(struct wsl_kernels *k, const char *mangled)
 {
-    if (k->index_size < 2 * (k->count + 1))
-        index_rebuild(k, k->index_size ? 2 * k->index_size : 256);
-    size_t mask = k->index_size - 1, slot = string_hash(mangled) & mask;
-    for (; k->index[slot] != UINT32_MAX; slot = (slot + 1) & mask)
-        if (strcmp(k->items[k->index[slot]].mangled, mangled) == 0)
-            return &k->items[k->index[slot]];
+    uint64_t key = wsl_u64_map_string_key(mangled, strlen(mangled));
+    for (const struct wsl_u64_slot *s = wsl_u64_map_find(&k->index, key); s; s = wsl_u64_map_find_next(&k->index, s))
+        if (strcmp(k->items[s->value].mangled, mangled) == 0)
+            return &k->items[s->value];
     if (k->count >= WSL_KERN_MAX_KERNELS)
         return NULL;
-    k->index[slot] = (uint32_t)k->count;
+    wsl_u64_map_insert(&k->index, key, k->count);
     struct wsl_kernel *kn = kernel_add(k);
     kn->mangled = xstrdup(mangled);
     kn->name = wsl_kern_demangle(mangled);
@@ -551,9 +524,7 @@ static int by_launches(const void *a, const void *b)
 void wsl_kern_finish(struct wsl_kernels *k)
 {
     /* The name index points into items: it is not used after sorting. */
-    free(k->index);
-    k->index = NULL;
-    k->index_size = 0;
+    wsl_u64_map_free(&k->index);
     if (k->count > 1)
         qsort(k->items, k->count, sizeof *k->items, by_launches);
     k->covered_launches = k->estimated_launches = k->estimated_gpu_ns = 0;
@@ -583,7 +554,7 @@ void wsl_kern_free(struct wsl_kernels *k)
     free(k->items);
     for (unsigned i = 0; i < k->launch_api_count; i++)
         free(k->launch_apis[i]);
-    free(k->index);
+    wsl_u64_map_free(&k->index);
     memset(k, 0, sizeof *k);
 }
 

@@ -38,6 +38,7 @@
 
 #include "stats.h"
 #include "trace_reader.h"
+#include "u64_map.h"
 
 #define WSL_KERN_MAX_HANDLES (1u << 20)       /* named handles, and launched handles, per process */
 #define WSL_KERN_MAX_NAME_BYTES (64u << 20)   /* bytes of names kept per process */
@@ -109,9 +110,8 @@ struct wsl_kernels {
      * WSL_KERN_COVERED times, and launches of kernels never timed, whose GPU time is the
      * process's mean timed kernel time (an estimate), with that estimated time. */
     uint64_t covered_launches, estimated_launches, estimated_gpu_ns;
-    /* mangled name -> index into items, open addressing; freed by wsl_kern_finish */
-    uint32_t *index;
-    size_t index_size;
+    /* mangled name (its wsl_u64_map_string_key) -> index into items; emptied by wsl_kern_finish */
+    struct wsl_u64_map index;
 };
 
 /* The slot of a launch API base name in k->launch_apis (added when new). */

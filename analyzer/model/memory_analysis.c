@@ -7,8 +7,8 @@
  * replay is in exact time order; an event arriving after the window moved past
  * it is still applied (in arrival order) and counted in late_events.
  *
- * Live tables: open addressing, linear probing, deletion by backward shift
- * (no tombstones), key 0 = empty slot (pointer 0 is never tracked).
+ * Live tables: u64_map.h (open addressing, deletion by backward shift), key 0
+ * = empty slot (pointer 0 is never tracked).
  */
 #include "memory_analysis.h"
 #include "u64_map.h"

@@ -457,42 +457,25 @@ void wsl_nvtx_trace_event(struct wsl_nvtx_trace *t, struct wsl_nvtx_thread *th, 
 
 /* ---- the run ----------------------------------------------------------------------------- */
 
-static uint64_t text_hash(uint64_t h, const char *s)
+/* The index key of a range: its kind, whether it has a domain, and the texts with their 0. */
+static uint64_t range_key(unsigned kind, const char *domain, const char *name)
 {
-    for (; s && *s; s++)
-        h = (h ^ (uint8_t)*s) * 1099511628211u;
-    return (h ^ 0xff) * 1099511628211u; /* separates "a","bc" from "ab","c" */
-}
-
-static uint64_t range_hash(unsigned kind, const char *domain, const char *name)
-{
-    return text_hash(text_hash(1469598103934665603u ^ kind ^ (domain ? 2 : 0), domain), name);
+    const unsigned char head[2] = {(unsigned char)kind, domain != NULL};
+    uint64_t h = wsl_u64_map_hash_more(WSL_U64_MAP_HASH_START, head, sizeof head);
+    if (domain)
+        h = wsl_u64_map_hash_more(h, domain, strlen(domain) + 1);
+    if (name)
+        h = wsl_u64_map_hash_more(h, name, strlen(name) + 1);
+    return wsl_u64_map_hash_key(h);
 }
 
 static bool same_text(const char *a, const char *b) { return a == b || (a && b && !strcmp(a, b)); }
 
-static void index_rebuild(struct wsl_nvtx *n, size_t size)
-{
-    free(n->index);
-    n->index = xmalloc(size * sizeof *n->index);
-    memset(n->index, 0xff, size * sizeof *n->index);
-    n->index_size = size;
-    for (size_t i = 0; i < n->range_count; i++) {
-        const struct wsl_nvtx_range *r = &n->ranges[i];
-        size_t slot = range_hash(r->kind, r->domain, r->name) & (size - 1);
-        while (n->index[slot] != UINT32_MAX)
-            slot = (slot + 1) & (size - 1);
-        n->index[slot] = (uint32_t)i;
-    }
-}
-
 static struct wsl_nvtx_range *run_range(struct wsl_nvtx *n, unsigned kind, const char *domain, const char *name)
 {
-    if (n->index_size < 2 * (n->range_count + 1))
-        index_rebuild(n, n->index_size ? 2 * n->index_size : 64);
-    size_t mask = n->index_size - 1, slot = range_hash(kind, domain, name) & mask;
-    for (; n->index[slot] != UINT32_MAX; slot = (slot + 1) & mask) {
-        struct wsl_nvtx_range *r = &n->ranges[n->index[slot]];
+    uint64_t key = range_key(kind, domain, name);
+    for (const struct wsl_u64_slot *s = wsl_u64_map_find(&n->index, key); s; s = wsl_u64_map_find_next(&n->index, s)) {
+        struct wsl_nvtx_range *r = &n->ranges[s->value];
         if (r->kind == kind && same_text(r->domain, domain) && same_text(r->name, name))
             return r;
     }
@@ -505,7 +488,7 @@ static struct wsl_nvtx_range *run_range(struct wsl_nvtx *n, unsigned kind, const
     r->id = (uint32_t)n->range_count;
     r->name = xstrdup(name);
     r->domain = domain ? xstrdup(domain) : NULL;
-    n->index[slot] = (uint32_t)n->range_count++;
+    wsl_u64_map_insert(&n->index, key, n->range_count++);
     return r;
 }
 
@@ -544,7 +527,7 @@ void wsl_nvtx_trace_end(struct wsl_nvtx_trace *t, struct wsl_nvtx *n, uint64_t e
     }
     for (size_t i = 0; i < t->start_index.size; i++) {
         struct wsl_u64_slot *s = &t->start_index.slots[i];
-        while (s->key) { /* removal shifts the next entry into this slot */
+        while (s->key) { /* removal shifts the next entry into this slot; the order adds nothing up differently */
             end_start(t, s, end_ticks, true);
             unclosed++;
         }
@@ -781,9 +764,7 @@ static void step_process_figures(struct wsl_nvtx *n)
 
 void wsl_nvtx_finish(struct wsl_nvtx *n)
 {
-    free(n->index);
-    n->index = NULL;
-    n->index_size = 0;
+    wsl_u64_map_free(&n->index);
     if (n->range_count)
         qsort(n->ranges, n->range_count, sizeof *n->ranges, by_total);
     if (n->mark_count)
@@ -849,7 +830,7 @@ void wsl_nvtx_free(struct wsl_nvtx *n)
         free(n->marks[i].domain);
     }
     free(n->marks);
-    free(n->index);
+    wsl_u64_map_free(&n->index);
     for (size_t i = 0; i < n->trace_count; i++) {
         free(n->traces[i].path);
         free(n->traces[i].w);

@@ -39,6 +39,7 @@
 
 #include "stats.h"
 #include "trace_reader.h"
+#include "u64_map.h"
 
 #define WSL_NVTX_MAX_DEPTH 128u
 #define WSL_NVTX_MAX_RANGES 65536u            /* distinct (kind, domain, name) per trace and per run */
@@ -128,9 +129,8 @@ struct wsl_nvtx {
         size_t count;
     } *step_traces;
     size_t step_trace_count;
-    /* (kind, domain, name) -> index into ranges; freed by wsl_nvtx_finish */
-    uint32_t *index;
-    size_t index_size;
+    /* (kind, domain, name), by range_key -> index into ranges; emptied by wsl_nvtx_finish */
+    struct wsl_u64_map index;
 };
 
 struct wsl_nvtx_trace;

@@ -536,10 +536,10 @@ static void nvtx_close_all(struct exporter *x, struct write_state *w)
         while (st->depth)
             nvtx_close_top(x, w, st, end);
     }
-    for (size_t i = 0; i < w->nvtx_starts.size; i++) {
-        const struct wsl_u64_slot *s = &w->nvtx_starts.slots[i];
-        if (!s->key)
-            continue;
+    /* by range id: in the order they began */
+    struct wsl_u64_slot *open = wsl_u64_map_sorted(&w->nvtx_starts);
+    for (size_t i = 0; i < w->nvtx_starts.count; i++) {
+        const struct wsl_u64_slot *s = &open[i];
         begin_event(x);
         fprintf(x->out, "{\"ph\":\"e\",\"cat\":\"nvtx\",\"id\":\"0x%" PRIx64 "\",\"pid\":%d,\"tid\":%u,\"ts\":", s->key,
                 (int)w->t->pid, (unsigned)w->t->pid);
@@ -548,6 +548,7 @@ static void nvtx_close_all(struct exporter *x, struct write_state *w)
         put_nvtx_name(x, w->t, s->value - 1);
         fputs(",\"args\":{\"unclosed\":true}}", x->out);
     }
+    free(open);
 }
 
 /* ---- kernels that were not timed: placed by the model ---- */

@@ -262,16 +262,18 @@ int chrome_scan_trace(struct chrome_trace *t, struct wsl_progress *progress, str
         t->end_ns = wsl_clock_to_ns(&t->clock, max_end);
     wsl_reader_close(r);
 
-    /* Kernel names, demangled once per handle. */
-    for (size_t i = 0; i < t->func_name.size; i++) {
-        const struct wsl_u64_slot *s = &t->func_name.slots[i];
-        const char *mangled = s->key ? chrome_names_get(&t->strings, s->value) : NULL;
+    /* Kernel names, demangled once per handle, in handle order (past the cap, the same ones are left out
+     * whatever the map's order). */
+    struct wsl_u64_slot *named = wsl_u64_map_sorted(&t->func_name);
+    for (size_t i = 0; i < t->func_name.count; i++) {
+        const char *mangled = chrome_names_get(&t->strings, named[i].value);
         if (mangled) {
             char *d = wsl_kern_demangle(mangled);
-            chrome_names_put(&t->kernels, s->key, d, strlen(d));
+            chrome_names_put(&t->kernels, named[i].key, d, strlen(d));
             free(d);
         }
     }
+    free(named);
     chrome_names_free(&t->strings);
     return 0;
 }

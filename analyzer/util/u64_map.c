@@ -2,36 +2,25 @@
 
 #include <stdbool.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "util.h"
 
-static void map_grow(struct wsl_u64_map *m)
+void wsl_u64_map_grow(struct wsl_u64_map *m)
 {
-    size_t size = m->size ? 2 * m->size : 64, old_size = m->size;
+    size_t old_size = m->size;
     struct wsl_u64_slot *old = m->slots;
-    m->slots = xcalloc(size, sizeof *m->slots);
-    m->size = size;
+    m->size = old_size ? 2 * old_size : 64;
+    m->shift = old_size ? m->shift - 1 : 64 - 6;
+    m->limit = m->dense ? m->size / 4 * 3 : m->size / 2;
+    m->slots = xcalloc(m->size, sizeof *m->slots);
     for (size_t i = 0; i < old_size; i++)
         if (old[i].key) {
-            size_t s = wsl_u64_key_hash(old[i].key) & (size - 1);
+            size_t s = wsl_u64_map_home(m, old[i].key);
             while (m->slots[s].key)
-                s = (s + 1) & (size - 1);
+                s = (s + 1) & (m->size - 1);
             m->slots[s] = old[i];
         }
     free(old);
-}
-
-void wsl_u64_map_insert(struct wsl_u64_map *m, uint64_t key, uint64_t value)
-{
-    if (2 * (m->count + 1) > m->size)
-        map_grow(m);
-    size_t mask = m->size - 1, s = wsl_u64_key_hash(key) & mask;
-    while (m->slots[s].key)
-        s = (s + 1) & mask;
-    m->slots[s].key = key;
-    m->slots[s].value = value;
-    m->count++;
 }
 
 void wsl_u64_map_remove(struct wsl_u64_map *m, struct wsl_u64_slot *slot)
@@ -40,7 +29,7 @@ void wsl_u64_map_remove(struct wsl_u64_map *m, struct wsl_u64_slot *slot)
     m->slots[hole].key = 0;
     m->count--;
     for (size_t s = (hole + 1) & mask; m->slots[s].key; s = (s + 1) & mask) {
-        size_t home = wsl_u64_key_hash(m->slots[s].key) & mask;
+        size_t home = wsl_u64_map_home(m, m->slots[s].key);
         /* the entry at s may move into the hole unless its home lies in (hole, s] cyclically */
         bool in_between = hole <= s ? (home > hole && home <= s) : (home > hole || home <= s);
         if (!in_between) {
@@ -51,8 +40,25 @@ void wsl_u64_map_remove(struct wsl_u64_map *m, struct wsl_u64_slot *slot)
     }
 }
 
+static int by_key(const void *a, const void *b)
+{
+    const struct wsl_u64_slot *x = a, *y = b;
+    return x->key < y->key ? -1 : x->key > y->key;
+}
+
+struct wsl_u64_slot *wsl_u64_map_sorted(const struct wsl_u64_map *m)
+{
+    struct wsl_u64_slot *out = xmalloc((m->count ? m->count : 1) * sizeof *out);
+    size_t n = 0;
+    for (size_t i = 0; i < m->size; i++)
+        if (m->slots[i].key)
+            out[n++] = m->slots[i];
+    qsort(out, n, sizeof *out, by_key);
+    return out;
+}
+
 void wsl_u64_map_free(struct wsl_u64_map *m)
 {
     free(m->slots);
-    memset(m, 0, sizeof *m);
+    *m = (struct wsl_u64_map){.dense = m->dense};
 }

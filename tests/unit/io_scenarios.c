@@ -209,6 +209,31 @@ static void image_folder(const char *path, bool on_windows)
     free(mounts);
 }
 
+/* 1,000,000 files of 4 KiB under 1000 folders of /mnt/c, each looked up, opened, read and closed
+ * (two path ids), and the file opened five before read once more after its close (as another
+ * thread's chunk brings it): the I/O analysis's path table at its busiest (docs/overhead.md). */
+static void many_files(const char *path)
+{
+    char *mounts = io_fixture("wsl2.mountinfo");
+    struct io_builder_options o = {.flags = WSL_PROC_WSL2, .mountinfo = mounts};
+    struct io_builder *b = iob_open(path, &o);
+    for (uint32_t i = 0; i < 1000000; i++) {
+        char p[64];
+        snprintf(p, sizeof p, "/mnt/c/data/d%u/f%u.jpg", i % 1000, i);
+        uint32_t id = 1 + 2 * i;
+        iob_path(b, id, p);
+        iob_path(b, id + 1, p);
+        iob_call(b, "stat", -1, 0, 1000, id + 1, DEV_WSL2_C, 10, 0);
+        iob_openat(b, 3, id, DEV_WSL2_C, 4096, 1000);
+        iob_read(b, 3, id, 4096, 4096, 1000);
+        iob_close_fd(b, 3, id, 1000);
+        if (i >= 5)
+            iob_read(b, 4, id - 10, 10, 10, 1000);
+    }
+    iob_close(b);
+    free(mounts);
+}
+
 /* 5000 files of 40 KB in 50 folders on ext4, each opened, fstat'ed, read, closed. */
 static void small_files(const char *path)
 {
@@ -297,6 +322,8 @@ bool io_scenario_write(const char *path, const char *name)
         small_files(path);
     else if (strcmp(name, "large_files") == 0)
         large_files(path);
+    else if (strcmp(name, "many_files") == 0)
+        many_files(path);
     else if (strncmp(name, "bad_paths_", 10) == 0 || strncmp(name, "bad_mounts_", 11) == 0) {
         static const char *const known[] = {"bad_paths_length", "bad_paths_past_end", "bad_paths_zero_id",
                                             "bad_paths_cut", "bad_paths_nul", "bad_mounts_text", "bad_mounts_nul"};

@@ -57,7 +57,8 @@ uint64_t iob_first_ns(const struct io_builder *b);
 uint64_t iob_last_ns(const struct io_builder *b);
 
 /* Writes scenario `name` to path; false when there is no such scenario.
- * Names: drvfs, ext4, small_files, large_files (rule cases, WSL2),
+ * Names: drvfs, ext4, small_files, large_files (rule cases, WSL2), many_files (1 M files, for
+ * benchmarks: docs/overhead.md),
  * bad_paths_length, bad_paths_past_end, bad_paths_zero_id, bad_paths_cut, bad_paths_nul,
  * bad_mounts_text, bad_mounts_nul (malformed chunks). */
 bool io_scenario_write(const char *path, const char *name);

@@ -40,6 +40,10 @@
     X(reader_header_fields)       \
     X(stats_histogram)            \
     X(stats_merge)                \
+    X(map_numbers)                \
+    X(map_collisions)             \
+    X(map_shared_hashes)          \
+    X(map_strings)                \
     X(emulation_spec)             \
     X(json_escaping)              \
     X(json_fields)                \
