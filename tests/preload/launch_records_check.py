@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""A launch's record holds what the program passed, whichever path of the hook wrote it.
+
+    launch_records_check.py SHIM REPORT CLIENT FAKE_LIB_DIR WORKDIR
+
+CLIENT is client_launch_args: kernel and graph launches through every launch
+row and both routes (exported symbols, cuGetProcAddress pointers), every
+argument varying, some failing; it prints each launch it made. The shim
+records a function's first launches and the launches due for GPU timing in
+its full hook and the others in the launch's fast path (shim/hooks/cuda_hooks.c),
+or all in the full hook where the fast path is off (the monotonic clock). For
+each setting, the trace's launch records (wslshim-report --sqlite: symbol,
+result, stream, the four arguments) are, in order, exactly the ones the client
+made, with grid and block packed as trace_format.h says (WSL_GRID, WSL_BLOCK).
+Exit 77 where the report was built without SQLite.
+"""
+import os
+import sqlite3
+import subprocess
+import sys
+
+SHIM, REPORT, CLIENT, LIBDIR, WORK = sys.argv[1:6]
+failures = []
+
+
+def check(cond, msg):
+    if not cond:
+        failures.append(msg)
+        print("FAIL:", msg)
+
+
+def expected(lines):
+    out = []
+    for line in lines:
+        f = line.split()
+        if f and f[0] == "L":
+            sym, s, fn = f[1], int(f[2]), int(f[3])
+            gx, gy, gz, bx, by, bz, shmem, rc = (int(x) for x in f[4:12])
+            grid = gx | gy << 32
+            block = (gz & 0xffff) | (bx & 0xffff) << 16 | (by & 0xffff) << 32 | (bz & 0xffff) << 48
+            out.append((sym, rc, s, fn, grid, block, shmem))
+        elif f and f[0] == "G":
+            out.append((f[1], int(f[4]), int(f[2]), int(f[3]), 0, 0, 0))
+    return out
+
+
+def signed(v):
+    return v - (1 << 64) if v >= 1 << 63 else v
+
+
+def run(tag, env_extra):
+    d = os.path.join(WORK, tag)
+    os.makedirs(d, exist_ok=True)
+    for f in os.listdir(d):
+        os.unlink(os.path.join(d, f))
+    env = dict(os.environ, LD_LIBRARY_PATH=LIBDIR, LD_PRELOAD=SHIM, FAKE_CUDA_PROC_ALIASES="0",
+               WSLSHIM_OUTPUT=os.path.join(d, "t-%p.trace.zst"), **env_extra)
+    env.pop("WSLSHIM_PROGRESS", None)
+    p = subprocess.run([CLIENT, "12"], env=env, capture_output=True, text=True, timeout=120)
+    check(p.returncode == 0, f"{tag}: client exit {p.returncode}: {p.stderr.strip()}")
+    want = expected(p.stdout.splitlines())
+    db = os.path.join(d, "t.db")
+    r = subprocess.run([REPORT, "--sqlite", db, d], capture_output=True, text=True, timeout=120)
+    if r.returncode == 2 and "SQLite" in r.stderr:
+        print("SKIP: wslshim-report built without SQLite")
+        sys.exit(77)
+    check(r.returncode == 0, f"{tag}: --sqlite exit {r.returncode}: {r.stderr.strip()}")
+    con = sqlite3.connect(db)
+    got = con.execute("SELECT symbol, result, stream, a0, a1, a2, a3 FROM api_calls "
+                      "WHERE category IN ('launch', 'graph') ORDER BY start_ns, rowid").fetchall()
+    dropped = con.execute("SELECT coalesce(sum(dropped), 0) FROM processes").fetchone()[0]
+    con.close()
+    check(dropped == 0, f"{tag}: {dropped} events dropped")
+    want = [(w[0], w[1]) + tuple(signed(v) for v in w[2:]) for w in want]
+    check(len(got) == len(want), f"{tag}: {len(got)} launch records, the client made {len(want)}")
+    bad = [(i, w, g) for i, (w, g) in enumerate(zip(want, got)) if tuple(g) != w]
+    for i, w, g in bad[:5]:
+        check(False, f"{tag}: launch {i}: recorded {g}, the client passed {w}")
+    print(f"{tag}: {len(got)} launch records, {len(bad)} differ")
+
+
+run("timing_off", {"WSLSHIM_GPU_TIMING": "off"})          # fast path after each function's first launch
+run("timing_default", {})                                  # fast path but for the sampled launches
+run("timing_every_3", {"WSLSHIM_GPU_TIMING": "3"})
+run("timing_every_launch", {"WSLSHIM_GPU_TIMING": "1"})    # every launch in the full hook
+run("mono_clock", {"WSLSHIM_CLOCK": "mono"})               # the fast path off: the full hook
+sys.exit(1 if failures else 0)
