@@ -280,7 +280,9 @@ static void wsl_func_note_named(const struct wsl_event *ev)
     /* WSLSHIM_EMULATE: the added cost, after the call, inside the record */              \
     if (WSL_EMU_CAT(cat) && WSL_UNLIKELY(wsl_emu_cat_ticks[cat]))                          \
         t1 = wsl_emu_spin(t1, wsl_emu_cat_ticks[cat]);                                     \
-    wsl_tls_depth = 0;                                                                     \
+    /* the depth stays raised until the slot is published: a signal handler's  \
+     * recorded call between the slot's reservation and its publication took  \
+     * the same slot (its event overwritten, a stale slot published after it) */ \
     struct wsl_event *wsl_ev = wsl_ring_reserve(t);                                        \
     if (WSL_LIKELY(wsl_ev != NULL)) {                                                      \
         wsl_ev->t_start = t0;                                                              \
@@ -293,6 +295,8 @@ static void wsl_func_note_named(const struct wsl_event *ev)
             wsl_func_note_named(wsl_ev);                                                   \
         wsl_ring_commit(t);                                                                \
     }                                                                                      \
+    atomic_signal_fence(memory_order_seq_cst);                                             \
+    wsl_tls_depth = 0;                                                                     \
     if ((cat) == WSL_CAT_INIT)                                                             \
         wsl_writer_note_driver((void *)real, (int)r);                                      \
     return r;

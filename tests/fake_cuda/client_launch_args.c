@@ -16,10 +16,25 @@
  * their error. One line per launch, in order:
  *   L symbol stream function gx gy gz bx by bz shmem result
  * (stream and function as integers), then EXPECT (client_common.h).
+ *
+ *   client_launch_args signals N FILE
+ *
+ * N launches of one function with gridDimX 1..N (a 1 ms pause every 4096)
+ * while a timer's signal (every 20 us) interrupts them, whose handler reads 16 bytes of FILE with pread (a
+ * hooked call; the driver is not async-signal-safe, a handler may not launch):
+ * a handler's call inside one of the program's hooked calls passes through
+ * unrecorded, any other is recorded. Prints
+ *   SIGNALS main N handler H
+ * (H: the handler's reads, all of the 16 bytes FILE begins with).
  */
+#define _GNU_SOURCE
 #include "client_common.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdint.h>
+#include <time.h>
 
 extern CUresult ptsz_cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
                                     unsigned int bx, unsigned int by, unsigned int bz, unsigned int shmem,
@@ -64,7 +79,63 @@ static void launch(int route, CUfunction f, unsigned gx, unsigned gy, unsigned g
          (unsigned long long)(uintptr_t)f, gx, gy, gz, bx, by, bz, shmem, (int)rc);
 }
 
+static int sig_fd = -1;
+static volatile sig_atomic_t sig_reads, sig_failed;
+static char sig_want[16];
+
+static void on_timer(int sig) {
+  (void)sig;
+  int saved = errno;
+  char buf[16];
+  if (pread(sig_fd, buf, sizeof buf, 0) != (ssize_t)sizeof buf || memcmp(buf, sig_want, sizeof buf))
+    sig_failed = 1;
+  sig_reads++;
+  errno = saved;
+}
+
+static int signals_main(long n, const char *file) {
+  CUmodule mod = NULL;
+  CUfunction f = NULL;
+  CALL("cuInit", cuInit(0));
+  CALL("cuModuleLoadData", cuModuleLoadData(&mod, "fake cubin"));
+  CALL("cuModuleGetFunction", cuModuleGetFunction(&f, mod, "k_main"));
+  FILE *fp = fopen(file, "w");
+  CHECK(fp && fputs("sixteen bytes ok and more", fp) >= 0 && fclose(fp) == 0, "cannot write %s", file);
+  memcpy(sig_want, "sixteen bytes ok", sizeof sig_want);
+  sig_fd = open(file, O_RDONLY);
+  CHECK(sig_fd >= 0, "cannot open %s", file);
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_timer;
+  sa.sa_flags = SA_RESTART;
+  CHECK(sigaction(SIGALRM, &sa, NULL) == 0, "sigaction");
+  timer_t timer;
+  struct sigevent sev;
+  memset(&sev, 0, sizeof sev);
+  sev.sigev_notify = SIGEV_THREAD_ID;
+  sev.sigev_signo = SIGALRM;
+  sev._sigev_un._tid = gettid();
+  CHECK(timer_create(CLOCK_MONOTONIC, &sev, &timer) == 0, "timer_create");
+  struct itimerspec its = {{0, 20000}, {0, 20000}};
+  CHECK(timer_settime(timer, 0, &its, NULL) == 0, "timer_settime");
+  for (long i = 0; i < n; i++) {
+    CHECK(cuLaunchKernel(f, (unsigned)i + 1u, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL) == CUDA_SUCCESS, "launch %ld", i);
+    if ((i + 1) % 4096 == 0) { /* the writer's turn on a loaded machine: no event dropped */
+      struct timespec ms = {0, 1000000};
+      nanosleep(&ms, NULL);
+    }
+  }
+  memset(&its, 0, sizeof its);
+  timer_settime(timer, 0, &its, NULL);
+  timer_delete(timer);
+  CHECK(!sig_failed, "a handler's read failed");
+  printf("SIGNALS main %ld handler %ld\n", n, (long)sig_reads);
+  return 0;
+}
+
 int main(int argc, char **argv) {
+  if (argc > 3 && !strcmp(argv[1], "signals"))
+    return signals_main(arg_count(argc, argv, 2, 100000), argv[3]);
   long rounds = arg_count(argc, argv, 1, 12);
   CALL("cuInit", cuInit(0));
   CUdriverProcAddressQueryResult qr;
