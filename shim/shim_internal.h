@@ -9,6 +9,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -279,6 +280,9 @@ struct wsl_thread {
     uint32_t func_reserved;
     uint64_t func_key[WSL_FUNC_SEEN];
     uint8_t func_timed[WSL_FUNC_SEEN]; /* its launches timed (or begun to be), up to WSL_FUNC_COVER */
+    /* The handle in its own slot (WSL_FUNC_SLOT) once its first launches are
+     * covered: a launch's fast path tests this one word; 0 otherwise. */
+    uint64_t func_hot[WSL_FUNC_SEEN];
     struct wsl_event small_ev[WSL_RING_SMALL];
     uint8_t small_paths[WSL_PATH_SMALL];
     uint8_t paths[WSL_PATH_RING];
@@ -290,11 +294,19 @@ struct wsl_thread {
  * take one each). */
 struct wsl_tls {
     struct wsl_thread *thread; /* the ring this thread records into (runtime.c) */
-    /* >0 while this thread is inside a hooked call or the shim's own code (and
-     * always in the writer thread): hooks reached from there pass straight
-     * through, so the shim never records itself or a nested call. */
-    uint32_t depth;
-    uint32_t launches; /* launches until this thread's next GPU-timing sample (gpu_timing.c); 0: not drawn yet */
+    union {
+        struct {
+            /* launches until this thread's next GPU-timing sample (gpu_timing.c); 0: not drawn yet */
+            uint32_t launches;
+            /* >0 while this thread is inside a hooked call or the shim's own code (and
+             * always in the writer thread): hooks reached from there pass straight
+             * through, so the shim never records itself or a nested call. */
+            uint32_t depth;
+        };
+        /* both as one word, for a launch's fast path (cuda_hooks.c): launches
+         * in the low half, depth in the high half (little-endian) */
+        uint64_t launches_depth;
+    };
     uint32_t sample_rng; /* xorshift state for the gaps between samples */
     /* The writer thread while it has a descriptor table of its own (writer.c):
      * its descriptors' numbers are not the program's, and its calls on them
@@ -302,6 +314,9 @@ struct wsl_tls {
     uint32_t own_fds;
 };
 extern WSL_TLS struct wsl_tls wsl_tls;
+_Static_assert(offsetof(struct wsl_tls, launches) == offsetof(struct wsl_tls, launches_depth) &&
+                   offsetof(struct wsl_tls, depth) == offsetof(struct wsl_tls, launches) + 4,
+               "launches and depth are one 8-byte word");
 #define wsl_tls_thread (wsl_tls.thread)
 #define wsl_tls_depth (wsl_tls.depth)
 extern _Atomic uint64_t wsl_gen;                 /* bumped in a forked child */
@@ -311,6 +326,12 @@ extern _Atomic uint64_t wsl_gen;                 /* bumped in a forked child */
  * refuses it (see there). */
 #define WSL_GEN_BUSY (1ull << 63)
 extern _Atomic uint64_t wsl_io_gen;              /* wsl_gen while file calls are recorded, else 0 */
+/* wsl_gen while launches may take their fast path (cuda_hooks.c: the event
+ * clock is the cycle counter and no launch or graph category is emulated),
+ * else WSL_GEN_NEVER, which no thread's gen equals. */
+extern _Atomic uint64_t wsl_launch_gen;
+#define WSL_GEN_NEVER (~0ull)
+void wsl_launch_gen_update(void); /* after the settings are read and after a fork (runtime.c) */
 extern _Atomic int wsl_io_off;                   /* WSLSHIM_IO=0, once the settings are read */
 extern _Atomic(struct wsl_thread *) wsl_threads; /* registry head */
 /* Set when the trace cannot be opened: no thread records from then on (its
@@ -528,6 +549,11 @@ long wsl_raw_syscall4(long nr, long a, long b, long c, long d);
 
 /* ---- sampled GPU timing (gpu_timing.c) ------------------------------------------ */
 #define wsl_tls_launches (wsl_tls.launches)
+/* A thread's countdown never exceeds this (a gap is at most 1.5 times
+ * WSLSHIM_GPU_TIMING, at most a million; with timing off it is set to this):
+ * a launch's fast path tests it together with the depth as one word below
+ * 2^31, a compare with an immediate (cuda_hooks.c). */
+#define WSL_LAUNCHES_MAX 0x7fffffffu
 
 struct wsl_gpu_sample {
     int active, pool, graph, idle;
@@ -551,7 +577,7 @@ static inline __attribute__((always_inline)) int wsl_gpu_sample_due(struct wsl_t
                                                                     int graph)
 {
     uint32_t slot = WSL_FUNC_SLOT(handle);
-    if (WSL_UNLIKELY(t->func_key[slot] != handle || t->func_timed[slot] < WSL_FUNC_COVER))
+    if (WSL_UNLIKELY(t->func_hot[slot] != handle)) /* handle 0 too goes on to the countdown */
         return wsl_func_first_launches(t, handle, slot, real, graph);
     if (WSL_LIKELY(wsl_tls_launches > 1)) {
         wsl_tls_launches--;

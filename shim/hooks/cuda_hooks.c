@@ -140,16 +140,54 @@ static void *resolve_slot_proc(unsigned id) { return atomic_load(&slot_proc[id])
 #define R(s_, a0_, a1_, a2_, a3_)                                                           \
     do {                                                                                   \
         wsl_ev->stream = (s_);                                                             \
-        wsl_ev->a[0] = (uint64_t)(a0_);                                                    \
-        wsl_ev->a[1] = (uint64_t)(a1_);                                                    \
-        wsl_ev->a[2] = (uint64_t)(a2_);                                                    \
-        wsl_ev->a[3] = (uint64_t)(a3_);                                                    \
+        WSL_PUT(&wsl_ev->a[0], a0_);                                                       \
+        WSL_PUT(&wsl_ev->a[1], a1_);                                                       \
+        WSL_PUT(&wsl_ev->a[2], a2_);                                                       \
+        WSL_PUT(&wsl_ev->a[3], a3_);                                                       \
     } while (0)
+/* A launch's grid and block are kept as they came, in halves and quarters of
+ * their words (two 32-bit and four 16-bit stores), which on a little-endian
+ * machine are the bytes WSL_GRID and WSL_BLOCK pack; packing them in a
+ * register first took twice the instructions. The stores are volatile so that
+ * gcc's store merging does not pack them in a register again. */
+typedef uint32_t wsl_u32_alias __attribute__((may_alias));
+typedef uint16_t wsl_u16_alias __attribute__((may_alias));
+struct wsl_put_grid {
+    uint32_t x, y;
+};
+struct wsl_put_block {
+    uint16_t z, bx, by, bz;
+};
+static inline __attribute__((always_inline)) void wsl_put_u64(uint64_t *d, uint64_t v) { *d = v; }
+static inline __attribute__((always_inline)) void wsl_put_grid(uint64_t *d, struct wsl_put_grid v)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    *(volatile wsl_u32_alias *)(void *)d = v.x;
+    *(volatile wsl_u32_alias *)(void *)((char *)d + 4) = v.y;
+#else
+    *d = WSL_GRID(v.x, v.y);
+#endif
+}
+static inline __attribute__((always_inline)) void wsl_put_block(uint64_t *d, struct wsl_put_block v)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    *(volatile wsl_u16_alias *)(void *)d = v.z;
+    *(volatile wsl_u16_alias *)(void *)((char *)d + 2) = v.bx;
+    *(volatile wsl_u16_alias *)(void *)((char *)d + 4) = v.by;
+    *(volatile wsl_u16_alias *)(void *)((char *)d + 6) = v.bz;
+#else
+    *d = WSL_BLOCK(v.z, v.bx, v.by, v.bz);
+#endif
+}
+#define WSL_PUT(d, v)                                                                      \
+    _Generic((v), struct wsl_put_grid: wsl_put_grid, struct wsl_put_block: wsl_put_block,  \
+             default: wsl_put_u64)(d, v)
 #define P(x) ((uint64_t)(uintptr_t)(x))
 #define OUTP(pp) ((r == CUDA_SUCCESS && (pp)) ? (uint64_t)(uintptr_t) * (pp) : 0)
 #define OUTV(p) ((r == CUDA_SUCCESS && (p)) ? (uint64_t) * (p) : 0)
-#define GRID(x, y) WSL_GRID(x, y)
-#define BLOCK(z, bx, by, bz) WSL_BLOCK(z, bx, by, bz)
+#define GRID(x, y) ((struct wsl_put_grid){(uint32_t)(x), (uint32_t)(y)})
+#define BLOCK(z, bx, by, bz) ((struct wsl_put_block){(uint16_t)(z), (uint16_t)(bx), (uint16_t)(by), (uint16_t)(bz)})
+_Static_assert(sizeof(struct wsl_put_grid) == 8 && sizeof(struct wsl_put_block) == 8, "a word each");
 #define CFG_STREAM(c) ((c) ? P((c)->hStream) : 0)
 #define CFG_GRID(c) ((c) ? WSL_GRID((c)->gridDimX, (c)->gridDimY) : 0)
 #define CFG_BLOCK(c) ((c) ? WSL_BLOCK((c)->gridDimZ, (c)->blockDimX, (c)->blockDimY, (c)->blockDimZ) : 0)
@@ -217,7 +255,9 @@ static void wsl_func_note_named(const struct wsl_event *ev)
     /* WSLSHIM_EMULATE: the added cost, after the call, inside the record */              \
     if (WSL_EMU_CAT(cat) && WSL_UNLIKELY(wsl_emu_cat_ticks[cat]))                          \
         t1 = wsl_emu_spin(t1, wsl_emu_cat_ticks[cat]);                                     \
-    wsl_tls_depth = 0;                                                                     \
+    /* the depth stays raised until the slot is published: a signal handler's  \
+     * recorded call between the slot's reservation and its publication took  \
+     * the same slot (its event overwritten, a stale slot published after it) */ \
     struct wsl_event *wsl_ev = wsl_ring_reserve(t);                                        \
     if (WSL_LIKELY(wsl_ev != NULL)) {                                                      \
         wsl_ev->t_start = t0;                                                              \
@@ -230,79 +270,116 @@ static void wsl_func_note_named(const struct wsl_event *ev)
             wsl_func_note_named(wsl_ev);                                                   \
         wsl_ring_commit(t);                                                                \
     }                                                                                      \
+    atomic_signal_fence(memory_order_seq_cst);                                             \
+    wsl_tls_depth = 0;                                                                     \
     if ((cat) == WSL_CAT_INIT)                                                             \
         wsl_writer_note_driver((void *)real, (int)r);                                      \
     return r;
 
 /* A launch's common case (issue 26), a row of WSL_IS_TIMED: this thread
- * records, its ring has room below its limit, the function's first launches
- * are behind it and its sampling gap has not run out, no emulation, the cycle
- * counter is the clock. The record is written into the ring's slot before the
- * call, straight from the arguments as they came (nothing of them is kept
- * across the call), and the times and the result after it; the slot is
- * published only then. The depth is raised before the slot is taken and
- * lowered after it is published: a signal handler's hooked calls pass through
- * meanwhile, and nothing else writes this thread's ring. Anything else is the
- * full hook (`slow`), whose record is evaluated again from the arguments (the
- * slot was not published, and the full hook takes it again). */
-#if (defined(__x86_64__) || defined(__aarch64__)) && !WSL_TSAN
+ * records, launches take the fast path in this process (wsl_launch_gen: the
+ * cycle counter is the clock, no emulation), the thread is in no hooked call
+ * and its sampling gap has not run out (one word: depth and launches), its
+ * ring has room below its limit, and the function's first launches are behind
+ * it (its handle in func_hot). The record is written into the ring's slot
+ * before the call, straight from the arguments as they came (nothing of them
+ * is kept across the call), the start time too; the end time and the result
+ * after it; the slot is published only then. The depth is raised (with the
+ * countdown's step, one store) before the ring's head is read, and lowered
+ * after the slot is published: a signal handler's hooked calls pass through
+ * meanwhile, and nothing else writes this thread's ring; a handler that ran
+ * before it finished its calls before this one read anything of the ring.
+ * Anything else is the full hook (`slow`), whose record is evaluated again
+ * from the arguments (the slot was not published, and the full hook takes it
+ * again), with the word as it was. A pointer handed out for the driver's
+ * (slot_proc) is never NULL: it was kept before its wrapper was handed out. */
+#if (defined(__x86_64__) || defined(__aarch64__)) && !WSL_TSAN && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 #define WSL_FAST_LAUNCH 1
 #else
 #define WSL_FAST_LAUNCH 0
 #endif
-static inline __attribute__((always_inline)) uint64_t wsl_cycles(void)
+/* The cycle counter into a record's time: two 32-bit stores on x86-64, where
+ * rdtsc returns the halves (joining them took two more instructions). */
+static inline __attribute__((always_inline)) void wsl_cycles_put(uint64_t *d)
 {
 #if defined(__x86_64__)
-    return __rdtsc();
+    uint32_t lo, hi;
+    __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+    memcpy((char *)d, &lo, 4);
+    memcpy((char *)d + 4, &hi, 4);
 #elif defined(__aarch64__)
     uint64_t v;
     __asm__ volatile("mrs %0, cntvct_el0" : "=r"(v));
-    return v;
+    *d = v;
 #else
-    return wsl_ticks();
+    *d = wsl_ticks();
 #endif
 }
-#define WSL_LAUNCH_FAST_BODY(id, pfn_t, cat, slots, args, rec, slow)                            \
-    pfn_t real = (pfn_t)atomic_load_explicit(&slots[id], memory_order_acquire);            \
+/* The arguments the ABI passes on the stack (x86-64: from the 7th; arm64: from
+ * the 9th), as if changed in memory: gcc then reads them where they are used,
+ * in their own stack slots, instead of loading them on entry and keeping them
+ * in saved registers until the call (two registers saved less: 3 instructions
+ * of the 11-argument launch's). Rows with fewer arguments name a dummy. */
+static uint64_t wsl_arg_pad;
+#define WSL_UNPAREN(...) __VA_ARGS__
+#if defined(__x86_64__)
+#define WSL_STACK_ARGS_M(a1, a2, a3, a4, a5, a6, b1, b2, b3, b4, b5, ...)                   \
+    "+m"(b1), "+m"(b2), "+m"(b3), "+m"(b4), "+m"(b5)
+#else
+#define WSL_STACK_ARGS_M(a1, a2, a3, a4, a5, a6, a7, a8, b1, b2, b3, ...) "+m"(b1), "+m"(b2), "+m"(b3)
+#endif
+#define WSL_STACK_ARGS_M_(...) WSL_STACK_ARGS_M(__VA_ARGS__)
+#define WSL_STACK_ARGS_IN_MEMORY(args)                                                     \
+    __asm__ volatile("" : WSL_STACK_ARGS_M_(WSL_UNPAREN args, wsl_arg_pad, wsl_arg_pad, wsl_arg_pad, \
+                                            wsl_arg_pad, wsl_arg_pad, wsl_arg_pad, wsl_arg_pad, \
+                                            wsl_arg_pad, wsl_arg_pad, wsl_arg_pad, wsl_arg_pad))
+#define WSL_LAUNCH_FAST_BODY(id, pfn_t, cat, slots, resolved, args, rec, slow)                 \
     struct wsl_thread *t = wsl_tls_thread;                                                 \
-    if (WSL_UNLIKELY(!real || wsl_tls_depth || !t ||                                       \
-                     t->gen != atomic_load_explicit(&wsl_gen, memory_order_relaxed) ||     \
-                     !wsl_cfg.use_tsc || wsl_emu_cat_ticks[cat]))                          \
-        return slow args;                                                                  \
-    uint64_t h = t->head_local;                                                            \
-    if (WSL_UNLIKELY(h >= t->limit))                                                       \
-        return slow args;                                                                  \
+    uint64_t word = wsl_tls.launches_depth; /* launches | depth << 32 */                  \
+    /* word - 2 < WSL_LAUNCHES_MAX - 1: depth 0 and launches >= 2 */                       \
+    if (WSL_UNLIKELY((!(resolved) && !atomic_load_explicit(&slots[id], memory_order_relaxed)) || \
+                     !t || t->gen != atomic_load_explicit(&wsl_launch_gen, memory_order_relaxed) || \
+                     word - 2 >= WSL_LAUNCHES_MAX - 1))                                    \
+        goto wsl_full;                                                                     \
+    wsl_tls.launches = (uint32_t)word - 1;                                                 \
     wsl_tls_depth = 1;                                                                     \
+    WSL_STACK_ARGS_IN_MEMORY(args);                                                        \
+    atomic_signal_fence(memory_order_seq_cst);                                             \
+    uint64_t h = t->head_local;                                                            \
     struct wsl_event *wsl_ev = &t->cur_ev[h & t->cur_mask];                                \
+    if (WSL_UNLIKELY(h >= t->limit))                                                       \
+        goto wsl_slow;                                                                     \
     {                                                                                      \
         CUresult r = CUDA_SUCCESS;                                                         \
         (void)r;                                                                           \
         rec;                                                                               \
     }                                                                                      \
-    uint64_t handle = wsl_ev->a[0];                                                        \
-    uint32_t fslot = WSL_FUNC_SLOT(handle);                                                \
-    uint32_t left = wsl_tls_launches;                                                      \
-    if (WSL_UNLIKELY(t->func_key[fslot] != handle || t->func_timed[fslot] < WSL_FUNC_COVER || \
-                     left <= 1)) {                                                         \
-        wsl_tls_depth = 0;                                                                 \
-        return slow args;                                                                  \
-    }                                                                                      \
-    wsl_tls_launches = left - 1;                                                           \
-    uint64_t t0 = wsl_cycles();                                                            \
-    CUresult r = real args;                                                                \
-    uint64_t t1 = wsl_cycles();                                                            \
-    wsl_ev->t_start = t0;                                                                  \
-    wsl_ev->t_end = t1;                                                                    \
-    /* api, flags (0) and result: one store */                                             \
-    uint64_t head3 = (uint64_t)(id) | (uint64_t)(uint32_t)r << 32;                         \
-    memcpy(&wsl_ev->api, &head3, sizeof head3);                                            \
-    t->head_local = h + 1;                                                                 \
-    atomic_store_explicit(t->cur_head, h + 1, memory_order_release);                       \
+    uint32_t apiflags = (id); /* api, flags 0: one store */                                \
+    memcpy(&wsl_ev->api, &apiflags, sizeof apiflags);                                      \
+    if (WSL_UNLIKELY(t->func_hot[WSL_FUNC_SLOT(wsl_ev->a[0])] != wsl_ev->a[0]))             \
+        goto wsl_slow;                                                                     \
+    wsl_cycles_put(&wsl_ev->t_start);                                                      \
+    wsl_ev->result = (int32_t)((pfn_t)atomic_load_explicit(&slots[id], memory_order_acquire))args; \
+    wsl_cycles_put(&wsl_ev->t_end);                                                        \
+    /* nothing but the slot kept across the call: the thread and head read again */        \
+    t = wsl_tls_thread;                                                                    \
+    h = t->head_local + 1;                                                                 \
+    t->head_local = h;                                                                     \
+    atomic_store_explicit(t->cur_head, h, memory_order_release);                           \
+    atomic_signal_fence(memory_order_seq_cst);                                             \
     wsl_tls_depth = 0;                                                                     \
-    return r;
-_Static_assert(offsetof(struct wsl_event, api) == 16 && offsetof(struct wsl_event, flags) == 18 &&
-                   offsetof(struct wsl_event, result) == 20,
-               "api, flags and result are one 8-byte word");
+    /* the result as stored (nothing but the slot kept across the clock read) */           \
+    return (CUresult) * (volatile int32_t *)&wsl_ev->result;                               \
+wsl_slow:                                                                                  \
+    atomic_signal_fence(memory_order_seq_cst);                                             \
+    wsl_tls.launches_depth += 1 - (1ull << 32); /* the word as it was: depth 0, the launch back */ \
+wsl_full:;                                                                                 \
+    /* not a tail call: one would have the arguments on the stack loaded on entry */       \
+    CUresult full = slow args;                                                             \
+    __asm__("" : "+r"(full));                                                              \
+    return full;
+_Static_assert(offsetof(struct wsl_event, api) == 16 && offsetof(struct wsl_event, flags) == 18,
+               "api and flags are one 4-byte word");
 
 /* The rows with a launch's fast path (WSL_IS_TIMED), chosen by the category's
  * name: a row's `args` is its parameters' names only there. Every category
@@ -373,8 +450,8 @@ _Static_assert(offsetof(struct wsl_event, api) == 16 && offsetof(struct wsl_even
     {                                                                                      \
         WSL_HOOK_BODY(id, pfn, cat, pt, slot_proc, args, rec)                              \
     }                                                                                      \
-    WSL_EXPORT CUresult hook params { WSL_LAUNCH_FAST_BODY(id, pfn, cat, slot_sym, args, rec, fhook) } \
-    static CUresult proc params { WSL_LAUNCH_FAST_BODY(id, pfn, cat, slot_proc, args, rec, fproc) }
+    WSL_EXPORT CUresult hook params { WSL_LAUNCH_FAST_BODY(id, pfn, cat, slot_sym, 0, args, rec, fhook) } \
+    static CUresult proc params { WSL_LAUNCH_FAST_BODY(id, pfn, cat, slot_proc, 1, args, rec, fproc) }
 #else
 #define WSL_ROW_FAST WSL_ROW_PLAIN
 #endif

@@ -30,6 +30,7 @@ WSL_TLS struct wsl_tls wsl_tls;
 static WSL_TLS int tls_thread_exited; /* set once the key destructor ran */
 _Atomic uint64_t wsl_gen = 1;
 _Atomic uint64_t wsl_io_gen; /* wsl_gen while file calls are recorded, else 0 */
+_Atomic uint64_t wsl_launch_gen = WSL_GEN_NEVER; /* shim_internal.h */
 _Atomic int wsl_io_off;      /* WSLSHIM_IO=0, once the settings are read */
 _Atomic(struct wsl_thread *) wsl_threads;
 _Atomic int wsl_shutting_down;
@@ -168,11 +169,19 @@ static void config_ensure(void)
         wsl_writer_note_start(); /* after the settings: they choose the event clock */
         atomic_store(&wsl_io_gen, wsl_cfg.io ? atomic_load(&wsl_gen) : 0);
         atomic_store(&wsl_io_off, !wsl_cfg.io);
+        wsl_launch_gen_update();
         atomic_store_explicit(&config_state, 2, memory_order_release);
         return;
     }
     while (atomic_load_explicit(&config_state, memory_order_acquire) != 2)
         sched_yield(); /* another thread is reading the environment: a moment */
+}
+
+/* The settings are read once and never change: only the generation moves. */
+void wsl_launch_gen_update(void)
+{
+    int fast = wsl_cfg.use_tsc && !wsl_emu_cat_ticks[WSL_CAT_LAUNCH] && !wsl_emu_cat_ticks[WSL_CAT_GRAPH];
+    atomic_store(&wsl_launch_gen, fast ? atomic_load(&wsl_gen) : WSL_GEN_NEVER);
 }
 
 void wsl_config_load(void)
@@ -375,6 +384,7 @@ static struct wsl_thread *thread_setup(void)
     /* Functions launched are the thread's own, as its events (gpu_timing.c). */
     memset(t->func_key, 0, sizeof t->func_key);
     memset(t->func_timed, 0, sizeof t->func_timed);
+    memset(t->func_hot, 0, sizeof t->func_hot);
     t->func_count = 0;
     wsl_tls.launches = 0;
     wsl_io_thread_init(t);
@@ -622,6 +632,8 @@ static void at_fork_child(void)
     wsl_writer_after_fork_child();
     uint64_t gen = atomic_fetch_add(&wsl_gen, 1) + 1;
     atomic_store(&wsl_io_gen, wsl_cfg.io ? gen : 0);
+    if (atomic_load_explicit(&config_state, memory_order_acquire) == 2)
+        wsl_launch_gen_update();
     wsl_tls_depth--;
 }
 

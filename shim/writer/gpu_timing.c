@@ -314,7 +314,7 @@ int wsl_gpu_sample_next(void)
 {
     uint32_t n = (uint32_t)wsl_cfg.gpu_timing;
     if (!n) {
-        wsl_tls.launches = UINT32_MAX;
+        wsl_tls.launches = WSL_LAUNCHES_MAX;
         return 0;
     }
     uint32_t x = wsl_tls.sample_rng;
@@ -336,11 +336,13 @@ int wsl_func_first_launches(struct wsl_thread *t, uint64_t handle, uint32_t slot
 {
     int timing = wsl_cfg.gpu_timing != 0;
     if (handle) {
+        uint32_t home = slot;
         for (uint32_t n = 0; n < 32; n++, slot = (slot + 1) & (WSL_FUNC_SEEN - 1)) {
             uint64_t k = t->func_key[slot];
             if (k == handle) {
                 if (t->func_timed[slot] < WSL_FUNC_COVER) {
-                    t->func_timed[slot]++;
+                    if (++t->func_timed[slot] == WSL_FUNC_COVER && slot == home)
+                        t->func_hot[home] = handle; /* its next launches: the fast path's test */
                     return 1;
                 }
                 break; /* covered, in a later slot than its own: sampled */
@@ -350,6 +352,8 @@ int wsl_func_first_launches(struct wsl_thread *t, uint64_t handle, uint32_t slot
                     break;
                 t->func_key[slot] = handle;
                 t->func_timed[slot] = timing ? 1 : WSL_FUNC_COVER;
+                if (t->func_timed[slot] == WSL_FUNC_COVER && slot == home)
+                    t->func_hot[home] = handle;
                 t->func_count++;
                 if (!graph)
                     name_from_driver(t, handle, real);

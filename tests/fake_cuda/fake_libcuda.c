@@ -383,9 +383,13 @@ static pthread_mutex_t host_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct region_set host_regions;
 
 /* Live handles, keyed by address: a handle is valid only while registered, so
- * garbage handles are rejected without being dereferenced. */
+ * garbage handles are rejected without being dereferenced. One table per kind:
+ * a launch's check of its function searches the functions only, so that its
+ * cost does not grow with the events and streams others create (the shim's
+ * GPU timing creates events; docs/overhead.md, issue 26). */
 static pthread_rwlock_t handle_lock = PTHREAD_RWLOCK_INITIALIZER;
-static struct region_set handle_regions;
+static struct region_set handle_regions[HANDLE_GRAPH_EXEC + 1];
+#define HANDLES(kind) (&handle_regions[(kind) >= HANDLE_MODULE && (kind) <= HANDLE_GRAPH_EXEC ? (kind) : 0])
 
 struct fake_object {
   int kind;
@@ -463,7 +467,7 @@ static CUresult handle_create(int kind, unsigned int flags, struct fake_object *
   o->flags = flags;
   o->owner = owner;
   pthread_rwlock_wrlock(&handle_lock);
-  int rc = region_insert(&handle_regions,
+  int rc = region_insert(HANDLES(kind),
                          (struct region){(uint64_t)(uintptr_t)o, sizeof *o, NULL, kind, 0});
   pthread_rwlock_unlock(&handle_lock);
   if (rc) {
@@ -478,7 +482,7 @@ static CUresult handle_create(int kind, unsigned int flags, struct fake_object *
 static struct fake_object *handle_lookup_locked(const void *h, int kind) {
   if (!h)
     return NULL;
-  return region_at(&handle_regions, (uint64_t)(uintptr_t)h, kind) ? (struct fake_object *)h : NULL;
+  return region_at(HANDLES(kind), (uint64_t)(uintptr_t)h, kind) ? (struct fake_object *)h : NULL;
 }
 
 static int handle_valid(const void *h, int kind) {
@@ -490,9 +494,9 @@ static int handle_valid(const void *h, int kind) {
 
 static int handle_destroy(const void *h, int kind) {
   pthread_rwlock_wrlock(&handle_lock);
-  struct region *r = h ? region_at(&handle_regions, (uint64_t)(uintptr_t)h, kind) : NULL;
+  struct region *r = h ? region_at(HANDLES(kind), (uint64_t)(uintptr_t)h, kind) : NULL;
   if (r)
-    region_erase(&handle_regions, r);
+    region_erase(HANDLES(kind), r);
   pthread_rwlock_unlock(&handle_lock);
   if (r)
     free((void *)h);
@@ -853,17 +857,20 @@ static CUresult module_unload(CUmodule hmod) {
     return CUDA_ERROR_INVALID_HANDLE;
   }
   /* The module's functions die with it. */
-  for (size_t i = 0; i < handle_regions.n;) {
-    struct region *r = &handle_regions.v[i];
+  struct region_set *fns = HANDLES(HANDLE_FUNCTION);
+  for (size_t i = 0; i < fns->n;) {
+    struct region *r = &fns->v[i];
     struct fake_object *o = (struct fake_object *)(uintptr_t)r->base;
-    if ((r->kind == HANDLE_FUNCTION && o->owner == (struct fake_object *)hmod) ||
-        o == (struct fake_object *)hmod) {
-      region_erase(&handle_regions, r);
+    if (o->owner == (struct fake_object *)hmod) {
+      region_erase(fns, r);
       free(o);
     } else {
       i++;
     }
   }
+  struct region *m = region_at(HANDLES(HANDLE_MODULE), (uint64_t)(uintptr_t)hmod, HANDLE_MODULE);
+  region_erase(HANDLES(HANDLE_MODULE), m);
+  free(hmod);
   pthread_rwlock_unlock(&handle_lock);
   return CUDA_SUCCESS;
 }
