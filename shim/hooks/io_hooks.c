@@ -976,7 +976,7 @@ static inline __attribute__((always_inline)) void io_record(struct wsl_thread *t
  * alike calls (same id, same value returned) in the same slot, and writes
  * nothing. The fold's events (WSL_CAT_IO_FOLD, trace_format.h) go into the ring
  * when the file is closed, when a call on another file comes, or when a slot
- * is full; the writer takes the calls counted so far at each drain (writer.c). */
+ * is full; the writer takes the calls counted so far at each drain (writer/untimed.c). */
 
 /* The seqlock around a fold's end: fold_enter makes fold_seq odd (the writer
  * keeps out) and returns it as it was; fold_leave leaves the thread with no

@@ -26,7 +26,9 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
 # The shim's layers (shim/README.md): each includes only the shared private headers at the top
-# of shim/ and the public ones; the launcher, a program of its own, not even those.
+# of shim/, the public ones, and the headers of its own folder (named by file name alone, as
+# writer/writer_internal.h: what that folder's files share, which no other folder may include);
+# the launcher, a program of its own, none of the shared ones.
 SHIM_FOLDERS = {"hooks", "recorder", "writer", "launcher"}
 SHIM_SHARED = {"shim_internal.h", "api_ids.h"}
 
@@ -53,10 +55,15 @@ def check_shim(shim):
                 for inc in INCLUDE.findall(f.read()):
                     if inc.startswith("wslshim/"):
                         continue
-                    if entry == "launcher" or inc not in SHIM_SHARED:
+                    own = "/" not in inc and os.path.isfile(os.path.join(path, inc))
+                    if own and inc in SHIM_SHARED:
+                        problems.append(f"shim/{entry}/{inc}: the same name as shim/{inc}")
+                    elif own:
+                        continue
+                    elif entry == "launcher" or inc not in SHIM_SHARED:
                         problems.append(f"shim/{entry}/{name}: includes \"{inc}\"")
     print(f"shim/     {len(SHIM_FOLDERS)} folders: each includes only {', '.join(sorted(SHIM_SHARED))} "
-          f"(the launcher neither)")
+          f"and its own folder's headers (the launcher not the shared ones)")
     return problems
 
 
