@@ -1,6 +1,6 @@
 /*
  * The drain: every thread's rings read by the writer thread, their paths
- * first, their events encoded into EVENTS chunks (the columns of
+ * first, their events encoded into EVENTS_GAPS chunks (the columns of
  * docs/trace-format.md, packed by trace_format.h's codec). The untimed file
  * calls among them get their times in untimed.c.
  */
@@ -15,8 +15,9 @@
 
 /* An EVENTS chunk's columns, each sized for the worst case of a full chunk. */
 static uint8_t col_op[EVENTS_PER_CHUNK * WSL_COL_OP_MAX];
-static uint8_t col_dt[EVENTS_PER_CHUNK * WSL_COL_DT_MAX];
-static uint8_t col_dur[EVENTS_PER_CHUNK * WSL_COL_DUR_MAX];
+static uint8_t col_gap[EVENTS_PER_CHUNK * WSL_COL_DT_MAX];
+static uint8_t col_dur_lo[EVENTS_PER_CHUNK * WSL_COL_DUR_LO_MAX];
+static uint8_t col_dur_hi[EVENTS_PER_CHUNK * WSL_COL_DUR_MAX];
 static uint8_t col_lit[EVENTS_PER_CHUNK * WSL_COL_LIT_MAX];
 static struct wsl_codec_state codec;
 static struct wsl_pack_state pack;
@@ -46,7 +47,7 @@ static void emit_event_chunk(uint32_t tid, const struct wsl_event *base, uint64_
     codec_touched_count = 0;
     codec.prev_t = eh.base_ticks;
     wsl_pack_reset(&pack, 1);
-    struct wsl_packed_out o = {col_op, col_dt, col_dur, col_lit};
+    struct wsl_gaps_out o = {col_op, col_gap, col_dur_lo, col_dur_hi, col_lit};
     uint32_t count = 0;
     for (uint64_t i = from; i < to; i++) {
         const struct wsl_event *ev = &base[i & mask];
@@ -58,23 +59,24 @@ static void emit_event_chunk(uint32_t tid, const struct wsl_event *base, uint64_
         }
         if (WSL_UNLIKELY(wsl_helper_possible))
             wsl_helper_note(ev);
-        wsl_event_encode_packed(&pack, &codec, ev, &o);
+        wsl_event_encode_gaps(&pack, &codec, ev, &o);
         count++;
     }
     eh.count = count;
-    /* The column directory: dt and dur bytes, literals; the op column has eh.count. */
-    uint32_t dir[3] = {(uint32_t)(o.dt - col_dt), (uint32_t)(o.dur - col_dur), pack.literals};
+    /* The column directory: gap and dur_hi bytes, literals; the op and dur_lo columns have eh.count. */
+    uint32_t dir[3] = {(uint32_t)(o.gap - col_gap), (uint32_t)(o.dur_hi - col_dur_hi), pack.literals};
     _Static_assert(sizeof dir == WSL_EVENTS_DIRECTORY_SIZE, "column directory");
-    eh.encoded_size = (uint32_t)(sizeof dir + eh.count + dir[0] + dir[1] + (size_t)(o.lit - col_lit));
+    eh.encoded_size = (uint32_t)(sizeof dir + 2u * eh.count + dir[0] + dir[1] + (size_t)(o.lit - col_lit));
     const struct wsl_chunk_part parts[] = {
         {&eh, sizeof eh},
         {dir, sizeof dir},
         {col_op, (size_t)(o.op - col_op)},
-        {col_dt, dir[0]},
-        {col_dur, dir[1]},
+        {col_gap, dir[0]},
+        {col_dur_lo, (size_t)(o.dur_lo - col_dur_lo)},
+        {col_dur_hi, dir[1]},
         {col_lit, (size_t)(o.lit - col_lit)},
     };
-    wsl_emit_chunk_parts(WSL_CHUNK_EVENTS_PACKED, parts, sizeof parts / sizeof parts[0]);
+    wsl_emit_chunk_parts(WSL_CHUNK_EVENTS_GAPS, parts, sizeof parts / sizeof parts[0]);
     wsl_events_written += eh.count;
 }
 
