@@ -212,7 +212,7 @@ struct wsl_thread {
     uint64_t dropped_reported;
     uint64_t w_last_ticks;   /* the latest end time of this thread's events seen */
     uint64_t w_drain_ticks;  /* when its ring was last drained: a lower bound for what follows */
-    uint64_t w_cap_head, w_cap_s_head; /* the rings' heads when this drain began (writer.c, drain_all) */
+    uint64_t w_cap_head, w_cap_s_head; /* the rings' heads when this drain began (writer/drain.c) */
     uint64_t w_cap_pass;     /* the drain they were read in */
     uint32_t writer_seen_tid;
     _Atomic int state;
@@ -412,7 +412,7 @@ static inline __attribute__((always_inline)) void wsl_ring_commit(struct wsl_thr
     atomic_store_explicit(t->cur_head, t->head_local, memory_order_release);
 }
 
-/* ---- the writer thread (writer.c) --------------------------------------------- */
+/* ---- the writer thread (writer/; its README.md says which file holds what) ------ */
 int wsl_writer_start(void);     /* idempotent; 0 on success */
 void wsl_writer_note_start(void); /* the process's start time, once (at load) */
 void wsl_writer_reserve_fd(void); /* at load: the descriptor table grown for the trace's fd */
@@ -426,7 +426,7 @@ void wsl_writer_resume(int pressure);   /* a paused writer comes back (when due,
 extern _Atomic int wsl_writer_paused;
 void wsl_writer_note_driver(void *real_cuInit, int init_result);
 void wsl_writer_restart(void);  /* after an exec that failed */
-/* Short helper processes under wslshim run (writer.c): the trace ends for an
+/* Short helper processes under wslshim run (writer/helpers.c): the trace ends for an
  * exec (1) or not (0); keep this trace whatever it holds (a signal ends the process). */
 void wsl_writer_note_exec(int execing);
 void wsl_writer_keep_trace(void);

@@ -574,6 +574,7 @@ static void sink_item(struct trace_sink *k, const struct wsl_item *it)
         pp->rank_env_size = it->rank.size;
         break;
     case WSL_CHUNK_EVENTS_PACKED: /* handed out as EVENTS batches */
+    case WSL_CHUNK_EVENTS_GAPS:
         break;
     case WSL_CHUNK_EMULATION:
         free(pp->emu_spec);

@@ -39,6 +39,7 @@ static const char *chunk_type_name(uint32_t type)
     case WSL_CHUNK_GPU_MEMORY: return "GPU_MEMORY";
     case WSL_CHUNK_RANK: return "RANK";
     case WSL_CHUNK_EVENTS_PACKED: return "EVENTS_PACKED";
+    case WSL_CHUNK_EVENTS_GAPS: return "EVENTS_GAPS";
     case WSL_CHUNK_EMULATION: return "EMULATION";
     default: return "unknown";
     }
@@ -394,7 +395,7 @@ enum wsl_read_result wsl_reader_next(struct wsl_reader *r, struct wsl_item *item
             return corrupt(r, "corrupt chunk at byte %llu: the first chunk is %s (type %u), not PROCESS", at,
                            chunk_type_name(ch.type), ch.type);
         if (ch.type < WSL_CHUNK_PROCESS || (ch.type > WSL_CHUNK_RANK && ch.type != WSL_CHUNK_EVENTS_PACKED &&
-                                              ch.type != WSL_CHUNK_EMULATION)) {
+                                              ch.type != WSL_CHUNK_EMULATION && ch.type != WSL_CHUNK_EVENTS_GAPS)) {
             if (stream_read(r, NULL, ch.size) < ch.size)   /* a later minor version's chunk */
                 return stream_ended(r, true);
             continue;
@@ -418,6 +419,7 @@ enum wsl_read_result wsl_reader_next(struct wsl_reader *r, struct wsl_item *item
             return WSL_READ_ITEM;
         case WSL_CHUNK_EVENTS:
         case WSL_CHUNK_EVENTS_PACKED:
+        case WSL_CHUNK_EVENTS_GAPS:
         {
             enum wsl_read_result res = reader_parse_events(r, ch.type, ch.size, item);
             if (r->chunk_skipped) {

@@ -1,6 +1,6 @@
 /*
  * The trace reader's chunk parsers (trace_reader.c has the layers): PROCESS, API_TABLE,
- * DRIVER, EVENTS and EVENTS_PACKED (decoded in batches), MOUNTS, PATHS, RANK, EMULATION.
+ * DRIVER, EVENTS, EVENTS_PACKED and EVENTS_GAPS (decoded in batches), MOUNTS, PATHS, RANK, EMULATION.
  * Every length read from the file is checked before it is used, so hostile input ends in
  * WSL_READ_ERROR or WSL_READ_TRUNCATED, never worse.
  */
@@ -357,25 +357,23 @@ static __attribute__((noinline)) int packed_literal(struct wsl_reader *r, struct
     return 0;
 }
 
-/* Decodes the next batch of the EVENTS_PACKED chunk in progress: the checks of
- * wsl_event_decode_packed (trace_format.h) in the same order, with the column
- * cursors in locals. An event that repeats a table entry is a 64-byte copy and
- * its two times; literals take packed_literal. */
-enum wsl_read_result reader_next_packed_batch(struct wsl_reader *r, struct wsl_item *item)
+/* The batch loop of reader_next_packed_batch for one layout (gaps: EVENTS_GAPS,
+ * else EVENTS_PACKED), the column cursors in locals; returns how many of the n
+ * events it decoded: n, or the one that is malformed (*rc -1) or names an api
+ * id not in the table (*rc -2). Inlined once per layout, so that each loop
+ * tests nothing of the other. */
+static inline __attribute__((always_inline)) uint32_t packed_events(struct wsl_reader *r, struct wsl_packed_in *in,
+                                                                    uint32_t n, const bool gaps, int *rc)
 {
-    const unsigned long long at = (unsigned long long)r->chunk_offset;
-    uint32_t n = r->ev_count - r->ev_done;
-    if (n > WSL_READER_BATCH)
-        n = WSL_READER_BATCH;
-    struct wsl_packed_in in = r->ev_pin;
-    const uint8_t *op_p = in.op, *dt_p = in.dt, *dur_p = in.dur;
-    const uint8_t *const dt_end = in.dt_end, *const dur_end = in.dur_end;
+    const uint8_t *op_p = in->op, *dt_p = in->dt, *dur_p = in->dur, *dur_lo = in->dur_lo;
+    const uint8_t *const dt_end = in->dt_end, *const dur_end = in->dur_end;
     struct wsl_codec_state *st = r->codec;
     const struct wsl_event *const table = r->pack->table;
     struct wsl_event *out = r->batch;
     uint64_t prev_t = st->prev_t;
     uint32_t entries = r->pack->entries, i;
-    /* n <= the events left, and the op column holds one byte per event: no check per op. */
+    *rc = 0;
+    /* n <= the events left, and the op column (the dur_lo one too) holds one byte per event: no check per op. */
     for (i = 0; i < n; i++) {
         uint64_t dt, dur;
         const uint8_t *p;
@@ -386,29 +384,63 @@ enum wsl_read_result reader_next_packed_batch(struct wsl_reader *r, struct wsl_i
         if (!(p = get_varint(dur_p, dur_end, &dur)))
             goto bad;
         dur_p = p;
+        if (gaps) {
+            if (dur >> 56)
+                goto bad;
+            dur = dur << 8 | *dur_lo++;
+        }
         struct wsl_event *ev = &out[i];
         if (__builtin_expect(op - 1 < entries, 1)) {
             *ev = table[op - 1];
         } else {
             if (op != 0)
                 goto bad; /* beyond the table */
-            int rc = packed_literal(r, &in, &entries, ev);
-            if (rc == -2)
-                return r->done;
-            if (rc)
-                goto bad;
+            int lr = packed_literal(r, in, &entries, ev);
+            if (lr) {
+                *rc = lr;
+                return i;
+            }
         }
-        prev_t += (uint64_t)wsl_unzigzag(dt);
-        ev->t_start = prev_t;
-        ev->t_end = prev_t + dur;
+        if (gaps) { /* the gap from the previous event's end */
+            ev->t_start = prev_t + (uint64_t)wsl_unzigzag(dt);
+            prev_t = ev->t_end = ev->t_start + dur;
+        } else { /* the delta from the previous event's start */
+            prev_t += (uint64_t)wsl_unzigzag(dt);
+            ev->t_start = prev_t;
+            ev->t_end = prev_t + dur;
+        }
     }
     st->prev_t = prev_t;
     r->pack->entries = entries;
-    in.op = op_p;
-    in.dt = dt_p;
-    in.dur = dur_p;
+    in->op = op_p;
+    in->dt = dt_p;
+    in->dur = dur_p;
+    in->dur_lo = dur_lo;
+    return n;
+bad:
+    *rc = -1;
+    return i;
+}
+
+/* Decodes the next batch of the EVENTS_PACKED or EVENTS_GAPS chunk in progress:
+ * the checks of wsl_event_decode_packed and wsl_event_decode_gaps
+ * (trace_format.h) in the same order. An event that repeats a table entry is a
+ * 64-byte copy and its two times; literals take packed_literal. */
+enum wsl_read_result reader_next_packed_batch(struct wsl_reader *r, struct wsl_item *item)
+{
+    const unsigned long long at = (unsigned long long)r->chunk_offset;
+    uint32_t n = r->ev_count - r->ev_done;
+    if (n > WSL_READER_BATCH)
+        n = WSL_READER_BATCH;
+    struct wsl_packed_in in = r->ev_pin;
+    int rc;
+    uint32_t done = in.dur_lo ? packed_events(r, &in, n, true, &rc) : packed_events(r, &in, n, false, &rc);
+    if (rc == -2)
+        return r->done;
+    if (rc)
+        return corrupt(r, "corrupt chunk at byte %llu: bad event encoding (event %u)", at, r->ev_done + done);
     r->ev_pin = in;
-    if (hand_out_events(r, item, out, n)) {
+    if (hand_out_events(r, item, r->batch, n)) {
         if (bytes_left(r, at, wsl_packed_left(&in)))
             return WSL_READ_ERROR;
         if (r->pack->literals != in.literals)
@@ -416,8 +448,6 @@ enum wsl_read_result reader_next_packed_batch(struct wsl_reader *r, struct wsl_i
                            at, r->pack->literals, in.literals);
     }
     return WSL_READ_ITEM;
-bad:
-    return corrupt(r, "corrupt chunk at byte %llu: bad event encoding (event %u)", at, r->ev_done + i);
 }
 
 enum wsl_read_result reader_parse_events(struct wsl_reader *r, uint32_t type, uint32_t size,
@@ -432,9 +462,11 @@ enum wsl_read_result reader_parse_events(struct wsl_reader *r, uint32_t type, ui
         return corrupt(r, "corrupt chunk at byte %llu: encoded events run past the chunk", at);
     /* Each event takes at least a byte of the api, dt and dur columns: a count
      * beyond any of them is refused before anything loops over it. */
-    const bool packed = type == WSL_CHUNK_EVENTS_PACKED;
-    enum wsl_columns_status cs = packed ? wsl_packed_open(&r->ev_pin, r->payload + sizeof eh, eh.encoded_size, eh.count)
-                                        : wsl_columns_open(&r->ev_in, r->payload + sizeof eh, eh.encoded_size, eh.count);
+    const bool packed = type == WSL_CHUNK_EVENTS_PACKED || type == WSL_CHUNK_EVENTS_GAPS;
+    enum wsl_columns_status cs =
+        type == WSL_CHUNK_EVENTS_GAPS ? wsl_gaps_open(&r->ev_pin, r->payload + sizeof eh, eh.encoded_size, eh.count)
+        : packed                      ? wsl_packed_open(&r->ev_pin, r->payload + sizeof eh, eh.encoded_size, eh.count)
+                                      : wsl_columns_open(&r->ev_in, r->payload + sizeof eh, eh.encoded_size, eh.count);
     switch (cs) {
     case WSL_COLUMNS_OK:
         break;

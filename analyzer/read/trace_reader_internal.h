@@ -81,7 +81,7 @@ struct wsl_reader {
     uint32_t ev_tid, ev_count, ev_done;
     uint64_t ev_dropped;
     struct wsl_columns_in ev_in;
-    bool ev_packed;             /* EVENTS_PACKED: ev_pin and pack, not ev_in */
+    bool ev_packed;             /* EVENTS_PACKED or EVENTS_GAPS: ev_pin and pack, not ev_in */
     struct wsl_packed_in ev_pin;
     struct wsl_pack_state *pack;
     struct wsl_event *batch;

@@ -1,5 +1,5 @@
 /*
- * wslshim trace format, version 1.8 (WSL_TRACE_VERSION_MAJOR, _MINOR below). Shared by the shim (writer) and the
+ * wslshim trace format, version 1.9 (WSL_TRACE_VERSION_MAJOR, _MINOR below). Shared by the shim (writer) and the
  * analyzer (reader); docs/trace-format.md explains it in prose.
  *
  * A trace file is one zstd stream (one or more frames). Decompressed, it is:
@@ -24,7 +24,8 @@
 #define WSL_TRACE_MAGIC "WSLSHIM"          /* 7 chars + NUL = 8 bytes */
 #define WSL_TRACE_BYTE_ORDER 0x01020304u
 #define WSL_TRACE_VERSION_MAJOR 1u         /* readers refuse a newer major */
-#define WSL_TRACE_VERSION_MINOR 8u         /* additions readers may skip; 1.8 adds the EMULATION chunk
+#define WSL_TRACE_VERSION_MINOR 9u         /* additions readers may skip; 1.9 writes EVENTS_GAPS, 1.8 adds
+                                              the EMULATION chunk
                                               and the IO_WRITE and IO_DIR categories
                                               (include/wslshim/emulation.h), 1.7 numbers EVENTS chunks
                                               (wsl_events_header.seq), 1.6 folds untimed opens,
@@ -63,6 +64,7 @@ enum wsl_chunk_type {
     /* 12: reserved for additions (NVTX) */
     WSL_CHUNK_EVENTS_PACKED = 13, /* encoded events of one thread, table-packed (1.4; replaces EVENTS) */
     WSL_CHUNK_EMULATION = 14, /* the run's WSLSHIM_EMULATE: SPEC and added costs (1.8; wslshim/emulation.h) */
+    WSL_CHUNK_EVENTS_GAPS = 15, /* EVENTS_PACKED with the times as gaps (1.9; replaces EVENTS_PACKED) */
 };
 
 struct wsl_chunk_header {
@@ -716,6 +718,10 @@ struct wsl_pack_state {
     uint16_t slot[WSL_PACK_HASH_SLOTS];         /* writer: entry index + 1, 0 empty */
     uint8_t last[WSL_MAX_API_IDS];              /* writer: the entry each api used last (a hint,
                                                    zeroed once, checked and compared, never reset) */
+    uint8_t next[WSL_PACK_TABLE_MAX + 1];       /* writer: the entry that came right after each entry
+                                                   last time (a hint as `last`: a program's step
+                                                   repeats its launches in the same order) */
+    uint8_t prev;                               /* writer: the previous event's entry (255: none) */
     struct wsl_event table[WSL_PACK_TABLE_MAX]; /* api, result, stream, a[]; times unused */
 };
 
@@ -744,37 +750,44 @@ struct wsl_packed_out {
     uint8_t *op, *dt, *dur, *lit;
 };
 
-/* Appends ev to the packed columns; st holds prev_t and the per-api previous
- * literal (reset as for EVENTS). Each buffer needs room for WSL_COL_*_MAX bytes
- * per event still to be encoded (the literal column: WSL_COL_LIT_MAX, the api
- * varint may be written one byte past what it keeps). */
-static inline void wsl_event_encode_packed(struct wsl_pack_state *ps, struct wsl_codec_state *st,
-                                           const struct wsl_event *ev, struct wsl_packed_out *o)
+/* The argument set of ev into the op column, and into the literal column when
+ * it is new to the chunk's table; st holds the per-api previous literal
+ * (reset as for EVENTS). The literal column needs room for WSL_COL_LIT_MAX
+ * bytes per event still to be encoded (the api varint may be written one byte
+ * past what it keeps). */
+static inline __attribute__((always_inline)) void wsl_pack_arguments(struct wsl_pack_state *ps,
+                                                                     struct wsl_codec_state *st,
+                                                                     const struct wsl_event *ev, uint8_t **op_at,
+                                                                     uint8_t **lit_at)
 {
-    const uint64_t t = ev->t_start, t_end = ev->t_end;
-    o->dt = wsl_put_varint(o->dt, wsl_zigzag((int64_t)(t - st->prev_t)));
-    o->dur = wsl_put_varint(o->dur, t_end >= t ? t_end - t : 0);
-    st->prev_t = t;
-    const unsigned api = ev->api;
-    unsigned k = ps->last[api];
+    const unsigned api = ev->api, prev = ps->prev;
+    unsigned k = ps->next[prev];
+    if (k < ps->entries && wsl_pack_same(&ps->table[k], ev)) { /* the set that followed the previous one */
+        *(*op_at)++ = (uint8_t)(k + 1);
+        ps->prev = (uint8_t)k;
+        return;
+    }
+    k = ps->last[api];
     if (k < ps->entries && wsl_pack_same(&ps->table[k], ev)) { /* a call repeating the api's previous set */
-        *o->op++ = (uint8_t)(k + 1);
+        *(*op_at)++ = (uint8_t)(k + 1);
+        ps->next[prev] = ps->prev = (uint8_t)k;
         return;
     }
     unsigned h = wsl_pack_hash(ev);
     while ((k = ps->slot[h]) != 0) {
         if (wsl_pack_same(&ps->table[k - 1], ev)) {
-            *o->op++ = (uint8_t)k;
-            ps->last[api] = (uint8_t)(k - 1);
+            *(*op_at)++ = (uint8_t)k;
+            ps->last[api] = ps->next[prev] = ps->prev = (uint8_t)(k - 1);
             return;
         }
         h = (h + 1) & (WSL_PACK_HASH_SLOTS - 1);
     }
-    *o->op++ = 0;
+    ps->prev = (uint8_t)WSL_PACK_TABLE_MAX; /* a literal: no entry, unless it is added below */
+    *(*op_at)++ = 0;
     ps->literals++;
     const unsigned two = api >= 0x80;
     struct wsl_event *pv = &st->prev[api];
-    uint8_t *f = o->lit;
+    uint8_t *f = *lit_at;
     f[0] = (uint8_t)(api | two << 7);
     f[1] = (uint8_t)(api >> 7);
     f += 1 + two;
@@ -782,7 +795,7 @@ static inline void wsl_event_encode_packed(struct wsl_pack_state *ps, struct wsl
     unsigned mask = 0;
     f = wsl_put_fields(pv, ev, f, &mask);
     *mask_at = (uint8_t)mask;
-    o->lit = f;
+    *lit_at = f;
     if (ps->entries < WSL_PACK_TABLE_MAX) {
         struct wsl_event *e = &ps->table[ps->entries++];
         memset(e, 0, sizeof *e);
@@ -791,13 +804,28 @@ static inline void wsl_event_encode_packed(struct wsl_pack_state *ps, struct wsl
         e->stream = ev->stream;
         memcpy(e->a, ev->a, sizeof e->a);
         ps->slot[h] = (uint16_t)ps->entries;
-        ps->last[api] = (uint8_t)(ps->entries - 1);
+        ps->last[api] = ps->next[prev] = ps->prev = (uint8_t)(ps->entries - 1);
     }
+}
+
+/* Appends ev to the packed columns (EVENTS_PACKED, 1.4): its times as the
+ * start's delta and the duration, its arguments by wsl_pack_arguments. Each
+ * buffer needs room for WSL_COL_*_MAX bytes per event still to be encoded. */
+static inline void wsl_event_encode_packed(struct wsl_pack_state *ps, struct wsl_codec_state *st,
+                                           const struct wsl_event *ev, struct wsl_packed_out *o)
+{
+    const uint64_t t = ev->t_start, t_end = ev->t_end;
+    o->dt = wsl_put_varint(o->dt, wsl_zigzag((int64_t)(t - st->prev_t)));
+    o->dur = wsl_put_varint(o->dur, t_end >= t ? t_end - t : 0);
+    st->prev_t = t;
+    wsl_pack_arguments(ps, st, ev, &o->op, &o->lit);
 }
 
 struct wsl_packed_in {
     const uint8_t *op, *op_end, *dt, *dt_end, *dur, *dur_end, *lit, *lit_end;
     uint32_t literals;      /* the directory's count */
+    const uint8_t *dur_lo;  /* EVENTS_GAPS: the durations' low bytes, one per op (dt: the gaps, dur: the
+                               durations' high bits); NULL: EVENTS_PACKED */
 };
 
 /* Splits the encoded bytes of an EVENTS_PACKED chunk like wsl_columns_open:
@@ -827,25 +855,16 @@ static inline enum wsl_columns_status wsl_packed_open(struct wsl_packed_in *in, 
     in->lit = p;
     in->lit_end = p + (size - (size_t)used);
     in->literals = dir[2];
+    in->dur_lo = NULL;
     return WSL_COLUMNS_OK;
 }
 
-/* Decodes the next packed event (the reference decoder; analyzer/trace_reader.c
- * has the same checks in a batch loop). Returns 0 on malformed input. */
-static inline int wsl_event_decode_packed(struct wsl_pack_state *ps, struct wsl_codec_state *st,
-                                          struct wsl_packed_in *in, uint32_t api_limit, struct wsl_event *ev)
+/* The argument set of an event whose op is `op` (a table entry, or 0: the next
+ * literal) into *ev, times left to the caller. Returns 0 on malformed input. */
+static inline int wsl_unpack_arguments(struct wsl_pack_state *ps, struct wsl_codec_state *st, struct wsl_packed_in *in,
+                                       unsigned op, uint32_t api_limit, struct wsl_event *ev)
 {
-    uint64_t dt, dur;
     const uint8_t *p;
-    if (in->op >= in->op_end)
-        return 0;
-    unsigned op = *in->op++;
-    if (!(p = wsl_get_varint(in->dt, in->dt_end, &dt)))
-        return 0;
-    in->dt = p;
-    if (!(p = wsl_get_varint(in->dur, in->dur_end, &dur)))
-        return 0;
-    in->dur = p;
     if (op) {
         if (op > ps->entries)
             return 0;
@@ -871,6 +890,27 @@ static inline int wsl_event_decode_packed(struct wsl_pack_state *ps, struct wsl_
         if (ps->entries < WSL_PACK_TABLE_MAX)
             ps->table[ps->entries++] = *ev;
     }
+    return 1;
+}
+
+/* Decodes the next packed event (the reference decoder; analyzer/trace_reader.c
+ * has the same checks in a batch loop). Returns 0 on malformed input. */
+static inline int wsl_event_decode_packed(struct wsl_pack_state *ps, struct wsl_codec_state *st,
+                                          struct wsl_packed_in *in, uint32_t api_limit, struct wsl_event *ev)
+{
+    uint64_t dt, dur;
+    const uint8_t *p;
+    if (in->op >= in->op_end)
+        return 0;
+    unsigned op = *in->op++;
+    if (!(p = wsl_get_varint(in->dt, in->dt_end, &dt)))
+        return 0;
+    in->dt = p;
+    if (!(p = wsl_get_varint(in->dur, in->dur_end, &dur)))
+        return 0;
+    in->dur = p;
+    if (!wsl_unpack_arguments(ps, st, in, op, api_limit, ev))
+        return 0;
     wsl_decode_times(st, ev, dt, dur);
     return 1;
 }
@@ -880,6 +920,102 @@ static inline size_t wsl_packed_left(const struct wsl_packed_in *in)
 {
     return (size_t)(in->op_end - in->op) + (size_t)(in->dt_end - in->dt) + (size_t)(in->dur_end - in->dur) +
            (size_t)(in->lit_end - in->lit);
+}
+
+/* ---- EVENTS_GAPS payload (1.9) ---------------------------------------------------
+ * The header, ops and literals of EVENTS_PACKED; only the times differ:
+ *
+ *   u32 gap_bytes, u32 dur_hi_bytes, u32 literals   column directory (12 bytes)
+ *   op column      `count` bytes, as in EVENTS_PACKED
+ *   gap column     `count` varints: zigzag(t_start - the previous event's t_end),
+ *                  the first against base_ticks (t_end: t_start + its duration)
+ *   dur_lo column  `count` bytes: the low byte of t_end - t_start (0 when negative)
+ *   dur_hi column  `count` varints: the rest of it (duration >> 8)
+ *   literal column the rest, as in EVENTS_PACKED
+ *
+ * A thread's calls follow one another: the gap from the previous call's end is
+ * the program's own time between them, where the start's delta also holds the
+ * previous call's duration, twice the noise. A duration's low byte is noise at
+ * the cycle counter's resolution, and its high bits repeat: apart, zstd's
+ * Huffman stage codes those in a few bits, and its match finder skips fewer
+ * bytes (issue 26, docs/overhead.md). Malformed, besides the rules of
+ * EVENTS_PACKED: a dur_hi value above 2^56 - 1. */
+#define WSL_COL_DUR_LO_MAX 1u
+#define WSL_GAPS_EVENT_MAX_ENCODED (WSL_PACKED_EVENT_MAX_ENCODED + WSL_COL_DUR_LO_MAX)
+
+struct wsl_gaps_out {
+    uint8_t *op, *gap, *dur_lo, *dur_hi, *lit;
+};
+
+/* Appends ev to the EVENTS_GAPS columns; st->prev_t is the previous event's
+ * end (base_ticks at the chunk's start). Each buffer needs room for its
+ * WSL_COL_*_MAX bytes per event still to be encoded (gap: WSL_COL_DT_MAX,
+ * dur_hi: WSL_COL_DUR_MAX). */
+static inline void wsl_event_encode_gaps(struct wsl_pack_state *ps, struct wsl_codec_state *st,
+                                         const struct wsl_event *ev, struct wsl_gaps_out *o)
+{
+    const uint64_t t = ev->t_start, t_end = ev->t_end, dur = t_end >= t ? t_end - t : 0;
+    o->gap = wsl_put_varint(o->gap, wsl_zigzag((int64_t)(t - st->prev_t)));
+    *o->dur_lo++ = (uint8_t)dur;
+    o->dur_hi = wsl_put_varint(o->dur_hi, dur >> 8);
+    st->prev_t = t + dur;
+    wsl_pack_arguments(ps, st, ev, &o->op, &o->lit);
+}
+
+/* Splits the encoded bytes of an EVENTS_GAPS chunk as wsl_packed_open does an
+ * EVENTS_PACKED chunk's (dt: the gap column, dur: dur_hi, dur_lo set). */
+static inline enum wsl_columns_status wsl_gaps_open(struct wsl_packed_in *in, const uint8_t *p, size_t size,
+                                                    uint32_t count)
+{
+    uint32_t dir[3];
+    if (size < WSL_EVENTS_DIRECTORY_SIZE)
+        return WSL_COLUMNS_NO_DIRECTORY;
+    memcpy(dir, p, sizeof dir);
+    if (count > dir[0] || count > dir[1] || dir[2] > count)
+        return WSL_COLUMNS_COUNT_TOO_BIG;
+    uint64_t used = (uint64_t)WSL_EVENTS_DIRECTORY_SIZE + 2ull * count + dir[0] + dir[1];
+    if (used > size)
+        return WSL_COLUMNS_OVERRUN;
+    if ((uint64_t)dir[2] * 2 > size - used)
+        return WSL_COLUMNS_COUNT_TOO_BIG;
+    p += WSL_EVENTS_DIRECTORY_SIZE;
+    in->op = p;
+    in->op_end = p += count;
+    in->dt = p;
+    in->dt_end = p += dir[0];
+    in->dur_lo = p;
+    p += count;
+    in->dur = p;
+    in->dur_end = p += dir[1];
+    in->lit = p;
+    in->lit_end = p + (size - (size_t)used);
+    in->literals = dir[2];
+    return WSL_COLUMNS_OK;
+}
+
+/* Decodes the next EVENTS_GAPS event (the reference decoder, as
+ * wsl_event_decode_packed). Returns 0 on malformed input. */
+static inline int wsl_event_decode_gaps(struct wsl_pack_state *ps, struct wsl_codec_state *st,
+                                        struct wsl_packed_in *in, uint32_t api_limit, struct wsl_event *ev)
+{
+    uint64_t gap, hi;
+    const uint8_t *p;
+    if (in->op >= in->op_end)
+        return 0;
+    unsigned op = *in->op++;
+    if (!(p = wsl_get_varint(in->dt, in->dt_end, &gap)))
+        return 0;
+    in->dt = p;
+    if (!(p = wsl_get_varint(in->dur, in->dur_end, &hi)) || hi >> 56)
+        return 0;
+    in->dur = p;
+    const uint64_t dur = hi << 8 | *in->dur_lo++;
+    if (!wsl_unpack_arguments(ps, st, in, op, api_limit, ev))
+        return 0;
+    ev->t_start = st->prev_t + (uint64_t)wsl_unzigzag(gap);
+    ev->t_end = ev->t_start + dur;
+    st->prev_t = ev->t_end;
+    return 1;
 }
 
 #endif /* WSLSHIM_TRACE_FORMAT_H */

@@ -606,7 +606,7 @@ __attribute__((noreturn)) static void exec_child(const struct run_options *o, co
 {
     char *preload = preload_with_shim(shim, getenv("LD_PRELOAD"));
     /* The process the user ran: the shim never drops its last image's trace as a
-     * short helper's (WSLSHIM_KEEP_HELPERS=1 keeps every one; shim/writer/writer.c). */
+     * short helper's (WSLSHIM_KEEP_HELPERS=1 keeps every one; shim/writer/helpers.c). */
     char root_pid[24];
     snprintf(root_pid, sizeof root_pid, "%d", (int)getpid());
 #if defined(__SANITIZE_THREAD__)
@@ -634,7 +634,7 @@ __attribute__((noreturn)) static void exec_child(const struct run_options *o, co
     _exit(err == ENOENT ? 127 : 126);
 }
 
-/* ---- short helper processes: the shim's notes (shim/writer/writer.c) ----------------------------- */
+/* ---- short helper processes: the shim's notes (shim/writer/helpers.c) ---------------------------- */
 
 #define HELPERS_FILE "wslshim-helpers.txt"
 

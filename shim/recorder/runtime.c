@@ -550,7 +550,7 @@ void wsl_ring_commit_tsan(struct wsl_thread *t)
  * The child has only the forking thread. Everything the parent had in flight
  * stays with the parent; the child starts its own trace at its first event.
  * The writer thread leaves before the fork and, in the parent, comes back
- * after it (writer.c). */
+ * after it (writer/fork.c). */
 /* Whether the program counts its threads right after fork() returns in the
  * parent: CPython 3.12 and later do (/proc/self/stat, to warn about forking a
  * multi-threaded process), so there the writer stays away a moment after the

@@ -14,8 +14,9 @@ the target; 1: the file's bytes as they are):
   the file cut every 256 bytes; 96 single-bit flips; a newer major and minor
   version; the other byte order; absurd sizes (chunk sizes, event counts,
   encoded sizes, column directories, path lengths, header and record sizes).
-With --make-trace, a synthetic trace in the 1.2 layout (EVENTS chunks) joins
-them: the shim writes 1.4 (EVENTS_PACKED), readers still read both.
+With --make-trace, synthetic traces in the 1.2 layout (EVENTS chunks) and the
+1.4 one (EVENTS_PACKED) join them: the shim writes 1.9 (EVENTS_GAPS), readers
+still read all three.
 With --check-report N, N of the damaged streams are written as trace files
 and wslshim-report must end each with status 0 (a readable prefix, warned)
 or 2 with exactly one line on stderr: never a crash, never a hang.
@@ -57,10 +58,12 @@ subprocess.run([sys.executable, "-c", "import os, sys\nfor n in sorted(os.listdi
                 "    with open(os.path.join(sys.argv[1], n), 'rb') as f: f.read()", data],
                env=fold_env, capture_output=True, timeout=60)
 fold = sorted(os.path.join(work, f) for f in os.listdir(work) if f.startswith("fold-"))
-if a.make_trace:  # the shim writes 1.4 (EVENTS_PACKED); keep the 1.2 decoder fuzzed too
+if a.make_trace:  # the shim writes 1.9 (EVENTS_GAPS); keep the 1.2 and 1.4 decoders fuzzed too
     v12 = os.path.join(work, "v12.trace.zst")
     subprocess.run([a.make_trace, v12, "--v12", "--tsc"], check=True, capture_output=True, timeout=60)
-    traces = traces[:5] + [v12]
+    v14 = os.path.join(work, "v14.trace.zst")
+    subprocess.run([a.make_trace, v14, "--v14", "--tsc"], check=True, capture_output=True, timeout=60)
+    traces = traces[:5] + [v12, v14]
 traces += fold[:1]
 if not traces:
     sys.exit("FAIL: no traces were made")
@@ -118,7 +121,7 @@ for ti, path in enumerate(traces[:6]):
             struct.pack_into("<I", b, off + 4, size)
             inputs.append((f"{tag}-size{k}-{label}", b"\0" + bytes(b)))
             damaged.append(bytes(b))
-        if t in (4, 13) and n >= 44:  # EVENTS, EVENTS_PACKED: count, encoded_size, the directory
+        if t in (4, 13, 15) and n >= 44:  # EVENTS, EVENTS_PACKED, EVENTS_GAPS: count, encoded_size, the directory
             for label, field, val in (("count", 4, 0xFFFFFFFF), ("count0", 4, 0), ("enc", 24, 0xFFFFFFF0),
                                       ("dir0", 32, 0xFFFFFFFF), ("dir2", 40, 0xFFFFFFFF), ("dir2z", 40, 0)):
                 b = bytearray(s)

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""GPU check of trace format 1.4 (EVENTS_PACKED chunks, zstd level -1) on real
-PyTorch traces.
+"""GPU check of trace format 1.9 (EVENTS_GAPS chunks: 1.4's EVENTS_PACKED with
+the times as gaps; zstd level -1) on real PyTorch traces.
 
     python3 tests/gpu/packed_traces_gpu.py --build BUILD --out OUTDIR
 
@@ -9,7 +9,7 @@ loop with loss.item() every 10 steps, with GPU timing of every launch and
 without; the MLP replayed as a CUDA graph; an elementwise loop), then for each
 trace:
   - the program's output (its checksum line) is the same as without the shim;
-  - every EVENTS chunk is EVENTS_PACKED and the file header says 1.4 or later;
+  - no EVENTS chunk is in the 1.2 layout and the file header says 1.9 or later;
   - tests/unit/relayout.py rewrites it in the 1.2 layout (EVENTS, zstd level 1)
     with an independent Python codec, and wslshim-report prints byte-identical
     JSON and text reports for the two;
@@ -94,7 +94,7 @@ def main():
         for t in traces:
             raw = subprocess.run(["zstd", "-dcq", os.path.join(d14, t)], capture_output=True).stdout
             major, minor = struct.unpack_from("<HH", raw, 12)
-            if major != 1 or minor < 4:  # 1.4 packed the events; 1.5 adds folded file calls
+            if major != 1 or minor < 9:  # 1.4 packed the events, 1.9 writes their times as gaps
                 run["problems"].append(f"{t}: file header version {struct.unpack_from('<HH', raw, 12)}")
             pos = struct.unpack_from("<I", raw, 16)[0]
             while pos + 8 <= len(raw):

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A program that opens files until EMFILE gets as many under the shim as without it, where
 # the hard limit lies above the soft one (the trace's descriptor goes to the soft limit's
-# number, out of the program's reach: shim/writer/writer.c, fd_dup_high); the trace stays whole:
+# number, out of the program's reach: shim/writer/trace_file.c, fd_dup_high); the trace stays whole:
 #   fd_limit_check.sh SHIM CLIENT REPORT WORKDIR
 set -euo pipefail
 shim=$1 client=$2 report=$3 work=$4

@@ -3,7 +3,7 @@
  * prints "opened N, then EMFILE" (or the errno that stopped it). Under the
  * shim, where the hard limit lies above the soft one, the program gets as many
  * descriptors as without it: the trace's lies past the soft limit
- * (shim/writer/writer.c, fd_dup_high). Run by fd_limit_check.sh.
+ * (shim/writer/trace_file.c, fd_dup_high). Run by fd_limit_check.sh.
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -5,9 +5,10 @@
  *
  *   make_trace OUT [--pid N] [--ppid N] [--start-ns NS] [--forked] [--native]
  *              [--tsc] [--no-end] [--no-driver] [--dropped N] [--major N]
- *              [--swap-order] [--truncate-tail BYTES] [--bad-chunk] [--exe PATH] [--v12]
+ *              [--swap-order] [--truncate-tail BYTES] [--bad-chunk] [--exe PATH] [--v12] [--v14]
  *
- * --v12 writes the events in the 1.2 layout (EVENTS chunks, zstd level 1) of older shims.
+ * --v12 writes the events in the 1.2 layout (EVENTS chunks, zstd level 1) of older shims,
+ * --v14 in the 1.4 one (EVENTS_PACKED chunks, file header 1.8) of shims before 1.9.
  *
  * Workload (ns): thread 100 makes 6000 launches, launch i lasting
  * 2000 + (i*7919 % 10007)*3, every third one through cuLaunchKernel_ptsz, and
@@ -33,7 +34,7 @@ struct thread_events {
     uint64_t cursor;    /* ns */
 };
 
-static bool use_tsc, v12;
+static bool use_tsc, v12, v14;
 
 static uint64_t ticks(uint64_t ns) { return use_tsc ? TICK_OFFSET + ns * TICKS_PER_NS : ns; }
 
@@ -104,6 +105,8 @@ int main(int argc, char **argv)
             bad_chunk = true;
         else if (!strcmp(a, "--v12"))
             v12 = true;
+        else if (!strcmp(a, "--v14"))
+            v14 = true;
         else
             usage();
     }
@@ -124,12 +127,15 @@ int main(int argc, char **argv)
     for (unsigned i = 0; i < 60; i++)
         add_call(&th[1], "cuMemFree_v2", 3000, 0);
 
-    struct synth_options so = {.level = v12 ? 1 : 0, .checksum = true, .flush_each_chunk = true, .v12_events = v12};
+    struct synth_options so = {.level = v12 ? 1 : 0, .checksum = true, .flush_each_chunk = true, .v12_events = v12,
+                               .v14_events = v14};
     struct synth *s = synth_open(out, &so);
     struct wsl_file_header h = synth_default_header();
     h.version_major = (uint16_t)major;
     if (v12)
         h.version_minor = 2;
+    else if (v14)
+        h.version_minor = 8;
     if (swap)
         h.byte_order = __builtin_bswap32(h.byte_order);
     synth_file_header(s, &h);

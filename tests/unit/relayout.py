@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Rewrites a trace's EVENTS_PACKED chunks (format 1.4) as the 1.2 EVENTS
-chunks older shims wrote (column layout, file header minor 2, zstd level 1),
+"""Rewrites a trace's EVENTS_PACKED (format 1.4) and EVENTS_GAPS (1.9) chunks
+as the 1.2 EVENTS chunks older shims wrote (column layout, file header minor 2, zstd level 1),
 every other chunk as it is: the same events in the older layout, so a
 reader's output can be compared across the two.
 
@@ -31,17 +31,28 @@ def put_varint(out, v):
     out.append(v)
 
 
-def unpack_events(enc, count):
-    """(dts, durs, sets): the raw dt and dur varint values and each event's (api, result, stream, a0..a3)."""
+def unpack_events(enc, count, base=None):
+    """(dts, durs, sets): the raw dt and dur varint values of the 1.4 layout and each event's
+    (api, result, stream, a0..a3). base: the chunk's base_ticks, for the 1.9 layout (EVENTS_GAPS:
+    a gap column, then a byte per event of the durations' low bits and their high bits as varints),
+    whose times are turned into the 1.4 values."""
     dt_bytes, dur_bytes, literals = struct.unpack_from("<III", enc, 0)
     op_at, d = 12, 12 + count
-    u = d + dt_bytes
+    lo = d + dt_bytes
+    u = lo + count if base is not None else lo
     lit = u + dur_bytes
     prev, table, sets, dts, durs, seen = {}, [], [], [], [], 0
+    start = end = base
     for i in range(count):
         op = enc[op_at + i]
         dt, d = varint(enc, d)
         dur, u = varint(enc, u)
+        if base is not None:  # gap from the previous end; duration in two parts
+            dur = dur << 8 | enc[lo + i]
+            t = (end + ((dt >> 1) ^ -(dt & 1))) & (2**64 - 1)
+            delta = (t - start + 2**63) % 2**64 - 2**63
+            dt = ((delta << 1) ^ (delta >> 63)) & (2**64 - 1)
+            start, end = t, (t + dur) & (2**64 - 1)
         dts.append(dt)
         durs.append(dur)
         if op:
@@ -112,9 +123,9 @@ def main():
         if len(payload) < size:
             out += data[pos:]  # cut short: keep the cut as it was
             break
-        if ctype == 13:
+        if ctype in (13, 15):
             tid, count, base, dropped, enc_size, res = struct.unpack_from("<IIQQII", payload)
-            dts, durs, sets, lits = unpack_events(payload[32:32 + enc_size], count)
+            dts, durs, sets, lits = unpack_events(payload[32:32 + enc_size], count, base if ctype == 15 else None)
             enc = encode_columns(dts, durs, sets)
             payload = struct.pack("<IIQQII", tid, count, base, dropped, len(enc), res) + enc
             ctype = 4

@@ -431,6 +431,9 @@ int test_codec_end_before_start(void)
 
 /* ---- EVENTS_PACKED (format 1.4) ---- */
 
+/* The layout unpack_all decodes: EVENTS_GAPS (1.9) when set, else EVENTS_PACKED. */
+static bool unpack_gaps;
+
 /* Decodes the packed bytes b (exactly `size`, so ASan sees any overrun) as a
  * chunk of `count` events with the reference decoder: how many decoded (-1:
  * the columns did not open); *done: every column used up and the literal count
@@ -442,12 +445,13 @@ static int unpack_all(const uint8_t *b, size_t size, uint32_t count, uint32_t ap
     static struct wsl_pack_state ps;
     struct wsl_packed_in in;
     *done = 0;
-    if (wsl_packed_open(&in, b, size, count) != WSL_COLUMNS_OK)
+    if ((unpack_gaps ? wsl_gaps_open : wsl_packed_open)(&in, b, size, count) != WSL_COLUMNS_OK)
         return -1;
     wsl_codec_reset(&st, base);
     wsl_pack_reset(&ps, 0);
     uint32_t i = 0;
-    while (i < count && wsl_event_decode_packed(&ps, &st, &in, api_limit, &out[i]))
+    while (i < count && (unpack_gaps ? wsl_event_decode_gaps : wsl_event_decode_packed)(&ps, &st, &in, api_limit,
+                                                                                        &out[i]))
         i++;
     *done = wsl_packed_left(&in) == 0 && ps.literals == in.literals;
     return (int)i;
@@ -518,6 +522,27 @@ int test_packed_roundtrip(void)
         }
         CHECK(zeros == dir[2]);
         total_ops_bytes += n;
+        /* EVENTS_GAPS (1.9): the same ops and literals, the same events. */
+        uint8_t *genc;
+        size_t gsize = synth_encode_gaps(in, n, in[0].t_start, &genc);
+        uint32_t gdir[3];
+        memcpy(gdir, genc, sizeof gdir);
+        CHECKF(gsize <= WSL_EVENTS_DIRECTORY_SIZE + (size_t)n * WSL_GAPS_EVENT_MAX_ENCODED, "round %d: %zu bytes",
+               round, gsize);
+        CHECK(gdir[2] == dir[2] && memcmp(genc + WSL_EVENTS_DIRECTORY_SIZE, op, n) == 0);
+        CHECK(memcmp(genc + gsize - (size_t)(size - WSL_EVENTS_DIRECTORY_SIZE - n - dir[0] - dir[1]),
+                     enc + WSL_EVENTS_DIRECTORY_SIZE + n + dir[0] + dir[1],
+                     size - WSL_EVENTS_DIRECTORY_SIZE - n - dir[0] - dir[1]) == 0); /* the literal column */
+        unpack_gaps = true;
+        memset(out, 0, (size_t)n * sizeof *out);
+        CHECKF(unpack_all(genc, gsize, n, WSL_MAX_API_IDS, in[0].t_start, out, &done) == (int)n && done,
+               "round %d: EVENTS_GAPS bytes did not decode", round);
+        unpack_gaps = false;
+        for (uint32_t i = 0; i < n; i++) {
+            const char *what;
+            CHECKF(event_diff(&in[i], &out[i], &what) < 0, "round %d event %u (gaps) differs in %s", round, i, what);
+        }
+        free(genc);
         free(enc);
         /* The 1.2 columns of the same events decode to the same events. */
         size = synth_encode_events(in, n, in[0].t_start, &enc);
@@ -550,6 +575,13 @@ int test_packed_roundtrip(void)
     CHECK(size == WSL_EVENTS_DIRECTORY_SIZE + WSL_PACKED_EVENT_MAX_ENCODED);
     int done;
     CHECK(unpack_all(enc, size, 1, WSL_MAX_API_IDS, UINT64_MAX / 2 + 1, out, &done) == 1 && done);
+    CHECK(event_diff(&worst, &out[0], NULL) < 0);
+    free(enc);
+    size = synth_encode_gaps(&worst, 1, UINT64_MAX / 2 + 1, &enc);
+    CHECK(size <= WSL_EVENTS_DIRECTORY_SIZE + WSL_GAPS_EVENT_MAX_ENCODED);
+    unpack_gaps = true;
+    CHECK(unpack_all(enc, size, 1, WSL_MAX_API_IDS, UINT64_MAX / 2 + 1, out, &done) == 1 && done);
+    unpack_gaps = false;
     CHECK(event_diff(&worst, &out[0], NULL) < 0);
     free(enc);
     free(in);
@@ -653,6 +685,68 @@ int test_packed_malformed(void)
     memcpy(d, lits, sizeof lits);
     CHECK(wsl_packed_open(&in, d, WSL_EVENTS_DIRECTORY_SIZE + 2 + 4 + 3, 2) == WSL_COLUMNS_COUNT_TOO_BIG);
     CHECK(wsl_packed_open(&in, d, WSL_EVENTS_DIRECTORY_SIZE + 2 + 4 + 4, 2) == WSL_COLUMNS_OK);
+    free(b);
+    return 0;
+}
+
+/* EVENTS_GAPS (1.9): directories that do not fit (its dur_lo column takes a
+ * byte per event too), a duration's high part past 2^56 - 1, and every cut of
+ * a good chunk (the decoder stops inside the bytes it was given). */
+int test_gaps_malformed(void)
+{
+    struct wsl_event ev[3] = {
+        {.t_start = 1000, .t_end = 1300, .api = 1, .stream = 7},
+        {.t_start = 1310, .t_end = 1400, .api = 1, .stream = 7},
+        {.t_start = 1390, .t_end = 1390, .api = 2, .stream = 7, .a = {5}}, /* starts before the last end */
+    };
+    uint8_t *b;
+    size_t size = synth_encode_gaps(ev, 3, 1000, &b);
+    int done;
+    struct wsl_event out[4];
+    unpack_gaps = true;
+    CHECK(unpack_all(b, size, 3, WSL_MAX_API_IDS, 1000, out, &done) == 3 && done);
+    for (int i = 0; i < 3; i++)
+        CHECK(event_diff(&ev[i], &out[i], NULL) < 0);
+    uint32_t dir[3];
+    memcpy(dir, b, sizeof dir);
+    CHECK(dir[0] == 3 && dir[1] == 3 && dir[2] == 2); /* small gaps, no high part above 255 ticks but the first's */
+    for (size_t cut = 0; cut < size; cut++) {
+        uint8_t *c = malloc(cut ? cut : 1);
+        memcpy(c, b, cut);
+        int n = unpack_all(c, cut, 3, WSL_MAX_API_IDS, 1000, out, &done);
+        CHECKF(n < 3 || !done, "cut at %zu decoded whole", cut);
+        free(c);
+    }
+    /* The first duration's high part made 2^56 (a 9-byte varint). */
+    const size_t hi0 = WSL_EVENTS_DIRECTORY_SIZE + 3 + dir[0] + 3;
+    CHECK(b[hi0] == 1); /* 300 ticks: 1 << 8 | 44 */
+    uint8_t *c = malloc(size + 8);
+    static const uint8_t long_hi[9] = {0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01};
+    memcpy(c, b, hi0);
+    memcpy(c + hi0, long_hi, sizeof long_hi);
+    memcpy(c + hi0 + 9, b + hi0 + 1, size - hi0 - 1);
+    uint32_t d2[3] = {dir[0], dir[1] + 8, dir[2]};
+    memcpy(c, d2, sizeof d2);
+    CHECK(unpack_all(c, size + 8, 3, WSL_MAX_API_IDS, 1000, out, &done) == 0);
+    c[hi0 + 8] = 0x00; /* 2^56 - 1 fits: 0x80 x 8 then 0: not minimal, but a valid value (0) */
+    CHECK(unpack_all(c, size + 8, 3, WSL_MAX_API_IDS, 1000, out, &done) == 3 && done);
+    free(c);
+    /* Directories: count above the gap or dur_hi column, the dur_lo bytes past the end, literals. */
+    uint8_t d[WSL_EVENTS_DIRECTORY_SIZE + 16] = {0};
+    struct wsl_packed_in in;
+    CHECK(wsl_gaps_open(&in, d, WSL_EVENTS_DIRECTORY_SIZE - 1, 0) == WSL_COLUMNS_NO_DIRECTORY);
+    CHECK(wsl_gaps_open(&in, d, WSL_EVENTS_DIRECTORY_SIZE, 0) == WSL_COLUMNS_OK && wsl_packed_left(&in) == 0 &&
+          in.dur_lo);
+    uint32_t two[3] = {2, 2, 0};
+    memcpy(d, two, sizeof two);
+    CHECK(wsl_gaps_open(&in, d, WSL_EVENTS_DIRECTORY_SIZE + 2 + 2 + 2 + 1, 2) == WSL_COLUMNS_OVERRUN);
+    CHECK(wsl_gaps_open(&in, d, WSL_EVENTS_DIRECTORY_SIZE + 2 + 2 + 2 + 2, 2) == WSL_COLUMNS_OK);
+    CHECK(wsl_gaps_open(&in, d, sizeof d, 3) == WSL_COLUMNS_COUNT_TOO_BIG);
+    uint32_t lits[3] = {2, 2, 2};
+    memcpy(d, lits, sizeof lits);
+    CHECK(wsl_gaps_open(&in, d, WSL_EVENTS_DIRECTORY_SIZE + 8 + 3, 2) == WSL_COLUMNS_COUNT_TOO_BIG);
+    CHECK(wsl_gaps_open(&in, d, WSL_EVENTS_DIRECTORY_SIZE + 8 + 4, 2) == WSL_COLUMNS_OK);
+    unpack_gaps = false;
     free(b);
     return 0;
 }

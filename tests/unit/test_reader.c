@@ -756,43 +756,58 @@ int test_reader_raw_mutations(void)
     return 0;
 }
 
-/* The same events written as 1.2 EVENTS chunks (older shims) and as 1.4
- * EVENTS_PACKED chunks read back identically; chunks of 2500 events with
- * random arguments fill the packed table, and batches cut across it. */
+/* The same events written as 1.2 EVENTS chunks (older shims), as 1.4
+ * EVENTS_PACKED chunks and as 1.9 EVENTS_GAPS chunks read back identically;
+ * chunks of 2500 events with random arguments fill the packed table, and
+ * batches cut across it. */
 int test_reader_formats_agree(void)
 {
-    char path12[512], path14[512];
+    char path12[512], path14[512], path19[512];
     test_path(path12, sizeof path12, "v12.trace.zst");
     test_path(path14, sizeof path14, "v14.trace.zst");
+    test_path(path19, sizeof path19, "v19.trace.zst");
     struct gen_options o = {.threads = 3, .events_per_thread = 30000, .chunk_events = 2500,
                             .clock_kind = WSL_CLOCK_TSC, .ticks_per_ns = 2.5, .end = true, .extras = true,
                             .seed = 1312};
-    struct gen_result g12, g14;
+    struct gen_result g12, g14, g19;
     o.v12 = true;
     gen_trace(path12, &o, &g12);
     o.v12 = false;
+    o.v14 = true;
     gen_trace(path14, &o, &g14);
-    CHECK(g12.count == g14.count && g12.count == 90000);
-    struct read_all a, b;
+    o.v14 = false;
+    gen_trace(path19, &o, &g19);
+    CHECK(g12.count == g14.count && g12.count == g19.count && g12.count == 90000);
+    struct read_all a, b, c;
     read_all_file(path12, &a);
     read_all_file(path14, &b);
-    CHECKF(a.result == WSL_READ_END && b.result == WSL_READ_END, "%s / %s", a.message, b.message);
-    if (compare_events(&a, &g12, g12.count) || compare_events(&b, &g12, g12.count))
+    read_all_file(path19, &c);
+    CHECKF(a.result == WSL_READ_END && b.result == WSL_READ_END && c.result == WSL_READ_END, "%s / %s / %s",
+           a.message, b.message, c.message);
+    if (compare_events(&a, &g12, g12.count) || compare_events(&b, &g12, g12.count) ||
+        compare_events(&c, &g12, g12.count))
         return 1;
-    CHECK(a.count == b.count && a.batches == b.batches && a.chunk_starts == b.chunk_starts &&
-          a.dropped == b.dropped && a.dropped == g12.dropped);
-    CHECK(memcmp(a.items, b.items, sizeof a.items) == 0);
-    CHECK(a.clock.ns_per_tick == b.clock.ns_per_tick && a.clock.ns0 == b.clock.ns0);
+    const struct read_all *later[] = {&b, &c};
+    for (int k = 0; k < 2; k++) {
+        const struct read_all *x = later[k];
+        CHECK(a.count == x->count && a.batches == x->batches && a.chunk_starts == x->chunk_starts &&
+              a.dropped == x->dropped && a.dropped == g12.dropped);
+        CHECK(memcmp(a.items, x->items, sizeof a.items) == 0);
+        CHECK(a.clock.ns_per_tick == x->clock.ns_per_tick && a.clock.ns0 == x->clock.ns0);
+    }
     read_all_free(&a);
     read_all_free(&b);
+    read_all_free(&c);
     gen_result_free(&g12);
     gen_result_free(&g14);
+    gen_result_free(&g19);
     return 0;
 }
 
-/* An EVENTS_PACKED chunk of the events `ev`, with payload byte `at` (from the
- * start of the encoded bytes; < 0: none) set to v, and `extra` spare bytes. */
-static void write_packed_case(const char *path, const struct wsl_event *ev, uint32_t n, long at, uint8_t v,
+/* An EVENTS_PACKED chunk (gaps: EVENTS_GAPS) of the events `ev`, with payload
+ * byte `at` (from the start of the encoded bytes; < 0: none) set to v, and
+ * `extra` spare bytes. */
+static void write_packed_case(const char *path, bool gaps, const struct wsl_event *ev, uint32_t n, long at, uint8_t v,
                               size_t extra, int64_t literals)
 {
     struct synth *s = synth_open(path, NULL);
@@ -803,7 +818,7 @@ static void write_packed_case(const char *path, const struct wsl_event *ev, uint
                                             {"cuStreamSynchronize", "cuStreamSynchronize", WSL_CAT_SYNC_STREAM, 0}};
     synth_api_rows(s, rows, 2);
     uint8_t *enc;
-    size_t size = synth_encode_packed(ev, n, ev[0].t_start, &enc);
+    size_t size = gaps ? synth_encode_gaps(ev, n, ev[0].t_start, &enc) : synth_encode_packed(ev, n, ev[0].t_start, &enc);
     uint8_t *payload = calloc(1, sizeof(struct wsl_events_header) + size + extra);
     struct wsl_events_header eh = {.tid = 7, .count = n, .base_ticks = ev[0].t_start,
                                    .encoded_size = (uint32_t)(size + extra)};
@@ -815,15 +830,16 @@ static void write_packed_case(const char *path, const struct wsl_event *ev, uint
         uint32_t l = (uint32_t)literals;
         memcpy(payload + sizeof eh + 8, &l, 4);
     }
-    synth_chunk(s, WSL_CHUNK_EVENTS_PACKED, payload, sizeof eh + size + extra);
+    synth_chunk(s, gaps ? WSL_CHUNK_EVENTS_GAPS : WSL_CHUNK_EVENTS_PACKED, payload, sizeof eh + size + extra);
     synth_end(s, 0, n, 0, 1);
     synth_close(s);
     free(enc);
     free(payload);
 }
 
-/* Broken EVENTS_PACKED chunks through the reader's batch decoder: one line
- * naming the chunk, and only whole batches before the fault handed out. */
+/* Broken EVENTS_PACKED and EVENTS_GAPS chunks through the reader's batch
+ * decoder: one line naming the chunk, and only whole batches before the fault
+ * handed out. */
 int test_reader_packed_malformed(void)
 {
     enum { N = 600 }; /* three batches */
@@ -839,58 +855,100 @@ int test_reader_packed_malformed(void)
     char path[512];
     test_path(path, sizeof path, "packed-bad.trace.zst");
     struct read_all ra;
-    /* Good first. */
-    write_packed_case(path, ev, N, -1, 0, 0, -1);
-    read_all_file(path, &ra);
-    CHECKF(ra.result == WSL_READ_END && ra.count == N, "%s", ra.message);
-    for (int i = 0; i < N; i++)
-        CHECK(event_diff(&ev[i], &ra.events[i], NULL) < 0);
-    read_all_free(&ra);
-
-    const long ops = WSL_EVENTS_DIRECTORY_SIZE;
-    uint8_t *enc;
-    synth_encode_packed(ev, N, ev[0].t_start, &enc);
-    uint32_t dir[3];
-    memcpy(dir, enc, sizeof dir);
-    free(enc);
-    const int64_t literals = dir[2];
-    CHECK(literals == 10);
-    const struct {
-        long at;
-        uint8_t v;
-        size_t extra;
-        int64_t literals;
-        const char *want;
-        size_t handed_out;
-    } cases[] = {
-        {ops + 1, 200, 0, -1, "bad event encoding (event 1)", 0},     /* op past the table */
-        {ops + 300, 200, 0, -1, "bad event encoding (event 300)", 256}, /* in the second batch */
-        {ops + 599, 0, 0, -1, "bad event encoding (event 599)", 512}, /* a literal that is not there */
-        {-1, 0, 0, 5, "bad event encoding (event", 0},                /* fewer literals than ops 0 */
-        {-1, 0, 1, -1, "event count mismatch (1 bytes left after 600 events)", 512},
-        {-1, 0, 0, N + 1, "event count mismatch (600 events with 601 literals cannot fit", 0},
-        {-1, 0, 0, literals + 1, "literals, the directory says", 512}, /* more than the ops 0 */
-    };
-    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        write_packed_case(path, ev, N, cases[c].at, cases[c].v, cases[c].extra, cases[c].literals);
+    for (int gaps = 0; gaps < 2; gaps++) {
+        /* Good first. */
+        write_packed_case(path, gaps, ev, N, -1, 0, 0, -1);
         read_all_file(path, &ra);
-        CHECKF(ra.result == WSL_READ_ERROR && strstr(ra.message, cases[c].want) &&
-                   strstr(ra.message, "corrupt chunk at byte") && !strchr(ra.message, '\n'),
-               "case %zu: result %d, '%s'", c, ra.result, ra.message);
-        CHECKF(ra.count == cases[c].handed_out, "case %zu: %zu events handed out", c, ra.count);
+        CHECKF(ra.result == WSL_READ_END && ra.count == N, "%s", ra.message);
+        for (int i = 0; i < N; i++)
+            CHECK(event_diff(&ev[i], &ra.events[i], NULL) < 0);
+        read_all_free(&ra);
+
+        const long ops = WSL_EVENTS_DIRECTORY_SIZE;
+        uint8_t *enc;
+        if (gaps)
+            synth_encode_gaps(ev, N, ev[0].t_start, &enc);
+        else
+            synth_encode_packed(ev, N, ev[0].t_start, &enc);
+        uint32_t dir[3];
+        memcpy(dir, enc, sizeof dir);
+        free(enc);
+        const int64_t literals = dir[2];
+        CHECK(literals == 10);
+        const struct {
+            long at;
+            uint8_t v;
+            size_t extra;
+            int64_t literals;
+            const char *want;
+            size_t handed_out;
+        } cases[] = {
+            {ops + 1, 200, 0, -1, "bad event encoding (event 1)", 0},     /* op past the table */
+            {ops + 300, 200, 0, -1, "bad event encoding (event 300)", 256}, /* in the second batch */
+            {ops + 599, 0, 0, -1, "bad event encoding (event 599)", 512}, /* a literal that is not there */
+            {-1, 0, 0, 5, "bad event encoding (event", 0},                /* fewer literals than ops 0 */
+            {-1, 0, 1, -1, "event count mismatch (1 bytes left after 600 events)", 512},
+            {-1, 0, 0, N + 1, "event count mismatch (600 events with 601 literals cannot fit", 0},
+            {-1, 0, 0, literals + 1, "literals, the directory says", 512}, /* more than the ops 0 */
+        };
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            write_packed_case(path, gaps, ev, N, cases[c].at, cases[c].v, cases[c].extra, cases[c].literals);
+            read_all_file(path, &ra);
+            CHECKF(ra.result == WSL_READ_ERROR && strstr(ra.message, cases[c].want) &&
+                       strstr(ra.message, "corrupt chunk at byte") && !strchr(ra.message, '\n'),
+                   "case %zu: result %d, '%s'", c, ra.result, ra.message);
+            CHECKF(ra.count == cases[c].handed_out, "case %zu: %zu events handed out", c, ra.count);
+            read_all_free(&ra);
+        }
+
+        /* A literal whose api id is not in the table; reserved mask bits. */
+        const long lit0 = ops + N + (long)dir[0] + (long)dir[1] + (gaps ? N : 0); /* gaps: the dur_lo column too */
+        write_packed_case(path, gaps, ev, N, lit0, 2, 0, -1);
+        read_all_file(path, &ra);
+        CHECKF(ra.result == WSL_READ_ERROR && strstr(ra.message, "not in the API table"), "'%s'", ra.message);
+        read_all_free(&ra);
+        write_packed_case(path, gaps, ev, N, lit0 + 1, 0x40, 0, -1);
+        read_all_file(path, &ra);
+        CHECKF(ra.result == WSL_READ_ERROR && strstr(ra.message, "bad event encoding (event 0)"), "'%s'", ra.message);
         read_all_free(&ra);
     }
-
-    /* A literal whose api id is not in the table; reserved mask bits. */
-    const long lit0 = ops + N + (long)dir[0] + (long)dir[1];
-    write_packed_case(path, ev, N, lit0, 2, 0, -1);
-    read_all_file(path, &ra);
-    CHECKF(ra.result == WSL_READ_ERROR && strstr(ra.message, "not in the API table"), "'%s'", ra.message);
-    read_all_free(&ra);
-    write_packed_case(path, ev, N, lit0 + 1, 0x40, 0, -1);
-    read_all_file(path, &ra);
-    CHECKF(ra.result == WSL_READ_ERROR && strstr(ra.message, "bad event encoding (event 0)"), "'%s'", ra.message);
-    read_all_free(&ra);
+    /* EVENTS_GAPS: a duration's high part past 2^56 - 1 (the first dur_hi varint made 9 bytes long). */
+    {
+        uint8_t *enc;
+        size_t size = synth_encode_gaps(ev, N, ev[0].t_start, &enc);
+        uint32_t dir[3];
+        memcpy(dir, enc, sizeof dir);
+        const size_t hi0 = WSL_EVENTS_DIRECTORY_SIZE + N + dir[0] + N;
+        CHECK(enc[hi0] == 0); /* 50 ticks: no high part */
+        static const uint8_t long_hi[9] = {0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01}; /* 2^56 */
+        uint8_t *bad = malloc(size + 8);
+        memcpy(bad, enc, hi0);
+        memcpy(bad + hi0, long_hi, sizeof long_hi);
+        memcpy(bad + hi0 + 9, enc + hi0 + 1, size - hi0 - 1);
+        dir[1] += 8;
+        memcpy(bad, dir, sizeof dir);
+        struct synth *s = synth_open(path, NULL);
+        synth_file_header(s, NULL);
+        struct wsl_process_info pi = {.pid = 1};
+        synth_process(s, &pi, "h", "e", "r", 0, NULL);
+        static const struct synth_row rows[] = {{"cuLaunchKernel", "cuLaunchKernel", WSL_CAT_LAUNCH, 0},
+                                                {"cuStreamSynchronize", "cuStreamSynchronize", WSL_CAT_SYNC_STREAM, 0}};
+        synth_api_rows(s, rows, 2);
+        uint8_t *payload = malloc(sizeof(struct wsl_events_header) + size + 8);
+        struct wsl_events_header eh = {.tid = 7, .count = N, .base_ticks = ev[0].t_start,
+                                       .encoded_size = (uint32_t)(size + 8)};
+        memcpy(payload, &eh, sizeof eh);
+        memcpy(payload + sizeof eh, bad, size + 8);
+        synth_chunk(s, WSL_CHUNK_EVENTS_GAPS, payload, sizeof eh + size + 8);
+        synth_end(s, 0, N, 0, 1);
+        synth_close(s);
+        read_all_file(path, &ra);
+        CHECKF(ra.result == WSL_READ_ERROR && strstr(ra.message, "bad event encoding (event 0)"), "'%s'", ra.message);
+        read_all_free(&ra);
+        free(payload);
+        free(bad);
+        free(enc);
+    }
     free(ev);
     return 0;
 }

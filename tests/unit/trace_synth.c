@@ -160,6 +160,8 @@ void synth_file_header(struct synth *s, const struct wsl_file_header *h)
     struct wsl_file_header def = synth_default_header();
     if (s->opt.v12_events)
         def.version_minor = 2;
+    else if (s->opt.v14_events)
+        def.version_minor = 8;
     synth_bytes(s, h ? h : &def, sizeof def);
 }
 
@@ -284,6 +286,35 @@ size_t synth_encode_packed(const struct wsl_event *ev, uint32_t n, uint64_t base
     return size;
 }
 
+size_t synth_encode_gaps(const struct wsl_event *ev, uint32_t n, uint64_t base_ticks, uint8_t **out)
+{
+    struct wsl_codec_state *st = malloc(sizeof *st);
+    struct wsl_pack_state *ps = calloc(1, sizeof *ps);
+    uint8_t *op = malloc((size_t)n + 1), *gap = malloc((size_t)n * WSL_COL_DT_MAX + 1), *lo = malloc((size_t)n + 1),
+            *hi = malloc((size_t)n * WSL_COL_DUR_MAX + 1), *lit = malloc((size_t)n * WSL_COL_LIT_MAX + 1);
+    uint8_t *buf = malloc(WSL_EVENTS_DIRECTORY_SIZE + (size_t)n * WSL_GAPS_EVENT_MAX_ENCODED + 1);
+    if (!st || !ps || !op || !gap || !lo || !hi || !lit || !buf)
+        die("out of memory");
+    wsl_codec_reset(st, base_ticks);
+    wsl_pack_reset(ps, 1);
+    struct wsl_gaps_out o = {op, gap, lo, hi, lit};
+    for (uint32_t i = 0; i < n; i++)
+        wsl_event_encode_gaps(ps, st, &ev[i], &o);
+    uint32_t dir[3] = {(uint32_t)(o.gap - gap), (uint32_t)(o.dur_hi - hi), ps->literals};
+    const struct part parts[] = {{dir, sizeof dir}, {op, n}, {gap, dir[0]}, {lo, n}, {hi, dir[1]},
+                                 {lit, (size_t)(o.lit - lit)}};
+    size_t size = concat(buf, parts, sizeof parts / sizeof parts[0]);
+    free(st);
+    free(ps);
+    free(op);
+    free(gap);
+    free(lo);
+    free(hi);
+    free(lit);
+    *out = buf;
+    return size;
+}
+
 void synth_events(struct synth *s, uint32_t tid, uint64_t dropped, const struct wsl_event *ev, uint32_t n)
 {
     struct wsl_events_header eh;
@@ -293,10 +324,13 @@ void synth_events(struct synth *s, uint32_t tid, uint64_t dropped, const struct 
     eh.base_ticks = n ? ev[0].t_start : 0;
     eh.dropped = dropped;
     uint8_t *enc;
-    size_t size = s->opt.v12_events ? synth_encode_events(ev, n, eh.base_ticks, &enc)
-                                    : synth_encode_packed(ev, n, eh.base_ticks, &enc);
+    size_t size = s->opt.v12_events   ? synth_encode_events(ev, n, eh.base_ticks, &enc)
+                  : s->opt.v14_events ? synth_encode_packed(ev, n, eh.base_ticks, &enc)
+                                      : synth_encode_gaps(ev, n, eh.base_ticks, &enc);
     eh.encoded_size = (uint32_t)size;
-    synth_chunk_header(s, s->opt.v12_events ? WSL_CHUNK_EVENTS : WSL_CHUNK_EVENTS_PACKED,
+    synth_chunk_header(s, s->opt.v12_events   ? WSL_CHUNK_EVENTS
+                          : s->opt.v14_events ? WSL_CHUNK_EVENTS_PACKED
+                                              : WSL_CHUNK_EVENTS_GAPS,
                        (uint32_t)(sizeof eh + size));
     synth_bytes(s, &eh, sizeof eh);
     synth_bytes(s, enc, size);

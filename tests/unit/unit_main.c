@@ -20,6 +20,7 @@
     X(codec_end_before_start)     \
     X(packed_roundtrip)           \
     X(packed_malformed)           \
+    X(gaps_malformed)             \
     X(reader_formats_agree)       \
     X(reader_packed_malformed)    \
     X(reader_multithread)         \
@@ -201,7 +202,7 @@ void gen_trace(const char *path, const struct gen_options *o, struct gen_result 
     const uint64_t start = 5000000000u;
     g->start_mono_ns = start;
     struct synth_options so = {.level = 1, .checksum = true, .flush_each_chunk = o->flush_each_chunk,
-                               .v12_events = o->v12};
+                               .v12_events = o->v12, .v14_events = o->v14};
     struct synth *s = synth_open(path, &so);
     synth_file_header(s, NULL);
     struct wsl_process_info pi;

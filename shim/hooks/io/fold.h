@@ -17,7 +17,7 @@
  * alike calls (same id, same value returned) in the same slot, and writes
  * nothing. The fold's events (WSL_CAT_IO_FOLD, trace_format.h) go into the ring
  * when the file is closed, when a call on another file comes, or when a slot
- * is full; the writer takes the calls counted so far at each drain (writer.c). */
+ * is full; the writer takes the calls counted so far at each drain (writer/untimed.c). */
 
 /* the thread's fold: its own fields, read by the writer */
 #define FOLD_ONE (1ull << 10)
