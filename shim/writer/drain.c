@@ -253,7 +253,7 @@ uint64_t wsl_drain_all(void)
     /* WSLSHIM_TEST_STALL_MS: the writer stalls that long once, at its first
      * drain, so that a burst fills the ring (preload.ring_full_drops_once). */
     static int stalled;
-    const char *stall = stalled ? NULL : getenv("WSLSHIM_TEST_STALL_MS");
+    const char *stall = stalled ? NULL : wsl_getenv("WSLSHIM_TEST_STALL_MS");
     stalled = 1;
     if (stall && atoi(stall) > 0) {
         struct timespec st = {atoi(stall) / 1000, (long)(atoi(stall) % 1000) * 1000000L};

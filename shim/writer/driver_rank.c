@@ -46,7 +46,7 @@ static size_t rank_collect(char *buf, size_t cap)
 {
     size_t n = 0;
     for (size_t i = 0; i < sizeof rank_vars / sizeof rank_vars[0]; i++) {
-        const char *v = getenv(rank_vars[i]);
+        const char *v = wsl_getenv(rank_vars[i]);
         if (v)
             n = rank_put(buf, n, cap, rank_vars[i], v);
     }

@@ -43,7 +43,7 @@ static _Atomic int helper_keep;  /* keep it whatever it holds (a signal ended th
 /* On a program thread (writer_open, writer.c): the settings, read from the environment now. */
 void wsl_helper_config(void)
 {
-    const char *root = getenv("WSLSHIM_RUN_ROOT"), *keep = getenv("WSLSHIM_KEEP_HELPERS");
+    const char *root = wsl_getenv("WSLSHIM_RUN_ROOT"), *keep = wsl_getenv("WSLSHIM_KEEP_HELPERS");
     helper_root_pid = root && *root && !(keep && *keep && strcmp(keep, "0") != 0) ? atoi(root) : 0;
     wsl_helper_possible = helper_root_pid > 0;
     wsl_helper_bytes = 0;
