@@ -682,10 +682,11 @@ static bool in_windows(const struct wsl_nvtx_window *w, size_t n, uint64_t t)
 }
 
 /* Reads the trace again: what its threads did inside the windows, in ticks. */
-static bool count_in_windows(const char *path, const struct wsl_nvtx_window *w, size_t n, struct wsl_nvtx_counts *c)
+static bool count_in_windows(const struct wsl_trace_store *store, const char *path, const struct wsl_nvtx_window *w,
+                             size_t n, struct wsl_nvtx_counts *c)
 {
     char err[WSL_READER_ERRLEN];
-    struct wsl_reader *r = wsl_reader_open(path, err, sizeof err);
+    struct wsl_reader *r = wsl_store_open(store, path, err, sizeof err);
     if (!r)
         return false;
     uint16_t *cat = xmalloc(WSL_MAX_API_IDS * sizeof *cat);
@@ -729,7 +730,7 @@ static bool count_in_windows(const char *path, const struct wsl_nvtx_window *w, 
 }
 
 /* The step's process-wide figures: every thread, inside the step's instances. */
-static void step_process_figures(struct wsl_nvtx *n)
+static void step_process_figures(struct wsl_nvtx *n, const struct wsl_trace_store *store)
 {
     uint32_t step_id = n->ranges[n->step].id;
     n->step_process_known = !n->windows_capped;
@@ -754,13 +755,13 @@ static void step_process_figures(struct wsl_nvtx *n)
         }
         struct wsl_nvtx_counts c;
         memset(&c, 0, sizeof c);
-        if (!count_in_windows(tw->path, tw->w, u + 1, &c))
+        if (!count_in_windows(store, tw->path, tw->w, u + 1, &c))
             n->step_process_known = false;
         counts_add_scaled(&n->step_process, &c, tw->ns_per_tick);
     }
 }
 
-void wsl_nvtx_finish(struct wsl_nvtx *n)
+void wsl_nvtx_finish(struct wsl_nvtx *n, const struct wsl_trace_store *store)
 {
     free(n->index);
     n->index = NULL;
@@ -783,7 +784,7 @@ void wsl_nvtx_finish(struct wsl_nvtx *n)
     }
     n->step = by_name >= 0 ? by_name : by_top;
     if (n->step >= 0 && n->ranges[n->step].kind == WSL_NVTX_PUSH)
-        step_process_figures(n);
+        step_process_figures(n, store);
     for (size_t i = 0; i < n->trace_count; i++) {
         struct wsl_nvtx_trace_windows *tw = &n->traces[i];
         size_t steps = 0;

@@ -107,6 +107,15 @@ struct wsl_reader {
     struct wsl_clock_map clock;
     bool have_start_pair, have_first_sample, have_latest_sample;
     struct wsl_clock_sample start_pair, first_sample, latest_sample;
+
+    /* one reading per trace (trace_store.c) */
+    struct wsl_recording *rec;          /* the chunks handed out are kept here (NULL: not recorded) */
+    struct wsl_trace_store *rec_store;  /* which takes rec once the read has stopped and r is closed */
+    const struct wsl_recording *replay; /* the chunks come from this recording instead of a file */
+    const struct rec_block *replay_block;
+    size_t replay_at;                   /* within replay_block */
+    uint8_t *replay_buf;                /* the replayed chunk's payload when the parser may write it */
+    size_t replay_buf_cap;
 };
 
 /* A chunk that is malformed although its zstd frame's checksum matched was
@@ -131,5 +140,15 @@ enum wsl_read_result reader_parse_mounts(struct wsl_reader *r, uint32_t size, st
 enum wsl_read_result reader_parse_paths(struct wsl_reader *r, uint32_t size, struct wsl_item *item);
 enum wsl_read_result reader_parse_rank(struct wsl_reader *r, uint32_t size, struct wsl_item *item);
 enum wsl_read_result reader_parse_emulation(struct wsl_reader *r, uint32_t size, struct wsl_item *item);
+
+/* trace_store.c: the replay's next chunk into ch and r->payload (false after the last one), the
+ * replay's end (the recorded result, message and warnings), a chunk handed out kept in the
+ * recording, and what wsl_reader_close does for both. */
+bool store_replay_chunk(struct wsl_reader *r, struct wsl_chunk_header *ch);
+enum wsl_read_result store_replay_end(struct wsl_reader *r);
+void store_record_chunk(struct wsl_reader *r, const struct wsl_chunk_header *ch);
+void store_close(struct wsl_reader *r);
+struct wsl_reader *reader_new(void);
+struct wsl_reader *reader_new_replay(void);
 
 #endif
