@@ -698,6 +698,7 @@ int wsl_run_read_trace(struct wsl_run *run, const char *path, bool *usable, char
         solo = xmalloc(sizeof *solo);
         wsl_run_init(solo);
         solo->solo = true;
+        solo->nested = true;
         solo->store = run->store;
         sink_begin(&tee_sink, solo);
         teeing = true;
@@ -935,7 +936,7 @@ void wsl_run_model_finish(struct wsl_run *run)
         run->kernels.busy_estimate = 1; /* streams ran side by side */
     run->gpu_busy_known = run->kernels.busy_estimate >= 0;
     run->gpu_busy_ns = run->gpu_busy_known ? (uint64_t)(run->kernels.busy_estimate * (double)run->kernels.busy_wall_ns) : 0;
-    wsl_nvtx_finish(&run->nvtx, run->store);
+    wsl_nvtx_finish(&run->nvtx, run->store, !run->nested);
     if (!run->windowed)
         phases_finish(run);
 }

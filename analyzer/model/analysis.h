@@ -148,6 +148,10 @@ struct wsl_run {
      * parent's (store_owned false). */
     struct wsl_trace_store *store;
     bool store_owned;
+    /* Set on a run made inside the analysis whose own report is never written (a rank's own run,
+     * the steady state's reading, --chrome's phases): the figures only reports show are not
+     * computed (the NVTX step's process-wide figures, a pass over the traces). */
+    bool nested;
 };
 
 /* Mean host time per call, rounded to the nearest ns. */

@@ -207,10 +207,18 @@ static size_t stream_read(struct wsl_reader *r, void *dst, size_t n)
     return got;
 }
 
-/* Reads a payload of `size` bytes into r->payload, growing the buffer only as
- * bytes arrive (a cut-short file claiming 64 MiB costs nothing). */
+/* Reads a payload of `size` bytes into r->payload: where it lies in the frame
+ * already decompressed, else copied into r->payload_buf, growing the buffer
+ * only as bytes arrive (a cut-short file claiming 64 MiB costs nothing). */
 static size_t read_payload(struct wsl_reader *r, size_t size)
 {
+    if (r->out_end - r->out_pos >= size) { /* the usual case: the whole chunk in this frame */
+        r->payload = r->outbuf + r->out_pos;
+        r->out_pos += size;
+        r->offset += size;
+        return size;
+    }
+    r->payload = r->payload_buf;
     size_t have = 0;
     while (have < size) {
         if (r->out_pos == r->out_end && !stream_fill(r))
@@ -224,12 +232,12 @@ static size_t read_payload(struct wsl_reader *r, size_t size)
                 cap = have + k;
             if (cap > size)
                 cap = size;
-            uint8_t *p = realloc(r->payload, cap);
+            uint8_t *p = realloc(r->payload_buf, cap);
             if (!p) {
                 out_of_memory(r, "out of memory for a %zu-byte chunk", size);
                 break;
             }
-            r->payload = p;
+            r->payload = r->payload_buf = p;
             r->payload_cap = cap;
         }
         memcpy(r->payload + have, r->outbuf + r->out_pos, k);
@@ -578,7 +586,7 @@ struct wsl_reader *reader_new(void)
     r->dctx = ZSTD_createDCtx();
     r->outbuf = malloc(OUTPUT_BUFFER_SIZE);
     r->out_cap = OUTPUT_BUFFER_SIZE;
-    r->payload = malloc(PAYLOAD_INITIAL_SIZE);
+    r->payload = r->payload_buf = malloc(PAYLOAD_INITIAL_SIZE);
     r->payload_cap = PAYLOAD_INITIAL_SIZE;
     r->batch = malloc(WSL_READER_BATCH * sizeof *r->batch);
     r->codec = calloc(1, sizeof *r->codec);
@@ -727,7 +735,7 @@ void wsl_reader_close(struct wsl_reader *r)
     ZSTD_freeDCtx(r->dctx);
     free(r->inbuf);
     free(r->outbuf);
-    free(r->payload);
+    free(r->payload_buf);
     free(r->batch);
     free(r->codec);
     free(r->pack);

@@ -235,12 +235,12 @@ bool store_replay_chunk(struct wsl_reader *r, struct wsl_chunk_header *ch)
         return true;
     }
     /* the other parsers may write their payload (DRIVER terminates names): a copy */
-    if (ch->size > r->replay_buf_cap) {
-        r->replay_buf = xrealloc(r->replay_buf, ch->size);
-        r->replay_buf_cap = ch->size;
+    if (ch->size > r->payload_cap) {
+        r->payload_buf = xrealloc(r->payload_buf, ch->size);
+        r->payload_cap = ch->size;
     }
-    memcpy(r->replay_buf, p + RECORD_HEADER, ch->size);
-    r->payload = r->replay_buf;
+    memcpy(r->payload_buf, p + RECORD_HEADER, ch->size);
+    r->payload = r->payload_buf;
     return true;
 }
 
@@ -259,10 +259,8 @@ enum wsl_read_result store_replay_end(struct wsl_reader *r)
 
 void store_close(struct wsl_reader *r)
 {
-    if (r->replay) {
-        r->payload = r->replay_buf; /* the reader's own buffer, freed with it */
+    if (r->replay)
         return;
-    }
     struct wsl_recording *rec = r->rec;
     if (!rec)
         return;

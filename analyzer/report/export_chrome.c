@@ -113,6 +113,7 @@ static void find_phases(struct chrome_trace **traces, size_t n, const struct wsl
     struct wsl_run run;
     wsl_run_init(&run);
     run.solo = true;
+    run.nested = true; /* only its phases are used */
     run.store = (struct wsl_trace_store *)store; /* not owned: only read */
     char err[WSL_READER_ERRLEN];
     for (size_t i = 0; i < n; i++)

@@ -112,6 +112,8 @@
     X(rule_launch_bound_silent_graph) \
     X(rule_gpu_idle_fires)        \
     X(store_replays_reading)      \
+    X(codec_reader_varint)        \
+    X(phase_median)               \
     X(store_keeps_whole_readings) \
     X(store_one_reading_per_trace)
 
