@@ -651,7 +651,19 @@ static bool may_be_rank(const struct wsl_process *p)
 
 int wsl_run_add_trace(struct wsl_run *run, const char *path, char *err, size_t errlen)
 {
-    struct wsl_reader *r = wsl_reader_open(path, err, errlen);
+    bool usable;
+    return wsl_run_read_trace(run, path, &usable, err, errlen);
+}
+
+int wsl_run_read_trace(struct wsl_run *run, const char *path, bool *usable, char *err, size_t errlen)
+{
+    *usable = false;
+    if (!run->store && !run->solo && !run->windowed) {
+        run->store = wsl_store_new();
+        run->store_owned = true;
+    }
+    struct wsl_reader *r = run->store_owned ? wsl_store_open_recording(run->store, path, err, errlen)
+                                            : wsl_store_open(run->store, path, err, errlen);
     if (!r)
         return -1;
     /* A run that may compare ranks reads a rank's trace into a run of its own as well, in the same
@@ -665,6 +677,8 @@ int wsl_run_add_trace(struct wsl_run *run, const char *path, char *err, size_t e
         solo = xmalloc(sizeof *solo);
         wsl_run_init(solo);
         solo->solo = true;
+        solo->nested = true;
+        solo->store = run->store;
         sink_begin(&tee_sink, solo);
         teeing = true;
     }
@@ -684,6 +698,7 @@ int wsl_run_add_trace(struct wsl_run *run, const char *path, char *err, size_t e
         if (teeing)
             sink_item(&tee_sink, &it);
     }
+    *usable = main_sink.have_process;
     int rc = sink_end(&main_sink, r, res, path, err, errlen);
     if (teeing) {
         char e[WSL_READER_ERRLEN];
@@ -898,7 +913,7 @@ void wsl_run_model_finish(struct wsl_run *run)
         run->kernels.busy_estimate = 1; /* streams ran side by side */
     run->gpu_busy_known = run->kernels.busy_estimate >= 0;
     run->gpu_busy_ns = run->gpu_busy_known ? (uint64_t)(run->kernels.busy_estimate * (double)run->kernels.busy_wall_ns) : 0;
-    wsl_nvtx_finish(&run->nvtx);
+    wsl_nvtx_finish(&run->nvtx, run->store, !run->nested);
     if (!run->windowed)
         phases_finish(run);
 }
@@ -927,6 +942,8 @@ void wsl_run_free(struct wsl_run *run)
     wsl_host_free(&run->host_cuda);
     wsl_findings_free(run->findings, run->finding_count);
     wsl_dist_free(&run->dist);
+    if (run->store_owned)
+        wsl_store_free(run->store);
     memset(run, 0, sizeof *run);
 }
 

@@ -141,6 +141,17 @@ struct wsl_run {
     uint64_t window_t0, window_t1, window_start_ns, window_end_ns;
     /* name (its wsl_u64_map_string_key) -> index into apis; emptied by wsl_run_model_finish */
     struct wsl_u64_map api_index;
+    /* The recordings of the run's traces (trace_reader.h, "the store"): the readings after the
+     * first (NVTX step windows, the steady state, a rank's own run, the timeline of --html,
+     * --sqlite, --project) replay them. The run a caller reads traces into makes its own on the
+     * first trace; a run made inside the analysis (a rank's, the steady state's) is given its
+     * parent's (store_owned false). */
+    struct wsl_trace_store *store;
+    bool store_owned;
+    /* Set on a run made inside the analysis whose own report is never written (a rank's own run,
+     * the steady state's reading, --chrome's phases): the figures only reports show are not
+     * computed (the NVTX step's process-wide figures, a pass over the traces). */
+    bool nested;
 };
 
 /* Mean host time per call, rounded to the nearest ns. */
@@ -158,6 +169,10 @@ void wsl_run_init(struct wsl_run *run);
  * (the trace is then left out, but API names it defined may remain). A trace
  * cut short is kept with a warning. */
 int wsl_run_add_trace(struct wsl_run *run, const char *path, char *err, size_t errlen);
+
+/* The same; *usable says whether the trace's PROCESS chunk was read (what wsl_reader_probe
+ * checks): a trace left out without it is no trace at all, one with it was cut or damaged later. */
+int wsl_run_read_trace(struct wsl_run *run, const char *path, bool *usable, char *err, size_t errlen);
 
 /* Sorts and computes the run-wide figures and the phases; call once after the last trace.
  * wsl_run_finish (rules.h) does this, then the ranks, the rules and the steady state's findings:

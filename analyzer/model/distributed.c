@@ -156,6 +156,8 @@ static void read_rank(struct wsl_rank *rk, struct wsl_run *run, const size_t *id
         solo = &own;
         wsl_run_init(solo);
         solo->solo = true;
+        solo->nested = true;
+        solo->store = run->store;
         from = 0;
     }
     for (size_t i = from; i < n; i++) {

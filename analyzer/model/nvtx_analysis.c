@@ -45,6 +45,8 @@ struct wsl_nvtx_thread {
     struct frame *frame;        /* WSL_NVTX_MAX_DEPTH, allocated on the first push */
     struct history_entry *history; /* ring of WSL_NVTX_HISTORY */
     uint64_t history_count;     /* entries ever appended */
+    uint64_t history_descent;   /* the last entry appended earlier in time than the one before it (0: none) */
+    uint64_t history_hint;      /* the entry history_at found last */
 };
 
 struct open_start {
@@ -229,27 +231,44 @@ static void history_note(struct wsl_nvtx_thread *th, uint64_t t)
 {
     if (!th->history)
         th->history = xmalloc(WSL_NVTX_HISTORY * sizeof *th->history);
+    if (th->history_count && t < th->history[(th->history_count - 1) % WSL_NVTX_HISTORY].t)
+        th->history_descent = th->history_count;
     th->history[th->history_count % WSL_NVTX_HISTORY] = (struct history_entry){t, th->head.innermost};
     th->history_count++;
 }
 
 /* The innermost range of the thread at time t, or NONE (none open, or older than the history). */
-static uint32_t history_at(const struct wsl_nvtx_thread *th, uint64_t t)
+static uint32_t history_at(struct wsl_nvtx_thread *th, uint64_t t)
 {
     if (!th || !th->history_count)
         return NONE;
+    const struct history_entry *h = th->history;
     uint64_t lo = th->history_count > WSL_NVTX_HISTORY ? th->history_count - WSL_NVTX_HISTORY : 0;
     uint64_t hi = th->history_count; /* find the last entry in [lo, hi) with .t <= t */
-    if (th->history[lo % WSL_NVTX_HISTORY].t > t)
+    if (h[lo % WSL_NVTX_HISTORY].t > t)
         return NONE;
+    uint64_t k = th->history_hint;
+    if (th->history_descent <= lo && k >= lo && k < hi) {
+        /* [lo, hi) in time order (the usual case), and the GPU times of a thread's launches come in
+         * order: the entry is the last one found, or the next. Sorted, the search below finds the
+         * same entry. */
+        if (h[k % WSL_NVTX_HISTORY].t <= t && (k + 1 == hi || h[(k + 1) % WSL_NVTX_HISTORY].t > t))
+            return h[k % WSL_NVTX_HISTORY].range;
+        if (k + 1 < hi && h[(k + 1) % WSL_NVTX_HISTORY].t <= t &&
+            (k + 2 == hi || h[(k + 2) % WSL_NVTX_HISTORY].t > t)) {
+            th->history_hint = k + 1;
+            return h[(k + 1) % WSL_NVTX_HISTORY].range;
+        }
+    }
     while (hi - lo > 1) {
         uint64_t mid = lo + (hi - lo) / 2;
-        if (th->history[mid % WSL_NVTX_HISTORY].t <= t)
+        if (h[mid % WSL_NVTX_HISTORY].t <= t)
             lo = mid;
         else
             hi = mid;
     }
-    return th->history[lo % WSL_NVTX_HISTORY].range;
+    th->history_hint = lo;
+    return h[lo % WSL_NVTX_HISTORY].range;
 }
 
 /* Closes frame k of the thread at t_end. */
@@ -669,9 +688,18 @@ static int by_start(const void *a, const void *b)
     return x->t0 < y->t0 ? -1 : x->t0 > y->t0;
 }
 
-/* Is t inside one of the disjoint sorted windows? */
-static bool in_windows(const struct wsl_nvtx_window *w, size_t n, uint64_t t)
+/* Is t inside one of the disjoint sorted windows? *at: where the last answer was found (the first
+ * window starting after its time), tried first with the next window: a thread's events come in
+ * time order. The windows start in increasing order, so that index is the one the search finds. */
+static bool in_windows(const struct wsl_nvtx_window *w, size_t n, uint64_t t, size_t *at)
 {
+    size_t k = *at;
+    if ((k == 0 || w[k - 1].t0 <= t) && (k == n || w[k].t0 > t))
+        return k > 0 && t <= w[k - 1].t1;
+    if (k < n && w[k].t0 <= t && (k + 1 == n || w[k + 1].t0 > t)) {
+        *at = k + 1;
+        return t <= w[k].t1;
+    }
     size_t lo = 0, hi = n; /* the first window starting after t */
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
@@ -680,20 +708,23 @@ static bool in_windows(const struct wsl_nvtx_window *w, size_t n, uint64_t t)
         else
             hi = mid;
     }
+    *at = lo;
     return lo > 0 && t <= w[lo - 1].t1;
 }
 
 /* Reads the trace again: what its threads did inside the windows, in ticks. */
-static bool count_in_windows(const char *path, const struct wsl_nvtx_window *w, size_t n, struct wsl_nvtx_counts *c)
+static bool count_in_windows(const struct wsl_trace_store *store, const char *path, const struct wsl_nvtx_window *w,
+                             size_t n, struct wsl_nvtx_counts *c)
 {
     char err[WSL_READER_ERRLEN];
-    struct wsl_reader *r = wsl_reader_open(path, err, sizeof err);
+    struct wsl_reader *r = wsl_store_open(store, path, err, sizeof err);
     if (!r)
         return false;
     uint16_t *cat = xmalloc(WSL_MAX_API_IDS * sizeof *cat);
     memset(cat, 0xff, WSL_MAX_API_IDS * sizeof *cat);
     bool sampled[WSL_MAX_API_IDS] = {false};
     uint32_t weight = 1;
+    size_t at_gpu = 0, at_call = 0;
     struct wsl_item it;
     enum wsl_read_result res;
     while ((res = wsl_reader_next(r, &it)) == WSL_READ_ITEM) {
@@ -715,11 +746,11 @@ static bool count_in_windows(const char *path, const struct wsl_nvtx_window *w, 
             if (k == 0xffff || wsl_is_nvtx_category(k))
                 continue;
             if (k == WSL_CAT_GPU_KERNEL) {
-                if (in_windows(w, n, ev->a[1])) {
+                if (in_windows(w, n, ev->a[1], &at_gpu)) {
                     c->gpu_kernels++;
                     c->gpu_ns += ev->t_end >= ev->t_start ? ev->t_end - ev->t_start : 0;
                 }
-            } else if (in_windows(w, n, ev->t_start)) {
+            } else if (in_windows(w, n, ev->t_start, &at_call)) {
                 bool smp = sampled[ev->api];
                 attribute(c, k, ev, wsl_event_calls(k, smp, ev), wsl_event_ticks(smp, weight, ev));
             }
@@ -731,7 +762,9 @@ static bool count_in_windows(const char *path, const struct wsl_nvtx_window *w, 
 }
 
 /* The step's process-wide figures: every thread, inside the step's instances. */
-static void step_process_figures(struct wsl_nvtx *n)
+/* count false: the windows are made (the step's phases are read from them below) but the traces
+ * are not read for the figures (a nested run's, never reported: process_figures). */
+static void step_process_figures(struct wsl_nvtx *n, const struct wsl_trace_store *store, bool count)
 {
     uint32_t step_id = n->ranges[n->step].id;
     n->step_process_known = !n->windows_capped;
@@ -754,15 +787,17 @@ static void step_process_figures(struct wsl_nvtx *n)
                 tw->w[++u] = tw->w[k];
             }
         }
+        if (!count)
+            continue;
         struct wsl_nvtx_counts c;
         memset(&c, 0, sizeof c);
-        if (!count_in_windows(tw->path, tw->w, u + 1, &c))
+        if (!count_in_windows(store, tw->path, tw->w, u + 1, &c))
             n->step_process_known = false;
         counts_add_scaled(&n->step_process, &c, tw->ns_per_tick);
     }
 }
 
-void wsl_nvtx_finish(struct wsl_nvtx *n)
+void wsl_nvtx_finish(struct wsl_nvtx *n, const struct wsl_trace_store *store, bool process_figures)
 {
     wsl_u64_map_free(&n->index);
     if (n->range_count)
@@ -783,7 +818,7 @@ void wsl_nvtx_finish(struct wsl_nvtx *n)
     }
     n->step = by_name >= 0 ? by_name : by_top;
     if (n->step >= 0 && n->ranges[n->step].kind == WSL_NVTX_PUSH)
-        step_process_figures(n);
+        step_process_figures(n, store, process_figures);
     for (size_t i = 0; i < n->trace_count; i++) {
         struct wsl_nvtx_trace_windows *tw = &n->traces[i];
         size_t steps = 0;

@@ -186,9 +186,9 @@ void wsl_nvtx_trace_end(struct wsl_nvtx_trace *t, struct wsl_nvtx *n, uint64_t e
                         const char *path);
 void wsl_nvtx_trace_discard(struct wsl_nvtx_trace *t);
 
-/* Sorts, picks the step range, and reads the traces holding its instances
- * again for its process-wide figures. */
-void wsl_nvtx_finish(struct wsl_nvtx *n);
+/* Sorts, picks the step range, and (process_figures) reads the traces holding its
+ * instances again for its process-wide figures (their recordings in store, when it holds them). */
+void wsl_nvtx_finish(struct wsl_nvtx *n, const struct wsl_trace_store *store, bool process_figures);
 void wsl_nvtx_free(struct wsl_nvtx *n);
 
 /* Mean duration of a range, ns (rounded). */

@@ -1,6 +1,7 @@
 /* Phases of a process: start-up, warm-up, steady state, teardown (phase_analysis.h). */
 #include "phase_analysis.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -230,16 +231,36 @@ uint32_t wsl_phase_find_period(const uint64_t *ids, size_t n, size_t anchor, siz
     return p;
 }
 
-static int cmp_u64(const void *a, const void *b)
+/* The value sorting v would put at v[n / 2] (0 when empty); v is reordered. A selection (Hoare's
+ * partition around the middle element of the part left) takes linear time: sorting the steps took
+ * most of the phases' time in a run of thousands of steps. */
+uint64_t wsl_phase_median(uint64_t *v, size_t n)
 {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-static uint64_t median(uint64_t *v, size_t n)
-{
-    qsort(v, n, sizeof *v, cmp_u64);
-    return n ? v[n / 2] : 0;
+    if (!n)
+        return 0;
+    ptrdiff_t k = (ptrdiff_t)(n / 2), lo = 0, hi = (ptrdiff_t)n - 1;
+    while (lo < hi) {
+        uint64_t pivot = v[lo + (hi - lo) / 2];
+        ptrdiff_t i = lo - 1, j = hi + 1;
+        for (;;) { /* then v[lo..j] <= pivot <= v[j+1..hi], lo <= j < hi */
+            do
+                i++;
+            while (v[i] < pivot);
+            do
+                j--;
+            while (v[j] > pivot);
+            if (i >= j)
+                break;
+            uint64_t t = v[i];
+            v[i] = v[j];
+            v[j] = t;
+        }
+        if (k <= j)
+            hi = j;
+        else
+            lo = j + 1;
+    }
+    return v[k];
 }
 
 /* Leading steps slower than WSL_PHASE_OUTLIER x the median of the rest: warm-up. */
@@ -247,7 +268,7 @@ static size_t leading_outliers(const uint64_t *d, size_t n, uint64_t *med, uint6
 {
     uint64_t *v = xmalloc((n ? n : 1) * sizeof *v);
     memcpy(v, d, n * sizeof *v);
-    *med = median(v, n);
+    *med = wsl_phase_median(v, n);
     free(v);
     size_t k = 0;
     *excess = 0;

@@ -132,14 +132,15 @@ static inline unsigned wsl_phase_gap_bucket(uint64_t g)
 }
 
 /* One event whose op is not NONE. The common case, a successful launch that follows the thread's
- * last one with no break between and finds room in its sequence, is counted here (as
+ * last one with no break between and finds room in its sequence (or finds it full, at
+ * WSL_PHASE_MAX_SEQ: then it is counted, not kept), is counted here (as
  * wsl_phase_trace_event_slow would count it, without its tests and call). */
 static inline void wsl_phase_trace_event(struct wsl_phase_trace *t, enum wsl_phase_op op, const struct wsl_event *ev)
 {
     struct wsl_phase_trace_fast *f = (struct wsl_phase_trace_fast *)(void *)t;
     struct wsl_phase_seq *q = f->cur;
-    if (op == WSL_PHASE_LAUNCH && ev->result == 0 && q && q->have_last && !q->pending_break && q->n < q->cap &&
-        ev->t_start >= q->last_ticks && f->any_submit) {
+    if (op == WSL_PHASE_LAUNCH && ev->result == 0 && q && q->have_last && !q->pending_break &&
+        (q->n < q->cap || q->n >= WSL_PHASE_MAX_SEQ) && ev->t_start >= q->last_ticks && f->any_submit) {
         uint64_t ts = ev->t_start, g = ts - q->last_ticks;
         if (ts < f->first_submit)
             f->first_submit = ts;
@@ -151,8 +152,10 @@ static inline void wsl_phase_trace_event(struct wsl_phase_trace *t, enum wsl_pha
         q->gap_n[k]++;
         q->gap_sum[k] += g;
         q->last_ticks = ts;
-        q->ids[q->n] = ev->a[0];
-        q->ticks[q->n++] = ts;
+        if (q->n < q->cap) {
+            q->ids[q->n] = ev->a[0];
+            q->ticks[q->n++] = ts;
+        }
         return;
     }
     wsl_phase_trace_event_slow(t, op, ev);
@@ -174,5 +177,9 @@ void wsl_phase_from_steps(struct wsl_phases *ph, const uint64_t *t0, const uint6
 /* The period of ids[0..n) around `anchor` and the periodic region [*s, *e);
  * 0 when none (exposed for the unit test). */
 uint32_t wsl_phase_find_period(const uint64_t *ids, size_t n, size_t anchor, size_t *s, size_t *e);
+
+/* The value sorting v[0..n) would put at v[n / 2], 0 when empty; v is reordered (exposed for the
+ * unit test). */
+uint64_t wsl_phase_median(uint64_t *v, size_t n);
 
 #endif /* WSLSHIM_PHASE_ANALYSIS_H */

@@ -97,9 +97,10 @@ static void gpu_mean_add(struct gpu_mean *m, double ticks, bool idle)
     }
 }
 
-static int read_facts(const char *path, struct trace_facts *f, struct wsl_projection *pr, char *err, size_t errlen)
+static int read_facts(const struct wsl_trace_store *store, const char *path, struct trace_facts *f,
+                      struct wsl_projection *pr, char *err, size_t errlen)
 {
-    struct wsl_reader *r = wsl_reader_open(path, err, errlen);
+    struct wsl_reader *r = wsl_store_open(store, path, err, errlen);
     if (!r)
         return -1;
     bool gpu_api[WSL_MAX_API_IDS] = {false};
@@ -216,10 +217,10 @@ static int64_t shift_at(const struct shift_point *sp, size_t n, int32_t pid, uin
 }
 
 /* A trace's pid and parent pid, from its PROCESS chunk (0 when unreadable). */
-static void trace_ids(const char *path, int32_t *pid, int32_t *ppid)
+static void trace_ids(const struct wsl_trace_store *store, const char *path, int32_t *pid, int32_t *ppid)
 {
     char err[WSL_READER_ERRLEN];
-    struct wsl_reader *r = wsl_reader_open(path, err, sizeof err);
+    struct wsl_reader *r = wsl_store_open(store, path, err, sizeof err);
     if (!r)
         return;
     struct wsl_item it;
@@ -276,7 +277,7 @@ static int project_pass(const char *const *paths, size_t count, const struct wsl
     int *depth = xmalloc((count ? count : 1) * sizeof *depth);
     for (size_t i = 0; i < count; i++) {
         ids[i][0] = ids[i][1] = 0;
-        trace_ids(paths[i], &ids[i][0], &ids[i][1]);
+        trace_ids(opt->store, paths[i], &ids[i][0], &ids[i][1]);
     }
     R.ppids = (const int32_t (*)[2])ids;
     R.ppid_count = count;
@@ -303,7 +304,7 @@ static int project_pass(const char *const *paths, size_t count, const struct wsl
         struct trace_facts f;
         memset(&f, 0, sizeof f);
         char terr[WSL_READER_ERRLEN];
-        if (read_facts(paths[i], &f, out, terr, sizeof terr) != 0) {
+        if (read_facts(opt->store, paths[i], &f, out, terr, sizeof terr) != 0) {
             snprintf(err, errlen, "%s: %s", paths[i], terr);
             facts_free(&f);
             rc = -1;
@@ -402,7 +403,7 @@ static int project_once(const char *const *paths, size_t count, const struct wsl
     int32_t(*ids)[2] = xmalloc((count ? count : 1) * sizeof *ids);
     for (size_t i = 0; i < count; i++) {
         ids[i][0] = ids[i][1] = 0;
-        trace_ids(paths[i], &ids[i][0], &ids[i][1]);
+        trace_ids(opt->store, paths[i], &ids[i][0], &ids[i][1]);
     }
     for (size_t i = 0; i < count && !children; i++)
         for (size_t j = 0; j < count && !children; j++)

@@ -130,6 +130,8 @@ struct wsl_projection_options {
      * step time; steady_steps 0: none known. */
     int32_t steady_pid;
     uint64_t steady_start_ns, steady_end_ns, steady_steps;
+    /* The run's recordings of these traces (trace_reader.h; NULL: read the files). */
+    const struct wsl_trace_store *store;
 };
 
 /* Projects the run made of these traces. Returns 0, or -1 with one line in

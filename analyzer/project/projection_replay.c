@@ -657,7 +657,7 @@ static unsigned category_of_id(void *ctx, unsigned id)
 
 int proj_replay_trace(struct replay *R, const char *path, char *err, size_t errlen, uint64_t *proj_end)
 {
-    struct wsl_reader *r = wsl_reader_open(path, err, errlen);
+    struct wsl_reader *r = wsl_store_open(R->opt->store, path, err, errlen);
     if (!r)
         return -1;
     uint8_t kinds[WSL_MAX_API_IDS];

@@ -208,10 +208,18 @@ static size_t stream_read(struct wsl_reader *r, void *dst, size_t n)
     return got;
 }
 
-/* Reads a payload of `size` bytes into r->payload, growing the buffer only as
- * bytes arrive (a cut-short file claiming 64 MiB costs nothing). */
+/* Reads a payload of `size` bytes into r->payload: where it lies in the frame
+ * already decompressed, else copied into r->payload_buf, growing the buffer
+ * only as bytes arrive (a cut-short file claiming 64 MiB costs nothing). */
 static size_t read_payload(struct wsl_reader *r, size_t size)
 {
+    if (r->out_end - r->out_pos >= size) { /* the usual case: the whole chunk in this frame */
+        r->payload = r->outbuf + r->out_pos;
+        r->out_pos += size;
+        r->offset += size;
+        return size;
+    }
+    r->payload = r->payload_buf;
     size_t have = 0;
     while (have < size) {
         if (r->out_pos == r->out_end && !stream_fill(r))
@@ -225,12 +233,12 @@ static size_t read_payload(struct wsl_reader *r, size_t size)
                 cap = have + k;
             if (cap > size)
                 cap = size;
-            uint8_t *p = realloc(r->payload, cap);
+            uint8_t *p = realloc(r->payload_buf, cap);
             if (!p) {
                 out_of_memory(r, "out of memory for a %zu-byte chunk", size);
                 break;
             }
-            r->payload = p;
+            r->payload = r->payload_buf = p;
             r->payload_cap = cap;
         }
         memcpy(r->payload + have, r->outbuf + r->out_pos, k);
@@ -357,13 +365,9 @@ static void clock_add_sample(struct wsl_reader *r, const struct wsl_clock_sample
 
 /* ---- public ---------------------------------------------------------------------------- */
 
-/* RANK: "KEY=VALUE" strings, each NUL-terminated, with a non-empty key. */
-enum wsl_read_result wsl_reader_next(struct wsl_reader *r, struct wsl_item *item)
+/* The next chunk of the file into ch and r->payload: WSL_READ_ITEM, else how the read ended. */
+static enum wsl_read_result file_chunk(struct wsl_reader *r, struct wsl_chunk_header *chp)
 {
-    if (r->done != WSL_READ_ITEM)
-        return r->done;
-    if (r->in_events)
-        return r->ev_packed ? reader_next_packed_batch(r, item) : reader_next_event_batch(r, item);
     for (;;) {
         struct wsl_chunk_header ch;
         r->chunk_offset = r->offset;
@@ -402,67 +406,97 @@ enum wsl_read_result wsl_reader_next(struct wsl_reader *r, struct wsl_item *item
         }
         if (read_payload(r, ch.size) < ch.size)
             return stream_ended(r, true);
+        *chp = ch;
+        return WSL_READ_ITEM;
+    }
+}
 
-        memset(item, 0, sizeof *item);
-        item->type = (enum wsl_chunk_type)ch.type;
-        /* Fixed-size payloads may be longer in a later minor version: the rest is skipped. */
-        switch (ch.type) {
-        case WSL_CHUNK_PROCESS:
-            return reader_parse_process(r, ch.size, item);
-        case WSL_CHUNK_API_TABLE:
-            return reader_parse_api_table(r, ch.size, item);
-        case WSL_CHUNK_CLOCK:
-            if (ch.size < sizeof item->clock)
-                return corrupt(r, "corrupt chunk at byte %llu: CLOCK payload too small", at);
-            memcpy(&item->clock, r->payload, sizeof item->clock);
-            clock_add_sample(r, &item->clock);
-            return WSL_READ_ITEM;
-        case WSL_CHUNK_EVENTS:
-        case WSL_CHUNK_EVENTS_PACKED:
-        case WSL_CHUNK_EVENTS_GAPS:
-        {
-            enum wsl_read_result res = reader_parse_events(r, ch.type, ch.size, item);
-            if (r->chunk_skipped) {
-                r->chunk_skipped = false;
-                continue;
-            }
-            return res;
+/* Parses the chunk in r->payload into *item. */
+static enum wsl_read_result parse_chunk(struct wsl_reader *r, const struct wsl_chunk_header *chp,
+                                        struct wsl_item *item)
+{
+    const struct wsl_chunk_header ch = *chp;
+    const unsigned long long at = (unsigned long long)r->chunk_offset;
+    memset(item, 0, sizeof *item);
+    item->type = (enum wsl_chunk_type)ch.type;
+    /* Fixed-size payloads may be longer in a later minor version: the rest is skipped. */
+    switch (ch.type) {
+    case WSL_CHUNK_PROCESS:
+        return reader_parse_process(r, ch.size, item);
+    case WSL_CHUNK_API_TABLE:
+        return reader_parse_api_table(r, ch.size, item);
+    case WSL_CHUNK_CLOCK:
+        if (ch.size < sizeof item->clock)
+            return corrupt(r, "corrupt chunk at byte %llu: CLOCK payload too small", at);
+        memcpy(&item->clock, r->payload, sizeof item->clock);
+        clock_add_sample(r, &item->clock);
+        return WSL_READ_ITEM;
+    case WSL_CHUNK_EVENTS:
+    case WSL_CHUNK_EVENTS_PACKED:
+    case WSL_CHUNK_EVENTS_GAPS:
+        return reader_parse_events(r, ch.type, ch.size, item);
+    case WSL_CHUNK_DRIVER:
+        return reader_parse_driver(r, ch.size, item);
+    case WSL_CHUNK_END:
+        if (ch.size < sizeof item->end)
+            return corrupt(r, "corrupt chunk at byte %llu: END payload too small", at);
+        memcpy(&item->end, r->payload, sizeof item->end);
+        r->seen_end = true;
+        r->end_frame_at = r->out_frame_at;
+        r->end_events_written = item->end.events_written;
+        if (item->end.events_written != r->events_read)
+            reader_add_warning(r, "its END says %llu events were written, %llu were read: frames of the trace were "
+                           "lost or repeated", (unsigned long long)item->end.events_written,
+                        (unsigned long long)r->events_read);
+        return WSL_READ_ITEM;
+    case WSL_CHUNK_STRING:
+        if (ch.size < 4)
+            return corrupt(r, "corrupt chunk at byte %llu: STRING payload too small", at);
+        memcpy(&item->string.id, r->payload, 4);
+        item->string.size = ch.size - 4;
+        item->string.bytes = (const char *)r->payload + 4;
+        return WSL_READ_ITEM;
+    case WSL_CHUNK_MOUNTS:
+        return reader_parse_mounts(r, ch.size, item);
+    case WSL_CHUNK_PATHS:
+        return reader_parse_paths(r, ch.size, item);
+    case WSL_CHUNK_GPU_MEMORY:
+        if (ch.size < sizeof item->gpu_memory)
+            return corrupt(r, "corrupt chunk at byte %llu: GPU_MEMORY payload too small", at);
+        memcpy(&item->gpu_memory, r->payload, sizeof item->gpu_memory);
+        return WSL_READ_ITEM;
+    case WSL_CHUNK_RANK:
+        return reader_parse_rank(r, ch.size, item);
+    case WSL_CHUNK_EMULATION:
+        return reader_parse_emulation(r, ch.size, item);
+    }
+    return corrupt(r, "corrupt chunk at byte %llu: unknown type %u", at, ch.type); /* file_chunk skips these */
+}
+
+enum wsl_read_result wsl_reader_next(struct wsl_reader *r, struct wsl_item *item)
+{
+    if (r->done != WSL_READ_ITEM)
+        return r->done;
+    if (r->in_events)
+        return r->ev_packed ? reader_next_packed_batch(r, item) : reader_next_event_batch(r, item);
+    for (;;) {
+        struct wsl_chunk_header ch;
+        if (__builtin_expect(r->replay != NULL, 0)) {
+            if (!store_replay_chunk(r, &ch))
+                return store_replay_end(r);
+        } else {
+            enum wsl_read_result res = file_chunk(r, &ch);
+            if (res != WSL_READ_ITEM)
+                return res;
         }
-        case WSL_CHUNK_DRIVER:
-            return reader_parse_driver(r, ch.size, item);
-        case WSL_CHUNK_END:
-            if (ch.size < sizeof item->end)
-                return corrupt(r, "corrupt chunk at byte %llu: END payload too small", at);
-            memcpy(&item->end, r->payload, sizeof item->end);
-            r->seen_end = true;
-            r->end_frame_at = r->out_frame_at;
-            r->end_events_written = item->end.events_written;
-            if (item->end.events_written != r->events_read)
-                reader_add_warning(r, "its END says %llu events were written, %llu were read: frames of the trace were "
-                               "lost or repeated", (unsigned long long)item->end.events_written,
-                            (unsigned long long)r->events_read);
-            return WSL_READ_ITEM;
-        case WSL_CHUNK_STRING:
-            if (ch.size < 4)
-                return corrupt(r, "corrupt chunk at byte %llu: STRING payload too small", at);
-            memcpy(&item->string.id, r->payload, 4);
-            item->string.size = ch.size - 4;
-            item->string.bytes = (const char *)r->payload + 4;
-            return WSL_READ_ITEM;
-        case WSL_CHUNK_MOUNTS:
-            return reader_parse_mounts(r, ch.size, item);
-        case WSL_CHUNK_PATHS:
-            return reader_parse_paths(r, ch.size, item);
-        case WSL_CHUNK_GPU_MEMORY:
-            if (ch.size < sizeof item->gpu_memory)
-                return corrupt(r, "corrupt chunk at byte %llu: GPU_MEMORY payload too small", at);
-            memcpy(&item->gpu_memory, r->payload, sizeof item->gpu_memory);
-            return WSL_READ_ITEM;
-        case WSL_CHUNK_RANK:
-            return reader_parse_rank(r, ch.size, item);
-        case WSL_CHUNK_EMULATION:
-            return reader_parse_emulation(r, ch.size, item);
+        enum wsl_read_result res = parse_chunk(r, &ch, item);
+        if (r->chunk_skipped) { /* a repeated EVENTS chunk: its events were handed out already */
+            r->chunk_skipped = false;
+            continue;
         }
+        if (r->rec && res == WSL_READ_ITEM)
+            store_record_chunk(r, &ch);
+        return res;
     }
 }
 
@@ -541,7 +575,7 @@ static bool read_file_header(struct wsl_reader *r)
     return true;
 }
 
-static struct wsl_reader *reader_new(void)
+struct wsl_reader *reader_new(void)
 {
     struct wsl_reader *r = calloc(1, sizeof *r);
     if (!r)
@@ -554,7 +588,7 @@ static struct wsl_reader *reader_new(void)
     r->dctx = ZSTD_createDCtx();
     r->outbuf = malloc(OUTPUT_BUFFER_SIZE);
     r->out_cap = OUTPUT_BUFFER_SIZE;
-    r->payload = malloc(PAYLOAD_INITIAL_SIZE);
+    r->payload = r->payload_buf = malloc(PAYLOAD_INITIAL_SIZE);
     r->payload_cap = PAYLOAD_INITIAL_SIZE;
     r->batch = malloc(WSL_READER_BATCH * sizeof *r->batch);
     r->codec = calloc(1, sizeof *r->codec);
@@ -577,6 +611,10 @@ static struct wsl_reader *open_common(struct wsl_reader *r, char *err, size_t er
     return r;
 }
 
+static uint64_t files_opened;
+
+uint64_t wsl_reader_files_opened(void) { return files_opened; }
+
 struct wsl_reader *wsl_reader_open(const char *path, char *err, size_t errlen)
 {
     struct wsl_reader *r = reader_new();
@@ -596,6 +634,7 @@ struct wsl_reader *wsl_reader_open(const char *path, char *err, size_t errlen)
         wsl_reader_close(r);
         return NULL;
     }
+    files_opened++;
     struct stat st;
     int stat_errno = fstat(r->fd, &st) != 0 ? errno : S_ISDIR(st.st_mode) ? EISDIR : 0;
     if (stat_errno) {
@@ -692,12 +731,13 @@ void wsl_reader_close(struct wsl_reader *r)
 {
     if (!r)
         return;
+    store_close(r);
     if (r->fd >= 0)
         close(r->fd);
     ZSTD_freeDCtx(r->dctx);
     free(r->inbuf);
     free(r->outbuf);
-    free(r->payload);
+    free(r->payload_buf);
     free(r->batch);
     free(r->codec);
     free(r->pack);

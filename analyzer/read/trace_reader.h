@@ -186,6 +186,9 @@ struct wsl_reader;
  * FIFO or device is refused at once, never waited on. */
 struct wsl_reader *wsl_reader_open(const char *path, char *err, size_t errlen);
 
+/* Trace files wsl_reader_open opened in this process (what the store saves is counted here). */
+uint64_t wsl_reader_files_opened(void);
+
 /* Whether path is a trace with something to read: it opens and its PROCESS
  * chunk reads. Returns 0, or -1 with a one-line reason in err. */
 int wsl_reader_probe(const char *path, char *err, size_t errlen);
@@ -220,6 +223,41 @@ uint64_t wsl_reader_bytes_in(const struct wsl_reader *r);
 uint64_t wsl_reader_bytes_out(const struct wsl_reader *r);
 
 void wsl_reader_close(struct wsl_reader *r);
+
+/* ---- one reading per trace: the store (trace_store.c) -------------------------------------
+ *
+ * The analysis reads a trace more than once: the run's pass, then the passes that need the
+ * whole run first (NVTX step windows, the steady state, a rank's own run, the timeline of
+ * --html, --sqlite, --project). A store keeps the chunks of a trace's first reading, as they
+ * came out of zstd (about the file's size times its compression ratio, 5-8 bytes per event),
+ * so that the later readings replay them: no file, no zstd, the same items, clock, mounts,
+ * warnings and result. Recordings are kept while all stores together hold at most
+ * WSL_STORE_MAX_BYTES and each at most WSL_STORE_MAX_TRACE_BYTES (a large trace's analysis holds
+ * the most memory itself); a trace past either is not kept and its later readings read the file. */
+#define WSL_STORE_MAX_BYTES (32u << 20)
+#define WSL_STORE_MAX_TRACE_BYTES (8u << 20)
+
+struct wsl_trace_store;
+
+struct wsl_trace_store *wsl_store_new(void);
+void wsl_store_free(struct wsl_trace_store *s);
+
+/* A reader of path: the replay of its recording when s holds one (err untouched), else
+ * wsl_reader_open(path) (also when s is NULL). */
+struct wsl_reader *wsl_store_open(const struct wsl_trace_store *s, const char *path, char *err, size_t errlen);
+
+/* The same, and a trace s does not hold yet is recorded as it is read: once read to its end
+ * (WSL_READ_END or WSL_READ_TRUNCATED) and closed, s holds it. */
+struct wsl_reader *wsl_store_open_recording(struct wsl_trace_store *s, const char *path, char *err, size_t errlen);
+
+/* wsl_reader_probe, reading the whole trace into s (a trace s holds already is replayed). */
+int wsl_store_probe(struct wsl_trace_store *s, const char *path, char *err, size_t errlen);
+
+/* Whether s holds path's recording (tests). */
+bool wsl_store_holds(const struct wsl_trace_store *s, const char *path);
+
+/* Bytes held by the recordings of every store. */
+size_t wsl_store_bytes_held(void);
 
 /* ns = ns0 + (ticks - ticks0) * ns_per_tick, saturated to [0, UINT64_MAX]. */
 uint64_t wsl_clock_to_ns(const struct wsl_clock_map *m, uint64_t ticks);

@@ -161,31 +161,24 @@ enum wsl_read_result reader_parse_driver(struct wsl_reader *r, uint32_t size, st
     if (di->devices > (size - sizeof *di) / sizeof(struct wsl_gpu_info))
         return corrupt(r, "corrupt chunk at byte %llu: DRIVER lists %u GPUs, the chunk holds fewer", at,
                        di->devices);
-    /* sizeof *di is a multiple of 16, so the GPU records are aligned in the buffer. */
+    /* sizeof *di is a multiple of 16, so the GPU records are aligned in an allocated buffer: a
+     * payload read in place in the frame is copied to one first. */
+    if ((uintptr_t)r->payload % 16) {
+        if (size > r->payload_cap) {
+            uint8_t *p = realloc(r->payload_buf, size);
+            if (!p)
+                return out_of_memory(r, "out of memory for a %u-byte chunk", size);
+            r->payload_buf = p;
+            r->payload_cap = size;
+        }
+        memcpy(r->payload_buf, r->payload, size);
+        r->payload = r->payload_buf;
+    }
     struct wsl_gpu_info *gpus = (struct wsl_gpu_info *)(void *)(r->payload + sizeof *di);
     for (uint32_t i = 0; i < di->devices; i++)
         gpus[i].name[sizeof gpus[i].name - 1] = 0;
     item->driver.gpus = gpus;
     return WSL_READ_ITEM;
-}
-
-/* A varint of the checked decoder's common lengths (1 and 2 bytes), else
- * wsl_get_varint itself: the same result and position for every input. */
-static inline const uint8_t *get_varint(const uint8_t *p, const uint8_t *end, uint64_t *out)
-{
-    if (__builtin_expect(end - p >= 2, 1)) {
-        unsigned b0 = p[0];
-        if (b0 < 0x80) {
-            *out = b0;
-            return p + 1;
-        }
-        unsigned b1 = p[1];
-        if (b1 < 0x80) {
-            *out = (uint64_t)(b0 & 0x7f) | (uint64_t)b1 << 7;
-            return p + 2;
-        }
-    }
-    return wsl_get_varint(p, end, out);
 }
 
 /* Decodes the next batch of the EVENTS chunk in progress. The loop is
@@ -239,7 +232,7 @@ enum wsl_read_result reader_next_event_batch(struct wsl_reader *r, struct wsl_it
         uint64_t id, dt, dur, v;
         api_at = api_p;
         const uint8_t *p;
-        if (!(p = get_varint(api_p, api_end, &id)) || id >= WSL_MAX_API_IDS)
+        if (!(p = reader_get_varint(api_p, api_end, &id)) || id >= WSL_MAX_API_IDS)
             goto bad;
         api_p = p;
         if (mask_p >= mask_end)
@@ -247,26 +240,26 @@ enum wsl_read_result reader_next_event_batch(struct wsl_reader *r, struct wsl_it
         unsigned mask = *mask_p++;
         if (mask & 0xc0)
             goto bad;
-        if (!(p = get_varint(dt_p, dt_end, &dt)))
+        if (!(p = reader_get_varint(dt_p, dt_end, &dt)))
             goto bad;
         dt_p = p;
-        if (!(p = get_varint(dur_p, dur_end, &dur)))
+        if (!(p = reader_get_varint(dur_p, dur_end, &dur)))
             goto bad;
         dur_p = p;
         struct wsl_event *pv = &st->prev[id];
         if (mask) {
             if (mask & 1) {
-                if (!(fld_p = get_varint(fld_p, fld_end, &v)))
+                if (!(fld_p = reader_get_varint(fld_p, fld_end, &v)))
                     goto bad;
                 pv->result = (int32_t)wsl_unzigzag(v);
             }
             if (mask & 2) {
-                if (!(fld_p = get_varint(fld_p, fld_end, &v)))
+                if (!(fld_p = reader_get_varint(fld_p, fld_end, &v)))
                     goto bad;
                 pv->stream ^= v;
             }
             for (unsigned m = mask >> 2; m; m &= m - 1) {
-                if (!(fld_p = get_varint(fld_p, fld_end, &v)))
+                if (!(fld_p = reader_get_varint(fld_p, fld_end, &v)))
                     goto bad;
                 pv->a[__builtin_ctz(m)] ^= v;
             }
@@ -318,24 +311,24 @@ static __attribute__((noinline)) int packed_literal(struct wsl_reader *r, struct
     if (ps->literals >= in->literals)
         return -1;
     ps->literals++;
-    if (!(p = get_varint(in->lit, in->lit_end, &id)) || id >= WSL_MAX_API_IDS || p >= in->lit_end)
+    if (!(p = reader_get_varint(in->lit, in->lit_end, &id)) || id >= WSL_MAX_API_IDS || p >= in->lit_end)
         return -1;
     unsigned mask = *p++;
     if (mask & 0xc0)
         return -1;
     struct wsl_event *pv = &st->prev[id];
     if (mask & 1) {
-        if (!(p = get_varint(p, in->lit_end, &v)))
+        if (!(p = reader_get_varint(p, in->lit_end, &v)))
             return -1;
         pv->result = (int32_t)wsl_unzigzag(v);
     }
     if (mask & 2) {
-        if (!(p = get_varint(p, in->lit_end, &v)))
+        if (!(p = reader_get_varint(p, in->lit_end, &v)))
             return -1;
         pv->stream ^= v;
     }
     for (unsigned m = mask >> 2; m; m &= m - 1) {
-        if (!(p = get_varint(p, in->lit_end, &v)))
+        if (!(p = reader_get_varint(p, in->lit_end, &v)))
             return -1;
         pv->a[__builtin_ctz(m)] ^= v;
     }
@@ -378,10 +371,10 @@ static inline __attribute__((always_inline)) uint32_t packed_events(struct wsl_r
         uint64_t dt, dur;
         const uint8_t *p;
         unsigned op = *op_p++;
-        if (!(p = get_varint(dt_p, dt_end, &dt)))
+        if (!(p = reader_get_varint(dt_p, dt_end, &dt)))
             goto bad;
         dt_p = p;
-        if (!(p = get_varint(dur_p, dur_end, &dur)))
+        if (!(p = reader_get_varint(dur_p, dur_end, &dur)))
             goto bad;
         dur_p = p;
         if (gaps) {

@@ -5,6 +5,7 @@
 #include "trace_reader.h"
 
 #include <stdio.h>
+#include <string.h>
 #include <zstd.h>
 
 #define INPUT_BUFFER_SIZE (128u << 10)
@@ -72,7 +73,9 @@ struct wsl_reader {
     char warnings[READER_WARNINGS_MAX][WSL_READER_ERRLEN];
     size_t warning_count;
 
-    uint8_t *payload;
+    uint8_t *payload;           /* the chunk being parsed: in outbuf when it lies there whole (no copy),
+                                   else in payload_buf (or, replayed, in the recording) */
+    uint8_t *payload_buf;
     size_t payload_cap;
     uint64_t chunk_offset;      /* where the current chunk's header starts */
 
@@ -107,7 +110,47 @@ struct wsl_reader {
     struct wsl_clock_map clock;
     bool have_start_pair, have_first_sample, have_latest_sample;
     struct wsl_clock_sample start_pair, first_sample, latest_sample;
+
+    /* one reading per trace (trace_store.c) */
+    struct wsl_recording *rec;          /* the chunks handed out are kept here (NULL: not recorded) */
+    struct wsl_trace_store *rec_store;  /* which takes rec once the read has stopped and r is closed */
+    const struct wsl_recording *replay; /* the chunks come from this recording instead of a file */
+    const struct rec_block *replay_block;
+    size_t replay_at;                   /* within replay_block */
 };
+
+/* A varint of the checked decoder's common lengths (1 and 2 bytes, then 3 and 4: times in ticks
+ * take 3 or 4, a gap of 20 us is 60,000 TSC ticks), else wsl_get_varint itself: the same result
+ * and position for every input. */
+static inline const uint8_t *reader_get_varint(const uint8_t *p, const uint8_t *end, uint64_t *out)
+{
+    if (__builtin_expect(end - p >= 2, 1)) {
+        unsigned b0 = p[0];
+        if (b0 < 0x80) {
+            *out = b0;
+            return p + 1;
+        }
+        unsigned b1 = p[1];
+        if (b1 < 0x80) {
+            *out = (uint64_t)(b0 & 0x7f) | (uint64_t)b1 << 7;
+            return p + 2;
+        }
+        if (end - p >= 4) {
+            unsigned b2 = p[2];
+            uint64_t v = (uint64_t)(b0 & 0x7f) | (uint64_t)(b1 & 0x7f) << 7;
+            if (b2 < 0x80) {
+                *out = v | (uint64_t)b2 << 14;
+                return p + 3;
+            }
+            unsigned b3 = p[3];
+            if (b3 < 0x80) {
+                *out = v | (uint64_t)(b2 & 0x7f) << 14 | (uint64_t)b3 << 21;
+                return p + 4;
+            }
+        }
+    }
+    return wsl_get_varint(p, end, out);
+}
 
 /* A chunk that is malformed although its zstd frame's checksum matched was
  * written wrong: the trace is invalid (damage on disk is caught by the
@@ -131,5 +174,15 @@ enum wsl_read_result reader_parse_mounts(struct wsl_reader *r, uint32_t size, st
 enum wsl_read_result reader_parse_paths(struct wsl_reader *r, uint32_t size, struct wsl_item *item);
 enum wsl_read_result reader_parse_rank(struct wsl_reader *r, uint32_t size, struct wsl_item *item);
 enum wsl_read_result reader_parse_emulation(struct wsl_reader *r, uint32_t size, struct wsl_item *item);
+
+/* trace_store.c: the replay's next chunk into ch and r->payload (false after the last one), the
+ * replay's end (the recorded result, message and warnings), a chunk handed out kept in the
+ * recording, and what wsl_reader_close does for both. */
+bool store_replay_chunk(struct wsl_reader *r, struct wsl_chunk_header *ch);
+enum wsl_read_result store_replay_end(struct wsl_reader *r);
+void store_record_chunk(struct wsl_reader *r, const struct wsl_chunk_header *ch);
+void store_close(struct wsl_reader *r);
+struct wsl_reader *reader_new(void);
+struct wsl_reader *reader_new_replay(void);
 
 #endif

@@ -107,11 +107,14 @@ static bool ends_with(const char *s, const char *suffix)
 }
 
 /* The phases of each trace's process, as the report finds them (the run model). */
-static void find_phases(struct chrome_trace **traces, size_t n, struct wsl_chrome_result *res)
+static void find_phases(struct chrome_trace **traces, size_t n, const struct wsl_trace_store *store,
+                        struct wsl_chrome_result *res)
 {
     struct wsl_run run;
     wsl_run_init(&run);
     run.solo = true;
+    run.nested = true; /* only its phases are used */
+    run.store = (struct wsl_trace_store *)store; /* not owned: only read */
     char err[WSL_READER_ERRLEN];
     for (size_t i = 0; i < n; i++)
         if (wsl_run_add_trace(&run, traces[i]->path, err, sizeof err) != 0) {
@@ -183,7 +186,7 @@ int wsl_chrome_export(char *const *paths, size_t count, const struct wsl_chrome_
         traces[i]->path = paths[i];
         traces[i]->rank = -1;
         char why[WSL_READER_ERRLEN];
-        if (chrome_scan_trace(traces[i], opt->progress, res, why, sizeof why) != 0)
+        if (chrome_scan_trace(traces[i], opt, res, why, sizeof why) != 0)
             rc = set_err(err, errlen, "%s: %s", paths[i], why);
         wsl_progress_next_file(opt->progress, file_size(paths[i]));
     }
@@ -200,7 +203,7 @@ int wsl_chrome_export(char *const *paths, size_t count, const struct wsl_chrome_
     if (rc == 0 && n)
         qsort(traces, n, sizeof *traces, by_start);
     if (rc == 0 && n)
-        find_phases(traces, n, res);
+        find_phases(traces, n, opt->store, res);
 
     struct exporter x = {.opt = opt, .res = res, .first = true, .to_ns = UINT64_MAX};
     uint64_t run_end = 0, total = 0;

@@ -57,6 +57,7 @@ struct wsl_chrome_options {
     bool have_from, have_to;
     uint64_t from_ns, to_ns;    /* the window, ns from the run's start: [from, to) */
     struct wsl_progress *progress; /* may be NULL */
+    const struct wsl_trace_store *store; /* the traces' recordings (trace_reader.h); NULL: read the files */
 };
 
 struct wsl_chrome_result {

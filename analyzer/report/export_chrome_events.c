@@ -764,7 +764,7 @@ static void write_io_counter(struct exporter *x, struct write_state *w)
 /* Pass 2 for one trace. Returns 0, or -1 with err set. */
 int chrome_write_trace(struct exporter *x, struct chrome_trace *t, int sort_index, char *err, size_t errlen)
 {
-    struct wsl_reader *r = wsl_reader_open(t->path, err, errlen);
+    struct wsl_reader *r = wsl_store_open(x->opt->store, t->path, err, errlen);
     if (!r)
         return -1;
     struct write_state w;
@@ -824,7 +824,7 @@ int chrome_write_trace(struct exporter *x, struct chrome_trace *t, int sort_inde
 int chrome_count_in_window(const struct exporter *x, struct chrome_trace *t, uint64_t *count, char *err,
                            size_t errlen)
 {
-    struct wsl_reader *r = wsl_reader_open(t->path, err, errlen);
+    struct wsl_reader *r = wsl_store_open(x->opt->store, t->path, err, errlen);
     if (!r)
         return -1;
     struct wsl_item it;

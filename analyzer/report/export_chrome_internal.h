@@ -140,7 +140,7 @@ void chrome_names_free(struct name_table *t);
 void chrome_trace_free(struct chrome_trace *t);
 const char *chrome_kernel_name(const struct chrome_trace *t, uint64_t handle);
 void chrome_add_result_warning(struct wsl_chrome_result *res, char *w);
-int chrome_scan_trace(struct chrome_trace *t, struct wsl_progress *progress, struct wsl_chrome_result *res,
+int chrome_scan_trace(struct chrome_trace *t, const struct wsl_chrome_options *opt, struct wsl_chrome_result *res,
                       char *err, size_t errlen);
 int chrome_write_trace(struct exporter *x, struct chrome_trace *t, int sort_index, char *err, size_t errlen);
 int chrome_count_in_window(const struct exporter *x, struct chrome_trace *t, uint64_t *count, char *err,

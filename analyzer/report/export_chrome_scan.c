@@ -168,10 +168,11 @@ static void note_timed(struct chrome_trace *t, const struct wsl_event *ev)
 }
 
 /* Pass 1. Returns 0, or -1 with err set (the trace is invalid). */
-int chrome_scan_trace(struct chrome_trace *t, struct wsl_progress *progress, struct wsl_chrome_result *res,
+int chrome_scan_trace(struct chrome_trace *t, const struct wsl_chrome_options *opt, struct wsl_chrome_result *res,
                       char *err, size_t errlen)
 {
-    struct wsl_reader *r = wsl_reader_open(t->path, err, errlen);
+    struct wsl_progress *progress = opt->progress;
+    struct wsl_reader *r = wsl_store_open(opt->store, t->path, err, errlen);
     if (!r)
         return -1;
     uint64_t max_end = 0;

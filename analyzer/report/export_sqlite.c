@@ -372,7 +372,7 @@ static void take_paths(struct trace_pass *p, const struct wsl_item *it)
 static void export_trace_rows(struct exporter *x, int64_t proc_id, const struct wsl_process *proc)
 {
     char err[WSL_READER_ERRLEN];
-    struct wsl_reader *r = wsl_reader_open(proc->trace_path, err, sizeof err);
+    struct wsl_reader *r = wsl_store_open(x->run->store, proc->trace_path, err, sizeof err);
     if (!r) {
         set_error(x, "%s: %s", proc->trace_path, err);
         return;

@@ -207,6 +207,18 @@ static void add_argument(struct trace_list *l, const char *path)
         trace_list_add(l, path, &st, false);
 }
 
+/* A warning about a trace that has no process info (no trace at all): such warnings come before
+ * the others, as when an up-front check found them before any reading. */
+static size_t unusable_warnings;
+
+static void add_unusable_warning(char *w)
+{
+    add_input_warning(w);
+    memmove(input_warnings + unusable_warnings + 1, input_warnings + unusable_warnings,
+            (input_warning_count - 1 - unusable_warnings) * sizeof *input_warnings);
+    input_warnings[unusable_warnings++] = w;
+}
+
 /* Removes trace i from the list. */
 static void trace_list_remove(struct trace_list *l, size_t i)
 {
@@ -219,31 +231,40 @@ static void trace_list_remove(struct trace_list *l, size_t i)
 }
 
 /* A trace that cannot be read: one named on the command line ends the program
- * (exit 2); one found in a directory is left out with a warning, unless no
- * trace of the list is left (exit 2). Returns whether trace i was removed. */
-static bool drop_bad_trace(struct trace_list *l, size_t i, const char *why, size_t *bad, char **first_bad)
+ * (exit 2); one found in a directory is left out with a warning (unusable: it has
+ * no process info), unless no trace of the list is left (exit 2). Returns whether
+ * trace i was removed. */
+static bool drop_bad_trace(struct trace_list *l, size_t i, const char *why, size_t *bad, char **first_bad,
+                           bool unusable)
 {
     if (!l->in_dir[i])
         fail("%s: %s", l->paths[i], why);
     if (!*first_bad)
         *first_bad = xasprintf("%s: %s", l->paths[i], why);
     (*bad)++;
-    add_input_warning(xasprintf("%s: %s; left out of the report", l->paths[i], why));
+    char *w = xasprintf("%s: %s; left out of the report", l->paths[i], why);
+    if (unusable)
+        add_unusable_warning(w);
+    else
+        add_input_warning(w);
     trace_list_remove(l, i);
     return true;
 }
 
-/* Checks that each trace has something to read (its process info), before any
- * pass over them: a directory's bad traces (a 0-byte file left by a full disk)
- * are named and left out; the others make the report. */
-static void check_traces(struct trace_list *l)
+/* Checks that traces from..count of the list have something to read (their process
+ * info): a directory's bad traces (a 0-byte file left by a full disk) are named and
+ * left out; the others make the report. The reports read the traces without it
+ * (load_run: the reading finds the same); --chrome checks before its passes, reading
+ * each trace whole into store (its passes replay it). */
+static void check_traces_from(struct trace_list *l, size_t from, struct wsl_trace_store *store)
 {
     size_t bad = 0;
     char *first_bad = NULL;
-    for (size_t i = 0; i < l->count;) {
+    for (size_t i = from; i < l->count;) {
         char err[WSL_READER_ERRLEN];
-        if (wsl_reader_probe(l->paths[i], err, sizeof err) != 0)
-            drop_bad_trace(l, i, err, &bad, &first_bad);
+        if ((store ? wsl_store_probe(store, l->paths[i], err, sizeof err)
+                   : wsl_reader_probe(l->paths[i], err, sizeof err)) != 0)
+            drop_bad_trace(l, i, err, &bad, &first_bad, true);
         else
             i++;
     }
@@ -251,6 +272,8 @@ static void check_traces(struct trace_list *l)
         fail("no trace can be read (%zu bad, e.g. %s)", bad, first_bad);
     free(first_bad);
 }
+
+static void check_traces(struct trace_list *l) { check_traces_from(l, 0, NULL); }
 
 /* A non-negative number of seconds (decimals allowed) as ns. */
 static bool parse_seconds(const char *v, uint64_t *ns)
@@ -408,8 +431,14 @@ static char *run_program(const struct wsl_run *run)
 }
 
 /* Reads the traces of one run into run, with progress on a terminal; a bad
- * trace named on the command line fails the program, a directory's is left out. */
-static void load_run(struct wsl_run *run, struct trace_list *traces, bool force_progress)
+ * trace named on the command line fails the program, a directory's is left out.
+ * Each trace is read once: what an up-front check of every list would find
+ * (traces without their process info) comes out of the reading, with the same
+ * messages and warnings in the same order. Only when the program is about to
+ * fail for a trace that had its process info are the traces not read yet (the
+ * rest of this list, then the later lists) probed, because such a check would
+ * have failed on them first. */
+static void load_run(struct wsl_run *run, struct trace_list *traces, bool force_progress, struct trace_list *later)
 {
     uint64_t total_bytes = 0;
     for (size_t i = 0; i < traces->count; i++) {
@@ -421,26 +450,41 @@ static void load_run(struct wsl_run *run, struct trace_list *traces, bool force_
     wsl_run_init(run);
     wsl_progress_begin(&progress, "reading traces", total_bytes, force_progress);
     run->progress = &progress;
-    size_t bad = 0;
-    char *first_bad = NULL;
+    size_t bad = 0, unusable = 0;
+    char *first_bad = NULL, *first_unusable = NULL;
     for (size_t i = 0; i < traces->count;) {
         char err[WSL_READER_ERRLEN];
         struct stat st;
         uint64_t size = stat(traces->paths[i], &st) == 0 ? (uint64_t)st.st_size : 0;
-        if (wsl_run_add_trace(run, traces->paths[i], err, sizeof err) != 0) {
-            if (!traces->in_dir[i])
+        bool usable;
+        if (wsl_run_read_trace(run, traces->paths[i], &usable, err, sizeof err) != 0) {
+            if (!traces->in_dir[i]) {
                 wsl_progress_end(&progress);
-            drop_bad_trace(traces, i, err, &bad, &first_bad);
+                if (usable) { /* the up-front check would have failed on these first */
+                    check_traces_from(traces, i + 1, NULL);
+                    if (later)
+                        check_traces(later);
+                }
+            }
+            if (usable)
+                drop_bad_trace(traces, i, err, &bad, &first_bad, false);
+            else
+                drop_bad_trace(traces, i, err, &unusable, &first_unusable, true);
         } else {
             i++;
         }
         wsl_progress_next_file(&progress, size);
     }
-    if (traces->count == 0 && bad) {
+    if (traces->count == 0 && (bad || unusable)) {
         wsl_progress_end(&progress);
+        if (!bad) /* found by the check, before any later list's */
+            fail("no trace can be read (%zu bad, e.g. %s)", unusable, first_unusable);
+        if (later)
+            check_traces(later);
         fail("no trace can be read (%zu bad, e.g. %s)", bad, first_bad);
     }
     free(first_bad);
+    free(first_unusable);
     wsl_progress_end(&progress);
     run->progress = NULL;
     wsl_run_finish(run);
@@ -615,7 +659,8 @@ int main(int argc, char **argv)
     if (chrome) {
         for (size_t i = 0; i < nargs; i++)
             add_argument(&traces, args[i]);
-        check_traces(&traces);
+        struct wsl_trace_store *store = wsl_store_new();
+        check_traces_from(&traces, 0, store);
         uint64_t total_bytes = 0;
         for (size_t i = 0; i < traces.count; i++) {
             struct stat st;
@@ -627,7 +672,10 @@ int main(int argc, char **argv)
         wsl_progress_begin(&progress, "exporting", 2 * total_bytes, force_progress);
         chrome_opt.output = chrome;
         chrome_opt.progress = &progress;
-        return export_chrome(&traces, &chrome_opt);
+        chrome_opt.store = store;
+        int rc = export_chrome(&traces, &chrome_opt);
+        wsl_store_free(store);
+        return rc;
     }
 
     struct trace_list traces_b = {0};
@@ -637,10 +685,8 @@ int main(int argc, char **argv)
     if (compare) {
         add_argument(&traces, compare_args[0]);
         add_argument(&traces_b, compare_args[1]);
-        check_traces(&traces);
-        check_traces(&traces_b);
-        load_run(&run, &traces, force_progress);
-        load_run(&run_b, &traces_b, force_progress);
+        load_run(&run, &traces, force_progress, &traces_b);
+        load_run(&run_b, &traces_b, force_progress, NULL);
         wsl_compare_build(&cmp, &run, &run_b);
         char *pa = run_program(&run), *pb = run_program(&run_b);
         if (strcmp(pa, pb) != 0)
@@ -655,8 +701,7 @@ int main(int argc, char **argv)
     } else {
         for (size_t i = 0; i < nargs; i++)
             add_argument(&traces, args[i]);
-        check_traces(&traces);
-        load_run(&run, &traces, force_progress);
+        load_run(&run, &traces, force_progress, NULL);
         if (project_opt.target) {
             char perr[512];
             if (run.phases.known && run.phases.main.steps) { /* the exposure's step time */
@@ -665,6 +710,7 @@ int main(int argc, char **argv)
                 project_opt.steady_end_ns = run.phases.main.steady_end_ns;
                 project_opt.steady_steps = run.phases.main.steps;
             }
+            project_opt.store = run.store;
             if (wsl_project((const char *const *)traces.paths, traces.count, &project_opt, &projection, perr,
                             sizeof perr) != 0)
                 fail("%s", perr);

@@ -97,11 +97,11 @@ static void view_finish(struct wsl_html_view *v, struct view_acc *a, unsigned st
     v->gpu_samples += a->timed;
 }
 
-static int series_trace(const struct wsl_process *p, struct wsl_html_series *s, struct wsl_progress *progress,
-                        char *err, size_t errlen)
+static int series_trace(const struct wsl_trace_store *store, const struct wsl_process *p, struct wsl_html_series *s,
+                        struct wsl_progress *progress, char *err, size_t errlen)
 {
     char why[WSL_READER_ERRLEN];
-    struct wsl_reader *r = wsl_reader_open(p->trace_path, why, sizeof why);
+    struct wsl_reader *r = wsl_store_open(store, p->trace_path, why, sizeof why);
     if (!r) {
         snprintf(err, errlen, "%s: %s", p->trace_path, why);
         return -1;
@@ -219,7 +219,7 @@ int wsl_html_series_build(const struct wsl_run *run, struct wsl_html_series *s, 
     if (ph->known && ph->steady_end_ns > ph->steady_start_ns && ph->steady_start_ns >= run->start_ns)
         view_init(&s->steady, ph->steady_start_ns - run->start_ns, ph->steady_end_ns - ph->steady_start_ns);
     for (size_t i = 0; i < run->proc_count; i++) {
-        if (series_trace(&run->procs[i], s, progress, err, errlen) != 0)
+        if (series_trace(run->store, &run->procs[i], s, progress, err, errlen) != 0)
             return -1;
         struct stat st;
         wsl_progress_next_file(progress, stat(run->procs[i].trace_path, &st) == 0 ? (uint64_t)st.st_size : 0);

@@ -40,6 +40,8 @@ static void steady_findings(struct wsl_run *run)
     wsl_run_init(&st);
     st.windowed = true;
     st.solo = true;
+    st.nested = true;
+    st.store = run->store;
     st.window_start_ns = rp->steady_start_ns;
     st.window_end_ns = rp->steady_end_ns;
     for (size_t i = 0; i < run->proc_count; i++) {

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "trace_reader_internal.h"
 #include "trace_synth.h"
 #include "unit_test.h"
 
@@ -748,5 +749,27 @@ int test_gaps_malformed(void)
     CHECK(wsl_gaps_open(&in, d, WSL_EVENTS_DIRECTORY_SIZE + 8 + 4, 2) == WSL_COLUMNS_OK);
     unpack_gaps = false;
     free(b);
+    return 0;
+}
+
+/* The reader's varint (reader_get_varint: short cuts for 1, 2 and 3..8 bytes) against the format's
+ * wsl_get_varint on every length, with and without a last byte, at every distance from the end. */
+int test_codec_reader_varint(void)
+{
+    rng_seed(26);
+    uint8_t buf[24];
+    for (unsigned round = 0; round < 200000; round++) {
+        unsigned len = 1 + (unsigned)rng_below(12), room = (unsigned)rng_below(sizeof buf + 1);
+        for (unsigned i = 0; i < sizeof buf; i++)
+            buf[i] = (uint8_t)rng_next();
+        for (unsigned i = 0; i + 1 < len && i < sizeof buf; i++)
+            buf[i] |= 0x80;
+        if (len - 1 < sizeof buf && rng_below(8))
+            buf[len - 1] &= 0x7f;
+        uint64_t a = 0xdead, b = 0xbeef;
+        const uint8_t *pa = wsl_get_varint(buf, buf + room, &a), *pb = reader_get_varint(buf, buf + room, &b);
+        CHECKF(pa == pb && (!pa || a == b), "round %u: len %u room %u: %p %llx, %p %llx", round, len, room,
+               (const void *)pa, (unsigned long long)a, (const void *)pb, (unsigned long long)b);
+    }
     return 0;
 }

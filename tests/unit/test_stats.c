@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "phase_analysis.h"
 #include "stats.h"
 #include "unit_test.h"
 
@@ -134,5 +135,36 @@ int test_stats_merge(void)
     wsl_hist_free(&ns);
     wsl_hist_free(&merged);
     free(v);
+    return 0;
+}
+
+/* The phases' median (a selection) is the sorted array's middle element: random sizes, few or many
+ * distinct values, sorted and reversed input. */
+int test_phase_median(void)
+{
+    rng_seed(2626);
+    for (unsigned round = 0; round < 4000; round++) {
+        size_t n = (size_t)rng_below(round < 3000 ? 40 : 5000);
+        uint64_t *v = malloc((n ? n : 1) * sizeof *v), *s = malloc((n ? n : 1) * sizeof *s);
+        CHECK(v && s);
+        uint64_t spread = round % 4 == 0 ? 3 : round % 4 == 1 ? 1000 : UINT64_MAX;
+        for (size_t i = 0; i < n; i++)
+            v[i] = spread == UINT64_MAX ? rng_next() : rng_below(spread);
+        if (round % 7 == 0)
+            qsort(v, n, sizeof *v, compare_u64);
+        if (round % 11 == 0)
+            for (size_t i = 0; i < n / 2; i++) {
+                uint64_t t = v[i];
+                v[i] = v[n - 1 - i];
+                v[n - 1 - i] = t;
+            }
+        memcpy(s, v, n * sizeof *v);
+        qsort(s, n, sizeof *s, compare_u64);
+        uint64_t want = n ? s[n / 2] : 0, got = wsl_phase_median(v, n);
+        CHECKF(got == want, "round %u, n %zu: %llu, want %llu", round, n, (unsigned long long)got,
+               (unsigned long long)want);
+        free(v);
+        free(s);
+    }
     return 0;
 }

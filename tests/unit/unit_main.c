@@ -117,7 +117,12 @@
     X(rule_launch_bound_fires)    \
     X(rule_launch_bound_silent_compute) \
     X(rule_launch_bound_silent_graph) \
-    X(rule_gpu_idle_fires)
+    X(rule_gpu_idle_fires)        \
+    X(store_replays_reading)      \
+    X(codec_reader_varint)        \
+    X(phase_median)               \
+    X(store_keeps_whole_readings) \
+    X(store_one_reading_per_trace)
 
 #define DECLARE(name) int test_##name(void);
 TESTS(DECLARE)
