@@ -658,7 +658,7 @@ int wsl_run_add_trace(struct wsl_run *run, const char *path, char *err, size_t e
 int wsl_run_read_trace(struct wsl_run *run, const char *path, bool *usable, char *err, size_t errlen)
 {
     *usable = false;
-    if (!run->store && !run->solo && !run->windowed) {
+    if (!run->store && run->record && !run->solo && !run->windowed) {
         run->store = wsl_store_new();
         run->store_owned = true;
     }

@@ -143,9 +143,11 @@ struct wsl_run {
     struct wsl_u64_map api_index;
     /* The recordings of the run's traces (trace_reader.h, "the store"): the readings after the
      * first (NVTX step windows, the steady state, a rank's own run, the timeline of --html,
-     * --sqlite, --project) replay them. The run a caller reads traces into makes its own on the
-     * first trace; a run made inside the analysis (a rank's, the steady state's) is given its
-     * parent's (store_owned false). */
+     * --sqlite, --project) replay them. Set record before the first trace and the run makes its
+     * own (a recording costs about 10% of a reading that no later pass replays: wslshim-report
+     * records when it reads several traces or its output reads them again); a run made inside the
+     * analysis (a rank's, the steady state's) is given its parent's (store_owned false). */
+    bool record;
     struct wsl_trace_store *store;
     bool store_owned;
     /* Set on a run made inside the analysis whose own report is never written (a rank's own run,

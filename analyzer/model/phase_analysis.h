@@ -139,8 +139,9 @@ static inline void wsl_phase_trace_event(struct wsl_phase_trace *t, enum wsl_pha
 {
     struct wsl_phase_trace_fast *f = (struct wsl_phase_trace_fast *)(void *)t;
     struct wsl_phase_seq *q = f->cur;
+    /* (a thread with a launch before, have_last, had a submission: any_submit holds) */
     if (op == WSL_PHASE_LAUNCH && ev->result == 0 && q && q->have_last && !q->pending_break &&
-        (q->n < q->cap || q->n >= WSL_PHASE_MAX_SEQ) && ev->t_start >= q->last_ticks && f->any_submit) {
+        (q->n < q->cap || q->n >= WSL_PHASE_MAX_SEQ) && ev->t_start >= q->last_ticks) {
         uint64_t ts = ev->t_start, g = ts - q->last_ticks;
         if (ts < f->first_submit)
             f->first_submit = ts;

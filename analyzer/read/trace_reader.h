@@ -229,7 +229,7 @@ void wsl_reader_close(struct wsl_reader *r);
  * The analysis reads a trace more than once: the run's pass, then the passes that need the
  * whole run first (NVTX step windows, the steady state, a rank's own run, the timeline of
  * --html, --sqlite, --project). A store keeps the chunks of a trace's first reading, as they
- * came out of zstd (about the file's size times its compression ratio, 5-8 bytes per event),
+ * came out of zstd (5-10 bytes per event),
  * so that the later readings replay them: no file, no zstd, the same items, clock, mounts,
  * warnings and result. Recordings are kept while all stores together hold at most
  * WSL_STORE_MAX_BYTES and each at most WSL_STORE_MAX_TRACE_BYTES (a large trace's analysis holds

@@ -438,7 +438,8 @@ static char *run_program(const struct wsl_run *run)
  * fail for a trace that had its process info are the traces not read yet (the
  * rest of this list, then the later lists) probed, because such a check would
  * have failed on them first. */
-static void load_run(struct wsl_run *run, struct trace_list *traces, bool force_progress, struct trace_list *later)
+static void load_run(struct wsl_run *run, struct trace_list *traces, bool force_progress, struct trace_list *later,
+                     bool read_again)
 {
     uint64_t total_bytes = 0;
     for (size_t i = 0; i < traces->count; i++) {
@@ -448,6 +449,11 @@ static void load_run(struct wsl_run *run, struct trace_list *traces, bool force_
     }
     struct wsl_progress progress;
     wsl_run_init(run);
+    /* Several traces (a rank's own run, the NVTX step's figures read each again), or an output that
+     * reads them again: each is decompressed once, its chunks kept for the later passes. One trace
+     * of a text or JSON report is read again only for NVTX steps or a steady state shorter than
+     * the run: there the recording would cost more than it saves where neither comes. */
+    run->record = traces->count > 1 || read_again;
     wsl_progress_begin(&progress, "reading traces", total_bytes, force_progress);
     run->progress = &progress;
     size_t bad = 0, unusable = 0;
@@ -685,8 +691,8 @@ int main(int argc, char **argv)
     if (compare) {
         add_argument(&traces, compare_args[0]);
         add_argument(&traces_b, compare_args[1]);
-        load_run(&run, &traces, force_progress, &traces_b);
-        load_run(&run_b, &traces_b, force_progress, NULL);
+        load_run(&run, &traces, force_progress, &traces_b, html != NULL);
+        load_run(&run_b, &traces_b, force_progress, NULL, html != NULL);
         wsl_compare_build(&cmp, &run, &run_b);
         char *pa = run_program(&run), *pb = run_program(&run_b);
         if (strcmp(pa, pb) != 0)
@@ -701,7 +707,7 @@ int main(int argc, char **argv)
     } else {
         for (size_t i = 0; i < nargs; i++)
             add_argument(&traces, args[i]);
-        load_run(&run, &traces, force_progress, NULL);
+        load_run(&run, &traces, force_progress, NULL, html || sqlite || project_opt.target);
         if (project_opt.target) {
             char perr[512];
             if (run.phases.known && run.phases.main.steps) { /* the exposure's step time */

@@ -270,7 +270,8 @@ int test_store_keeps_whole_readings(void)
 }
 
 /* A distributed run with NVTX steps (the step's process-wide figures, each rank's own run and
- * steady state): each trace file is opened once, by the run's own reading. */
+ * steady state): recorded, each trace file is opened once, by the run's own reading; not recorded,
+ * the step's figures read each again. */
 int test_store_one_reading_per_trace(void)
 {
     struct ddp_plan p = ddp_plan_default();
@@ -284,15 +285,21 @@ int test_store_one_reading_per_trace(void)
         test_path(paths[k], sizeof paths[k], name);
         ddp_write_rank(paths[k], &p, k);
     }
-    uint64_t opened = wsl_reader_files_opened();
     struct wsl_run run;
-    wsl_run_init(&run);
     char err[WSL_READER_ERRLEN];
-    for (unsigned k = 0; k < p.ranks; k++)
-        CHECKF(wsl_run_add_trace(&run, paths[k], err, sizeof err) == 0, "%s", err);
-    wsl_run_finish(&run);
-    CHECKF(wsl_reader_files_opened() - opened == p.ranks, "%llu opens for %u traces",
-           (unsigned long long)(wsl_reader_files_opened() - opened), p.ranks);
+    for (int record = 0; record < 2; record++) {
+        uint64_t opened = wsl_reader_files_opened();
+        wsl_run_init(&run);
+        run.record = record;
+        for (unsigned k = 0; k < p.ranks; k++)
+            CHECKF(wsl_run_add_trace(&run, paths[k], err, sizeof err) == 0, "%s", err);
+        wsl_run_finish(&run);
+        uint64_t opens = wsl_reader_files_opened() - opened;
+        CHECKF(opens == (record ? p.ranks : 2 * p.ranks), "record %d: %llu opens for %u traces", record,
+               (unsigned long long)opens, p.ranks);
+        if (!record)
+            wsl_run_free(&run);
+    }
     /* the passes after the first ran: the step's figures over every thread, the ranks' own runs */
     CHECK(run.nvtx.step >= 0 && run.nvtx.step_process_known && run.nvtx.step_process_steps == p.ranks * p.steps);
     CHECK(run.dist.active && run.dist.count == p.ranks);
