@@ -787,6 +787,7 @@ static void step_process_figures(struct wsl_nvtx *n, const struct wsl_trace_stor
                 tw->w[++u] = tw->w[k];
             }
         }
+        tw->count = u + 1; /* what is left are the step's windows: the phases take their list from them */
         if (!count)
             continue;
         struct wsl_nvtx_counts c;

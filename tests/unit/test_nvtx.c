@@ -333,6 +333,45 @@ int test_nvtx_dropped_resync(void)
     return 0;
 }
 
+/* The step's list for the phases when other top-level ranges sit between the
+ * steps on one thread ("step", "eval", "step", ...): each step once, in time
+ * order; the eval ranges are not steps. */
+int test_nvtx_step_list_between_others(void)
+{
+    char path[512];
+    test_path(path, sizeof path, "nvtx_step_list");
+    const uint32_t ids[] = {1, 2};
+    const char *const names[] = {"\001step", "\001eval"};
+    struct builder *b = open_trace(path, ids, names, 2);
+    for (unsigned k = 0; k < 5; k++) {
+        uint64_t t = 10000 + k * 10000;
+        ev(b, 0, PUSH, t, 0, 0, 0, 1, 0, 0);
+        ev(b, 0, LAUNCH, t + 100, 10, 0, 7, 0x1000, 1, 1);
+        ev(b, 0, POP, t + 4000, 0, 0, 0, 0, 0, 0);
+        ev(b, 0, PUSH, t + 5000, 0, 0, 0, 2, 0, 0);
+        ev(b, 0, POP, t + 6000, 0, 0, 0, 0, 0, 0);
+    }
+    static const unsigned order[3] = {0, 1, 2};
+    close_trace(b, order, 70000);
+
+    struct wsl_run run;
+    if (analyze(&run, path))
+        return 1;
+    const struct wsl_nvtx *n = &run.nvtx;
+    const struct wsl_nvtx_range *step = range(&run, NULL, "step");
+    CHECK(step && n->step >= 0 && &n->ranges[n->step] == step);
+    CHECK_EQ(step->count, 5);
+    CHECK_EQ(n->step_process_steps, 5);
+    CHECK_EQ(n->step_trace_count, 1);
+    CHECK_EQ(n->step_traces[0].count, 5);
+    for (size_t k = 0; k < n->step_traces[0].count && k < 5; k++) {
+        CHECK_EQ(n->step_traces[0].t0[k], 10000 + k * 10000);
+        CHECK_EQ(n->step_traces[0].t1[k], 14000 + k * 10000);
+    }
+    wsl_run_free(&run);
+    return 0;
+}
+
 static const struct wsl_host_range *host_range(const struct wsl_host_summary *h, const char *name)
 {
     for (size_t i = 0; i < h->range_count; i++)
