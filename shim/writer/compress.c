@@ -20,7 +20,7 @@ static uint8_t *zout;
 static size_t zout_size;
 
 /* Whole chunks gather in zacc and are compressed in one call per frame
- * (ZSTD_compress2): about a megabyte, or what came in the last second. One-shot
+ * (ZSTD_compress2): ZACC_TARGET bytes, or what came in the last second. One-shot
  * compression of a contiguous buffer is cheaper than feeding the streaming
  * compressor chunk by chunk, and every frame holds only whole chunks, so a
  * killed process leaves a trace readable up to its last frame. */
