@@ -231,6 +231,8 @@ struct wsl_thread {
     uint32_t p_in_big;           /* and whether it is the large one */
     _Atomic uint32_t w_paths_big; /* writer: it reads the large path ring now */
     _Atomic uint64_t paths_dropped; /* producer: paths that found no room */
+    uint32_t p_dropping;         /* producer: its large path ring filled and one wait did not make room:
+                                    it drops (and counts) without waiting until the writer has read half */
     uint64_t paths_woken_at;     /* producer: the writer's tail when it was last woken for paths */
     uint32_t path_id_next;       /* producer: its block of string ids (common/strings.c), */
     uint32_t path_id_end;        /* up to this one */
@@ -340,6 +342,9 @@ extern _Atomic int wsl_recording_off;
 /* Bursts that filled a ring and waited for room (wsl_ring_reserve_slow: one
  * wait per burst, then drops); logged at WSLSHIM_LOG=debug when the process ends. */
 extern _Atomic uint64_t wsl_ring_waits;
+/* The same for the path rings (common/strings.c), and the strings (paths, kernel
+ * and NVTX names) dropped for want of room, all threads: the END chunk's paths_dropped. */
+extern _Atomic uint64_t wsl_path_waits, wsl_paths_dropped;
 
 /* Slow path: sets up this thread (and, the first time, the writer); returns
  * NULL when this thread must not record (exiting, shut down, disabled). */

@@ -478,10 +478,16 @@ static void merge_trace(struct wsl_run *run, struct trace_state *t, struct wsl_p
         uint64_t unnamed = run->io.unnamed_path_events, untracked = run->io.untracked_path_events;
         wsl_io_trace_end(t->io, clock, &p->io);
         t->io = NULL;
-        if (run->io.unnamed_path_events > unnamed)
+        if (run->io.unnamed_path_events > unnamed) {
+            char why[96] = "";
+            if (p->paths_dropped)
+                snprintf(why, sizeof why, " (the shim dropped %llu paths or names: its buffers were full)",
+                         (unsigned long long)p->paths_dropped);
+            p->paths_dropped_said = p->paths_dropped > 0;
             add_warning(run, xasprintf("%s: %llu file I/O calls name path ids that no PATHS entry defined before "
-                                       "them; their files count as unnamed", p->trace_path,
-                                       (unsigned long long)(run->io.unnamed_path_events - unnamed)));
+                                       "them%s; their files count as unnamed", p->trace_path,
+                                       (unsigned long long)(run->io.unnamed_path_events - unnamed), why));
+        }
         if (run->io.untracked_path_events > untracked)
             add_warning(run, xasprintf("%s: more than %u distinct paths; %llu calls on the others count under "
                                        "\"unknown\"", p->trace_path, WSL_IO_MAX_PATHS_PER_TRACE,
@@ -544,6 +550,7 @@ static void sink_item(struct trace_sink *k, const struct wsl_item *it)
         t->have_end = true;
         t->end_ticks = it->end.end_ticks;
         t->dropped_at_end = it->end.events_dropped;
+        pp->paths_dropped = it->end.paths_dropped;
         pp->threads = it->end.threads;
         break;
     case WSL_CHUNK_STRING:
@@ -613,6 +620,10 @@ static int sink_end(struct trace_sink *k, struct wsl_reader *r, enum wsl_read_re
         if (p.dropped)
             add_warning(run, xasprintf("%s: %llu events dropped (the shim's buffers were full)", path,
                                        (unsigned long long)p.dropped));
+        if (p.paths_dropped && !p.paths_dropped_said)
+            add_warning(run, xasprintf("%s: %llu paths or names dropped (the shim's buffers were full): "
+                                       "their calls are counted, without the path or name", path,
+                                       (unsigned long long)p.paths_dropped));
         if (!p.clock_rate_known)
             add_warning(run, xasprintf("%s: too few clock samples to measure the tick rate; "
                                        "times assume 1 tick = 1 ns", path));

@@ -75,6 +75,7 @@ static void write_process(struct json_writer *w, const struct wsl_run *run, cons
     json_key_string(w, "trace", p->trace_path);
     json_key_u64(w, "events", p->events);
     json_key_u64(w, "dropped", p->dropped);
+    json_key_u64(w, "paths_dropped", p->paths_dropped);
     json_key_u64(w, "threads", p->threads);
     json_key_bool(w, "truncated", p->truncated);
     json_key_bool(w, "forked", (p->flags & WSL_PROC_FORKED) != 0);

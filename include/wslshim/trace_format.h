@@ -212,7 +212,9 @@ struct wsl_end_info {
     uint64_t events_written;
     uint64_t events_dropped; /* events lost to full buffers, all threads */
     uint32_t threads;        /* threads that recorded anything */
-    uint32_t reserved;
+    uint32_t paths_dropped;  /* strings (file paths, kernel and NVTX names) the shim had no room for,
+                                all threads: their ids are in events, their text is not (since 1.9;
+                                reserved and 0 before) */
 };
 _Static_assert(sizeof(struct wsl_end_info) == 32, "end info is 32 bytes");
 

@@ -13,14 +13,21 @@
 #include "shim_internal.h"
 
 _Atomic uint32_t wsl_next_path_id = 1; /* the next free block of string ids (wsl_path_id_new) */
+_Atomic uint64_t wsl_path_waits, wsl_paths_dropped;
 
 /* Room in the large path ring up to `end`: past half full the writer is
- * woken; full, the call waits for it at most 10 ms, like the event ring. */
+ * woken; full, the call waits for it at most 10 ms, like the event ring, once
+ * per burst: after a wait that did not make room the thread drops (and counts)
+ * without waiting until the writer has read half the ring. */
 static int paths_room(struct wsl_thread *t, uint64_t end)
 {
     uint64_t tail = atomic_load_explicit(&t->paths_tail, memory_order_acquire);
-    if (end - tail <= WSL_PATH_RING / 2)
+    if (end - tail <= WSL_PATH_RING / 2) {
+        t->p_dropping = 0;
         return 1;
+    }
+    if (WSL_UNLIKELY(t->p_dropping))
+        goto drop;
     int saved = errno;
     if (t->paths_woken_at != tail) { /* once per drain, not once per path */
         t->paths_woken_at = tail;
@@ -31,6 +38,7 @@ static int paths_room(struct wsl_thread *t, uint64_t end)
         return 1;
     }
     wsl_writer_wake();
+    atomic_fetch_add_explicit(&wsl_path_waits, 1, memory_order_relaxed);
     uint64_t deadline = wsl_mono_ns() + 10000000ull;
     do {
         sched_yield();
@@ -39,7 +47,10 @@ static int paths_room(struct wsl_thread *t, uint64_t end)
     errno = saved;
     if (end - tail <= WSL_PATH_RING)
         return 1;
+    t->p_dropping = 1;
+drop:
     atomic_fetch_add_explicit(&t->paths_dropped, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&wsl_paths_dropped, 1, memory_order_relaxed);
     return 0;
 }
 

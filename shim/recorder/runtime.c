@@ -673,8 +673,9 @@ __attribute__((destructor)) static void wsl_fini(void)
     int saved = errno;
     wsl_tls_depth++;
     wsl_writer_shutdown();
-    wsl_log(WSL_LOG_DEBUG, "recording %s; bursts that waited for room in a full ring: %llu",
-            atomic_load(&wsl_recording_off) ? "off" : "on", (unsigned long long)atomic_load(&wsl_ring_waits));
+    wsl_log(WSL_LOG_DEBUG, "recording %s; bursts that waited for room in a full ring: %llu; in a full path ring: %llu",
+            atomic_load(&wsl_recording_off) ? "off" : "on", (unsigned long long)atomic_load(&wsl_ring_waits),
+            (unsigned long long)atomic_load(&wsl_path_waits));
     wsl_tls_depth--;
     errno = saved;
 }

@@ -51,6 +51,7 @@ static _Atomic long writer_tid;
 static _Atomic int writer_unshared, writer_keep_shared;
 /* Set by a new writer thread once its table is what it keeps (writer_spawn waits for it). */
 static _Atomic uint32_t writer_table_set;
+static uint64_t paths_dropped_at_open; /* wsl_paths_dropped when this trace began (a forked child's counts its own) */
 
 /* State letter of a task of this process ('R', 'S', 'Z'...), from its stat file; 0 if unknown. */
 static char task_state(const char *stat_path)
@@ -231,11 +232,16 @@ void wsl_writer_finish(void)
     end.events_written = wsl_events_written;
     end.events_dropped = wsl_events_dropped;
     end.threads = wsl_threads_seen;
+    uint64_t paths_dropped = atomic_load_explicit(&wsl_paths_dropped, memory_order_relaxed) - paths_dropped_at_open;
+    end.paths_dropped = paths_dropped > UINT32_MAX ? UINT32_MAX : (uint32_t)paths_dropped;
     wsl_emit_chunk(WSL_CHUNK_END, &end, sizeof end, NULL, 0);
     wsl_frame_write();
     if (wsl_events_dropped)
         wsl_log(WSL_LOG_WARN, "%llu events dropped (buffers full); the trace counts them",
                 (unsigned long long)wsl_events_dropped);
+    if (paths_dropped)
+        wsl_log(WSL_LOG_WARN, "%llu paths and names dropped (buffers full); the trace counts them",
+                (unsigned long long)paths_dropped);
     wsl_log(WSL_LOG_INFO, "trace written to %s (%llu events)", wsl_trace_path, (unsigned long long)wsl_events_written);
     wsl_trace_close();
     wsl_compress_close();
@@ -246,6 +252,7 @@ static int writer_open(void)
 {
     wsl_trace_write_failed = 0;
     wsl_events_written = wsl_events_dropped = 0;
+    paths_dropped_at_open = atomic_load_explicit(&wsl_paths_dropped, memory_order_relaxed);
     wsl_events_chunk_seq = 0;
     wsl_threads_seen = 0;
     wsl_helper_config();

@@ -17,6 +17,13 @@
         dropped depends on whether the writer got a core in time (the writer's
         clock calibration no longer sleeps before its first drain, but a busy
         machine can still starve it for 10 ms): printed, not asserted.
+    burst_check.py paths SHIM REPORT FAKE_LIB_DIR PATH_CLIENT WORKDIR
+        The writer stalls 1.5 s at its first drain while the client opens 5,000
+        distinct paths of about 200 bytes: the path ring (256 KiB) fills. Checks
+        the program waited for room in it once for the burst, not once per path
+        (each wait is up to 10 ms), that the paths it had no room for are counted
+        in the trace (the report's `paths_dropped` and its warning), and that
+        every open is in the trace, named or not.
 No timing is asserted.
 """
 import json
@@ -38,7 +45,7 @@ def run(n, tag, extra):
     env = dict(os.environ, LD_LIBRARY_PATH=libdir, LD_PRELOAD=shim, WSLSHIM_OUTPUT=os.path.join(out, "%p.trace.zst"),
                WSLSHIM_LOG="debug", **extra)
     p = subprocess.run([client, str(n)], env=env, capture_output=True, text=True, timeout=120)
-    if p.returncode != 0 or f"BURST {n}" not in p.stdout:
+    if p.returncode != 0 or f"{'PATHS' if mode == 'paths' else 'BURST'} {n}" not in p.stdout:
         fails.append(f"{tag}: client exited {p.returncode}: {p.stderr[-400:]}")
         return None
     r = subprocess.run([report, "--json", out], capture_output=True, text=True)
@@ -47,9 +54,14 @@ def run(n, tag, extra):
         return None
     d = json.loads(r.stdout)
     waits = re.findall(r"waited for room in a full ring: (\d+)", p.stderr)
+    path_waits = re.findall(r"in a full path ring: (\d+)", p.stderr)
     launches = (d["api"].get("cuLaunchKernel") or {}).get("calls", 0)
     return {"dropped": d["processes"][0]["dropped"], "launches": launches,
-            "waits": int(waits[-1]) if waits else None}
+            "waits": int(waits[-1]) if waits else None,
+            "paths_dropped": d["processes"][0].get("paths_dropped"),
+            "path_waits": int(path_waits[-1]) if path_waits else None,
+            "opens": d["io"]["opens"], "unnamed": d["io"]["unnamed_path_events"],
+            "warnings": d.get("warnings", [])}
 
 
 if mode == "stall":
@@ -77,6 +89,26 @@ elif mode == "startup":
                 fails.append(f"run {i}: {w} waits for room for {got['dropped']} dropped events")
             if got["launches"] + got["dropped"] != 60000:
                 fails.append(f"run {i}: trace {got['launches']} launches + {got['dropped']} dropped != 60000")
+elif mode == "paths":
+    n = 5000
+    got = run(n, "paths", {"WSLSHIM_TEST_STALL_MS": "1500"})
+    if got:
+        print("paths:", {k: v for k, v in got.items() if k != "warnings"})
+        if got["path_waits"] is None:
+            fails.append("no count of path-ring waits at WSLSHIM_LOG=debug")
+        elif got["path_waits"] > 1:
+            fails.append(f"{got['path_waits']} waits for room in the path ring in one burst (one at most)")
+        if not got["paths_dropped"]:
+            fails.append(f"the writer stalled through {n} paths of 200 bytes (a 256 KiB ring), and the trace "
+                         f"counts no path dropped ({got['paths_dropped']!r})")
+        elif not any("dropped %d paths or names" % got["paths_dropped"] in w for w in got["warnings"]):
+            fails.append("no warning of the dropped paths")
+        if got["paths_dropped"] != got["unnamed"]:
+            fails.append(f"{got['paths_dropped']} paths dropped, {got['unnamed']} opens without a path")
+        if got["dropped"]:
+            fails.append(f"{got['dropped']} events dropped (the event ring was not meant to fill)")
+        if got["opens"] != n:
+            fails.append(f"the trace holds {got['opens']} opens, {n} were made")
 else:
     sys.exit(f"unknown mode {mode}")
 for f in fails:
