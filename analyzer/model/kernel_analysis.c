@@ -1,8 +1,9 @@
 /*
  * Kernel launches per name. Per trace three maps (u64_map.h, no deletions)
  * of key -> index into a dense array: name id -> name bytes (in one arena),
- * handle -> how it was named, handle -> launches per API. Names are looked up
- * once, at the end of the trace.
+ * handle -> how it was named, handle -> launches per API; and for the GPU
+ * time handle -> timed launches, (handle, configuration) -> launches and timed
+ * launches. Names are looked up once, at the end of the trace.
  */
 #include "kernel_analysis.h"
 #include "u64_map.h"
@@ -83,6 +84,16 @@ struct handle_launches {
     uint64_t captured;
 };
 
+/* A handle launched with one configuration (wsl_launch_config): its launches
+ * outside capture, and its timed launches with their GPU time. configs_v[0]
+ * takes what is past WSL_KERN_MAX_CONFIGS. */
+struct handle_config {
+    uint64_t handle;
+    uint32_t config;
+    uint64_t launches;
+    uint64_t timed, timed_ticks;
+};
+
 #define MAX_CAPTURING 64 /* streams capturing at once, per process */
 #define HANDLE_CACHE_BITS 8
 #define HANDLE_CACHE_SIZE (1u << HANDLE_CACHE_BITS)
@@ -109,6 +120,9 @@ struct wsl_kern_trace {
     struct wsl_u64_map timed;     /* handle -> timed_v */
     struct handle_timing *timed_v;
     size_t timed_cap;
+    struct wsl_u64_map configs;   /* config_key(handle, configuration) -> configs_v (a hash: compare) */
+    struct handle_config *configs_v; /* [0]: past the cap; the map's entries from 1 */
+    size_t configs_cap;
     uint64_t timed_untracked, idle, mapped, graphs_timed, graph_idle;
     struct wsl_hist graph_ticks;
     struct wsl_hist start_ticks;  /* idle, mapped launches: GPU start - launch call start */
@@ -119,11 +133,19 @@ struct wsl_kern_trace {
     uint64_t captured;
     /* Recently used handles of `launched` and `timed`, by a few bits of the
      * handle: most events skip the hash lookup. Entries never go stale (the
-     * maps only grow); handle 0 marks an empty entry. */
+     * maps only grow); handle 0 marks an empty entry. A launched handle's
+     * entry also holds the grid and block it was last launched with and their
+     * index in configs_v: a launch of the same configuration skips the
+     * configuration's hash and lookup. */
     struct handle_cache_entry {
         uint64_t handle;
         uint64_t index;
-    } launched_cache[HANDLE_CACHE_SIZE], timed_cache[HANDLE_CACHE_SIZE];
+    } timed_cache[HANDLE_CACHE_SIZE];
+    struct launch_cache_entry {
+        uint64_t handle;
+        uint64_t grid, block;
+        uint32_t index, config;   /* into launched_v (< WSL_KERN_MAX_HANDLES), configs_v */
+    } launched_cache[HANDLE_CACHE_SIZE];
 };
 
 /* Handles are pointers, their low bits often equal: a multiplicative hash
@@ -207,6 +229,50 @@ static void take_name(struct wsl_kern_trace *t, const struct wsl_event *ev)
     wsl_u64_map_insert(&t->handles, handle, (uint32_t)t->handles.count);
 }
 
+/* The map key of a (handle, configuration) pair: a hash (pairs may share it). */
+static inline uint64_t config_key(uint64_t handle, uint32_t config)
+{
+    uint64_t k = handle ^ ((uint64_t)config * 0x9e3779b97f4a7c15ull);
+    return k ? k : 1;
+}
+
+/* The index in configs_v of (handle, config), added when new; 0 past WSL_KERN_MAX_CONFIGS. */
+static uint64_t config_index(struct wsl_kern_trace *t, uint64_t handle, uint32_t config)
+{
+    uint64_t key = config_key(handle, config);
+    for (const struct wsl_u64_slot *s = wsl_u64_map_find(&t->configs, key); s; s = wsl_u64_map_find_next(&t->configs, s))
+        if (t->configs_v[s->value].handle == handle && t->configs_v[s->value].config == config)
+            return s->value;
+    size_t n = t->configs.count + 1; /* entries in configs_v, [0] included */
+    if (n > WSL_KERN_MAX_CONFIGS)
+        return 0;
+    GROW(t->configs_v, t->configs_cap, n + 1);
+    if (n == 1)
+        memset(&t->configs_v[0], 0, sizeof t->configs_v[0]);
+    struct handle_config *hc = &t->configs_v[n];
+    memset(hc, 0, sizeof *hc);
+    hc->handle = handle;
+    hc->config = config;
+    wsl_u64_map_insert(&t->configs, key, n);
+    return n;
+}
+
+/* A launch whose grid and block are not its handle's cache entry's: the entry takes them. */
+static void launch_config_cached(struct wsl_kern_trace *t, struct launch_cache_entry *c, const struct wsl_event *ev)
+{
+    c->grid = ev->a[1];
+    c->block = ev->a[2];
+    c->config = (uint32_t)config_index(t, c->handle, wsl_launch_config(ev->a[1], ev->a[2]));
+}
+
+/* The fast path's launch of another configuration than its handle's last (a tail call). */
+static __attribute__((noinline)) void launch_config_changed(struct wsl_kern_trace *t, struct launch_cache_entry *c,
+                                                            const struct wsl_event *ev)
+{
+    launch_config_cached(t, c, ev);
+    t->configs_v[c->config].launches++;
+}
+
 static void take_launch(struct wsl_kern_trace *t, unsigned slot, const struct wsl_event *ev)
 {
     if (ev->result != 0) {
@@ -223,21 +289,33 @@ static void take_launch(struct wsl_kern_trace *t, unsigned slot, const struct ws
         t->null_handle++;
         return;
     }
-    uint64_t index = cached_index(t->launched_cache, &t->launched, handle);
-    if (index == UINT64_MAX) {
-        if (t->launched.count >= WSL_KERN_MAX_HANDLES) {
-            t->untracked++;
-            return;
+    struct launch_cache_entry *c = &t->launched_cache[handle_cache_slot(handle)];
+    if (c->handle != handle) {
+        const struct wsl_u64_slot *s = wsl_u64_map_find(&t->launched, handle);
+        uint64_t index;
+        if (s) {
+            index = s->value;
+        } else {
+            if (t->launched.count >= WSL_KERN_MAX_HANDLES) {
+                t->untracked++;
+                return;
+            }
+            GROW(t->launched_v, t->launched_cap, t->launched.count + 1);
+            struct handle_launches *hl = &t->launched_v[t->launched.count];
+            memset(hl, 0, sizeof *hl);
+            hl->handle = handle;
+            index = t->launched.count;
+            wsl_u64_map_insert(&t->launched, handle, index);
         }
-        GROW(t->launched_v, t->launched_cap, t->launched.count + 1);
-        struct handle_launches *hl = &t->launched_v[t->launched.count];
-        memset(hl, 0, sizeof *hl);
-        hl->handle = handle;
-        index = t->launched.count;
-        wsl_u64_map_insert(&t->launched, handle, index);
+        c->handle = handle;
+        c->index = (uint32_t)index;
+        launch_config_cached(t, c, ev);
+    } else if (c->grid != ev->a[1] || c->block != ev->a[2]) {
+        launch_config_cached(t, c, ev);
     }
-    t->launched_v[index].by_api[slot < WSL_KERN_LAUNCH_APIS ? slot : WSL_KERN_LAUNCH_APIS - 1]++;
-    t->launched_v[index].captured += captured;
+    t->launched_v[c->index].by_api[slot < WSL_KERN_LAUNCH_APIS ? slot : WSL_KERN_LAUNCH_APIS - 1]++;
+    t->launched_v[c->index].captured += captured;
+    t->configs_v[c->config].launches += !captured; /* captured ones run inside graph launches */
 }
 
 /* Streams are matched by handle: a capture on the per-thread default stream
@@ -292,6 +370,12 @@ static void take_gpu_time(struct wsl_kern_trace *t, const struct wsl_event *ev)
     struct handle_timing *ht = &t->timed_v[index];
     ht->idle += idle;
     wsl_hist_add(&ht->ticks, dur);
+    uint32_t config = (uint32_t)ev->result; /* 0: unknown (older shims): the handle's alone */
+    if (config) {
+        struct handle_config *hc = &t->configs_v[config_index(t, handle, config)];
+        hc->timed++;
+        hc->timed_ticks += dur;
+    }
 }
 
 static __attribute__((noinline)) void kern_event_slow(struct wsl_kern_trace *t, enum wsl_kern_op op, unsigned slot,
@@ -332,12 +416,16 @@ void wsl_kern_trace_event(struct wsl_kern_trace *t, enum wsl_kern_op op, unsigne
     uint64_t handle = ev->a[0];
     if (op == WSL_KERN_LAUNCH && ev->result == 0 && handle && !t->ncapturing && t->first_launch &&
         ev->t_start >= t->first_launch) {
-        const struct handle_cache_entry *c = &t->launched_cache[handle_cache_slot(handle)];
+        struct launch_cache_entry *c = &t->launched_cache[handle_cache_slot(handle)];
         if (c->handle == handle) {
             if (ev->t_end > t->last_gpu)
                 t->last_gpu = ev->t_end;
             t->launches++;
             t->launched_v[c->index].by_api[slot < WSL_KERN_LAUNCH_APIS ? slot : WSL_KERN_LAUNCH_APIS - 1]++;
+            if (__builtin_expect(c->grid == ev->a[1] && c->block == ev->a[2], 1))
+                t->configs_v[c->config].launches++;
+            else
+                launch_config_changed(t, c, ev);
             return;
         }
     }
@@ -442,6 +530,26 @@ void wsl_kern_trace_end(struct wsl_kern_trace *t, struct wsl_kernels *k, int32_t
     k->unnamed_launches += t->null_handle;
     k->named_handles += t->handles.count;
     k->dropped_names += t->dropped_names;
+    /* Per launched handle, its launches of configurations that were timed and their estimated
+     * GPU time: each such configuration's launches x its mean. The rest take the handle's mean. */
+    uint64_t *cfg_launches = NULL, *cfg_est = NULL;
+    if (t->configs.count) {
+        k->config_untracked += t->configs_v[0].launches + t->configs_v[0].timed;
+        for (size_t i = 1; i <= t->configs.count; i++) {
+            const struct handle_config *hc = &t->configs_v[i];
+            if (!hc->timed || !hc->launches)
+                continue;
+            const struct wsl_u64_slot *ls = wsl_u64_map_find(&t->launched, hc->handle);
+            if (!ls)
+                continue;
+            if (!cfg_launches) {
+                cfg_launches = xcalloc(t->launched.count, sizeof *cfg_launches);
+                cfg_est = xcalloc(t->launched.count, sizeof *cfg_est);
+            }
+            cfg_launches[ls->value] += hc->launches;
+            cfg_est[ls->value] += ns_saturated((double)hc->timed_ticks / (double)hc->timed * ns_per_tick) * hc->launches;
+        }
+    }
     for (size_t i = 0; i < t->launched.count; i++) {
         const struct handle_launches *hl = &t->launched_v[i];
         uint64_t n = 0;
@@ -463,11 +571,12 @@ void wsl_kern_trace_end(struct wsl_kern_trace *t, struct wsl_kernels *k, int32_t
         }
         const struct wsl_u64_slot *ts = wsl_u64_map_find(&t->timed, hl->handle);
         const struct handle_timing *ht = ts ? &t->timed_v[ts->value] : NULL;
-        uint64_t est = 0;
+        uint64_t mean = mean_all, by_config = cfg_launches ? cfg_launches[i] : 0;
         if (ht && ht->ticks.count)
-            est = ns_saturated((double)ht->ticks.sum / (double)ht->ticks.count * ns_per_tick) * run_n;
-        else
-            est = mean_all * run_n;
+            mean = ns_saturated((double)ht->ticks.sum / (double)ht->ticks.count * ns_per_tick);
+        if (by_config > run_n) /* not expected: configurations count the launches outside capture */
+            by_config = run_n;
+        uint64_t est = (cfg_est ? cfg_est[i] : 0) + mean * (run_n - by_config);
         use->est_gpu_ns += est;
         if (!kn) {
             k->untracked_launches += n;
@@ -483,6 +592,8 @@ void wsl_kern_trace_end(struct wsl_kern_trace *t, struct wsl_kernels *k, int32_t
         for (unsigned a = 0; a < WSL_KERN_LAUNCH_APIS; a++)
             kn->by_api[a] += hl->by_api[a];
     }
+    free(cfg_launches);
+    free(cfg_est);
     k->est_gpu_ns += use->est_gpu_ns;
     if (t->first_launch && t->last_gpu > t->first_launch)
         use->gpu_phase_ns = ns_saturated((double)(t->last_gpu - t->first_launch) * ns_per_tick);
@@ -500,6 +611,8 @@ void wsl_kern_trace_discard(struct wsl_kern_trace *t)
         wsl_hist_free(&t->timed_v[i].ticks);
     wsl_u64_map_free(&t->timed);
     free(t->timed_v);
+    wsl_u64_map_free(&t->configs);
+    free(t->configs_v);
     wsl_hist_free(&t->graph_ticks);
     wsl_hist_free(&t->start_ticks);
     wsl_hist_free(&t->before_ticks);
