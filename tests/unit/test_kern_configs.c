@@ -187,8 +187,8 @@ int test_kern_config_unknown(void)
     return 0;
 }
 
-/* More (function, configuration) pairs than WSL_KERN_MAX_CONFIGS. k_sizes launched at 1 block
- * (timed: 1 us) and 2 blocks (3 us), a function 0x3000 once (timed: 10 us), as many other
+/* More (function, configuration) pairs than WSL_KERN_MAX_CONFIGS. k_sizes launched 3 times at 1
+ * block (the first timed: 1 us) and once at 2 blocks (timed: 3 us), a function 0x3000 once (timed: 10 us), as many other
  * functions once each as fill the pairs (never timed: the process's mean), then k_sizes at 5 more
  * sizes, past the cap: their launches take k_sizes' mean (2 us), not the process's, and are
  * counted, with a warning. (Each function has few sizes: 2^18 sizes of one function would share
@@ -199,7 +199,8 @@ int test_kern_configs_bounded(void)
     test_path(path, sizeof path, "kern_configs_many.trace.zst");
     struct events host = {0}, gpu = {0};
     uint64_t t = START + 10000;
-    launch(&host, &gpu, LAUNCH, t += 100, FN, WSL_GRID(1, 1), BLOCK, 1000, false);
+    for (unsigned i = 0; i < 3; i++)
+        launch(&host, &gpu, LAUNCH, t += 100, FN, WSL_GRID(1, 1), BLOCK, i ? 0 : 1000, false);
     launch(&host, &gpu, LAUNCH, t += 100, FN, WSL_GRID(2, 1), BLOCK, 3000, false);
     launch(&host, &gpu, LAUNCH, t += 100, 0x3000, WSL_GRID(1, 1), BLOCK, 10000, false);
     for (unsigned i = 0; i < WSL_KERN_MAX_CONFIGS - 3; i++)
@@ -212,10 +213,10 @@ int test_kern_configs_bounded(void)
         return 1;
     const struct wsl_kernel *k = kernel(&run, "k_sizes");
     CHECK(k);
-    CHECK_EQ(k->launches, 7);
-    CHECK_EQ(k->est_gpu_ns, 1000 + 3000 + 5 * 2000);
+    CHECK_EQ(k->launches, 9);
+    CHECK_EQ(k->est_gpu_ns, 3 * 1000 + 3000 + 5 * 2000); /* per function: 9 x 2 us */
     CHECK_EQ(run.kernels.config_untracked, 5);
-    CHECK_EQ(run.kernels.launches, WSL_KERN_MAX_CONFIGS + 5);
+    CHECK_EQ(run.kernels.launches, WSL_KERN_MAX_CONFIGS + 7);
     bool warned = false;
     for (size_t i = 0; i < run.warning_count; i++)
         warned |= strstr(run.warnings[i], "launch configurations") != NULL;
