@@ -1,9 +1,9 @@
 /*
  * Kernel launches per name. Per trace three maps (u64_map.h, no deletions)
  * of key -> index into a dense array: name id -> name bytes (in one arena),
- * handle -> how it was named, handle -> launches per API; and for the GPU
- * time handle -> timed launches, (handle, configuration) -> launches and timed
- * launches. Names are looked up once, at the end of the trace.
+ * handle -> how it was named, handle -> launches, (handle, launch
+ * configuration) -> launches and timed launches, handle -> timed launches.
+ * Names are looked up once, at the end of the trace.
  */
 #include "kernel_analysis.h"
 #include "u64_map.h"
@@ -78,19 +78,15 @@ struct handle_name {
     uint64_t kernel;            /* name_id 0: the CUkernel whose name it takes */
 };
 
-struct handle_launches {
-    uint64_t handle;
-    uint64_t by_api[WSL_KERN_LAUNCH_APIS];
-    uint64_t captured;
-};
-
-/* A handle launched with one configuration (wsl_launch_config): its launches
- * outside capture, and its timed launches with their GPU time. configs_v[0]
- * takes what is past WSL_KERN_MAX_CONFIGS. */
-struct handle_config {
+/* Launches of a handle with one configuration (wsl_launch_config; 0: the
+ * handle's row, its launches of configurations past WSL_KERN_MAX_CONFIGS),
+ * per API, and the configuration's timed launches with their GPU time. A
+ * launch counts in one row; the handle's figures are the sum of its rows. */
+struct launch_row {
     uint64_t handle;
     uint32_t config;
-    uint64_t launches;
+    uint64_t by_api[WSL_KERN_LAUNCH_APIS];
+    uint64_t captured;
     uint64_t timed, timed_ticks;
 };
 
@@ -113,16 +109,15 @@ struct wsl_kern_trace {
     struct wsl_u64_map handles;   /* handle -> handles_v */
     struct handle_name *handles_v;
     size_t handles_cap;
-    struct wsl_u64_map launched;  /* handle -> launched_v */
-    struct handle_launches *launched_v;
-    size_t launched_cap;
+    struct wsl_u64_map launched;  /* handle -> its own row (configuration 0) in rows */
+    struct wsl_u64_map configs;   /* config_key(handle, configuration) -> rows (a hash: compare) */
+    struct launch_row *rows;
+    size_t rows_count, rows_cap;
     uint64_t launches, failed, graph, untracked, null_handle, dropped_names;
     struct wsl_u64_map timed;     /* handle -> timed_v */
     struct handle_timing *timed_v;
     size_t timed_cap;
-    struct wsl_u64_map configs;   /* config_key(handle, configuration) -> configs_v (a hash: compare) */
-    struct handle_config *configs_v; /* [0]: past the cap; the map's entries from 1 */
-    size_t configs_cap;
+    uint64_t config_timed_untracked; /* timed launches of configurations past WSL_KERN_MAX_CONFIGS */
     uint64_t timed_untracked, idle, mapped, graphs_timed, graph_idle;
     struct wsl_hist graph_ticks;
     struct wsl_hist start_ticks;  /* idle, mapped launches: GPU start - launch call start */
@@ -131,20 +126,20 @@ struct wsl_kern_trace {
     uint64_t capturing[MAX_CAPTURING]; /* streams between capture begin and end */
     unsigned ncapturing;
     uint64_t captured;
-    /* Recently used handles of `launched` and `timed`, by a few bits of the
-     * handle: most events skip the hash lookup. Entries never go stale (the
-     * maps only grow); handle 0 marks an empty entry. A launched handle's
-     * entry also holds the grid and block it was last launched with and their
-     * index in configs_v: a launch of the same configuration skips the
-     * configuration's hash and lookup. */
+    /* Recently used handles of `timed`, and launches' (handle, grid, block)
+     * with their row, by a few bits of the handle: most events skip the hash
+     * lookups (and a launch the configuration's hash). A function launched at
+     * two sizes in turn takes the lookups at each launch (the slot mixed with
+     * the grid spread the bench's 64 functions worse: 398 M instructions
+     * against 368 M). Entries never go stale (the maps only grow); handle 0
+     * marks an empty entry. */
     struct handle_cache_entry {
         uint64_t handle;
         uint64_t index;
     } timed_cache[HANDLE_CACHE_SIZE];
     struct launch_cache_entry {
-        uint64_t handle;
-        uint64_t grid, block;
-        uint32_t index, config;   /* into launched_v (< WSL_KERN_MAX_HANDLES), configs_v */
+        uint64_t handle, grid, block;
+        uint64_t row;
     } launched_cache[HANDLE_CACHE_SIZE];
 };
 
@@ -236,41 +231,52 @@ static inline uint64_t config_key(uint64_t handle, uint32_t config)
     return k ? k : 1;
 }
 
-/* The index in configs_v of (handle, config), added when new; 0 past WSL_KERN_MAX_CONFIGS. */
-static uint64_t config_index(struct wsl_kern_trace *t, uint64_t handle, uint32_t config)
+static uint64_t row_add(struct wsl_kern_trace *t, uint64_t handle, uint32_t config)
+{
+    GROW(t->rows, t->rows_cap, t->rows_count + 1);
+    struct launch_row *r = &t->rows[t->rows_count];
+    memset(r, 0, sizeof *r);
+    r->handle = handle;
+    r->config = config;
+    return t->rows_count++;
+}
+
+/* The row of (handle, config), added when new; UINT64_MAX past WSL_KERN_MAX_CONFIGS. */
+static uint64_t config_row(struct wsl_kern_trace *t, uint64_t handle, uint32_t config)
 {
     uint64_t key = config_key(handle, config);
     for (const struct wsl_u64_slot *s = wsl_u64_map_find(&t->configs, key); s; s = wsl_u64_map_find_next(&t->configs, s))
-        if (t->configs_v[s->value].handle == handle && t->configs_v[s->value].config == config)
+        if (t->rows[s->value].handle == handle && t->rows[s->value].config == config)
             return s->value;
-    size_t n = t->configs.count + 1; /* entries in configs_v, [0] included */
-    if (n > WSL_KERN_MAX_CONFIGS)
-        return 0;
-    GROW(t->configs_v, t->configs_cap, n + 1);
-    if (n == 1)
-        memset(&t->configs_v[0], 0, sizeof t->configs_v[0]);
-    struct handle_config *hc = &t->configs_v[n];
-    memset(hc, 0, sizeof *hc);
-    hc->handle = handle;
-    hc->config = config;
-    wsl_u64_map_insert(&t->configs, key, n);
-    return n;
+    if (t->configs.count >= WSL_KERN_MAX_CONFIGS)
+        return UINT64_MAX;
+    uint64_t row = row_add(t, handle, config);
+    wsl_u64_map_insert(&t->configs, key, row);
+    return row;
 }
 
-/* A launch whose grid and block are not its handle's cache entry's: the entry takes them. */
-static void launch_config_cached(struct wsl_kern_trace *t, struct launch_cache_entry *c, const struct wsl_event *ev)
+/* A launch whose (handle, grid, block) is not its cache entry's: the entry takes them and their
+ * row (the handle's own past the cap on configurations). False: the handle is past
+ * WSL_KERN_MAX_HANDLES. */
+static __attribute__((noinline)) bool launch_row_cached(struct wsl_kern_trace *t, struct launch_cache_entry *c,
+                                                        const struct wsl_event *ev)
 {
+    uint64_t handle = ev->a[0], own;
+    const struct wsl_u64_slot *s = wsl_u64_map_find(&t->launched, handle);
+    if (s) {
+        own = s->value;
+    } else {
+        if (t->launched.count >= WSL_KERN_MAX_HANDLES)
+            return false;
+        own = row_add(t, handle, 0);
+        wsl_u64_map_insert(&t->launched, handle, own);
+    }
+    uint64_t row = config_row(t, handle, wsl_launch_config(ev->a[1], ev->a[2]));
+    c->handle = handle;
     c->grid = ev->a[1];
     c->block = ev->a[2];
-    c->config = (uint32_t)config_index(t, c->handle, wsl_launch_config(ev->a[1], ev->a[2]));
-}
-
-/* The fast path's launch of another configuration than its handle's last (a tail call). */
-static __attribute__((noinline)) void launch_config_changed(struct wsl_kern_trace *t, struct launch_cache_entry *c,
-                                                            const struct wsl_event *ev)
-{
-    launch_config_cached(t, c, ev);
-    t->configs_v[c->config].launches++;
+    c->row = row == UINT64_MAX ? own : row;
+    return true;
 }
 
 static void take_launch(struct wsl_kern_trace *t, unsigned slot, const struct wsl_event *ev)
@@ -290,32 +296,12 @@ static void take_launch(struct wsl_kern_trace *t, unsigned slot, const struct ws
         return;
     }
     struct launch_cache_entry *c = &t->launched_cache[handle_cache_slot(handle)];
-    if (c->handle != handle) {
-        const struct wsl_u64_slot *s = wsl_u64_map_find(&t->launched, handle);
-        uint64_t index;
-        if (s) {
-            index = s->value;
-        } else {
-            if (t->launched.count >= WSL_KERN_MAX_HANDLES) {
-                t->untracked++;
-                return;
-            }
-            GROW(t->launched_v, t->launched_cap, t->launched.count + 1);
-            struct handle_launches *hl = &t->launched_v[t->launched.count];
-            memset(hl, 0, sizeof *hl);
-            hl->handle = handle;
-            index = t->launched.count;
-            wsl_u64_map_insert(&t->launched, handle, index);
-        }
-        c->handle = handle;
-        c->index = (uint32_t)index;
-        launch_config_cached(t, c, ev);
-    } else if (c->grid != ev->a[1] || c->block != ev->a[2]) {
-        launch_config_cached(t, c, ev);
+    if ((c->handle != handle || c->grid != ev->a[1] || c->block != ev->a[2]) && !launch_row_cached(t, c, ev)) {
+        t->untracked++;
+        return;
     }
-    t->launched_v[c->index].by_api[slot < WSL_KERN_LAUNCH_APIS ? slot : WSL_KERN_LAUNCH_APIS - 1]++;
-    t->launched_v[c->index].captured += captured;
-    t->configs_v[c->config].launches += !captured; /* captured ones run inside graph launches */
+    t->rows[c->row].by_api[slot < WSL_KERN_LAUNCH_APIS ? slot : WSL_KERN_LAUNCH_APIS - 1]++;
+    t->rows[c->row].captured += captured;
 }
 
 /* Streams are matched by handle: a capture on the per-thread default stream
@@ -372,9 +358,13 @@ static void take_gpu_time(struct wsl_kern_trace *t, const struct wsl_event *ev)
     wsl_hist_add(&ht->ticks, dur);
     uint32_t config = (uint32_t)ev->result; /* 0: unknown (older shims): the handle's alone */
     if (config) {
-        struct handle_config *hc = &t->configs_v[config_index(t, handle, config)];
-        hc->timed++;
-        hc->timed_ticks += dur;
+        uint64_t row = config_row(t, handle, config);
+        if (row == UINT64_MAX) {
+            t->config_timed_untracked++;
+        } else {
+            t->rows[row].timed++;
+            t->rows[row].timed_ticks += dur;
+        }
     }
 }
 
@@ -416,16 +406,12 @@ void wsl_kern_trace_event(struct wsl_kern_trace *t, enum wsl_kern_op op, unsigne
     uint64_t handle = ev->a[0];
     if (op == WSL_KERN_LAUNCH && ev->result == 0 && handle && !t->ncapturing && t->first_launch &&
         ev->t_start >= t->first_launch) {
-        struct launch_cache_entry *c = &t->launched_cache[handle_cache_slot(handle)];
-        if (c->handle == handle) {
+        const struct launch_cache_entry *c = &t->launched_cache[handle_cache_slot(handle)];
+        if (c->handle == handle && c->grid == ev->a[1] && c->block == ev->a[2]) {
             if (ev->t_end > t->last_gpu)
                 t->last_gpu = ev->t_end;
             t->launches++;
-            t->launched_v[c->index].by_api[slot < WSL_KERN_LAUNCH_APIS ? slot : WSL_KERN_LAUNCH_APIS - 1]++;
-            if (__builtin_expect(c->grid == ev->a[1] && c->block == ev->a[2], 1))
-                t->configs_v[c->config].launches++;
-            else
-                launch_config_changed(t, c, ev);
+            t->rows[c->row].by_api[slot < WSL_KERN_LAUNCH_APIS ? slot : WSL_KERN_LAUNCH_APIS - 1]++;
             return;
         }
     }
@@ -530,33 +516,46 @@ void wsl_kern_trace_end(struct wsl_kern_trace *t, struct wsl_kernels *k, int32_t
     k->unnamed_launches += t->null_handle;
     k->named_handles += t->handles.count;
     k->dropped_names += t->dropped_names;
-    /* Per launched handle, its launches of configurations that were timed and their estimated
-     * GPU time: each such configuration's launches x its mean. The rest take the handle's mean. */
-    uint64_t *cfg_launches = NULL, *cfg_est = NULL;
-    if (t->configs.count) {
-        k->config_untracked += t->configs_v[0].launches + t->configs_v[0].timed;
-        for (size_t i = 1; i <= t->configs.count; i++) {
-            const struct handle_config *hc = &t->configs_v[i];
-            if (!hc->timed || !hc->launches)
-                continue;
-            const struct wsl_u64_slot *ls = wsl_u64_map_find(&t->launched, hc->handle);
+    /* Each handle's rows summed into its own row's entry: its launches, and those of its
+     * configurations that were timed (outside capture) with their estimated GPU time, each
+     * such configuration's launches x its mean. The rest take the handle's mean. */
+    struct handle_sum {
+        uint64_t by_api[WSL_KERN_LAUNCH_APIS];
+        uint64_t captured, by_config, by_config_est;
+    } *sum = xcalloc(t->rows_count ? t->rows_count : 1, sizeof *sum);
+    k->config_untracked += t->config_timed_untracked;
+    for (size_t i = 0; i < t->rows_count; i++) {
+        const struct launch_row *r = &t->rows[i];
+        size_t own = i;
+        if (r->config) {
+            const struct wsl_u64_slot *ls = wsl_u64_map_find(&t->launched, r->handle);
             if (!ls)
-                continue;
-            if (!cfg_launches) {
-                cfg_launches = xcalloc(t->launched.count, sizeof *cfg_launches);
-                cfg_est = xcalloc(t->launched.count, sizeof *cfg_est);
-            }
-            cfg_launches[ls->value] += hc->launches;
-            cfg_est[ls->value] += ns_saturated((double)hc->timed_ticks / (double)hc->timed * ns_per_tick) * hc->launches;
+                continue; /* timed, never launched (or its handle past the cap) */
+            own = ls->value;
+        }
+        uint64_t n = 0;
+        for (unsigned a = 0; a < WSL_KERN_LAUNCH_APIS; a++) {
+            sum[own].by_api[a] += r->by_api[a];
+            n += r->by_api[a];
+        }
+        sum[own].captured += r->captured;
+        if (!r->config)
+            k->config_untracked += n;
+        else if (r->timed && n > r->captured) {
+            uint64_t run = n - r->captured;
+            sum[own].by_config += run;
+            sum[own].by_config_est += ns_saturated((double)r->timed_ticks / (double)r->timed * ns_per_tick) * run;
         }
     }
-    for (size_t i = 0; i < t->launched.count; i++) {
-        const struct handle_launches *hl = &t->launched_v[i];
-        uint64_t n = 0;
+    for (size_t i = 0; i < t->rows_count; i++) {
+        if (t->rows[i].config)
+            continue;
+        const struct handle_sum *hs = &sum[i];
+        uint64_t handle = t->rows[i].handle, n = 0;
         for (unsigned a = 0; a < WSL_KERN_LAUNCH_APIS; a++)
-            n += hl->by_api[a];
-        uint64_t run_n = n - hl->captured; /* captured ones run inside graph launches */
-        const char *name = handle_name(t, hl->handle);
+            n += hs->by_api[a];
+        uint64_t run_n = n - hs->captured; /* captured ones run inside graph launches */
+        const char *name = handle_name(t, handle);
         struct wsl_kernel *kn;
         if (name) {
             kn = kernel_named(k, name);
@@ -565,35 +564,32 @@ void wsl_kern_trace_end(struct wsl_kern_trace *t, struct wsl_kernels *k, int32_t
             kn = k->count < WSL_KERN_MAX_KERNELS ? kernel_add(k) : NULL;
             if (kn) {
                 kn->pid = pid;
-                kn->handle = hl->handle;
-                kn->name = xasprintf("function 0x%llx", (unsigned long long)hl->handle);
+                kn->handle = handle;
+                kn->name = xasprintf("function 0x%llx", (unsigned long long)handle);
             }
         }
-        const struct wsl_u64_slot *ts = wsl_u64_map_find(&t->timed, hl->handle);
+        const struct wsl_u64_slot *ts = wsl_u64_map_find(&t->timed, handle);
         const struct handle_timing *ht = ts ? &t->timed_v[ts->value] : NULL;
-        uint64_t mean = mean_all, by_config = cfg_launches ? cfg_launches[i] : 0;
+        uint64_t mean = mean_all;
         if (ht && ht->ticks.count)
             mean = ns_saturated((double)ht->ticks.sum / (double)ht->ticks.count * ns_per_tick);
-        if (by_config > run_n) /* not expected: configurations count the launches outside capture */
-            by_config = run_n;
-        uint64_t est = (cfg_est ? cfg_est[i] : 0) + mean * (run_n - by_config);
+        uint64_t est = hs->by_config_est + mean * (run_n - hs->by_config);
         use->est_gpu_ns += est;
         if (!kn) {
             k->untracked_launches += n;
             continue;
         }
         kn->launches += n;
-        kn->captured += hl->captured;
+        kn->captured += hs->captured;
         kn->est_gpu_ns += est;
         if (ht) {
             kn->idle_at_submit += ht->idle;
             wsl_hist_merge_scaled(&kn->gpu_ns, &ht->ticks, ns_per_tick);
         }
         for (unsigned a = 0; a < WSL_KERN_LAUNCH_APIS; a++)
-            kn->by_api[a] += hl->by_api[a];
+            kn->by_api[a] += hs->by_api[a];
     }
-    free(cfg_launches);
-    free(cfg_est);
+    free(sum);
     k->est_gpu_ns += use->est_gpu_ns;
     if (t->first_launch && t->last_gpu > t->first_launch)
         use->gpu_phase_ns = ns_saturated((double)(t->last_gpu - t->first_launch) * ns_per_tick);
@@ -612,14 +608,13 @@ void wsl_kern_trace_discard(struct wsl_kern_trace *t)
     wsl_u64_map_free(&t->timed);
     free(t->timed_v);
     wsl_u64_map_free(&t->configs);
-    free(t->configs_v);
     wsl_hist_free(&t->graph_ticks);
     wsl_hist_free(&t->start_ticks);
     wsl_hist_free(&t->before_ticks);
     free(t->names_v);
     free(t->arena);
     free(t->handles_v);
-    free(t->launched_v);
+    free(t->rows);
     free(t);
 }
 
