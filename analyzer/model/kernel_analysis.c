@@ -85,6 +85,8 @@ struct handle_name {
 struct launch_row {
     uint64_t handle;
     uint32_t config;
+    uint32_t own;               /* the handle's own row exists (a configuration's row may come first
+                                   from a GPU_KERNEL event) */
     uint64_t by_api[WSL_KERN_LAUNCH_APIS];
     uint64_t captured;
     uint64_t timed, timed_ticks;
@@ -261,22 +263,39 @@ static uint64_t config_row(struct wsl_kern_trace *t, uint64_t handle, uint32_t c
 static __attribute__((noinline)) bool launch_row_cached(struct wsl_kern_trace *t, struct launch_cache_entry *c,
                                                         const struct wsl_event *ev)
 {
-    uint64_t handle = ev->a[0], own;
-    const struct wsl_u64_slot *s = wsl_u64_map_find(&t->launched, handle);
-    if (s) {
-        own = s->value;
-    } else {
-        if (t->launched.count >= WSL_KERN_MAX_HANDLES)
-            return false;
-        own = row_add(t, handle, 0);
-        wsl_u64_map_insert(&t->launched, handle, own);
-    }
+    uint64_t handle = ev->a[0];
     uint64_t row = config_row(t, handle, wsl_launch_config(ev->a[1], ev->a[2]));
+    if (row == UINT64_MAX || !t->rows[row].own) { /* the handle's own row: found, or added */
+        uint64_t own;
+        const struct wsl_u64_slot *s = wsl_u64_map_find(&t->launched, handle);
+        if (s) {
+            own = s->value;
+        } else {
+            if (t->launched.count >= WSL_KERN_MAX_HANDLES)
+                return false;
+            own = row_add(t, handle, 0);
+            t->rows[own].own = 1;
+            wsl_u64_map_insert(&t->launched, handle, own);
+        }
+        if (row == UINT64_MAX)
+            row = own;
+        else
+            t->rows[row].own = 1;
+    }
     c->handle = handle;
     c->grid = ev->a[1];
     c->block = ev->a[2];
-    c->row = row == UINT64_MAX ? own : row;
+    c->row = row;
     return true;
+}
+
+/* The fast path's launch of a handle in the cache, with another grid or block than its entry's
+ * (a function launched at several sizes in turn): a tail call. */
+static __attribute__((noinline)) void launch_config_changed(struct wsl_kern_trace *t, struct launch_cache_entry *c,
+                                                            unsigned slot, const struct wsl_event *ev)
+{
+    launch_row_cached(t, c, ev); /* the handle has its own row: it was in the cache */
+    t->rows[c->row].by_api[slot < WSL_KERN_LAUNCH_APIS ? slot : WSL_KERN_LAUNCH_APIS - 1]++;
 }
 
 static void take_launch(struct wsl_kern_trace *t, unsigned slot, const struct wsl_event *ev)
@@ -406,12 +425,16 @@ void wsl_kern_trace_event(struct wsl_kern_trace *t, enum wsl_kern_op op, unsigne
     uint64_t handle = ev->a[0];
     if (op == WSL_KERN_LAUNCH && ev->result == 0 && handle && !t->ncapturing && t->first_launch &&
         ev->t_start >= t->first_launch) {
-        const struct launch_cache_entry *c = &t->launched_cache[handle_cache_slot(handle)];
-        if (c->handle == handle && c->grid == ev->a[1] && c->block == ev->a[2]) {
+        struct launch_cache_entry *c = &t->launched_cache[handle_cache_slot(handle)];
+        __asm__("" : "+r"(c)); /* one address for the entry's fields (gcc computed it three times) */
+        if (c->handle == handle) {
             if (ev->t_end > t->last_gpu)
                 t->last_gpu = ev->t_end;
             t->launches++;
-            t->rows[c->row].by_api[slot < WSL_KERN_LAUNCH_APIS ? slot : WSL_KERN_LAUNCH_APIS - 1]++;
+            if (__builtin_expect(c->grid == ev->a[1] && c->block == ev->a[2], 1))
+                t->rows[c->row].by_api[slot < WSL_KERN_LAUNCH_APIS ? slot : WSL_KERN_LAUNCH_APIS - 1]++;
+            else
+                launch_config_changed(t, c, slot, ev);
             return;
         }
     }

@@ -52,7 +52,7 @@
 #define WSL_KERN_MAX_NAME_BYTES (64u << 20)   /* bytes of names kept per process */
 #define WSL_KERN_MAX_KERNELS (1u << 20)       /* distinct kernels per run */
 #define WSL_KERN_MAX_TIMED (1u << 16)         /* timed handles per process (a histogram each) */
-#define WSL_KERN_MAX_CONFIGS (1u << 18)       /* (handle, launch configuration) pairs per process, 40 bytes each */
+#define WSL_KERN_MAX_CONFIGS (1u << 18)       /* (handle, launch configuration) pairs per process, 72 bytes each */
 #define WSL_KERN_LAUNCH_APIS 4                /* launch API base names counted apart (the 4th may be "other") */
 #define WSL_KERN_TOP_JSON 50
 #define WSL_KERN_TOP_TEXT 10
