@@ -563,6 +563,7 @@ long wsl_raw_syscall4(long nr, long a, long b, long c, long d);
 struct wsl_gpu_sample {
     int active, pool, graph, idle;
     uint32_t epoch;         /* the contexts' epoch its pool was taken in (gpu_timing.c) */
+    uint32_t config;        /* wsl_launch_config of the launch's grid and block; 0 for a graph */
     void *e0, *e1, *s;      /* CUevent, CUevent, CUstream the events go to */
     uint64_t stream, handle, t_e0, t_e0_rec;
 };
@@ -595,7 +596,7 @@ static inline __attribute__((always_inline)) int wsl_gpu_sample_due(struct wsl_t
 void wsl_func_named(uint64_t handle);
 int wsl_func_is_named(uint64_t handle);
 int wsl_gpu_sample_begin(struct wsl_gpu_sample *gs, void *real, uint64_t stream, uint64_t handle, int per_thread,
-                         int graph);
+                         int graph, uint32_t config);
 void wsl_gpu_sample_end(struct wsl_gpu_sample *gs, int result, uint64_t t0, uint64_t t1, uint32_t tid);
 void wsl_gpu_timing_poll(int final, void (*emit)(uint32_t type, const void *data, size_t size));
 void wsl_gpu_timing_forget_contexts(void); /* before a context is destroyed or reset */

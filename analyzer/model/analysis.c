@@ -458,7 +458,8 @@ static void merge_trace(struct wsl_run *run, struct trace_state *t, struct wsl_p
     t->mem = NULL;
     wsl_host_trace_end(t->host, clock, submit_ticks(t), &p->host_cuda);
     t->host = NULL;
-    uint64_t dropped_names = run->kernels.dropped_names, untracked = run->kernels.untracked_launches;
+    uint64_t dropped_names = run->kernels.dropped_names, untracked = run->kernels.untracked_launches,
+             config_untracked = run->kernels.config_untracked;
     wsl_kern_trace_end(t->kern, &run->kernels, p->pid, clock->ns_per_tick, &p->gpu);
     t->kern = NULL;
     if (run->kernels.dropped_names > dropped_names)
@@ -470,6 +471,11 @@ static void merge_trace(struct wsl_run *run, struct trace_state *t, struct wsl_p
         add_warning(run, xasprintf("%s: more than %u distinct launched functions; %llu launches of the others "
                                    "are in the totals only", p->trace_path, WSL_KERN_MAX_HANDLES,
                                    (unsigned long long)(run->kernels.untracked_launches - untracked)));
+    if (run->kernels.config_untracked > config_untracked)
+        add_warning(run, xasprintf("%s: more than %u (function, grid and block) launch configurations; %llu "
+                                   "launches and timed launches of the others are estimated per function",
+                                   p->trace_path, WSL_KERN_MAX_CONFIGS,
+                                   (unsigned long long)(run->kernels.config_untracked - config_untracked)));
     if (p->mem.late_events)
         add_warning(run, xasprintf("%s: %llu memory calls came after later ones of other threads had left the "
                                    "%u-event replay window; they were applied late, so the memory peak may be off",

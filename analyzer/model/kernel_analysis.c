@@ -1,8 +1,9 @@
 /*
  * Kernel launches per name. Per trace three maps (u64_map.h, no deletions)
  * of key -> index into a dense array: name id -> name bytes (in one arena),
- * handle -> how it was named, handle -> launches per API. Names are looked up
- * once, at the end of the trace.
+ * handle -> how it was named, handle -> launches, (handle, launch
+ * configuration) -> launches and timed launches, handle -> timed launches.
+ * Names are looked up once, at the end of the trace.
  */
 #include "kernel_analysis.h"
 #include "u64_map.h"
@@ -77,10 +78,18 @@ struct handle_name {
     uint64_t kernel;            /* name_id 0: the CUkernel whose name it takes */
 };
 
-struct handle_launches {
+/* Launches of a handle with one configuration (wsl_launch_config; 0: the
+ * handle's row, its launches of configurations past WSL_KERN_MAX_CONFIGS),
+ * per API, and the configuration's timed launches with their GPU time. A
+ * launch counts in one row; the handle's figures are the sum of its rows. */
+struct launch_row {
     uint64_t handle;
+    uint32_t config;
+    uint32_t own;               /* the handle's own row exists (a configuration's row may come first
+                                   from a GPU_KERNEL event) */
     uint64_t by_api[WSL_KERN_LAUNCH_APIS];
     uint64_t captured;
+    uint64_t timed, timed_ticks;
 };
 
 #define MAX_CAPTURING 64 /* streams capturing at once, per process */
@@ -102,13 +111,15 @@ struct wsl_kern_trace {
     struct wsl_u64_map handles;   /* handle -> handles_v */
     struct handle_name *handles_v;
     size_t handles_cap;
-    struct wsl_u64_map launched;  /* handle -> launched_v */
-    struct handle_launches *launched_v;
-    size_t launched_cap;
+    struct wsl_u64_map launched;  /* handle -> its own row (configuration 0) in rows */
+    struct wsl_u64_map configs;   /* config_key(handle, configuration) -> rows (a hash: compare) */
+    struct launch_row *rows;
+    size_t rows_count, rows_cap;
     uint64_t launches, failed, graph, untracked, null_handle, dropped_names;
     struct wsl_u64_map timed;     /* handle -> timed_v */
     struct handle_timing *timed_v;
     size_t timed_cap;
+    uint64_t config_timed_untracked; /* timed launches of configurations past WSL_KERN_MAX_CONFIGS */
     uint64_t timed_untracked, idle, mapped, graphs_timed, graph_idle;
     struct wsl_hist graph_ticks;
     struct wsl_hist start_ticks;  /* idle, mapped launches: GPU start - launch call start */
@@ -117,13 +128,21 @@ struct wsl_kern_trace {
     uint64_t capturing[MAX_CAPTURING]; /* streams between capture begin and end */
     unsigned ncapturing;
     uint64_t captured;
-    /* Recently used handles of `launched` and `timed`, by a few bits of the
-     * handle: most events skip the hash lookup. Entries never go stale (the
-     * maps only grow); handle 0 marks an empty entry. */
+    /* Recently used handles of `timed`, and launches' (handle, grid, block)
+     * with their row, by a few bits of the handle: most events skip the hash
+     * lookups (and a launch the configuration's hash). A function launched at
+     * two sizes in turn takes the lookups at each launch (the slot mixed with
+     * the grid spread the bench's 64 functions worse: 398 M instructions
+     * against 368 M). Entries never go stale (the maps only grow); handle 0
+     * marks an empty entry. */
     struct handle_cache_entry {
         uint64_t handle;
         uint64_t index;
-    } launched_cache[HANDLE_CACHE_SIZE], timed_cache[HANDLE_CACHE_SIZE];
+    } timed_cache[HANDLE_CACHE_SIZE];
+    struct launch_cache_entry {
+        uint64_t handle, grid, block;
+        uint64_t row;
+    } launched_cache[HANDLE_CACHE_SIZE];
 };
 
 /* Handles are pointers, their low bits often equal: a multiplicative hash
@@ -207,6 +226,78 @@ static void take_name(struct wsl_kern_trace *t, const struct wsl_event *ev)
     wsl_u64_map_insert(&t->handles, handle, (uint32_t)t->handles.count);
 }
 
+/* The map key of a (handle, configuration) pair: a hash (pairs may share it). */
+static inline uint64_t config_key(uint64_t handle, uint32_t config)
+{
+    uint64_t k = handle ^ ((uint64_t)config * 0x9e3779b97f4a7c15ull);
+    return k ? k : 1;
+}
+
+static uint64_t row_add(struct wsl_kern_trace *t, uint64_t handle, uint32_t config)
+{
+    GROW(t->rows, t->rows_cap, t->rows_count + 1);
+    struct launch_row *r = &t->rows[t->rows_count];
+    memset(r, 0, sizeof *r);
+    r->handle = handle;
+    r->config = config;
+    return t->rows_count++;
+}
+
+/* The row of (handle, config), added when new; UINT64_MAX past WSL_KERN_MAX_CONFIGS. */
+static uint64_t config_row(struct wsl_kern_trace *t, uint64_t handle, uint32_t config)
+{
+    uint64_t key = config_key(handle, config);
+    for (const struct wsl_u64_slot *s = wsl_u64_map_find(&t->configs, key); s; s = wsl_u64_map_find_next(&t->configs, s))
+        if (t->rows[s->value].handle == handle && t->rows[s->value].config == config)
+            return s->value;
+    if (t->configs.count >= WSL_KERN_MAX_CONFIGS)
+        return UINT64_MAX;
+    uint64_t row = row_add(t, handle, config);
+    wsl_u64_map_insert(&t->configs, key, row);
+    return row;
+}
+
+/* A launch whose (handle, grid, block) is not its cache entry's: the entry takes them and their
+ * row (the handle's own past the cap on configurations). False: the handle is past
+ * WSL_KERN_MAX_HANDLES. */
+static __attribute__((noinline)) bool launch_row_cached(struct wsl_kern_trace *t, struct launch_cache_entry *c,
+                                                        const struct wsl_event *ev)
+{
+    uint64_t handle = ev->a[0];
+    uint64_t row = config_row(t, handle, wsl_launch_config(ev->a[1], ev->a[2]));
+    if (row == UINT64_MAX || !t->rows[row].own) { /* the handle's own row: found, or added */
+        uint64_t own;
+        const struct wsl_u64_slot *s = wsl_u64_map_find(&t->launched, handle);
+        if (s) {
+            own = s->value;
+        } else {
+            if (t->launched.count >= WSL_KERN_MAX_HANDLES)
+                return false;
+            own = row_add(t, handle, 0);
+            t->rows[own].own = 1;
+            wsl_u64_map_insert(&t->launched, handle, own);
+        }
+        if (row == UINT64_MAX)
+            row = own;
+        else
+            t->rows[row].own = 1;
+    }
+    c->handle = handle;
+    c->grid = ev->a[1];
+    c->block = ev->a[2];
+    c->row = row;
+    return true;
+}
+
+/* The fast path's launch of a handle in the cache, with another grid or block than its entry's
+ * (a function launched at several sizes in turn): a tail call. */
+static __attribute__((noinline)) void launch_config_changed(struct wsl_kern_trace *t, struct launch_cache_entry *c,
+                                                            unsigned slot, const struct wsl_event *ev)
+{
+    launch_row_cached(t, c, ev); /* the handle has its own row: it was in the cache */
+    t->rows[c->row].by_api[slot < WSL_KERN_LAUNCH_APIS ? slot : WSL_KERN_LAUNCH_APIS - 1]++;
+}
+
 static void take_launch(struct wsl_kern_trace *t, unsigned slot, const struct wsl_event *ev)
 {
     if (ev->result != 0) {
@@ -223,21 +314,13 @@ static void take_launch(struct wsl_kern_trace *t, unsigned slot, const struct ws
         t->null_handle++;
         return;
     }
-    uint64_t index = cached_index(t->launched_cache, &t->launched, handle);
-    if (index == UINT64_MAX) {
-        if (t->launched.count >= WSL_KERN_MAX_HANDLES) {
-            t->untracked++;
-            return;
-        }
-        GROW(t->launched_v, t->launched_cap, t->launched.count + 1);
-        struct handle_launches *hl = &t->launched_v[t->launched.count];
-        memset(hl, 0, sizeof *hl);
-        hl->handle = handle;
-        index = t->launched.count;
-        wsl_u64_map_insert(&t->launched, handle, index);
+    struct launch_cache_entry *c = &t->launched_cache[handle_cache_slot(handle)];
+    if ((c->handle != handle || c->grid != ev->a[1] || c->block != ev->a[2]) && !launch_row_cached(t, c, ev)) {
+        t->untracked++;
+        return;
     }
-    t->launched_v[index].by_api[slot < WSL_KERN_LAUNCH_APIS ? slot : WSL_KERN_LAUNCH_APIS - 1]++;
-    t->launched_v[index].captured += captured;
+    t->rows[c->row].by_api[slot < WSL_KERN_LAUNCH_APIS ? slot : WSL_KERN_LAUNCH_APIS - 1]++;
+    t->rows[c->row].captured += captured;
 }
 
 /* Streams are matched by handle: a capture on the per-thread default stream
@@ -292,6 +375,16 @@ static void take_gpu_time(struct wsl_kern_trace *t, const struct wsl_event *ev)
     struct handle_timing *ht = &t->timed_v[index];
     ht->idle += idle;
     wsl_hist_add(&ht->ticks, dur);
+    uint32_t config = (uint32_t)ev->result; /* 0: unknown (older shims): the handle's alone */
+    if (config) {
+        uint64_t row = config_row(t, handle, config);
+        if (row == UINT64_MAX) {
+            t->config_timed_untracked++;
+        } else {
+            t->rows[row].timed++;
+            t->rows[row].timed_ticks += dur;
+        }
+    }
 }
 
 static __attribute__((noinline)) void kern_event_slow(struct wsl_kern_trace *t, enum wsl_kern_op op, unsigned slot,
@@ -332,12 +425,16 @@ void wsl_kern_trace_event(struct wsl_kern_trace *t, enum wsl_kern_op op, unsigne
     uint64_t handle = ev->a[0];
     if (op == WSL_KERN_LAUNCH && ev->result == 0 && handle && !t->ncapturing && t->first_launch &&
         ev->t_start >= t->first_launch) {
-        const struct handle_cache_entry *c = &t->launched_cache[handle_cache_slot(handle)];
+        struct launch_cache_entry *c = &t->launched_cache[handle_cache_slot(handle)];
+        __asm__("" : "+r"(c)); /* one address for the entry's fields (gcc computed it three times) */
         if (c->handle == handle) {
             if (ev->t_end > t->last_gpu)
                 t->last_gpu = ev->t_end;
             t->launches++;
-            t->launched_v[c->index].by_api[slot < WSL_KERN_LAUNCH_APIS ? slot : WSL_KERN_LAUNCH_APIS - 1]++;
+            if (__builtin_expect(c->grid == ev->a[1] && c->block == ev->a[2], 1))
+                t->rows[c->row].by_api[slot < WSL_KERN_LAUNCH_APIS ? slot : WSL_KERN_LAUNCH_APIS - 1]++;
+            else
+                launch_config_changed(t, c, slot, ev);
             return;
         }
     }
@@ -442,13 +539,46 @@ void wsl_kern_trace_end(struct wsl_kern_trace *t, struct wsl_kernels *k, int32_t
     k->unnamed_launches += t->null_handle;
     k->named_handles += t->handles.count;
     k->dropped_names += t->dropped_names;
-    for (size_t i = 0; i < t->launched.count; i++) {
-        const struct handle_launches *hl = &t->launched_v[i];
+    /* Each handle's rows summed into its own row's entry: its launches, and those of its
+     * configurations that were timed (outside capture) with their estimated GPU time, each
+     * such configuration's launches x its mean. The rest take the handle's mean. */
+    struct handle_sum {
+        uint64_t by_api[WSL_KERN_LAUNCH_APIS];
+        uint64_t captured, by_config, by_config_est;
+    } *sum = xcalloc(t->rows_count ? t->rows_count : 1, sizeof *sum);
+    k->config_untracked += t->config_timed_untracked;
+    for (size_t i = 0; i < t->rows_count; i++) {
+        const struct launch_row *r = &t->rows[i];
+        size_t own = i;
+        if (r->config) {
+            const struct wsl_u64_slot *ls = wsl_u64_map_find(&t->launched, r->handle);
+            if (!ls)
+                continue; /* timed, never launched (or its handle past the cap) */
+            own = ls->value;
+        }
         uint64_t n = 0;
+        for (unsigned a = 0; a < WSL_KERN_LAUNCH_APIS; a++) {
+            sum[own].by_api[a] += r->by_api[a];
+            n += r->by_api[a];
+        }
+        sum[own].captured += r->captured;
+        if (!r->config)
+            k->config_untracked += n;
+        else if (r->timed && n > r->captured) {
+            uint64_t run = n - r->captured;
+            sum[own].by_config += run;
+            sum[own].by_config_est += ns_saturated((double)r->timed_ticks / (double)r->timed * ns_per_tick) * run;
+        }
+    }
+    for (size_t i = 0; i < t->rows_count; i++) {
+        if (t->rows[i].config)
+            continue;
+        const struct handle_sum *hs = &sum[i];
+        uint64_t handle = t->rows[i].handle, n = 0;
         for (unsigned a = 0; a < WSL_KERN_LAUNCH_APIS; a++)
-            n += hl->by_api[a];
-        uint64_t run_n = n - hl->captured; /* captured ones run inside graph launches */
-        const char *name = handle_name(t, hl->handle);
+            n += hs->by_api[a];
+        uint64_t run_n = n - hs->captured; /* captured ones run inside graph launches */
+        const char *name = handle_name(t, handle);
         struct wsl_kernel *kn;
         if (name) {
             kn = kernel_named(k, name);
@@ -457,32 +587,32 @@ void wsl_kern_trace_end(struct wsl_kern_trace *t, struct wsl_kernels *k, int32_t
             kn = k->count < WSL_KERN_MAX_KERNELS ? kernel_add(k) : NULL;
             if (kn) {
                 kn->pid = pid;
-                kn->handle = hl->handle;
-                kn->name = xasprintf("function 0x%llx", (unsigned long long)hl->handle);
+                kn->handle = handle;
+                kn->name = xasprintf("function 0x%llx", (unsigned long long)handle);
             }
         }
-        const struct wsl_u64_slot *ts = wsl_u64_map_find(&t->timed, hl->handle);
+        const struct wsl_u64_slot *ts = wsl_u64_map_find(&t->timed, handle);
         const struct handle_timing *ht = ts ? &t->timed_v[ts->value] : NULL;
-        uint64_t est = 0;
+        uint64_t mean = mean_all;
         if (ht && ht->ticks.count)
-            est = ns_saturated((double)ht->ticks.sum / (double)ht->ticks.count * ns_per_tick) * run_n;
-        else
-            est = mean_all * run_n;
+            mean = ns_saturated((double)ht->ticks.sum / (double)ht->ticks.count * ns_per_tick);
+        uint64_t est = hs->by_config_est + mean * (run_n - hs->by_config);
         use->est_gpu_ns += est;
         if (!kn) {
             k->untracked_launches += n;
             continue;
         }
         kn->launches += n;
-        kn->captured += hl->captured;
+        kn->captured += hs->captured;
         kn->est_gpu_ns += est;
         if (ht) {
             kn->idle_at_submit += ht->idle;
             wsl_hist_merge_scaled(&kn->gpu_ns, &ht->ticks, ns_per_tick);
         }
         for (unsigned a = 0; a < WSL_KERN_LAUNCH_APIS; a++)
-            kn->by_api[a] += hl->by_api[a];
+            kn->by_api[a] += hs->by_api[a];
     }
+    free(sum);
     k->est_gpu_ns += use->est_gpu_ns;
     if (t->first_launch && t->last_gpu > t->first_launch)
         use->gpu_phase_ns = ns_saturated((double)(t->last_gpu - t->first_launch) * ns_per_tick);
@@ -500,13 +630,14 @@ void wsl_kern_trace_discard(struct wsl_kern_trace *t)
         wsl_hist_free(&t->timed_v[i].ticks);
     wsl_u64_map_free(&t->timed);
     free(t->timed_v);
+    wsl_u64_map_free(&t->configs);
     wsl_hist_free(&t->graph_ticks);
     wsl_hist_free(&t->start_ticks);
     wsl_hist_free(&t->before_ticks);
     free(t->names_v);
     free(t->arena);
     free(t->handles_v);
-    free(t->launched_v);
+    free(t->rows);
     free(t);
 }
 

@@ -15,15 +15,23 @@
  * GPU time (WSL_CAT_GPU_KERNEL, the shim's sampled event pairs): per handle a
  * histogram of the corrected durations and how many of the timed launches
  * found the GPU idle at submit; at the end of the trace they go to the named
- * kernel. A process's estimated GPU time is, per handle, its mean timed
- * duration times its launches (handles never timed: the process's mean timed
- * kernel duration), plus graphs alike.
+ * kernel. A launch's configuration is wsl_launch_config of its grid and block
+ * (trace_format.h), which a GPU_KERNEL event carries in its result (0:
+ * unknown, as in older traces). A process's estimated GPU time is, per handle
+ * and configuration, its launches times that configuration's mean timed
+ * duration; launches of a configuration never timed take the handle's mean
+ * over all its timed launches, and those of a handle never timed the
+ * process's mean timed kernel duration; plus graphs alike. (One function
+ * launched at two grid sizes runs for two durations: a mean over both,
+ * weighted by which were sampled, misestimated PyTorch's Adam kernels.)
  *
  * Memory is bounded whatever the trace holds: per process at most
  * WSL_KERN_MAX_HANDLES named handles, as many launched handles and
  * WSL_KERN_MAX_NAME_BYTES bytes of names (PATHS entries that are not file
- * paths, i.e. do not start with '/' or '<'); per run at most
- * WSL_KERN_MAX_KERNELS kernels. What is past a cap is counted.
+ * paths, i.e. do not start with '/' or '<'), WSL_KERN_MAX_CONFIGS (handle,
+ * configuration) pairs (past it, a pair's launches and timed launches count
+ * for its handle alone); per run at most WSL_KERN_MAX_KERNELS kernels. What is
+ * past a cap is counted.
  *
  * Use, per trace: wsl_kern_trace_begin, then _paths and _event in stream
  * order, then _end (which merges into the run's wsl_kernels); once every
@@ -44,6 +52,7 @@
 #define WSL_KERN_MAX_NAME_BYTES (64u << 20)   /* bytes of names kept per process */
 #define WSL_KERN_MAX_KERNELS (1u << 20)       /* distinct kernels per run */
 #define WSL_KERN_MAX_TIMED (1u << 16)         /* timed handles per process (a histogram each) */
+#define WSL_KERN_MAX_CONFIGS (1u << 18)       /* (handle, launch configuration) pairs per process, 72 bytes each */
 #define WSL_KERN_LAUNCH_APIS 4                /* launch API base names counted apart (the 4th may be "other") */
 #define WSL_KERN_TOP_JSON 50
 #define WSL_KERN_TOP_TEXT 10
@@ -55,7 +64,7 @@ enum wsl_kern_op {
     WSL_KERN_FUNC_NAME,         /* a0 handle, a1 name id (0: the kernel a2's name), a2 parent */
     WSL_KERN_LAUNCH,            /* a0 the function */
     WSL_KERN_GRAPH,             /* a graph launch */
-    WSL_KERN_GPU_TIME,          /* a launch timed on the GPU: a0 handle, a2 flags */
+    WSL_KERN_GPU_TIME,          /* a launch timed on the GPU: a0 handle, a2 flags, result its configuration */
     WSL_KERN_CAPTURE_BEGIN,     /* stream capture begins on stream */
     WSL_KERN_CAPTURE_END,
 };
@@ -71,7 +80,8 @@ struct wsl_kernel {
     uint64_t by_api[WSL_KERN_LAUNCH_APIS]; /* of them, per launch API (see wsl_kernels.launch_apis) */
     uint64_t idle_at_submit;    /* timed launches that found the GPU idle */
     struct wsl_hist gpu_ns;     /* GPU time of the timed launches (count = launches timed) */
-    uint64_t est_gpu_ns;        /* mean timed GPU time x launches, summed over its handles */
+    uint64_t est_gpu_ns;        /* launches x their configuration's mean timed GPU time (else the handle's
+                                   mean, else the process's), summed over its handles */
     uint64_t captured;          /* of the launches, into a stream being captured (graph nodes) */
 };
 
@@ -95,6 +105,8 @@ struct wsl_kernels {
     uint64_t captured_launches; /* kernel launches into a stream being captured: graph nodes, not GPU work */
     uint64_t named_handles;     /* handles FUNC_NAME events named, all processes */
     uint64_t dropped_names;     /* names or named handles past a per-process cap */
+    uint64_t config_untracked;  /* launches and timed launches of (handle, configuration) pairs past
+                                   WSL_KERN_MAX_CONFIGS: estimated per handle */
     uint64_t kernels_timed, graphs_timed, idle_at_submit, mapped;
     struct wsl_hist kernel_ns;  /* GPU time of every timed kernel launch */
     struct wsl_hist graph_ns;   /* GPU time of every timed graph launch */

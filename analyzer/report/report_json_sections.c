@@ -363,7 +363,7 @@ void report_json_write_gpu(struct json_writer *w, const struct wsl_run *run, con
     write_ns_summary(w, "submit_latency_ns", &k->idle_start_ns);
     /* of them, placed before the call began: by how much */
     write_ns_summary(w, "submit_latency_mapping_error_ns", &k->idle_start_before_ns);
-    json_key_u64(w, "gpu_time_est_ns", k->est_gpu_ns);  /* mean timed GPU time x launches, per kernel */
+    json_key_u64(w, "gpu_time_est_ns", k->est_gpu_ns);  /* per kernel, launches x their configuration's mean */
     /* launches of kernels timed at least WSL_KERN_COVERED times */
     json_key_u64(w, "covered_launches", k->covered_launches);
     json_key_double_or_null(w, "covered_share", k->launches > k->captured_launches,

@@ -351,7 +351,7 @@ static void write_gpu_time(FILE *out, const struct wsl_kernels *k)
             v[n++] = &k->items[i];
     qsort(v, n, sizeof *v, by_est_gpu);
     if (n)
-        fputs("  Kernels by estimated GPU time (mean of the timed launches x launches):\n", out);
+        fputs("  Kernels by estimated GPU time (launches x the mean timed GPU time of their grid and block):\n", out);
     for (size_t i = 0; i < n && i < WSL_KERN_TOP_TEXT; i++) {
         fputs("    ", out);
         put_ns(out, v[i]->est_gpu_ns);

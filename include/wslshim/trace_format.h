@@ -291,6 +291,9 @@ struct wsl_path_entry_header {
  *   stream by the time the launch call returned (cuStreamQuery before the start event said
  *   so, or the start event ran before the call returned: starved), WSL_GPU_MAPPED,
  *   WSL_GPU_GRAPH the timed launch was cuGraphLaunch.
+ *   result: the timed launch's configuration, wsl_launch_config() of the LAUNCH event's
+ *   a1 (GRID) and a2 (BLOCK) as a uint32_t, never 0; 0: unknown (a graph launch, and every
+ *   GPU_KERNEL event of shims before it was written: no minor version marks it, 0 says it).
  *
  * NVTX (include/wslshim/nvtx_api.def; an instant: t_start == t_end; result 0):
  *   category          stream      a0          a1                  a2
@@ -391,6 +394,22 @@ static inline int wsl_is_nvtx_category(unsigned category)
 #define WSL_BLOCK(gz, bx, by, bz) \
     ((uint64_t)((gz) & 0xffffu) | (uint64_t)((bx) & 0xffffu) << 16 | \
      (uint64_t)((by) & 0xffffu) << 32 | (uint64_t)((bz) & 0xffffu) << 48)
+
+/* A launch configuration (a LAUNCH event's GRID and BLOCK words) in 32 bits, never 0: what a
+ * GPU_KERNEL event's result holds, so that a reader can tell the timed launch's grid and block
+ * sizes apart (one function launched at several sizes runs for different times) without
+ * keeping every launch until its sample comes. The shim computes it for timed launches only;
+ * the reader for each launch whose configuration it has not just seen. Two configurations of
+ * one function share a value with a chance of 2^-32. */
+static inline uint32_t wsl_launch_config(uint64_t grid, uint64_t block)
+{
+    uint64_t h = (grid * 0x9e3779b97f4a7c15ull) ^ block; /* one-to-one in block for a grid */
+    h *= 0xbf58476d1ce4e5b9ull;                           /* then a 64-bit mix (splitmix64's) */
+    h ^= h >> 31;
+    h *= 0x94d049bb133111ebull;
+    uint32_t c = (uint32_t)(h >> 32);
+    return c ? c : 1u;
+}
 
 /* ---- EVENTS payload -----------------------------------------------------------
  * struct wsl_events_header, then `encoded_size` bytes holding `count` events of

@@ -216,8 +216,9 @@ static void wsl_func_note_named(const struct wsl_event *ev)
      (id) == WSL_ID_cuDevicePrimaryCtxRelease_v2 || (id) == WSL_ID_cuDevicePrimaryCtxReset ||    \
      (id) == WSL_ID_cuDevicePrimaryCtxReset_v2)
 /* A sampled launch (WSLSHIM_GPU_TIMING): the row's record is evaluated first,
- * for the stream and the function (launch rows never read `r` in it), then
- * the launch runs between the shim's two events. `cat` and `id` are
+ * for the stream, the function and its grid and block (launch rows never read
+ * `r` in it; the sample keeps their wsl_launch_config), then the launch runs
+ * between the shim's two events. `cat` and `id` are
  * constants: other rows compile none of this. */
 #define WSL_HOOK_BODY(id, pfn_t, cat, pt, slots, args, rec)                                      \
     pfn_t real = (pfn_t)atomic_load_explicit(&slots[id],         \
@@ -243,7 +244,10 @@ static void wsl_func_note_named(const struct wsl_event *ev)
         if (WSL_UNLIKELY(wsl_gpu_sample_due(t, wsl_pre.a[0], (void *)real,                 \
                                             (cat) == WSL_CAT_GRAPH)))                      \
             wsl_gpu_sample_begin(&wsl_gs, (void *)real, wsl_pre.stream, wsl_pre.a[0], pt,  \
-                                 (cat) == WSL_CAT_GRAPH);                                  \
+                                 (cat) == WSL_CAT_GRAPH,                                   \
+                                 (cat) == WSL_CAT_GRAPH                                    \
+                                     ? 0u                                                  \
+                                     : wsl_launch_config(wsl_pre.a[1], wsl_pre.a[2]));     \
     }                                                                                      \
     if (WSL_IS_CTX_END(id))                                                                \
         wsl_gpu_timing_forget_contexts();                                                  \

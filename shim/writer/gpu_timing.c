@@ -157,6 +157,7 @@ struct sample {
     uint64_t stream, handle, t_launch0, t_launch1, t_e0;
     uint32_t tid, flags;
     uint64_t t_e0_rec; /* when e0's record call began: e0 cannot have run before */
+    uint32_t config;   /* the GPU_KERNEL event's result: wsl_launch_config, 0 for a graph */
 };
 #define QUEUE_CAP 4096
 static struct sample queue[QUEUE_CAP]; /* program threads -> writer */
@@ -387,9 +388,10 @@ static void unrelax(CUstreamCaptureMode m) { fn.exchange_capture_mode(&m); }
 static int sample_begin(struct wsl_gpu_sample *gs, uint64_t stream, uint64_t handle, int per_thread, int graph);
 
 int wsl_gpu_sample_begin(struct wsl_gpu_sample *gs, void *real, uint64_t stream, uint64_t handle,
-                         int per_thread, int graph)
+                         int per_thread, int graph, uint32_t config)
 {
     gs->active = 0;
+    gs->config = config;
     if (atomic_load_explicit(&timing_closed, memory_order_relaxed) || !resolve_fns(real))
         return 0;
     CUstreamCaptureMode m = relax();
@@ -504,7 +506,8 @@ void wsl_gpu_sample_end(struct wsl_gpu_sample *gs, int result, uint64_t t0, uint
         return;
     }
     struct sample sm = {gs->pool, gs->epoch, gs->e0, gs->e1, gs->stream, gs->handle, t0, t1, gs->t_e0, tid,
-                        (idle ? WSL_GPU_IDLE_AT_SUBMIT : 0u) | (gs->graph ? WSL_GPU_GRAPH : 0u), gs->t_e0_rec};
+                        (idle ? WSL_GPU_IDLE_AT_SUBMIT : 0u) | (gs->graph ? WSL_GPU_GRAPH : 0u), gs->t_e0_rec,
+                        gs->config};
     int queued = 0;
     pthread_mutex_lock(&queue_lock);
     if (queue_n < QUEUE_CAP) {
@@ -677,7 +680,7 @@ static int emit_sample(const struct sample *sm, double raw_ns)
     ev->t_end = end;
     ev->api = WSL_ID_GPU_KERNEL;
     ev->flags = 0;
-    ev->result = 0;
+    ev->result = (int32_t)sm->config; /* the launch's configuration (trace_format.h) */
     ev->stream = sm->stream;
     ev->a[0] = sm->handle;
     ev->a[1] = sm->t_launch0;

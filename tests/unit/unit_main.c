@@ -89,6 +89,9 @@
     X(kern_two_processes)         \
     X(kern_no_names)              \
     X(kern_handles_bounded)       \
+    X(kern_config_estimate)       \
+    X(kern_config_unknown)        \
+    X(kern_configs_bounded)       \
     X(nvtx_attribution)           \
     X(nvtx_bounded)               \
     X(nvtx_dropped_resync)        \

@@ -1,0 +1,226 @@
+/* The GPU time estimate per launch configuration: a function launched at two
+ * grid sizes, each timed (GPU_KERNEL events whose result is the launch's
+ * wsl_launch_config), is estimated per size; a size never timed takes the
+ * function's mean, a function never timed the process's; a trace whose
+ * GPU_KERNEL events carry no configuration (result 0, older shims) gives the
+ * per-function estimate, exactly; past WSL_KERN_MAX_CONFIGS the rest is
+ * estimated per function and counted. Ticks are ns. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis.h"
+#include "rules.h"
+#include "trace_synth.h"
+#include "unit_test.h"
+
+#define CHECK_EQ(got, want)                                                                                 \
+    CHECKF((uint64_t)(got) == (uint64_t)(want), "%s = %llu, expected %llu", #got, (unsigned long long)(got), \
+           (unsigned long long)(want))
+
+enum { FUNC, LAUNCH, LAUNCH_EX, GPU, ROWS };
+static const struct synth_row rows[ROWS] = {
+    [FUNC] = {"cuModuleGetFunction", "cuModuleGetFunction", WSL_CAT_FUNC_NAME},
+    [LAUNCH] = {"cuLaunchKernel", "cuLaunchKernel", WSL_CAT_LAUNCH},
+    [LAUNCH_EX] = {"cuLaunchKernelEx", "cuLaunchKernelEx", WSL_CAT_LAUNCH},
+    [GPU] = {"wslshim_gpu_kernel", "wslshim_gpu_kernel", WSL_CAT_GPU_KERNEL},
+};
+
+#define START 1000000000ull
+#define PID 5151
+#define FN 0x1000u     /* "k_sizes": two grid sizes, a third never timed */
+#define FN_UNTIMED 0x2000u
+
+struct events {
+    struct wsl_event *v;
+    uint32_t n, cap;
+};
+
+static void put(struct events *e, unsigned api, uint64_t t, uint64_t dur, int32_t result, uint64_t a0, uint64_t a1,
+                uint64_t a2, uint64_t a3)
+{
+    if (e->n == e->cap) {
+        e->cap = e->cap ? 2 * e->cap : 4096;
+        e->v = realloc(e->v, e->cap * sizeof *e->v);
+    }
+    struct wsl_event *ev = &e->v[e->n++];
+    memset(ev, 0, sizeof *ev);
+    ev->t_start = t;
+    ev->t_end = t + dur;
+    ev->api = (uint16_t)api;
+    ev->result = result;
+    ev->stream = 0x77;
+    ev->a[0] = a0;
+    ev->a[1] = a1;
+    ev->a[2] = a2;
+    ev->a[3] = a3;
+}
+
+/* A launch at `t` and, when dur_ns, its GPU_KERNEL event (with its configuration unless old). */
+static void launch(struct events *host, struct events *gpu, unsigned api, uint64_t t, uint64_t fn, uint64_t grid,
+                   uint64_t block, uint64_t dur_ns, bool old)
+{
+    put(host, api, t, 2000, 0, fn, grid, block, 0);
+    if (dur_ns)
+        put(gpu, GPU, t + 3000, dur_ns, old ? 0 : (int32_t)wsl_launch_config(grid, block), fn, t,
+            WSL_GPU_MAPPED | (uint64_t)PID << 32, dur_ns);
+}
+
+static int write_trace(const char *path, struct events *host, struct events *gpu)
+{
+    struct synth *s = synth_open(path, NULL);
+    synth_file_header(s, NULL);
+    struct wsl_process_info pi;
+    memset(&pi, 0, sizeof pi);
+    pi.pid = PID;
+    pi.ppid = 1;
+    pi.clock_kind = WSL_CLOCK_MONOTONIC_NS;
+    pi.start_ticks = pi.start_mono_ns = START;
+    const char *argv[] = {"python3", "train.py"};
+    synth_process(s, &pi, "host", "/usr/bin/python3", "6.8.0", 2, argv);
+    synth_api_rows(s, rows, ROWS);
+    synth_clock(s, START, START, 0);
+    const uint32_t ids[] = {1, 2};
+    const char *const names[] = {"k_sizes", "k_untimed"};
+    synth_paths(s, ids, names, 2);
+    struct wsl_event named[2];
+    memset(named, 0, sizeof named);
+    named[0].t_start = START + 100, named[0].t_end = START + 200, named[0].api = FUNC;
+    named[0].a[0] = FN, named[0].a[1] = 1;
+    named[1] = named[0];
+    named[1].a[0] = FN_UNTIMED, named[1].a[1] = 2;
+    synth_events(s, PID, 0, named, 2);
+    for (uint32_t i = 0; i < host->n; i += 4096)
+        synth_events(s, PID, 0, host->v + i, host->n - i < 4096 ? host->n - i : 4096);
+    for (uint32_t i = 0; i < gpu->n; i += 4096)
+        synth_events(s, PID + 1, 0, gpu->v + i, gpu->n - i < 4096 ? gpu->n - i : 4096);
+    synth_end(s, host->v[host->n - 1].t_end + 1000000, host->n + gpu->n + 2, 0, 2);
+    synth_close(s);
+    free(host->v);
+    free(gpu->v);
+    return 0;
+}
+
+static int read_trace(struct wsl_run *run, const char *path)
+{
+    char err[256];
+    wsl_run_init(run);
+    CHECKF(wsl_run_add_trace(run, path, err, sizeof err) == 0, "%s", err);
+    wsl_run_finish(run);
+    return 0;
+}
+
+static const struct wsl_kernel *kernel(const struct wsl_run *run, const char *name)
+{
+    for (size_t i = 0; i < run->kernels.count; i++)
+        if (strcmp(run->kernels.items[i].name, name) == 0)
+            return &run->kernels.items[i];
+    return NULL;
+}
+
+#define GRID_BIG WSL_GRID(40, 1)
+#define GRID_SMALL WSL_GRID(4, 1)
+#define GRID_MID WSL_GRID(8, 1)
+#define BLOCK WSL_BLOCK(1, 256, 1, 1)
+
+/* 100 steps of k_sizes: 1 launch of 40 blocks (80 us on the GPU, through cuLaunchKernelEx) and 9
+ * of 4 blocks (8 us); only the first three launches timed (as the shim's coverage does: the big
+ * one and two small ones); then 50 launches of 8 blocks, never timed, and 10 of k_untimed. */
+static int write_sizes(const char *path, bool old)
+{
+    struct events host = {0}, gpu = {0};
+    uint64_t t = START + 10000;
+    unsigned n = 0;
+    for (unsigned step = 0; step < 100; step++)
+        for (unsigned k = 0; k < 10; k++, n++, t += 10000) {
+            bool big = k == 0;
+            launch(&host, &gpu, big ? LAUNCH_EX : LAUNCH, t, FN, big ? GRID_BIG : GRID_SMALL, BLOCK,
+                   n < 3 ? (big ? 80000 : 8000) : 0, old);
+        }
+    for (unsigned i = 0; i < 50; i++, t += 10000)
+        launch(&host, &gpu, LAUNCH, t, FN, GRID_MID, BLOCK, 0, old);
+    for (unsigned i = 0; i < 10; i++, t += 10000)
+        launch(&host, &gpu, LAUNCH, t, FN_UNTIMED, GRID_SMALL, BLOCK, 0, old);
+    return write_trace(path, &host, &gpu);
+}
+
+int test_kern_config_estimate(void)
+{
+    char path[512];
+    test_path(path, sizeof path, "kern_configs.trace.zst");
+    CHECK(write_sizes(path, false) == 0);
+    struct wsl_run run;
+    if (read_trace(&run, path))
+        return 1;
+    const struct wsl_kernel *k = kernel(&run, "k_sizes"), *u = kernel(&run, "k_untimed");
+    CHECK(k && u);
+    CHECK_EQ(k->launches, 1050);
+    CHECK_EQ(k->gpu_ns.count, 3);
+    /* per size: 100 x 80 us + 900 x 8 us; the 8-block size never timed: 50 x the function's
+     * mean over its timed launches, (80 + 8 + 8) / 3 = 32 us */
+    CHECK_EQ(k->est_gpu_ns, 100 * 80000ull + 900 * 8000ull + 50 * 32000ull);
+    /* a function never timed: the process's mean timed kernel time */
+    CHECK_EQ(u->est_gpu_ns, 10 * 32000ull);
+    CHECK_EQ(run.kernels.est_gpu_ns, 16800000ull + 320000ull);
+    CHECK_EQ(run.procs[0].gpu.est_gpu_ns, 16800000ull + 320000ull);
+    CHECK_EQ(run.kernels.config_untracked, 0);
+    CHECK_EQ(run.warning_count, 0);
+    wsl_run_free(&run);
+    return 0;
+}
+
+/* The same trace as an older shim wrote it (GPU_KERNEL's result 0): the per-function estimate. */
+int test_kern_config_unknown(void)
+{
+    char path[512];
+    test_path(path, sizeof path, "kern_configs_old.trace.zst");
+    CHECK(write_sizes(path, true) == 0);
+    struct wsl_run run;
+    if (read_trace(&run, path))
+        return 1;
+    const struct wsl_kernel *k = kernel(&run, "k_sizes"), *u = kernel(&run, "k_untimed");
+    CHECK(k && u);
+    CHECK_EQ(k->est_gpu_ns, 1050 * 32000ull);
+    CHECK_EQ(u->est_gpu_ns, 10 * 32000ull);
+    CHECK_EQ(run.kernels.est_gpu_ns, 1060 * 32000ull);
+    CHECK_EQ(run.kernels.config_untracked, 0);
+    wsl_run_free(&run);
+    return 0;
+}
+
+/* More (function, configuration) pairs than WSL_KERN_MAX_CONFIGS. k_sizes launched 3 times at 1
+ * block (the first timed: 1 us) and once at 2 blocks (timed: 3 us), a function 0x3000 once (timed: 10 us), as many other
+ * functions once each as fill the pairs (never timed: the process's mean), then k_sizes at 5 more
+ * sizes, past the cap: their launches take k_sizes' mean (2 us), not the process's, and are
+ * counted, with a warning. (Each function has few sizes: 2^18 sizes of one function would share
+ * hashes, wsl_launch_config being 32 bits.) */
+int test_kern_configs_bounded(void)
+{
+    char path[512];
+    test_path(path, sizeof path, "kern_configs_many.trace.zst");
+    struct events host = {0}, gpu = {0};
+    uint64_t t = START + 10000;
+    for (unsigned i = 0; i < 3; i++)
+        launch(&host, &gpu, LAUNCH, t += 100, FN, WSL_GRID(1, 1), BLOCK, i ? 0 : 1000, false);
+    launch(&host, &gpu, LAUNCH, t += 100, FN, WSL_GRID(2, 1), BLOCK, 3000, false);
+    launch(&host, &gpu, LAUNCH, t += 100, 0x3000, WSL_GRID(1, 1), BLOCK, 10000, false);
+    for (unsigned i = 0; i < WSL_KERN_MAX_CONFIGS - 3; i++)
+        launch(&host, &gpu, LAUNCH, t += 100, 0x100000 + 16ull * i, WSL_GRID(1, 1), BLOCK, 0, false);
+    for (unsigned i = 0; i < 5; i++)
+        launch(&host, &gpu, LAUNCH, t += 100, FN, WSL_GRID(3 + i, 1), BLOCK, 0, false);
+    CHECK(write_trace(path, &host, &gpu) == 0);
+    struct wsl_run run;
+    if (read_trace(&run, path))
+        return 1;
+    const struct wsl_kernel *k = kernel(&run, "k_sizes");
+    CHECK(k);
+    CHECK_EQ(k->launches, 9);
+    CHECK_EQ(k->est_gpu_ns, 3 * 1000 + 3000 + 5 * 2000); /* per function: 9 x 2 us */
+    CHECK_EQ(run.kernels.config_untracked, 5);
+    CHECK_EQ(run.kernels.launches, WSL_KERN_MAX_CONFIGS + 7);
+    bool warned = false;
+    for (size_t i = 0; i < run.warning_count; i++)
+        warned |= strstr(run.warnings[i], "launch configurations") != NULL;
+    CHECK(warned);
+    wsl_run_free(&run);
+    return 0;
+}
