@@ -90,6 +90,7 @@ struct launch_row {
     uint64_t by_api[WSL_KERN_LAUNCH_APIS];
     uint64_t captured;
     uint64_t timed, timed_ticks;
+    uint64_t timed_idle, idle_ticks; /* of them, those that found the GPU idle at submit */
 };
 
 #define MAX_CAPTURING 64 /* streams capturing at once, per process */
@@ -383,6 +384,8 @@ static void take_gpu_time(struct wsl_kern_trace *t, const struct wsl_event *ev)
         } else {
             t->rows[row].timed++;
             t->rows[row].timed_ticks += dur;
+            t->rows[row].timed_idle += idle;
+            t->rows[row].idle_ticks += idle ? dur : 0;
         }
     }
 }
@@ -486,6 +489,62 @@ static struct wsl_kernel *kernel_named(struct wsl_kernels *k, const char *mangle
 
 static uint64_t mean_of(const struct wsl_hist *h) { return h->count ? h->sum / h->count : 0; }
 
+struct pair_measure {
+    double diff;        /* queued mean - idle mean, ticks */
+    uint64_t weight;    /* the fewer of the two counts */
+};
+
+static int by_diff(const void *a, const void *b)
+{
+    const struct pair_measure *x = a, *y = b;
+    return x->diff < y->diff ? -1 : x->diff > y->diff;
+}
+
+/* The event pair's own time in a queued launch's measure, in ticks (0: not measured). A launch
+ * that found the GPU idle is measured from its launch call's return to the end event, which
+ * holds the kernel and the end event's wait; one queued behind other work is measured from the
+ * start event, which the GPU ran before it fetched and started the kernel: on the H100 host
+ * 2.2-3.7 us more than CUPTI's kernel time, and the idle ones within 0.3 us of it (docs/gpu-timing.md).
+ * One configuration of one kernel runs alike either way (1-3%), so the difference of its
+ * queued and idle means measures that overhead; the weighted median over the configurations
+ * timed both ways is the process's. */
+static uint64_t pair_overhead_ticks(const struct wsl_kern_trace *t, struct wsl_kern_gpu_use *use)
+{
+    struct pair_measure *m = xcalloc(t->rows_count ? t->rows_count : 1, sizeof *m);
+    size_t n = 0;
+    uint64_t weight = 0;
+    for (size_t i = 0; i < t->rows_count; i++) {
+        const struct launch_row *r = &t->rows[i];
+        uint64_t q = r->timed - r->timed_idle;
+        if (!r->config || r->timed_idle < WSL_KERN_PAIR_MIN || q < WSL_KERN_PAIR_MIN)
+            continue;
+        m[n].diff = (double)(r->timed_ticks - r->idle_ticks) / (double)q - (double)r->idle_ticks / (double)r->timed_idle;
+        m[n].weight = q < r->timed_idle ? q : r->timed_idle;
+        weight += m[n++].weight;
+    }
+    uint64_t ticks = 0;
+    if (weight >= WSL_KERN_PAIR_MIN_WEIGHT) {
+        qsort(m, n, sizeof *m, by_diff);
+        uint64_t acc = 0;
+        size_t k = 0;
+        while (k < n && (acc += m[k].weight) * 2 < weight)
+            k++;
+        ticks = m[k].diff > 0 ? (uint64_t)m[k].diff : 0;
+        use->pair_groups = n;
+        use->pair_weight = weight;
+    }
+    free(m);
+    return ticks;
+}
+
+/* Ticks of `count` timed launches, `queued` of them queued, less the pair overhead of each
+ * queued one (never below 0). */
+static uint64_t less_overhead(uint64_t ticks, uint64_t queued, uint64_t overhead)
+{
+    uint64_t off = queued * overhead;
+    return ticks > off ? ticks - off : 0;
+}
+
 /* Nanoseconds from a product with a trace's clock rate, which a damaged trace
  * can make anything: 0 for NaN or negative, UINT64_MAX past it. */
 static uint64_t ns_saturated(double v)
@@ -499,13 +558,20 @@ void wsl_kern_trace_end(struct wsl_kern_trace *t, struct wsl_kernels *k, int32_t
                         struct wsl_kern_gpu_use *use)
 {
     memset(use, 0, sizeof *use);
-    /* Mean GPU time of every timed kernel of the process, in ns: the estimate
-     * for handles that were launched but never timed. */
+    uint64_t over = pair_overhead_ticks(t, use);
+    use->pair_overhead_ns = ns_saturated((double)over * ns_per_tick);
+    /* Mean GPU time of every timed kernel of the process, in ns (less the pairs' overhead on the
+     * queued ones): the estimate for handles that were launched but never timed. */
     struct wsl_hist all;
     memset(&all, 0, sizeof all);
-    for (size_t i = 0; i < t->timed.count; i++)
-        wsl_hist_merge_scaled(&all, &t->timed_v[i].ticks, ns_per_tick);
-    uint64_t mean_all = mean_of(&all);
+    uint64_t all_ticks = 0, all_count = 0;
+    for (size_t i = 0; i < t->timed.count; i++) {
+        const struct handle_timing *ht = &t->timed_v[i];
+        wsl_hist_merge_scaled(&all, &ht->ticks, ns_per_tick);
+        all_ticks += less_overhead(ht->ticks.sum, ht->ticks.count - ht->idle, over);
+        all_count += ht->ticks.count;
+    }
+    uint64_t mean_all = all_count ? ns_saturated((double)all_ticks / (double)all_count * ns_per_tick) : 0;
     wsl_hist_merge_scaled(&k->kernel_ns, &all, 1.0);
     wsl_hist_free(&all);
     use->kernels_timed = 0;
@@ -526,6 +592,14 @@ void wsl_kern_trace_end(struct wsl_kern_trace *t, struct wsl_kernels *k, int32_t
     wsl_hist_merge_scaled(&k->idle_start_ns, &t->start_ticks, ns_per_tick);
     wsl_hist_merge_scaled(&k->idle_start_before_ns, &t->before_ticks, ns_per_tick);
     k->kernels_timed += use->kernels_timed;
+    if (use->pair_groups && use->pair_weight > k->pair_weight) {
+        k->pair_overhead_ns = use->pair_overhead_ns;
+        k->pair_groups = use->pair_groups;
+        k->pair_weight = use->pair_weight;
+    }
+    if (over)
+        for (size_t i = 0; i < t->timed.count; i++)
+            k->pair_corrected += t->timed_v[i].ticks.count - t->timed_v[i].idle;
     k->graphs_timed += use->graphs_timed;
     k->idle_at_submit += use->idle_at_submit;
     k->mapped += use->mapped;
@@ -566,8 +640,9 @@ void wsl_kern_trace_end(struct wsl_kern_trace *t, struct wsl_kernels *k, int32_t
             k->config_untracked += n;
         else if (r->timed && n > r->captured) {
             uint64_t run = n - r->captured;
+            uint64_t ticks = less_overhead(r->timed_ticks, r->timed - r->timed_idle, over);
             sum[own].by_config += run;
-            sum[own].by_config_est += ns_saturated((double)r->timed_ticks / (double)r->timed * ns_per_tick) * run;
+            sum[own].by_config_est += ns_saturated((double)ticks / (double)r->timed * ns_per_tick) * run;
         }
     }
     for (size_t i = 0; i < t->rows_count; i++) {
@@ -595,7 +670,8 @@ void wsl_kern_trace_end(struct wsl_kern_trace *t, struct wsl_kernels *k, int32_t
         const struct handle_timing *ht = ts ? &t->timed_v[ts->value] : NULL;
         uint64_t mean = mean_all;
         if (ht && ht->ticks.count)
-            mean = ns_saturated((double)ht->ticks.sum / (double)ht->ticks.count * ns_per_tick);
+            mean = ns_saturated((double)less_overhead(ht->ticks.sum, ht->ticks.count - ht->idle, over) /
+                                (double)ht->ticks.count * ns_per_tick);
         uint64_t est = hs->by_config_est + mean * (run_n - hs->by_config);
         use->est_gpu_ns += est;
         if (!kn) {

@@ -57,6 +57,9 @@
 #define WSL_KERN_TOP_JSON 50
 #define WSL_KERN_TOP_TEXT 10
 #define WSL_KERN_COVERED 3                    /* timed launches that make a kernel's GPU time measured */
+#define WSL_KERN_PAIR_MIN 2                   /* timed launches of a configuration, queued and idle each, that
+                                                 make it a measure of the event pairs' overhead */
+#define WSL_KERN_PAIR_MIN_WEIGHT 6            /* such measures (summed weights) the overhead needs */
 
 /* What an API does for the kernel analysis; decided once per API table entry. */
 enum wsl_kern_op {
@@ -88,6 +91,11 @@ struct wsl_kernel {
 /* GPU figures of one process (from wsl_kern_trace_end). */
 struct wsl_kern_gpu_use {
     uint64_t kernels_timed, graphs_timed, idle_at_submit, mapped;
+    /* The event pair's own GPU time in a queued launch's measure (docs/gpu-timing.md), in ns: the
+     * weighted median over configurations timed both queued and idle of (queued mean - idle mean);
+     * taken off each queued timed launch's duration in the estimates. pair_groups 0: not measured
+     * (no configuration had both), nothing taken off. */
+    uint64_t pair_overhead_ns, pair_groups, pair_weight;
     uint64_t est_gpu_ns;        /* estimated GPU time of all its kernel and graph launches */
     uint64_t gpu_phase_ns;      /* from its first launch to the end of its last launch or timed GPU work */
 };
@@ -108,7 +116,11 @@ struct wsl_kernels {
     uint64_t config_untracked;  /* launches and timed launches of (handle, configuration) pairs past
                                    WSL_KERN_MAX_CONFIGS: estimated per handle */
     uint64_t kernels_timed, graphs_timed, idle_at_submit, mapped;
-    struct wsl_hist kernel_ns;  /* GPU time of every timed kernel launch */
+    /* The pair overhead of the process whose measure had the most weight (wsl_kern_gpu_use), and
+     * the queued timed kernel launches whose durations their process's overhead was taken off,
+     * all processes. pair_groups 0: measured in no process. */
+    uint64_t pair_overhead_ns, pair_groups, pair_weight, pair_corrected;
+    struct wsl_hist kernel_ns;  /* GPU time of every timed kernel launch (raw: the pairs' measures) */
     struct wsl_hist graph_ns;   /* GPU time of every timed graph launch */
     struct wsl_hist idle_start_ns; /* launches that found the GPU idle: from the launch call to the
                                       kernel's start on the GPU (the submission latency) */

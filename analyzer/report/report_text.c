@@ -339,6 +339,12 @@ static void write_gpu_time(FILE *out, const struct wsl_kernels *k)
                     k->estimated_launches);
         fputc('\n', out);
     }
+    if (k->pair_groups) {
+        fputs("  event pairs' own time in a queued launch's measure: ", out);
+        put_ns(out, k->pair_overhead_ns);
+        fprintf(out, " (from %" PRIu64 " kernel sizes timed both queued and idle), taken off %" PRIu64
+                " queued timed launches in the estimates\n", k->pair_groups, k->pair_corrected);
+    }
     if (k->idle_start_ns.count) {
         fputs("  launch to kernel start when idle: p50 ", out);
         put_ns(out, wsl_hist_quantile(&k->idle_start_ns, 0.5));

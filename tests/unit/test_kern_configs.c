@@ -224,3 +224,64 @@ int test_kern_configs_bounded(void)
     wsl_run_free(&run);
     return 0;
 }
+
+/* k_sizes at two sizes, each timed both idle at submit (the pair's measure is the kernel) and
+ * queued (the pair adds 3 us): 40 blocks 100 launches, 4 idle at 80 us and 4 queued at 83 us; 4
+ * blocks 200 launches, 3 idle at 8 us, 3 queued at 11 us; k_untimed 10 launches never timed.
+ * With both kinds measured the overhead is 3 us and it comes off the queued ones; with `queued_only`
+ * (every timed launch queued) nothing measures it and nothing comes off. */
+static int write_pairs(const char *path, bool queued_only)
+{
+    struct events host = {0}, gpu = {0};
+    uint64_t t = START + 10000;
+    for (unsigned i = 0; i < 300; i++, t += 100000) {
+        bool big = i < 100;
+        uint64_t grid = big ? GRID_BIG : GRID_SMALL, base = big ? 80000 : 8000;
+        unsigned j = big ? i : i - 100, timed = big ? 8 : 6;
+        put(&host, LAUNCH, t, 2000, 0, FN, grid, BLOCK, 0);
+        if (j < timed) {
+            bool idle = !queued_only && j < timed / 2;
+            uint64_t dur = idle ? base : base + 3000;
+            put(&gpu, GPU, t + 3000, dur, (int32_t)wsl_launch_config(grid, BLOCK), FN, t,
+                WSL_GPU_MAPPED | (idle ? WSL_GPU_IDLE_AT_SUBMIT : 0) | (uint64_t)PID << 32, dur);
+        }
+    }
+    for (unsigned i = 0; i < 10; i++, t += 10000)
+        put(&host, LAUNCH, t, 2000, 0, FN_UNTIMED, GRID_SMALL, BLOCK, 0);
+    return write_trace(path, &host, &gpu);
+}
+
+int test_kern_pair_overhead(void)
+{
+    char path[512];
+    test_path(path, sizeof path, "kern_pairs.trace.zst");
+    CHECK(write_pairs(path, false) == 0);
+    struct wsl_run run;
+    if (read_trace(&run, path))
+        return 1;
+    const struct wsl_kernel *k = kernel(&run, "k_sizes"), *u = kernel(&run, "k_untimed");
+    CHECK(k && u);
+    CHECK_EQ(run.kernels.pair_overhead_ns, 3000);
+    CHECK_EQ(run.kernels.pair_groups, 2);
+    CHECK_EQ(run.kernels.pair_weight, 7);
+    CHECK_EQ(run.kernels.pair_corrected, 7);
+    CHECK_EQ(k->est_gpu_ns, 100 * 80000ull + 200 * 8000ull);
+    /* the process's mean, less the overhead: (8 x 80 + 6 x 8) us / 14 */
+    CHECK_EQ(u->est_gpu_ns, 10 * (688000ull / 14));
+    CHECK_EQ(k->gpu_ns.count, 14); /* the measures themselves as they were */
+    CHECK_EQ(k->gpu_ns.sum, 688000ull + 7 * 3000);
+    wsl_run_free(&run);
+
+    test_path(path, sizeof path, "kern_pairs_queued.trace.zst");
+    CHECK(write_pairs(path, true) == 0);
+    if (read_trace(&run, path))
+        return 1;
+    k = kernel(&run, "k_sizes");
+    CHECK(k);
+    CHECK_EQ(run.kernels.pair_groups, 0);
+    CHECK_EQ(run.kernels.pair_overhead_ns, 0);
+    CHECK_EQ(run.kernels.pair_corrected, 0);
+    CHECK_EQ(k->est_gpu_ns, 100 * 83000ull + 200 * 11000ull);
+    wsl_run_free(&run);
+    return 0;
+}

@@ -92,6 +92,7 @@
     X(kern_config_estimate)       \
     X(kern_config_unknown)        \
     X(kern_configs_bounded)       \
+    X(kern_pair_overhead)         \
     X(nvtx_attribution)           \
     X(nvtx_bounded)               \
     X(nvtx_dropped_resync)        \
