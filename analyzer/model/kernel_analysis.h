@@ -60,6 +60,7 @@
 #define WSL_KERN_PAIR_MIN 2                   /* timed launches of a configuration, queued and idle each, that
                                                  make it a measure of the event pairs' overhead */
 #define WSL_KERN_PAIR_MIN_WEIGHT 6            /* such measures (summed weights) the overhead needs */
+#define WSL_KERN_PAIR_OWN 3                   /* a configuration timed so often both ways takes its own */
 
 /* What an API does for the kernel analysis; decided once per API table entry. */
 enum wsl_kern_op {

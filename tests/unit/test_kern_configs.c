@@ -226,10 +226,11 @@ int test_kern_configs_bounded(void)
 }
 
 /* k_sizes at two sizes, each timed both idle at submit (the pair's measure is the kernel) and
- * queued (the pair adds 3 us): 40 blocks 100 launches, 4 idle at 80 us and 4 queued at 83 us; 4
- * blocks 200 launches, 3 idle at 8 us, 3 queued at 11 us; k_untimed 10 launches never timed.
- * With both kinds measured the overhead is 3 us and it comes off the queued ones; with `queued_only`
- * (every timed launch queued) nothing measures it and nothing comes off. */
+ * queued (the pair adds its own time): 40 blocks 100 launches, 4 idle at 80 us and 4 queued at 83
+ * us; 4 blocks 200 launches, 3 idle at 8 us, 3 queued at 10 us; k_untimed 10 launches never timed.
+ * With both kinds measured the process's overhead is 3 us (the weighted median: 3 us weighs 4,
+ * 2 us 3); each size takes its own off its queued launches, the means for what was never timed the
+ * process's; with `queued_only` (every timed launch queued) nothing measures it and nothing comes off. */
 static int write_pairs(const char *path, bool queued_only)
 {
     struct events host = {0}, gpu = {0};
@@ -241,7 +242,7 @@ static int write_pairs(const char *path, bool queued_only)
         put(&host, LAUNCH, t, 2000, 0, FN, grid, BLOCK, 0);
         if (j < timed) {
             bool idle = !queued_only && j < timed / 2;
-            uint64_t dur = idle ? base : base + 3000;
+            uint64_t dur = idle ? base : base + (big ? 3000 : 2000);
             put(&gpu, GPU, t + 3000, dur, (int32_t)wsl_launch_config(grid, BLOCK), FN, t,
                 WSL_GPU_MAPPED | (idle ? WSL_GPU_IDLE_AT_SUBMIT : 0) | (uint64_t)PID << 32, dur);
         }
@@ -266,10 +267,10 @@ int test_kern_pair_overhead(void)
     CHECK_EQ(run.kernels.pair_weight, 7);
     CHECK_EQ(run.kernels.pair_corrected, 7);
     CHECK_EQ(k->est_gpu_ns, 100 * 80000ull + 200 * 8000ull);
-    /* the process's mean, less the overhead: (8 x 80 + 6 x 8) us / 14 */
-    CHECK_EQ(u->est_gpu_ns, 10 * (688000ull / 14));
+    /* the process's mean, less its overhead on the 7 queued: (4 x 80 + 4 x 83 + 3 x 8 + 3 x 10 - 7 x 3) us / 14 */
+    CHECK_EQ(u->est_gpu_ns, 10 * (685000ull / 14));
     CHECK_EQ(k->gpu_ns.count, 14); /* the measures themselves as they were */
-    CHECK_EQ(k->gpu_ns.sum, 688000ull + 7 * 3000);
+    CHECK_EQ(k->gpu_ns.sum, 688000ull + 4 * 3000 + 3 * 2000);
     wsl_run_free(&run);
 
     test_path(path, sizeof path, "kern_pairs_queued.trace.zst");
@@ -281,7 +282,7 @@ int test_kern_pair_overhead(void)
     CHECK_EQ(run.kernels.pair_groups, 0);
     CHECK_EQ(run.kernels.pair_overhead_ns, 0);
     CHECK_EQ(run.kernels.pair_corrected, 0);
-    CHECK_EQ(k->est_gpu_ns, 100 * 83000ull + 200 * 11000ull);
+    CHECK_EQ(k->est_gpu_ns, 100 * 83000ull + 200 * 10000ull);
     wsl_run_free(&run);
     return 0;
 }
