@@ -242,8 +242,10 @@ static inline __attribute__((always_inline)) void take_event(struct trace_state 
         wsl_mem_trace_event(t->mem, (enum wsl_mem_op)ta->mem, ev);
     else if (ta->kern)
         wsl_kern_trace_event(t->kern, (enum wsl_kern_op)ta->kern, ta->launch_slot, ev);
-    if (ta->nvtx || wsl_nvtx_thread_open(nth))
+    if (ta->nvtx)
         wsl_nvtx_trace_event(t->nvtx, nth, ta->category, ev, calls, ticks);
+    else
+        wsl_nvtx_trace_other(nth, ta->category, ev, calls, ticks);
     if (ta->host)
         wsl_host_trace_event(t->host, ta->category, ev);
     if (ta->phase)
@@ -839,7 +841,11 @@ static void phases_finish(struct wsl_run *run)
                 w[k][0] = wsl_clock_to_ns(&p->clock, st->t0[k]);
                 w[k][1] = wsl_clock_to_ns(&p->clock, st->t1[k]);
             }
-            qsort(w, st->count, sizeof *w, by_first);
+            size_t k0 = 1; /* strictly increasing already (the usual case): any sort leaves them so */
+            while (k0 < st->count && w[k0 - 1][0] < w[k0][0])
+                k0++;
+            if (k0 < st->count)
+                qsort(w, st->count, sizeof *w, by_first);
             uint64_t *t0 = xmalloc(st->count * sizeof *t0), *t1 = xmalloc(st->count * sizeof *t1);
             for (size_t k = 0; k < st->count; k++)
                 t0[k] = w[k][0], t1[k] = w[k][1];

@@ -111,29 +111,6 @@ static void counts_add_scaled(struct wsl_nvtx_counts *dst, const struct wsl_nvtx
     counts_add(dst, &c);
 }
 
-/* ev stands for `calls` calls taking `dur` ticks (sampled file timing: io_analysis.h). */
-static void attribute(struct wsl_nvtx_counts *c, unsigned cat, const struct wsl_event *ev, uint64_t calls,
-                      uint64_t dur)
-{
-    if (cat >= WSL_CAT_IO_OPEN && cat <= WSL_CAT_IO_CLOSE) {
-        c->io_calls += calls;
-        c->io_ns += dur;
-        if (cat == WSL_CAT_IO_READ && ev->result >= 0) {
-            c->io_reads += calls;
-            c->io_bytes += ev->a[2];
-        }
-        return;
-    }
-    c->api_calls++;
-    c->api_ns += dur;
-    if (cat == WSL_CAT_LAUNCH || cat == WSL_CAT_GRAPH) {
-        c->launches += ev->result == 0;
-    } else if (cat == WSL_CAT_SYNC_STREAM || cat == WSL_CAT_SYNC_CTX || cat == WSL_CAT_SYNC_EVENT) {
-        c->syncs++;
-        c->sync_ns += dur;
-    }
-}
-
 /* ---- per trace ---------------------------------------------------------------------- */
 
 struct wsl_nvtx_trace *wsl_nvtx_trace_begin(void)
@@ -225,6 +202,7 @@ static void mark_add(struct wsl_nvtx_trace *t, uint64_t domain_id, uint64_t name
 static void innermost_update(struct wsl_nvtx_thread *th)
 {
     th->head.innermost = th->frames ? th->frame[th->frames - 1].range : NONE;
+    th->head.self = th->frames ? &th->frame[th->frames - 1].self : NULL;
 }
 
 static void history_note(struct wsl_nvtx_thread *th, uint64_t t)
@@ -341,6 +319,7 @@ static void on_push(struct wsl_nvtx_trace *t, struct wsl_nvtx_thread *th, const 
     f->t0 = ev->t_start;
     th->head.open++;
     th->head.innermost = r;
+    th->head.self = &f->self;
     history_note(th, ev->t_start);
 }
 
@@ -469,7 +448,7 @@ void wsl_nvtx_trace_event(struct wsl_nvtx_trace *t, struct wsl_nvtx_thread *th, 
         return;
     default:
         if (th->frames)
-            attribute(&th->frame[th->frames - 1].self, category, ev, calls, ticks);
+            wsl_nvtx_attribute(&th->frame[th->frames - 1].self, category, ev, calls, ticks);
         return;
     }
 }
@@ -752,7 +731,7 @@ static bool count_in_windows(const struct wsl_trace_store *store, const char *pa
                 }
             } else if (in_windows(w, n, ev->t_start, &at_call)) {
                 bool smp = sampled[ev->api];
-                attribute(c, k, ev, wsl_event_calls(k, smp, ev), wsl_event_ticks(smp, weight, ev));
+                wsl_nvtx_attribute(c, k, ev, wsl_event_calls(k, smp, ev), wsl_event_ticks(smp, weight, ev));
             }
         }
     }
@@ -777,7 +756,11 @@ static void step_process_figures(struct wsl_nvtx *n, const struct wsl_trace_stor
         if (!m)
             continue;
         n->step_process_steps += m;
-        qsort(tw->w, m, sizeof *tw->w, by_start);
+        size_t k0 = 1; /* (a trace's windows mostly come in time order: sorted, they are kept as they are) */
+        while (k0 < m && tw->w[k0 - 1].t0 < tw->w[k0].t0)
+            k0++;
+        if (k0 < m)
+            qsort(tw->w, m, sizeof *tw->w, by_start);
         size_t u = 0; /* merge overlapping instances (several threads' steps) into disjoint windows */
         for (size_t k = 1; k < m; k++) {
             if (tw->w[k].t0 <= tw->w[u].t1) {
