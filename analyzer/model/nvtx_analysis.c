@@ -501,7 +501,7 @@ const char *wsl_nvtx_trace_range_name(const void *ctx, uint32_t range)
 }
 
 /* The text of a string id: "(unnamed)" for 0, NULL for a domain 0. */
-static const char *name_of(struct wsl_nvtx_trace *t, struct wsl_nvtx *n, uint32_t id, bool domain)
+static const char *name_of(const struct wsl_nvtx_trace *t, struct wsl_nvtx *n, uint32_t id, bool domain)
 {
     if (!id)
         return domain ? NULL : "(unnamed)";
@@ -512,8 +512,7 @@ static const char *name_of(struct wsl_nvtx_trace *t, struct wsl_nvtx *n, uint32_
     return domain ? "(unknown domain)" : "(unknown name)";
 }
 
-void wsl_nvtx_trace_end(struct wsl_nvtx_trace *t, struct wsl_nvtx *n, uint64_t end_ticks, double ns_per_tick,
-                        const char *path)
+uint64_t wsl_nvtx_trace_close(struct wsl_nvtx_trace *t, uint64_t end_ticks)
 {
     uint64_t unclosed = 0;
     for (size_t i = 0; i < t->thread_count; i++) {
@@ -531,6 +530,12 @@ void wsl_nvtx_trace_end(struct wsl_nvtx_trace *t, struct wsl_nvtx *n, uint64_t e
         }
     }
     t->unmatched_ends += t->early_ends.count;
+    return unclosed;
+}
+
+void wsl_nvtx_trace_merge(const struct wsl_nvtx_trace *t, struct wsl_nvtx *n, uint64_t unclosed, double ns_per_tick,
+                          const char *path)
+{
     uint32_t *run_id = xmalloc((t->range_count + 1) * sizeof *run_id);
     for (size_t i = 0; i < t->range_count; i++) {
         struct local_range *lr = &t->ranges[i];
@@ -550,27 +555,29 @@ void wsl_nvtx_trace_end(struct wsl_nvtx_trace *t, struct wsl_nvtx *n, uint64_t e
         counts_add_scaled(&r->self, &lr->self, ns_per_tick);
         counts_add_scaled(&r->incl, &lr->incl, ns_per_tick);
     }
+    bool capped = t->tops_capped;
     if (t->top_count && path) { /* the windows, by run-wide range id; only of ranges that may be the step */
         size_t kept = 0;
         for (size_t i = 0; i < t->top_count; i++)
-            if (run_id[t->tops[i].range] != NONE && t->ranges[t->tops[i].range].count >= 2) {
-                t->tops[kept] = t->tops[i];
-                t->tops[kept++].range = run_id[t->tops[i].range];
-            }
+            kept += run_id[t->tops[i].range] != NONE && t->ranges[t->tops[i].range].count >= 2;
         if (n->window_total + kept > WSL_NVTX_MAX_RUN_WINDOWS) {
-            t->tops_capped = true;
+            capped = true;
             kept = 0;
         }
         if (kept) {
+            struct wsl_nvtx_window *w = xmalloc(kept * sizeof *w);
+            size_t m = 0;
+            for (size_t i = 0; i < t->top_count; i++)
+                if (run_id[t->tops[i].range] != NONE && t->ranges[t->tops[i].range].count >= 2) {
+                    w[m] = t->tops[i];
+                    w[m++].range = run_id[t->tops[i].range];
+                }
             n->window_total += kept;
             n->traces = xrealloc(n->traces, (n->trace_count + 1) * sizeof *n->traces);
-            n->traces[n->trace_count++] =
-                (struct wsl_nvtx_trace_windows){xstrdup(path), ns_per_tick, xrealloc(t->tops, kept * sizeof *t->tops),
-                                                kept};
-            t->tops = NULL;
+            n->traces[n->trace_count++] = (struct wsl_nvtx_trace_windows){xstrdup(path), ns_per_tick, w, kept};
         }
     }
-    n->windows_capped |= t->tops_capped;
+    n->windows_capped |= capped;
     free(run_id);
     for (size_t i = 0; i < t->mark_count; i++) {
         const char *domain = name_of(t, n, t->marks[i].domain_id, true);
@@ -600,6 +607,12 @@ void wsl_nvtx_trace_end(struct wsl_nvtx_trace *t, struct wsl_nvtx *n, uint64_t e
     n->gpu_unattributed += t->gpu_unattributed;
     n->dropped += t->dropped;
     n->lost += t->lost;
+}
+
+void wsl_nvtx_trace_end(struct wsl_nvtx_trace *t, struct wsl_nvtx *n, uint64_t end_ticks, double ns_per_tick,
+                        const char *path)
+{
+    wsl_nvtx_trace_merge(t, n, wsl_nvtx_trace_close(t, end_ticks), ns_per_tick, path);
     wsl_nvtx_trace_discard(t);
 }
 

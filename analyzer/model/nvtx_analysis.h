@@ -213,8 +213,15 @@ static inline void wsl_nvtx_trace_other(struct wsl_nvtx_thread *th, unsigned cat
  * sampled file calls: wsl_event_calls, wsl_event_ticks in io_analysis.h). */
 void wsl_nvtx_trace_event(struct wsl_nvtx_trace *t, struct wsl_nvtx_thread *th, unsigned category,
                           const struct wsl_event *ev, uint64_t calls, uint64_t ticks);
-/* Closes what is still open at end_ticks, converts ticks with ns_per_tick,
- * merges into n and frees t; path: the trace's file, read again by wsl_nvtx_finish. */
+/* Closes what is still open at end_ticks; returns how many were. Once per trace, before
+ * wsl_nvtx_trace_merge. */
+uint64_t wsl_nvtx_trace_close(struct wsl_nvtx_trace *t, uint64_t end_ticks);
+/* Converts the closed trace's ticks with ns_per_tick and merges it into n (unclosed: what
+ * wsl_nvtx_trace_close returned); t is left as it was (a rank's trace goes to two runs). path: the
+ * trace's file, read again by wsl_nvtx_finish. */
+void wsl_nvtx_trace_merge(const struct wsl_nvtx_trace *t, struct wsl_nvtx *n, uint64_t unclosed, double ns_per_tick,
+                          const char *path);
+/* wsl_nvtx_trace_close, wsl_nvtx_trace_merge, then frees t. */
 void wsl_nvtx_trace_end(struct wsl_nvtx_trace *t, struct wsl_nvtx *n, uint64_t end_ticks, double ns_per_tick,
                         const char *path);
 void wsl_nvtx_trace_discard(struct wsl_nvtx_trace *t);
