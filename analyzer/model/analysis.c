@@ -120,6 +120,8 @@ struct trace_api {              /* one api id of the trace being read */
     bool fold;                  /* folded file calls (WSL_CAT_IO_FOLD): taken as the calls it holds */
     bool shim_made;             /* an event the shim made, not a call of the program's (wslshim_kernel_name) */
     uint8_t phase;              /* enum wsl_phase_op: its events also go to the phase analysis */
+    bool launch_route;          /* a kernel launch API read by the kernel, host and phase analyses and by no
+                                   other (take_event's straight path) */
     uint32_t solo_api, solo_variant; /* the same in the rank's own run, while it is read (wsl_run_read_trace) */
     uint64_t errors;
     uint64_t events;            /* events, set at the end (ticks.count + untimed_events before expansion) */
@@ -221,6 +223,8 @@ static void take_api_table(struct wsl_run *run, struct trace_state *t, const str
         ta->phase = (uint8_t)wsl_phase_op_of(e->category, e->base);
         if (ta->sampled && e->category == WSL_CAT_IO_CLOSE && !strcmp(e->symbol, "close"))
             t->close_id = e->id;
+        ta->launch_route = e->category == WSL_CAT_LAUNCH && !ta->io && !ta->mem && ta->kern == WSL_KERN_LAUNCH &&
+                           !ta->nvtx && ta->host && ta->phase == WSL_PHASE_LAUNCH && !ta->fold && !ta->sampled;
         if (ta->kern == WSL_KERN_LAUNCH) {
             ta->launch_slot = (uint8_t)wsl_kern_launch_slot(&run->kernels, e->base);
             if (t->solo) /* (its names; the counts go by the run's slot: the same where the launch APIs come
@@ -237,6 +241,15 @@ static inline __attribute__((always_inline)) void take_event(struct trace_state 
                                                              uint64_t calls)
 {
     uint64_t dur = ev->t_end - ev->t_start, ticks = dur;
+    if (ta->launch_route) { /* most events: what the general path below does for them, its tests decided */
+        wsl_hist_add(&ta->ticks, dur);
+        ta->errors += ev->result != 0;
+        wsl_kern_trace_event(t->kern, WSL_KERN_LAUNCH, ta->launch_slot, ev);
+        wsl_nvtx_trace_other(nth, WSL_CAT_LAUNCH, ev, 1, dur);
+        wsl_host_trace_event(t->host, WSL_CAT_LAUNCH, ev);
+        wsl_phase_trace_event(t->phase, WSL_PHASE_LAUNCH, ev);
+        return;
+    }
     if (__builtin_expect(ta->sampled, 0)) {
         if (!calls)
             calls = wsl_event_calls(ta->category, true, ev);
