@@ -112,14 +112,19 @@ struct trace_api {              /* one api id of the trace being read */
     bool io;                    /* a file I/O call: its events also go to the I/O analysis */
     uint8_t mem;                /* enum wsl_mem_op: its events also go to the memory replay */
     uint8_t kern;               /* enum wsl_kern_op: its events also go to the kernel analysis */
-    uint8_t launch_slot;        /* launches: the API's slot in run->kernels.launch_apis */
+    uint8_t launch_slot;        /* launches: the API's slot in run->kernels.launch_apis (the rank's own run,
+                                   which reports no launch APIs, counts its launches in the same slots) */
     bool host;                  /* a CUDA call the host analysis reads (syncs, copies, submissions, allocations) */
     bool nvtx;                  /* the NVTX analysis reads all its events, not only those inside ranges */
     bool sampled;               /* a file call whose timing was sampled (WSL_API_IO_SAMPLED) */
     bool fold;                  /* folded file calls (WSL_CAT_IO_FOLD): taken as the calls it holds */
     bool shim_made;             /* an event the shim made, not a call of the program's (wslshim_kernel_name) */
     uint8_t phase;              /* enum wsl_phase_op: its events also go to the phase analysis */
+    bool launch_route;          /* a kernel launch API read by the kernel, host and phase analyses and by no
+                                   other (take_event's straight path) */
+    uint32_t solo_api, solo_variant; /* the same in the rank's own run, while it is read (wsl_run_read_trace) */
     uint64_t errors;
+    uint64_t events;            /* events, set at the end (ticks.count + untimed_events before expansion) */
     uint64_t untimed;           /* sampled: calls not timed */
     uint64_t untimed_events;    /* and the events that stand for them */
     struct wsl_hist ticks;      /* durations in this trace's ticks (sampled: of the timed calls) */
@@ -138,6 +143,10 @@ struct trace_state {
     bool windowed;              /* only events in [window_t0, window_t1] (ticks) are taken */
     uint64_t window_t0, window_t1;
     struct wsl_io_trace *io;    /* from the PROCESS chunk on */
+    /* A rank's trace read into its own run as well (wsl_run_read_trace): the run's file I/O state is
+     * the run's, so that run has its own; every other analysis's state serves both runs. */
+    struct wsl_run *solo;
+    struct wsl_io_trace *io_solo;
     struct wsl_mem_trace *mem;
     struct wsl_kern_trace *kern;
     struct wsl_nvtx_trace *nvtx;
@@ -197,6 +206,10 @@ static void take_api_table(struct wsl_run *run, struct trace_state *t, const str
         struct trace_api *ta = xcalloc(1, sizeof *ta);
         ta->api = api_find_or_add(run, e->base, e->category);
         ta->variant = variant_find_or_add(&run->apis[ta->api], e->symbol);
+        if (t->solo) {
+            ta->solo_api = api_find_or_add(t->solo, e->base, e->category);
+            ta->solo_variant = variant_find_or_add(&t->solo->apis[ta->solo_api], e->symbol);
+        }
         ta->category = e->category;
         ta->io = wsl_is_io_category(e->category);
         ta->mem = (uint8_t)wsl_mem_op_of(e->category, e->base);
@@ -210,8 +223,14 @@ static void take_api_table(struct wsl_run *run, struct trace_state *t, const str
         ta->phase = (uint8_t)wsl_phase_op_of(e->category, e->base);
         if (ta->sampled && e->category == WSL_CAT_IO_CLOSE && !strcmp(e->symbol, "close"))
             t->close_id = e->id;
-        if (ta->kern == WSL_KERN_LAUNCH)
+        ta->launch_route = e->category == WSL_CAT_LAUNCH && !ta->io && !ta->mem && ta->kern == WSL_KERN_LAUNCH &&
+                           !ta->nvtx && ta->host && ta->phase == WSL_PHASE_LAUNCH && !ta->fold && !ta->sampled;
+        if (ta->kern == WSL_KERN_LAUNCH) {
             ta->launch_slot = (uint8_t)wsl_kern_launch_slot(&run->kernels, e->base);
+            if (t->solo) /* (its names; the counts go by the run's slot: the same where the launch APIs come
+                            in the same order, and the rank's run reports none) */
+                wsl_kern_launch_slot(&t->solo->kernels, e->base);
+        }
         t->by_id[e->id] = ta;   /* the reader refuses an id defined twice */
     }
 }
@@ -222,6 +241,15 @@ static inline __attribute__((always_inline)) void take_event(struct trace_state 
                                                              uint64_t calls)
 {
     uint64_t dur = ev->t_end - ev->t_start, ticks = dur;
+    if (ta->launch_route) { /* most events: what the general path below does for them, its tests decided */
+        wsl_hist_add(&ta->ticks, dur);
+        ta->errors += ev->result != 0;
+        wsl_kern_trace_event(t->kern, WSL_KERN_LAUNCH, ta->launch_slot, ev);
+        wsl_nvtx_trace_other(nth, WSL_CAT_LAUNCH, ev, 1, dur);
+        wsl_host_trace_event(t->host, WSL_CAT_LAUNCH, ev);
+        wsl_phase_trace_event(t->phase, WSL_PHASE_LAUNCH, ev);
+        return;
+    }
     if (__builtin_expect(ta->sampled, 0)) {
         if (!calls)
             calls = wsl_event_calls(ta->category, true, ev);
@@ -236,14 +264,18 @@ static inline __attribute__((always_inline)) void take_event(struct trace_state 
         wsl_hist_add(&ta->ticks, dur);
         ta->errors += ev->result != 0;
     }
-    if (ta->io && t->io)
+    if (ta->io && t->io) {
         wsl_io_trace_event(t->io, ta->category, ev, calls, ticks);
-    else if (ta->mem)
+        if (__builtin_expect(t->io_solo != NULL, 0))
+            wsl_io_trace_event(t->io_solo, ta->category, ev, calls, ticks);
+    } else if (ta->mem)
         wsl_mem_trace_event(t->mem, (enum wsl_mem_op)ta->mem, ev);
     else if (ta->kern)
         wsl_kern_trace_event(t->kern, (enum wsl_kern_op)ta->kern, ta->launch_slot, ev);
-    if (ta->nvtx || wsl_nvtx_thread_open(nth))
+    if (ta->nvtx)
         wsl_nvtx_trace_event(t->nvtx, nth, ta->category, ev, calls, ticks);
+    else
+        wsl_nvtx_trace_other(nth, ta->category, ev, calls, ticks);
     if (ta->host)
         wsl_host_trace_event(t->host, ta->category, ev);
     if (ta->phase)
@@ -366,6 +398,7 @@ const char *wsl_process_rank_var(const struct wsl_process *p, const char *key)
 static void free_trace_state(struct trace_state *t)
 {
     wsl_io_trace_discard(t->io);
+    wsl_io_trace_discard(t->io_solo);
     wsl_mem_trace_discard(t->mem);
     wsl_kern_trace_discard(t->kern);
     wsl_nvtx_trace_discard(t->nvtx);
@@ -390,118 +423,163 @@ static uint64_t submit_ticks(const struct trace_state *t)
     return best ? wsl_hist_quantile(&best->ticks, 0.5) : 0;
 }
 
-/* Folds the trace's tick statistics into the run, converted with the final clock fit. */
-static void merge_trace(struct wsl_run *run, struct trace_state *t, struct wsl_process *p,
+/* A copy of the host summary s (its own range names). */
+static void host_summary_copy(struct wsl_host_summary *dst, const struct wsl_host_summary *s)
+{
+    *dst = *s;
+    if (!s->range_count)
+        return;
+    dst->ranges = xmalloc(s->range_count * sizeof *dst->ranges);
+    for (size_t i = 0; i < s->range_count; i++) {
+        dst->ranges[i] = s->ranges[i];
+        dst->ranges[i].name = s->ranges[i].name ? xstrdup(s->ranges[i].name) : NULL;
+    }
+}
+
+/* Folds the trace's tick statistics into runs[0..n), converted with the final clock fit: the run
+ * it was read for and (n == 2) the rank's own run, t->solo, with its process ps[1]. What is the
+ * process's own (phases, memory, waits) is computed once and copied; what goes into a run (APIs,
+ * kernels, NVTX ranges, file I/O, warnings) is merged into each, in the same order as a reading of
+ * the trace into that run alone. */
+static void merge_trace(struct wsl_run *const *runs, struct trace_state *t, struct wsl_process *const *ps, int n,
                         const struct wsl_clock_map *clock)
 {
     for (unsigned id = 0; id < WSL_MAX_API_IDS; id++) {
         struct trace_api *ta = t->by_id[id];
         if (!ta)
             continue;
-        uint64_t events = ta->ticks.count + ta->untimed_events;
-        if (ta->sampled && events && t->io_weight > run->io.timing_sample)
-            run->io.timing_sample = t->io_weight;
+        ta->events = ta->ticks.count + ta->untimed_events;
         if (ta->sampled && ta->untimed) /* the timed calls stand for all of them */
             wsl_hist_expand(&ta->ticks, ta->ticks.count + ta->untimed, t->io_weight);
-        if (ta->ticks.count == 0)
-            continue;
-        if (ta->category == WSL_CAT_GPU_KERNEL || wsl_is_nvtx_category(ta->category) || ta->shim_made) {
-            /* GPU work the shim timed, NVTX calls ("nvtx"): not among the APIs */
+    }
+    for (int k = 0; k < n; k++) {
+        struct wsl_run *run = runs[k];
+        struct wsl_process *p = ps[k];
+        for (unsigned id = 0; id < WSL_MAX_API_IDS; id++) {
+            struct trace_api *ta = t->by_id[id];
+            if (!ta)
+                continue;
+            uint64_t events = ta->events;
+            if (ta->sampled && events && t->io_weight > run->io.timing_sample)
+                run->io.timing_sample = t->io_weight;
+            if (ta->ticks.count == 0)
+                continue;
+            if (ta->category == WSL_CAT_GPU_KERNEL || wsl_is_nvtx_category(ta->category) || ta->shim_made) {
+                /* GPU work the shim timed, NVTX calls ("nvtx"): not among the APIs */
+                p->events += events;
+                continue;
+            }
+            struct wsl_api_stats *a = &run->apis[k ? ta->solo_api : ta->api];
+            wsl_hist_merge_scaled(&a->ns, &ta->ticks, clock->ns_per_tick);
+            a->errors += ta->errors;
+            a->variants[k ? ta->solo_variant : ta->variant].calls += ta->ticks.count;
             p->events += events;
-            continue;
         }
-        struct wsl_api_stats *a = &run->apis[ta->api];
-        wsl_hist_merge_scaled(&a->ns, &ta->ticks, clock->ns_per_tick);
-        a->errors += ta->errors;
-        a->variants[ta->variant].calls += ta->ticks.count;
-        p->events += events;
+        uint64_t end = p->start_ns;
+        if (t->have_events && wsl_clock_to_ns(clock, t->max_event_end) > end)
+            end = wsl_clock_to_ns(clock, t->max_event_end);
+        if (t->have_end && wsl_clock_to_ns(clock, t->end_ticks) > end)
+            end = wsl_clock_to_ns(clock, t->end_ticks);
+        if (t->max_clock_ns > end)
+            end = t->max_clock_ns;
+        if (run->windowed) { /* a steady-state reading: the process as the window shows it */
+            if (p->start_ns < run->window_start_ns)
+                p->start_ns = run->window_start_ns;
+            if (end > run->window_end_ns)
+                end = run->window_end_ns;
+            if (end < p->start_ns)
+                end = p->start_ns;
+        }
+        p->end_ns = end;
     }
-    uint64_t end = p->start_ns;
-    if (t->have_events && wsl_clock_to_ns(clock, t->max_event_end) > end)
-        end = wsl_clock_to_ns(clock, t->max_event_end);
-    if (t->have_end && wsl_clock_to_ns(clock, t->end_ticks) > end)
-        end = wsl_clock_to_ns(clock, t->end_ticks);
-    if (t->max_clock_ns > end)
-        end = t->max_clock_ns;
-    if (run->windowed) { /* a steady-state reading: the process as the window shows it */
-        if (p->start_ns < run->window_start_ns)
-            p->start_ns = run->window_start_ns;
-        if (end > run->window_end_ns)
-            end = run->window_end_ns;
-        if (end < p->start_ns)
-            end = p->start_ns;
-    }
-    p->end_ns = end;
-    wsl_phase_trace_end(t->phase, clock, p->start_ns, p->end_ns, &p->phases);
+    wsl_phase_trace_end(t->phase, clock, ps[0]->start_ns, ps[0]->end_ns, &ps[0]->phases);
     t->phase = NULL;
+    for (int k = 1; k < n; k++)
+        ps[k]->phases = ps[0]->phases;
     uint64_t end_ticks = t->have_events ? t->max_event_end : 0;
     if (t->have_end && t->end_ticks > end_ticks)
         end_ticks = t->end_ticks;
-    uint64_t nvtx_unclosed = run->nvtx.unclosed, nvtx_dropped = run->nvtx.dropped;
     wsl_host_trace_name_ranges(t->host, wsl_nvtx_trace_range_name, t->nvtx); /* before the names are freed */
-    wsl_nvtx_trace_end(t->nvtx, &run->nvtx, end_ticks, clock->ns_per_tick, p->trace_path);
-    t->nvtx = NULL;
-    if (run->nvtx.unclosed > nvtx_unclosed)
-        add_warning(run, xasprintf("%s: %llu NVTX ranges were still open at the end of the trace; they count as "
-                                   "closed there", p->trace_path,
-                                   (unsigned long long)(run->nvtx.unclosed - nvtx_unclosed)));
-    if (run->nvtx.dropped > nvtx_dropped)
-        add_warning(run, xasprintf("%s: %llu NVTX ranges or names were past a cap (nesting deeper than %u, more "
-                                   "than %u range names or %u open start/end ranges) and are not timed",
-                                   p->trace_path, (unsigned long long)(run->nvtx.dropped - nvtx_dropped),
-                                   WSL_NVTX_MAX_DEPTH, WSL_NVTX_MAX_RANGES, WSL_NVTX_MAX_OPEN_STARTS));
-    p->dropped = t->dropped_in_chunks > t->dropped_at_end ? t->dropped_in_chunks : t->dropped_at_end;
-    p->clock_rate_known = clock->rate_known;
-    p->clock = *clock;
-    p->mem.device_total_bytes = p->gpu_count ? p->gpus[0].total_mem : 0;
-    wsl_mem_trace_end(t->mem, clock, &p->mem);
-    t->mem = NULL;
-    wsl_host_trace_end(t->host, clock, submit_ticks(t), &p->host_cuda);
-    t->host = NULL;
-    uint64_t dropped_names = run->kernels.dropped_names, untracked = run->kernels.untracked_launches,
-             config_untracked = run->kernels.config_untracked;
-    wsl_kern_trace_end(t->kern, &run->kernels, p->pid, clock->ns_per_tick, &p->gpu);
-    t->kern = NULL;
-    if (run->kernels.dropped_names > dropped_names)
-        add_warning(run, xasprintf("%s: more than %u kernel names or named handles (or %u MiB of names); %llu "
-                                   "were not kept and their launches count as unnamed", p->trace_path,
-                                   WSL_KERN_MAX_HANDLES, WSL_KERN_MAX_NAME_BYTES >> 20,
-                                   (unsigned long long)(run->kernels.dropped_names - dropped_names)));
-    if (run->kernels.untracked_launches > untracked)
-        add_warning(run, xasprintf("%s: more than %u distinct launched functions; %llu launches of the others "
-                                   "are in the totals only", p->trace_path, WSL_KERN_MAX_HANDLES,
-                                   (unsigned long long)(run->kernels.untracked_launches - untracked)));
-    if (run->kernels.config_untracked > config_untracked)
-        add_warning(run, xasprintf("%s: more than %u (function, grid and block) launch configurations; %llu "
-                                   "launches and timed launches of the others are estimated per function",
-                                   p->trace_path, WSL_KERN_MAX_CONFIGS,
-                                   (unsigned long long)(run->kernels.config_untracked - config_untracked)));
-    if (p->mem.late_events)
-        add_warning(run, xasprintf("%s: %llu memory calls came after later ones of other threads had left the "
-                                   "%u-event replay window; they were applied late, so the memory peak may be off",
-                                   p->trace_path, (unsigned long long)p->mem.late_events, WSL_MEM_WINDOW));
-    if (t->io) {
-        uint64_t unnamed = run->io.unnamed_path_events, untracked = run->io.untracked_path_events;
-        wsl_io_trace_end(t->io, clock, &p->io);
-        t->io = NULL;
-        if (run->io.unnamed_path_events > unnamed) {
-            char why[96] = "";
-            if (p->paths_dropped)
-                snprintf(why, sizeof why, " (the shim dropped %llu paths or names: its buffers were full)",
-                         (unsigned long long)p->paths_dropped);
-            p->paths_dropped_said = p->paths_dropped > 0;
-            add_warning(run, xasprintf("%s: %llu file I/O calls name path ids that no PATHS entry defined before "
-                                       "them%s; their files count as unnamed", p->trace_path,
-                                       (unsigned long long)(run->io.unnamed_path_events - unnamed), why));
-        }
-        if (run->io.untracked_path_events > untracked)
-            add_warning(run, xasprintf("%s: more than %u distinct paths; %llu calls on the others count under "
-                                       "\"unknown\"", p->trace_path, WSL_IO_MAX_PATHS_PER_TRACE,
-                                       (unsigned long long)(run->io.untracked_path_events - untracked)));
+    uint64_t unclosed = wsl_nvtx_trace_close(t->nvtx, end_ticks);
+    for (int k = 0; k < n; k++) {
+        struct wsl_run *run = runs[k];
+        struct wsl_process *p = ps[k];
+        uint64_t nvtx_unclosed = run->nvtx.unclosed, nvtx_dropped = run->nvtx.dropped;
+        wsl_nvtx_trace_merge(t->nvtx, &run->nvtx, unclosed, clock->ns_per_tick, p->trace_path);
+        if (run->nvtx.unclosed > nvtx_unclosed)
+            add_warning(run, xasprintf("%s: %llu NVTX ranges were still open at the end of the trace; they count "
+                                       "as closed there", p->trace_path,
+                                       (unsigned long long)(run->nvtx.unclosed - nvtx_unclosed)));
+        if (run->nvtx.dropped > nvtx_dropped)
+            add_warning(run, xasprintf("%s: %llu NVTX ranges or names were past a cap (nesting deeper than %u, "
+                                       "more than %u range names or %u open start/end ranges) and are not timed",
+                                       p->trace_path, (unsigned long long)(run->nvtx.dropped - nvtx_dropped),
+                                       WSL_NVTX_MAX_DEPTH, WSL_NVTX_MAX_RANGES, WSL_NVTX_MAX_OPEN_STARTS));
+        p->dropped = t->dropped_in_chunks > t->dropped_at_end ? t->dropped_in_chunks : t->dropped_at_end;
+        p->clock_rate_known = clock->rate_known;
+        p->clock = *clock;
+        p->mem.device_total_bytes = p->gpu_count ? p->gpus[0].total_mem : 0;
     }
+    wsl_nvtx_trace_discard(t->nvtx);
+    t->nvtx = NULL;
+    wsl_mem_trace_end(t->mem, clock, &ps[0]->mem);
+    t->mem = NULL;
+    wsl_host_trace_end(t->host, clock, submit_ticks(t), &ps[0]->host_cuda);
+    t->host = NULL;
+    for (int k = 1; k < n; k++) {
+        ps[k]->mem = ps[0]->mem;
+        host_summary_copy(&ps[k]->host_cuda, &ps[0]->host_cuda);
+    }
+    for (int k = 0; k < n; k++) {
+        struct wsl_run *run = runs[k];
+        struct wsl_process *p = ps[k];
+        uint64_t dropped_names = run->kernels.dropped_names, untracked = run->kernels.untracked_launches,
+                 config_untracked = run->kernels.config_untracked;
+        wsl_kern_trace_merge(t->kern, &run->kernels, p->pid, clock->ns_per_tick, &p->gpu);
+        if (run->kernels.dropped_names > dropped_names)
+            add_warning(run, xasprintf("%s: more than %u kernel names or named handles (or %u MiB of names); %llu "
+                                       "were not kept and their launches count as unnamed", p->trace_path,
+                                       WSL_KERN_MAX_HANDLES, WSL_KERN_MAX_NAME_BYTES >> 20,
+                                       (unsigned long long)(run->kernels.dropped_names - dropped_names)));
+        if (run->kernels.untracked_launches > untracked)
+            add_warning(run, xasprintf("%s: more than %u distinct launched functions; %llu launches of the others "
+                                       "are in the totals only", p->trace_path, WSL_KERN_MAX_HANDLES,
+                                       (unsigned long long)(run->kernels.untracked_launches - untracked)));
+        if (run->kernels.config_untracked > config_untracked)
+            add_warning(run, xasprintf("%s: more than %u (function, grid and block) launch configurations; %llu "
+                                       "launches and timed launches of the others are estimated per function",
+                                       p->trace_path, WSL_KERN_MAX_CONFIGS,
+                                       (unsigned long long)(run->kernels.config_untracked - config_untracked)));
+        if (p->mem.late_events)
+            add_warning(run, xasprintf("%s: %llu memory calls came after later ones of other threads had left the "
+                                       "%u-event replay window; they were applied late, so the memory peak may be "
+                                       "off", p->trace_path, (unsigned long long)p->mem.late_events, WSL_MEM_WINDOW));
+        struct wsl_io_trace **io = k ? &t->io_solo : &t->io;
+        if (*io) {
+            uint64_t unnamed = run->io.unnamed_path_events, untracked_paths = run->io.untracked_path_events;
+            wsl_io_trace_end(*io, clock, &p->io);
+            *io = NULL;
+            if (run->io.unnamed_path_events > unnamed) {
+                char why[96] = "";
+                if (p->paths_dropped)
+                    snprintf(why, sizeof why, " (the shim dropped %llu paths or names: its buffers were full)",
+                             (unsigned long long)p->paths_dropped);
+                p->paths_dropped_said = p->paths_dropped > 0;
+                add_warning(run, xasprintf("%s: %llu file I/O calls name path ids that no PATHS entry defined "
+                                           "before them%s; their files count as unnamed", p->trace_path,
+                                           (unsigned long long)(run->io.unnamed_path_events - unnamed), why));
+            }
+            if (run->io.untracked_path_events > untracked_paths)
+                add_warning(run, xasprintf("%s: more than %u distinct paths; %llu calls on the others count under "
+                                           "\"unknown\"", p->trace_path, WSL_IO_MAX_PATHS_PER_TRACE,
+                                           (unsigned long long)(run->io.untracked_path_events - untracked_paths)));
+        }
+    }
+    wsl_kern_trace_discard(t->kern);
+    t->kern = NULL;
 }
 
-/* One reading's target: a run and the state of the trace being read into it. */
+/* One reading's target: a run, the state of the trace being read into it, and its process. */
 struct trace_sink {
     struct wsl_run *run;
     struct trace_state *t;
@@ -525,51 +603,20 @@ static void sink_begin(struct trace_sink *k, struct wsl_run *run)
     k->p.gpu_device = -1;
 }
 
-static void sink_item(struct trace_sink *k, const struct wsl_item *it)
+/* What a chunk says of the process itself (each run that reads the trace keeps its own copy). */
+static void process_item(struct wsl_process *pp, bool *have_process, const struct wsl_item *it)
 {
-    struct wsl_run *run = k->run;
-    struct trace_state *t = k->t;
-    struct wsl_process *pp = &k->p;
     switch (it->type) {
     case WSL_CHUNK_PROCESS:
         take_process(pp, it);
-        k->have_process = true;
-        t->io_weight = wsl_io_weight(&it->process.info);
-        if (!t->io)
-            t->io = wsl_io_trace_begin(&run->io, (pp->flags & (WSL_PROC_WSL1 | WSL_PROC_WSL2)) != 0);
-        break;
-    case WSL_CHUNK_API_TABLE:
-        take_api_table(run, t, it);
-        break;
-    case WSL_CHUNK_CLOCK:
-        if (it->clock.mono_ns > t->max_clock_ns)
-            t->max_clock_ns = it->clock.mono_ns;
-        break;
-    case WSL_CHUNK_EVENTS:
-        take_events(t, it->events.tid, it->events.dropped, it->events.events, it->events.count);
-        t->dropped_in_chunks += it->events.dropped;
+        *have_process = true;
         break;
     case WSL_CHUNK_DRIVER:
         take_driver(pp, it);
         break;
     case WSL_CHUNK_END:
-        t->have_end = true;
-        t->end_ticks = it->end.end_ticks;
-        t->dropped_at_end = it->end.events_dropped;
         pp->paths_dropped = it->end.paths_dropped;
         pp->threads = it->end.threads;
-        break;
-    case WSL_CHUNK_STRING:
-        break;
-    case WSL_CHUNK_MOUNTS:
-        if (t->io)
-            wsl_io_trace_mounts(t->io, it->mounts.table);
-        break;
-    case WSL_CHUNK_PATHS:
-        if (t->io)
-            wsl_io_trace_paths(t->io, it);
-        wsl_kern_trace_paths(t->kern, it);
-        wsl_nvtx_trace_paths(t->nvtx, it);
         break;
     case WSL_CHUNK_GPU_MEMORY:
         if (!pp->have_gpu_memory) { /* the first context's device */
@@ -586,9 +633,6 @@ static void sink_item(struct trace_sink *k, const struct wsl_item *it)
         pp->rank_env[it->rank.size] = 0;
         pp->rank_env_size = it->rank.size;
         break;
-    case WSL_CHUNK_EVENTS_PACKED: /* handed out as EVENTS batches */
-    case WSL_CHUNK_EVENTS_GAPS:
-        break;
     case WSL_CHUNK_EMULATION:
         free(pp->emu_spec);
         pp->emu_spec = xstrdup(it->emulation.spec);
@@ -598,12 +642,88 @@ static void sink_item(struct trace_sink *k, const struct wsl_item *it)
         pp->emu_fs_read_bps = it->emulation.fs_read_bps;
         pp->emu_fs_write_bps = it->emulation.fs_write_bps;
         break;
+    default:
+        break;
     }
 }
 
-/* Ends the reading into k's run: the process is added (0), or left out (-1, err says why). */
+static void sink_item(struct trace_sink *k, const struct wsl_item *it)
+{
+    struct wsl_run *run = k->run;
+    struct trace_state *t = k->t;
+    struct wsl_process *pp = &k->p;
+    process_item(pp, &k->have_process, it);
+    switch (it->type) {
+    case WSL_CHUNK_PROCESS: {
+        bool wsl = (pp->flags & (WSL_PROC_WSL1 | WSL_PROC_WSL2)) != 0;
+        t->io_weight = wsl_io_weight(&it->process.info);
+        if (!t->io)
+            t->io = wsl_io_trace_begin(&run->io, wsl);
+        if (t->solo && !t->io_solo)
+            t->io_solo = wsl_io_trace_begin(&t->solo->io, wsl);
+        break;
+    }
+    case WSL_CHUNK_API_TABLE:
+        take_api_table(run, t, it);
+        break;
+    case WSL_CHUNK_CLOCK:
+        if (it->clock.mono_ns > t->max_clock_ns)
+            t->max_clock_ns = it->clock.mono_ns;
+        break;
+    case WSL_CHUNK_EVENTS:
+        take_events(t, it->events.tid, it->events.dropped, it->events.events, it->events.count);
+        t->dropped_in_chunks += it->events.dropped;
+        break;
+    case WSL_CHUNK_END:
+        t->have_end = true;
+        t->end_ticks = it->end.end_ticks;
+        t->dropped_at_end = it->end.events_dropped;
+        break;
+    case WSL_CHUNK_MOUNTS:
+        if (t->io)
+            wsl_io_trace_mounts(t->io, it->mounts.table);
+        if (t->io_solo)
+            wsl_io_trace_mounts(t->io_solo, it->mounts.table);
+        break;
+    case WSL_CHUNK_PATHS:
+        if (t->io)
+            wsl_io_trace_paths(t->io, it);
+        if (t->io_solo)
+            wsl_io_trace_paths(t->io_solo, it);
+        wsl_kern_trace_paths(t->kern, it);
+        wsl_nvtx_trace_paths(t->nvtx, it);
+        break;
+    default: /* DRIVER, GPU_MEMORY, RANK, EMULATION: the process's (above); STRING; EVENTS_PACKED and
+                EVENTS_GAPS come as EVENTS batches */
+        break;
+    }
+}
+
+/* The process read, into its run: the warnings of its reading, then the process itself. */
+static void add_process(struct wsl_run *run, struct wsl_reader *r, const char *path, struct wsl_process *p)
+{
+    if (p->truncated)
+        add_warning(run, xasprintf("%s: %s", path, wsl_reader_message(r)));
+    for (size_t i = 0; wsl_reader_warning(r, i); i++)
+        add_warning(run, xasprintf("%s: %s", path, wsl_reader_warning(r, i)));
+    if (p->dropped)
+        add_warning(run, xasprintf("%s: %llu events dropped (the shim's buffers were full)", path,
+                                   (unsigned long long)p->dropped));
+    if (p->paths_dropped && !p->paths_dropped_said)
+        add_warning(run, xasprintf("%s: %llu paths or names dropped (the shim's buffers were full): "
+                                   "their calls are counted, without the path or name", path,
+                                   (unsigned long long)p->paths_dropped));
+    if (!p->clock_rate_known)
+        add_warning(run, xasprintf("%s: too few clock samples to measure the tick rate; "
+                                   "times assume 1 tick = 1 ns", path));
+    run->procs = xrealloc(run->procs, (run->proc_count + 1) * sizeof *run->procs);
+    run->procs[run->proc_count++] = *p;
+}
+
+/* Ends the reading into k's run (and, solo_p not NULL, into the rank's own run t->solo with that
+ * process): the process is added (0), or left out (-1, err says why). */
 static int sink_end(struct trace_sink *k, struct wsl_reader *r, enum wsl_read_result res, const char *path,
-                    char *err, size_t errlen)
+                    struct wsl_process *solo_p, char *err, size_t errlen)
 {
     struct wsl_run *run = k->run;
     struct trace_state *t = k->t;
@@ -618,23 +738,16 @@ static int sink_end(struct trace_sink *k, struct wsl_reader *r, enum wsl_read_re
     } else {
         p.trace_path = xstrdup(path);
         p.truncated = res == WSL_READ_TRUNCATED;
-        merge_trace(run, t, &p, wsl_reader_clock(r));
-        if (p.truncated)
-            add_warning(run, xasprintf("%s: %s", path, wsl_reader_message(r)));
-        for (size_t i = 0; wsl_reader_warning(r, i); i++)
-            add_warning(run, xasprintf("%s: %s", path, wsl_reader_warning(r, i)));
-        if (p.dropped)
-            add_warning(run, xasprintf("%s: %llu events dropped (the shim's buffers were full)", path,
-                                       (unsigned long long)p.dropped));
-        if (p.paths_dropped && !p.paths_dropped_said)
-            add_warning(run, xasprintf("%s: %llu paths or names dropped (the shim's buffers were full): "
-                                       "their calls are counted, without the path or name", path,
-                                       (unsigned long long)p.paths_dropped));
-        if (!p.clock_rate_known)
-            add_warning(run, xasprintf("%s: too few clock samples to measure the tick rate; "
-                                       "times assume 1 tick = 1 ns", path));
-        run->procs = xrealloc(run->procs, (run->proc_count + 1) * sizeof *run->procs);
-        run->procs[run->proc_count++] = p;
+        struct wsl_run *runs[2] = {run, t->solo};
+        struct wsl_process *ps[2] = {&p, solo_p};
+        if (solo_p) {
+            solo_p->trace_path = xstrdup(path);
+            solo_p->truncated = p.truncated;
+        }
+        merge_trace(runs, t, ps, solo_p ? 2 : 1, wsl_reader_clock(r));
+        add_process(run, r, path, &p);
+        if (solo_p)
+            add_process(t->solo, r, path, solo_p);
     }
     if (rc != 0)
         free_process(&p);
@@ -642,6 +755,17 @@ static int sink_end(struct trace_sink *k, struct wsl_reader *r, enum wsl_read_re
     free(t);
     k->t = NULL;
     return rc;
+}
+
+/* The rank's own run of the trace being read is not made: it is not a rank's. */
+static void drop_solo(struct trace_state *t, struct wsl_process *solo_p)
+{
+    wsl_io_trace_discard(t->io_solo);
+    t->io_solo = NULL;
+    wsl_run_free(t->solo);
+    free(t->solo);
+    t->solo = NULL;
+    free_process(solo_p);
 }
 
 /* A process that may be a rank of a distributed run: a rank variable in its RANK chunk, no world
@@ -684,50 +808,44 @@ int wsl_run_read_trace(struct wsl_run *run, const char *path, bool *usable, char
     if (!r)
         return -1;
     /* A run that may compare ranks reads a rank's trace into a run of its own as well, in the same
-     * pass (distributed.c takes it instead of reading the trace again). Until the first events it
-     * is not known whether the trace is a rank's: the tee holds what came before them. */
-    struct trace_sink main_sink, tee_sink;
+     * pass (distributed.c takes it instead of reading the trace again). Its events are analysed
+     * once: the trace's state serves both runs (the file I/O analysis's excepted: it is the run's)
+     * and merge_trace adds it to each. Until the first events it is not known whether the trace is
+     * a rank's; when it is not, the rank's run is dropped there. */
+    struct trace_sink main_sink;
     sink_begin(&main_sink, run);
-    struct wsl_run *solo = NULL;
-    bool teeing = false;
+    struct trace_state *t = main_sink.t;
+    struct wsl_process solo_p;
+    bool solo_have_process = false;
+    memset(&solo_p, 0, sizeof solo_p);
+    solo_p.gpu_device = -1;
     if (!run->solo && !run->windowed) {
-        solo = xmalloc(sizeof *solo);
+        struct wsl_run *solo = t->solo = xmalloc(sizeof *solo);
         wsl_run_init(solo);
         solo->solo = true;
         solo->nested = true;
         solo->store = run->store;
-        sink_begin(&tee_sink, solo);
-        teeing = true;
     }
     struct wsl_item it;
     enum wsl_read_result res;
     while ((res = wsl_reader_next(r, &it)) == WSL_READ_ITEM) {
         wsl_progress_update(run->progress, wsl_reader_bytes_in(r));
-        if (teeing && it.type == WSL_CHUNK_EVENTS && !tee_sink.t->have_events && !may_be_rank(&tee_sink.p)) {
-            char e[8];
-            sink_end(&tee_sink, r, WSL_READ_ERROR, path, e, sizeof e); /* frees its state */
-            wsl_run_free(solo);
-            free(solo);
-            solo = NULL;
-            teeing = false;
-        }
+        if (t->solo && it.type == WSL_CHUNK_EVENTS && !t->have_events && !may_be_rank(&solo_p))
+            drop_solo(t, &solo_p);
         sink_item(&main_sink, &it);
-        if (teeing)
-            sink_item(&tee_sink, &it);
+        if (t->solo)
+            process_item(&solo_p, &solo_have_process, &it);
     }
     *usable = main_sink.have_process;
-    int rc = sink_end(&main_sink, r, res, path, err, errlen);
-    if (teeing) {
-        char e[WSL_READER_ERRLEN];
-        if (rc == 0 && may_be_rank(&tee_sink.p) && sink_end(&tee_sink, r, res, path, e, sizeof e) == 0) {
-            run->procs[run->proc_count - 1].rank_solo = solo;
-        } else {
-            if (tee_sink.t)
-                sink_end(&tee_sink, r, WSL_READ_ERROR, path, e, sizeof e);
-            wsl_run_free(solo);
-            free(solo);
-        }
+    struct wsl_run *solo = t->solo;
+    bool with_solo = solo && res != WSL_READ_ERROR && main_sink.have_process && may_be_rank(&solo_p);
+    if (solo && !with_solo) {
+        drop_solo(t, &solo_p);
+        solo = NULL;
     }
+    int rc = sink_end(&main_sink, r, res, path, with_solo ? &solo_p : NULL, err, errlen);
+    if (with_solo)
+        run->procs[run->proc_count - 1].rank_solo = solo;
     wsl_reader_close(r);
     return rc;
 }
@@ -856,7 +974,11 @@ static void phases_finish(struct wsl_run *run)
                 w[k][0] = wsl_clock_to_ns(&p->clock, st->t0[k]);
                 w[k][1] = wsl_clock_to_ns(&p->clock, st->t1[k]);
             }
-            qsort(w, st->count, sizeof *w, by_first);
+            size_t k0 = 1; /* strictly increasing already (the usual case): any sort leaves them so */
+            while (k0 < st->count && w[k0 - 1][0] < w[k0][0])
+                k0++;
+            if (k0 < st->count)
+                qsort(w, st->count, sizeof *w, by_first);
             uint64_t *t0 = xmalloc(st->count * sizeof *t0), *t1 = xmalloc(st->count * sizeof *t1);
             for (size_t k = 0; k < st->count; k++)
                 t0[k] = w[k][0], t1[k] = w[k][1];

@@ -566,8 +566,8 @@ static uint64_t ns_saturated(double v)
     return v >= 18446744073709549568.0 ? UINT64_MAX : (uint64_t)v;
 }
 
-void wsl_kern_trace_end(struct wsl_kern_trace *t, struct wsl_kernels *k, int32_t pid, double ns_per_tick,
-                        struct wsl_kern_gpu_use *use)
+void wsl_kern_trace_merge(const struct wsl_kern_trace *t, struct wsl_kernels *k, int32_t pid, double ns_per_tick,
+                          struct wsl_kern_gpu_use *use)
 {
     memset(use, 0, sizeof *use);
     uint64_t over = pair_overhead_ticks(t, use);
@@ -704,6 +704,12 @@ void wsl_kern_trace_end(struct wsl_kern_trace *t, struct wsl_kernels *k, int32_t
     k->est_gpu_ns += use->est_gpu_ns;
     if (t->first_launch && t->last_gpu > t->first_launch)
         use->gpu_phase_ns = ns_saturated((double)(t->last_gpu - t->first_launch) * ns_per_tick);
+}
+
+void wsl_kern_trace_end(struct wsl_kern_trace *t, struct wsl_kernels *k, int32_t pid, double ns_per_tick,
+                        struct wsl_kern_gpu_use *use)
+{
+    wsl_kern_trace_merge(t, k, pid, ns_per_tick, use);
     wsl_kern_trace_discard(t);
 }
 

@@ -149,7 +149,11 @@ struct wsl_kern_trace *wsl_kern_trace_begin(void);
 void wsl_kern_trace_paths(struct wsl_kern_trace *t, const struct wsl_item *item);
 /* One event of an API whose op is not WSL_KERN_NONE; slot: its launch slot (launches only). */
 void wsl_kern_trace_event(struct wsl_kern_trace *t, enum wsl_kern_op op, unsigned slot, const struct wsl_event *ev);
-/* Names the launched handles, adds them to k and frees t. */
+/* Names the launched handles and adds them to k; t is left as it was (a rank's trace is added to
+ * the run and to the rank's own run). */
+void wsl_kern_trace_merge(const struct wsl_kern_trace *t, struct wsl_kernels *k, int32_t pid, double ns_per_tick,
+                          struct wsl_kern_gpu_use *use);
+/* wsl_kern_trace_merge, then frees t. */
 void wsl_kern_trace_end(struct wsl_kern_trace *t, struct wsl_kernels *k, int32_t pid, double ns_per_tick,
                         struct wsl_kern_gpu_use *use);
 /* Frees t (NULL is fine). */

@@ -111,29 +111,6 @@ static void counts_add_scaled(struct wsl_nvtx_counts *dst, const struct wsl_nvtx
     counts_add(dst, &c);
 }
 
-/* ev stands for `calls` calls taking `dur` ticks (sampled file timing: io_analysis.h). */
-static void attribute(struct wsl_nvtx_counts *c, unsigned cat, const struct wsl_event *ev, uint64_t calls,
-                      uint64_t dur)
-{
-    if (cat >= WSL_CAT_IO_OPEN && cat <= WSL_CAT_IO_CLOSE) {
-        c->io_calls += calls;
-        c->io_ns += dur;
-        if (cat == WSL_CAT_IO_READ && ev->result >= 0) {
-            c->io_reads += calls;
-            c->io_bytes += ev->a[2];
-        }
-        return;
-    }
-    c->api_calls++;
-    c->api_ns += dur;
-    if (cat == WSL_CAT_LAUNCH || cat == WSL_CAT_GRAPH) {
-        c->launches += ev->result == 0;
-    } else if (cat == WSL_CAT_SYNC_STREAM || cat == WSL_CAT_SYNC_CTX || cat == WSL_CAT_SYNC_EVENT) {
-        c->syncs++;
-        c->sync_ns += dur;
-    }
-}
-
 /* ---- per trace ---------------------------------------------------------------------- */
 
 struct wsl_nvtx_trace *wsl_nvtx_trace_begin(void)
@@ -225,6 +202,7 @@ static void mark_add(struct wsl_nvtx_trace *t, uint64_t domain_id, uint64_t name
 static void innermost_update(struct wsl_nvtx_thread *th)
 {
     th->head.innermost = th->frames ? th->frame[th->frames - 1].range : NONE;
+    th->head.self = th->frames ? &th->frame[th->frames - 1].self : NULL;
 }
 
 static void history_note(struct wsl_nvtx_thread *th, uint64_t t)
@@ -341,6 +319,7 @@ static void on_push(struct wsl_nvtx_trace *t, struct wsl_nvtx_thread *th, const 
     f->t0 = ev->t_start;
     th->head.open++;
     th->head.innermost = r;
+    th->head.self = &f->self;
     history_note(th, ev->t_start);
 }
 
@@ -469,7 +448,7 @@ void wsl_nvtx_trace_event(struct wsl_nvtx_trace *t, struct wsl_nvtx_thread *th, 
         return;
     default:
         if (th->frames)
-            attribute(&th->frame[th->frames - 1].self, category, ev, calls, ticks);
+            wsl_nvtx_attribute(&th->frame[th->frames - 1].self, category, ev, calls, ticks);
         return;
     }
 }
@@ -522,7 +501,7 @@ const char *wsl_nvtx_trace_range_name(const void *ctx, uint32_t range)
 }
 
 /* The text of a string id: "(unnamed)" for 0, NULL for a domain 0. */
-static const char *name_of(struct wsl_nvtx_trace *t, struct wsl_nvtx *n, uint32_t id, bool domain)
+static const char *name_of(const struct wsl_nvtx_trace *t, struct wsl_nvtx *n, uint32_t id, bool domain)
 {
     if (!id)
         return domain ? NULL : "(unnamed)";
@@ -533,8 +512,7 @@ static const char *name_of(struct wsl_nvtx_trace *t, struct wsl_nvtx *n, uint32_
     return domain ? "(unknown domain)" : "(unknown name)";
 }
 
-void wsl_nvtx_trace_end(struct wsl_nvtx_trace *t, struct wsl_nvtx *n, uint64_t end_ticks, double ns_per_tick,
-                        const char *path)
+uint64_t wsl_nvtx_trace_close(struct wsl_nvtx_trace *t, uint64_t end_ticks)
 {
     uint64_t unclosed = 0;
     for (size_t i = 0; i < t->thread_count; i++) {
@@ -552,6 +530,12 @@ void wsl_nvtx_trace_end(struct wsl_nvtx_trace *t, struct wsl_nvtx *n, uint64_t e
         }
     }
     t->unmatched_ends += t->early_ends.count;
+    return unclosed;
+}
+
+void wsl_nvtx_trace_merge(const struct wsl_nvtx_trace *t, struct wsl_nvtx *n, uint64_t unclosed, double ns_per_tick,
+                          const char *path)
+{
     uint32_t *run_id = xmalloc((t->range_count + 1) * sizeof *run_id);
     for (size_t i = 0; i < t->range_count; i++) {
         struct local_range *lr = &t->ranges[i];
@@ -571,27 +555,29 @@ void wsl_nvtx_trace_end(struct wsl_nvtx_trace *t, struct wsl_nvtx *n, uint64_t e
         counts_add_scaled(&r->self, &lr->self, ns_per_tick);
         counts_add_scaled(&r->incl, &lr->incl, ns_per_tick);
     }
+    bool capped = t->tops_capped;
     if (t->top_count && path) { /* the windows, by run-wide range id; only of ranges that may be the step */
         size_t kept = 0;
         for (size_t i = 0; i < t->top_count; i++)
-            if (run_id[t->tops[i].range] != NONE && t->ranges[t->tops[i].range].count >= 2) {
-                t->tops[kept] = t->tops[i];
-                t->tops[kept++].range = run_id[t->tops[i].range];
-            }
+            kept += run_id[t->tops[i].range] != NONE && t->ranges[t->tops[i].range].count >= 2;
         if (n->window_total + kept > WSL_NVTX_MAX_RUN_WINDOWS) {
-            t->tops_capped = true;
+            capped = true;
             kept = 0;
         }
         if (kept) {
+            struct wsl_nvtx_window *w = xmalloc(kept * sizeof *w);
+            size_t m = 0;
+            for (size_t i = 0; i < t->top_count; i++)
+                if (run_id[t->tops[i].range] != NONE && t->ranges[t->tops[i].range].count >= 2) {
+                    w[m] = t->tops[i];
+                    w[m++].range = run_id[t->tops[i].range];
+                }
             n->window_total += kept;
             n->traces = xrealloc(n->traces, (n->trace_count + 1) * sizeof *n->traces);
-            n->traces[n->trace_count++] =
-                (struct wsl_nvtx_trace_windows){xstrdup(path), ns_per_tick, xrealloc(t->tops, kept * sizeof *t->tops),
-                                                kept};
-            t->tops = NULL;
+            n->traces[n->trace_count++] = (struct wsl_nvtx_trace_windows){xstrdup(path), ns_per_tick, w, kept};
         }
     }
-    n->windows_capped |= t->tops_capped;
+    n->windows_capped |= capped;
     free(run_id);
     for (size_t i = 0; i < t->mark_count; i++) {
         const char *domain = name_of(t, n, t->marks[i].domain_id, true);
@@ -621,6 +607,12 @@ void wsl_nvtx_trace_end(struct wsl_nvtx_trace *t, struct wsl_nvtx *n, uint64_t e
     n->gpu_unattributed += t->gpu_unattributed;
     n->dropped += t->dropped;
     n->lost += t->lost;
+}
+
+void wsl_nvtx_trace_end(struct wsl_nvtx_trace *t, struct wsl_nvtx *n, uint64_t end_ticks, double ns_per_tick,
+                        const char *path)
+{
+    wsl_nvtx_trace_merge(t, n, wsl_nvtx_trace_close(t, end_ticks), ns_per_tick, path);
     wsl_nvtx_trace_discard(t);
 }
 
@@ -752,7 +744,7 @@ static bool count_in_windows(const struct wsl_trace_store *store, const char *pa
                 }
             } else if (in_windows(w, n, ev->t_start, &at_call)) {
                 bool smp = sampled[ev->api];
-                attribute(c, k, ev, wsl_event_calls(k, smp, ev), wsl_event_ticks(smp, weight, ev));
+                wsl_nvtx_attribute(c, k, ev, wsl_event_calls(k, smp, ev), wsl_event_ticks(smp, weight, ev));
             }
         }
     }
@@ -777,7 +769,11 @@ static void step_process_figures(struct wsl_nvtx *n, const struct wsl_trace_stor
         if (!m)
             continue;
         n->step_process_steps += m;
-        qsort(tw->w, m, sizeof *tw->w, by_start);
+        size_t k0 = 1; /* (a trace's windows mostly come in time order: sorted, they are kept as they are) */
+        while (k0 < m && tw->w[k0 - 1].t0 < tw->w[k0].t0)
+            k0++;
+        if (k0 < m)
+            qsort(tw->w, m, sizeof *tw->w, by_start);
         size_t u = 0; /* merge overlapping instances (several threads' steps) into disjoint windows */
         for (size_t k = 1; k < m; k++) {
             if (tw->w[k].t0 <= tw->w[u].t1) {

@@ -148,6 +148,7 @@ struct wsl_nvtx_thread *wsl_nvtx_thread(struct wsl_nvtx_trace *t, uint32_t tid, 
 struct wsl_nvtx_thread_head {
     uint32_t open;
     uint32_t innermost;
+    struct wsl_nvtx_counts *self; /* the innermost timed push range's own counts (its frame's), NULL: none */
 };
 #define WSL_NVTX_NO_RANGE UINT32_MAX
 /* Where the thread's innermost range is kept, for as long as the trace is read: the host
@@ -176,12 +177,51 @@ static inline bool wsl_nvtx_wants(const struct wsl_nvtx_thread *th, unsigned cat
 {
     return wsl_nvtx_thread_open(th) || wsl_nvtx_wants_always(category);
 }
+/* Counts an event of category cat into c: ev stands for `calls` calls taking `dur` ticks (sampled
+ * file timing: io_analysis.h). */
+static inline void wsl_nvtx_attribute(struct wsl_nvtx_counts *c, unsigned cat, const struct wsl_event *ev,
+                                      uint64_t calls, uint64_t dur)
+{
+    if (cat >= WSL_CAT_IO_OPEN && cat <= WSL_CAT_IO_CLOSE) {
+        c->io_calls += calls;
+        c->io_ns += dur;
+        if (cat == WSL_CAT_IO_READ && ev->result >= 0) {
+            c->io_reads += calls;
+            c->io_bytes += ev->a[2];
+        }
+        return;
+    }
+    c->api_calls++;
+    c->api_ns += dur;
+    if (cat == WSL_CAT_LAUNCH || cat == WSL_CAT_GRAPH) {
+        c->launches += ev->result == 0;
+    } else if (cat == WSL_CAT_SYNC_STREAM || cat == WSL_CAT_SYNC_CTX || cat == WSL_CAT_SYNC_EVENT) {
+        c->syncs++;
+        c->sync_ns += dur;
+    }
+}
+/* An event of a category wsl_nvtx_wants_always does not name, inline: counted into the thread's
+ * innermost timed push range when one is open (as wsl_nvtx_trace_event counts it). */
+static inline void wsl_nvtx_trace_other(struct wsl_nvtx_thread *th, unsigned category, const struct wsl_event *ev,
+                                        uint64_t calls, uint64_t ticks)
+{
+    struct wsl_nvtx_counts *c = ((struct wsl_nvtx_thread_head *)(void *)th)->self;
+    if (c)
+        wsl_nvtx_attribute(c, category, ev, calls, ticks);
+}
 /* ev stands for `calls` calls taking `ticks` (1 and its duration but for
  * sampled file calls: wsl_event_calls, wsl_event_ticks in io_analysis.h). */
 void wsl_nvtx_trace_event(struct wsl_nvtx_trace *t, struct wsl_nvtx_thread *th, unsigned category,
                           const struct wsl_event *ev, uint64_t calls, uint64_t ticks);
-/* Closes what is still open at end_ticks, converts ticks with ns_per_tick,
- * merges into n and frees t; path: the trace's file, read again by wsl_nvtx_finish. */
+/* Closes what is still open at end_ticks; returns how many were. Once per trace, before
+ * wsl_nvtx_trace_merge. */
+uint64_t wsl_nvtx_trace_close(struct wsl_nvtx_trace *t, uint64_t end_ticks);
+/* Converts the closed trace's ticks with ns_per_tick and merges it into n (unclosed: what
+ * wsl_nvtx_trace_close returned); t is left as it was (a rank's trace goes to two runs). path: the
+ * trace's file, read again by wsl_nvtx_finish. */
+void wsl_nvtx_trace_merge(const struct wsl_nvtx_trace *t, struct wsl_nvtx *n, uint64_t unclosed, double ns_per_tick,
+                          const char *path);
+/* wsl_nvtx_trace_close, wsl_nvtx_trace_merge, then frees t. */
 void wsl_nvtx_trace_end(struct wsl_nvtx_trace *t, struct wsl_nvtx *n, uint64_t end_ticks, double ns_per_tick,
                         const char *path);
 void wsl_nvtx_trace_discard(struct wsl_nvtx_trace *t);

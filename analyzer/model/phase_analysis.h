@@ -143,8 +143,7 @@ static inline void wsl_phase_trace_event(struct wsl_phase_trace *t, enum wsl_pha
     if (op == WSL_PHASE_LAUNCH && ev->result == 0 && q && q->have_last && !q->pending_break &&
         (q->n < q->cap || q->n >= WSL_PHASE_MAX_SEQ) && ev->t_start >= q->last_ticks) {
         uint64_t ts = ev->t_start, g = ts - q->last_ticks;
-        if (ts < f->first_submit)
-            f->first_submit = ts;
+        /* (first_submit: at most the thread's last launch's start, which set it or came after it) */
         if (ev->t_end > f->last_submit_end)
             f->last_submit_end = ev->t_end;
         f->launches++;

@@ -37,7 +37,7 @@ void *xrealloc(void *old, size_t size)
     return p;
 }
 
-void *xgrow_zeroed(void *p, size_t *count, size_t index, size_t elem, size_t first)
+void *xgrow_zeroed_to(void *p, size_t *count, size_t index, size_t elem, size_t first)
 {
     if (index < *count)
         return p;

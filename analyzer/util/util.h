@@ -15,7 +15,11 @@ char *xstrndup(const char *s, size_t n);
 /* Grows an array of `elem`-byte items, *count of them now (0: none yet), so
  * that `index` is in it: the count doubles from `first`, new items are zeroed.
  * Returns the array; *count is its new count. */
-void *xgrow_zeroed(void *p, size_t *count, size_t index, size_t elem, size_t first);
+void *xgrow_zeroed_to(void *p, size_t *count, size_t index, size_t elem, size_t first);
+static inline void *xgrow_zeroed(void *p, size_t *count, size_t index, size_t elem, size_t first)
+{
+    return index < *count ? p : xgrow_zeroed_to(p, count, index, elem, first); /* (per event: the test inline) */
+}
 /* printf into a new string. */
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -1,5 +1,6 @@
 /* Distributed runs: ranks from RANK chunks or process order, collectives,
  * the straggler and its wait, balanced runs. Scenarios: ddp_scenarios.c. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -129,6 +130,107 @@ int test_ddp_process_order(void)
     for (unsigned r = 0; r < 3; r++)
         CHECK(d->ranks[r].rank == (int32_t)r && d->ranks[r].pid == 5000 + (int32_t)r && !d->ranks[r].gpu_pci_bus_id);
     CHECK(d->have_straggler && d->straggler.rank == 0);
+    wsl_run_free(&run);
+    return 0;
+}
+
+/* 0 when the two runs hold the same model (what the reports and the distributed analysis read). */
+static int same_run(const struct wsl_run *a, const struct wsl_run *b)
+{
+    CHECK(a->proc_count == b->proc_count && a->api_count == b->api_count && a->wall_ns == b->wall_ns);
+    for (size_t i = 0; i < a->proc_count; i++) {
+        const struct wsl_process *x = &a->procs[i], *y = &b->procs[i];
+        CHECK(x->pid == y->pid && x->events == y->events && x->dropped == y->dropped && x->start_ns == y->start_ns &&
+              x->end_ns == y->end_ns && x->threads == y->threads && x->gpu_device == y->gpu_device);
+        CHECK(x->phases.method == y->phases.method && x->phases.steady_start_ns == y->phases.steady_start_ns &&
+              x->phases.steady_end_ns == y->phases.steady_end_ns && x->phases.steps == y->phases.steps &&
+              x->phases.step_ns == y->phases.step_ns && x->phases.launches == y->phases.launches &&
+              x->phases.dispatch_gap_ns == y->phases.dispatch_gap_ns);
+        CHECK(!memcmp(&x->io, &y->io, sizeof x->io) && !memcmp(&x->gpu, &y->gpu, sizeof x->gpu));
+        CHECK(x->mem.allocations == y->mem.allocations && x->mem.peak_bytes == y->mem.peak_bytes);
+        CHECK(!memcmp(x->host_cuda.blocked_ns, y->host_cuda.blocked_ns, sizeof x->host_cuda.blocked_ns) &&
+              x->host_cuda.submissions == y->host_cuda.submissions && x->host_cuda.copies == y->host_cuda.copies &&
+              x->host_cuda.range_count == y->host_cuda.range_count);
+        for (size_t k = 0; k < x->host_cuda.range_count; k++)
+            CHECK(!strcmp(x->host_cuda.ranges[k].name, y->host_cuda.ranges[k].name) &&
+                  x->host_cuda.ranges[k].blocked_ns == y->host_cuda.ranges[k].blocked_ns);
+    }
+    for (size_t i = 0; i < a->api_count; i++) {
+        const struct wsl_api_stats *x = &a->apis[i], *y = &b->apis[i];
+        CHECK(!strcmp(x->name, y->name) && x->ns.count == y->ns.count && x->ns.sum == y->ns.sum &&
+              x->errors == y->errors && x->variant_count == y->variant_count);
+        for (size_t v = 0; v < x->variant_count; v++)
+            CHECK(!strcmp(x->variants[v].symbol, y->variants[v].symbol) && x->variants[v].calls == y->variants[v].calls);
+    }
+    CHECK(a->kernels.count == b->kernels.count && a->kernels.est_gpu_ns == b->kernels.est_gpu_ns &&
+          a->kernels.launches == b->kernels.launches && a->kernels.kernels_timed == b->kernels.kernels_timed);
+    for (size_t i = 0; i < a->kernels.count; i++) {
+        const struct wsl_kernel *x = &a->kernels.items[i], *y = &b->kernels.items[i];
+        CHECK(!strcmp(x->name, y->name) && x->launches == y->launches && x->est_gpu_ns == y->est_gpu_ns &&
+              x->gpu_ns.count == y->gpu_ns.count && x->gpu_ns.sum == y->gpu_ns.sum);
+    }
+    CHECK(a->nvtx.range_count == b->nvtx.range_count && a->nvtx.step == b->nvtx.step &&
+          a->nvtx.pushes == b->nvtx.pushes && a->nvtx.unclosed == b->nvtx.unclosed);
+    for (size_t i = 0; i < a->nvtx.range_count; i++) {
+        const struct wsl_nvtx_range *x = &a->nvtx.ranges[i], *y = &b->nvtx.ranges[i];
+        CHECK(!strcmp(x->name, y->name) && x->count == y->count && x->ns.sum == y->ns.sum &&
+              !memcmp(&x->self, &y->self, sizeof x->self) && !memcmp(&x->incl, &y->incl, sizeof x->incl));
+    }
+    CHECK(!memcmp(&a->io.total, &b->io.total, sizeof a->io.total) && a->io.timing_sample == b->io.timing_sample);
+    CHECK(a->phases.steady_start_ns == b->phases.steady_start_ns && a->phases.steady_end_ns == b->phases.steady_end_ns &&
+          a->phases.steady_known == b->phases.steady_known && a->phases.steady_wall_ns == b->phases.steady_wall_ns);
+    CHECK(a->finding_count == b->finding_count && a->warning_count == b->warning_count);
+    for (size_t i = 0; i < a->finding_count; i++)
+        CHECK(!strcmp(a->findings[i].id, b->findings[i].id) && a->findings[i].time_lost_ns == b->findings[i].time_lost_ns &&
+              !strcmp(a->findings[i].summary, b->findings[i].summary));
+    for (size_t i = 0; i < a->warning_count; i++)
+        CHECK(!strcmp(a->warnings[i], b->warnings[i]));
+    return 0;
+}
+
+/* A rank's own run, made in the run's one pass over its trace (the events analysed once for both
+ * runs), is the run a reading of that trace alone makes: processes, APIs, kernels, NVTX ranges,
+ * file I/O, phases, findings and warnings. */
+int test_ddp_rank_run_one_pass(void)
+{
+    struct ddp_plan p = ddp_plan_default();
+    p.ranks = 3;
+    p.straggler = 1;
+    p.delay_ns = 8000000;
+    p.delay_in_io = true;
+    p.nvtx = true;
+    p.rank_env = true;
+    p.timing_every = 4;
+    p.jitter_ns = 200000;
+    struct wsl_run run;
+    wsl_run_init(&run);
+    char path[3][512], err[256];
+    for (unsigned r = 0; r < p.ranks; r++) {
+        char name[64];
+        snprintf(name, sizeof name, "onepass-rank%u.trace.zst", r);
+        test_path(path[r], sizeof path[r], name);
+        ddp_write_rank(path[r], &p, r);
+        CHECKF(wsl_run_add_trace(&run, path[r], err, sizeof err) == 0, "%s", err);
+    }
+    CHECK(run.proc_count == p.ranks);
+    for (unsigned r = 0; r < p.ranks; r++) {
+        struct wsl_run *own = run.procs[r].rank_solo, alone;
+        CHECK(own && !strcmp(run.procs[r].trace_path, path[r]));
+        run.procs[r].rank_solo = NULL;
+        wsl_run_init(&alone);
+        alone.solo = true;
+        alone.nested = true;
+        CHECKF(wsl_run_add_trace(&alone, path[r], err, sizeof err) == 0, "%s", err);
+        CHECK(!alone.procs[0].rank_solo);
+        wsl_run_finish(own);
+        wsl_run_finish(&alone);
+        CHECK(own->proc_count == 1 && own->procs[0].events == alone.procs[0].events && own->procs[0].events > 0);
+        CHECK(own->nvtx.step >= 0 && own->procs[0].io.data.reads > 0 && own->finding_count == alone.finding_count);
+        CHECKF(same_run(own, &alone) == 0, "rank %u: its own run differs from a reading of its trace alone", r);
+        wsl_run_free(own);
+        free(own);
+        wsl_run_free(&alone);
+    }
     wsl_run_free(&run);
     return 0;
 }

@@ -116,6 +116,7 @@
     X(ddp_balanced)               \
     X(ddp_process_order)          \
     X(ddp_single_process)         \
+    X(ddp_rank_run_one_pass)      \
     X(ddp_coll_names)             \
     X(reader_rank_chunk)          \
     X(ddp_slurm_agent)            \
