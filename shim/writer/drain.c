@@ -120,8 +120,32 @@ void wsl_events_after_fork_child(void)
     chunks_flushing = 0;
 }
 
-/* Events base[from & mask] .. base[(to - 1) & mask] of thread tid, appended to
- * its open chunk (`dropped`: events it lost before them). */
+/* n events from ev (contiguous) onto c's columns, which have room for them. Two
+ * loops: the common one checks nothing but the api, in registers. */
+static inline __attribute__((always_inline)) void encode_run(struct open_chunk *c, const struct wsl_event *ev,
+                                                             size_t n)
+{
+    struct wsl_gaps_out o = c->o;
+    const struct wsl_event *const end = ev + n;
+    const uint32_t api_count = wsl_api_count;
+    if (WSL_LIKELY(!wsl_helper_possible)) {
+        for (; ev < end; ev++)
+            if (WSL_LIKELY(ev->api < api_count)) /* always: ids come from the table */
+                wsl_event_encode_gaps(&c->pack, &c->codec, ev, &o);
+    } else {
+        for (; ev < end; ev++)
+            if (WSL_LIKELY(ev->api < api_count)) {
+                if (wsl_helper_possible)
+                    wsl_helper_note(ev);
+                wsl_event_encode_gaps(&c->pack, &c->codec, ev, &o);
+            }
+    }
+    c->o = o;
+    c->eh.count = (uint32_t)(o.op - c->op); /* a byte per event */
+}
+
+/* Events base[from & mask] .. base[(to - 1) & mask] of thread tid (mask ~0: an
+ * array), appended to its open chunk (`dropped`: events it lost before them). */
 static void append_events(uint32_t tid, const struct wsl_event *base, uint64_t mask, uint64_t from, uint64_t to,
                           uint64_t dropped)
 {
@@ -135,27 +159,18 @@ static void append_events(uint32_t tid, const struct wsl_event *base, uint64_t m
     }
     if (!c->open)
         chunk_open(c, tid, from < to ? base[from & mask].t_start : 0, dropped);
-    uint32_t count = c->eh.count;
-    struct wsl_gaps_out o = c->o;
-    for (uint64_t i = from; i < to; i++) {
-        const struct wsl_event *ev = &base[i & mask];
-        if (WSL_UNLIKELY(ev->api >= wsl_api_count))
-            continue; /* cannot happen: ids come from the table */
-        if (WSL_UNLIKELY(count == EVENTS_PER_CHUNK)) {
-            c->o = o;
-            c->eh.count = count;
+    while (from < to) {
+        if (c->eh.count == EVENTS_PER_CHUNK) {
             chunk_close(c);
-            chunk_open(c, tid, ev->t_start, 0);
-            o = c->o;
-            count = 0;
+            chunk_open(c, tid, base[from & mask].t_start, 0);
         }
-        if (WSL_UNLIKELY(wsl_helper_possible))
-            wsl_helper_note(ev);
-        wsl_event_encode_gaps(&c->pack, &c->codec, ev, &o);
-        count++;
+        uint64_t n = to - from, room = EVENTS_PER_CHUNK - c->eh.count;
+        uint64_t in_a_row = mask == ~0ull ? n : mask + 1 - (from & mask); /* to the ring's end */
+        n = n < room ? n : room;
+        n = n < in_a_row ? n : in_a_row;
+        encode_run(c, &base[from & mask], (size_t)n);
+        from += n;
     }
-    c->o = o;
-    c->eh.count = count;
 }
 
 /* Path entries are published before the events that name them: drained after

@@ -186,8 +186,22 @@ static void flush_open(void)
     chunks_flushing = 0;
 }
 
-/* A drain's events of one thread: its open chunk if it has one, else a free
- * one (both open: they go out first). */
+/* drain.c's encode_run (the helper processes' loop aside) */
+static inline __attribute__((always_inline)) void encode_run(struct open_chunk *c, const struct wsl_event *ev,
+                                                             size_t n)
+{
+    struct wsl_gaps_out o = c->o;
+    const struct wsl_event *const end = ev + n;
+    const uint32_t api_count = WSL_MAX_API_IDS;
+    for (; ev < end; ev++)
+        if (__builtin_expect(ev->api < api_count, 1))
+            wsl_event_encode_gaps(&c->pack, &c->codec, ev, &o);
+    c->o = o;
+    c->eh.count = (uint32_t)(o.op - c->op);
+}
+
+/* A drain's events of one thread (drain.c's append_events): its open chunk if
+ * it has one, else a free one (both open: they go out first). */
 static void __attribute__((noinline)) encode_chunk_open(const struct wsl_event *ev, uint32_t n, uint32_t tid,
                                                         uint64_t dropped)
 {
@@ -199,22 +213,16 @@ static void __attribute__((noinline)) encode_chunk_open(const struct wsl_event *
         flush_open();
     if (!c->open)
         chunk_open(c, tid, n ? ev[0].t_start : 0, dropped);
-    uint32_t count = c->eh.count;
-    struct wsl_gaps_out o = c->o;
-    for (uint32_t i = 0; i < n; i++) {
-        if (count == EVENTS_PER_CHUNK) {
-            c->o = o;
-            c->eh.count = count;
+    for (uint32_t from = 0; from < n;) {
+        if (c->eh.count == EVENTS_PER_CHUNK) {
             chunk_close(c);
-            chunk_open(c, tid, ev[i].t_start, 0);
-            o = c->o;
-            count = 0;
+            chunk_open(c, tid, ev[from].t_start, 0);
         }
-        wsl_event_encode_gaps(&c->pack, &c->codec, &ev[i], &o);
-        count++;
+        uint32_t k = n - from, room = EVENTS_PER_CHUNK - c->eh.count;
+        k = k < room ? k : room;
+        encode_run(c, ev + from, k);
+        from += k;
     }
-    c->o = o;
-    c->eh.count = count;
 }
 
 /* A chunk of the trace read: its events (type WSL_CHUNK_EVENTS_GAPS, whichever layout they had) or its payload. */
