@@ -742,11 +742,17 @@ static inline int wsl_pack_same(const struct wsl_event *a, const struct wsl_even
     _Static_assert(offsetof(struct wsl_event, api) == 16 && offsetof(struct wsl_event, flags) == 18 &&
                        offsetof(struct wsl_event, result) == 20 && offsetof(struct wsl_event, a) == 32,
                    "the argument set is the 48 bytes from api on");
-    wsl_u64x2 x[3], y[3];
-    memcpy(x, (const char *)a + offsetof(struct wsl_event, api), sizeof x);
-    memcpy(y, (const char *)b + offsetof(struct wsl_event, api), sizeof y);
+    const char *pa = (const char *)a + offsetof(struct wsl_event, api);
+    const char *pb = (const char *)b + offsetof(struct wsl_event, api);
+    wsl_u64x2 a0, a1, a2, b0, b1, b2; /* apart, not arrays: an array is kept in memory */
+    memcpy(&a0, pa, 16);
+    memcpy(&a1, pa + 16, 16);
+    memcpy(&a2, pa + 32, 16);
+    memcpy(&b0, pb, 16);
+    memcpy(&b1, pb + 16, 16);
+    memcpy(&b2, pb + 32, 16);
     const wsl_u64x2 no_flags = {~0xffff0000ull, ~0ull};
-    const wsl_u64x2 d = ((x[0] ^ y[0]) & no_flags) | (x[1] ^ y[1]) | (x[2] ^ y[2]);
+    const wsl_u64x2 d = ((a0 ^ b0) & no_flags) | (a1 ^ b1) | (a2 ^ b2);
     return (d[0] | d[1]) == 0;
 }
 
