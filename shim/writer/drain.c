@@ -25,11 +25,16 @@
  * bytes (docs/overhead.md, "The writer, second pass").
  *
  * Two chunks may be open: one of a program thread and one of the writer's own
- * ring (GPU_KERNEL events, which refer to launches written before them). The
- * order of a program's threads' events in the file stays that of the drains:
- * an open chunk of one program thread goes out before any other thread's
- * events or any other chunk (PATHS, CLOCK, MOUNTS...), so the analyzer, which
- * reads chunks in file order, sees what it saw.
+ * ring (GPU_KERNEL events). The order of a program's threads' events in the
+ * file stays that of the drains: an open chunk of one program thread goes out
+ * before any other program thread's events or any other chunk (PATHS, CLOCK,
+ * MOUNTS...), so the analyzer, which reads chunks in file order, sees what it
+ * saw. The writer's ring's chunk goes out right after the program thread's
+ * whenever that one closes (and when it is full, the program thread's first):
+ * its GPU_KERNEL events come after the launches they time, at most a chunk
+ * later. (Drained per pass, the writer's ring came first in each pass, before
+ * the launches drained in the same pass; the analyzer attributes GPU time to
+ * NVTX ranges in file order, a little more of it now: docs/overhead.md.)
  */
 struct open_chunk {
     struct wsl_events_header eh; /* tid, count, base_ticks, dropped so far; seq when it goes out */
@@ -161,7 +166,7 @@ static void append_events(uint32_t tid, const struct wsl_event *base, uint64_t m
         chunk_open(c, tid, from < to ? base[from & mask].t_start : 0, dropped);
     while (from < to) {
         if (c->eh.count == EVENTS_PER_CHUNK) {
-            chunk_close(c);
+            wsl_events_flush(); /* both: the writer's ring's events after the launches they time */
             chunk_open(c, tid, base[from & mask].t_start, 0);
         }
         uint64_t n = to - from, room = EVENTS_PER_CHUNK - c->eh.count;

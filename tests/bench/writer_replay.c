@@ -3,21 +3,22 @@
  * trace's events, replayed in one thread with nothing else running, so that
  * callgrind counts the same instructions every run (tests/bench/cg_replay.sh).
  *
- *   writer_replay TRACE [gaps|gaps-per-drain|packed] [LEVEL]
+ *   writer_replay TRACE [gaps|gaps-per-drain|packed] [LEVEL|-] [OUT]
  *
  * Reads the EVENTS_PACKED or EVENTS_GAPS chunks of TRACE and encodes their
  * events again as shim/writer/drain.c does (the same inline encoder of
  * trace_format.h, the codec slots reset as there). gaps: EVENTS_GAPS as the
  * shim writes it now, a thread's chunk left open across drains up to 4096
- * events and closed before any other chunk (drain.c's open chunks; with two
- * threads, a program's and the writer's own ring, in drain.c's order; a third
- * thread closes both); gaps-per-drain: one EVENTS_GAPS chunk per chunk of
+ * events and closed before any other chunk or another program thread's events
+ * (drain.c's open chunks; the writer's own ring is told by its events, all
+ * GPU_KERNEL); gaps-per-drain: one EVENTS_GAPS chunk per chunk of
  * TRACE, as the shim wrote from 1.9 until the chunks stayed open (TRACE's
  * chunks are its drains if it was written so); packed: EVENTS_PACKED as it
  * wrote from 1.4 to 1.8, per chunk of TRACE. The chunks gather in 64 KiB frames
- * compressed with zstd's settings of shim/writer/compress.c (LEVEL, default the
- * shim's). Prints the events and the compressed bytes per event. Why not the
- * shim under callgrind for these figures: valgrind runs the program 20-50
+ * compressed with zstd's settings of shim/writer/compress.c (LEVEL, default or
+ * -: the shim's) and written to OUT if given (a trace that wslshim-report reads
+ * as it reads TRACE: tests/bench/replay_reports_agree.sh). Prints the events and
+ * the compressed bytes per event. Why not the shim under callgrind for these figures: valgrind runs the program 20-50
  * times slower and unevenly, and the times it records are what zstd
  * compresses (a plain bench_hook trace recorded under callgrind takes 3.6
  * bytes per event, 1.2 natively). Not a test.
@@ -58,6 +59,8 @@ static int chunks_flushing;
 static ZSTD_CCtx *zc;
 static uint8_t frame_buf[FRAME_BYTES + (1u << 20)], zout[2u << 20];
 static size_t frame_len, compressed;
+static uint32_t chunk_seq; /* EVENTS chunks written: their seq (1.7), in file order */
+static FILE *out_file;     /* OUT: the trace replayed, or NULL */
 
 static void flush_open(void);
 
@@ -73,6 +76,10 @@ static void __attribute__((noinline)) frame_write(void)
     }
     compressed += n;
     frame_len = 0;
+    if (out_file && fwrite(zout, 1, n, out_file) != n) {
+        fprintf(stderr, "writer_replay: writing OUT failed\n");
+        exit(1);
+    }
 }
 
 static void emit(uint32_t type, const void *const *parts, const size_t *sizes, unsigned count)
@@ -106,6 +113,7 @@ static void __attribute__((noinline)) encode_chunk(const struct wsl_event *ev, u
     touched_count = 0;
     codec.prev_t = eh.base_ticks;
     wsl_pack_reset(&pack, 1);
+    eh.seq = ++chunk_seq;
     uint32_t dir[3];
     if (gaps) {
         struct wsl_gaps_out o = {col_op, col_time, col_dur_lo, col_dur, col_lit};
@@ -149,6 +157,7 @@ static void chunk_close(struct open_chunk *c)
         return;
     c->open = 0;
     struct wsl_events_header eh = c->eh;
+    eh.seq = ++chunk_seq;
     uint32_t dir[3] = {(uint32_t)(c->o.gap - c->gap), (uint32_t)(c->o.dur_hi - c->dur_hi), c->pack.literals};
     eh.encoded_size = (uint32_t)(sizeof dir + 2u * eh.count + dir[0] + dir[1] + (size_t)(c->o.lit - c->lit));
     const void *parts[] = {&eh, dir, c->op, c->gap, c->dur_lo, c->dur_hi, c->lit};
@@ -200,22 +209,23 @@ static inline __attribute__((always_inline)) void encode_run(struct open_chunk *
     c->eh.count = (uint32_t)(o.op - c->op);
 }
 
-/* A drain's events of one thread (drain.c's append_events): its open chunk if
- * it has one, else a free one (both open: they go out first). */
+/* A drain's events of one thread (drain.c's append_events): `own`, the writer's
+ * own ring's (GPU_KERNEL events only), go to the second open chunk. */
 static void __attribute__((noinline)) encode_chunk_open(const struct wsl_event *ev, uint32_t n, uint32_t tid,
-                                                        uint64_t dropped)
+                                                        uint64_t dropped, int own)
 {
-    struct open_chunk *c = chunks[0].open && chunks[0].eh.tid == tid   ? &chunks[0]
-                           : chunks[1].open && chunks[1].eh.tid == tid ? &chunks[1]
-                           : !chunks[0].open                           ? &chunks[0]
-                                                                       : &chunks[1];
-    if (c->open && (c->eh.tid != tid || dropped))
-        flush_open();
+    struct open_chunk *c = &chunks[own];
+    if (c->open && (c->eh.tid != tid || dropped)) {
+        if (own)
+            chunk_close(c);
+        else
+            flush_open();
+    }
     if (!c->open)
         chunk_open(c, tid, n ? ev[0].t_start : 0, dropped);
     for (uint32_t from = 0; from < n;) {
         if (c->eh.count == EVENTS_PER_CHUNK) {
-            chunk_close(c);
+            flush_open();
             chunk_open(c, tid, ev[from].t_start, 0);
         }
         uint32_t k = n - from, room = EVENTS_PER_CHUNK - c->eh.count;
@@ -230,6 +240,7 @@ struct record {
     uint32_t type;
     struct wsl_events_header eh;
     size_t first; /* its events' index */
+    int own;      /* its events are all GPU_KERNEL: the writer's own ring's (drain.c's second open chunk) */
     const uint8_t *data;
     size_t size;
 };
@@ -244,7 +255,7 @@ static uint64_t __attribute__((noinline)) replay(const struct record *recs, size
         const struct record *rc = &recs[i];
         if (rc->type == WSL_CHUNK_EVENTS_GAPS) {
             if (mode == 2)
-                encode_chunk_open(evs + rc->first, rc->eh.count, rc->eh.tid, rc->eh.dropped);
+                encode_chunk_open(evs + rc->first, rc->eh.count, rc->eh.tid, rc->eh.dropped, rc->own);
             else
                 encode_chunk(evs + rc->first, rc->eh.count, rc->eh, mode);
             events += rc->eh.count;
@@ -261,7 +272,7 @@ static uint64_t __attribute__((noinline)) replay(const struct record *recs, size
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: writer_replay TRACE [gaps|gaps-per-drain|packed] [LEVEL]\n");
+        fprintf(stderr, "usage: writer_replay TRACE [gaps|gaps-per-drain|packed] [LEVEL|-] [OUT]\n");
         return 2;
     }
     const int gaps = argc < 3 || strcmp(argv[2], "packed") != 0;
@@ -293,7 +304,12 @@ int main(int argc, char **argv)
             break;
     }
     zc = ZSTD_createCCtx();
-    ZSTD_CCtx_setParameter(zc, ZSTD_c_compressionLevel, argc > 3 ? atoi(argv[3]) : WSL_TRACE_ZSTD_LEVEL);
+    ZSTD_CCtx_setParameter(zc, ZSTD_c_compressionLevel,
+                           argc > 3 && strcmp(argv[3], "-") != 0 ? atoi(argv[3]) : WSL_TRACE_ZSTD_LEVEL);
+    if (argc > 4 && !(out_file = fopen(argv[4], "wb"))) {
+        perror(argv[4]);
+        return 1;
+    }
     ZSTD_CCtx_setParameter(zc, ZSTD_c_checksumFlag, 1);
 #ifdef ZSTD_c_literalCompressionMode
     ZSTD_CCtx_setParameter(zc, ZSTD_c_literalCompressionMode, ZSTD_ps_enable);
@@ -306,6 +322,7 @@ int main(int argc, char **argv)
     struct wsl_event *evs = malloc(evcap * sizeof *evs);
     static struct wsl_codec_state dcodec;
     static struct wsl_pack_state dpack;
+    static uint16_t category[WSL_MAX_API_IDS];
     while (recs && evs && at + sizeof(struct wsl_chunk_header) <= dn) {
         struct wsl_chunk_header h;
         memcpy(&h, d + at, sizeof h);
@@ -314,6 +331,20 @@ int main(int argc, char **argv)
             break; /* cut short */
         if (nrec == reccap && !(recs = realloc(recs, (reccap *= 2) * sizeof *recs)))
             return 1;
+        if (h.type == WSL_CHUNK_API_TABLE && h.size >= 4) { /* u32 count, entries: u16 id, u16 category, 4 bytes, 2 names */
+            uint32_t n;
+            memcpy(&n, p, 4);
+            for (size_t q = 4; n-- && q + 8 <= h.size;) {
+                uint16_t id, cat;
+                memcpy(&id, p + q, 2);
+                memcpy(&cat, p + q + 2, 2);
+                if (id < WSL_MAX_API_IDS)
+                    category[id] = cat;
+                q += 8;
+                for (int names = 0; names < 2 && q < h.size; q++)
+                    names += p[q] == 0;
+            }
+        }
         struct record *rc = &recs[nrec++];
         rc->type = h.type;
         rc->data = p;
@@ -336,6 +367,9 @@ int main(int argc, char **argv)
                                                                            &evs[nev + i]))
                     return 1;
             rc->type = WSL_CHUNK_EVENTS_GAPS; /* an events chunk, whichever layout */
+            rc->own = rc->eh.count > 0;
+            for (uint32_t i = 0; i < rc->eh.count; i++)
+                rc->own &= evs[nev + i].api < WSL_MAX_API_IDS && category[evs[nev + i].api] == WSL_CAT_GPU_KERNEL;
             rc->first = nev;
             nev += rc->eh.count;
         }
@@ -346,6 +380,8 @@ int main(int argc, char **argv)
     memcpy(frame_buf, d, sizeof(struct wsl_file_header));
     frame_len = sizeof(struct wsl_file_header);
     const uint64_t events = replay(recs, nrec, evs, gaps && !per_drain ? 2 : gaps);
+    if (out_file && fclose(out_file) != 0)
+        return 1;
     printf("%s: %llu events, %.4f compressed bytes per event\n", per_drain ? "gaps-per-drain" : gaps ? "gaps" : "packed", (unsigned long long)events,
            events ? (double)compressed / (double)events : 0.0);
     return 0;
