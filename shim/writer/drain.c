@@ -156,12 +156,8 @@ static void append_events(uint32_t tid, const struct wsl_event *base, uint64_t m
 {
     const int own = tid == (uint32_t)wsl_writer_own_tid();
     struct open_chunk *c = &chunks[own];
-    if (c->open && (c->eh.tid != tid || dropped)) {
-        if (own)
-            chunk_close(c);
-        else
-            wsl_events_flush();
-    }
+    if (c->open && (c->eh.tid != tid || dropped))
+        wsl_events_flush();
     if (!c->open)
         chunk_open(c, tid, from < to ? base[from & mask].t_start : 0, dropped);
     while (from < to) {

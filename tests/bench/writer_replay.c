@@ -215,12 +215,8 @@ static void __attribute__((noinline)) encode_chunk_open(const struct wsl_event *
                                                         uint64_t dropped, int own)
 {
     struct open_chunk *c = &chunks[own];
-    if (c->open && (c->eh.tid != tid || dropped)) {
-        if (own)
-            chunk_close(c);
-        else
-            flush_open();
-    }
+    if (c->open && (c->eh.tid != tid || dropped))
+        flush_open();
     if (!c->open)
         chunk_open(c, tid, n ? ev[0].t_start : 0, dropped);
     for (uint32_t from = 0; from < n;) {
