@@ -21,8 +21,8 @@
  * (wsl_frame_write flushes it first: frames stay at most a second apart). The
  * writer is woken every 512 events (half the small ring), and each chunk
  * starts its table of argument sets and its per-api fields anew: open across
- * drains, the mix writes a quarter as many literals and zstd gets 20% fewer
- * bytes (docs/overhead.md, "The writer, second pass").
+ * drains, a launch loop's kernels go out as literals once per 4,096 events
+ * rather than once per drain (docs/overhead.md, "The writer, second pass").
  *
  * Two chunks may be open: one of a program thread and one of the writer's own
  * ring (GPU_KERNEL events). The order of a program's threads' events in the
