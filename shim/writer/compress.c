@@ -37,6 +37,7 @@ static size_t zacc_len, zacc_cap;
 
 void wsl_frame_write(void)
 {
+    wsl_events_flush(); /* the events drained so far are in the frame */
     if (!zacc_len || wsl_trace_write_failed || !zctx) {
         zacc_len = 0;
         return;
@@ -93,6 +94,8 @@ void wsl_frame_append(const void *data, size_t size)
 /* One chunk whose payload is the parts, in order. */
 void wsl_emit_chunk_parts(uint32_t type, const struct wsl_chunk_part *parts, unsigned count)
 {
+    if (type != WSL_CHUNK_EVENTS_GAPS)
+        wsl_events_flush(); /* the events drained before this chunk come before it */
     size_t total = 0;
     for (unsigned i = 0; i < count; i++)
         total += parts[i].size;
@@ -147,6 +150,7 @@ void wsl_compress_close(void)
  * parent's, not the child's to use or free. */
 void wsl_compress_after_fork_child(void)
 {
+    wsl_events_after_fork_child();
     zctx = NULL;
     zout = NULL;
     zout_size = 0;

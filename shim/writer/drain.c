@@ -13,71 +13,165 @@
 
 #define EVENTS_PER_CHUNK 4096u
 
-/* An EVENTS chunk's columns, each sized for the worst case of a full chunk. */
-static uint8_t col_op[EVENTS_PER_CHUNK * WSL_COL_OP_MAX];
-static uint8_t col_gap[EVENTS_PER_CHUNK * WSL_COL_DT_MAX];
-static uint8_t col_dur_lo[EVENTS_PER_CHUNK * WSL_COL_DUR_LO_MAX];
-static uint8_t col_dur_hi[EVENTS_PER_CHUNK * WSL_COL_DUR_MAX];
-static uint8_t col_lit[EVENTS_PER_CHUNK * WSL_COL_LIT_MAX];
-static struct wsl_codec_state codec;
-static struct wsl_pack_state pack;
-static uint16_t codec_touched[WSL_MAX_API_IDS]; /* api slots used since the last reset */
-static uint8_t codec_is_touched[WSL_MAX_API_IDS];
-static unsigned codec_touched_count;
+/*
+ * An EVENTS chunk stays open across drains: a thread's events of the next
+ * drain are appended to it, until it holds EVENTS_PER_CHUNK events, the
+ * thread lost events (their count goes in the header of the chunk that comes
+ * after the loss), another chunk must go out first, or the frame is written
+ * (wsl_frame_write flushes it first: frames stay at most a second apart). The
+ * writer is woken every 512 events (half the small ring), and each chunk
+ * starts its table of argument sets and its per-api fields anew: open across
+ * drains, a launch loop's kernels go out as literals once per 4,096 events
+ * rather than once per drain (docs/overhead.md, "The writer, second pass").
+ *
+ * Two chunks may be open: one of a program thread and one of the writer's own
+ * ring (GPU_KERNEL events). The order of a program's threads' events in the
+ * file stays that of the drains: an open chunk of one program thread goes out
+ * before any other program thread's events or any other chunk (PATHS, CLOCK,
+ * MOUNTS...), so the analyzer, which reads chunks in file order, sees what it
+ * saw. The writer's ring's chunk goes out right after the program thread's
+ * whenever that one closes (and when it is full, the program thread's first):
+ * its GPU_KERNEL events come after the launches they time, at most a chunk
+ * later. (Drained per pass, the writer's ring came first in each pass, before
+ * the launches drained in the same pass; the analyzer attributes GPU time to
+ * NVTX ranges in file order, a little more of it now: docs/overhead.md.)
+ */
+struct open_chunk {
+    struct wsl_events_header eh; /* tid, count, base_ticks, dropped so far; seq when it goes out */
+    struct wsl_gaps_out o;       /* where the next byte of each column goes */
+    uint8_t op[EVENTS_PER_CHUNK * WSL_COL_OP_MAX];
+    uint8_t gap[EVENTS_PER_CHUNK * WSL_COL_DT_MAX];
+    uint8_t dur_lo[EVENTS_PER_CHUNK * WSL_COL_DUR_LO_MAX];
+    uint8_t dur_hi[EVENTS_PER_CHUNK * WSL_COL_DUR_MAX];
+    uint8_t lit[EVENTS_PER_CHUNK * WSL_COL_LIT_MAX];
+    struct wsl_codec_state codec;
+    struct wsl_pack_state pack;
+    int open;
+};
+static struct open_chunk chunks[2]; /* [0] a program thread's, [1] the writer's own ring's */
+static int chunks_flushing; /* chunks are going out: a frame written meanwhile leaves the open ones open */
+
 uint64_t wsl_events_written, wsl_events_dropped;
 uint32_t wsl_events_chunk_seq;
 uint32_t wsl_threads_seen;
 
-/* Events base[from & mask] .. base[(to - 1) & mask] of thread tid, as one chunk. */
-static void emit_event_chunk(uint32_t tid, const struct wsl_event *base, uint64_t mask, uint64_t from, uint64_t to,
-                             uint64_t dropped)
+/* Writes c out as one EVENTS_GAPS chunk and closes it. */
+static void chunk_close(struct open_chunk *c)
 {
-    struct wsl_events_header eh;
-    memset(&eh, 0, sizeof eh);
-    eh.tid = tid;
-    eh.dropped = dropped;
-    eh.base_ticks = from < to ? base[from & mask].t_start : 0;
+    if (!c->open)
+        return;
+    c->open = 0;
+    struct wsl_events_header eh = c->eh;
     eh.seq = ++wsl_events_chunk_seq;
-    /* Each chunk decodes on its own: reset the codec, but only the slots the
-     * previous chunk used (a full reset is 64 KiB, chunks are often small). */
-    for (unsigned i = 0; i < codec_touched_count; i++) {
-        memset(&codec.prev[codec_touched[i]], 0, sizeof codec.prev[0]);
-        codec_is_touched[codec_touched[i]] = 0;
-    }
-    codec_touched_count = 0;
-    codec.prev_t = eh.base_ticks;
-    wsl_pack_reset(&pack, 1);
-    struct wsl_gaps_out o = {col_op, col_gap, col_dur_lo, col_dur_hi, col_lit};
-    uint32_t count = 0;
-    for (uint64_t i = from; i < to; i++) {
-        const struct wsl_event *ev = &base[i & mask];
-        if (WSL_UNLIKELY(ev->api >= wsl_api_count))
-            continue; /* cannot happen: ids come from the table */
-        if (WSL_UNLIKELY(!codec_is_touched[ev->api])) {
-            codec_is_touched[ev->api] = 1;
-            codec_touched[codec_touched_count++] = ev->api;
-        }
-        if (WSL_UNLIKELY(wsl_helper_possible))
-            wsl_helper_note(ev);
-        wsl_event_encode_gaps(&pack, &codec, ev, &o);
-        count++;
-    }
-    eh.count = count;
     /* The column directory: gap and dur_hi bytes, literals; the op and dur_lo columns have eh.count. */
-    uint32_t dir[3] = {(uint32_t)(o.gap - col_gap), (uint32_t)(o.dur_hi - col_dur_hi), pack.literals};
+    uint32_t dir[3] = {(uint32_t)(c->o.gap - c->gap), (uint32_t)(c->o.dur_hi - c->dur_hi), c->pack.literals};
     _Static_assert(sizeof dir == WSL_EVENTS_DIRECTORY_SIZE, "column directory");
-    eh.encoded_size = (uint32_t)(sizeof dir + 2u * eh.count + dir[0] + dir[1] + (size_t)(o.lit - col_lit));
+    eh.encoded_size = (uint32_t)(sizeof dir + 2u * eh.count + dir[0] + dir[1] + (size_t)(c->o.lit - c->lit));
     const struct wsl_chunk_part parts[] = {
         {&eh, sizeof eh},
         {dir, sizeof dir},
-        {col_op, (size_t)(o.op - col_op)},
-        {col_gap, dir[0]},
-        {col_dur_lo, (size_t)(o.dur_lo - col_dur_lo)},
-        {col_dur_hi, dir[1]},
-        {col_lit, (size_t)(o.lit - col_lit)},
+        {c->op, eh.count},
+        {c->gap, dir[0]},
+        {c->dur_lo, eh.count},
+        {c->dur_hi, dir[1]},
+        {c->lit, (size_t)(c->o.lit - c->lit)},
     };
+    /* A frame written on the way (compress.c) must not take the other open chunk ahead of this one. */
+    const int was = chunks_flushing;
+    chunks_flushing = 1;
     wsl_emit_chunk_parts(WSL_CHUNK_EVENTS_GAPS, parts, sizeof parts / sizeof parts[0]);
+    chunks_flushing = was;
     wsl_events_written += eh.count;
+}
+
+/* Opens c for thread tid, its first event's start `base`. Each chunk decodes on
+ * its own: the codec's per-api slots are reset, only those the last chunk used
+ * (the apis of its table's entries; all of them after a full table, whose later
+ * literals are not in it), as a full reset is 64 KiB. */
+static void chunk_open(struct open_chunk *c, uint32_t tid, uint64_t base, uint64_t dropped)
+{
+    if (c->pack.entries >= WSL_PACK_TABLE_MAX) {
+        memset(c->codec.prev, 0, sizeof c->codec.prev);
+    } else {
+        for (uint32_t i = 0; i < c->pack.entries; i++)
+            memset(&c->codec.prev[c->pack.table[i].api], 0, sizeof c->codec.prev[0]);
+    }
+    c->codec.prev_t = base;
+    wsl_pack_reset(&c->pack, 1);
+    memset(&c->eh, 0, sizeof c->eh);
+    c->eh.tid = tid;
+    c->eh.base_ticks = base;
+    c->eh.dropped = dropped;
+    c->o = (struct wsl_gaps_out){c->op, c->gap, c->dur_lo, c->dur_hi, c->lit};
+    c->open = 1;
+}
+
+/* Every open chunk out, a program thread's first (the writer's ring's events
+ * refer to launches). Before any other chunk and before a frame is written. */
+void wsl_events_flush(void)
+{
+    if (chunks_flushing) /* writing a chunk out wrote a frame (compress.c) */
+        return;
+    chunks_flushing = 1;
+    chunk_close(&chunks[0]);
+    chunk_close(&chunks[1]);
+    chunks_flushing = 0;
+}
+
+/* In a forked child: the open chunks hold the parent's events. */
+void wsl_events_after_fork_child(void)
+{
+    chunks[0].open = chunks[1].open = 0;
+    chunks_flushing = 0;
+}
+
+/* n events from ev (contiguous) onto c's columns, which have room for them. Two
+ * loops: the common one checks nothing but the api, in registers. */
+static inline __attribute__((always_inline)) void encode_run(struct open_chunk *c, const struct wsl_event *ev,
+                                                             size_t n)
+{
+    struct wsl_gaps_out o = c->o;
+    const struct wsl_event *const end = ev + n;
+    const uint32_t api_count = wsl_api_count;
+    if (WSL_LIKELY(!wsl_helper_possible)) {
+        for (; ev < end; ev++)
+            if (WSL_LIKELY(ev->api < api_count)) /* always: ids come from the table */
+                wsl_event_encode_gaps(&c->pack, &c->codec, ev, &o);
+    } else {
+        for (; ev < end; ev++)
+            if (WSL_LIKELY(ev->api < api_count)) {
+                if (wsl_helper_possible)
+                    wsl_helper_note(ev);
+                wsl_event_encode_gaps(&c->pack, &c->codec, ev, &o);
+            }
+    }
+    c->o = o;
+    c->eh.count = (uint32_t)(o.op - c->op); /* a byte per event */
+}
+
+/* Events base[from & mask] .. base[(to - 1) & mask] of thread tid (mask ~0: an
+ * array), appended to its open chunk (`dropped`: events it lost before them). */
+static void append_events(uint32_t tid, const struct wsl_event *base, uint64_t mask, uint64_t from, uint64_t to,
+                          uint64_t dropped)
+{
+    const int own = tid == (uint32_t)wsl_writer_own_tid();
+    struct open_chunk *c = &chunks[own];
+    if (c->open && (c->eh.tid != tid || dropped))
+        wsl_events_flush();
+    if (!c->open)
+        chunk_open(c, tid, from < to ? base[from & mask].t_start : 0, dropped);
+    while (from < to) {
+        if (c->eh.count == EVENTS_PER_CHUNK) {
+            wsl_events_flush(); /* both: the writer's ring's events after the launches they time */
+            chunk_open(c, tid, base[from & mask].t_start, 0);
+        }
+        uint64_t n = to - from, room = EVENTS_PER_CHUNK - c->eh.count;
+        uint64_t in_a_row = mask == ~0ull ? n : mask + 1 - (from & mask); /* to the ring's end */
+        n = n < room ? n : room;
+        n = n < in_a_row ? n : in_a_row;
+        encode_run(c, &base[from & mask], (size_t)n);
+        from += n;
+    }
 }
 
 /* Path entries are published before the events that name them: drained after
@@ -178,7 +272,7 @@ static uint64_t drain_ring(struct wsl_thread *t, uint64_t now, uint64_t *new_dro
         if (stop > tail || *new_drops)
             do {
                 uint64_t to = pos + (stop - pos > EVENTS_PER_CHUNK ? EVENTS_PER_CHUNK : stop - pos);
-                emit_event_chunk(t->tid, ring, mask, pos, to, pos == tail ? *new_drops : 0);
+                append_events(t->tid, ring, mask, pos, to, pos == tail ? *new_drops : 0);
                 pos = to;
             } while (pos < stop);
         *new_drops = 0;
@@ -231,7 +325,7 @@ static uint64_t drain_thread(struct wsl_thread *t)
                 wsl_threads_seen++;
             }
             drain_paths_all(); /* the fold's file may have been opened since the drain began, by any thread */
-            emit_event_chunk(t->tid, folded, ~0ull, 0, k, 0);
+            append_events(t->tid, folded, ~0ull, 0, k, 0);
             t->w_last_ticks = at;
         }
     }

@@ -226,6 +226,7 @@ void wsl_writer_finish(void)
     if (!own_table)
         wsl_emit_driver_if_pending();
     wsl_emit_clock();
+    wsl_events_flush(); /* (the CLOCK chunk did): every event is counted below */
     struct wsl_end_info end;
     memset(&end, 0, sizeof end);
     end.end_ticks = wsl_ticks();
@@ -490,6 +491,8 @@ int wsl_writer_final_flush(unsigned timeout_ms)
     return 0;
 }
 
+
+long wsl_writer_own_tid(void) { return atomic_load_explicit(&writer_tid, memory_order_relaxed); }
 
 /* In a forked child: no writer thread, and the parent's lock may have been
  * held at fork. */

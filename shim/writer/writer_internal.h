@@ -61,6 +61,9 @@ extern uint64_t wsl_events_written, wsl_events_dropped;
 extern uint32_t wsl_events_chunk_seq; /* the last EVENTS chunk's seq (trace format 1.7) */
 extern uint32_t wsl_threads_seen;
 uint64_t wsl_drain_all(void); /* every thread's paths and events; returns the events read */
+void wsl_events_flush(void);  /* the EVENTS chunks still open, out (before any other chunk, and each frame) */
+void wsl_events_after_fork_child(void);
+long wsl_writer_own_tid(void); /* the writer thread's id, 0 when there is none (writer.c) */
 
 /* ---- untimed file calls (untimed.c) --------------------------------------------------- */
 unsigned wsl_fold_take(struct wsl_thread *t, struct wsl_event out[2], uint64_t at);

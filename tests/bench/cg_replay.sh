@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # The writer's instructions per event on a natively recorded trace (writer_replay
 # under callgrind: deterministic, the same every run): the encoding of the events
-# (shim/writer/drain.c's inline encoder and the chunks' assembly) and zstd, and the
-# compressed bytes per event.
-#   tests/bench/cg_replay.sh BUILD_DIR TRACE [gaps|packed] [LEVEL]
+# (shim/writer/drain.c's inline encoder and the chunks' assembly: writer_replay's replay(),
+# less zstd) and zstd, and the compressed bytes per event.
+#   tests/bench/cg_replay.sh BUILD_DIR TRACE [gaps|gaps-per-drain|packed] [LEVEL]
 # Record TRACE without valgrind, e.g. the mix of trace_bytes.sh:
 #   LD_PRELOAD=BUILD/lib/libwslshim.so WSLSHIM_OUTPUT=mix.trace.zst BUILD/tests/bench/bench_hook 1000000 mix
 set -euo pipefail
-build=$(cd "${1:?usage: cg_replay.sh BUILD_DIR TRACE [gaps|packed] [LEVEL]}" && pwd)
-trace=${2:?usage: cg_replay.sh BUILD_DIR TRACE [gaps|packed] [LEVEL]}
+build=$(cd "${1:?usage: cg_replay.sh BUILD_DIR TRACE [gaps|gaps-per-drain|packed] [LEVEL]}" && pwd)
+trace=${2:?usage: cg_replay.sh BUILD_DIR TRACE [gaps|gaps-per-drain|packed] [LEVEL]}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.out" "$build/tests/bench/writer_replay" "$trace" ${3:-gaps} ${4:-} \
@@ -20,10 +20,10 @@ out = open(sys.argv[2]).read().strip()
 events = int(re.search(r"(\d+) events", out).group(1))
 incl = {}
 for line in open(sys.argv[1]):
-    m = re.match(r"\s*([\d,]+)\s+(?:\(\s*[\d.]+%\)\s+)?\S*?:?(encode_chunk|ZSTD_compress2)\b", line)
+    m = re.match(r"\s*([\d,]+)\s+(?:\(\s*[\d.]+%\)\s+)?\S*:(replay|ZSTD_compress2)\b", line)
     if m:
         incl.setdefault(m.group(2), int(m.group(1).replace(",", "")))
-enc, z = incl.get("encode_chunk", 0), incl.get("ZSTD_compress2", 0)
+enc, z = incl.get("replay", 0), incl.get("ZSTD_compress2", 0)
 print(f"{out}; per event: encoding {(enc - z) / events:.1f} instructions, zstd {z / events:.1f}, "
       f"both {enc / events:.1f}")
 PY

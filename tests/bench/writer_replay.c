@@ -3,18 +3,25 @@
  * trace's events, replayed in one thread with nothing else running, so that
  * callgrind counts the same instructions every run (tests/bench/cg_replay.sh).
  *
- *   writer_replay TRACE [gaps|packed] [LEVEL]
+ *   writer_replay TRACE [gaps|gaps-per-drain|packed] [LEVEL|-] [OUT]
  *
- * Reads the EVENTS_PACKED or EVENTS_GAPS chunks of TRACE, encodes each one again
- * as shim/writer/drain.c does (the same inline encoder of trace_format.h, the
- * codec slots reset as there; gaps: EVENTS_GAPS as the shim writes from 1.9 on,
- * packed: EVENTS_PACKED as it wrote from 1.4 to 1.8), gathers the chunks in
- * 64 KiB frames and compresses each with zstd's settings of
- * shim/writer/compress.c (LEVEL, default the shim's). Prints the events and the
- * compressed bytes per event. Why not the shim under callgrind for these
- * figures: valgrind runs the program 20-50 times slower and unevenly, and the
- * times it records are what zstd compresses (a plain bench_hook trace recorded
- * under callgrind takes 3.6 bytes per event, 1.2 natively). Not a test.
+ * Reads the EVENTS_PACKED or EVENTS_GAPS chunks of TRACE and encodes their
+ * events again as shim/writer/drain.c does (the same inline encoder of
+ * trace_format.h, the codec slots reset as there). gaps: EVENTS_GAPS as the
+ * shim writes it now, a thread's chunk left open across drains up to 4096
+ * events and closed before any other chunk or another program thread's events
+ * (drain.c's open chunks; the writer's own ring is told by its events, all
+ * GPU_KERNEL); gaps-per-drain: one EVENTS_GAPS chunk per chunk of
+ * TRACE, as the shim wrote from 1.9 until the chunks stayed open (TRACE's
+ * chunks are its drains if it was written so); packed: EVENTS_PACKED as it
+ * wrote from 1.4 to 1.8, per chunk of TRACE. The chunks gather in 64 KiB frames
+ * compressed with zstd's settings of shim/writer/compress.c (LEVEL, default or
+ * -: the shim's) and written to OUT if given (a trace that wslshim-report reads
+ * as it reads TRACE: tests/bench/replay_reports_agree.sh). Prints the events and
+ * the compressed bytes per event. Why not the shim under callgrind for these figures: valgrind runs the program 20-50
+ * times slower and unevenly, and the times it records are what zstd
+ * compresses (a plain bench_hook trace recorded under callgrind takes 3.6
+ * bytes per event, 1.2 natively). Not a test.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -36,12 +43,30 @@ static uint16_t touched[WSL_MAX_API_IDS];
 static uint8_t is_touched[WSL_MAX_API_IDS];
 static unsigned touched_count;
 
+/* drain.c's open chunks (gaps) */
+struct open_chunk {
+    struct wsl_events_header eh;
+    struct wsl_gaps_out o;
+    uint8_t op[EVENTS_PER_CHUNK], gap[EVENTS_PER_CHUNK * WSL_COL_DT_MAX], dur_lo[EVENTS_PER_CHUNK],
+        dur_hi[EVENTS_PER_CHUNK * WSL_COL_DUR_MAX], lit[EVENTS_PER_CHUNK * WSL_COL_LIT_MAX];
+    struct wsl_codec_state codec;
+    struct wsl_pack_state pack;
+    int open;
+};
+static struct open_chunk chunks[2];
+static int chunks_flushing;
+
 static ZSTD_CCtx *zc;
 static uint8_t frame_buf[FRAME_BYTES + (1u << 20)], zout[2u << 20];
 static size_t frame_len, compressed;
+static uint32_t chunk_seq; /* EVENTS chunks written: their seq (1.7), in file order */
+static FILE *out_file;     /* OUT: the trace replayed, or NULL */
+
+static void flush_open(void);
 
 static void __attribute__((noinline)) frame_write(void)
 {
+    flush_open();
     if (!frame_len)
         return;
     size_t n = ZSTD_compress2(zc, zout, sizeof zout, frame_buf, frame_len);
@@ -51,10 +76,16 @@ static void __attribute__((noinline)) frame_write(void)
     }
     compressed += n;
     frame_len = 0;
+    if (out_file && fwrite(zout, 1, n, out_file) != n) {
+        fprintf(stderr, "writer_replay: writing OUT failed\n");
+        exit(1);
+    }
 }
 
 static void emit(uint32_t type, const void *const *parts, const size_t *sizes, unsigned count)
 {
+    if (type != WSL_CHUNK_EVENTS_GAPS)
+        flush_open();
     size_t total = 0;
     for (unsigned i = 0; i < count; i++)
         total += sizes[i];
@@ -82,6 +113,7 @@ static void __attribute__((noinline)) encode_chunk(const struct wsl_event *ev, u
     touched_count = 0;
     codec.prev_t = eh.base_ticks;
     wsl_pack_reset(&pack, 1);
+    eh.seq = ++chunk_seq;
     uint32_t dir[3];
     if (gaps) {
         struct wsl_gaps_out o = {col_op, col_time, col_dur_lo, col_dur, col_lit};
@@ -118,13 +150,129 @@ static void __attribute__((noinline)) encode_chunk(const struct wsl_event *ev, u
     }
 }
 
+/* drain.c's chunk_close, chunk_open, wsl_events_flush and append_events. */
+static void chunk_close(struct open_chunk *c)
+{
+    if (!c->open)
+        return;
+    c->open = 0;
+    struct wsl_events_header eh = c->eh;
+    eh.seq = ++chunk_seq;
+    uint32_t dir[3] = {(uint32_t)(c->o.gap - c->gap), (uint32_t)(c->o.dur_hi - c->dur_hi), c->pack.literals};
+    eh.encoded_size = (uint32_t)(sizeof dir + 2u * eh.count + dir[0] + dir[1] + (size_t)(c->o.lit - c->lit));
+    const void *parts[] = {&eh, dir, c->op, c->gap, c->dur_lo, c->dur_hi, c->lit};
+    const size_t sizes[] = {sizeof eh, sizeof dir, eh.count, dir[0], eh.count, dir[1], (size_t)(c->o.lit - c->lit)};
+    const int was = chunks_flushing;
+    chunks_flushing = 1;
+    emit(WSL_CHUNK_EVENTS_GAPS, parts, sizes, 7);
+    chunks_flushing = was;
+}
+
+static void chunk_open(struct open_chunk *c, uint32_t tid, uint64_t base, uint64_t dropped)
+{
+    if (c->pack.entries >= WSL_PACK_TABLE_MAX)
+        memset(c->codec.prev, 0, sizeof c->codec.prev);
+    else
+        for (uint32_t i = 0; i < c->pack.entries; i++)
+            memset(&c->codec.prev[c->pack.table[i].api], 0, sizeof c->codec.prev[0]);
+    c->codec.prev_t = base;
+    wsl_pack_reset(&c->pack, 1);
+    memset(&c->eh, 0, sizeof c->eh);
+    c->eh.tid = tid;
+    c->eh.base_ticks = base;
+    c->eh.dropped = dropped;
+    c->o = (struct wsl_gaps_out){c->op, c->gap, c->dur_lo, c->dur_hi, c->lit};
+    c->open = 1;
+}
+
+static void flush_open(void)
+{
+    if (chunks_flushing)
+        return;
+    chunks_flushing = 1;
+    chunk_close(&chunks[0]);
+    chunk_close(&chunks[1]);
+    chunks_flushing = 0;
+}
+
+/* drain.c's encode_run (the helper processes' loop aside) */
+static inline __attribute__((always_inline)) void encode_run(struct open_chunk *c, const struct wsl_event *ev,
+                                                             size_t n)
+{
+    struct wsl_gaps_out o = c->o;
+    const struct wsl_event *const end = ev + n;
+    const uint32_t api_count = WSL_MAX_API_IDS;
+    for (; ev < end; ev++)
+        if (__builtin_expect(ev->api < api_count, 1))
+            wsl_event_encode_gaps(&c->pack, &c->codec, ev, &o);
+    c->o = o;
+    c->eh.count = (uint32_t)(o.op - c->op);
+}
+
+/* A drain's events of one thread (drain.c's append_events): `own`, the writer's
+ * own ring's (GPU_KERNEL events only), go to the second open chunk. */
+static void __attribute__((noinline)) encode_chunk_open(const struct wsl_event *ev, uint32_t n, uint32_t tid,
+                                                        uint64_t dropped, int own)
+{
+    struct open_chunk *c = &chunks[own];
+    if (c->open && (c->eh.tid != tid || dropped))
+        flush_open();
+    if (!c->open)
+        chunk_open(c, tid, n ? ev[0].t_start : 0, dropped);
+    for (uint32_t from = 0; from < n;) {
+        if (c->eh.count == EVENTS_PER_CHUNK) {
+            flush_open();
+            chunk_open(c, tid, ev[from].t_start, 0);
+        }
+        uint32_t k = n - from, room = EVENTS_PER_CHUNK - c->eh.count;
+        k = k < room ? k : room;
+        encode_run(c, ev + from, k);
+        from += k;
+    }
+}
+
+/* A chunk of the trace read: its events (type WSL_CHUNK_EVENTS_GAPS, whichever layout they had) or its payload. */
+struct record {
+    uint32_t type;
+    struct wsl_events_header eh;
+    size_t first; /* its events' index */
+    int own;      /* its events are all GPU_KERNEL: the writer's own ring's (drain.c's second open chunk) */
+    const uint8_t *data;
+    size_t size;
+};
+
+/* The writer's work on the chunks read: mode 2 as drain.c now, 1 a chunk per
+ * chunk read (EVENTS_GAPS), 0 EVENTS_PACKED. Returns the events. */
+static uint64_t __attribute__((noinline)) replay(const struct record *recs, size_t nrec, const struct wsl_event *evs,
+                                                 int mode)
+{
+    uint64_t events = 0;
+    for (size_t i = 0; i < nrec; i++) {
+        const struct record *rc = &recs[i];
+        if (rc->type == WSL_CHUNK_EVENTS_GAPS) {
+            if (mode == 2)
+                encode_chunk_open(evs + rc->first, rc->eh.count, rc->eh.tid, rc->eh.dropped, rc->own);
+            else
+                encode_chunk(evs + rc->first, rc->eh.count, rc->eh, mode);
+            events += rc->eh.count;
+        } else {
+            const void *parts[] = {rc->data};
+            const size_t sizes[] = {rc->size};
+            emit(rc->type, parts, sizes, 1);
+        }
+    }
+    frame_write();
+    return events;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: writer_replay TRACE [gaps|packed] [LEVEL]\n");
+        fprintf(stderr, "usage: writer_replay TRACE [gaps|gaps-per-drain|packed] [LEVEL|-] [OUT]\n");
         return 2;
     }
     const int gaps = argc < 3 || strcmp(argv[2], "packed") != 0;
+    const int per_drain = argc > 2 && !strcmp(argv[2], "gaps-per-drain");
     FILE *f = fopen(argv[1], "rb");
     if (!f) {
         perror(argv[1]);
@@ -152,52 +300,85 @@ int main(int argc, char **argv)
             break;
     }
     zc = ZSTD_createCCtx();
-    ZSTD_CCtx_setParameter(zc, ZSTD_c_compressionLevel, argc > 3 ? atoi(argv[3]) : WSL_TRACE_ZSTD_LEVEL);
+    ZSTD_CCtx_setParameter(zc, ZSTD_c_compressionLevel,
+                           argc > 3 && strcmp(argv[3], "-") != 0 ? atoi(argv[3]) : WSL_TRACE_ZSTD_LEVEL);
+    if (argc > 4 && !(out_file = fopen(argv[4], "wb"))) {
+        perror(argv[4]);
+        return 1;
+    }
     ZSTD_CCtx_setParameter(zc, ZSTD_c_checksumFlag, 1);
 #ifdef ZSTD_c_literalCompressionMode
     ZSTD_CCtx_setParameter(zc, ZSTD_c_literalCompressionMode, ZSTD_ps_enable);
 #endif
     if (dn < sizeof(struct wsl_file_header))
         return 1;
-    const void *fh[] = {d};
-    const size_t fh_size = sizeof(struct wsl_file_header);
-    memcpy(frame_buf, fh[0], fh_size);
-    frame_len = fh_size;
-    size_t at = fh_size;
-    uint64_t events = 0;
-    static struct wsl_event evs[EVENTS_PER_CHUNK];
+    /* First every chunk read and its events decoded (not counted), then the writer's work, in replay(). */
+    size_t at = sizeof(struct wsl_file_header), nrec = 0, reccap = 1024, nev = 0, evcap = 1u << 16;
+    struct record *recs = malloc(reccap * sizeof *recs);
+    struct wsl_event *evs = malloc(evcap * sizeof *evs);
     static struct wsl_codec_state dcodec;
     static struct wsl_pack_state dpack;
-    while (at + sizeof(struct wsl_chunk_header) <= dn) {
+    static uint16_t category[WSL_MAX_API_IDS];
+    while (recs && evs && at + sizeof(struct wsl_chunk_header) <= dn) {
         struct wsl_chunk_header h;
         memcpy(&h, d + at, sizeof h);
         const uint8_t *p = d + at + sizeof h;
         if (h.size > dn - at - sizeof h)
             break; /* cut short */
-        struct wsl_events_header eh;
-        if ((h.type == WSL_CHUNK_EVENTS_PACKED || h.type == WSL_CHUNK_EVENTS_GAPS) && h.size >= sizeof eh) {
-            memcpy(&eh, p, sizeof eh);
+        if (nrec == reccap && !(recs = realloc(recs, (reccap *= 2) * sizeof *recs)))
+            return 1;
+        if (h.type == WSL_CHUNK_API_TABLE && h.size >= 4) { /* u32 count, entries: u16 id, u16 category, 4 bytes, 2 names */
+            uint32_t n;
+            memcpy(&n, p, 4);
+            for (size_t q = 4; n-- && q + 8 <= h.size;) {
+                uint16_t id, cat;
+                memcpy(&id, p + q, 2);
+                memcpy(&cat, p + q + 2, 2);
+                if (id < WSL_MAX_API_IDS)
+                    category[id] = cat;
+                q += 8;
+                for (int names = 0; names < 2 && q < h.size; q++)
+                    names += p[q] == 0;
+            }
+        }
+        struct record *rc = &recs[nrec++];
+        rc->type = h.type;
+        rc->data = p;
+        rc->size = h.size;
+        if ((h.type == WSL_CHUNK_EVENTS_PACKED || h.type == WSL_CHUNK_EVENTS_GAPS) && h.size >= sizeof rc->eh) {
+            memcpy(&rc->eh, p, sizeof rc->eh);
             struct wsl_packed_in in;
             const int g = h.type == WSL_CHUNK_EVENTS_GAPS;
-            if (eh.count > EVENTS_PER_CHUNK || eh.encoded_size > h.size - sizeof eh ||
-                (g ? wsl_gaps_open : wsl_packed_open)(&in, p + sizeof eh, eh.encoded_size, eh.count) != WSL_COLUMNS_OK)
+            if (rc->eh.count > EVENTS_PER_CHUNK || rc->eh.encoded_size > h.size - sizeof rc->eh ||
+                (g ? wsl_gaps_open : wsl_packed_open)(&in, p + sizeof rc->eh, rc->eh.encoded_size, rc->eh.count) !=
+                    WSL_COLUMNS_OK)
                 return 1;
-            wsl_codec_reset(&dcodec, eh.base_ticks);
-            wsl_pack_reset(&dpack, 0);
-            for (uint32_t i = 0; i < eh.count; i++)
-                if (!(g ? wsl_event_decode_gaps : wsl_event_decode_packed)(&dpack, &dcodec, &in, WSL_MAX_API_IDS, &evs[i]))
+            while (nev + rc->eh.count > evcap)
+                if (!(evs = realloc(evs, (evcap *= 2) * sizeof *evs)))
                     return 1;
-            encode_chunk(evs, eh.count, eh, gaps);
-            events += eh.count;
-        } else {
-            const void *parts[] = {p};
-            const size_t sizes[] = {h.size};
-            emit(h.type, parts, sizes, 1);
+            wsl_codec_reset(&dcodec, rc->eh.base_ticks);
+            wsl_pack_reset(&dpack, 0);
+            for (uint32_t i = 0; i < rc->eh.count; i++)
+                if (!(g ? wsl_event_decode_gaps : wsl_event_decode_packed)(&dpack, &dcodec, &in, WSL_MAX_API_IDS,
+                                                                           &evs[nev + i]))
+                    return 1;
+            rc->type = WSL_CHUNK_EVENTS_GAPS; /* an events chunk, whichever layout */
+            rc->own = rc->eh.count > 0;
+            for (uint32_t i = 0; i < rc->eh.count; i++)
+                rc->own &= evs[nev + i].api < WSL_MAX_API_IDS && category[evs[nev + i].api] == WSL_CAT_GPU_KERNEL;
+            rc->first = nev;
+            nev += rc->eh.count;
         }
         at += sizeof h + h.size;
     }
-    frame_write();
-    printf("%s: %llu events, %.4f compressed bytes per event\n", gaps ? "gaps" : "packed", (unsigned long long)events,
+    if (!recs || !evs)
+        return 1;
+    memcpy(frame_buf, d, sizeof(struct wsl_file_header));
+    frame_len = sizeof(struct wsl_file_header);
+    const uint64_t events = replay(recs, nrec, evs, gaps && !per_drain ? 2 : gaps);
+    if (out_file && fclose(out_file) != 0)
+        return 1;
+    printf("%s: %llu events, %.4f compressed bytes per event\n", per_drain ? "gaps-per-drain" : gaps ? "gaps" : "packed", (unsigned long long)events,
            events ? (double)compressed / (double)events : 0.0);
     return 0;
 }

@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""The writer keeps a thread's EVENTS chunk open across drains (shim/writer/drain.c): a
+busy thread's events go out in chunks of up to 4,096 events, not one chunk per drain (the
+writer is woken every 512 events). Checks, with its own walk of the chunks
+(docs/trace-format.md), on traces the shim writes:
+
+- one launching thread (client_runtime 1 N, GPU timing every 3rd launch: the writer's own ring
+  has a chunk open beside it): its chunks hold 2,048 events or more on average;
+- eight threads (client_runtime 8 N), whose chunks close each other;
+- in both: no chunk over 4,096 events, EVENTS chunks numbered 1, 2, 3... in file order, each
+  thread's chunks in time order, the events adding up to END's count, and wslshim-report
+  warning of nothing. (preload.packed_traces_match_v12 decodes the same kind of traces with an
+  independent codec and compares the reports.)
+
+    open_chunks_check.py SHIM REPORT FAKE_LIB_DIR WORKDIR CLIENT_RUNTIME
+"""
+import os
+import shutil
+import struct
+import subprocess
+import sys
+
+SHIM, REPORT, LIBDIR, WORK, RUNTIME = map(os.path.abspath, sys.argv[1:6])
+if not shutil.which("zstd"):
+    print("SKIP: no zstd command")
+    sys.exit(77)
+EVENTS_GAPS, END = 15, 6
+fails = []
+shutil.rmtree(WORK, ignore_errors=True)
+
+
+def chunks(path):
+    raw = subprocess.run(["zstd", "-qdc", path], capture_output=True, check=True).stdout
+    at = 32
+    while at + 8 <= len(raw):
+        ctype, size = struct.unpack_from("<II", raw, at)
+        yield ctype, raw[at + 8:at + 8 + size]
+        at += 8 + size
+
+
+def check(name, args, extra):
+    d = os.path.join(WORK, name)
+    os.makedirs(d)
+    trace = os.path.join(d, "t.trace.zst")
+    env = dict(os.environ, LD_LIBRARY_PATH=LIBDIR, LD_PRELOAD=SHIM, WSLSHIM_OUTPUT=trace, **extra)
+    p = subprocess.run([RUNTIME] + args, env=env, capture_output=True, timeout=120)
+    if p.returncode != 0:
+        fails.append(f"{name}: exit {p.returncode}: {p.stderr[-300:]!r}")
+        return None
+    seq, per_tid, events, written, last_start = 0, {}, 0, None, {}
+    for ctype, body in chunks(trace):
+        if ctype == EVENTS_GAPS:
+            tid, count, base, dropped, enc, s = struct.unpack_from("<IIQQII", body, 0)
+            seq += 1
+            if s != seq:
+                fails.append(f"{name}: EVENTS chunk number {s} where {seq} was due")
+            if count > 4096:
+                fails.append(f"{name}: a chunk of {count} events")
+            per_tid.setdefault(tid, []).append(count)
+            events += count
+            if count and base < last_start.get(tid, 0):
+                fails.append(f"{name}: thread {tid}'s chunk {s} starts before its previous one")
+            last_start[tid] = base
+        elif ctype == END:
+            written = struct.unpack_from("<QQQ", body, 0)[1]
+    if written != events:
+        fails.append(f"{name}: {events} events in the chunks, END says {written}")
+    r = subprocess.run([REPORT, trace], capture_output=True, text=True)
+    if r.returncode != 0 or "warning" in r.stderr:
+        fails.append(f"{name}: report exit {r.returncode}: {r.stderr[-300:]!r}")
+    return per_tid
+
+
+one = check("one", ["1", "20000"], {"WSLSHIM_GPU_TIMING": "3"})
+if one is not None:
+    prog = max(one.values(), key=sum)  # the launching thread's
+    if sum(prog) < 100000:
+        fails.append(f"one: only {sum(prog)} events of the launching thread")
+    elif sum(prog) / len(prog) < 2048:
+        fails.append(f"one: {len(prog)} chunks for {sum(prog)} events of the launching thread "
+                     f"({sum(prog) / len(prog):.0f} a chunk): chunks not kept open across drains")
+many = check("eight", ["8", "3000"], {})
+if many is not None and len(many) < 8:
+    fails.append(f"eight: {len(many)} threads wrote events")
+if fails:
+    print("\n".join("FAIL " + f for f in fails))
+    sys.exit(1)
+print(f"ok: one thread, {sum(prog)} events in {len(prog)} chunks; eight threads, "
+      f"{sum(map(sum, many.values()))} events in {sum(map(len, many.values()))} chunks")
