@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 # Event pair vs CUPTI vs the kernel's own %globaltimer, on a queued stream and an idle GPU.
 import cupy as cp, statistics as st, torch
 from torch.profiler import profile, ProfilerActivity

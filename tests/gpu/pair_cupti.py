@@ -1,7 +1,8 @@
+#!/usr/bin/env python3
 # Under the shim with every launch timed (WSLSHIM_GPU_TIMING=1) AND torch.profiler on: per kernel name,
 # the shim's GPU time (sum of timed durations) against CUPTI's, with the idle-at-submit share.
-# Usage: python3 .pair_cupti.py run NAME OUTJSON      (run under the shim)
-#        python3 .pair_cupti.py cmp OUTJSON REPORT_JSON
+# Usage: python3 pair_cupti.py run NAME OUTJSON      (run under the shim)
+#        python3 pair_cupti.py cmp OUTJSON REPORT_JSON
 import json, sys, os, importlib.util
 here = os.path.dirname(os.path.abspath(__file__))
 spec = importlib.util.spec_from_file_location("cc", os.path.join(here, "coverage_check.py"))
