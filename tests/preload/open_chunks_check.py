@@ -12,6 +12,12 @@ writer is woken every 512 events). Checks, with its own walk of the chunks
   warning of nothing. (preload.packed_traces_match_v12 decodes the same kind of traces with an
   independent codec and compares the reports.)
 
+A flat-out client can fill the rings when the machine is loaded and the writer gets no core: the
+shim then drops events (counted, and the report warns of them), and a chunk closes at each drop.
+Such a run says nothing about chunks kept open across drains; the one-thread run is tried up to
+four times for a run without drops, and with drops in every try its average is not judged (the
+other checks still are).
+
     open_chunks_check.py SHIM REPORT FAKE_LIB_DIR WORKDIR CLIENT_RUNTIME
 """
 import os
@@ -47,7 +53,7 @@ def check(name, args, extra):
     if p.returncode != 0:
         fails.append(f"{name}: exit {p.returncode}: {p.stderr[-300:]!r}")
         return None
-    seq, per_tid, events, written, last_start = 0, {}, 0, None, {}
+    seq, per_tid, events, written, last_start, lost = 0, {}, 0, None, {}, 0
     for ctype, body in chunks(trace):
         if ctype == EVENTS_GAPS:
             tid, count, base, dropped, enc, s = struct.unpack_from("<IIQQII", body, 0)
@@ -57,6 +63,7 @@ def check(name, args, extra):
             if count > 4096:
                 fails.append(f"{name}: a chunk of {count} events")
             per_tid.setdefault(tid, []).append(count)
+            lost += dropped
             events += count
             if count and base < last_start.get(tid, 0):
                 fails.append(f"{name}: thread {tid}'s chunk {s} starts before its previous one")
@@ -66,24 +73,33 @@ def check(name, args, extra):
     if written != events:
         fails.append(f"{name}: {events} events in the chunks, END says {written}")
     r = subprocess.run([REPORT, trace], capture_output=True, text=True)
-    if r.returncode != 0 or "warning" in r.stderr:
+    warnings = [w for w in r.stderr.splitlines() if "warning" in w and not (lost and "events dropped" in w)]
+    if r.returncode != 0 or warnings:
         fails.append(f"{name}: report exit {r.returncode}: {r.stderr[-300:]!r}")
-    return per_tid
+    return per_tid, lost
 
 
-one = check("one", ["1", "20000"], {"WSLSHIM_GPU_TIMING": "3"})
-if one is not None:
+one, lost, prog = None, 0, [0]
+for attempt in range(4):
+    shutil.rmtree(os.path.join(WORK, "one"), ignore_errors=True)
+    one, lost = check("one", ["1", "20000"], {"WSLSHIM_GPU_TIMING": "3"}) or (None, 0)
+    if one is None or not lost:
+        break
+    print(f"one, try {attempt + 1}: {lost} events dropped (the writer got no core in time)")
+if one is not None and lost:
+    print("one: events dropped in every try: the average chunk is not judged")
+elif one is not None:
     prog = max(one.values(), key=sum)  # the launching thread's
     if sum(prog) < 100000:
         fails.append(f"one: only {sum(prog)} events of the launching thread")
     elif sum(prog) / len(prog) < 2048:
         fails.append(f"one: {len(prog)} chunks for {sum(prog)} events of the launching thread "
                      f"({sum(prog) / len(prog):.0f} a chunk): chunks not kept open across drains")
-many = check("eight", ["8", "3000"], {})
+many = (check("eight", ["8", "3000"], {}) or (None, 0))[0]
 if many is not None and len(many) < 8:
     fails.append(f"eight: {len(many)} threads wrote events")
 if fails:
     print("\n".join("FAIL " + f for f in fails))
     sys.exit(1)
-print(f"ok: one thread, {sum(prog)} events in {len(prog)} chunks; eight threads, "
+print(f"ok: one thread, {sum(prog)} events in {len(prog)} chunks ({lost} dropped); eight threads, "
       f"{sum(map(sum, many.values()))} events in {sum(map(len, many.values()))} chunks")
