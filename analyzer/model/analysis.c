@@ -501,6 +501,12 @@ static void merge_trace(struct wsl_run *const *runs, struct trace_state *t, stru
         end_ticks = t->end_ticks;
     wsl_host_trace_name_ranges(t->host, wsl_nvtx_trace_range_name, t->nvtx); /* before the names are freed */
     uint64_t unclosed = wsl_nvtx_trace_close(t->nvtx, end_ticks);
+    if (wsl_nvtx_trace_queued(t->nvtx)) { /* ranges' GPU time as the report estimates it */
+        struct wsl_kern_estimate est;
+        wsl_kern_estimate_build(t->kern, clock->ns_per_tick, &est);
+        wsl_nvtx_trace_less_overhead(t->nvtx, &est);
+        wsl_kern_estimate_free(&est);
+    }
     for (int k = 0; k < n; k++) {
         struct wsl_run *run = runs[k];
         struct wsl_process *p = ps[k];
