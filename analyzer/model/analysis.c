@@ -377,6 +377,7 @@ static void free_process(struct wsl_process *p)
     wsl_host_free(&p->host_cuda);
     free(p->rank_env);
     free(p->emu_spec);
+    wsl_kern_estimate_free(&p->gpu_estimate);
     if (p->rank_solo) {
         wsl_run_free(p->rank_solo);
         free(p->rank_solo);
@@ -501,12 +502,13 @@ static void merge_trace(struct wsl_run *const *runs, struct trace_state *t, stru
         end_ticks = t->end_ticks;
     wsl_host_trace_name_ranges(t->host, wsl_nvtx_trace_range_name, t->nvtx); /* before the names are freed */
     uint64_t unclosed = wsl_nvtx_trace_close(t->nvtx, end_ticks);
-    if (wsl_nvtx_trace_queued(t->nvtx)) { /* ranges' GPU time as the report estimates it */
-        struct wsl_kern_estimate est;
-        wsl_kern_estimate_build(t->kern, clock->ns_per_tick, &est);
-        wsl_nvtx_trace_less_overhead(t->nvtx, &est);
-        wsl_kern_estimate_free(&est);
-    }
+    /* The GPU time per launch as the report estimates it, for the ranges' GPU time and the outputs
+     * that read the trace again (HTML) */
+    wsl_kern_estimate_build(t->kern, clock->ns_per_tick, &ps[0]->gpu_estimate);
+    for (int k = 1; k < n; k++)
+        wsl_kern_estimate_build(t->kern, clock->ns_per_tick, &ps[k]->gpu_estimate);
+    if (wsl_nvtx_trace_queued(t->nvtx))
+        wsl_nvtx_trace_less_overhead(t->nvtx, &ps[0]->gpu_estimate);
     for (int k = 0; k < n; k++) {
         struct wsl_run *run = runs[k];
         struct wsl_process *p = ps[k];
