@@ -1017,6 +1017,16 @@ static void phases_finish(struct wsl_run *run)
     }
 }
 
+/* The estimate per launch of the process whose trace is path (wsl_nvtx.estimate_of). */
+static const struct wsl_kern_estimate *process_estimate(void *ctx, const char *path)
+{
+    const struct wsl_run *run = ctx;
+    for (size_t i = 0; i < run->proc_count; i++)
+        if (run->procs[i].trace_path && !strcmp(run->procs[i].trace_path, path))
+            return &run->procs[i].gpu_estimate;
+    return NULL;
+}
+
 void wsl_run_model_finish(struct wsl_run *run)
 {
     if (run->proc_count)
@@ -1060,6 +1070,8 @@ void wsl_run_model_finish(struct wsl_run *run)
         run->kernels.busy_estimate = 1; /* streams ran side by side */
     run->gpu_busy_known = run->kernels.busy_estimate >= 0;
     run->gpu_busy_ns = run->gpu_busy_known ? (uint64_t)(run->kernels.busy_estimate * (double)run->kernels.busy_wall_ns) : 0;
+    run->nvtx.estimate_of = process_estimate;
+    run->nvtx.estimate_ctx = run;
     wsl_nvtx_finish(&run->nvtx, run->store, !run->nested);
     if (!run->windowed)
         phases_finish(run);

@@ -765,7 +765,7 @@ static bool in_windows(const struct wsl_nvtx_window *w, size_t n, uint64_t t, si
 
 /* Reads the trace again: what its threads did inside the windows, in ticks. */
 static bool count_in_windows(const struct wsl_trace_store *store, const char *path, const struct wsl_nvtx_window *w,
-                             size_t n, struct wsl_nvtx_counts *c)
+                             size_t n, struct wsl_nvtx_counts *c, const struct wsl_kern_estimate *e)
 {
     char err[WSL_READER_ERRLEN];
     struct wsl_reader *r = wsl_store_open(store, path, err, sizeof err);
@@ -798,8 +798,10 @@ static bool count_in_windows(const struct wsl_trace_store *store, const char *pa
                 continue;
             if (k == WSL_CAT_GPU_KERNEL) {
                 if (in_windows(w, n, ev->a[1], &at_gpu)) {
+                    uint64_t dur = ev->t_end >= ev->t_start ? ev->t_end - ev->t_start : 0;
+                    uint64_t over = e ? wsl_kern_estimate_event_overhead(e, ev) : 0; /* as the ranges' own */
                     c->gpu_kernels++;
-                    c->gpu_ns += ev->t_end >= ev->t_start ? ev->t_end - ev->t_start : 0;
+                    c->gpu_ns += dur > over ? dur - over : 0;
                 }
             } else if (in_windows(w, n, ev->t_start, &at_call)) {
                 bool smp = sampled[ev->api];
@@ -847,7 +849,8 @@ static void step_process_figures(struct wsl_nvtx *n, const struct wsl_trace_stor
             continue;
         struct wsl_nvtx_counts c;
         memset(&c, 0, sizeof c);
-        if (!count_in_windows(store, tw->path, tw->w, u + 1, &c))
+        const struct wsl_kern_estimate *e = n->estimate_of ? n->estimate_of(n->estimate_ctx, tw->path) : NULL;
+        if (!count_in_windows(store, tw->path, tw->w, u + 1, &c, e && e->configs ? e : NULL))
             n->step_process_known = false;
         counts_add_scaled(&n->step_process, &c, tw->ns_per_tick);
     }

@@ -132,10 +132,15 @@ struct wsl_nvtx {
     size_t step_trace_count;
     /* (kind, domain, name), by range_key -> index into ranges; emptied by wsl_nvtx_finish */
     struct wsl_u64_map index;
+    /* Optional, set before wsl_nvtx_finish: a trace's estimate per launch (kernel_analysis.h), whose
+     * pair overhead the step's process-wide GPU time takes off its queued timed kernels. */
+    const struct wsl_kern_estimate *(*estimate_of)(void *ctx, const char *path);
+    void *estimate_ctx;
 };
 
 struct wsl_nvtx_trace;
 struct wsl_nvtx_thread;
+struct wsl_kern_estimate;
 
 struct wsl_nvtx_trace *wsl_nvtx_trace_begin(void);
 /* A PATHS chunk: keeps the entries that are NVTX names. */
@@ -233,7 +238,6 @@ void wsl_nvtx_trace_discard(struct wsl_nvtx_trace *t);
  * wsl_nvtx_trace_merge; e->configs false: nothing is taken off). Past WSL_NVTX_MAX_QUEUED
  * (range, handle, configuration) triples a range's further ones take the process's overhead.
  * wsl_nvtx_trace_queued: whether there is anything to take off. */
-struct wsl_kern_estimate;
 bool wsl_nvtx_trace_queued(const struct wsl_nvtx_trace *t);
 void wsl_nvtx_trace_less_overhead(struct wsl_nvtx_trace *t, const struct wsl_kern_estimate *e);
 

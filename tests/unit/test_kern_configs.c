@@ -241,8 +241,12 @@ static int write_pairs(const char *path, bool queued_only)
 {
     struct events host = {0}, gpu = {0};
     uint64_t t = START + 10000;
-    put(&host, PUSH, START + 5000, 0, 0, 3, 0, 0, 0); /* an NVTX range "step" around every launch */
+    put(&host, PUSH, START + 5000, 0, 0, 3, 0, 0, 0); /* NVTX ranges "step" around the launches, two */
     for (unsigned i = 0; i < 300; i++, t += 100000) {
+        if (i == 150) {
+            put(&host, POP, t - 1000, 0, 0, 0, 0, 0, 0);
+            put(&host, PUSH, t - 500, 0, 0, 3, 0, 0, 0);
+        }
         bool big = i < 100;
         uint64_t grid = big ? GRID_BIG : GRID_SMALL, base = big ? 80000 : 8000;
         unsigned j = big ? i : i - 100, timed = big ? 8 : 6;
@@ -351,8 +355,14 @@ int test_kern_estimate_nvtx(void)
         if (!strcmp(run.nvtx.ranges[i].name, "step"))
             step = &run.nvtx.ranges[i];
     CHECK(step);
+    CHECK_EQ(step->count, 2);
     CHECK_EQ(step->self.gpu_kernels, 14);
     CHECK_EQ(step->self.gpu_ns, 8 * 80000ull + 6 * 8000ull);
+    /* the step's process-wide figures (a second reading of the trace) alike */
+    CHECK(run.nvtx.step >= 0 && &run.nvtx.ranges[run.nvtx.step] == step);
+    CHECK(run.nvtx.step_process_known);
+    CHECK_EQ(run.nvtx.step_process.gpu_kernels, 14);
+    CHECK_EQ(run.nvtx.step_process.gpu_ns, 8 * 80000ull + 6 * 8000ull);
     wsl_run_free(&run);
     return 0;
 }
