@@ -318,6 +318,7 @@ static int project_pass(const char *const *paths, size_t count, const struct wsl
             rc = -1;
             break;
         }
+        out->gpu_estimate |= f.est.configs;
         R.facts = &f;
         R.wsl = (f.flags & (WSL_PROC_WSL1 | WSL_PROC_WSL2)) != 0;
         if (opt->source) {

@@ -118,6 +118,8 @@ struct wsl_projection {
     uint64_t launches, launches_kernel_mean, launches_process_mean, launches_no_gpu_time;
     uint64_t graph_launches, captured_launches;
     uint64_t gpu_ns;            /* GPU work the simulation ran */
+    bool gpu_estimate;          /* a process's launches ran for the report's estimate per configuration
+                                   (its trace names launch configurations: kernel_analysis.h) */
     uint64_t events, late_events; /* calls replayed; of them, out of time order past the window */
 };
 

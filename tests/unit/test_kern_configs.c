@@ -408,6 +408,7 @@ int test_kern_estimate_project(void)
     CHECK_EQ(pr.launches_kernel_mean, 300);
     CHECK_EQ(pr.launches_process_mean, 10);
     CHECK_EQ(pr.gpu_ns, est);
+    CHECK(pr.gpu_estimate);
     wsl_projection_free(&pr);
     return 0;
 }
