@@ -412,3 +412,40 @@ int test_kern_estimate_project(void)
     wsl_projection_free(&pr);
     return 0;
 }
+
+/* write_sizes' trace (no pair overhead measured: every timed launch queued): a size never timed
+ * takes its function's mean, a function never timed the process's, in the timeline's estimated
+ * slices and the projection's GPU as in the report. */
+int test_kern_estimate_fallbacks(void)
+{
+    char path[512], out[600], err[256];
+    test_path(path, sizeof path, "kern_outputs_sizes.trace.zst");
+    CHECK(write_sizes(path, false) == 0);
+    uint64_t est = 100 * 80000ull + 900 * 8000ull + 50 * 32000ull + 10 * 32000ull;
+    snprintf(out, sizeof out, "%s.json", path);
+    struct wsl_chrome_options copt = {.output = out};
+    struct wsl_chrome_result cres;
+    CHECKF(wsl_chrome_export((char *const[]){path}, 1, &copt, &cres, err, sizeof err) == 0, "%s", err);
+    wsl_chrome_result_free(&cres);
+    char *json = slurp(out);
+    CHECK(json);
+    uint64_t n_timed, n_est;
+    uint64_t timed = chrome_durations(json, "kernel", &n_timed), estimated = chrome_durations(json, "kernel_estimated", &n_est);
+    CHECK_EQ(n_timed, 3);
+    CHECK_EQ(n_est, 1060 - 3);
+    CHECK_EQ(timed + estimated, est);
+    CHECK(strstr(json, "\"basis\":\"mean of this kernel's timed launches, less the event pairs' overhead\"") != NULL);
+    CHECK(strstr(json, "\"basis\":\"mean of the process's timed kernels, less the event pairs' overhead\"") != NULL);
+    CHECK(strstr(json, "pair_overhead_ns") == NULL); /* none measured: the slices as measured */
+    free(json);
+    remove(out);
+
+    struct wsl_projection_options popt = {.target = "native"};
+    struct wsl_projection pr;
+    CHECKF(wsl_project((const char *const[]){path}, 1, &popt, &pr, err, sizeof err) == 0, "%s", err);
+    CHECK_EQ(pr.launches_kernel_mean, 1050);
+    CHECK_EQ(pr.launches_process_mean, 10);
+    CHECK_EQ(pr.gpu_ns, est);
+    wsl_projection_free(&pr);
+    return 0;
+}

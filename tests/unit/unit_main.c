@@ -96,6 +96,7 @@
     X(kern_estimate_nvtx)         \
     X(kern_estimate_chrome)       \
     X(kern_estimate_project)      \
+    X(kern_estimate_fallbacks)    \
     X(nvtx_attribution)           \
     X(nvtx_bounded)               \
     X(nvtx_dropped_resync)        \
