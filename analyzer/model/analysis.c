@@ -377,6 +377,7 @@ static void free_process(struct wsl_process *p)
     wsl_host_free(&p->host_cuda);
     free(p->rank_env);
     free(p->emu_spec);
+    wsl_kern_estimate_free(&p->gpu_estimate);
     if (p->rank_solo) {
         wsl_run_free(p->rank_solo);
         free(p->rank_solo);
@@ -501,6 +502,13 @@ static void merge_trace(struct wsl_run *const *runs, struct trace_state *t, stru
         end_ticks = t->end_ticks;
     wsl_host_trace_name_ranges(t->host, wsl_nvtx_trace_range_name, t->nvtx); /* before the names are freed */
     uint64_t unclosed = wsl_nvtx_trace_close(t->nvtx, end_ticks);
+    /* The GPU time per launch as the report estimates it, for the ranges' GPU time and the outputs
+     * that read the trace again (HTML) */
+    wsl_kern_estimate_build(t->kern, clock->ns_per_tick, &ps[0]->gpu_estimate);
+    for (int k = 1; k < n; k++)
+        wsl_kern_estimate_build(t->kern, clock->ns_per_tick, &ps[k]->gpu_estimate);
+    if (wsl_nvtx_trace_queued(t->nvtx))
+        wsl_nvtx_trace_less_overhead(t->nvtx, &ps[0]->gpu_estimate);
     for (int k = 0; k < n; k++) {
         struct wsl_run *run = runs[k];
         struct wsl_process *p = ps[k];
@@ -1009,6 +1017,16 @@ static void phases_finish(struct wsl_run *run)
     }
 }
 
+/* The estimate per launch of the process whose trace is path (wsl_nvtx.estimate_of). */
+static const struct wsl_kern_estimate *process_estimate(void *ctx, const char *path)
+{
+    const struct wsl_run *run = ctx;
+    for (size_t i = 0; i < run->proc_count; i++)
+        if (run->procs[i].trace_path && !strcmp(run->procs[i].trace_path, path))
+            return &run->procs[i].gpu_estimate;
+    return NULL;
+}
+
 void wsl_run_model_finish(struct wsl_run *run)
 {
     if (run->proc_count)
@@ -1052,6 +1070,8 @@ void wsl_run_model_finish(struct wsl_run *run)
         run->kernels.busy_estimate = 1; /* streams ran side by side */
     run->gpu_busy_known = run->kernels.busy_estimate >= 0;
     run->gpu_busy_ns = run->gpu_busy_known ? (uint64_t)(run->kernels.busy_estimate * (double)run->kernels.busy_wall_ns) : 0;
+    run->nvtx.estimate_of = process_estimate;
+    run->nvtx.estimate_ctx = run;
     wsl_nvtx_finish(&run->nvtx, run->store, !run->nested);
     if (!run->windowed)
         phases_finish(run);

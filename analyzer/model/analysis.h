@@ -71,6 +71,7 @@ struct wsl_process {
     struct wsl_io_summary io;   /* this process's file I/O (times in ns) */
     struct wsl_mem_summary mem; /* this process's device, managed and page-locked memory */
     struct wsl_kern_gpu_use gpu;/* timed launches and estimated GPU time */
+    struct wsl_kern_estimate gpu_estimate; /* the estimate per launch, for a second pass over the trace */
     bool have_gpu_memory;       /* a GPU_MEMORY chunk: free/total when the shim first saw a context */
     uint64_t gpu_free_at_start, gpu_total;
     struct wsl_host_summary host_cuda; /* this process's waits for the GPU and copies */

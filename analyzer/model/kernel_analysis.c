@@ -706,6 +706,116 @@ void wsl_kern_trace_merge(const struct wsl_kern_trace *t, struct wsl_kernels *k,
         use->gpu_phase_ns = ns_saturated((double)(t->last_gpu - t->first_launch) * ns_per_tick);
 }
 
+/* ---- the estimate per launch, for the other outputs ---------------------------------------- */
+
+static struct wsl_kern_estimate_row *estimate_row_add(struct wsl_kern_estimate *e, uint64_t handle, uint32_t config)
+{
+    e->rows = xrealloc(e->rows, (e->row_count + 1) * sizeof *e->rows);
+    struct wsl_kern_estimate_row *r = &e->rows[e->row_count];
+    memset(r, 0, sizeof *r);
+    r->handle = handle;
+    r->config = config;
+    wsl_u64_map_insert(&e->index, config_key(handle, config), e->row_count++);
+    return r;
+}
+
+static const struct wsl_kern_estimate_row *estimate_row(const struct wsl_kern_estimate *e, uint64_t handle,
+                                                        uint32_t config)
+{
+    uint64_t key = config_key(handle, config);
+    for (const struct wsl_u64_slot *s = wsl_u64_map_find(&e->index, key); s; s = wsl_u64_map_find_next(&e->index, s))
+        if (e->rows[s->value].handle == handle && e->rows[s->value].config == config)
+            return &e->rows[s->value];
+    return NULL;
+}
+
+/* The figures are wsl_kern_trace_merge's, computed the same way (keep the two alike). */
+void wsl_kern_estimate_build(const struct wsl_kern_trace *t, double ns_per_tick, struct wsl_kern_estimate *e)
+{
+    memset(e, 0, sizeof *e);
+    e->ns_per_tick = ns_per_tick;
+    struct wsl_kern_gpu_use use;
+    memset(&use, 0, sizeof use);
+    uint64_t over = pair_overhead_ticks(t, &use);
+    e->pair_overhead_ticks = over;
+    e->pair_overhead_ns = ns_saturated((double)over * ns_per_tick);
+    uint64_t all_ticks = 0, all_count = 0;
+    for (size_t i = 0; i < t->timed.count; i++) {
+        const struct handle_timing *ht = &t->timed_v[i];
+        uint64_t ticks = less_overhead(ht->ticks.sum, ht->ticks.count - ht->idle, over);
+        all_ticks += ticks;
+        all_count += ht->ticks.count;
+        if (!ht->ticks.count)
+            continue;
+        struct wsl_kern_estimate_row *r = estimate_row_add(e, ht->handle, 0);
+        r->timed = ht->ticks.count;
+        r->mean_ns = ns_saturated((double)ticks / (double)ht->ticks.count * ns_per_tick);
+        r->overhead_ticks = over;
+        r->overhead_ns = e->pair_overhead_ns;
+    }
+    e->kernels_timed = all_count;
+    e->kernel_mean_ns = all_count ? ns_saturated((double)all_ticks / (double)all_count * ns_per_tick) : 0;
+    if (t->graphs_timed) {
+        struct wsl_hist g;
+        memset(&g, 0, sizeof g);
+        wsl_hist_merge_scaled(&g, &t->graph_ticks, ns_per_tick);
+        e->graphs_timed = g.count;
+        e->graph_mean_ns = mean_of(&g);
+        wsl_hist_free(&g);
+    }
+    e->configs = t->config_timed_untracked > 0;
+    for (size_t i = 0; i < t->rows_count; i++) {
+        const struct launch_row *lr = &t->rows[i];
+        if (!lr->config || !lr->timed)
+            continue;
+        e->configs = true;
+        uint64_t ov = row_overhead(lr, over);
+        struct wsl_kern_estimate_row *r = estimate_row_add(e, lr->handle, lr->config);
+        r->timed = lr->timed;
+        r->mean_ns = ns_saturated((double)less_overhead(lr->timed_ticks, lr->timed - lr->timed_idle, ov) /
+                                  (double)lr->timed * ns_per_tick);
+        r->overhead_ticks = ov;
+        r->overhead_ns = ns_saturated((double)ov * ns_per_tick);
+    }
+}
+
+void wsl_kern_estimate_free(struct wsl_kern_estimate *e)
+{
+    wsl_u64_map_free(&e->index);
+    free(e->rows);
+    memset(e, 0, sizeof *e);
+}
+
+enum wsl_kern_basis wsl_kern_estimate_launch(const struct wsl_kern_estimate *e, uint64_t handle, uint32_t config,
+                                             uint64_t *ns, uint64_t *based_on)
+{
+    const struct wsl_kern_estimate_row *r = handle && config ? estimate_row(e, handle, config) : NULL;
+    if (r) {
+        *ns = r->mean_ns, *based_on = r->timed;
+        return WSL_KERN_BASIS_CONFIG;
+    }
+    if (handle && (r = estimate_row(e, handle, 0)) != NULL) {
+        *ns = r->mean_ns, *based_on = r->timed;
+        return WSL_KERN_BASIS_HANDLE;
+    }
+    *ns = e->kernel_mean_ns, *based_on = e->kernels_timed;
+    return e->kernels_timed ? WSL_KERN_BASIS_PROCESS : WSL_KERN_BASIS_NONE;
+}
+
+uint64_t wsl_kern_estimate_overhead_ticks(const struct wsl_kern_estimate *e, uint64_t handle, uint32_t config)
+{
+    const struct wsl_kern_estimate_row *r = handle && config ? estimate_row(e, handle, config) : NULL;
+    return r ? r->overhead_ticks : e->pair_overhead_ticks;
+}
+
+uint64_t wsl_kern_estimate_event_overhead(const struct wsl_kern_estimate *e, const struct wsl_event *ev)
+{
+    uint64_t flags = ev->a[2] & 0xffffffffu;
+    if (flags & (WSL_GPU_IDLE_AT_SUBMIT | WSL_GPU_GRAPH))
+        return 0;
+    return wsl_kern_estimate_overhead_ticks(e, ev->a[0], (uint32_t)ev->result);
+}
+
 void wsl_kern_trace_end(struct wsl_kern_trace *t, struct wsl_kernels *k, int32_t pid, double ns_per_tick,
                         struct wsl_kern_gpu_use *use)
 {

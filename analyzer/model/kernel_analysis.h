@@ -159,6 +159,54 @@ void wsl_kern_trace_end(struct wsl_kern_trace *t, struct wsl_kernels *k, int32_t
 /* Frees t (NULL is fine). */
 void wsl_kern_trace_discard(struct wsl_kern_trace *t);
 
+/* The report's GPU time per launch, for the outputs that show GPU time launch by launch (the
+ * timeline, the projection, NVTX ranges), so that they agree with gpu_time_est_ns. Built from a
+ * trace's GPU_KERNEL events alone (a wsl_kern_trace fed only those does): per (handle,
+ * configuration) timed, its mean less the pair overhead of its queued launches (the same figures
+ * as wsl_kern_trace_merge's), per handle and per process the same. `configs` false (every timed
+ * launch of an older shim, without its configuration, and so no overhead measured): the outputs
+ * keep their own older per-function figures, byte for byte. */
+enum wsl_kern_basis {
+    WSL_KERN_BASIS_NONE = 0,    /* nothing timed: no estimate */
+    WSL_KERN_BASIS_CONFIG,      /* the mean of the launch's configuration */
+    WSL_KERN_BASIS_HANDLE,      /* the mean of its function's timed launches */
+    WSL_KERN_BASIS_PROCESS,     /* the mean of the process's timed kernels */
+};
+
+struct wsl_kern_estimate_row {
+    uint64_t handle;
+    uint32_t config;            /* 0: the handle's row (all its timed launches) */
+    uint64_t timed;             /* timed launches */
+    uint64_t mean_ns;           /* their mean GPU time less the pair overhead of the queued ones */
+    uint64_t overhead_ticks;    /* taken off each of its queued timed launches (ticks of the trace) */
+    uint64_t overhead_ns;
+};
+
+struct wsl_kern_estimate {
+    bool configs;               /* a timed launch named its configuration: the estimate holds */
+    double ns_per_tick;
+    uint64_t pair_overhead_ns, pair_overhead_ticks; /* the process's (0: not measured) */
+    uint64_t kernels_timed, kernel_mean_ns;         /* the process's timed kernels and their mean */
+    uint64_t graphs_timed, graph_mean_ns;           /* its timed graph launches (no overhead taken off) */
+    struct wsl_u64_map index;   /* config_key(handle, configuration) -> rows (a hash: compare) */
+    struct wsl_kern_estimate_row *rows;
+    size_t row_count;
+};
+
+/* Fills e from t (timed launches only; launches need not have been fed). Free with
+ * wsl_kern_estimate_free. */
+void wsl_kern_estimate_build(const struct wsl_kern_trace *t, double ns_per_tick, struct wsl_kern_estimate *e);
+void wsl_kern_estimate_free(struct wsl_kern_estimate *e);
+/* The estimated GPU time of a kernel launch of handle with configuration (wsl_launch_config of its
+ * grid and block; 0: unknown): in *ns, and in *based_on the timed launches it rests on. */
+enum wsl_kern_basis wsl_kern_estimate_launch(const struct wsl_kern_estimate *e, uint64_t handle, uint32_t config,
+                                             uint64_t *ns, uint64_t *based_on);
+/* The pair overhead taken off a timed kernel launch of handle and configuration that was queued
+ * (not WSL_GPU_IDLE_AT_SUBMIT), in ticks of the trace; 0 for one idle at submit. */
+uint64_t wsl_kern_estimate_overhead_ticks(const struct wsl_kern_estimate *e, uint64_t handle, uint32_t config);
+/* The same, for a GPU_KERNEL event (its handle, configuration and flags; graphs: 0). */
+uint64_t wsl_kern_estimate_event_overhead(const struct wsl_kern_estimate *e, const struct wsl_event *ev);
+
 void wsl_kern_finish(struct wsl_kernels *k);
 void wsl_kern_free(struct wsl_kernels *k);
 

@@ -4,6 +4,7 @@
  */
 #include "nvtx_analysis.h"
 #include "io_analysis.h"
+#include "kernel_analysis.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,14 @@ struct local_range {            /* per trace: (kind, domain id, name id) */
     uint64_t count, unclosed, top_level;
     struct wsl_hist ticks;
     struct wsl_nvtx_counts self, incl;
+    uint64_t queued_other;      /* queued timed kernels past WSL_NVTX_MAX_QUEUED: the process's overhead */
+};
+
+/* Queued timed kernels of one (range, handle, configuration) (wsl_nvtx_trace_less_overhead). */
+struct queued_kernels {
+    uint64_t handle;
+    uint32_t range, config;
+    uint64_t count;
 };
 
 struct local_mark {
@@ -79,6 +88,10 @@ struct wsl_nvtx_trace {
     uint32_t start_free;        /* free list head, NONE when empty */
     uint64_t pushes, pops, starts_total, ends, marks_total, unmatched_pops, unmatched_ends, gpu_unattributed,
         dropped, lost;
+    struct wsl_u64_map queued_index; /* hash of (range, handle, configuration) -> queued (compare) */
+    struct queued_kernels *queued;
+    size_t queued_count;
+    bool any_queued;
 };
 
 /* ---- counts ------------------------------------------------------------------------- */
@@ -419,6 +432,50 @@ static void on_gpu_kernel(struct wsl_nvtx_trace *t, const struct wsl_event *ev)
     }
     t->ranges[r].self.gpu_kernels++;
     t->ranges[r].self.gpu_ns += ev->t_end >= ev->t_start ? ev->t_end - ev->t_start : 0;
+    if (ev->a[2] & (WSL_GPU_IDLE_AT_SUBMIT | WSL_GPU_GRAPH))
+        return; /* only a queued kernel's measure holds the pair's own time */
+    t->any_queued = true;
+    uint64_t handle = ev->a[0];
+    uint32_t config = (uint32_t)ev->result;
+    uint64_t key = handle ^ ((((uint64_t)r << 32) | config) * 0x9e3779b97f4a7c15ull); /* a hash: compare */
+    key = key ? key : 1;
+    for (struct wsl_u64_slot *s = wsl_u64_map_find(&t->queued_index, key); s;
+         s = wsl_u64_map_find_next(&t->queued_index, s)) {
+        struct queued_kernels *q = &t->queued[s->value];
+        if (q->handle == handle && q->range == r && q->config == config) {
+            q->count++;
+            return;
+        }
+    }
+    if (t->queued_count >= WSL_NVTX_MAX_QUEUED) {
+        t->ranges[r].queued_other++;
+        return;
+    }
+    t->queued = xrealloc(t->queued, (t->queued_count + 1) * sizeof *t->queued);
+    t->queued[t->queued_count] = (struct queued_kernels){handle, r, config, 1};
+    wsl_u64_map_insert(&t->queued_index, key, t->queued_count++);
+}
+
+bool wsl_nvtx_trace_queued(const struct wsl_nvtx_trace *t) { return t->any_queued; }
+
+void wsl_nvtx_trace_less_overhead(struct wsl_nvtx_trace *t, const struct wsl_kern_estimate *e)
+{
+    if (!e->configs)
+        return; /* an older trace: no overhead measured, the raw measures stand */
+    for (size_t i = 0; i < t->queued_count; i++) {
+        const struct queued_kernels *q = &t->queued[i];
+        struct wsl_nvtx_counts *c = &t->ranges[q->range].self;
+        uint64_t off = wsl_kern_estimate_overhead_ticks(e, q->handle, q->config) * q->count;
+        c->gpu_ns = c->gpu_ns > off ? c->gpu_ns - off : 0;
+    }
+    for (size_t r = 0; r < t->range_count; r++) {
+        struct wsl_nvtx_counts *c = &t->ranges[r].self;
+        uint64_t off = e->pair_overhead_ticks * t->ranges[r].queued_other;
+        c->gpu_ns = c->gpu_ns > off ? c->gpu_ns - off : 0;
+    }
+    t->queued_count = 0; /* taken off once */
+    for (size_t r = 0; r < t->range_count; r++)
+        t->ranges[r].queued_other = 0;
 }
 
 void wsl_nvtx_trace_event(struct wsl_nvtx_trace *t, struct wsl_nvtx_thread *th, unsigned category,
@@ -640,6 +697,8 @@ void wsl_nvtx_trace_discard(struct wsl_nvtx_trace *t)
     wsl_u64_map_free(&t->thread_index);
     wsl_u64_map_free(&t->start_index);
     wsl_u64_map_free(&t->early_ends);
+    wsl_u64_map_free(&t->queued_index);
+    free(t->queued);
     free(t->starts);
     free(t->tops);
     free(t);
@@ -706,7 +765,7 @@ static bool in_windows(const struct wsl_nvtx_window *w, size_t n, uint64_t t, si
 
 /* Reads the trace again: what its threads did inside the windows, in ticks. */
 static bool count_in_windows(const struct wsl_trace_store *store, const char *path, const struct wsl_nvtx_window *w,
-                             size_t n, struct wsl_nvtx_counts *c)
+                             size_t n, struct wsl_nvtx_counts *c, const struct wsl_kern_estimate *e)
 {
     char err[WSL_READER_ERRLEN];
     struct wsl_reader *r = wsl_store_open(store, path, err, sizeof err);
@@ -739,8 +798,10 @@ static bool count_in_windows(const struct wsl_trace_store *store, const char *pa
                 continue;
             if (k == WSL_CAT_GPU_KERNEL) {
                 if (in_windows(w, n, ev->a[1], &at_gpu)) {
+                    uint64_t dur = ev->t_end >= ev->t_start ? ev->t_end - ev->t_start : 0;
+                    uint64_t over = e ? wsl_kern_estimate_event_overhead(e, ev) : 0; /* as the ranges' own */
                     c->gpu_kernels++;
-                    c->gpu_ns += ev->t_end >= ev->t_start ? ev->t_end - ev->t_start : 0;
+                    c->gpu_ns += dur > over ? dur - over : 0;
                 }
             } else if (in_windows(w, n, ev->t_start, &at_call)) {
                 bool smp = sampled[ev->api];
@@ -788,7 +849,8 @@ static void step_process_figures(struct wsl_nvtx *n, const struct wsl_trace_stor
             continue;
         struct wsl_nvtx_counts c;
         memset(&c, 0, sizeof c);
-        if (!count_in_windows(store, tw->path, tw->w, u + 1, &c))
+        const struct wsl_kern_estimate *e = n->estimate_of ? n->estimate_of(n->estimate_ctx, tw->path) : NULL;
+        if (!count_in_windows(store, tw->path, tw->w, u + 1, &c, e && e->configs ? e : NULL))
             n->step_process_known = false;
         counts_add_scaled(&n->step_process, &c, tw->ns_per_tick);
     }

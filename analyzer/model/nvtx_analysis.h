@@ -49,6 +49,7 @@
 #define WSL_NVTX_MAX_WINDOWS (1u << 20)       /* top-level range instances kept per trace */
 #define WSL_NVTX_MAX_RUN_WINDOWS (1u << 21)   /* and per run, until wsl_nvtx_finish */
 #define WSL_NVTX_TOP_TEXT 15
+#define WSL_NVTX_MAX_QUEUED (1u << 20)       /* (range, kernel, configuration) of queued timed kernels per trace */
 
 enum wsl_nvtx_kind {
     WSL_NVTX_PUSH = 0,          /* push/pop: a thread's nested range */
@@ -131,10 +132,15 @@ struct wsl_nvtx {
     size_t step_trace_count;
     /* (kind, domain, name), by range_key -> index into ranges; emptied by wsl_nvtx_finish */
     struct wsl_u64_map index;
+    /* Optional, set before wsl_nvtx_finish: a trace's estimate per launch (kernel_analysis.h), whose
+     * pair overhead the step's process-wide GPU time takes off its queued timed kernels. */
+    const struct wsl_kern_estimate *(*estimate_of)(void *ctx, const char *path);
+    void *estimate_ctx;
 };
 
 struct wsl_nvtx_trace;
 struct wsl_nvtx_thread;
+struct wsl_kern_estimate;
 
 struct wsl_nvtx_trace *wsl_nvtx_trace_begin(void);
 /* A PATHS chunk: keeps the entries that are NVTX names. */
@@ -225,6 +231,15 @@ void wsl_nvtx_trace_merge(const struct wsl_nvtx_trace *t, struct wsl_nvtx *n, ui
 void wsl_nvtx_trace_end(struct wsl_nvtx_trace *t, struct wsl_nvtx *n, uint64_t end_ticks, double ns_per_tick,
                         const char *path);
 void wsl_nvtx_trace_discard(struct wsl_nvtx_trace *t);
+
+/* The GPU time of ranges as the report estimates it (kernel_analysis.h): each range keeps its
+ * queued timed kernels per (handle, configuration); once the trace was read and its pair overhead
+ * is known, wsl_nvtx_trace_less_overhead takes each one's off its range's gpu_ns (before
+ * wsl_nvtx_trace_merge; e->configs false: nothing is taken off). Past WSL_NVTX_MAX_QUEUED
+ * (range, handle, configuration) triples a range's further ones take the process's overhead.
+ * wsl_nvtx_trace_queued: whether there is anything to take off. */
+bool wsl_nvtx_trace_queued(const struct wsl_nvtx_trace *t);
+void wsl_nvtx_trace_less_overhead(struct wsl_nvtx_trace *t, const struct wsl_kern_estimate *e);
 
 /* Sorts, picks the step range, and (process_figures) reads the traces holding its
  * instances again for its process-wide figures (their recordings in store, when it holds them). */

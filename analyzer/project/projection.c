@@ -107,6 +107,7 @@ static int read_facts(const struct wsl_trace_store *store, const char *path, str
     bool have_process = false, have_events = false;
     uint64_t max_end = 0, end_ticks = 0, max_clock_ns = 0;
     bool have_end = false;
+    struct wsl_kern_trace *kern = wsl_kern_trace_begin();
     struct wsl_item it;
     enum wsl_read_result res;
     /* Durations are kept in ticks until the clock fit is final. */
@@ -136,7 +137,10 @@ static int read_facts(const struct wsl_trace_store *store, const char *path, str
                 if (ev->t_end > max_end)
                     max_end = ev->t_end;
                 have_events = true;
-                if (!gpu_api[ev->api] || !ev->a[0])
+                if (!gpu_api[ev->api])
+                    continue;
+                wsl_kern_trace_event(kern, WSL_KERN_GPU_TIME, 0, ev);
+                if (!ev->a[0])
                     continue;
                 double ticks = (double)(ev->t_end >= ev->t_start ? ev->t_end - ev->t_start : 0);
                 bool graph = (ev->a[2] & WSL_GPU_GRAPH) != 0;
@@ -163,10 +167,13 @@ static int read_facts(const struct wsl_trace_store *store, const char *path, str
     if (res == WSL_READ_ERROR || !have_process) {
         snprintf(err, errlen, "%s", res == WSL_READ_ERROR ? wsl_reader_message(r) : "no process info");
         wsl_reader_close(r);
+        wsl_kern_trace_discard(kern);
         return -1;
     }
     f->clock = *wsl_reader_clock(r);
     wsl_reader_close(r);
+    wsl_kern_estimate_build(kern, f->clock.ns_per_tick, &f->est);
+    wsl_kern_trace_discard(kern);
     /* ticks -> ns */
     double k = f->clock.ns_per_tick;
     for (size_t i = 0; i < f->mean_count; i++) {
@@ -192,6 +199,7 @@ static void facts_free(struct trace_facts *f)
 {
     wsl_u64_map_free(&f->handle_index);
     free(f->means);
+    wsl_kern_estimate_free(&f->est);
 }
 
 static int shift_point_cmp(const void *a, const void *b)
@@ -310,6 +318,7 @@ static int project_pass(const char *const *paths, size_t count, const struct wsl
             rc = -1;
             break;
         }
+        out->gpu_estimate |= f.est.configs;
         R.facts = &f;
         R.wsl = (f.flags & (WSL_PROC_WSL1 | WSL_PROC_WSL2)) != 0;
         if (opt->source) {

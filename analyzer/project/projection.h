@@ -5,7 +5,9 @@
  *
  * Two passes over each trace. The first collects the GPU durations the shim
  * sampled (GPU_KERNEL events: mean per function or graph handle, and the
- * process's mean) and the trace's final clock fit. The second replays the
+ * process's mean; where the events name launch configurations, the report's
+ * own estimate per launch, kernel_analysis.h's wsl_kern_estimate) and the
+ * trace's final clock fit. The second replays the
  * events in time order (a window of at most WSL_PROJ_WINDOW events restores
  * the order across threads; memory stays bounded): per thread, every call is
  * moved by the cost differences of the calls before it, each call's host cost
@@ -118,6 +120,8 @@ struct wsl_projection {
     uint64_t launches, launches_kernel_mean, launches_process_mean, launches_no_gpu_time;
     uint64_t graph_launches, captured_launches;
     uint64_t gpu_ns;            /* GPU work the simulation ran */
+    bool gpu_estimate;          /* a process's launches ran for the report's estimate per configuration
+                                   (its trace names launch configurations: kernel_analysis.h) */
     uint64_t events, late_events; /* calls replayed; of them, out of time order past the window */
 };
 

@@ -41,6 +41,9 @@ struct trace_facts {
     size_t mean_count;
     struct gpu_mean kernel_all;         /* every timed kernel launch of the process */
     struct gpu_mean graph_all;
+    /* The report's estimate per launch (kernel_analysis.h): with configurations (est.configs) a
+     * launch runs for its configuration's corrected mean; without, the means above as before. */
+    struct wsl_kern_estimate est;
 };
 
 struct pending {                /* one call waiting in the time-order window */

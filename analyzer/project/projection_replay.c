@@ -117,9 +117,22 @@ static struct gpu_queue ready_of(struct replay *R, uint64_t stream)
     return stream == 0 ? all_queues(R) : *queue_of(R, stream);
 }
 
-static double kernel_ns(struct replay *R, uint64_t handle, bool graph)
+/* A launch's GPU time: the report's estimate where the trace has configurations (a graph: the
+ * process's mean timed graph launch, none when never timed, as the report counts it). */
+static double kernel_ns(struct replay *R, uint64_t handle, bool graph, uint32_t config)
 {
     const struct trace_facts *f = R->facts;
+    if (f->est.configs) {
+        uint64_t ns = 0, based_on;
+        enum wsl_kern_basis b = graph ? (f->est.graphs_timed ? WSL_KERN_BASIS_PROCESS : WSL_KERN_BASIS_NONE)
+                                      : wsl_kern_estimate_launch(&f->est, handle, config, &ns, &based_on);
+        if (graph)
+            ns = f->est.graph_mean_ns;
+        R->pr->launches_kernel_mean += !graph && (b == WSL_KERN_BASIS_CONFIG || b == WSL_KERN_BASIS_HANDLE);
+        R->pr->launches_process_mean += !graph && b == WSL_KERN_BASIS_PROCESS;
+        R->pr->launches_no_gpu_time += !graph && b == WSL_KERN_BASIS_NONE;
+        return b == WSL_KERN_BASIS_NONE ? 0 : (double)ns;
+    }
     struct wsl_u64_slot *s = handle ? wsl_u64_map_find(&f->handle_index, handle) : NULL;
     if (s && f->means[s->value].count) {
         R->pr->launches_kernel_mean += !graph;
@@ -312,7 +325,7 @@ static void replay_one(struct replay *R, const struct pending *e)
             pr->captured_launches++;
             break;
         }
-        double g = kernel_ns(R, e->a[0], false);
+        double g = kernel_ns(R, e->a[0], false, wsl_launch_config(e->a[1], e->a[2]));
         struct gpu_queue *q = queue_of(R, e->stream);
         q->rec = fmax(q->rec, (double)re) + g;
         q->proj = fmax(q->proj, ps + pd) + g;
@@ -328,7 +341,7 @@ static void replay_one(struct replay *R, const struct pending *e)
         if (e->result != 0)
             break;
         pr->graph_launches++;
-        double g = kernel_ns(R, e->a[0], true);
+        double g = kernel_ns(R, e->a[0], true, 0);
         struct gpu_queue *q = queue_of(R, e->stream);
         q->rec = fmax(q->rec, (double)re) + g;
         q->proj = fmax(q->proj, ps + pd) + g;

@@ -191,10 +191,17 @@ void wsl_projection_write_json(struct json_writer *w, const struct wsl_projectio
     json_begin_object(w);
     JSON_U64_FIELDS(w, p, gpu_fields);
     json_key_string(w, "how_computed",
-                    "a launch runs for the mean GPU duration of its kernel's timed launches (GPU_KERNEL samples; "
-                    "those that found the GPU idle at submit when there are any, their pairs being corrected), "
-                    "else the process's mean timed kernel; without any GPU timing it takes no GPU time and syncs "
-                    "keep their recorded cost");
+                    p->gpu_estimate
+                        ? "a launch runs for the report's estimate (gpu_time_est_ns): the mean GPU duration of its "
+                          "kernel's timed launches of the same grid and block (GPU_KERNEL samples, less the event "
+                          "pairs' overhead on those queued), else of its kernel's timed launches, else the "
+                          "process's mean timed kernel; a graph launch the mean timed graph launch; without any GPU "
+                          "timing it takes no GPU time and syncs keep their recorded cost (traces of older shims, "
+                          "without launch configurations: as below)"
+                        : "a launch runs for the mean GPU duration of its kernel's timed launches (GPU_KERNEL "
+                          "samples; those that found the GPU idle at submit when there are any, their pairs being "
+                          "corrected), else the process's mean timed kernel; without any GPU timing it takes no GPU "
+                          "time and syncs keep their recorded cost");
     json_end_object(w);
     json_key(w, "processes");
     json_begin_array(w);

@@ -15,15 +15,19 @@
  *     pushed; args.domain), start/end ranges as async b/e slices, marks as
  *     instants; ranges open at the end of a trace end there;
  *   - GPU kernels (GPU_KERNEL events) on one track per stream
- *     ("GPU stream 0x..."), each tied to its launch by a flow (ph s on the
+ *     ("GPU stream 0x..."; a queued one less the event pairs' overhead where
+ *     the trace has launch configurations: args.measured_ns,
+ *     args.pair_overhead_ns), each tied to its launch by a flow (ph s on the
  *     launch's thread, ph f with bp "e" on the kernel, cat "ac2g" as
  *     PyTorch's profiler writes them);
  *   - every launch that was not timed as an estimated kernel (cat
  *     "kernel_estimated", args.estimated true) on its stream's
  *     "(estimated, not timed)" track: after its launch returned and after the
- *     previous estimate on the stream, lasting the mean timed duration of the
- *     same function, else of every timed kernel of the process (none when
- *     nothing was timed); also tied to its launch by a flow;
+ *     previous estimate on the stream, lasting the report's estimate
+ *     (wsl_kern_estimate: its configuration's mean less the pair overhead)
+ *     where the trace has launch configurations, else the mean timed
+ *     duration of the same function, else of every timed kernel of the
+ *     process (none when nothing was timed); also tied to its launch by a flow;
  *   - counters (ph C): device memory in use (allocations minus frees,
  *     replayed in time order) and file bytes read per 100 ms.
  * Times are microseconds from the run's start (the earliest process start),

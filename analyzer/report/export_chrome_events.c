@@ -331,7 +331,13 @@ static void write_args(struct exporter *x, struct write_state *w, const struct t
 static void write_gpu_kernel(struct exporter *x, struct write_state *w, const struct wsl_event *ev)
 {
     struct chrome_trace *t = w->t;
-    uint64_t start = rel_ns(x, t, ev->t_start), end = rel_ns(x, t, ev->t_end);
+    /* A queued launch's pair measured its own time too: drawn without it, from the same start (the
+     * report's estimate takes it off likewise). */
+    uint64_t dur_ticks = ev->t_end > ev->t_start ? ev->t_end - ev->t_start : 0;
+    uint64_t overhead = t->est.configs ? wsl_kern_estimate_event_overhead(&t->est, ev) : 0;
+    if (overhead > dur_ticks)
+        overhead = dur_ticks;
+    uint64_t start = rel_ns(x, t, ev->t_start), end = rel_ns(x, t, ev->t_end - overhead);
     if (!in_window(x, start))
         return;
     uint32_t flags = (uint32_t)ev->a[2], launch_tid = (uint32_t)(ev->a[2] >> 32);
@@ -348,9 +354,16 @@ static void write_gpu_kernel(struct exporter *x, struct write_state *w, const st
     else
         fprintf(x->out, "\"%s 0x%" PRIx64 "\"", (flags & WSL_GPU_GRAPH) ? "graph" : "function", ev->a[0]);
     fprintf(x->out, ",\"args\":{\"stream\":\"0x%" PRIx64 "\",\"launch_tid\":%u,\"idle_at_submit\":%s,"
-                    "\"mapped\":%s,\"event_elapsed_ns\":%" PRIu64 "}}",
+                    "\"mapped\":%s,\"event_elapsed_ns\":%" PRIu64,
             ev->stream, launch_tid, (flags & WSL_GPU_IDLE_AT_SUBMIT) ? "true" : "false",
             (flags & WSL_GPU_MAPPED) ? "true" : "false", ev->a[3]);
+    if (overhead) { /* the slice is shorter than the measure by the pair overhead */
+        uint64_t raw = rel_ns(x, t, ev->t_end);
+        raw = raw > start ? raw - start : 0;
+        fprintf(x->out, ",\"measured_ns\":%" PRIu64 ",\"pair_overhead_ns\":%" PRIu64, raw,
+                raw - (end > start ? end - start : 0));
+    }
+    fputs("}}", x->out);
     x->res->slices++;
     x->res->kernels++;
     /* the flow from the launch (bound to the launch's slice) to the kernel */
@@ -570,11 +583,34 @@ static void write_estimated_kernel(struct exporter *x, struct write_state *w, ui
         return;
     }
     uint64_t launch = rel_ns(x, t, ev->t_start), launch_end = rel_ns(x, t, ev->t_end);
-    struct wsl_u64_slot *k = ev->a[0] ? wsl_u64_map_find(&t->kstat, ev->a[0]) : NULL;
-    double ticks = k ? (double)t->k_sum[k->value - 1] / (double)t->k_n[k->value - 1]
-                     : (double)t->gpu_sum / (double)t->gpu_n;
-    double npt = t->clock.ns_per_tick > 0 ? t->clock.ns_per_tick : 1.0;
-    uint64_t dur = (uint64_t)(ticks * npt + 0.5);
+    struct wsl_u64_slot *k = NULL;
+    uint64_t dur, based_on;
+    const char *basis;
+    if (t->est.configs) { /* the report's estimate: the configuration's mean, less the pair overhead */
+        if (graph) {
+            if (!t->est.graphs_timed)
+                return; /* the report counts no GPU time for graphs never timed */
+            dur = t->est.graph_mean_ns, based_on = t->est.graphs_timed;
+            basis = "mean of the process's timed graph launches";
+        } else {
+            enum wsl_kern_basis b =
+                wsl_kern_estimate_launch(&t->est, ev->a[0], wsl_launch_config(ev->a[1], ev->a[2]), &dur, &based_on);
+            if (b == WSL_KERN_BASIS_NONE)
+                return;
+            basis = b == WSL_KERN_BASIS_CONFIG   ? "mean of this kernel's timed launches of this grid and block, "
+                                                   "less the event pairs' overhead"
+                    : b == WSL_KERN_BASIS_HANDLE ? "mean of this kernel's timed launches, less the event pairs' overhead"
+                                                 : "mean of the process's timed kernels, less the event pairs' overhead";
+        }
+    } else {
+        k = ev->a[0] ? wsl_u64_map_find(&t->kstat, ev->a[0]) : NULL;
+        double ticks = k ? (double)t->k_sum[k->value - 1] / (double)t->k_n[k->value - 1]
+                         : (double)t->gpu_sum / (double)t->gpu_n;
+        double npt = t->clock.ns_per_tick > 0 ? t->clock.ns_per_tick : 1.0;
+        dur = (uint64_t)(ticks * npt + 0.5);
+        basis = k ? "mean of this kernel's timed launches" : "mean of the process's timed kernels";
+        based_on = k ? t->k_n[k->value - 1] : t->gpu_n;
+    }
     uint64_t key = ev->stream ^ STREAM_KEY;
     if (!key)
         key = 1;
@@ -603,8 +639,7 @@ static void write_estimated_kernel(struct exporter *x, struct write_state *w, ui
         fprintf(x->out, "\"%s 0x%" PRIx64 "\"", graph ? "graph" : "function", ev->a[0]);
     fprintf(x->out, ",\"args\":{\"estimated\":true,\"basis\":\"%s\",\"based_on_timed\":%" PRIu64
                     ",\"stream\":\"0x%" PRIx64 "\",\"launch_tid\":%u}}",
-            k ? "mean of this kernel's timed launches" : "mean of the process's timed kernels",
-            k ? t->k_n[k->value - 1] : t->gpu_n, ev->stream, tid);
+            basis, based_on, ev->stream, tid);
     x->res->slices++;
     x->res->kernels_estimated++;
     uint64_t id = ++x->next_flow_id;

@@ -71,6 +71,11 @@ struct chrome_trace {
     uint64_t *k_sum, *k_n;
     size_t k_count;
     uint64_t gpu_sum, gpu_n;        /* every timed kernel: the process mean */
+    /* The report's estimate per launch (kernel_analysis.h), from the GPU_KERNEL events: with
+     * configurations (est.configs), estimated slices last their configuration's corrected mean and
+     * timed queued ones are drawn less the pair overhead; without, k_sum/k_n as before. */
+    struct wsl_kern_trace *kern;
+    struct wsl_kern_estimate est;
     bool have_phases;
     struct wsl_phases phases;       /* from the run model (the report's phases) */
 };

@@ -76,6 +76,9 @@ void chrome_trace_free(struct chrome_trace *t)
     wsl_u64_map_free(&t->kstat);
     free(t->k_sum);
     free(t->k_n);
+    wsl_kern_trace_discard(t->kern);
+    t->kern = NULL;
+    wsl_kern_estimate_free(&t->est);
 }
 
 static char *make_label(const struct wsl_item *it)
@@ -176,6 +179,7 @@ int chrome_scan_trace(struct chrome_trace *t, const struct wsl_chrome_options *o
     if (!r)
         return -1;
     uint64_t max_end = 0;
+    t->kern = wsl_kern_trace_begin();
     bool have_events = false;
     struct wsl_item it;
     enum wsl_read_result rr;
@@ -225,8 +229,10 @@ int chrome_scan_trace(struct chrome_trace *t, const struct wsl_chrome_options *o
                 if (ev->t_end > max_end)
                     max_end = ev->t_end;
                 have_events = true;
-                if (a->category == WSL_CAT_GPU_KERNEL)
+                if (a->category == WSL_CAT_GPU_KERNEL) {
                     note_timed(t, ev);
+                    wsl_kern_trace_event(t->kern, WSL_KERN_GPU_TIME, 0, ev);
+                }
                 if (a->category == WSL_CAT_FUNC_NAME && ev->a[0] && ev->result == 0) {
                     struct wsl_u64_map *m = ev->a[1] ? &t->func_name : &t->func_kernel;
                     uint64_t v = ev->a[1] ? ev->a[1] : ev->a[2];
@@ -258,6 +264,9 @@ int chrome_scan_trace(struct chrome_trace *t, const struct wsl_chrome_options *o
     for (size_t i = 0; wsl_reader_warning(r, i); i++)
         chrome_add_result_warning(res, xasprintf("%s: %s", t->path, wsl_reader_warning(r, i)));
     t->clock = *wsl_reader_clock(r);
+    wsl_kern_estimate_build(t->kern, t->clock.ns_per_tick, &t->est); /* as the report's */
+    wsl_kern_trace_discard(t->kern);
+    t->kern = NULL;
     t->end_ns = t->start_ns;
     if (have_events && wsl_clock_to_ns(&t->clock, max_end) > t->end_ns)
         t->end_ns = wsl_clock_to_ns(&t->clock, max_end);

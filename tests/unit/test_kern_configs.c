@@ -5,10 +5,14 @@
  * GPU_KERNEL events carry no configuration (result 0, older shims) gives the
  * per-function estimate, exactly; past WSL_KERN_MAX_CONFIGS the rest is
  * estimated per function and counted. Ticks are ns. */
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analysis.h"
+#include "export_chrome.h"
+#include "projection.h"
 #include "rules.h"
 #include "trace_synth.h"
 #include "unit_test.h"
@@ -17,12 +21,14 @@
     CHECKF((uint64_t)(got) == (uint64_t)(want), "%s = %llu, expected %llu", #got, (unsigned long long)(got), \
            (unsigned long long)(want))
 
-enum { FUNC, LAUNCH, LAUNCH_EX, GPU, ROWS };
+enum { FUNC, LAUNCH, LAUNCH_EX, GPU, PUSH, POP, ROWS };
 static const struct synth_row rows[ROWS] = {
     [FUNC] = {"cuModuleGetFunction", "cuModuleGetFunction", WSL_CAT_FUNC_NAME},
     [LAUNCH] = {"cuLaunchKernel", "cuLaunchKernel", WSL_CAT_LAUNCH},
     [LAUNCH_EX] = {"cuLaunchKernelEx", "cuLaunchKernelEx", WSL_CAT_LAUNCH},
     [GPU] = {"wslshim_gpu_kernel", "wslshim_gpu_kernel", WSL_CAT_GPU_KERNEL},
+    [PUSH] = {"nvtxRangePushA", "nvtxRangePush", WSL_CAT_NVTX_PUSH},
+    [POP] = {"nvtxRangePop", "nvtxRangePop", WSL_CAT_NVTX_POP},
 };
 
 #define START 1000000000ull
@@ -79,9 +85,9 @@ static int write_trace(const char *path, struct events *host, struct events *gpu
     synth_process(s, &pi, "host", "/usr/bin/python3", "6.8.0", 2, argv);
     synth_api_rows(s, rows, ROWS);
     synth_clock(s, START, START, 0);
-    const uint32_t ids[] = {1, 2};
-    const char *const names[] = {"k_sizes", "k_untimed"};
-    synth_paths(s, ids, names, 2);
+    const uint32_t ids[] = {1, 2, 3};
+    const char *const names[] = {"k_sizes", "k_untimed", "\001step"};
+    synth_paths(s, ids, names, 3);
     struct wsl_event named[2];
     memset(named, 0, sizeof named);
     named[0].t_start = START + 100, named[0].t_end = START + 200, named[0].api = FUNC;
@@ -235,7 +241,12 @@ static int write_pairs(const char *path, bool queued_only)
 {
     struct events host = {0}, gpu = {0};
     uint64_t t = START + 10000;
+    put(&host, PUSH, START + 5000, 0, 0, 3, 0, 0, 0); /* NVTX ranges "step" around the launches, two */
     for (unsigned i = 0; i < 300; i++, t += 100000) {
+        if (i == 150) {
+            put(&host, POP, t - 1000, 0, 0, 0, 0, 0, 0);
+            put(&host, PUSH, t - 500, 0, 0, 3, 0, 0, 0);
+        }
         bool big = i < 100;
         uint64_t grid = big ? GRID_BIG : GRID_SMALL, base = big ? 80000 : 8000;
         unsigned j = big ? i : i - 100, timed = big ? 8 : 6;
@@ -249,6 +260,7 @@ static int write_pairs(const char *path, bool queued_only)
     }
     for (unsigned i = 0; i < 10; i++, t += 10000)
         put(&host, LAUNCH, t, 2000, 0, FN_UNTIMED, GRID_SMALL, BLOCK, 0);
+    put(&host, POP, t, 0, 0, 0, 0, 0, 0);
     return write_trace(path, &host, &gpu);
 }
 
@@ -284,5 +296,156 @@ int test_kern_pair_overhead(void)
     CHECK_EQ(run.kernels.pair_corrected, 0);
     CHECK_EQ(k->est_gpu_ns, 100 * 83000ull + 200 * 10000ull);
     wsl_run_free(&run);
+    return 0;
+}
+
+/* The sum of the "dur" of the timeline's slices of category `cat` ("kernel", "kernel_estimated"),
+ * in ns; *n: how many. */
+static uint64_t chrome_durations(const char *json, const char *cat, uint64_t *n)
+{
+    char needle[64];
+    snprintf(needle, sizeof needle, "\"cat\":\"%s\"", cat);
+    uint64_t sum = 0;
+    *n = 0;
+    for (const char *p = strstr(json, needle); p; p = strstr(p + 1, needle)) {
+        const char *d = strstr(p, "\"dur\":");
+        if (!d)
+            break;
+        sum += (uint64_t)llround(strtod(d + 6, NULL) * 1000.0);
+        (*n)++;
+    }
+    return sum;
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    size_t got = fread(s, 1, (size_t)n, f);
+    s[got] = 0;
+    fclose(f);
+    return s;
+}
+
+/* Every output that shows GPU time agrees with the report's estimate (write_pairs' trace: pair
+ * overhead 3 us on the 40-block launches, 2 us on the 4-block ones, the process's 3 us):
+ * - the timeline: timed queued slices drawn less the overhead, estimated slices lasting their
+ *   configuration's corrected mean, so that all of them add up to gpu_time_est_ns;
+ * - the projection: the simulated GPU runs for gpu_time_est_ns;
+ * - the NVTX range around the launches: its timed kernels' GPU time less the overhead of the
+ *   queued ones (8 x 80 us + 6 x 8 us), what the estimate counts for them. */
+#define EST_NS (100 * 80000ull + 200 * 8000ull + 10 * (685000ull / 14))
+
+int test_kern_estimate_nvtx(void)
+{
+    char path[512];
+    test_path(path, sizeof path, "kern_outputs_nvtx.trace.zst");
+    CHECK(write_pairs(path, false) == 0);
+    struct wsl_run run;
+    if (read_trace(&run, path))
+        return 1;
+    CHECK_EQ(run.kernels.est_gpu_ns, EST_NS);
+    const struct wsl_nvtx_range *step = NULL;
+    for (size_t i = 0; i < run.nvtx.range_count; i++)
+        if (!strcmp(run.nvtx.ranges[i].name, "step"))
+            step = &run.nvtx.ranges[i];
+    CHECK(step);
+    CHECK_EQ(step->count, 2);
+    CHECK_EQ(step->self.gpu_kernels, 14);
+    CHECK_EQ(step->self.gpu_ns, 8 * 80000ull + 6 * 8000ull);
+    /* the step's process-wide figures (a second reading of the trace) alike */
+    CHECK(run.nvtx.step >= 0 && &run.nvtx.ranges[run.nvtx.step] == step);
+    CHECK(run.nvtx.step_process_known);
+    CHECK_EQ(run.nvtx.step_process.gpu_kernels, 14);
+    CHECK_EQ(run.nvtx.step_process.gpu_ns, 8 * 80000ull + 6 * 8000ull);
+    wsl_run_free(&run);
+    return 0;
+}
+
+int test_kern_estimate_chrome(void)
+{
+    char path[512], out[600], err[256];
+    test_path(path, sizeof path, "kern_outputs_chrome.trace.zst");
+    CHECK(write_pairs(path, false) == 0);
+    uint64_t est = EST_NS;
+    snprintf(out, sizeof out, "%s.json", path);
+    struct wsl_chrome_options copt = {.output = out};
+    struct wsl_chrome_result cres;
+    CHECKF(wsl_chrome_export((char *const[]){path}, 1, &copt, &cres, err, sizeof err) == 0, "%s", err);
+    CHECK_EQ(cres.kernels, 14);
+    CHECK_EQ(cres.kernels_estimated, 300 - 14 + 10);
+    wsl_chrome_result_free(&cres);
+    char *json = slurp(out);
+    CHECK(json);
+    uint64_t n_timed, n_est;
+    uint64_t timed = chrome_durations(json, "kernel", &n_timed), estimated = chrome_durations(json, "kernel_estimated", &n_est);
+    CHECK_EQ(n_timed, 14);
+    CHECK_EQ(n_est, 296);
+    CHECK_EQ(timed, 8 * 80000ull + 6 * 8000ull);
+    CHECK_EQ(timed + estimated, est);
+    CHECK(strstr(json, "\"measured_ns\":83000,\"pair_overhead_ns\":3000") != NULL);
+    CHECK(strstr(json, "\"measured_ns\":10000,\"pair_overhead_ns\":2000") != NULL);
+    free(json);
+    remove(out);
+    return 0;
+}
+
+int test_kern_estimate_project(void)
+{
+    char path[512], err[256];
+    test_path(path, sizeof path, "kern_outputs_project.trace.zst");
+    CHECK(write_pairs(path, false) == 0);
+    uint64_t est = EST_NS;
+    struct wsl_projection_options popt = {.target = "native"};
+    struct wsl_projection pr;
+    CHECKF(wsl_project((const char *const[]){path}, 1, &popt, &pr, err, sizeof err) == 0, "%s", err);
+    CHECK_EQ(pr.launches, 310);
+    CHECK_EQ(pr.launches_kernel_mean, 300);
+    CHECK_EQ(pr.launches_process_mean, 10);
+    CHECK_EQ(pr.gpu_ns, est);
+    CHECK(pr.gpu_estimate);
+    wsl_projection_free(&pr);
+    return 0;
+}
+
+/* write_sizes' trace (no pair overhead measured: every timed launch queued): a size never timed
+ * takes its function's mean, a function never timed the process's, in the timeline's estimated
+ * slices and the projection's GPU as in the report. */
+int test_kern_estimate_fallbacks(void)
+{
+    char path[512], out[600], err[256];
+    test_path(path, sizeof path, "kern_outputs_sizes.trace.zst");
+    CHECK(write_sizes(path, false) == 0);
+    uint64_t est = 100 * 80000ull + 900 * 8000ull + 50 * 32000ull + 10 * 32000ull;
+    snprintf(out, sizeof out, "%s.json", path);
+    struct wsl_chrome_options copt = {.output = out};
+    struct wsl_chrome_result cres;
+    CHECKF(wsl_chrome_export((char *const[]){path}, 1, &copt, &cres, err, sizeof err) == 0, "%s", err);
+    wsl_chrome_result_free(&cres);
+    char *json = slurp(out);
+    CHECK(json);
+    uint64_t n_timed, n_est;
+    uint64_t timed = chrome_durations(json, "kernel", &n_timed), estimated = chrome_durations(json, "kernel_estimated", &n_est);
+    CHECK_EQ(n_timed, 3);
+    CHECK_EQ(n_est, 1060 - 3);
+    CHECK_EQ(timed + estimated, est);
+    CHECK(strstr(json, "\"basis\":\"mean of this kernel's timed launches, less the event pairs' overhead\"") != NULL);
+    CHECK(strstr(json, "\"basis\":\"mean of the process's timed kernels, less the event pairs' overhead\"") != NULL);
+    CHECK(strstr(json, "pair_overhead_ns") == NULL); /* none measured: the slices as measured */
+    free(json);
+    remove(out);
+
+    struct wsl_projection_options popt = {.target = "native"};
+    struct wsl_projection pr;
+    CHECKF(wsl_project((const char *const[]){path}, 1, &popt, &pr, err, sizeof err) == 0, "%s", err);
+    CHECK_EQ(pr.launches_kernel_mean, 1050);
+    CHECK_EQ(pr.launches_process_mean, 10);
+    CHECK_EQ(pr.gpu_ns, est);
+    wsl_projection_free(&pr);
     return 0;
 }

@@ -93,6 +93,10 @@
     X(kern_config_unknown)        \
     X(kern_configs_bounded)       \
     X(kern_pair_overhead)         \
+    X(kern_estimate_nvtx)         \
+    X(kern_estimate_chrome)       \
+    X(kern_estimate_project)      \
+    X(kern_estimate_fallbacks)    \
     X(nvtx_attribution)           \
     X(nvtx_bounded)               \
     X(nvtx_dropped_resync)        \
