@@ -62,6 +62,10 @@
 #define WSL_KERN_PAIR_MIN_WEIGHT 6            /* such measures (summed weights) the overhead needs */
 #define WSL_KERN_PAIR_OWN 3                   /* a configuration timed so often both ways takes its own */
 
+/* Whether the estimates take the measured pair overhead off queued timed launches
+ * (wslshim-report --gpu-pair-correction); false by default: it is measured and reported only. */
+extern bool wsl_kern_take_off_pairs;
+
 /* What an API does for the kernel analysis; decided once per API table entry. */
 enum wsl_kern_op {
     WSL_KERN_NONE = 0,
@@ -92,10 +96,10 @@ struct wsl_kernel {
 /* GPU figures of one process (from wsl_kern_trace_end). */
 struct wsl_kern_gpu_use {
     uint64_t kernels_timed, graphs_timed, idle_at_submit, mapped;
-    /* The event pair's own GPU time in a queued launch's measure (docs/gpu-timing.md), in ns: the
-     * weighted median over configurations timed both queued and idle of (queued mean - idle mean);
-     * taken off each queued timed launch's duration in the estimates. pair_groups 0: not measured
-     * (no configuration had both), nothing taken off. */
+    /* How much longer queued timed launches measure than idle ones of the same configuration
+     * (docs/gpu-timing.md), in ns: the weighted median over configurations timed both ways of
+     * (queued mean - idle mean); taken off each queued timed launch's duration in the estimates
+     * only with wsl_kern_take_off_pairs. pair_groups 0: not measured (no configuration had both). */
     uint64_t pair_overhead_ns, pair_groups, pair_weight;
     uint64_t est_gpu_ns;        /* estimated GPU time of all its kernel and graph launches */
     uint64_t gpu_phase_ns;      /* from its first launch to the end of its last launch or timed GPU work */

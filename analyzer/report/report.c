@@ -61,6 +61,9 @@ static const char usage[] =
     "                  (ui.perfetto.dev, chrome://tracing); FILE '-' is stdout\n"
     "  --from S, --to S   with --chrome: only the events that start in this window,\n"
     "                  in seconds from the run's start\n"
+    "  --gpu-pair-correction  take the measured event-pair overhead off queued timed\n"
+    "                  kernels in the GPU time estimates (docs/gpu-timing.md: not\n"
+    "                  reliable enough to be the default)\n"
     "  --max-events N  with --chrome: refuse a window of more recorded events than\n"
     "                  this (default 2000000, about what a browser can load)\n"
     "  --project TARGET  add a what-if replay of the run on another platform: TARGET\n"
@@ -512,12 +515,13 @@ int main(int argc, char **argv)
     size_t nargs = 0;
     enum {
         OPT_JSON = 256, OPT_CHROME, OPT_FROM, OPT_TO, OPT_MAX_EVENTS, OPT_COLOR, OPT_COMPARE, OPT_PROJECT,
-        OPT_PROJECT_FROM, OPT_PROJECT_FS, OPT_HTML, OPT_SQLITE,
+        OPT_PROJECT_FROM, OPT_PROJECT_FS, OPT_HTML, OPT_SQLITE, OPT_GPU_PAIR,
     };
     static const struct option longopts[] = {
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {"json", no_argument, NULL, OPT_JSON},
+        {"gpu-pair-correction", no_argument, NULL, OPT_GPU_PAIR},
         {"output", required_argument, NULL, 'o'},
         {"chrome", required_argument, NULL, OPT_CHROME},
         {"html", required_argument, NULL, OPT_HTML},
@@ -548,6 +552,9 @@ int main(int argc, char **argv)
             return cli_print_version(PROG);
         case OPT_JSON:
             json = true;
+            break;
+        case OPT_GPU_PAIR:
+            wsl_kern_take_off_pairs = true;
             break;
         case 'o':
             output = v;

@@ -340,10 +340,14 @@ static void write_gpu_time(FILE *out, const struct wsl_kernels *k)
         fputc('\n', out);
     }
     if (k->pair_groups) {
-        fputs("  event pairs' own time in a queued launch's measure: ", out);
+        fputs("  queued timed launches measure ", out);
         put_ns(out, k->pair_overhead_ns);
-        fprintf(out, " (from %" PRIu64 " kernel sizes timed both queued and idle), taken off %" PRIu64
-                " queued timed launches in the estimates\n", k->pair_groups, k->pair_corrected);
+        fprintf(out, " longer than idle ones of the same kernel and size (%" PRIu64 " sizes; the event pairs' own "
+                "time, about 2-4 us a kernel on an H100)", k->pair_groups);
+        if (k->pair_corrected)
+            fprintf(out, "; taken off %" PRIu64 " queued timed launches\n", k->pair_corrected);
+        else
+            fputs("; not taken off (--gpu-pair-correction)\n", out);
     }
     if (k->idle_start_ns.count) {
         fputs("  launch to kernel start when idle: p50 ", out);

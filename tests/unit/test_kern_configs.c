@@ -270,6 +270,19 @@ int test_kern_pair_overhead(void)
     test_path(path, sizeof path, "kern_pairs.trace.zst");
     CHECK(write_pairs(path, false) == 0);
     struct wsl_run run;
+    /* by default the overhead is measured and reported, not taken off */
+    wsl_kern_take_off_pairs = false;
+    if (read_trace(&run, path))
+        return 1;
+    const struct wsl_kernel *k0 = kernel(&run, "k_sizes");
+    CHECK(k0);
+    CHECK_EQ(run.kernels.pair_overhead_ns, 3000);
+    CHECK_EQ(run.kernels.pair_groups, 2);
+    CHECK_EQ(run.kernels.pair_corrected, 0);
+    CHECK_EQ(k0->est_gpu_ns, 100 * ((4 * 80000ull + 4 * 83000) / 8) + 200 * ((3 * 8000ull + 3 * 10000) / 6));
+    wsl_run_free(&run);
+    /* --gpu-pair-correction */
+    wsl_kern_take_off_pairs = true;
     if (read_trace(&run, path))
         return 1;
     const struct wsl_kernel *k = kernel(&run, "k_sizes"), *u = kernel(&run, "k_untimed");
@@ -343,6 +356,7 @@ static char *slurp(const char *path)
 
 int test_kern_estimate_nvtx(void)
 {
+    wsl_kern_take_off_pairs = true; /* --gpu-pair-correction: the outputs take it off alike */
     char path[512];
     test_path(path, sizeof path, "kern_outputs_nvtx.trace.zst");
     CHECK(write_pairs(path, false) == 0);
@@ -369,6 +383,7 @@ int test_kern_estimate_nvtx(void)
 
 int test_kern_estimate_chrome(void)
 {
+    wsl_kern_take_off_pairs = true; /* --gpu-pair-correction: the outputs take it off alike */
     char path[512], out[600], err[256];
     test_path(path, sizeof path, "kern_outputs_chrome.trace.zst");
     CHECK(write_pairs(path, false) == 0);
@@ -397,6 +412,7 @@ int test_kern_estimate_chrome(void)
 
 int test_kern_estimate_project(void)
 {
+    wsl_kern_take_off_pairs = true; /* --gpu-pair-correction: the outputs take it off alike */
     char path[512], err[256];
     test_path(path, sizeof path, "kern_outputs_project.trace.zst");
     CHECK(write_pairs(path, false) == 0);
@@ -418,6 +434,7 @@ int test_kern_estimate_project(void)
  * slices and the projection's GPU as in the report. */
 int test_kern_estimate_fallbacks(void)
 {
+    wsl_kern_take_off_pairs = true; /* --gpu-pair-correction: the outputs take it off alike */
     char path[512], out[600], err[256];
     test_path(path, sizeof path, "kern_outputs_sizes.trace.zst");
     CHECK(write_sizes(path, false) == 0);
