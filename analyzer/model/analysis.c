@@ -826,6 +826,11 @@ int wsl_run_read_trace(struct wsl_run *run, const char *path, bool *usable, char
         solo->nested = true;
         solo->store = run->store;
     }
+    /* the parent run's NVTX step windows of this trace, counted on the way (the steady state's reading) */
+    struct wsl_nvtx_window_count *wc = run->count_windows_of ? wsl_nvtx_window_pending(run->count_windows_of, path)
+                                                             : NULL;
+    if (wc)
+        wsl_nvtx_window_begin(wc);
     struct wsl_item it;
     enum wsl_read_result res;
     while ((res = wsl_reader_next(r, &it)) == WSL_READ_ITEM) {
@@ -835,7 +840,11 @@ int wsl_run_read_trace(struct wsl_run *run, const char *path, bool *usable, char
         sink_item(&main_sink, &it);
         if (t->solo)
             process_item(&solo_p, &solo_have_process, &it);
+        if (wc)
+            wsl_nvtx_window_item(wc, &it);
     }
+    if (wc)
+        wsl_nvtx_window_end(wc, res != WSL_READ_ERROR);
     *usable = main_sink.have_process;
     struct wsl_run *solo = t->solo;
     bool with_solo = solo && res != WSL_READ_ERROR && main_sink.have_process && may_be_rank(&solo_p);

@@ -704,58 +704,118 @@ static bool in_windows(const struct wsl_nvtx_window *w, size_t n, uint64_t t, si
     return lo > 0 && t <= w[lo - 1].t1;
 }
 
-/* Reads the trace again: what its threads did inside the windows, in ticks. */
-static bool count_in_windows(const struct wsl_trace_store *store, const char *path, const struct wsl_nvtx_window *w,
-                             size_t n, struct wsl_nvtx_counts *c)
+struct wsl_nvtx_window_count *wsl_nvtx_window_pending(struct wsl_nvtx *n, const char *path)
 {
-    char err[WSL_READER_ERRLEN];
-    struct wsl_reader *r = wsl_store_open(store, path, err, sizeof err);
-    if (!r)
-        return false;
-    uint16_t *cat = xmalloc(WSL_MAX_API_IDS * sizeof *cat);
-    memset(cat, 0xff, WSL_MAX_API_IDS * sizeof *cat);
-    bool sampled[WSL_MAX_API_IDS] = {false};
-    uint32_t weight = 1;
-    size_t at_gpu = 0, at_call = 0;
-    struct wsl_item it;
-    enum wsl_read_result res;
-    while ((res = wsl_reader_next(r, &it)) == WSL_READ_ITEM) {
-        if (it.type == WSL_CHUNK_PROCESS)
-            weight = wsl_io_weight(&it.process.info);
-        if (it.type == WSL_CHUNK_API_TABLE) {
-            for (uint32_t i = 0; i < it.api_table.count; i++) {
-                const struct wsl_api_entry *e = &it.api_table.entries[i];
-                cat[e->id] = e->category;
-                sampled[e->id] = wsl_is_io_category(e->category) && (e->flags & WSL_API_IO_SAMPLED);
-            }
-            continue;
+    for (size_t i = 0; i < n->pending_count; i++)
+        if (!n->pending[i].counted && !n->pending[i].counting && !strcmp(n->pending[i].path, path))
+            return &n->pending[i];
+    return NULL;
+}
+
+void wsl_nvtx_window_begin(struct wsl_nvtx_window_count *wc)
+{
+    memset(&wc->c, 0, sizeof wc->c);
+    wc->counting = true;
+    wc->at_gpu = wc->at_call = 0;
+    wc->weight = 1;
+    wc->cat = xmalloc(WSL_MAX_API_IDS * sizeof *wc->cat);
+    memset(wc->cat, 0xff, WSL_MAX_API_IDS * sizeof *wc->cat);
+    wc->sampled = xcalloc(WSL_MAX_API_IDS, sizeof *wc->sampled);
+}
+
+/* One item of the trace: what its threads did inside the windows, in ticks. */
+void wsl_nvtx_window_item(struct wsl_nvtx_window_count *wc, const struct wsl_item *it)
+{
+    if (it->type == WSL_CHUNK_PROCESS)
+        wc->weight = wsl_io_weight(&it->process.info);
+    if (it->type == WSL_CHUNK_API_TABLE) {
+        for (uint32_t i = 0; i < it->api_table.count; i++) {
+            const struct wsl_api_entry *e = &it->api_table.entries[i];
+            wc->cat[e->id] = e->category;
+            wc->sampled[e->id] = wsl_is_io_category(e->category) && (e->flags & WSL_API_IO_SAMPLED);
         }
-        if (it.type != WSL_CHUNK_EVENTS)
+        return;
+    }
+    if (it->type != WSL_CHUNK_EVENTS)
+        return;
+    const struct wsl_nvtx_window *w = wc->w;
+    size_t n = wc->n;
+    struct wsl_nvtx_counts *c = &wc->c;
+    for (uint32_t i = 0; i < it->events.count; i++) {
+        const struct wsl_event *ev = &it->events.events[i];
+        unsigned k = wc->cat[ev->api];
+        if (k == 0xffff || wsl_is_nvtx_category(k))
             continue;
-        for (uint32_t i = 0; i < it.events.count; i++) {
-            const struct wsl_event *ev = &it.events.events[i];
-            unsigned k = cat[ev->api];
-            if (k == 0xffff || wsl_is_nvtx_category(k))
-                continue;
-            if (k == WSL_CAT_GPU_KERNEL) {
-                if (in_windows(w, n, ev->a[1], &at_gpu)) {
-                    c->gpu_kernels++;
-                    c->gpu_ns += ev->t_end >= ev->t_start ? ev->t_end - ev->t_start : 0;
-                }
-            } else if (in_windows(w, n, ev->t_start, &at_call)) {
-                bool smp = sampled[ev->api];
-                wsl_nvtx_attribute(c, k, ev, wsl_event_calls(k, smp, ev), wsl_event_ticks(smp, weight, ev));
+        if (k == WSL_CAT_GPU_KERNEL) {
+            if (in_windows(w, n, ev->a[1], &wc->at_gpu)) {
+                c->gpu_kernels++;
+                c->gpu_ns += ev->t_end >= ev->t_start ? ev->t_end - ev->t_start : 0;
             }
+        } else if (in_windows(w, n, ev->t_start, &wc->at_call)) {
+            bool smp = wc->sampled[ev->api];
+            wsl_nvtx_attribute(c, k, ev, wsl_event_calls(k, smp, ev), wsl_event_ticks(smp, wc->weight, ev));
         }
     }
-    free(cat);
+}
+
+void wsl_nvtx_window_end(struct wsl_nvtx_window_count *wc, bool ok)
+{
+    free(wc->cat);
+    free(wc->sampled);
+    wc->cat = NULL;
+    wc->sampled = NULL;
+    wc->counting = false;
+    wc->counted = ok;
+}
+
+/* Reads the trace again for its windows' count. */
+static bool count_in_windows(struct wsl_nvtx *n, const struct wsl_trace_store *store, struct wsl_nvtx_window_count *wc)
+{
+    char err[WSL_READER_ERRLEN];
+    struct wsl_reader *r = wsl_store_open(store, wc->path, err, sizeof err);
+    if (!r)
+        return false;
+    n->step_count_readings++;
+    wsl_nvtx_window_begin(wc);
+    struct wsl_item it;
+    enum wsl_read_result res;
+    while ((res = wsl_reader_next(r, &it)) == WSL_READ_ITEM)
+        wsl_nvtx_window_item(wc, &it);
+    wsl_nvtx_window_end(wc, res != WSL_READ_ERROR);
     wsl_reader_close(r);
-    return res != WSL_READ_ERROR;
+    return wc->counted;
+}
+
+static void free_pending(struct wsl_nvtx *n)
+{
+    for (size_t i = 0; i < n->pending_count; i++) {
+        free(n->pending[i].path);
+        free(n->pending[i].w);
+        free(n->pending[i].cat);
+        free(n->pending[i].sampled);
+    }
+    free(n->pending);
+    n->pending = NULL;
+    n->pending_count = 0;
+}
+
+void wsl_nvtx_step_figures(struct wsl_nvtx *n, const struct wsl_trace_store *store)
+{
+    if (!n->pending_count)
+        return;
+    for (size_t i = 0; i < n->pending_count && n->step_process_known; i++) {
+        struct wsl_nvtx_window_count *wc = &n->pending[i];
+        if (!wc->counted && !count_in_windows(n, store, wc))
+            n->step_process_known = false;
+        counts_add_scaled(&n->step_process, &wc->c, wc->ns_per_tick);
+    }
+    free_pending(n);
 }
 
 /* The step's process-wide figures: every thread, inside the step's instances. */
 /* count false: the windows are made (the step's phases are read from them below) but the traces
- * are not read for the figures (a nested run's, never reported: process_figures). */
+ * are not read for the figures (a nested run's, never reported: process_figures). The count waits
+ * in n->pending for a later reading (step_count_later) or is made here, trace by trace. */
 static void step_process_figures(struct wsl_nvtx *n, const struct wsl_trace_store *store, bool count)
 {
     uint32_t step_id = n->ranges[n->step].id;
@@ -786,12 +846,20 @@ static void step_process_figures(struct wsl_nvtx *n, const struct wsl_trace_stor
         tw->count = u + 1; /* what is left are the step's windows: the phases take their list from them */
         if (!count)
             continue;
-        struct wsl_nvtx_counts c;
-        memset(&c, 0, sizeof c);
-        if (!count_in_windows(store, tw->path, tw->w, u + 1, &c))
+        n->pending = xrealloc(n->pending, (n->pending_count + 1) * sizeof *n->pending);
+        struct wsl_nvtx_window_count *wc = &n->pending[n->pending_count++];
+        memset(wc, 0, sizeof *wc);
+        wc->path = xstrdup(tw->path);
+        wc->ns_per_tick = tw->ns_per_tick;
+        wc->n = u + 1;
+        wc->w = xmalloc(wc->n * sizeof *wc->w);
+        memcpy(wc->w, tw->w, wc->n * sizeof *wc->w);
+        wc->steps = m;
+        if (!n->step_count_later && !count_in_windows(n, store, wc))
             n->step_process_known = false;
-        counts_add_scaled(&n->step_process, &c, tw->ns_per_tick);
     }
+    if (count && !n->step_count_later)
+        wsl_nvtx_step_figures(n, store);
 }
 
 void wsl_nvtx_finish(struct wsl_nvtx *n, const struct wsl_trace_store *store, bool process_figures)
@@ -868,6 +936,7 @@ void wsl_nvtx_free(struct wsl_nvtx *n)
         free(n->traces[i].w);
     }
     free(n->traces);
+    free_pending(n);
     memset(n, 0, sizeof *n);
     n->step = -1;
 }

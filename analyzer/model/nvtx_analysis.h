@@ -93,6 +93,23 @@ struct wsl_nvtx_trace_windows {
     size_t count;
 };
 
+/* The step's windows of one trace, merged, waiting for their count (wsl_nvtx_finish keeps them when
+ * step_count_later is set): a reading of the trace made anyway (the steady state's) feeds its items
+ * to wsl_nvtx_window_item on its way; wsl_nvtx_step_figures reads the traces no reading counted. */
+struct wsl_nvtx_window_count {
+    char *path;
+    double ns_per_tick;
+    struct wsl_nvtx_window *w;
+    size_t n;
+    uint64_t steps;             /* the step's instances in the windows */
+    bool counting, counted;     /* an item fed since wsl_nvtx_window_begin; counted: c is the whole trace's */
+    size_t at_gpu, at_call;     /* in_windows' last answers */
+    uint32_t weight;            /* calls a timed sampled file call stands for (its PROCESS chunk) */
+    uint16_t *cat;              /* by api id, while counting (0xffff: not in the table) */
+    bool *sampled;
+    struct wsl_nvtx_counts c;
+};
+
 struct wsl_nvtx_mark {
     char *name;
     char *domain;
@@ -121,6 +138,12 @@ struct wsl_nvtx {
     struct wsl_nvtx_trace_windows *traces;
     size_t trace_count, window_total;
     bool windows_capped;            /* more top-level ranges than the caps: no process-wide figures */
+    /* Set before wsl_nvtx_finish (wsl_run_finish does): the process-wide figures are counted by
+     * wsl_nvtx_step_figures, after a later reading of the traces has counted what it could. */
+    bool step_count_later;
+    struct wsl_nvtx_window_count *pending;
+    size_t pending_count;
+    size_t step_count_readings;     /* traces read for the figures alone (no other reading counted them) */
     /* The step's instances per trace, in that trace's ticks (wsl_nvtx_finish): the run's phases
      * take their steady state from them. */
     struct wsl_nvtx_step_trace {
@@ -229,6 +252,16 @@ void wsl_nvtx_trace_discard(struct wsl_nvtx_trace *t);
 /* Sorts, picks the step range, and (process_figures) reads the traces holding its
  * instances again for its process-wide figures (their recordings in store, when it holds them). */
 void wsl_nvtx_finish(struct wsl_nvtx *n, const struct wsl_trace_store *store, bool process_figures);
+/* The trace's windows still to count (NULL: none): a reading of the whole trace may count them,
+ * wsl_nvtx_window_begin, each item it reads to wsl_nvtx_window_item, wsl_nvtx_window_end (ok: it
+ * read to the end, END or TRUNCATED, as wsl_nvtx_step_figures's own reading would). */
+struct wsl_nvtx_window_count *wsl_nvtx_window_pending(struct wsl_nvtx *n, const char *path);
+void wsl_nvtx_window_begin(struct wsl_nvtx_window_count *wc);
+void wsl_nvtx_window_item(struct wsl_nvtx_window_count *wc, const struct wsl_item *it);
+void wsl_nvtx_window_end(struct wsl_nvtx_window_count *wc, bool ok);
+/* The step's process-wide figures from the pending windows: each trace no reading counted is read
+ * (from store, when it holds it); then the windows are freed. Nothing pending: nothing done. */
+void wsl_nvtx_step_figures(struct wsl_nvtx *n, const struct wsl_trace_store *store);
 void wsl_nvtx_free(struct wsl_nvtx *n);
 
 /* Mean duration of a range, ns (rounded). */

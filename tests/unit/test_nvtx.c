@@ -8,6 +8,7 @@
 
 #include "analysis.h"
 #include "rules.h"
+#include "ddp_scenarios.h"
 #include "trace_synth.h"
 #include "unit_test.h"
 
@@ -454,5 +455,67 @@ int test_nvtx_host_by_range(void)
     CHECK_EQ(inner->blocks, 2);
     CHECK_EQ(inner->blocked_ns, 800);
     wsl_run_free(&st);
+    return 0;
+}
+
+/* One run of traces, finished two ways: wsl_run_finish, where the steady state's reading also counts
+ * the NVTX step's process-wide figures, and wsl_run_model_finish alone, which reads each trace for
+ * them. The figures are the same; readings: how many traces the first way still read for them. */
+static int step_figures_both_ways(const char *const *paths, size_t n, bool record, size_t readings)
+{
+    struct wsl_run a, b;
+    char err[WSL_READER_ERRLEN];
+    wsl_run_init(&a);
+    wsl_run_init(&b);
+    a.record = b.record = record;
+    a.solo = b.solo = true;
+    for (size_t i = 0; i < n; i++) {
+        CHECKF(wsl_run_add_trace(&a, paths[i], err, sizeof err) == 0, "%s: %s", paths[i], err);
+        CHECKF(wsl_run_add_trace(&b, paths[i], err, sizeof err) == 0, "%s: %s", paths[i], err);
+    }
+    wsl_run_finish(&a);
+    wsl_run_model_finish(&b);
+    CHECK(a.phases.steady_known);
+    bool steady_read = a.phases.steady_wall_ns < a.wall_ns; /* the steady state was read again */
+    CHECK(steady_read == (readings == 0));
+    CHECK(a.nvtx.step >= 0 && a.nvtx.step_process_known && b.nvtx.step_process_known);
+    CHECK(a.nvtx.step_process_steps > 0 && a.nvtx.step_process_steps == b.nvtx.step_process_steps);
+    CHECK(a.nvtx.step_process.launches > 0 && a.nvtx.step_process.api_calls > 0);
+    CHECK(!memcmp(&a.nvtx.step_process, &b.nvtx.step_process, sizeof a.nvtx.step_process));
+    CHECK_EQ(b.nvtx.step_count_readings, n);
+    CHECK_EQ(a.nvtx.step_count_readings, readings);
+    CHECK(!a.nvtx.pending_count && !b.nvtx.pending_count);
+    wsl_run_free(&a);
+    wsl_run_free(&b);
+    return 0;
+}
+
+/* The step's process-wide figures counted on the steady state's reading equal those of a reading
+ * of their own: the demo's native trace (a steady state shorter than the run: no reading of their
+ * own), and three ranks of a synthetic data-parallel run (the steady state is the run: no second
+ * reading, so each trace is read for them), recorded (replayed from the store) and from their files. */
+int test_nvtx_step_figures_in_steady_reading(void)
+{
+    const char *native = WSLSHIM_PAIR_NATIVE_TRACE;
+    CHECK(step_figures_both_ways(&native, 1, false, 0) == 0);
+    struct ddp_plan p = ddp_plan_default();
+    p.ranks = 3;
+    p.steps = 40;
+    p.nvtx = true;
+    p.rank_env = true;
+    p.straggler = 1;
+    p.delay_ns = 3000000;
+    p.jitter_ns = 200000;
+    char path[3][512];
+    const char *paths[3];
+    for (unsigned r = 0; r < p.ranks; r++) {
+        char name[64];
+        snprintf(name, sizeof name, "stepfig-rank%u.trace.zst", r);
+        test_path(path[r], sizeof path[r], name);
+        ddp_write_rank(path[r], &p, r);
+        paths[r] = path[r];
+    }
+    CHECK(step_figures_both_ways(paths, 3, true, 3) == 0);
+    CHECK(step_figures_both_ways(paths, 3, false, 3) == 0);
     return 0;
 }
