@@ -723,6 +723,33 @@ void wsl_nvtx_window_begin(struct wsl_nvtx_window_count *wc)
     wc->sampled = xcalloc(WSL_MAX_API_IDS, sizeof *wc->sampled);
 }
 
+/* in_windows with its last answer's bounds kept: a time in [lo, hi) has the answer it had (inside
+ * the window before, up to end, if there is one); any other goes to in_windows. */
+struct window_cursor {
+    size_t at;
+    uint64_t lo, hi, end;
+    bool after_one;             /* at > 0: a window starts at or before lo */
+};
+
+static inline void cursor_set(struct window_cursor *cu, const struct wsl_nvtx_window *w, size_t n, size_t at)
+{
+    cu->at = at;
+    cu->after_one = at > 0;
+    cu->lo = at ? w[at - 1].t0 : 0;
+    cu->end = at ? w[at - 1].t1 : 0;
+    cu->hi = at < n ? w[at].t0 : UINT64_MAX;
+}
+
+static inline bool cursor_in(struct window_cursor *cu, const struct wsl_nvtx_window *w, size_t n, uint64_t t)
+{
+    if (__builtin_expect(t >= cu->lo && t < cu->hi, 1))
+        return cu->after_one && t <= cu->end;
+    size_t at = cu->at;
+    bool in = in_windows(w, n, t, &at);
+    cursor_set(cu, w, n, at);
+    return in;
+}
+
 /* One item of the trace: what its threads did inside the windows, in ticks. */
 void wsl_nvtx_window_item(struct wsl_nvtx_window_count *wc, const struct wsl_item *it)
 {
@@ -741,21 +768,26 @@ void wsl_nvtx_window_item(struct wsl_nvtx_window_count *wc, const struct wsl_ite
     const struct wsl_nvtx_window *w = wc->w;
     size_t n = wc->n;
     struct wsl_nvtx_counts *c = &wc->c;
+    struct window_cursor gpu, call;
+    cursor_set(&gpu, w, n, wc->at_gpu);
+    cursor_set(&call, w, n, wc->at_call);
     for (uint32_t i = 0; i < it->events.count; i++) {
         const struct wsl_event *ev = &it->events.events[i];
         unsigned k = wc->cat[ev->api];
         if (k == 0xffff || wsl_is_nvtx_category(k))
             continue;
         if (k == WSL_CAT_GPU_KERNEL) {
-            if (in_windows(w, n, ev->a[1], &wc->at_gpu)) {
+            if (cursor_in(&gpu, w, n, ev->a[1])) {
                 c->gpu_kernels++;
                 c->gpu_ns += ev->t_end >= ev->t_start ? ev->t_end - ev->t_start : 0;
             }
-        } else if (in_windows(w, n, ev->t_start, &wc->at_call)) {
+        } else if (cursor_in(&call, w, n, ev->t_start)) {
             bool smp = wc->sampled[ev->api];
             wsl_nvtx_attribute(c, k, ev, wsl_event_calls(k, smp, ev), wsl_event_ticks(smp, wc->weight, ev));
         }
     }
+    wc->at_gpu = gpu.at;
+    wc->at_call = call.at;
 }
 
 void wsl_nvtx_window_end(struct wsl_nvtx_window_count *wc, bool ok)
