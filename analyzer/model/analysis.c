@@ -152,6 +152,11 @@ struct trace_state {
     struct wsl_nvtx_trace *nvtx;
     struct wsl_host_trace *host;
     struct wsl_phase_trace *phase;
+    /* The NVTX step's figures counted on this reading (wsl_nvtx_track_batch): set on a run that
+     * reports them, from the trace's first API table on (a table after the first events: not). */
+    bool track, tracking;
+    uint16_t track_cat[WSL_MAX_API_IDS];
+    bool track_sampled[WSL_MAX_API_IDS];
 };
 
 static char **copy_argv(const char *const *argv, uint32_t argc)
@@ -232,6 +237,13 @@ static void take_api_table(struct wsl_run *run, struct trace_state *t, const str
                 wsl_kern_launch_slot(&t->solo->kernels, e->base);
         }
         t->by_id[e->id] = ta;   /* the reader refuses an id defined twice */
+        t->track_cat[e->id] = e->category;
+        t->track_sampled[e->id] = ta->sampled;
+    }
+    if (t->track && !t->tracking) {
+        t->tracking = !t->have_events; /* (events before it were not seen by the tracking: a reading counts) */
+        if (t->tracking)
+            wsl_nvtx_trace_track(t->nvtx);
     }
 }
 
@@ -348,6 +360,8 @@ static void take_events(struct trace_state *t, uint32_t tid, uint64_t dropped, c
         t->have_events |= n > 0;
         return;
     }
+    if (t->tracking)
+        wsl_nvtx_track_batch(t->nvtx, nth, ev, n, t->track_cat, t->track_sampled, t->io_weight);
     for (uint32_t i = 0; i < n; i++) {
         struct trace_api *ta = t->by_id[ev[i].api]; /* the reader checked the id is in the table */
         if (__builtin_expect(ta->fold, 0))
@@ -600,6 +614,8 @@ static void sink_begin(struct trace_sink *k, struct wsl_run *run)
     t->windowed = run->windowed;
     t->window_t0 = run->window_t0;
     t->window_t1 = run->window_t1;
+    t->track = !run->windowed && !run->nested && !run->nvtx_by_reading; /* (the NVTX step's figures are reported) */
+    memset(t->track_cat, 0xff, sizeof t->track_cat);
     k->p.gpu_device = -1;
 }
 

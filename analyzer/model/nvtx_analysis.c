@@ -47,6 +47,7 @@ struct wsl_nvtx_thread {
     uint64_t history_count;     /* entries ever appended */
     uint64_t history_descent;   /* the last entry appended earlier in time than the one before it (0: none) */
     uint64_t history_hint;      /* the entry history_at found last */
+    uint32_t seg;               /* the thread's open segment (wsl_nvtx_track_batch), NONE: none */
 };
 
 struct open_start {
@@ -79,7 +80,35 @@ struct wsl_nvtx_trace {
     uint32_t start_free;        /* free list head, NONE when empty */
     uint64_t pushes, pops, starts_total, ends, marks_total, unmatched_pops, unmatched_ends, gpu_unattributed,
         dropped, lost;
+    /* The step's figures on this reading (wsl_nvtx_trace_track): a thread's calls between two of its
+     * NVTX events make a segment (the range of their times and their counts); GPU kernels are kept
+     * one by one (their launch time, their duration). Events before the trace's first push are not
+     * kept: their latest time is. At the close, each candidate range's instances are merged into
+     * windows as wsl_nvtx_finish merges them, and a segment wholly inside one window is counted,
+     * one wholly outside all is not; one that straddles an edge leaves that range to a reading. */
+    bool track, tracking, track_failed;
+    bool untracked_calls, untracked_gpu;
+    uint64_t untracked_call_max, untracked_gpu_max;
+    struct track_seg *segs;
+    size_t seg_count, seg_cap;
+    struct track_gpu *gpus;
+    size_t gpu_count, gpu_cap;
+    struct wsl_nvtx_step_guess *guess; /* by local range id, after the close */
+    size_t guess_count;
 };
+
+struct track_seg {
+    uint64_t lo, hi;            /* the calls' start times, least and greatest */
+    struct wsl_nvtx_counts c;
+};
+
+struct track_gpu {
+    uint64_t launch, ns;        /* a[1] (the launch's time), the kernel's duration in ticks */
+};
+
+#define WSL_NVTX_MAX_SEGS (1u << 20)      /* segments kept per trace; past it, the trace is read again */
+#define WSL_NVTX_MAX_TRACK_GPU (1u << 22) /* GPU kernels kept per trace; the same */
+#define WSL_NVTX_MAX_GUESSES 4u           /* candidate ranges counted per trace (the most instances) */
 
 /* ---- counts ------------------------------------------------------------------------- */
 
@@ -149,6 +178,7 @@ struct wsl_nvtx_thread *wsl_nvtx_thread(struct wsl_nvtx_trace *t, uint32_t tid, 
     }
     struct wsl_nvtx_thread *th = xcalloc(1, sizeof *th);
     th->head.innermost = NONE;
+    th->seg = NONE;
     t->threads = xrealloc(t->threads, (t->thread_count + 1) * sizeof *t->threads);
     t->threads[t->thread_count] = th;
     wsl_u64_map_insert(&t->thread_index, (uint64_t)tid + 1, t->thread_count++);
@@ -512,6 +542,8 @@ static const char *name_of(const struct wsl_nvtx_trace *t, struct wsl_nvtx *n, u
     return domain ? "(unknown domain)" : "(unknown name)";
 }
 
+static void track_close(struct wsl_nvtx_trace *t);
+
 uint64_t wsl_nvtx_trace_close(struct wsl_nvtx_trace *t, uint64_t end_ticks)
 {
     uint64_t unclosed = 0;
@@ -530,6 +562,7 @@ uint64_t wsl_nvtx_trace_close(struct wsl_nvtx_trace *t, uint64_t end_ticks)
         }
     }
     t->unmatched_ends += t->early_ends.count;
+    track_close(t);
     return unclosed;
 }
 
@@ -574,7 +607,20 @@ void wsl_nvtx_trace_merge(const struct wsl_nvtx_trace *t, struct wsl_nvtx *n, ui
                 }
             n->window_total += kept;
             n->traces = xrealloc(n->traces, (n->trace_count + 1) * sizeof *n->traces);
-            n->traces[n->trace_count++] = (struct wsl_nvtx_trace_windows){xstrdup(path), ns_per_tick, w, kept};
+            struct wsl_nvtx_trace_windows *tw = &n->traces[n->trace_count++];
+            *tw = (struct wsl_nvtx_trace_windows){xstrdup(path), ns_per_tick, w, kept, NULL, 0};
+            for (size_t g = 0; g < t->guess_count; g++) {
+                uint32_t lr = t->guess[g].range, rid = run_id[lr];
+                bool alone = rid != NONE; /* (two of the trace's ranges the run holds as one: their windows join) */
+                for (size_t j = 0; j < t->range_count && alone; j++)
+                    alone = j == lr || run_id[j] != rid;
+                if (!alone)
+                    continue;
+                if (!tw->guess)
+                    tw->guess = xmalloc(t->guess_count * sizeof *tw->guess);
+                tw->guess[tw->guess_count].range = rid;
+                tw->guess[tw->guess_count++].c = t->guess[g].c;
+            }
         }
     }
     n->windows_capped |= capped;
@@ -642,6 +688,9 @@ void wsl_nvtx_trace_discard(struct wsl_nvtx_trace *t)
     wsl_u64_map_free(&t->early_ends);
     free(t->starts);
     free(t->tops);
+    free(t->segs);
+    free(t->gpus);
+    free(t->guess);
     free(t);
 }
 
@@ -748,6 +797,170 @@ static inline bool cursor_in(struct window_cursor *cu, const struct wsl_nvtx_win
     bool in = in_windows(w, n, t, &at);
     cursor_set(cu, w, n, at);
     return in;
+}
+
+/* ---- the step's figures on the first reading ----------------------------------------- */
+
+void wsl_nvtx_trace_track(struct wsl_nvtx_trace *t)
+{
+    t->track = true;
+}
+
+static void track_fail(struct wsl_nvtx_trace *t)
+{
+    t->track_failed = true;
+    free(t->segs);
+    free(t->gpus);
+    t->segs = NULL;
+    t->gpus = NULL;
+    t->seg_count = t->seg_cap = t->gpu_count = t->gpu_cap = 0;
+}
+
+void wsl_nvtx_track_batch(struct wsl_nvtx_trace *t, struct wsl_nvtx_thread *th, const struct wsl_event *ev,
+                          uint32_t n, const uint16_t *cat, const bool *sampled, uint32_t weight)
+{
+    for (uint32_t i = 0; i < n && !t->track_failed; i++) {
+        const struct wsl_event *e = &ev[i];
+        unsigned k = cat[e->api];
+        if (k == 0xffff)
+            continue;
+        if (wsl_is_nvtx_category(k)) { /* a segment ends at each of the thread's NVTX events */
+            t->tracking |= k == WSL_CAT_NVTX_PUSH;
+            th->seg = NONE;
+            continue;
+        }
+        if (k == WSL_CAT_GPU_KERNEL) {
+            if (!t->tracking) {
+                if (!t->untracked_gpu || e->a[1] > t->untracked_gpu_max)
+                    t->untracked_gpu_max = e->a[1];
+                t->untracked_gpu = true;
+                continue;
+            }
+            if (t->gpu_count == t->gpu_cap) {
+                if (t->gpu_cap >= WSL_NVTX_MAX_TRACK_GPU) {
+                    track_fail(t);
+                    break;
+                }
+                t->gpu_cap = t->gpu_cap ? 2 * t->gpu_cap : 1024;
+                t->gpus = xrealloc(t->gpus, t->gpu_cap * sizeof *t->gpus);
+            }
+            t->gpus[t->gpu_count++] = (struct track_gpu){e->a[1], e->t_end >= e->t_start ? e->t_end - e->t_start : 0};
+            continue;
+        }
+        uint64_t ts = e->t_start;
+        if (!t->tracking) {
+            if (!t->untracked_calls || ts > t->untracked_call_max)
+                t->untracked_call_max = ts;
+            t->untracked_calls = true;
+            continue;
+        }
+        struct track_seg *sg;
+        if (th->seg == NONE) {
+            if (t->seg_count == t->seg_cap) {
+                if (t->seg_cap >= WSL_NVTX_MAX_SEGS) {
+                    track_fail(t);
+                    break;
+                }
+                t->seg_cap = t->seg_cap ? 2 * t->seg_cap : 256;
+                t->segs = xrealloc(t->segs, t->seg_cap * sizeof *t->segs);
+            }
+            th->seg = (uint32_t)t->seg_count++;
+            sg = &t->segs[th->seg];
+            memset(&sg->c, 0, sizeof sg->c);
+            sg->lo = sg->hi = ts;
+        } else {
+            sg = &t->segs[th->seg];
+            if (ts < sg->lo)
+                sg->lo = ts;
+            if (ts > sg->hi)
+                sg->hi = ts;
+        }
+        bool smp = sampled[e->api];
+        wsl_nvtx_attribute(&sg->c, k, e, wsl_event_calls(k, smp, e), wsl_event_ticks(smp, weight, e));
+    }
+}
+
+/* The instances of local range r merged into disjoint windows, as step_process_figures merges
+ * them; returns how many (w: m entries allocated). */
+static size_t track_windows(const struct wsl_nvtx_trace *t, uint32_t r, size_t m, struct wsl_nvtx_window *w)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < t->top_count; i++)
+        if (t->tops[i].range == r)
+            w[k++] = t->tops[i];
+    size_t k0 = 1;
+    while (k0 < m && w[k0 - 1].t0 < w[k0].t0)
+        k0++;
+    if (k0 < m)
+        qsort(w, m, sizeof *w, by_start);
+    size_t u = 0;
+    for (size_t j = 1; j < m; j++) {
+        if (w[j].t0 <= w[u].t1) {
+            if (w[j].t1 > w[u].t1)
+                w[u].t1 = w[j].t1;
+        } else {
+            w[++u] = w[j];
+        }
+    }
+    return u + 1;
+}
+
+/* At the close: the counts inside each candidate range's windows (the ranges with the most
+ * top-level instances, at least 2 in all), where no segment straddles a window's edge. */
+static void track_close(struct wsl_nvtx_trace *t)
+{
+    bool usable = t->track && !t->track_failed && !t->tops_capped && t->top_count;
+    if (usable) {
+        size_t *tops_of = xcalloc(t->range_count + 1, sizeof *tops_of);
+        for (size_t i = 0; i < t->top_count; i++)
+            tops_of[t->tops[i].range]++;
+        struct wsl_nvtx_window *w = xmalloc(t->top_count * sizeof *w);
+        t->guess = xmalloc(WSL_NVTX_MAX_GUESSES * sizeof *t->guess);
+        for (unsigned g = 0; g < WSL_NVTX_MAX_GUESSES; g++) {
+            size_t best = t->range_count;
+            for (size_t r = 0; r < t->range_count; r++)
+                if (tops_of[r] && t->ranges[r].count >= 2 && (best == t->range_count || tops_of[r] > tops_of[best]))
+                    best = r;
+            if (best == t->range_count)
+                break;
+            size_t m = tops_of[best];
+            tops_of[best] = 0;
+            size_t nw = track_windows(t, (uint32_t)best, m, w);
+            bool ok = !(t->untracked_calls && t->untracked_call_max >= w[0].t0) &&
+                      !(t->untracked_gpu && t->untracked_gpu_max >= w[0].t0);
+            struct wsl_nvtx_counts c;
+            memset(&c, 0, sizeof c);
+            size_t at = 0;
+            for (size_t i = 0; i < t->seg_count && ok; i++) {
+                const struct track_seg *sg = &t->segs[i];
+                if (in_windows(w, nw, sg->lo, &at)) {
+                    if (sg->hi <= w[at - 1].t1)
+                        counts_add(&c, &sg->c);
+                    else
+                        ok = false;
+                } else if (at < nw && sg->hi >= w[at].t0) {
+                    ok = false;
+                }
+            }
+            at = 0;
+            for (size_t i = 0; i < t->gpu_count && ok; i++)
+                if (in_windows(w, nw, t->gpus[i].launch, &at)) {
+                    c.gpu_kernels++;
+                    c.gpu_ns += t->gpus[i].ns;
+                }
+            if (ok) {
+                t->guess[t->guess_count].range = (uint32_t)best;
+                t->guess[t->guess_count++].c = c;
+            }
+        }
+        free(w);
+        free(tops_of);
+    }
+    free(t->segs);
+    free(t->gpus);
+    t->segs = NULL;
+    t->gpus = NULL;
+    t->seg_count = t->seg_cap = t->gpu_count = t->gpu_cap = 0;
 }
 
 /* One item of the trace: what its threads did inside the windows, in ticks. */
@@ -887,7 +1100,13 @@ static void step_process_figures(struct wsl_nvtx *n, const struct wsl_trace_stor
         wc->w = xmalloc(wc->n * sizeof *wc->w);
         memcpy(wc->w, tw->w, wc->n * sizeof *wc->w);
         wc->steps = m;
-        if (!n->step_count_later && !count_in_windows(n, store, wc))
+        for (size_t g = 0; g < tw->guess_count && !wc->counted; g++)
+            if (tw->guess[g].range == step_id) { /* counted on the first reading */
+                wc->c = tw->guess[g].c;
+                wc->counted = true;
+                n->step_count_first++;
+            }
+        if (!wc->counted && !n->step_count_later && !count_in_windows(n, store, wc))
             n->step_process_known = false;
     }
     if (count && !n->step_count_later)
@@ -937,6 +1156,7 @@ void wsl_nvtx_finish(struct wsl_nvtx *n, const struct wsl_trace_store *store, bo
         }
         free(tw->path);
         free(tw->w);
+        free(tw->guess);
     }
     free(n->traces);
     n->traces = NULL;
@@ -966,6 +1186,7 @@ void wsl_nvtx_free(struct wsl_nvtx *n)
     for (size_t i = 0; i < n->trace_count; i++) {
         free(n->traces[i].path);
         free(n->traces[i].w);
+        free(n->traces[i].guess);
     }
     free(n->traces);
     free_pending(n);

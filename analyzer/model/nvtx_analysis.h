@@ -86,11 +86,21 @@ struct wsl_nvtx_window {
     uint32_t range;             /* wsl_nvtx_range.id */
 };
 
+/* What the trace's threads did inside the instances of one of its ranges, counted on the first
+ * reading (wsl_nvtx_trace_track): the step's process-wide figures for this trace, were that range
+ * the step, with no reading of their own. */
+struct wsl_nvtx_step_guess {
+    uint32_t range;             /* wsl_nvtx_range.id */
+    struct wsl_nvtx_counts c;   /* in ticks */
+};
+
 struct wsl_nvtx_trace_windows {
     char *path;
     double ns_per_tick;
     struct wsl_nvtx_window *w;
     size_t count;
+    struct wsl_nvtx_step_guess *guess;
+    size_t guess_count;
 };
 
 /* The step's windows of one trace, merged, waiting for their count (wsl_nvtx_finish keeps them when
@@ -144,6 +154,7 @@ struct wsl_nvtx {
     struct wsl_nvtx_window_count *pending;
     size_t pending_count;
     size_t step_count_readings;     /* traces read for the figures alone (no other reading counted them) */
+    size_t step_count_first;        /* traces whose figures were counted on the first reading */
     /* The step's instances per trace, in that trace's ticks (wsl_nvtx_finish): the run's phases
      * take their steady state from them. */
     struct wsl_nvtx_step_trace {
@@ -232,6 +243,14 @@ static inline void wsl_nvtx_trace_other(struct wsl_nvtx_thread *th, unsigned cat
     if (c)
         wsl_nvtx_attribute(c, category, ev, calls, ticks);
 }
+/* The step's process-wide figures counted on this reading, by segments (wsl_nvtx_trace_close checks
+ * each against its candidate ranges' instances; where one straddles an instance's edge, the trace
+ * is read again at the end as before). Set once, before the first events; a run that reports them. */
+void wsl_nvtx_trace_track(struct wsl_nvtx_trace *t);
+/* A batch of the thread's events, every one (before a fold is opened up): cat and sampled by api id
+ * (as the API table says), weight the PROCESS chunk's (wsl_io_weight). */
+void wsl_nvtx_track_batch(struct wsl_nvtx_trace *t, struct wsl_nvtx_thread *th, const struct wsl_event *ev,
+                          uint32_t n, const uint16_t *cat, const bool *sampled, uint32_t weight);
 /* ev stands for `calls` calls taking `ticks` (1 and its duration but for
  * sampled file calls: wsl_event_calls, wsl_event_ticks in io_analysis.h). */
 void wsl_nvtx_trace_event(struct wsl_nvtx_trace *t, struct wsl_nvtx_thread *th, unsigned category,

@@ -458,46 +458,61 @@ int test_nvtx_host_by_range(void)
     return 0;
 }
 
-/* One run of traces, finished two ways: wsl_run_finish, where the steady state's reading also counts
- * the NVTX step's process-wide figures, and wsl_run_model_finish alone, which reads each trace for
- * them. The figures are the same; readings: how many traces the first way still read for them. */
-static int step_figures_both_ways(const char *const *paths, size_t n, bool record, size_t readings)
+/* One run of traces, finished three ways: wsl_run_finish, which counts the NVTX step's
+ * process-wide figures on the first reading (readings: how many traces it still read for them);
+ * the same without that count (by_reading), where the steady state's reading counts them
+ * (fold_readings: the traces it left to a reading of their own); and wsl_run_model_finish alone
+ * without it, which reads each trace for them. The figures are the same. */
+static int step_figures_three_ways(const char *const *paths, size_t n, bool record, size_t readings,
+                                   size_t fold_readings, size_t first)
 {
-    struct wsl_run a, b;
+    struct wsl_run a, f, b;
     char err[WSL_READER_ERRLEN];
     wsl_run_init(&a);
+    wsl_run_init(&f);
     wsl_run_init(&b);
-    a.record = b.record = record;
-    a.solo = b.solo = true;
+    a.record = f.record = b.record = record;
+    a.solo = f.solo = b.solo = true;
+    f.nvtx_by_reading = b.nvtx_by_reading = true;
     for (size_t i = 0; i < n; i++) {
         CHECKF(wsl_run_add_trace(&a, paths[i], err, sizeof err) == 0, "%s: %s", paths[i], err);
+        CHECKF(wsl_run_add_trace(&f, paths[i], err, sizeof err) == 0, "%s: %s", paths[i], err);
         CHECKF(wsl_run_add_trace(&b, paths[i], err, sizeof err) == 0, "%s: %s", paths[i], err);
     }
     wsl_run_finish(&a);
+    wsl_run_finish(&f);
     wsl_run_model_finish(&b);
-    CHECK(a.phases.steady_known);
-    bool steady_read = a.phases.steady_wall_ns < a.wall_ns; /* the steady state was read again */
-    CHECK(steady_read == (readings == 0));
-    CHECK(a.nvtx.step >= 0 && a.nvtx.step_process_known && b.nvtx.step_process_known);
-    CHECK(a.nvtx.step_process_steps > 0 && a.nvtx.step_process_steps == b.nvtx.step_process_steps);
-    CHECK(a.nvtx.step_process.launches > 0 && a.nvtx.step_process.api_calls > 0);
-    CHECK(!memcmp(&a.nvtx.step_process, &b.nvtx.step_process, sizeof a.nvtx.step_process));
+    CHECK(f.phases.steady_known);
+    bool steady_read = f.phases.steady_wall_ns < f.wall_ns; /* the steady state was read again */
+    CHECK(steady_read == (fold_readings == 0));
+    CHECK(b.nvtx.step >= 0 && b.nvtx.step_process_known && b.nvtx.step_process_steps > 0);
+    CHECK(b.nvtx.step_process.launches > 0 && b.nvtx.step_process.api_calls > 0);
+    const struct wsl_run *r[2] = {&a, &f};
+    for (int k = 0; k < 2; k++) {
+        CHECK(r[k]->nvtx.step_process_known && r[k]->nvtx.step_process_steps == b.nvtx.step_process_steps);
+        CHECK(!memcmp(&r[k]->nvtx.step_process, &b.nvtx.step_process, sizeof b.nvtx.step_process));
+        CHECK(!r[k]->nvtx.pending_count);
+    }
     CHECK_EQ(b.nvtx.step_count_readings, n);
+    CHECK_EQ(f.nvtx.step_count_readings, fold_readings);
     CHECK_EQ(a.nvtx.step_count_readings, readings);
-    CHECK(!a.nvtx.pending_count && !b.nvtx.pending_count);
+    CHECK_EQ(a.nvtx.step_count_first, first);
+    CHECK(!f.nvtx.step_count_first && !b.nvtx.step_count_first);
     wsl_run_free(&a);
+    wsl_run_free(&f);
     wsl_run_free(&b);
     return 0;
 }
 
-/* The step's process-wide figures counted on the steady state's reading equal those of a reading
- * of their own: the demo's native trace (a steady state shorter than the run: no reading of their
- * own), and three ranks of a synthetic data-parallel run (the steady state is the run: no second
- * reading, so each trace is read for them), recorded (replayed from the store) and from their files. */
+/* The step's process-wide figures counted on the first reading, and on the steady state's reading,
+ * equal those of a reading of their own: the demo's native trace (a steady state shorter than the
+ * run; the first reading leaves it, some of its counts not falling wholly inside or outside the
+ * steps, and the steady state's reading counts it), and three ranks of a synthetic data-parallel run (the steady state is the run: no second
+ * reading), recorded (replayed from the store) and read from their files. */
 int test_nvtx_step_figures_in_steady_reading(void)
 {
     const char *native = WSLSHIM_PAIR_NATIVE_TRACE;
-    CHECK(step_figures_both_ways(&native, 1, false, 0) == 0);
+    CHECK(step_figures_three_ways(&native, 1, false, 0, 0, 0) == 0);
     struct ddp_plan p = ddp_plan_default();
     p.ranks = 3;
     p.steps = 40;
@@ -515,7 +530,7 @@ int test_nvtx_step_figures_in_steady_reading(void)
         ddp_write_rank(path[r], &p, r);
         paths[r] = path[r];
     }
-    CHECK(step_figures_both_ways(paths, 3, true, 3) == 0);
-    CHECK(step_figures_both_ways(paths, 3, false, 3) == 0);
+    CHECK(step_figures_three_ways(paths, 3, true, 0, 3, 3) == 0);
+    CHECK(step_figures_three_ways(paths, 3, false, 0, 3, 3) == 0);
     return 0;
 }
