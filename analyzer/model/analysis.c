@@ -153,8 +153,9 @@ struct trace_state {
     struct wsl_host_trace *host;
     struct wsl_phase_trace *phase;
     /* The NVTX step's figures counted on this reading (wsl_nvtx_track_batch): set on a run that
-     * reports them, from the trace's first API table on (a table after the first events: not). */
-    bool track, tracking;
+     * reports them, from the API table that names NVTX pushes on (one after the first events: not). */
+    bool track, tracking, track_push;
+    struct wsl_nvtx_track_before seen; /* events so far (have_events), their latest start, GPU kernels' launch */
     uint16_t track_cat[WSL_MAX_API_IDS];
     bool track_sampled[WSL_MAX_API_IDS];
 };
@@ -239,9 +240,13 @@ static void take_api_table(struct wsl_run *run, struct trace_state *t, const str
         t->by_id[e->id] = ta;   /* the reader refuses an id defined twice */
         t->track_cat[e->id] = e->category;
         t->track_sampled[e->id] = ta->sampled;
+        t->track_push |= e->category == WSL_CAT_NVTX_PUSH;
     }
-    if (t->track && !t->tracking) {
-        t->tracking = !t->have_events; /* (events before it were not seen by the tracking: a reading counts) */
+    if (t->track && !t->tracking && t->track_push) {
+        /* from the table that names NVTX pushes on (events before it were not seen by the tracking:
+         * then the step's figures are read again, as before) */
+        t->tracking = !t->have_events;
+        t->track = false;
         if (t->tracking)
             wsl_nvtx_trace_track(t->nvtx);
     }
@@ -275,6 +280,11 @@ static inline __attribute__((always_inline)) void take_event(struct trace_state 
         calls = 1;
         wsl_hist_add(&ta->ticks, dur);
         ta->errors += ev->result != 0;
+        if (__builtin_expect(ta->category == WSL_CAT_GPU_KERNEL, 0)) { /* (the NVTX step figures' tracking) */
+            if (!t->seen.gpu || ev->a[1] > t->seen.gpu_launch_max)
+                t->seen.gpu_launch_max = ev->a[1];
+            t->seen.gpu = true;
+        }
     }
     if (ta->io && t->io) {
         wsl_io_trace_event(t->io, ta->category, ev, calls, ticks);
@@ -360,8 +370,8 @@ static void take_events(struct trace_state *t, uint32_t tid, uint64_t dropped, c
         t->have_events |= n > 0;
         return;
     }
-    if (t->tracking)
-        wsl_nvtx_track_batch(t->nvtx, nth, ev, n, t->track_cat, t->track_sampled, t->io_weight);
+    struct wsl_nvtx_track_before before = t->seen;
+    uint64_t max_start = t->seen.start_max;
     for (uint32_t i = 0; i < n; i++) {
         struct trace_api *ta = t->by_id[ev[i].api]; /* the reader checked the id is in the table */
         if (__builtin_expect(ta->fold, 0))
@@ -370,7 +380,13 @@ static void take_events(struct trace_state *t, uint32_t tid, uint64_t dropped, c
             take_event(t, nth, ta, &ev[i], 0);
         if (ev[i].t_end > max_end)
             max_end = ev[i].t_end;
+        if (ev[i].t_start > max_start)
+            max_start = ev[i].t_start;
     }
+    t->seen.start_max = max_start;
+    t->seen.events |= n > 0;
+    if (t->tracking)
+        wsl_nvtx_track_batch(t->nvtx, nth, ev, n, t->track_cat, t->track_sampled, t->io_weight, &before);
     t->max_event_end = max_end;
     t->have_events |= n > 0;
 }

@@ -86,7 +86,7 @@ struct wsl_nvtx_trace {
      * kept: their latest time is. At the close, each candidate range's instances are merged into
      * windows as wsl_nvtx_finish merges them, and a segment wholly inside one window is counted,
      * one wholly outside all is not; one that straddles an edge leaves that range to a reading. */
-    bool track, tracking, track_failed;
+    bool track, tracking, track_failed, track_entered;
     bool untracked_calls, untracked_gpu;
     uint64_t untracked_call_max, untracked_gpu_max;
     struct track_seg *segs;
@@ -817,8 +817,19 @@ static void track_fail(struct wsl_nvtx_trace *t)
 }
 
 void wsl_nvtx_track_batch(struct wsl_nvtx_trace *t, struct wsl_nvtx_thread *th, const struct wsl_event *ev,
-                          uint32_t n, const uint16_t *cat, const bool *sampled, uint32_t weight)
+                          uint32_t n, const uint16_t *cat, const bool *sampled, uint32_t weight,
+                          const struct wsl_nvtx_track_before *before)
 {
+    if (!t->track_entered) {
+        if (!t->pushes) /* (the batch was taken: a push in it is counted) */
+            return;
+        /* the batch with the trace's first push: what came before it is known by its latest times */
+        t->track_entered = true;
+        t->untracked_calls = before->events;
+        t->untracked_call_max = before->start_max;
+        t->untracked_gpu = before->gpu;
+        t->untracked_gpu_max = before->gpu_launch_max;
+    }
     for (uint32_t i = 0; i < n && !t->track_failed; i++) {
         const struct wsl_event *e = &ev[i];
         unsigned k = cat[e->api];

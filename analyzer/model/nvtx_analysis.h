@@ -247,10 +247,17 @@ static inline void wsl_nvtx_trace_other(struct wsl_nvtx_thread *th, unsigned cat
  * each against its candidate ranges' instances; where one straddles an instance's edge, the trace
  * is read again at the end as before). Set once, before the first events; a run that reports them. */
 void wsl_nvtx_trace_track(struct wsl_nvtx_trace *t);
-/* A batch of the thread's events, every one (before a fold is opened up): cat and sampled by api id
- * (as the API table says), weight the PROCESS chunk's (wsl_io_weight). */
+/* A batch of the thread's events, every one (before a fold is opened up), after the batch was taken
+ * (wsl_nvtx_trace_event): cat and sampled by api id (as the API table says), weight the PROCESS
+ * chunk's (wsl_io_weight). */
+struct wsl_nvtx_track_before {  /* the trace's events before the batch: latest start time, latest GPU
+                                   kernel's launch time (a[1]); whether there were any, of each */
+    bool events, gpu;
+    uint64_t start_max, gpu_launch_max;
+};
 void wsl_nvtx_track_batch(struct wsl_nvtx_trace *t, struct wsl_nvtx_thread *th, const struct wsl_event *ev,
-                          uint32_t n, const uint16_t *cat, const bool *sampled, uint32_t weight);
+                          uint32_t n, const uint16_t *cat, const bool *sampled, uint32_t weight,
+                          const struct wsl_nvtx_track_before *before);
 /* ev stands for `calls` calls taking `ticks` (1 and its duration but for
  * sampled file calls: wsl_event_calls, wsl_event_ticks in io_analysis.h). */
 void wsl_nvtx_trace_event(struct wsl_nvtx_trace *t, struct wsl_nvtx_thread *th, unsigned category,
