@@ -953,9 +953,10 @@ static void track_close(struct wsl_nvtx_trace *t)
                     ok = false;
                 }
             }
-            at = 0;
+            struct window_cursor cu;
+            cursor_set(&cu, w, nw, 0);
             for (size_t i = 0; i < t->gpu_count && ok; i++)
-                if (in_windows(w, nw, t->gpus[i].launch, &at)) {
+                if (cursor_in(&cu, w, nw, t->gpus[i].launch)) {
                     c.gpu_kernels++;
                     c.gpu_ns += t->gpus[i].ns;
                 }
