@@ -248,7 +248,7 @@ static void take_api_table(struct wsl_run *run, struct trace_state *t, const str
         t->tracking = !t->have_events;
         t->track = false;
         if (t->tracking)
-            wsl_nvtx_trace_track(t->nvtx);
+            wsl_nvtx_trace_track(t->nvtx, &run->nvtx.track_pool);
     }
 }
 

@@ -87,6 +87,7 @@ struct wsl_nvtx_trace {
      * windows as wsl_nvtx_finish merges them, and a segment wholly inside one window is counted,
      * one wholly outside all is not; one that straddles an edge leaves that range to a reading. */
     bool track, tracking, track_failed, track_entered;
+    struct wsl_nvtx_track_pool *pool;
     bool untracked_calls, untracked_gpu;
     uint64_t untracked_call_max, untracked_gpu_max;
     struct track_seg *segs;
@@ -543,6 +544,7 @@ static const char *name_of(const struct wsl_nvtx_trace *t, struct wsl_nvtx *n, u
 }
 
 static void track_close(struct wsl_nvtx_trace *t);
+static void track_release(struct wsl_nvtx_trace *t);
 
 uint64_t wsl_nvtx_trace_close(struct wsl_nvtx_trace *t, uint64_t end_ticks)
 {
@@ -688,8 +690,7 @@ void wsl_nvtx_trace_discard(struct wsl_nvtx_trace *t)
     wsl_u64_map_free(&t->early_ends);
     free(t->starts);
     free(t->tops);
-    free(t->segs);
-    free(t->gpus);
+    track_release(t);
     free(t->guess);
     free(t);
 }
@@ -801,19 +802,40 @@ static inline bool cursor_in(struct window_cursor *cu, const struct wsl_nvtx_win
 
 /* ---- the step's figures on the first reading ----------------------------------------- */
 
-void wsl_nvtx_trace_track(struct wsl_nvtx_trace *t)
+void wsl_nvtx_trace_track(struct wsl_nvtx_trace *t, struct wsl_nvtx_track_pool *pool)
 {
     t->track = true;
+    t->pool = pool; /* its arrays, lent until the close */
+    t->segs = pool->segs;
+    t->seg_cap = pool->seg_cap;
+    t->gpus = pool->gpus;
+    t->gpu_cap = pool->gpu_cap;
+    pool->segs = pool->gpus = NULL;
+    pool->seg_cap = pool->gpu_cap = 0;
+}
+
+/* The arrays back to the pool (freed where there is none). */
+static void track_release(struct wsl_nvtx_trace *t)
+{
+    if (t->pool) {
+        t->pool->segs = t->segs;
+        t->pool->seg_cap = t->seg_cap;
+        t->pool->gpus = t->gpus;
+        t->pool->gpu_cap = t->gpu_cap;
+        t->pool = NULL;
+    } else {
+        free(t->segs);
+        free(t->gpus);
+    }
+    t->segs = NULL;
+    t->gpus = NULL;
+    t->seg_count = t->seg_cap = t->gpu_count = t->gpu_cap = 0;
 }
 
 static void track_fail(struct wsl_nvtx_trace *t)
 {
     t->track_failed = true;
-    free(t->segs);
-    free(t->gpus);
-    t->segs = NULL;
-    t->gpus = NULL;
-    t->seg_count = t->seg_cap = t->gpu_count = t->gpu_cap = 0;
+    track_release(t);
 }
 
 void wsl_nvtx_track_batch(struct wsl_nvtx_trace *t, struct wsl_nvtx_thread *th, const struct wsl_event *ev,
@@ -968,11 +990,7 @@ static void track_close(struct wsl_nvtx_trace *t)
         free(w);
         free(tops_of);
     }
-    free(t->segs);
-    free(t->gpus);
-    t->segs = NULL;
-    t->gpus = NULL;
-    t->seg_count = t->seg_cap = t->gpu_count = t->gpu_cap = 0;
+    track_release(t);
 }
 
 /* One item of the trace: what its threads did inside the windows, in ticks. */
@@ -1202,6 +1220,8 @@ void wsl_nvtx_free(struct wsl_nvtx *n)
     }
     free(n->traces);
     free_pending(n);
+    free(n->track_pool.segs);
+    free(n->track_pool.gpus);
     memset(n, 0, sizeof *n);
     n->step = -1;
 }

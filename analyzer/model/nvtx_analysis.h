@@ -153,6 +153,12 @@ struct wsl_nvtx {
     bool step_count_later;
     struct wsl_nvtx_window_count *pending;
     size_t pending_count;
+    /* The step tracking's arrays (wsl_nvtx_trace_track), lent to the trace being read and given
+     * back at its close: kept from trace to trace (a new one each time faults its pages in). */
+    struct wsl_nvtx_track_pool {
+        void *segs, *gpus;
+        size_t seg_cap, gpu_cap;
+    } track_pool;
     size_t step_count_readings;     /* traces read for the figures alone (no other reading counted them) */
     size_t step_count_first;        /* traces whose figures were counted on the first reading */
     /* The step's instances per trace, in that trace's ticks (wsl_nvtx_finish): the run's phases
@@ -245,8 +251,9 @@ static inline void wsl_nvtx_trace_other(struct wsl_nvtx_thread *th, unsigned cat
 }
 /* The step's process-wide figures counted on this reading, by segments (wsl_nvtx_trace_close checks
  * each against its candidate ranges' instances; where one straddles an instance's edge, the trace
- * is read again at the end as before). Set once, before the first events; a run that reports them. */
-void wsl_nvtx_trace_track(struct wsl_nvtx_trace *t);
+ * is read again at the end as before). Set once, before the first events; a run that reports them,
+ * its pool (the run's NVTX analysis's, which outlives the trace). */
+void wsl_nvtx_trace_track(struct wsl_nvtx_trace *t, struct wsl_nvtx_track_pool *pool);
 /* A batch of the thread's events, every one (before a fold is opened up), after the batch was taken
  * (wsl_nvtx_trace_event): cat and sampled by api id (as the API table says), weight the PROCESS
  * chunk's (wsl_io_weight). */
