@@ -507,9 +507,10 @@ static int step_figures_three_ways(const char *const *paths, size_t n, bool reco
 /* The step's process-wide figures counted on the first reading, and on the steady state's reading,
  * equal those of a reading of their own: the demo's native trace (a steady state shorter than the
  * run; the first reading leaves it, some of its counts not falling wholly inside or outside the
- * steps, and the steady state's reading counts it), and three ranks of a synthetic data-parallel run (the steady state is the run: no second
- * reading), recorded (replayed from the store) and read from their files. */
-int test_nvtx_step_figures_in_steady_reading(void)
+ * steps, and the steady state's reading counts it), and three ranks of a synthetic data-parallel
+ * run (counted on the first reading; the steady state is the run: no second reading), recorded
+ * (replayed from the store) and read from their files. */
+int test_nvtx_step_figures_three_ways(void)
 {
     const char *native = WSLSHIM_PAIR_NATIVE_TRACE;
     CHECK(step_figures_three_ways(&native, 1, false, 0, 0, 0) == 0);
