@@ -152,6 +152,12 @@ struct trace_state {
     struct wsl_nvtx_trace *nvtx;
     struct wsl_host_trace *host;
     struct wsl_phase_trace *phase;
+    /* The NVTX step's figures counted on this reading (wsl_nvtx_track_batch): set on a run that
+     * reports them, from the API table that names NVTX pushes on (one after the first events: not). */
+    bool track, tracking, track_push;
+    struct wsl_nvtx_track_before seen; /* events so far (have_events), their latest start, GPU kernels' launch */
+    uint16_t track_cat[WSL_MAX_API_IDS];
+    bool track_sampled[WSL_MAX_API_IDS];
 };
 
 static char **copy_argv(const char *const *argv, uint32_t argc)
@@ -232,6 +238,17 @@ static void take_api_table(struct wsl_run *run, struct trace_state *t, const str
                 wsl_kern_launch_slot(&t->solo->kernels, e->base);
         }
         t->by_id[e->id] = ta;   /* the reader refuses an id defined twice */
+        t->track_cat[e->id] = e->category;
+        t->track_sampled[e->id] = ta->sampled;
+        t->track_push |= e->category == WSL_CAT_NVTX_PUSH;
+    }
+    if (t->track && !t->tracking && t->track_push) {
+        /* from the table that names NVTX pushes on (events before it were not seen by the tracking:
+         * then the step's figures are read again, as before) */
+        t->tracking = !t->have_events;
+        t->track = false;
+        if (t->tracking)
+            wsl_nvtx_trace_track(t->nvtx, &run->nvtx.track_pool);
     }
 }
 
@@ -263,6 +280,11 @@ static inline __attribute__((always_inline)) void take_event(struct trace_state 
         calls = 1;
         wsl_hist_add(&ta->ticks, dur);
         ta->errors += ev->result != 0;
+        if (__builtin_expect(ta->category == WSL_CAT_GPU_KERNEL, 0)) { /* (the NVTX step figures' tracking) */
+            if (!t->seen.gpu || ev->a[1] > t->seen.gpu_launch_max)
+                t->seen.gpu_launch_max = ev->a[1];
+            t->seen.gpu = true;
+        }
     }
     if (ta->io && t->io) {
         wsl_io_trace_event(t->io, ta->category, ev, calls, ticks);
@@ -348,6 +370,8 @@ static void take_events(struct trace_state *t, uint32_t tid, uint64_t dropped, c
         t->have_events |= n > 0;
         return;
     }
+    struct wsl_nvtx_track_before before = t->seen;
+    uint64_t max_start = t->seen.start_max;
     for (uint32_t i = 0; i < n; i++) {
         struct trace_api *ta = t->by_id[ev[i].api]; /* the reader checked the id is in the table */
         if (__builtin_expect(ta->fold, 0))
@@ -356,7 +380,13 @@ static void take_events(struct trace_state *t, uint32_t tid, uint64_t dropped, c
             take_event(t, nth, ta, &ev[i], 0);
         if (ev[i].t_end > max_end)
             max_end = ev[i].t_end;
+        if (ev[i].t_start > max_start)
+            max_start = ev[i].t_start;
     }
+    t->seen.start_max = max_start;
+    t->seen.events |= n > 0;
+    if (t->tracking)
+        wsl_nvtx_track_batch(t->nvtx, nth, ev, n, t->track_cat, t->track_sampled, t->io_weight, &before);
     t->max_event_end = max_end;
     t->have_events |= n > 0;
 }
@@ -608,6 +638,8 @@ static void sink_begin(struct trace_sink *k, struct wsl_run *run)
     t->windowed = run->windowed;
     t->window_t0 = run->window_t0;
     t->window_t1 = run->window_t1;
+    t->track = !run->windowed && !run->nested && !run->nvtx_by_reading; /* (the NVTX step's figures are reported) */
+    memset(t->track_cat, 0xff, sizeof t->track_cat);
     k->p.gpu_device = -1;
 }
 
@@ -834,6 +866,11 @@ int wsl_run_read_trace(struct wsl_run *run, const char *path, bool *usable, char
         solo->nested = true;
         solo->store = run->store;
     }
+    /* the parent run's NVTX step windows of this trace, counted on the way (the steady state's reading) */
+    struct wsl_nvtx_window_count *wc = run->count_windows_of ? wsl_nvtx_window_pending(run->count_windows_of, path)
+                                                             : NULL;
+    if (wc)
+        wsl_nvtx_window_begin(wc);
     struct wsl_item it;
     enum wsl_read_result res;
     while ((res = wsl_reader_next(r, &it)) == WSL_READ_ITEM) {
@@ -843,7 +880,11 @@ int wsl_run_read_trace(struct wsl_run *run, const char *path, bool *usable, char
         sink_item(&main_sink, &it);
         if (t->solo)
             process_item(&solo_p, &solo_have_process, &it);
+        if (wc)
+            wsl_nvtx_window_item(wc, &it);
     }
+    if (wc)
+        wsl_nvtx_window_end(wc, res != WSL_READ_ERROR);
     *usable = main_sink.have_process;
     struct wsl_run *solo = t->solo;
     bool with_solo = solo && res != WSL_READ_ERROR && main_sink.have_process && may_be_rank(&solo_p);

@@ -157,6 +157,13 @@ struct wsl_run {
      * the steady state's reading, --chrome's phases): the figures only reports show are not
      * computed (the NVTX step's process-wide figures, a pass over the traces). */
     bool nested;
+    /* Set on the steady state's reading (rules/pipeline.c): each trace it reads whole is also
+     * counted into that NVTX analysis's pending step windows (wsl_nvtx_window_pending), which
+     * spares wsl_nvtx_step_figures a reading of its own. Not owned. */
+    struct wsl_nvtx *count_windows_of;
+    /* Set by a test: the NVTX step's figures are not counted on the first reading (a reading of
+     * each trace counts them instead, or the steady state's). */
+    bool nvtx_by_reading;
 };
 
 /* Mean host time per call, rounded to the nearest ns. */

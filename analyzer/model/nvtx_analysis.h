@@ -87,11 +87,41 @@ struct wsl_nvtx_window {
     uint32_t range;             /* wsl_nvtx_range.id */
 };
 
+/* What the trace's threads did inside the instances of one of its ranges, counted on the first
+ * reading (wsl_nvtx_trace_track): the step's process-wide figures for this trace, were that range
+ * the step, with no reading of their own. */
+struct wsl_nvtx_step_guess {
+    uint32_t range;             /* wsl_nvtx_range.id */
+    struct wsl_nvtx_counts c;   /* in ticks */
+};
+
 struct wsl_nvtx_trace_windows {
     char *path;
     double ns_per_tick;
     struct wsl_nvtx_window *w;
     size_t count;
+    struct wsl_nvtx_step_guess *guess;
+    size_t guess_count;
+};
+
+/* The step's windows of one trace, merged, waiting for their count (wsl_nvtx_finish keeps them when
+ * step_count_later is set): a reading of the trace made anyway (the steady state's) feeds its items
+ * to wsl_nvtx_window_item on its way; wsl_nvtx_step_figures reads the traces no reading counted. */
+struct wsl_kern_estimate;
+
+struct wsl_nvtx_window_count {
+    char *path;
+    double ns_per_tick;
+    struct wsl_nvtx_window *w;
+    size_t n;
+    uint64_t steps;             /* the step's instances in the windows */
+    bool counting, counted;     /* an item fed since wsl_nvtx_window_begin; counted: c is the whole trace's */
+    size_t at_gpu, at_call;     /* in_windows' last answers */
+    uint32_t weight;            /* calls a timed sampled file call stands for (its PROCESS chunk) */
+    uint16_t *cat;              /* by api id, while counting (0xffff: not in the table) */
+    bool *sampled;
+    const struct wsl_kern_estimate *est; /* the trace's estimate: what comes off its queued timed kernels */
+    struct wsl_nvtx_counts c;
 };
 
 struct wsl_nvtx_mark {
@@ -122,6 +152,19 @@ struct wsl_nvtx {
     struct wsl_nvtx_trace_windows *traces;
     size_t trace_count, window_total;
     bool windows_capped;            /* more top-level ranges than the caps: no process-wide figures */
+    /* Set before wsl_nvtx_finish (wsl_run_finish does): the process-wide figures are counted by
+     * wsl_nvtx_step_figures, after a later reading of the traces has counted what it could. */
+    bool step_count_later;
+    struct wsl_nvtx_window_count *pending;
+    size_t pending_count;
+    /* The step tracking's arrays (wsl_nvtx_trace_track), lent to the trace being read and given
+     * back at its close: kept from trace to trace (a new one each time faults its pages in). */
+    struct wsl_nvtx_track_pool {
+        void *segs, *gpus;
+        size_t seg_cap, gpu_cap;
+    } track_pool;
+    size_t step_count_readings;     /* traces read for the figures alone (no other reading counted them) */
+    size_t step_count_first;        /* traces whose figures were counted on the first reading */
     /* The step's instances per trace, in that trace's ticks (wsl_nvtx_finish): the run's phases
      * take their steady state from them. */
     struct wsl_nvtx_step_trace {
@@ -140,7 +183,6 @@ struct wsl_nvtx {
 
 struct wsl_nvtx_trace;
 struct wsl_nvtx_thread;
-struct wsl_kern_estimate;
 
 struct wsl_nvtx_trace *wsl_nvtx_trace_begin(void);
 /* A PATHS chunk: keeps the entries that are NVTX names. */
@@ -215,6 +257,22 @@ static inline void wsl_nvtx_trace_other(struct wsl_nvtx_thread *th, unsigned cat
     if (c)
         wsl_nvtx_attribute(c, category, ev, calls, ticks);
 }
+/* The step's process-wide figures counted on this reading, by segments (wsl_nvtx_trace_close checks
+ * each against its candidate ranges' instances; where one straddles an instance's edge, the trace
+ * is read again at the end as before). Set once, before the first events; a run that reports them,
+ * its pool (the run's NVTX analysis's, which outlives the trace). */
+void wsl_nvtx_trace_track(struct wsl_nvtx_trace *t, struct wsl_nvtx_track_pool *pool);
+/* A batch of the thread's events, every one (before a fold is opened up), after the batch was taken
+ * (wsl_nvtx_trace_event): cat and sampled by api id (as the API table says), weight the PROCESS
+ * chunk's (wsl_io_weight). */
+struct wsl_nvtx_track_before {  /* the trace's events before the batch: latest start time, latest GPU
+                                   kernel's launch time (a[1]); whether there were any, of each */
+    bool events, gpu;
+    uint64_t start_max, gpu_launch_max;
+};
+void wsl_nvtx_track_batch(struct wsl_nvtx_trace *t, struct wsl_nvtx_thread *th, const struct wsl_event *ev,
+                          uint32_t n, const uint16_t *cat, const bool *sampled, uint32_t weight,
+                          const struct wsl_nvtx_track_before *before);
 /* ev stands for `calls` calls taking `ticks` (1 and its duration but for
  * sampled file calls: wsl_event_calls, wsl_event_ticks in io_analysis.h). */
 void wsl_nvtx_trace_event(struct wsl_nvtx_trace *t, struct wsl_nvtx_thread *th, unsigned category,
@@ -244,6 +302,16 @@ void wsl_nvtx_trace_less_overhead(struct wsl_nvtx_trace *t, const struct wsl_ker
 /* Sorts, picks the step range, and (process_figures) reads the traces holding its
  * instances again for its process-wide figures (their recordings in store, when it holds them). */
 void wsl_nvtx_finish(struct wsl_nvtx *n, const struct wsl_trace_store *store, bool process_figures);
+/* The trace's windows still to count (NULL: none): a reading of the whole trace may count them,
+ * wsl_nvtx_window_begin, each item it reads to wsl_nvtx_window_item, wsl_nvtx_window_end (ok: it
+ * read to the end, END or TRUNCATED, as wsl_nvtx_step_figures's own reading would). */
+struct wsl_nvtx_window_count *wsl_nvtx_window_pending(struct wsl_nvtx *n, const char *path);
+void wsl_nvtx_window_begin(struct wsl_nvtx_window_count *wc);
+void wsl_nvtx_window_item(struct wsl_nvtx_window_count *wc, const struct wsl_item *it);
+void wsl_nvtx_window_end(struct wsl_nvtx_window_count *wc, bool ok);
+/* The step's process-wide figures from the pending windows: each trace no reading counted is read
+ * (from store, when it holds it); then the windows are freed. Nothing pending: nothing done. */
+void wsl_nvtx_step_figures(struct wsl_nvtx *n, const struct wsl_trace_store *store);
 void wsl_nvtx_free(struct wsl_nvtx *n);
 
 /* Mean duration of a range, ns (rounded). */

@@ -44,6 +44,7 @@ static void steady_findings(struct wsl_run *run)
     st.store = run->store;
     st.window_start_ns = rp->steady_start_ns;
     st.window_end_ns = rp->steady_end_ns;
+    st.count_windows_of = &run->nvtx; /* the NVTX step windows' count, on the same reading */
     for (size_t i = 0; i < run->proc_count; i++) {
         const struct wsl_process *p = &run->procs[i];
         if (!p->trace_path || p->end_ns < st.window_start_ns || p->start_ns > st.window_end_ns)
@@ -105,9 +106,11 @@ static void steady_findings(struct wsl_run *run)
 
 void wsl_run_finish(struct wsl_run *run)
 {
+    run->nvtx.step_count_later = true; /* counted by the steady state's reading, where it reads the trace */
     wsl_run_model_finish(run);
     if (!run->solo)
         wsl_dist_analyze(run, wsl_run_finish);
     wsl_rules_run(run);
     steady_findings(run);
+    wsl_nvtx_step_figures(&run->nvtx, run->store); /* the traces it did not read */
 }

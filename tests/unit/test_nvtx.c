@@ -8,6 +8,7 @@
 
 #include "analysis.h"
 #include "rules.h"
+#include "ddp_scenarios.h"
 #include "trace_synth.h"
 #include "unit_test.h"
 
@@ -454,5 +455,83 @@ int test_nvtx_host_by_range(void)
     CHECK_EQ(inner->blocks, 2);
     CHECK_EQ(inner->blocked_ns, 800);
     wsl_run_free(&st);
+    return 0;
+}
+
+/* One run of traces, finished three ways: wsl_run_finish, which counts the NVTX step's
+ * process-wide figures on the first reading (readings: how many traces it still read for them);
+ * the same without that count (by_reading), where the steady state's reading counts them
+ * (fold_readings: the traces it left to a reading of their own); and wsl_run_model_finish alone
+ * without it, which reads each trace for them. The figures are the same. */
+static int step_figures_three_ways(const char *const *paths, size_t n, bool record, size_t readings,
+                                   size_t fold_readings, size_t first)
+{
+    struct wsl_run a, f, b;
+    char err[WSL_READER_ERRLEN];
+    wsl_run_init(&a);
+    wsl_run_init(&f);
+    wsl_run_init(&b);
+    a.record = f.record = b.record = record;
+    a.solo = f.solo = b.solo = true;
+    f.nvtx_by_reading = b.nvtx_by_reading = true;
+    for (size_t i = 0; i < n; i++) {
+        CHECKF(wsl_run_add_trace(&a, paths[i], err, sizeof err) == 0, "%s: %s", paths[i], err);
+        CHECKF(wsl_run_add_trace(&f, paths[i], err, sizeof err) == 0, "%s: %s", paths[i], err);
+        CHECKF(wsl_run_add_trace(&b, paths[i], err, sizeof err) == 0, "%s: %s", paths[i], err);
+    }
+    wsl_run_finish(&a);
+    wsl_run_finish(&f);
+    wsl_run_model_finish(&b);
+    CHECK(f.phases.steady_known);
+    bool steady_read = f.phases.steady_wall_ns < f.wall_ns; /* the steady state was read again */
+    CHECK(steady_read == (fold_readings == 0));
+    CHECK(b.nvtx.step >= 0 && b.nvtx.step_process_known && b.nvtx.step_process_steps > 0);
+    CHECK(b.nvtx.step_process.launches > 0 && b.nvtx.step_process.api_calls > 0);
+    const struct wsl_run *r[2] = {&a, &f};
+    for (int k = 0; k < 2; k++) {
+        CHECK(r[k]->nvtx.step_process_known && r[k]->nvtx.step_process_steps == b.nvtx.step_process_steps);
+        CHECK(!memcmp(&r[k]->nvtx.step_process, &b.nvtx.step_process, sizeof b.nvtx.step_process));
+        CHECK(!r[k]->nvtx.pending_count);
+    }
+    CHECK_EQ(b.nvtx.step_count_readings, n);
+    CHECK_EQ(f.nvtx.step_count_readings, fold_readings);
+    CHECK_EQ(a.nvtx.step_count_readings, readings);
+    CHECK_EQ(a.nvtx.step_count_first, first);
+    CHECK(!f.nvtx.step_count_first && !b.nvtx.step_count_first);
+    wsl_run_free(&a);
+    wsl_run_free(&f);
+    wsl_run_free(&b);
+    return 0;
+}
+
+/* The step's process-wide figures counted on the first reading, and on the steady state's reading,
+ * equal those of a reading of their own: the demo's native trace (a steady state shorter than the
+ * run; the first reading leaves it, some of its counts not falling wholly inside or outside the
+ * steps, and the steady state's reading counts it), and three ranks of a synthetic data-parallel
+ * run (counted on the first reading; the steady state is the run: no second reading), recorded
+ * (replayed from the store) and read from their files. */
+int test_nvtx_step_figures_three_ways(void)
+{
+    const char *native = WSLSHIM_PAIR_NATIVE_TRACE;
+    CHECK(step_figures_three_ways(&native, 1, false, 0, 0, 0) == 0);
+    struct ddp_plan p = ddp_plan_default();
+    p.ranks = 3;
+    p.steps = 40;
+    p.nvtx = true;
+    p.rank_env = true;
+    p.straggler = 1;
+    p.delay_ns = 3000000;
+    p.jitter_ns = 200000;
+    char path[3][512];
+    const char *paths[3];
+    for (unsigned r = 0; r < p.ranks; r++) {
+        char name[64];
+        snprintf(name, sizeof name, "stepfig-rank%u.trace.zst", r);
+        test_path(path[r], sizeof path[r], name);
+        ddp_write_rank(path[r], &p, r);
+        paths[r] = path[r];
+    }
+    CHECK(step_figures_three_ways(paths, 3, true, 0, 3, 3) == 0);
+    CHECK(step_figures_three_ways(paths, 3, false, 0, 3, 3) == 0);
     return 0;
 }

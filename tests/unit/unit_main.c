@@ -102,6 +102,7 @@
     X(nvtx_dropped_resync)        \
     X(nvtx_host_by_range)         \
     X(nvtx_step_list_between_others) \
+    X(nvtx_step_figures_three_ways) \
     X(rule_sync_heavy)            \
     X(rule_sync_polls)            \
     X(rules_host_quiet)           \
