@@ -16,9 +16,12 @@ _Atomic uint32_t wsl_next_path_id = 1; /* the next free block of string ids (wsl
 _Atomic uint64_t wsl_path_waits, wsl_paths_dropped;
 
 /* Room in the large path ring up to `end`: past half full the writer is
- * woken; full, the call waits for it at most 10 ms, like the event ring, once
- * per burst: after a wait that did not make room the thread drops (and counts)
- * without waiting until the writer has read half the ring. */
+ * woken; full, the call waits for it at most 10 ms. A path lost is a file the
+ * report cannot name, so a full path ring waits more readily than the event
+ * ring (one wait per burst): up to WSL_PATH_WAITS_PER_BURST waits that did not
+ * make room (100 ms) until the writer has read half the ring; past them the
+ * thread drops (and counts) whatever finds no room, without waiting. */
+#define WSL_PATH_WAITS_PER_BURST 10u
 static int paths_room(struct wsl_thread *t, uint64_t end)
 {
     uint64_t tail = atomic_load_explicit(&t->paths_tail, memory_order_acquire);
@@ -26,8 +29,6 @@ static int paths_room(struct wsl_thread *t, uint64_t end)
         t->p_dropping = 0;
         return 1;
     }
-    if (WSL_UNLIKELY(t->p_dropping))
-        goto drop;
     int saved = errno;
     if (t->paths_woken_at != tail) { /* once per drain, not once per path */
         t->paths_woken_at = tail;
@@ -36,6 +37,10 @@ static int paths_room(struct wsl_thread *t, uint64_t end)
     if (end - tail <= WSL_PATH_RING) {
         errno = saved;
         return 1;
+    }
+    if (WSL_UNLIKELY(t->p_dropping >= WSL_PATH_WAITS_PER_BURST)) {
+        errno = saved;
+        goto drop;
     }
     wsl_writer_wake();
     atomic_fetch_add_explicit(&wsl_path_waits, 1, memory_order_relaxed);
@@ -47,7 +52,7 @@ static int paths_room(struct wsl_thread *t, uint64_t end)
     errno = saved;
     if (end - tail <= WSL_PATH_RING)
         return 1;
-    t->p_dropping = 1;
+    t->p_dropping++;
 drop:
     atomic_fetch_add_explicit(&t->paths_dropped, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&wsl_paths_dropped, 1, memory_order_relaxed);

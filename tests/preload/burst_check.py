@@ -20,8 +20,8 @@
     burst_check.py paths SHIM REPORT FAKE_LIB_DIR PATH_CLIENT WORKDIR
         The writer stalls 1.5 s at its first drain while the client opens 5,000
         distinct paths of about 200 bytes: the path ring (256 KiB) fills. Checks
-        the program waited for room in it once for the burst, not once per path
-        (each wait is up to 10 ms), that the paths it had no room for are counted
+        the program waited for room in it at most 10 times for the burst (100 ms),
+        not once per path (each wait is up to 10 ms), that the paths it had no room for are counted
         in the trace (the report's `paths_dropped` and its warning), and that
         every open is in the trace, named or not.
 No timing is asserted.
@@ -96,8 +96,8 @@ elif mode == "paths":
         print("paths:", {k: v for k, v in got.items() if k != "warnings"})
         if got["path_waits"] is None:
             fails.append("no count of path-ring waits at WSLSHIM_LOG=debug")
-        elif got["path_waits"] > 1:
-            fails.append(f"{got['path_waits']} waits for room in the path ring in one burst (one at most)")
+        elif not 1 <= got["path_waits"] <= 10:
+            fails.append(f"{got['path_waits']} waits for room in the path ring in one burst (1 to 10)")
         if not got["paths_dropped"]:
             fails.append(f"the writer stalled through {n} paths of 200 bytes (a 256 KiB ring), and the trace "
                          f"counts no path dropped ({got['paths_dropped']!r})")
