@@ -342,8 +342,9 @@ static void write_gpu_time(FILE *out, const struct wsl_kernels *k)
     if (k->pair_groups) {
         fputs("  queued timed launches measure ", out);
         put_ns(out, k->pair_overhead_ns);
-        fprintf(out, " longer than idle ones of the same kernel and size (%" PRIu64 " sizes; the event pairs' own "
-                "time, about 2-4 us a kernel on an H100)", k->pair_groups);
+        fprintf(out, " longer than idle ones of the same kernel and size (%" PRIu64 " sizes: the event pairs' own "
+                "time, and what idle measures miss of kernels that start before their launch call returns; "
+                "docs/gpu-timing.md)", k->pair_groups);
         if (k->pair_corrected)
             fprintf(out, "; taken off %" PRIu64 " queued timed launches\n", k->pair_corrected);
         else
