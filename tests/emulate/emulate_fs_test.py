@@ -10,7 +10,7 @@ renames it. Checks:
     and without the emulation;
   - under fs:DATA=9p,fsmeta=+300us the timed loop takes about
     (2N + 3) x 300 us + bytes read / 330 MB/s + bytes written / 293 MB/s
-    longer (within 10%, best of ATTEMPTS): one fsmeta per call naming a path
+    longer (within 10%; every timed figure within its bound in one of ATTEMPTS): one fsmeta per call naming a path
     (listdir's opendir, N stats, N + 1 opens, the rename), the 9p rates on
     the bytes; fstat, seeks and closes cost nothing;
   - a path outside the prefix (a sibling folder whose name starts the same)
@@ -137,15 +137,9 @@ if doc:
     check("emulation" not in doc, "a refused SPEC still marked the run emulated")
 
 # ---- added time, output unchanged --------------------------------------------------------
-ok = False
-best = None
-for attempt in range(ATTEMPTS):
-    dn, pn, tn = run("fs-native", None, base)
-    de, pe, te = run("fs-emulated", SPEC, base)
-    if not check(tn and te, f"client failed: {pn.stderr} {pe.stderr}"):
-        break
-    check(pn.stdout == pe.stdout and pn.stdout.strip().endswith(str(N)),
-          f"output differs under emulation: {pn.stdout!r} vs {pe.stdout!r}")
+def timing_checks(dn, de, tn, te):
+    """The timed figures of one native/emulated pair: a list of what missed (empty: all held)."""
+    missed = []
     excess = max(0, te["excess_ns"] - tn["excess_ns"])
     got = te["loop_ns"] - excess - tn["loop_ns"]
     mn, me = tn["median_ns"], te["median_ns"]
@@ -155,26 +149,53 @@ for attempt in range(ATTEMPTS):
           f"{(me['open_read'] - mn['open_read']) / 1e3:.1f} us ({(META_NS + SIZE * 1e9 / 330e6) / 1e3:.1f}), "
           f"checkpoint {(me['ckpt'] - mn['ckpt']) / 1e6:.2f} ms ({(META_NS + CKPT * 1e9 / 293e6) / 1e6:.2f}); "
           f"outside the prefix {tn['other_ns'] / 1e3:.0f} / {te['other_ns'] / 1e3:.0f} us")
-    err = abs(got - added) / added
-    if best is None or err < best[0]:
-        best = (err, dn, de, tn, te)
-    if err <= 0.10:
-        ok = True
-        break
-check(ok, f"emulated loop not {added / 1e6:.1f} ms (+-10%) slower in {ATTEMPTS} attempts")
-
-if best:
-    _, dn, de, tn, te = best
-    # a file outside the prefix: one open of a 32 KiB file, far below one fsmeta
-    mn, me = tn["median_ns"], te["median_ns"]
+    if abs(got - added) / added > 0.10:
+        missed.append(f"emulated loop {got / 1e6:.1f} ms slower, not {added / 1e6:.1f} ms (+-10%)")
     for k, want in (("stat", META_NS), ("open_read", META_NS + SIZE * 1e9 / 330e6), ("listdir", META_NS),
                     ("rename", META_NS)):
         d = me[k] - mn[k]
         # stat and open_read: medians of N calls; listdir and rename: one call each (noisier)
         tol = 0.10 * want + 20_000 if k in ("stat", "open_read") else 0.5 * want
-        check(abs(d - want) <= tol, f"{k}: added {d} ns at the median, not ~{want:.0f}")
-    check(te["other_ns"] < tn["other_ns"] + META_NS / 2,
-          f"a path outside the prefix was slowed: {tn['other_ns']} -> {te['other_ns']} ns")
+        if abs(d - want) > tol:
+            missed.append(f"{k}: added {d} ns at the median, not ~{want:.0f}")
+    # a file outside the prefix: one open of a 32 KiB file, far below one fsmeta
+    if te["other_ns"] >= tn["other_ns"] + META_NS / 2:
+        missed.append(f"a path outside the prefix was slowed: {tn['other_ns']} -> {te['other_ns']} ns")
+    nat, em, pr = report([dn]), report([de]), report(["--project", SPEC, dn])
+    if nat and em and pr:
+        p = pr["projection"]
+        actual = em["wall_ns"] - excess
+        err = (p["wall_ns"] - actual) / actual
+        print(f"projected {p['wall_ns'] / 1e6:.1f} ms vs emulated {actual / 1e6:.1f} ms ({err * 100:+.1f}%), "
+              f"native {nat['wall_ns'] / 1e6:.1f} ms")
+        if abs(err) > 0.10:
+            missed.append(f"projection onto {SPEC} off by {err * 100:+.1f}%")
+    for m in missed:
+        print("  missed:", m)
+    return missed
+
+
+# Every timed figure must hold in one attempt (a timed figure that misses in one attempt and
+# holds in another was disturbed by the machine, not wrong); the deterministic checks below run
+# on the attempt that missed least.
+best = None
+for attempt in range(ATTEMPTS):
+    dn, pn, tn = run("fs-native", None, base)
+    de, pe, te = run("fs-emulated", SPEC, base)
+    if not check(tn and te, f"client failed: {pn.stderr} {pe.stderr}"):
+        break
+    check(pn.stdout == pe.stdout and pn.stdout.strip().endswith(str(N)),
+          f"output differs under emulation: {pn.stdout!r} vs {pe.stdout!r}")
+    missed = timing_checks(dn, de, tn, te)
+    if best is None or len(missed) < len(best[0]):
+        best = (missed, dn, de, tn, te)
+    if not missed:
+        break
+
+if best:
+    missed, dn, de, tn, te = best
+    for m in missed:
+        check(False, f"{m} (the attempt that missed least of {ATTEMPTS})")
     nat, em = report([dn]), report([de])
     if nat and em:
         e = em.get("emulation")
@@ -191,11 +212,6 @@ if best:
         pr = report(["--project", SPEC, dn])
         if pr:
             p = pr["projection"]
-            actual = em["wall_ns"] - max(0, te["excess_ns"] - tn["excess_ns"])
-            err = (p["wall_ns"] - actual) / actual
-            print(f"projected {p['wall_ns'] / 1e6:.1f} ms vs emulated {actual / 1e6:.1f} ms ({err * 100:+.1f}%), "
-                  f"native {nat['wall_ns'] / 1e6:.1f} ms")
-            check(abs(err) <= 0.10, f"projection onto {SPEC} off by {err * 100:+.1f}%")
             check(not p["unknown_figures"], f"an emulation SPEC needs no figure: {p['unknown_figures']}")
             fm = p["exposure"]["file_metadata"]
             check(fm["calls"] >= 2 * N + 3, f"exposure file_metadata counts {fm['calls']} calls, under {2 * N + 3}")
