@@ -575,24 +575,96 @@ static uint64_t ns_saturated(double v)
     return v >= 18446744073709549568.0 ? UINT64_MAX : (uint64_t)v;
 }
 
+/* ---- the estimate per launch, for the other outputs ---------------------------------------- */
+
+static struct wsl_kern_estimate_row *estimate_row_add(struct wsl_kern_estimate *e, uint64_t handle, uint32_t config)
+{
+    e->rows = xrealloc(e->rows, (e->row_count + 1) * sizeof *e->rows);
+    struct wsl_kern_estimate_row *r = &e->rows[e->row_count];
+    memset(r, 0, sizeof *r);
+    r->handle = handle;
+    r->config = config;
+    wsl_u64_map_insert(&e->index, config_key(handle, config), e->row_count++);
+    return r;
+}
+
+static const struct wsl_kern_estimate_row *estimate_row(const struct wsl_kern_estimate *e, uint64_t handle,
+                                                        uint32_t config)
+{
+    uint64_t key = config_key(handle, config);
+    for (const struct wsl_u64_slot *s = wsl_u64_map_find(&e->index, key); s; s = wsl_u64_map_find_next(&e->index, s))
+        if (e->rows[s->value].handle == handle && e->rows[s->value].config == config)
+            return &e->rows[s->value];
+    return NULL;
+}
+
+/* The means per configuration, per function and per process; wsl_kern_trace_merge takes its
+ * estimates from here. */
+void wsl_kern_estimate_build(const struct wsl_kern_trace *t, double ns_per_tick, struct wsl_kern_estimate *e)
+{
+    memset(e, 0, sizeof *e);
+    e->ns_per_tick = ns_per_tick;
+    struct wsl_kern_gpu_use use;
+    memset(&use, 0, sizeof use);
+    uint64_t over = taken_off(pair_overhead_ticks(t, &use));
+    e->pair_overhead_ticks = over;
+    e->pair_overhead_ns = ns_saturated((double)over * ns_per_tick);
+    uint64_t all_ticks = 0, all_count = 0;
+    for (size_t i = 0; i < t->timed.count; i++) {
+        const struct handle_timing *ht = &t->timed_v[i];
+        uint64_t ticks = less_overhead(ht->ticks.sum, ht->ticks.count - ht->idle, over);
+        all_ticks += ticks;
+        all_count += ht->ticks.count;
+        if (!ht->ticks.count)
+            continue;
+        struct wsl_kern_estimate_row *r = estimate_row_add(e, ht->handle, 0);
+        r->timed = ht->ticks.count;
+        r->mean_ns = ns_saturated((double)ticks / (double)ht->ticks.count * ns_per_tick);
+        r->overhead_ticks = over;
+        r->overhead_ns = e->pair_overhead_ns;
+    }
+    e->kernels_timed = all_count;
+    e->kernel_mean_ns = all_count ? ns_saturated((double)all_ticks / (double)all_count * ns_per_tick) : 0;
+    if (t->graphs_timed) {
+        struct wsl_hist g;
+        memset(&g, 0, sizeof g);
+        wsl_hist_merge_scaled(&g, &t->graph_ticks, ns_per_tick);
+        e->graphs_timed = g.count;
+        e->graph_mean_ns = mean_of(&g);
+        wsl_hist_free(&g);
+    }
+    e->configs = t->config_timed_untracked > 0;
+    for (size_t i = 0; i < t->rows_count; i++) {
+        const struct launch_row *lr = &t->rows[i];
+        if (!lr->config || !lr->timed)
+            continue;
+        e->configs = true;
+        uint64_t ov = row_overhead(lr, over);
+        struct wsl_kern_estimate_row *r = estimate_row_add(e, lr->handle, lr->config);
+        r->timed = lr->timed;
+        r->mean_ns = ns_saturated((double)less_overhead(lr->timed_ticks, lr->timed - lr->timed_idle, ov) /
+                                  (double)lr->timed * ns_per_tick);
+        r->overhead_ticks = ov;
+        r->overhead_ns = ns_saturated((double)ov * ns_per_tick);
+    }
+}
+
 void wsl_kern_trace_merge(const struct wsl_kern_trace *t, struct wsl_kernels *k, int32_t pid, double ns_per_tick,
                           struct wsl_kern_gpu_use *use)
 {
     memset(use, 0, sizeof *use);
     uint64_t measured = pair_overhead_ticks(t, use), over = taken_off(measured);
     use->pair_overhead_ns = ns_saturated((double)measured * ns_per_tick);
-    /* Mean GPU time of every timed kernel of the process, in ns (less the pairs' overhead on the
-     * queued ones): the estimate for handles that were launched but never timed. */
+    /* The means (less the pairs' overhead on the queued launches where it is taken off) are the
+     * estimate's, which the other outputs use launch by launch: the process's mean is the
+     * estimate for handles that were launched but never timed. */
+    struct wsl_kern_estimate e;
+    wsl_kern_estimate_build(t, ns_per_tick, &e);
+    uint64_t mean_all = e.kernel_mean_ns;
     struct wsl_hist all;
     memset(&all, 0, sizeof all);
-    uint64_t all_ticks = 0, all_count = 0;
-    for (size_t i = 0; i < t->timed.count; i++) {
-        const struct handle_timing *ht = &t->timed_v[i];
-        wsl_hist_merge_scaled(&all, &ht->ticks, ns_per_tick);
-        all_ticks += less_overhead(ht->ticks.sum, ht->ticks.count - ht->idle, over);
-        all_count += ht->ticks.count;
-    }
-    uint64_t mean_all = all_count ? ns_saturated((double)all_ticks / (double)all_count * ns_per_tick) : 0;
+    for (size_t i = 0; i < t->timed.count; i++)
+        wsl_hist_merge_scaled(&all, &t->timed_v[i].ticks, ns_per_tick);
     wsl_hist_merge_scaled(&k->kernel_ns, &all, 1.0);
     wsl_hist_free(&all);
     use->kernels_timed = 0;
@@ -661,9 +733,8 @@ void wsl_kern_trace_merge(const struct wsl_kern_trace *t, struct wsl_kernels *k,
             k->config_untracked += n;
         else if (r->timed && n > r->captured) {
             uint64_t run = n - r->captured;
-            uint64_t ticks = less_overhead(r->timed_ticks, r->timed - r->timed_idle, row_overhead(r, over));
             sum[own].by_config += run;
-            sum[own].by_config_est += ns_saturated((double)ticks / (double)r->timed * ns_per_tick) * run;
+            sum[own].by_config_est += estimate_row(&e, r->handle, r->config)->mean_ns * run;
         }
     }
     for (size_t i = 0; i < t->rows_count; i++) {
@@ -689,10 +760,8 @@ void wsl_kern_trace_merge(const struct wsl_kern_trace *t, struct wsl_kernels *k,
         }
         const struct wsl_u64_slot *ts = wsl_u64_map_find(&t->timed, handle);
         const struct handle_timing *ht = ts ? &t->timed_v[ts->value] : NULL;
-        uint64_t mean = mean_all;
-        if (ht && ht->ticks.count)
-            mean = ns_saturated((double)less_overhead(ht->ticks.sum, ht->ticks.count - ht->idle, over) /
-                                (double)ht->ticks.count * ns_per_tick);
+        const struct wsl_kern_estimate_row *er = ht && ht->ticks.count ? estimate_row(&e, handle, 0) : NULL;
+        uint64_t mean = er ? er->mean_ns : mean_all;
         uint64_t est = hs->by_config_est + mean * (run_n - hs->by_config);
         use->est_gpu_ns += est;
         if (!kn) {
@@ -710,82 +779,10 @@ void wsl_kern_trace_merge(const struct wsl_kern_trace *t, struct wsl_kernels *k,
             kn->by_api[a] += hs->by_api[a];
     }
     free(sum);
+    wsl_kern_estimate_free(&e);
     k->est_gpu_ns += use->est_gpu_ns;
     if (t->first_launch && t->last_gpu > t->first_launch)
         use->gpu_phase_ns = ns_saturated((double)(t->last_gpu - t->first_launch) * ns_per_tick);
-}
-
-/* ---- the estimate per launch, for the other outputs ---------------------------------------- */
-
-static struct wsl_kern_estimate_row *estimate_row_add(struct wsl_kern_estimate *e, uint64_t handle, uint32_t config)
-{
-    e->rows = xrealloc(e->rows, (e->row_count + 1) * sizeof *e->rows);
-    struct wsl_kern_estimate_row *r = &e->rows[e->row_count];
-    memset(r, 0, sizeof *r);
-    r->handle = handle;
-    r->config = config;
-    wsl_u64_map_insert(&e->index, config_key(handle, config), e->row_count++);
-    return r;
-}
-
-static const struct wsl_kern_estimate_row *estimate_row(const struct wsl_kern_estimate *e, uint64_t handle,
-                                                        uint32_t config)
-{
-    uint64_t key = config_key(handle, config);
-    for (const struct wsl_u64_slot *s = wsl_u64_map_find(&e->index, key); s; s = wsl_u64_map_find_next(&e->index, s))
-        if (e->rows[s->value].handle == handle && e->rows[s->value].config == config)
-            return &e->rows[s->value];
-    return NULL;
-}
-
-/* The figures are wsl_kern_trace_merge's, computed the same way (keep the two alike). */
-void wsl_kern_estimate_build(const struct wsl_kern_trace *t, double ns_per_tick, struct wsl_kern_estimate *e)
-{
-    memset(e, 0, sizeof *e);
-    e->ns_per_tick = ns_per_tick;
-    struct wsl_kern_gpu_use use;
-    memset(&use, 0, sizeof use);
-    uint64_t over = taken_off(pair_overhead_ticks(t, &use));
-    e->pair_overhead_ticks = over;
-    e->pair_overhead_ns = ns_saturated((double)over * ns_per_tick);
-    uint64_t all_ticks = 0, all_count = 0;
-    for (size_t i = 0; i < t->timed.count; i++) {
-        const struct handle_timing *ht = &t->timed_v[i];
-        uint64_t ticks = less_overhead(ht->ticks.sum, ht->ticks.count - ht->idle, over);
-        all_ticks += ticks;
-        all_count += ht->ticks.count;
-        if (!ht->ticks.count)
-            continue;
-        struct wsl_kern_estimate_row *r = estimate_row_add(e, ht->handle, 0);
-        r->timed = ht->ticks.count;
-        r->mean_ns = ns_saturated((double)ticks / (double)ht->ticks.count * ns_per_tick);
-        r->overhead_ticks = over;
-        r->overhead_ns = e->pair_overhead_ns;
-    }
-    e->kernels_timed = all_count;
-    e->kernel_mean_ns = all_count ? ns_saturated((double)all_ticks / (double)all_count * ns_per_tick) : 0;
-    if (t->graphs_timed) {
-        struct wsl_hist g;
-        memset(&g, 0, sizeof g);
-        wsl_hist_merge_scaled(&g, &t->graph_ticks, ns_per_tick);
-        e->graphs_timed = g.count;
-        e->graph_mean_ns = mean_of(&g);
-        wsl_hist_free(&g);
-    }
-    e->configs = t->config_timed_untracked > 0;
-    for (size_t i = 0; i < t->rows_count; i++) {
-        const struct launch_row *lr = &t->rows[i];
-        if (!lr->config || !lr->timed)
-            continue;
-        e->configs = true;
-        uint64_t ov = row_overhead(lr, over);
-        struct wsl_kern_estimate_row *r = estimate_row_add(e, lr->handle, lr->config);
-        r->timed = lr->timed;
-        r->mean_ns = ns_saturated((double)less_overhead(lr->timed_ticks, lr->timed - lr->timed_idle, ov) /
-                                  (double)lr->timed * ns_per_tick);
-        r->overhead_ticks = ov;
-        r->overhead_ns = ns_saturated((double)ov * ns_per_tick);
-    }
 }
 
 void wsl_kern_estimate_free(struct wsl_kern_estimate *e)
