@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+# Written 2026-11-27 in a session with no device time left: not yet run on a GPU.
+# Where a timed launch's kernel really starts and ends, against the shim's GPU_KERNEL times: under the
+# shim with every launch timed (WSLSHIM_GPU_TIMING=1) AND torch.profiler on, launch by launch.
+#   python3 idle_start.py run NAME OUTJSON        (under the shim: CUPTI's kernels, each launch's start/end)
+#   python3 idle_start.py cmp OUTJSON RUN.db      (RUN.db: wslshim-report --sqlite of the shim's trace)
+# The k-th timed sample of a kernel (by its launch call's start) is paired with CUPTI's k-th launch of the
+# same name (by start); kernels whose counts differ are left out. CUPTI's clock is put on the shim's by the
+# median of (shim end - CUPTI end) over the launches found queued (their end is e1: the pair's own end).
+# Per kernel it prints, for the launches found idle at submit: the kernel's start after its launch call
+# began (CUPTI), the launch call's length, what the shim's start misses (shim start - CUPTI start) and its
+# end's error; for the queued ones the pair's start before the kernel and the end's error.
+import json, os, sys, importlib.util, statistics as st
+here = os.path.dirname(os.path.abspath(__file__))
+spec = importlib.util.spec_from_file_location("cc", os.path.join(here, "coverage_check.py"))
+cc = importlib.util.module_from_spec(spec); spec.loader.exec_module(cc)
+
+if sys.argv[1] == "run":
+    name, out = sys.argv[2], sys.argv[3]
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+    d = cc.Dev(torch, False)
+    torch.empty(1, device=d.device)
+    prof = profile(activities=[ProfilerActivity.CUDA]); prof.start()
+    torch.manual_seed(0); torch.cuda.manual_seed_all(0)
+    step = cc.build_step(name, torch, d.device)
+    running = torch.zeros((), device=d.device)
+    cfg = cc.WORKLOADS[name]
+    for i in range(cfg["warmup"] + cfg["steps"]):
+        running += step().detach()
+    d.sync(); prof.stop()
+    per = {}
+    for e in prof.events():
+        if e.device_type != torch.autograd.DeviceType.CUDA or getattr(e, "is_user_annotation", False):
+            continue
+        if e.name.startswith("Memcpy") or e.name.startswith("Memset"):
+            continue
+        per.setdefault(e.name, []).append((e.time_range.start, e.time_range.end))  # us
+    json.dump({k: sorted(v) for k, v in per.items()}, open(out, "w"))
+    sys.exit(0)
+
+import sqlite3
+per = json.load(open(sys.argv[2]))
+db = sqlite3.connect(sys.argv[3])
+norm = {cc.norm_name(n): v for n, v in per.items()}
+rows = db.execute("SELECT coalesce(k.name, s.kernel), s.launch_ns, s.start_ns, s.end_ns, s.idle_at_submit, s.mapped "
+                  "FROM gpu_samples s LEFT JOIN kernels k ON k.mangled = s.kernel WHERE s.graph = 0 "
+                  "ORDER BY s.launch_ns").fetchall()
+by = {}
+for r in rows:
+    if r[0]:
+        by.setdefault(cc.norm_name(r[0]), []).append(r)
+pairs = []  # (name, shim row, cupti (start_ns, end_ns) on CUPTI's clock)
+for n, ss in by.items():
+    c = norm.get(n)
+    if not c:
+        cand = [v for nn, v in norm.items() if nn.startswith(n[:60]) or n.startswith(nn[:60])]
+        c = cand[0] if len(cand) == 1 else None
+    if not c or len(c) != len(ss):
+        print(f"left out: {n[:70]} (shim {len(ss)}, CUPTI {len(c) if c else 0})")
+        continue
+    for s, (a, b) in zip(ss, c):
+        pairs.append((n, s, a * 1000.0, b * 1000.0))
+q = [p[1][3] - p[3] for p in pairs if not p[1][4] and p[1][5]]
+if not q:
+    sys.exit("no queued mapped launch to align the clocks with")
+off = st.median(q)
+print(f"{len(pairs)} launches paired; clock offset from {len(q)} queued launches' ends; "
+      f"spread of those ends (p10..p90) {st.quantiles(q, n=10)[0] - off:+.0f} .. {st.quantiles(q, n=10)[-1] - off:+.0f} ns")
+
+
+def med(xs):
+    return st.median(xs) / 1e3 if xs else float("nan")
+
+
+print("kernel | idle n | CUPTI us | kernel start after call start us | call us | shim start late us | shim end err us"
+      " | queued n | pair start early us | end err us")
+agg = {}
+for n, s, a, b in pairs:
+    g = agg.setdefault(n, {"idle": [], "queued": []})
+    cs, ce = a + off, b + off
+    launch0, start, end, idle = s[1], s[2], s[3], s[4]
+    if idle:
+        g["idle"].append((ce - cs, cs - launch0, start - launch0, start - cs, end - ce))
+    else:
+        g["queued"].append((ce - cs, cs - start, end - ce))
+tot = {"idle_late": 0.0, "idle_n": 0}
+for n, g in sorted(agg.items(), key=lambda kv: -sum(x[0] for x in kv[1]["idle"] + kv[1]["queued"])):
+    i, qd = g["idle"], g["queued"]
+    dur = med([x[0] for x in i + qd])
+    print(f"{n[:60]} | {len(i)} | {dur:.2f} | {med([x[1] for x in i]):.2f} | {med([x[2] for x in i]):.2f} | "
+          f"{med([x[3] for x in i]):.2f} | {med([x[4] for x in i]):.2f} | {len(qd)} | {med([x[1] for x in qd]):.2f} | "
+          f"{med([x[2] for x in qd]):.2f}")
+    tot["idle_late"] += sum(x[3] for x in i)
+    tot["idle_n"] += len(i)
+allidle = [x for g in agg.values() for x in g["idle"]]
+if allidle:
+    print(f"idle launches {len(allidle)}: kernel start after call start p10/p50/p90 "
+          f"{[round(v / 1e3, 2) for v in st.quantiles([x[1] for x in allidle], n=10)[::4]]} us; "
+          f"call length p10/p50/p90 {[round(v / 1e3, 2) for v in st.quantiles([x[2] for x in allidle], n=10)[::4]]} us; "
+          f"shim start late in total {tot['idle_late'] / 1e6:.2f} ms")
