@@ -465,7 +465,7 @@ static const char *handle_name(const struct wsl_kern_trace *t, uint64_t handle)
 
 static struct wsl_kernel *kernel_add(struct wsl_kernels *k)
 {
-    k->items = xrealloc(k->items, (k->count + 1) * sizeof *k->items);
+    GROW(k->items, k->cap, k->count + 1); /* geometrically: one realloc per kernel was quadratic under ASan */
     struct wsl_kernel *kn = &k->items[k->count++];
     memset(kn, 0, sizeof *kn);
     return kn;
@@ -579,7 +579,7 @@ static uint64_t ns_saturated(double v)
 
 static struct wsl_kern_estimate_row *estimate_row_add(struct wsl_kern_estimate *e, uint64_t handle, uint32_t config)
 {
-    e->rows = xrealloc(e->rows, (e->row_count + 1) * sizeof *e->rows);
+    GROW(e->rows, e->row_cap, e->row_count + 1);
     struct wsl_kern_estimate_row *r = &e->rows[e->row_count];
     memset(r, 0, sizeof *r);
     r->handle = handle;

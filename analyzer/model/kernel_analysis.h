@@ -107,7 +107,7 @@ struct wsl_kern_gpu_use {
 
 struct wsl_kernels {
     struct wsl_kernel *items;   /* sorted by launches, most first, after wsl_kern_finish */
-    size_t count;
+    size_t count, cap;          /* items used, allocated */
     char *launch_apis[WSL_KERN_LAUNCH_APIS]; /* base names ("cuLaunchKernel"...); the last may be "other" */
     unsigned launch_api_count;
     uint64_t launches;          /* successful kernel launches (not graph launches) */
@@ -194,7 +194,7 @@ struct wsl_kern_estimate {
     uint64_t graphs_timed, graph_mean_ns;           /* its timed graph launches (no overhead taken off) */
     struct wsl_u64_map index;   /* config_key(handle, configuration) -> rows (a hash: compare) */
     struct wsl_kern_estimate_row *rows;
-    size_t row_count;
+    size_t row_count, row_cap;
 };
 
 /* Fills e from t (timed launches only; launches need not have been fed). Free with
