@@ -471,6 +471,42 @@ static void write_nvtx(FILE *out, const struct wsl_run *run)
     }
 }
 
+/* Waits for the GPU (host_analysis.h): per kind, and per NVTX range innermost on the waiting
+ * thread, as cuda_host in the JSON report. */
+static void write_waits(FILE *out, const struct wsl_host_summary *h)
+{
+    uint64_t waits = 0;
+    for (unsigned k = 0; k < WSL_BLOCK_KINDS; k++)
+        waits += h->blocks[k];
+    if (!waits)
+        return;
+    fputc('\n', out);
+    heading(out, "Waits for the GPU");
+    fputs("  (blocked: host time in the waits; lost: what removing them would save, at most the GPU idle time\n"
+          "  they caused: docs/report.md)\n", out);
+    fprintf(out, "  %-16s %10s %11s %11s\n", "kind", "count", "blocked", "lost");
+    char blocked[32], lost[32];
+    for (unsigned k = 0; k < WSL_BLOCK_KINDS; k++)
+        if (h->blocks[k])
+            fprintf(out, "  %-16s %10" PRIu64 " %11s %11s\n", wsl_block_kind_name((enum wsl_block_kind)k), h->blocks[k],
+                    format_ns(blocked, sizeof blocked, h->blocked_ns[k]), format_ns(lost, sizeof lost, h->block_lost_ns[k]));
+    if (h->unresolved_blocks)
+        fprintf(out, "  %" PRIu64 " with no later submission on their thread (charged nothing)\n", h->unresolved_blocks);
+    if (!h->range_count)
+        return;
+    fputs("  by NVTX range (the innermost open on the waiting thread):\n", out);
+    fprintf(out, "  %10s %11s %11s  %s\n", "waits", "blocked", "lost", "range");
+    for (size_t i = 0; i < h->range_count && i < WSL_NVTX_TOP_TEXT; i++) {
+        const struct wsl_host_range *r = &h->ranges[i];
+        fprintf(out, "  %10" PRIu64 " %11s %11s  ", r->blocks, format_ns(blocked, sizeof blocked, r->blocked_ns),
+                format_ns(lost, sizeof lost, r->lost_ns));
+        put_clean_cut(out, r->name, 80);
+        fputc('\n', out);
+    }
+    if (h->range_count > WSL_NVTX_TOP_TEXT)
+        fprintf(out, "  ... and %zu more\n", h->range_count - WSL_NVTX_TOP_TEXT);
+}
+
 /* The run's phases, per GPU process (phase_analysis.h). */
 static void write_phases(FILE *out, const struct wsl_run *run)
 {
@@ -765,6 +801,7 @@ void report_write_text(const struct wsl_run *run, FILE *out, bool color)
     }
     if (!shown)
         fputs("  (no CUDA driver calls recorded)\n", out);
+    write_waits(out, &run->host_cuda);
     write_kernels(out, run);
     write_memory(out, run);
     write_io(out, &run->io);

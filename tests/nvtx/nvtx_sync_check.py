@@ -21,6 +21,7 @@ failures = []
 def check(cond, what):
     if not cond:
         failures.append(what)
+    return cond
 
 
 def run(traces):
@@ -82,6 +83,18 @@ if sh:
     check(dict(ev) == want, f"evidence by_range {ev}, expected {want}")
     order = [n for n, _ in sorted(by_range.items(), key=lambda kv: -kv[1]["lost_ns"])]
     check([n for n, _ in ev] == order, f"evidence order {[n for n, _ in ev]}, expected by time lost {order}")
+# the text report's "Waits for the GPU" lists the same ranges with the same counts, and the kinds' counts
+t = subprocess.run([report, traces], capture_output=True, text=True, timeout=120)
+lines = t.stdout.splitlines()
+if check(t.returncode == 0 and "Waits for the GPU" in lines, f"text report without waits (exit {t.returncode})"):
+    sect = lines[lines.index("Waits for the GPU") + 1:]
+    sect = sect[:sect.index("")] if "" in sect else sect
+    kinds = {m.group(1): int(m.group(2)) for m in (re.match(r"  (\w+) +(\d+) +\S+ \w+ +\S+ \w+$", l) for l in sect) if m}
+    check(kinds == {k: w["count"] for k, w in waits.items() if w["count"]}, f"text waits per kind {kinds}, JSON {waits}")
+    at = next((i for i, l in enumerate(sect) if l.startswith("  by NVTX range")), None)
+    rows = [re.match(r" +(\d+) +\S+ \w+ +\S+ \w+  (.+)$", l) for l in sect[at + 2:]] if at is not None else []
+    check(all(rows) and {m.group(2): int(m.group(1)) for m in rows} == want,
+          f"text waits by range {sect}, expected {want}")
 # the HTML report shows the same evidence
 page = os.path.join(work, "report.html")
 h = subprocess.run([report, "--html", page, traces], capture_output=True, text=True, timeout=120)
