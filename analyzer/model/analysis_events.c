@@ -1,0 +1,226 @@
+/*
+ * A trace's API table and events, for the run model (analysis.h): each API id of the trace found or
+ * added among the run's APIs and marked with the analyses that read its events; each event (a
+ * folded one as the calls it holds) handed to those analyses, in the trace's own ticks. The hot
+ * loop of the analyzer. Called from analysis_read.c.
+ */
+#include "analysis_internal.h"
+
+#include <string.h>
+
+#include "util.h"
+
+/* ---- API names: base name -> index into run->apis ------------------------------- */
+
+static uint32_t api_find_or_add(struct wsl_run *run, const char *name, uint16_t category)
+{
+    uint64_t key = wsl_u64_map_string_key(name, strlen(name));
+    for (const struct wsl_u64_slot *s = wsl_u64_map_find(&run->api_index, key); s;
+         s = wsl_u64_map_find_next(&run->api_index, s))
+        if (strcmp(run->apis[s->value].name, name) == 0)
+            return (uint32_t)s->value;
+    run->apis = xrealloc(run->apis, (run->api_count + 1) * sizeof *run->apis);
+    struct wsl_api_stats *a = &run->apis[run->api_count];
+    memset(a, 0, sizeof *a);
+    a->name = xstrdup(name);
+    a->category = category;
+    wsl_u64_map_insert(&run->api_index, key, run->api_count);
+    return (uint32_t)run->api_count++;
+}
+
+static uint32_t variant_find_or_add(struct wsl_api_stats *a, const char *symbol)
+{
+    for (size_t i = 0; i < a->variant_count; i++)
+        if (strcmp(a->variants[i].symbol, symbol) == 0)
+            return (uint32_t)i;
+    a->variants = xrealloc(a->variants, (a->variant_count + 1) * sizeof *a->variants);
+    a->variants[a->variant_count].symbol = xstrdup(symbol);
+    a->variants[a->variant_count].calls = 0;
+    return (uint32_t)a->variant_count++;
+}
+
+void wsl_take_api_table(struct wsl_run *run, struct trace_state *t, const struct wsl_item *it)
+{
+    for (uint32_t i = 0; i < it->api_table.count; i++) {
+        const struct wsl_api_entry *e = &it->api_table.entries[i];
+        struct trace_api *ta = xcalloc(1, sizeof *ta);
+        ta->api = api_find_or_add(run, e->base, e->category);
+        ta->variant = variant_find_or_add(&run->apis[ta->api], e->symbol);
+        if (t->solo) {
+            ta->solo_api = api_find_or_add(t->solo, e->base, e->category);
+            ta->solo_variant = variant_find_or_add(&t->solo->apis[ta->solo_api], e->symbol);
+        }
+        ta->category = e->category;
+        ta->io = wsl_is_io_category(e->category);
+        ta->mem = (uint8_t)wsl_mem_op_of(e->category, e->base);
+        ta->kern = (uint8_t)wsl_kern_op_of(e->category, e->base);
+        ta->host = !ta->io && e->category != WSL_CAT_OTHER && e->category != WSL_CAT_INIT &&
+                   e->category != WSL_CAT_FUNC_NAME && e->category < WSL_CAT_GPU_KERNEL;
+        ta->nvtx = wsl_nvtx_wants_always(e->category);
+        ta->sampled = ta->io && (e->flags & WSL_API_IO_SAMPLED);
+        ta->fold = e->category == WSL_CAT_IO_FOLD;
+        ta->shim_made = !strcmp(e->base, "wslshim_kernel_name");
+        ta->phase = (uint8_t)wsl_phase_op_of(e->category, e->base);
+        if (ta->sampled && e->category == WSL_CAT_IO_CLOSE && !strcmp(e->symbol, "close"))
+            t->close_id = e->id;
+        ta->launch_route = e->category == WSL_CAT_LAUNCH && !ta->io && !ta->mem && ta->kern == WSL_KERN_LAUNCH &&
+                           !ta->nvtx && ta->host && ta->phase == WSL_PHASE_LAUNCH && !ta->fold && !ta->sampled;
+        if (ta->kern == WSL_KERN_LAUNCH) {
+            ta->launch_slot = (uint8_t)wsl_kern_launch_slot(&run->kernels, e->base);
+            if (t->solo) /* (its names; the counts go by the run's slot: the same where the launch APIs come
+                            in the same order, and the rank's run reports none) */
+                wsl_kern_launch_slot(&t->solo->kernels, e->base);
+        }
+        t->by_id[e->id] = ta;   /* the reader refuses an id defined twice */
+        t->track_cat[e->id] = e->category;
+        t->track_sampled[e->id] = ta->sampled;
+        t->track_push |= e->category == WSL_CAT_NVTX_PUSH;
+    }
+    if (t->track && !t->tracking && t->track_push) {
+        /* from the table that names NVTX pushes on (events before it were not seen by the tracking:
+         * then the step's figures are read again, as before) */
+        t->tracking = !t->have_events;
+        t->track = false;
+        if (t->tracking)
+            wsl_nvtx_trace_track(t->nvtx, &run->nvtx.track_pool);
+    }
+}
+
+/* One event (or one slot of a fold: `calls` untimed calls) to every analysis that reads it. */
+static inline __attribute__((always_inline)) void take_event(struct trace_state *t, struct wsl_nvtx_thread *nth,
+                                                             struct trace_api *ta, const struct wsl_event *ev,
+                                                             uint64_t calls)
+{
+    uint64_t dur = ev->t_end - ev->t_start, ticks = dur;
+    if (ta->launch_route) { /* most events: what the general path below does for them, its tests decided */
+        wsl_hist_add(&ta->ticks, dur);
+        ta->errors += ev->result != 0;
+        wsl_kern_trace_event(t->kern, WSL_KERN_LAUNCH, ta->launch_slot, ev);
+        wsl_nvtx_trace_other(nth, WSL_CAT_LAUNCH, ev, 1, dur);
+        wsl_host_trace_event(t->host, WSL_CAT_LAUNCH, ev);
+        wsl_phase_trace_event(t->phase, WSL_PHASE_LAUNCH, ev);
+        return;
+    }
+    if (__builtin_expect(ta->sampled, 0)) {
+        if (!calls)
+            calls = wsl_event_calls(ta->category, true, ev);
+        ticks = wsl_event_ticks(true, t->io_weight, ev);
+        if (dur)
+            wsl_hist_add(&ta->ticks, dur);
+        else
+            ta->untimed += calls, ta->untimed_events++;
+        ta->errors += ev->result != 0 ? calls : 0;
+    } else {
+        calls = 1;
+        wsl_hist_add(&ta->ticks, dur);
+        ta->errors += ev->result != 0;
+        if (__builtin_expect(ta->category == WSL_CAT_GPU_KERNEL, 0)) { /* (the NVTX step figures' tracking) */
+            if (!t->seen.gpu || ev->a[1] > t->seen.gpu_launch_max)
+                t->seen.gpu_launch_max = ev->a[1];
+            t->seen.gpu = true;
+        }
+    }
+    if (ta->io && t->io) {
+        wsl_io_trace_event(t->io, ta->category, ev, calls, ticks);
+        if (__builtin_expect(t->io_solo != NULL, 0))
+            wsl_io_trace_event(t->io_solo, ta->category, ev, calls, ticks);
+    } else if (ta->mem)
+        wsl_mem_trace_event(t->mem, (enum wsl_mem_op)ta->mem, ev);
+    else if (ta->kern)
+        wsl_kern_trace_event(t->kern, (enum wsl_kern_op)ta->kern, ta->launch_slot, ev);
+    if (ta->nvtx)
+        wsl_nvtx_trace_event(t->nvtx, nth, ta->category, ev, calls, ticks);
+    else
+        wsl_nvtx_trace_other(nth, ta->category, ev, calls, ticks);
+    if (ta->host)
+        wsl_host_trace_event(t->host, ta->category, ev);
+    if (ta->phase)
+        wsl_phase_trace_event(t->phase, (enum wsl_phase_op)ta->phase, ev);
+}
+
+static unsigned fold_category(void *ctx, unsigned api)
+{
+    const struct trace_state *t = ctx;
+    const struct trace_api *ta = api < WSL_MAX_API_IDS ? t->by_id[api] : NULL;
+    /* only sampled file calls fold; anything else in a slot is not taken */
+    return ta && ta->sampled ? ta->category : WSL_CAT_COUNT;
+}
+
+/* A fold event: the calls it holds, each slot as the untimed events it stands for. */
+static __attribute__((noinline)) void take_fold(struct trace_state *t, struct wsl_nvtx_thread *nth,
+                                                const struct wsl_event *ev)
+{
+    struct wsl_fold_call c[WSL_FOLD_SLOTS_PER_EVENT + 1];
+    unsigned n = wsl_fold_calls(ev, t->close_id, fold_category, t, c);
+    for (unsigned i = 0; i < n; i++)
+        take_event(t, nth, t->by_id[c[i].ev.api], &c[i].ev, c[i].calls);
+}
+
+/* An event outside the window of a windowed reading: only what later events need to be read
+ * right (memory the copies use, kernels' names, stream capture, NVTX ranges), not counted. */
+static void take_state_event(struct trace_state *t, struct wsl_nvtx_thread *nth, struct trace_api *ta,
+                             const struct wsl_event *ev)
+{
+    if (ta->fold || ta->io)
+        return;
+    if (ta->mem)
+        wsl_mem_trace_event(t->mem, (enum wsl_mem_op)ta->mem, ev);
+    else if (ta->kern == WSL_KERN_FUNC_NAME || ta->kern == WSL_KERN_CAPTURE_BEGIN || ta->kern == WSL_KERN_CAPTURE_END)
+        wsl_kern_trace_event(t->kern, (enum wsl_kern_op)ta->kern, ta->launch_slot, ev);
+    if (wsl_is_nvtx_category(ta->category))
+        wsl_nvtx_trace_event(t->nvtx, nth, ta->category, ev, 1, ev->t_end - ev->t_start);
+    switch (ta->category) { /* the host analysis's memory map: which copies are pinned */
+    case WSL_CAT_ALLOC: case WSL_CAT_ALLOC_MANAGED: case WSL_CAT_FREE: case WSL_CAT_HOST_ALLOC:
+    case WSL_CAT_HOST_FREE: case WSL_CAT_HOST_REGISTER: case WSL_CAT_HOST_UNREGISTER:
+        wsl_host_trace_event(t->host, ta->category, ev);
+        break;
+    default:
+        break;
+    }
+}
+
+/* The hot loop: every event of the trace passes here. */
+void wsl_take_events(struct trace_state *t, uint32_t tid, uint64_t dropped, const struct wsl_event *ev, uint32_t n)
+{
+    uint64_t max_end = t->max_event_end;
+    struct wsl_nvtx_thread *nth = wsl_nvtx_thread(t->nvtx, tid, dropped);
+    wsl_host_trace_thread(t->host, tid, wsl_nvtx_innermost(nth)); /* waits go to the thread's innermost range */
+    wsl_phase_trace_thread(t->phase, tid);
+    if (__builtin_expect(t->windowed, 0)) { /* only the events of the window (a second, steady-state reading) */
+        for (uint32_t i = 0; i < n; i++) {
+            struct trace_api *ta = t->by_id[ev[i].api];
+            if (ev[i].t_end < t->window_t0 || ev[i].t_start > t->window_t1) {
+                take_state_event(t, nth, ta, &ev[i]);
+                continue;
+            }
+            if (ta->fold)
+                take_fold(t, nth, &ev[i]);
+            else
+                take_event(t, nth, ta, &ev[i], 0);
+            if (ev[i].t_end > max_end)
+                max_end = ev[i].t_end;
+        }
+        t->max_event_end = max_end;
+        t->have_events |= n > 0;
+        return;
+    }
+    struct wsl_nvtx_track_before before = t->seen;
+    uint64_t max_start = t->seen.start_max;
+    for (uint32_t i = 0; i < n; i++) {
+        struct trace_api *ta = t->by_id[ev[i].api]; /* the reader checked the id is in the table */
+        if (__builtin_expect(ta->fold, 0))
+            take_fold(t, nth, &ev[i]);
+        else
+            take_event(t, nth, ta, &ev[i], 0);
+        if (ev[i].t_end > max_end)
+            max_end = ev[i].t_end;
+        if (ev[i].t_start > max_start)
+            max_start = ev[i].t_start;
+    }
+    t->seen.start_max = max_start;
+    t->seen.events |= n > 0;
+    if (t->tracking)
+        wsl_nvtx_track_batch(t->nvtx, nth, ev, n, t->track_cat, t->track_sampled, t->io_weight, &before);
+    t->max_event_end = max_end;
+    t->have_events |= n > 0;
+}
