@@ -142,7 +142,7 @@ static void take_solo(struct wsl_rank *rk, const struct wsl_run *solo)
 }
 
 /* The traces of processes idx[0..n) (in start order) in a run of their own. The first one's was
- * read into one in the run's own pass when it looked like a rank's (analysis.c, rank_solo); the
+ * read into one in the run's own pass when it looked like a rank's (analysis_read.c, rank_solo); the
  * others (its forked workers) are read again into it, in the same order a reading of them all
  * would take. */
 static void read_rank(struct wsl_rank *rk, struct wsl_run *run, const size_t *idx, size_t n,

@@ -8,7 +8,7 @@
  * io->dead_paths_kept of them are kept (a little late, for a read another
  * thread's chunk brings after the close). Times are added up in the trace's
  * ticks and converted once, at the end of the trace, with its final clock
- * fit (as analysis.c does for the API statistics).
+ * fit (as analysis_read.c does for the API statistics).
  */
 #include "io_analysis.h"
 

@@ -85,7 +85,7 @@ const struct wsl_rule wsl_rule_gpu_idle = {
     .evaluate = evaluate,
 };
 
-/* After the steady state's reading (analysis.c): where the idle time was, and advice for that phase.
+/* After the steady state's reading (analysis_read.c): where the idle time was, and advice for that phase.
  * Idle time outside the steady state is start-up's end, warm-up (compilation, lazy loading, the first
  * steps) and teardown (evaluation, checkpoints, shutdown): more DataLoader workers do nothing there. */
 void wsl_rule_gpu_idle_by_phase(const struct wsl_run *run, struct wsl_finding *f)
