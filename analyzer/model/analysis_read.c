@@ -177,8 +177,8 @@ static void merge_trace(struct wsl_run *const *runs, struct trace_state *t, stru
     wsl_kern_estimate_build(t->kern, clock->ns_per_tick, &ps[0]->gpu_estimate);
     for (int k = 1; k < n; k++)
         wsl_kern_estimate_build(t->kern, clock->ns_per_tick, &ps[k]->gpu_estimate);
-    if (wsl_nvtx_trace_queued(t->nvtx))
-        wsl_nvtx_trace_less_overhead(t->nvtx, &ps[0]->gpu_estimate);
+    if (wsl_nvtx_trace_timed(t->nvtx))
+        wsl_nvtx_trace_adjust_pairs(t->nvtx, &ps[0]->gpu_estimate);
     for (int k = 0; k < n; k++) {
         struct wsl_run *run = runs[k];
         struct wsl_process *p = ps[k];

@@ -500,17 +500,17 @@ static int by_diff(const void *a, const void *b)
     return x->diff < y->diff ? -1 : x->diff > y->diff;
 }
 
-/* The event pair's own time in a queued launch's measure, in ticks (0: not measured). A launch
- * that found the GPU idle is measured from its launch call's return to the end event, which
- * holds the kernel and the end event's wait; one queued behind other work is measured from the
- * start event, which the GPU ran before it fetched and started the kernel: on the H100 host
- * 2.2-3.7 us more than CUPTI's kernel time, and the idle ones within 0.3 us of it (docs/gpu-timing.md).
- * One configuration of one kernel runs alike either way (1-3%), so the difference of its
- * queued and idle means measures that overhead; the weighted median over the configurations
- * timed both ways is the process's. */
+/* D, in ticks (0: not measured): how much longer a configuration's queued timed launches measure
+ * than its idle ones. A launch that found the GPU idle is measured from its launch call's return
+ * to the end event, and the kernel may have started before that return (the short kernels of
+ * GPT-2 on the H100 host came out about 2.4 us under CUPTI's time); one queued behind other
+ * work is measured from the start event, which the GPU ran before it fetched and started the
+ * kernel (2.2-3.7 us over CUPTI's there). One configuration of one kernel runs alike either way
+ * (1-3%), so the difference of its queued and idle means measures the sum of the two; the
+ * weighted median over the configurations timed both ways is the process's. */
 static uint64_t pair_overhead_ticks(const struct wsl_kern_trace *t, struct wsl_kern_gpu_use *use)
 {
-    /* Measured always (reported); taken off only where asked (wsl_kern_take_off_pairs). */
+    /* Measured always (reported); used as wsl_kern_pairs says. */
     struct pair_measure *m = xcalloc(t->rows_count ? t->rows_count : 1, sizeof *m);
     size_t n = 0;
     uint64_t weight = 0;
@@ -538,17 +538,16 @@ static uint64_t pair_overhead_ticks(const struct wsl_kern_trace *t, struct wsl_k
     return ticks;
 }
 
-bool wsl_kern_take_off_pairs;
+enum wsl_kern_pairs wsl_kern_pairs = WSL_KERN_PAIRS_SPLIT;
 
-/* What the estimates take off each queued timed launch: the measure, where asked, else 0. On the
- * H100 host the idle launches' own measures were as much as 13 us short of CUPTI's for large
- * kernels that start before their launch call returns, which makes the difference a poor measure
- * of the pairs' overhead; taken off, it left GPT-2's estimate 1-16% under CUPTI's (docs/gpu-timing.md). */
-static uint64_t taken_off(uint64_t measured) { return wsl_kern_take_off_pairs ? measured : 0; }
+/* The D the estimates adjust by: the measure, unless told to leave the measures alone. Against
+ * CUPTI on the H100 host (PyTorch MLP and GPT-2, two runs each) the split left the totals
+ * -1.7% to +2.1% off, the measures as they are -11.0% to +2.7%, D off the queued ones -16.4% to
+ * -2.2% (docs/gpu-timing.md). */
+static uint64_t taken_off(uint64_t measured) { return wsl_kern_pairs == WSL_KERN_PAIRS_NONE ? 0 : measured; }
 
-/* The overhead taken off a configuration's queued timed launches: its own measure where it was
- * timed often enough both ways (the overhead differs by kernel: 2.0-3.7 us on the H100 host),
- * else the process's. */
+/* The D of a configuration: its own measure where it was timed often enough both ways (it
+ * differs by kernel: 2.0-3.7 us on the H100 host), else the process's. */
 static uint64_t row_overhead(const struct launch_row *r, uint64_t process)
 {
     uint64_t q = r->timed - r->timed_idle;
@@ -558,12 +557,21 @@ static uint64_t row_overhead(const struct launch_row *r, uint64_t process)
     return d > 0 ? (uint64_t)d : 0;
 }
 
-/* Ticks of `count` timed launches, `queued` of them queued, less the pair overhead of each
- * queued one (never below 0). */
-static uint64_t less_overhead(uint64_t ticks, uint64_t queued, uint64_t overhead)
+/* What one timed launch's measure gets for D, queued or idle. */
+static int64_t adjust_one(uint64_t d, bool idle)
 {
-    uint64_t off = queued * overhead;
-    return ticks > off ? ticks - off : 0;
+    if (d > INT64_MAX)
+        d = INT64_MAX;
+    if (wsl_kern_pairs == WSL_KERN_PAIRS_SPLIT)
+        return idle ? (int64_t)(d / 2) : -(int64_t)(d / 2);
+    return idle ? 0 : -(int64_t)d;
+}
+
+/* Ticks of timed launches, `queued` and `idle` of them, each adjusted for D (never below 0). */
+static uint64_t adjusted(uint64_t ticks, uint64_t queued, uint64_t idle, uint64_t d)
+{
+    double v = (double)ticks + (double)adjust_one(d, true) * (double)idle + (double)adjust_one(d, false) * (double)queued;
+    return v <= 0 ? 0 : v >= 18446744073709549568.0 ? UINT64_MAX : (uint64_t)v;
 }
 
 /* Nanoseconds from a product with a trace's clock rate, which a damaged trace
@@ -612,7 +620,7 @@ void wsl_kern_estimate_build(const struct wsl_kern_trace *t, double ns_per_tick,
     uint64_t all_ticks = 0, all_count = 0;
     for (size_t i = 0; i < t->timed.count; i++) {
         const struct handle_timing *ht = &t->timed_v[i];
-        uint64_t ticks = less_overhead(ht->ticks.sum, ht->ticks.count - ht->idle, over);
+        uint64_t ticks = adjusted(ht->ticks.sum, ht->ticks.count - ht->idle, ht->idle, over);
         all_ticks += ticks;
         all_count += ht->ticks.count;
         if (!ht->ticks.count)
@@ -642,7 +650,7 @@ void wsl_kern_estimate_build(const struct wsl_kern_trace *t, double ns_per_tick,
         uint64_t ov = row_overhead(lr, over);
         struct wsl_kern_estimate_row *r = estimate_row_add(e, lr->handle, lr->config);
         r->timed = lr->timed;
-        r->mean_ns = ns_saturated((double)less_overhead(lr->timed_ticks, lr->timed - lr->timed_idle, ov) /
+        r->mean_ns = ns_saturated((double)adjusted(lr->timed_ticks, lr->timed - lr->timed_idle, lr->timed_idle, ov) /
                                   (double)lr->timed * ns_per_tick);
         r->overhead_ticks = ov;
         r->overhead_ns = ns_saturated((double)ov * ns_per_tick);
@@ -655,7 +663,7 @@ void wsl_kern_trace_merge(const struct wsl_kern_trace *t, struct wsl_kernels *k,
     memset(use, 0, sizeof *use);
     uint64_t measured = pair_overhead_ticks(t, use), over = taken_off(measured);
     use->pair_overhead_ns = ns_saturated((double)measured * ns_per_tick);
-    /* The means (less the pairs' overhead on the queued launches where it is taken off) are the
+    /* The means (the measures adjusted for D as wsl_kern_pairs says) are the
      * estimate's, which the other outputs use launch by launch: the process's mean is the
      * estimate for handles that were launched but never timed. */
     struct wsl_kern_estimate e;
@@ -692,7 +700,7 @@ void wsl_kern_trace_merge(const struct wsl_kern_trace *t, struct wsl_kernels *k,
     }
     if (over)
         for (size_t i = 0; i < t->timed.count; i++)
-            k->pair_corrected += t->timed_v[i].ticks.count - t->timed_v[i].idle;
+            k->pair_corrected += t->timed_v[i].ticks.count - (wsl_kern_pairs == WSL_KERN_PAIRS_SPLIT ? 0 : t->timed_v[i].idle);
     k->graphs_timed += use->graphs_timed;
     k->idle_at_submit += use->idle_at_submit;
     k->mapped += use->mapped;
@@ -808,18 +816,19 @@ enum wsl_kern_basis wsl_kern_estimate_launch(const struct wsl_kern_estimate *e, 
     return e->kernels_timed ? WSL_KERN_BASIS_PROCESS : WSL_KERN_BASIS_NONE;
 }
 
-uint64_t wsl_kern_estimate_overhead_ticks(const struct wsl_kern_estimate *e, uint64_t handle, uint32_t config)
+int64_t wsl_kern_estimate_adjust_ticks(const struct wsl_kern_estimate *e, uint64_t handle, uint32_t config, bool idle)
 {
     const struct wsl_kern_estimate_row *r = handle && config ? estimate_row(e, handle, config) : NULL;
-    return r ? r->overhead_ticks : e->pair_overhead_ticks;
+    uint64_t d = r ? r->overhead_ticks : e->pair_overhead_ticks;
+    return d ? adjust_one(d, idle) : 0;
 }
 
-uint64_t wsl_kern_estimate_event_overhead(const struct wsl_kern_estimate *e, const struct wsl_event *ev)
+int64_t wsl_kern_estimate_event_adjust(const struct wsl_kern_estimate *e, const struct wsl_event *ev)
 {
     uint64_t flags = ev->a[2] & 0xffffffffu;
-    if (flags & (WSL_GPU_IDLE_AT_SUBMIT | WSL_GPU_GRAPH))
+    if (flags & WSL_GPU_GRAPH)
         return 0;
-    return wsl_kern_estimate_overhead_ticks(e, ev->a[0], (uint32_t)ev->result);
+    return wsl_kern_estimate_adjust_ticks(e, ev->a[0], (uint32_t)ev->result, (flags & WSL_GPU_IDLE_AT_SUBMIT) != 0);
 }
 
 void wsl_kern_trace_end(struct wsl_kern_trace *t, struct wsl_kernels *k, int32_t pid, double ns_per_tick,

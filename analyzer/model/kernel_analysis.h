@@ -62,9 +62,17 @@
 #define WSL_KERN_PAIR_MIN_WEIGHT 6            /* such measures (summed weights) the overhead needs */
 #define WSL_KERN_PAIR_OWN 3                   /* a configuration timed so often both ways takes its own */
 
-/* Whether the estimates take the measured pair overhead off queued timed launches
- * (wslshim-report --gpu-pair-correction); false by default: it is measured and reported only. */
-extern bool wsl_kern_take_off_pairs;
+/* What the estimates do with D, the measured difference between a configuration's queued and
+ * idle timed launches (wslshim-report --gpu-pair-correction=MODE; docs/gpu-timing.md). D holds
+ * both what a queued pair measures beyond the kernel (its start event runs before the GPU
+ * fetches the kernel) and what an idle measure misses (it starts at the launch call's return,
+ * after the kernel began); the trace cannot tell the two apart. */
+enum wsl_kern_pairs {
+    WSL_KERN_PAIRS_SPLIT = 0,   /* default: D/2 off each queued timed launch, D/2 onto each idle one */
+    WSL_KERN_PAIRS_QUEUED,      /* D off each queued one; the idle ones as measured */
+    WSL_KERN_PAIRS_NONE,        /* every measure as it is (D still measured and reported) */
+};
+extern enum wsl_kern_pairs wsl_kern_pairs;
 
 /* What an API does for the kernel analysis; decided once per API table entry. */
 enum wsl_kern_op {
@@ -98,8 +106,8 @@ struct wsl_kern_gpu_use {
     uint64_t kernels_timed, graphs_timed, idle_at_submit, mapped;
     /* How much longer queued timed launches measure than idle ones of the same configuration
      * (docs/gpu-timing.md), in ns: the weighted median over configurations timed both ways of
-     * (queued mean - idle mean); taken off each queued timed launch's duration in the estimates
-     * only with wsl_kern_take_off_pairs. pair_groups 0: not measured (no configuration had both). */
+     * (queued mean - idle mean), D; the estimates adjust the timed launches' durations by it as
+     * wsl_kern_pairs says. pair_groups 0: not measured (no configuration had both). */
     uint64_t pair_overhead_ns, pair_groups, pair_weight;
     uint64_t est_gpu_ns;        /* estimated GPU time of all its kernel and graph launches */
     uint64_t gpu_phase_ns;      /* from its first launch to the end of its last launch or timed GPU work */
@@ -122,8 +130,8 @@ struct wsl_kernels {
                                    WSL_KERN_MAX_CONFIGS: estimated per handle */
     uint64_t kernels_timed, graphs_timed, idle_at_submit, mapped;
     /* The pair overhead of the process whose measure had the most weight (wsl_kern_gpu_use), and
-     * the queued timed kernel launches whose durations their process's overhead was taken off,
-     * all processes. pair_groups 0: measured in no process. */
+     * the timed kernel launches whose durations were adjusted by it (wsl_kern_pairs), all
+     * processes. pair_groups 0: measured in no process. */
     uint64_t pair_overhead_ns, pair_groups, pair_weight, pair_corrected;
     struct wsl_hist kernel_ns;  /* GPU time of every timed kernel launch (raw: the pairs' measures) */
     struct wsl_hist graph_ns;   /* GPU time of every timed graph launch */
@@ -166,7 +174,7 @@ void wsl_kern_trace_discard(struct wsl_kern_trace *t);
 /* The report's GPU time per launch, for the outputs that show GPU time launch by launch (the
  * timeline, the projection, NVTX ranges), so that they agree with gpu_time_est_ns. Built from a
  * trace's GPU_KERNEL events alone (a wsl_kern_trace fed only those does): per (handle,
- * configuration) timed, its mean less the pair overhead of its queued launches (the same figures
+ * configuration) timed, its mean with its measures adjusted by wsl_kern_pairs (the same figures
  * as wsl_kern_trace_merge's), per handle and per process the same. `configs` false (every timed
  * launch of an older shim, without its configuration, and so no overhead measured): the outputs
  * keep their own older per-function figures, byte for byte. */
@@ -181,8 +189,8 @@ struct wsl_kern_estimate_row {
     uint64_t handle;
     uint32_t config;            /* 0: the handle's row (all its timed launches) */
     uint64_t timed;             /* timed launches */
-    uint64_t mean_ns;           /* their mean GPU time less the pair overhead of the queued ones */
-    uint64_t overhead_ticks;    /* taken off each of its queued timed launches (ticks of the trace) */
+    uint64_t mean_ns;           /* their mean GPU time, the measures adjusted by wsl_kern_pairs */
+    uint64_t overhead_ticks;    /* the D it was adjusted by (ticks of the trace; 0: none) */
     uint64_t overhead_ns;
 };
 
@@ -191,7 +199,7 @@ struct wsl_kern_estimate {
     double ns_per_tick;
     uint64_t pair_overhead_ns, pair_overhead_ticks; /* the process's (0: not measured) */
     uint64_t kernels_timed, kernel_mean_ns;         /* the process's timed kernels and their mean */
-    uint64_t graphs_timed, graph_mean_ns;           /* its timed graph launches (no overhead taken off) */
+    uint64_t graphs_timed, graph_mean_ns;           /* its timed graph launches (not adjusted) */
     struct wsl_u64_map index;   /* config_key(handle, configuration) -> rows (a hash: compare) */
     struct wsl_kern_estimate_row *rows;
     size_t row_count, row_cap;
@@ -205,11 +213,18 @@ void wsl_kern_estimate_free(struct wsl_kern_estimate *e);
  * grid and block; 0: unknown): in *ns, and in *based_on the timed launches it rests on. */
 enum wsl_kern_basis wsl_kern_estimate_launch(const struct wsl_kern_estimate *e, uint64_t handle, uint32_t config,
                                              uint64_t *ns, uint64_t *based_on);
-/* The pair overhead taken off a timed kernel launch of handle and configuration that was queued
- * (not WSL_GPU_IDLE_AT_SUBMIT), in ticks of the trace; 0 for one idle at submit. */
-uint64_t wsl_kern_estimate_overhead_ticks(const struct wsl_kern_estimate *e, uint64_t handle, uint32_t config);
+/* What the estimate adds to the measure of one timed kernel launch of handle and configuration,
+ * queued or idle at submit, in ticks of the trace (negative: takes off), as wsl_kern_pairs says. */
+int64_t wsl_kern_estimate_adjust_ticks(const struct wsl_kern_estimate *e, uint64_t handle, uint32_t config, bool idle);
 /* The same, for a GPU_KERNEL event (its handle, configuration and flags; graphs: 0). */
-uint64_t wsl_kern_estimate_event_overhead(const struct wsl_kern_estimate *e, const struct wsl_event *ev);
+int64_t wsl_kern_estimate_event_adjust(const struct wsl_kern_estimate *e, const struct wsl_event *ev);
+/* A duration in ticks with an adjustment applied, never below 0. */
+static inline uint64_t wsl_kern_adjusted(uint64_t ticks, int64_t adjust)
+{
+    if (adjust >= 0)
+        return ticks + (uint64_t)adjust;
+    return ticks > (uint64_t)-adjust ? ticks - (uint64_t)-adjust : 0;
+}
 
 void wsl_kern_finish(struct wsl_kernels *k);
 void wsl_kern_free(struct wsl_kernels *k);

@@ -353,50 +353,58 @@ static void on_gpu_kernel(struct wsl_nvtx_trace *t, const struct wsl_event *ev)
     }
     t->ranges[r].self.gpu_kernels++;
     t->ranges[r].self.gpu_ns += ev->t_end >= ev->t_start ? ev->t_end - ev->t_start : 0;
-    if (ev->a[2] & (WSL_GPU_IDLE_AT_SUBMIT | WSL_GPU_GRAPH))
-        return; /* only a queued kernel's measure holds the pair's own time */
-    t->any_queued = true;
+    if (ev->a[2] & WSL_GPU_GRAPH)
+        return; /* a graph launch's measure is taken as it is */
+    t->any_timed = true;
     uint64_t handle = ev->a[0];
     uint32_t config = (uint32_t)ev->result;
-    uint64_t key = handle ^ ((((uint64_t)r << 32) | config) * 0x9e3779b97f4a7c15ull); /* a hash: compare */
+    unsigned idle = (ev->a[2] & WSL_GPU_IDLE_AT_SUBMIT) != 0;
+    uint64_t key = handle ^ ((((uint64_t)r << 33) | ((uint64_t)config << 1) | idle) * 0x9e3779b97f4a7c15ull); /* a hash */
     key = key ? key : 1;
-    for (struct wsl_u64_slot *s = wsl_u64_map_find(&t->queued_index, key); s;
-         s = wsl_u64_map_find_next(&t->queued_index, s)) {
-        struct queued_kernels *q = &t->queued[s->value];
-        if (q->handle == handle && q->range == r && q->config == config) {
+    for (struct wsl_u64_slot *s = wsl_u64_map_find(&t->timed_index, key); s;
+         s = wsl_u64_map_find_next(&t->timed_index, s)) {
+        struct timed_kernels *q = &t->timed[s->value];
+        if (q->handle == handle && q->range == r && q->config == config && q->idle == idle) {
             q->count++;
             return;
         }
     }
-    if (t->queued_count >= WSL_NVTX_MAX_QUEUED) {
-        t->ranges[r].queued_other++;
+    if (t->timed_count >= WSL_NVTX_MAX_TIMED) {
+        t->ranges[r].timed_other[idle]++;
         return;
     }
-    t->queued = xrealloc(t->queued, (t->queued_count + 1) * sizeof *t->queued);
-    t->queued[t->queued_count] = (struct queued_kernels){handle, r, config, 1};
-    wsl_u64_map_insert(&t->queued_index, key, t->queued_count++);
+    if (t->timed_count == t->timed_cap) {
+        t->timed_cap = t->timed_cap ? 2 * t->timed_cap : 64;
+        t->timed = xrealloc(t->timed, t->timed_cap * sizeof *t->timed);
+    }
+    t->timed[t->timed_count] = (struct timed_kernels){handle, r, config, idle, 1};
+    wsl_u64_map_insert(&t->timed_index, key, t->timed_count++);
 }
 
-bool wsl_nvtx_trace_queued(const struct wsl_nvtx_trace *t) { return t->any_queued; }
+bool wsl_nvtx_trace_timed(const struct wsl_nvtx_trace *t) { return t->any_timed; }
 
-void wsl_nvtx_trace_less_overhead(struct wsl_nvtx_trace *t, const struct wsl_kern_estimate *e)
+static void range_adjust(struct wsl_nvtx_counts *c, int64_t per, uint64_t count)
+{
+    double v = (double)c->gpu_ns + (double)per * (double)count;
+    c->gpu_ns = v <= 0 ? 0 : (uint64_t)v;
+}
+
+void wsl_nvtx_trace_adjust_pairs(struct wsl_nvtx_trace *t, const struct wsl_kern_estimate *e)
 {
     if (!e->configs)
         return; /* an older trace: no overhead measured, the raw measures stand */
-    for (size_t i = 0; i < t->queued_count; i++) {
-        const struct queued_kernels *q = &t->queued[i];
-        struct wsl_nvtx_counts *c = &t->ranges[q->range].self;
-        uint64_t off = wsl_kern_estimate_overhead_ticks(e, q->handle, q->config) * q->count;
-        c->gpu_ns = c->gpu_ns > off ? c->gpu_ns - off : 0;
+    for (size_t i = 0; i < t->timed_count; i++) {
+        const struct timed_kernels *q = &t->timed[i];
+        range_adjust(&t->ranges[q->range].self, wsl_kern_estimate_adjust_ticks(e, q->handle, q->config, q->idle),
+                     q->count);
     }
-    for (size_t r = 0; r < t->range_count; r++) {
-        struct wsl_nvtx_counts *c = &t->ranges[r].self;
-        uint64_t off = e->pair_overhead_ticks * t->ranges[r].queued_other;
-        c->gpu_ns = c->gpu_ns > off ? c->gpu_ns - off : 0;
-    }
-    t->queued_count = 0; /* taken off once */
     for (size_t r = 0; r < t->range_count; r++)
-        t->ranges[r].queued_other = 0;
+        for (unsigned idle = 0; idle < 2; idle++) {
+            range_adjust(&t->ranges[r].self, wsl_kern_estimate_adjust_ticks(e, 0, 0, idle),
+                         t->ranges[r].timed_other[idle]);
+            t->ranges[r].timed_other[idle] = 0;
+        }
+    t->timed_count = 0; /* adjusted once */
 }
 
 void wsl_nvtx_trace_event(struct wsl_nvtx_trace *t, struct wsl_nvtx_thread *th, unsigned category,
@@ -487,8 +495,8 @@ void wsl_nvtx_trace_discard(struct wsl_nvtx_trace *t)
     wsl_u64_map_free(&t->thread_index);
     wsl_u64_map_free(&t->start_index);
     wsl_u64_map_free(&t->early_ends);
-    wsl_u64_map_free(&t->queued_index);
-    free(t->queued);
+    wsl_u64_map_free(&t->timed_index);
+    free(t->timed);
     free(t->starts);
     free(t->tops);
     wsl_nvtx_track_release(t);

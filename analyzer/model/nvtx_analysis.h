@@ -49,7 +49,7 @@
 #define WSL_NVTX_MAX_WINDOWS (1u << 20)       /* top-level range instances kept per trace */
 #define WSL_NVTX_MAX_RUN_WINDOWS (1u << 21)   /* and per run, until wsl_nvtx_finish */
 #define WSL_NVTX_TOP_TEXT 15
-#define WSL_NVTX_MAX_QUEUED (1u << 20)       /* (range, kernel, configuration) of queued timed kernels per trace */
+#define WSL_NVTX_MAX_TIMED (1u << 20)        /* (range, kernel, configuration, queued or idle) of timed kernels per trace */
 
 enum wsl_nvtx_kind {
     WSL_NVTX_PUSH = 0,          /* push/pop: a thread's nested range */
@@ -291,13 +291,14 @@ void wsl_nvtx_trace_end(struct wsl_nvtx_trace *t, struct wsl_nvtx *n, uint64_t e
 void wsl_nvtx_trace_discard(struct wsl_nvtx_trace *t);
 
 /* The GPU time of ranges as the report estimates it (kernel_analysis.h): each range keeps its
- * queued timed kernels per (handle, configuration); once the trace was read and its pair overhead
- * is known, wsl_nvtx_trace_less_overhead takes each one's off its range's gpu_ns (before
- * wsl_nvtx_trace_merge; e->configs false: nothing is taken off). Past WSL_NVTX_MAX_QUEUED
- * (range, handle, configuration) triples a range's further ones take the process's overhead.
- * wsl_nvtx_trace_queued: whether there is anything to take off. */
-bool wsl_nvtx_trace_queued(const struct wsl_nvtx_trace *t);
-void wsl_nvtx_trace_less_overhead(struct wsl_nvtx_trace *t, const struct wsl_kern_estimate *e);
+ * timed kernels per (handle, configuration), queued and idle apart; once the trace was read and
+ * its pair overhead is known, wsl_nvtx_trace_adjust_pairs adjusts its gpu_ns by each one's
+ * (wsl_kern_estimate_adjust_ticks; before wsl_nvtx_trace_merge; e->configs false: nothing is
+ * adjusted). Past WSL_NVTX_MAX_TIMED such (range, handle, configuration, idle) entries a range's
+ * further ones take the process's adjustment. wsl_nvtx_trace_timed: whether there is anything
+ * to adjust. */
+bool wsl_nvtx_trace_timed(const struct wsl_nvtx_trace *t);
+void wsl_nvtx_trace_adjust_pairs(struct wsl_nvtx_trace *t, const struct wsl_kern_estimate *e);
 
 /* Sorts, picks the step range, and (process_figures) reads the traces holding its
  * instances again for its process-wide figures (their recordings in store, when it holds them). */

@@ -1,7 +1,7 @@
 /*
  * nvtx_internal.h: shared by the files of the NVTX analysis (private to them): one trace's reading
  * state (its names, ranges, marks, threads with their open frames and history, open start/end
- * ranges, queued kernels, the step's tracking) and the functions the files call across.
+ * ranges, timed kernels, the step's tracking) and the functions the files call across.
  *   nvtx_analysis.c  one trace's events: the ranges' counts in the trace's ticks, its close
  *   nvtx_run.c       the run: the traces merged into run-wide ranges, the step chosen, freed
  *   nvtx_step.c      the step's process-wide figures: its windows counted on the first reading
@@ -20,14 +20,16 @@ struct local_range {            /* per trace: (kind, domain id, name id) */
     uint64_t count, unclosed, top_level;
     struct wsl_hist ticks;
     struct wsl_nvtx_counts self, incl;
-    uint64_t queued_other;      /* queued timed kernels past WSL_NVTX_MAX_QUEUED: the process's overhead */
+    uint64_t timed_other[2];    /* timed kernels past WSL_NVTX_MAX_TIMED, queued [0] and idle [1]: the
+                                   process's adjustment */
 };
 
-/* Queued timed kernels of one (range, handle, configuration) (wsl_nvtx_trace_less_overhead). */
-struct queued_kernels {
+/* Timed kernels of one (range, handle, configuration), queued or idle at submit
+ * (wsl_nvtx_trace_adjust_pairs). */
+struct timed_kernels {
     uint64_t handle;
     uint32_t range, config;
-    uint64_t count;
+    uint64_t idle : 1, count : 63;
 };
 
 struct local_mark {
@@ -89,10 +91,10 @@ struct wsl_nvtx_trace {
     uint32_t start_free;        /* free list head, NONE when empty */
     uint64_t pushes, pops, starts_total, ends, marks_total, unmatched_pops, unmatched_ends, gpu_unattributed,
         dropped, lost;
-    struct wsl_u64_map queued_index; /* hash of (range, handle, configuration) -> queued (compare) */
-    struct queued_kernels *queued;
-    size_t queued_count;
-    bool any_queued;
+    struct wsl_u64_map timed_index; /* hash of (range, handle, configuration, idle) -> timed (compare) */
+    struct timed_kernels *timed;
+    size_t timed_count, timed_cap;
+    bool any_timed;
     /* The step's figures on this reading (wsl_nvtx_trace_track): a thread's calls between two of its
      * NVTX events make a segment (the range of their times and their counts); GPU kernels are kept
      * one by one (their launch time, their duration). Events before the trace's first push are not

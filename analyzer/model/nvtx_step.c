@@ -316,9 +316,9 @@ void wsl_nvtx_window_item(struct wsl_nvtx_window_count *wc, const struct wsl_ite
         if (k == WSL_CAT_GPU_KERNEL) {
             if (cursor_in(&gpu, w, n, ev->a[1])) {
                 uint64_t dur = ev->t_end >= ev->t_start ? ev->t_end - ev->t_start : 0;
-                uint64_t over = wc->est ? wsl_kern_estimate_event_overhead(wc->est, ev) : 0; /* as the ranges' own */
+                int64_t adj = wc->est ? wsl_kern_estimate_event_adjust(wc->est, ev) : 0; /* as the ranges' own */
                 c->gpu_kernels++;
-                c->gpu_ns += dur > over ? dur - over : 0;
+                c->gpu_ns += wsl_kern_adjusted(dur, adj);
             }
         } else if (cursor_in(&call, w, n, ev->t_start)) {
             bool smp = wc->sampled[ev->api];

@@ -15,9 +15,9 @@
  *     pushed; args.domain), start/end ranges as async b/e slices, marks as
  *     instants; ranges open at the end of a trace end there;
  *   - GPU kernels (GPU_KERNEL events) on one track per stream
- *     ("GPU stream 0x..."; a queued one less the event pairs' overhead where
- *     the trace has launch configurations: args.measured_ns,
- *     args.pair_overhead_ns), each tied to its launch by a flow (ph s on the
+ *     ("GPU stream 0x..."; adjusted for the event pairs as the report's
+ *     estimate where the trace has launch configurations: args.measured_ns,
+ *     args.pair_adjust_ns), each tied to its launch by a flow (ph s on the
  *     launch's thread, ph f with bp "e" on the kernel, cat "ac2g" as
  *     PyTorch's profiler writes them);
  *   - every launch that was not timed as an estimated kernel (cat

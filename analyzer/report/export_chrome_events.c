@@ -331,13 +331,18 @@ static void write_args(struct exporter *x, struct write_state *w, const struct t
 static void write_gpu_kernel(struct exporter *x, struct write_state *w, const struct wsl_event *ev)
 {
     struct chrome_trace *t = w->t;
-    /* A queued launch's pair measured its own time too: drawn without it, from the same start (the
-     * report's estimate takes it off likewise). */
+    /* Drawn as the report's estimate counts it (kernel_analysis.h, wsl_kern_pairs): a queued
+     * launch's pair measured its own time too, so it ends that much earlier; an idle one was
+     * measured from its launch call's return, after the kernel began, so it starts that much
+     * earlier. */
     uint64_t dur_ticks = ev->t_end > ev->t_start ? ev->t_end - ev->t_start : 0;
-    uint64_t overhead = t->est.configs ? wsl_kern_estimate_event_overhead(&t->est, ev) : 0;
-    if (overhead > dur_ticks)
-        overhead = dur_ticks;
-    uint64_t start = rel_ns(x, t, ev->t_start), end = rel_ns(x, t, ev->t_end - overhead);
+    int64_t adjust = t->est.configs ? wsl_kern_estimate_event_adjust(&t->est, ev) : 0;
+    uint64_t t0 = ev->t_start, t1 = ev->t_end;
+    if (adjust < 0)
+        t1 -= (uint64_t)-adjust < dur_ticks ? (uint64_t)-adjust : dur_ticks;
+    else
+        t0 = t0 > (uint64_t)adjust ? t0 - (uint64_t)adjust : 0;
+    uint64_t start = rel_ns(x, t, t0), end = rel_ns(x, t, t1);
     if (!in_window(x, start))
         return;
     uint32_t flags = (uint32_t)ev->a[2], launch_tid = (uint32_t)(ev->a[2] >> 32);
@@ -357,11 +362,11 @@ static void write_gpu_kernel(struct exporter *x, struct write_state *w, const st
                     "\"mapped\":%s,\"event_elapsed_ns\":%" PRIu64,
             ev->stream, launch_tid, (flags & WSL_GPU_IDLE_AT_SUBMIT) ? "true" : "false",
             (flags & WSL_GPU_MAPPED) ? "true" : "false", ev->a[3]);
-    if (overhead) { /* the slice is shorter than the measure by the pair overhead */
-        uint64_t raw = rel_ns(x, t, ev->t_end);
-        raw = raw > start ? raw - start : 0;
-        fprintf(x->out, ",\"measured_ns\":%" PRIu64 ",\"pair_overhead_ns\":%" PRIu64, raw,
-                raw - (end > start ? end - start : 0));
+    if (adjust) { /* the slice is the measure adjusted for the pairs */
+        uint64_t r0 = rel_ns(x, t, ev->t_start), r1 = rel_ns(x, t, ev->t_end);
+        uint64_t raw = r1 > r0 ? r1 - r0 : 0, drawn = end > start ? end - start : 0;
+        fprintf(x->out, ",\"measured_ns\":%" PRIu64 ",\"pair_adjust_ns\":%" PRId64, raw,
+                (int64_t)drawn - (int64_t)raw);
     }
     fputs("}}", x->out);
     x->res->slices++;
@@ -586,7 +591,7 @@ static void write_estimated_kernel(struct exporter *x, struct write_state *w, ui
     struct wsl_u64_slot *k = NULL;
     uint64_t dur, based_on;
     const char *basis;
-    if (t->est.configs) { /* the report's estimate: the configuration's mean, less the pair overhead */
+    if (t->est.configs) { /* the report's estimate: the configuration's mean, adjusted for the pairs */
         if (graph) {
             if (!t->est.graphs_timed)
                 return; /* the report counts no GPU time for graphs never timed */
@@ -598,9 +603,9 @@ static void write_estimated_kernel(struct exporter *x, struct write_state *w, ui
             if (b == WSL_KERN_BASIS_NONE)
                 return;
             basis = b == WSL_KERN_BASIS_CONFIG   ? "mean of this kernel's timed launches of this grid and block, "
-                                                   "less the event pairs' overhead"
-                    : b == WSL_KERN_BASIS_HANDLE ? "mean of this kernel's timed launches, less the event pairs' overhead"
-                                                 : "mean of the process's timed kernels, less the event pairs' overhead";
+                                                   "adjusted for the event pairs"
+                    : b == WSL_KERN_BASIS_HANDLE ? "mean of this kernel's timed launches, adjusted for the event pairs"
+                                                 : "mean of the process's timed kernels, adjusted for the event pairs";
         }
     } else {
         k = ev->a[0] ? wsl_u64_map_find(&t->kstat, ev->a[0]) : NULL;

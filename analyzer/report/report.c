@@ -61,9 +61,11 @@ static const char usage[] =
     "                  (ui.perfetto.dev, chrome://tracing); FILE '-' is stdout\n"
     "  --from S, --to S   with --chrome: only the events that start in this window,\n"
     "                  in seconds from the run's start\n"
-    "  --gpu-pair-correction  take the measured event-pair overhead off queued timed\n"
-    "                  kernels in the GPU time estimates (docs/gpu-timing.md: not\n"
-    "                  reliable enough to be the default)\n"
+    "  --gpu-pair-correction[=MODE]  what the GPU time estimates do with D, how much\n"
+    "                  longer queued timed launches measure than idle ones: split\n"
+    "                  (the default: D/2 off each queued one, D/2 onto each idle one),\n"
+    "                  queued (D off each queued one; the bare option) or none\n"
+    "                  (docs/gpu-timing.md)\n"
     "  --max-events N  with --chrome: refuse a window of more recorded events than\n"
     "                  this (default 2000000, about what a browser can load)\n"
     "  --project TARGET  add a what-if replay of the run on another platform: TARGET\n"
@@ -521,7 +523,7 @@ int main(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {"json", no_argument, NULL, OPT_JSON},
-        {"gpu-pair-correction", no_argument, NULL, OPT_GPU_PAIR},
+        {"gpu-pair-correction", optional_argument, NULL, OPT_GPU_PAIR},
         {"output", required_argument, NULL, 'o'},
         {"chrome", required_argument, NULL, OPT_CHROME},
         {"html", required_argument, NULL, OPT_HTML},
@@ -554,7 +556,14 @@ int main(int argc, char **argv)
             json = true;
             break;
         case OPT_GPU_PAIR:
-            wsl_kern_take_off_pairs = true;
+            if (!v || strcmp(v, "queued") == 0)
+                wsl_kern_pairs = WSL_KERN_PAIRS_QUEUED;
+            else if (strcmp(v, "split") == 0)
+                wsl_kern_pairs = WSL_KERN_PAIRS_SPLIT;
+            else if (strcmp(v, "none") == 0)
+                wsl_kern_pairs = WSL_KERN_PAIRS_NONE;
+            else
+                fail("--gpu-pair-correction '%s': expected split (the default), queued or none", v);
             break;
         case 'o':
             output = v;

@@ -169,12 +169,18 @@ static int series_trace(const struct wsl_trace_store *store, const struct wsl_pr
                         v->io_bytes_total += ev->a[2];
                     }
                 } else if (cat == WSL_CAT_GPU_KERNEL && v->buckets) {
-                    /* a queued kernel's measure less the pair overhead, as the report's estimate */
-                    uint64_t over = p->gpu_estimate.configs ? wsl_kern_estimate_event_overhead(&p->gpu_estimate, ev) : 0,
-                             dur = ev->t_end > ev->t_start ? ev->t_end - ev->t_start : 0;
-                    uint64_t t1 = wsl_clock_to_ns(&p->clock, ev->t_end - (over < dur ? over : dur));
+                    /* the measure adjusted for the pairs, as the report's estimate (and the timeline:
+                     * a queued kernel ends earlier, an idle one starts earlier) */
+                    int64_t adj = p->gpu_estimate.configs ? wsl_kern_estimate_event_adjust(&p->gpu_estimate, ev) : 0;
+                    uint64_t dur = ev->t_end > ev->t_start ? ev->t_end - ev->t_start : 0;
+                    uint64_t t1 = wsl_clock_to_ns(&p->clock, ev->t_end - (adj < 0 ? ((uint64_t)-adj < dur ? (uint64_t)-adj : dur) : 0));
+                    uint64_t rel0 = rel;
+                    if (adj > 0) {
+                        uint64_t k0 = wsl_clock_to_ns(&p->clock, ev->t_start > (uint64_t)adj ? ev->t_start - (uint64_t)adj : 0);
+                        rel0 = k0 > s->start_ns ? k0 - s->start_ns : 0;
+                    }
                     uint64_t rel1 = t1 > s->start_ns ? t1 - s->start_ns : 0;
-                    add_overlap(acc[k].busy, v, rel, rel1);
+                    add_overlap(acc[k].busy, v, rel0, rel1);
                     if (b >= 0)
                         acc[k].timed++;
                     if (k == 0) {

@@ -364,8 +364,8 @@ void report_json_write_gpu(struct json_writer *w, const struct wsl_run *run, con
     /* of them, placed before the call began: by how much */
     write_ns_summary(w, "submit_latency_mapping_error_ns", &k->idle_start_before_ns);
     json_key_u64(w, "gpu_time_est_ns", k->est_gpu_ns);  /* per kernel, launches x their configuration's mean */
-    /* the event pairs' own time in a queued launch's measure, taken off in the estimates; null: not
-     * measured (no configuration timed both queued and idle), nothing taken off */
+    /* D, queued minus idle measures, by which the estimates adjust the timed launches (wsl_kern_pairs);
+     * null: not measured (no configuration timed both queued and idle), nothing adjusted */
     json_key_u64_or_null(w, "pair_overhead_ns", k->pair_groups > 0, k->pair_overhead_ns);
     json_key_u64(w, "pair_overhead_configs", k->pair_groups);
     json_key_u64(w, "pair_overhead_corrected", k->pair_corrected);

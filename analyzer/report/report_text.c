@@ -345,10 +345,13 @@ static void write_gpu_time(FILE *out, const struct wsl_kernels *k)
         fprintf(out, " longer than idle ones of the same kernel and size (%" PRIu64 " sizes: the event pairs' own "
                 "time, and what idle measures miss of kernels that start before their launch call returns; "
                 "docs/gpu-timing.md)", k->pair_groups);
-        if (k->pair_corrected)
+        if (k->pair_corrected && wsl_kern_pairs == WSL_KERN_PAIRS_SPLIT)
+            fprintf(out, "; half taken off the queued and half added to the idle ones (%" PRIu64
+                         " timed launches)\n", k->pair_corrected);
+        else if (k->pair_corrected)
             fprintf(out, "; taken off %" PRIu64 " queued timed launches\n", k->pair_corrected);
         else
-            fputs("; not taken off (--gpu-pair-correction)\n", out);
+            fputs("; not applied (--gpu-pair-correction=none)\n", out);
     }
     if (k->idle_start_ns.count) {
         fputs("  launch to kernel start when idle: p50 ", out);

@@ -270,8 +270,8 @@ int test_kern_pair_overhead(void)
     test_path(path, sizeof path, "kern_pairs.trace.zst");
     CHECK(write_pairs(path, false) == 0);
     struct wsl_run run;
-    /* by default the overhead is measured and reported, not taken off */
-    wsl_kern_take_off_pairs = false;
+    /* --gpu-pair-correction=none: measured and reported, the measures as they are */
+    wsl_kern_pairs = WSL_KERN_PAIRS_NONE;
     if (read_trace(&run, path))
         return 1;
     const struct wsl_kernel *k0 = kernel(&run, "k_sizes");
@@ -281,8 +281,8 @@ int test_kern_pair_overhead(void)
     CHECK_EQ(run.kernels.pair_corrected, 0);
     CHECK_EQ(k0->est_gpu_ns, 100 * ((4 * 80000ull + 4 * 83000) / 8) + 200 * ((3 * 8000ull + 3 * 10000) / 6));
     wsl_run_free(&run);
-    /* --gpu-pair-correction */
-    wsl_kern_take_off_pairs = true;
+    /* --gpu-pair-correction (=queued): each configuration's own D off its queued launches */
+    wsl_kern_pairs = WSL_KERN_PAIRS_QUEUED;
     if (read_trace(&run, path))
         return 1;
     const struct wsl_kernel *k = kernel(&run, "k_sizes"), *u = kernel(&run, "k_untimed");
@@ -296,6 +296,19 @@ int test_kern_pair_overhead(void)
     CHECK_EQ(u->est_gpu_ns, 10 * (685000ull / 14));
     CHECK_EQ(k->gpu_ns.count, 14); /* the measures themselves as they were */
     CHECK_EQ(k->gpu_ns.sum, 688000ull + 4 * 3000 + 3 * 2000);
+    wsl_run_free(&run);
+    /* the default, split: D/2 off each queued launch and onto each idle one, every timed launch
+     * adjusted; the 40-block size 81.5 us (80 + 1.5, 83 - 1.5), the 4-block 9 us (8 + 1, 10 - 1);
+     * the process's mean with its own D (3 us) split over 7 queued and 7 idle: 706 us / 14 */
+    wsl_kern_pairs = WSL_KERN_PAIRS_SPLIT;
+    if (read_trace(&run, path))
+        return 1;
+    k = kernel(&run, "k_sizes"), u = kernel(&run, "k_untimed");
+    CHECK(k && u);
+    CHECK_EQ(run.kernels.pair_overhead_ns, 3000);
+    CHECK_EQ(run.kernels.pair_corrected, 14);
+    CHECK_EQ(k->est_gpu_ns, 100 * 81500ull + 200 * 9000ull);
+    CHECK_EQ(u->est_gpu_ns, 10 * (706000ull / 14));
     wsl_run_free(&run);
 
     test_path(path, sizeof path, "kern_pairs_queued.trace.zst");
@@ -353,17 +366,19 @@ static char *slurp(const char *path)
  * - the NVTX range around the launches: its timed kernels' GPU time less the overhead of the
  *   queued ones (8 x 80 us + 6 x 8 us), what the estimate counts for them. */
 #define EST_NS (100 * 80000ull + 200 * 8000ull + 10 * (685000ull / 14))
+/* the same, split (the default): 81.5 and 9 us per size, the process's mean 706 us / 14 */
+#define EST_SPLIT_NS (100 * 81500ull + 200 * 9000ull + 10 * (706000ull / 14))
 
-int test_kern_estimate_nvtx(void)
+static int estimate_nvtx(enum wsl_kern_pairs mode, uint64_t est, uint64_t step_gpu_ns)
 {
-    wsl_kern_take_off_pairs = true; /* --gpu-pair-correction: the outputs take it off alike */
+    wsl_kern_pairs = mode; /* the outputs adjust alike */
     char path[512];
     test_path(path, sizeof path, "kern_outputs_nvtx.trace.zst");
     CHECK(write_pairs(path, false) == 0);
     struct wsl_run run;
     if (read_trace(&run, path))
         return 1;
-    CHECK_EQ(run.kernels.est_gpu_ns, EST_NS);
+    CHECK_EQ(run.kernels.est_gpu_ns, est);
     const struct wsl_nvtx_range *step = NULL;
     for (size_t i = 0; i < run.nvtx.range_count; i++)
         if (!strcmp(run.nvtx.ranges[i].name, "step"))
@@ -371,23 +386,29 @@ int test_kern_estimate_nvtx(void)
     CHECK(step);
     CHECK_EQ(step->count, 2);
     CHECK_EQ(step->self.gpu_kernels, 14);
-    CHECK_EQ(step->self.gpu_ns, 8 * 80000ull + 6 * 8000ull);
+    CHECK_EQ(step->self.gpu_ns, step_gpu_ns);
     /* the step's process-wide figures (a second reading of the trace) alike */
     CHECK(run.nvtx.step >= 0 && &run.nvtx.ranges[run.nvtx.step] == step);
     CHECK(run.nvtx.step_process_known);
     CHECK_EQ(run.nvtx.step_process.gpu_kernels, 14);
-    CHECK_EQ(run.nvtx.step_process.gpu_ns, 8 * 80000ull + 6 * 8000ull);
+    CHECK_EQ(run.nvtx.step_process.gpu_ns, step_gpu_ns);
     wsl_run_free(&run);
     return 0;
 }
 
-int test_kern_estimate_chrome(void)
+/* queued: 8 x 80 us + 6 x 8 us; split: 8 x 81.5 us + 6 x 9 us */
+int test_kern_estimate_nvtx(void)
 {
-    wsl_kern_take_off_pairs = true; /* --gpu-pair-correction: the outputs take it off alike */
+    return estimate_nvtx(WSL_KERN_PAIRS_QUEUED, EST_NS, 8 * 80000ull + 6 * 8000ull) ||
+           estimate_nvtx(WSL_KERN_PAIRS_SPLIT, EST_SPLIT_NS, 8 * 81500ull + 6 * 9000ull);
+}
+
+static int estimate_chrome(enum wsl_kern_pairs mode, uint64_t est, uint64_t timed_ns, const char *const *args)
+{
+    wsl_kern_pairs = mode; /* the outputs adjust alike */
     char path[512], out[600], err[256];
     test_path(path, sizeof path, "kern_outputs_chrome.trace.zst");
     CHECK(write_pairs(path, false) == 0);
-    uint64_t est = EST_NS;
     snprintf(out, sizeof out, "%s.json", path);
     struct wsl_chrome_options copt = {.output = out};
     struct wsl_chrome_result cres;
@@ -401,18 +422,33 @@ int test_kern_estimate_chrome(void)
     uint64_t timed = chrome_durations(json, "kernel", &n_timed), estimated = chrome_durations(json, "kernel_estimated", &n_est);
     CHECK_EQ(n_timed, 14);
     CHECK_EQ(n_est, 296);
-    CHECK_EQ(timed, 8 * 80000ull + 6 * 8000ull);
+    CHECK_EQ(timed, timed_ns);
     CHECK_EQ(timed + estimated, est);
-    CHECK(strstr(json, "\"measured_ns\":83000,\"pair_overhead_ns\":3000") != NULL);
-    CHECK(strstr(json, "\"measured_ns\":10000,\"pair_overhead_ns\":2000") != NULL);
+    for (; *args; args++)
+        CHECKF(strstr(json, *args) != NULL, "no %s", *args);
     free(json);
     remove(out);
     return 0;
 }
 
+/* queued: the queued slices shorter by their size's D, the idle ones as measured; split: every
+ * timed slice adjusted by half its size's D (an idle one starts earlier, a queued one ends
+ * earlier) */
+int test_kern_estimate_chrome(void)
+{
+    static const char *const queued[] = {"\"measured_ns\":83000,\"pair_adjust_ns\":-3000",
+                                         "\"measured_ns\":10000,\"pair_adjust_ns\":-2000", NULL};
+    static const char *const split[] = {"\"measured_ns\":83000,\"pair_adjust_ns\":-1500",
+                                        "\"measured_ns\":80000,\"pair_adjust_ns\":1500",
+                                        "\"measured_ns\":10000,\"pair_adjust_ns\":-1000",
+                                        "\"measured_ns\":8000,\"pair_adjust_ns\":1000", NULL};
+    return estimate_chrome(WSL_KERN_PAIRS_QUEUED, EST_NS, 8 * 80000ull + 6 * 8000ull, queued) ||
+           estimate_chrome(WSL_KERN_PAIRS_SPLIT, EST_SPLIT_NS, 8 * 81500ull + 6 * 9000ull, split);
+}
+
 int test_kern_estimate_project(void)
 {
-    wsl_kern_take_off_pairs = true; /* --gpu-pair-correction: the outputs take it off alike */
+    wsl_kern_pairs = WSL_KERN_PAIRS_QUEUED; /* --gpu-pair-correction: the outputs adjust alike */
     char path[512], err[256];
     test_path(path, sizeof path, "kern_outputs_project.trace.zst");
     CHECK(write_pairs(path, false) == 0);
@@ -434,7 +470,7 @@ int test_kern_estimate_project(void)
  * slices and the projection's GPU as in the report. */
 int test_kern_estimate_fallbacks(void)
 {
-    wsl_kern_take_off_pairs = true; /* --gpu-pair-correction: the outputs take it off alike */
+    wsl_kern_pairs = WSL_KERN_PAIRS_QUEUED; /* --gpu-pair-correction: the outputs adjust alike */
     char path[512], out[600], err[256];
     test_path(path, sizeof path, "kern_outputs_sizes.trace.zst");
     CHECK(write_sizes(path, false) == 0);
@@ -451,9 +487,9 @@ int test_kern_estimate_fallbacks(void)
     CHECK_EQ(n_timed, 3);
     CHECK_EQ(n_est, 1060 - 3);
     CHECK_EQ(timed + estimated, est);
-    CHECK(strstr(json, "\"basis\":\"mean of this kernel's timed launches, less the event pairs' overhead\"") != NULL);
-    CHECK(strstr(json, "\"basis\":\"mean of the process's timed kernels, less the event pairs' overhead\"") != NULL);
-    CHECK(strstr(json, "pair_overhead_ns") == NULL); /* none measured: the slices as measured */
+    CHECK(strstr(json, "\"basis\":\"mean of this kernel's timed launches, adjusted for the event pairs\"") != NULL);
+    CHECK(strstr(json, "\"basis\":\"mean of the process's timed kernels, adjusted for the event pairs\"") != NULL);
+    CHECK(strstr(json, "pair_adjust_ns") == NULL); /* none measured: the slices as measured */
     free(json);
     remove(out);
 
