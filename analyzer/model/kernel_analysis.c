@@ -91,6 +91,7 @@ struct launch_row {
     uint64_t captured;
     uint64_t timed, timed_ticks;
     uint64_t timed_idle, idle_ticks; /* of them, those that found the GPU idle at submit */
+    double timed_sq, idle_sq;   /* the sums of their squares (ticks^2): the sampling's variance */
 };
 
 #define MAX_CAPTURING 64 /* streams capturing at once, per process */
@@ -382,10 +383,14 @@ static void take_gpu_time(struct wsl_kern_trace *t, const struct wsl_event *ev)
         if (row == UINT64_MAX) {
             t->config_timed_untracked++;
         } else {
-            t->rows[row].timed++;
-            t->rows[row].timed_ticks += dur;
-            t->rows[row].timed_idle += idle;
-            t->rows[row].idle_ticks += idle ? dur : 0;
+            struct launch_row *lr = &t->rows[row];
+            double sq = (double)dur * (double)dur;
+            lr->timed++;
+            lr->timed_ticks += dur;
+            lr->timed_sq += sq;
+            lr->timed_idle += idle;
+            lr->idle_ticks += idle ? dur : 0;
+            lr->idle_sq += idle ? sq : 0;
         }
     }
 }
@@ -657,6 +662,26 @@ void wsl_kern_estimate_build(const struct wsl_kern_trace *t, double ns_per_tick,
     }
 }
 
+/* The sampling variance (ticks^2) of a configuration's estimate over `run` launches: the variance
+ * of its timed measures, each adjusted for D as the estimate adjusts it, over the timed ones,
+ * times run^2 and the finite population's correction (1 - timed / run). 0 when timed fewer than
+ * twice. */
+static double row_variance(const struct launch_row *r, uint64_t d, uint64_t run)
+{
+    uint64_t n = r->timed, ni = r->timed_idle, nq = n - ni;
+    if (n < 2 || run <= n)
+        return 0;
+    double ai = (double)adjust_one(d, true), aq = (double)adjust_one(d, false);
+    double si = (double)r->idle_ticks, sq = (double)(r->timed_ticks - r->idle_ticks);
+    double qi = r->idle_sq, qq = r->timed_sq - r->idle_sq;
+    double sum = si + (double)ni * ai + sq + (double)nq * aq;
+    double sum2 = qi + 2 * ai * si + (double)ni * ai * ai + qq + 2 * aq * sq + (double)nq * aq * aq;
+    double var = (sum2 - sum * sum / (double)n) / (double)(n - 1);
+    if (!(var > 0))
+        return 0;
+    return var / (double)n * (double)run * (double)run * (1.0 - (double)n / (double)run);
+}
+
 void wsl_kern_trace_merge(const struct wsl_kern_trace *t, struct wsl_kernels *k, int32_t pid, double ns_per_tick,
                           struct wsl_kern_gpu_use *use)
 {
@@ -743,6 +768,8 @@ void wsl_kern_trace_merge(const struct wsl_kern_trace *t, struct wsl_kernels *k,
             uint64_t run = n - r->captured;
             sum[own].by_config += run;
             sum[own].by_config_est += estimate_row(&e, r->handle, r->config)->mean_ns * run;
+            use->est_var_ns2 += row_variance(r, row_overhead(r, over), run) * ns_per_tick * ns_per_tick;
+            use->est_var_known = true;
         }
     }
     for (size_t i = 0; i < t->rows_count; i++) {
@@ -789,6 +816,8 @@ void wsl_kern_trace_merge(const struct wsl_kern_trace *t, struct wsl_kernels *k,
     free(sum);
     wsl_kern_estimate_free(&e);
     k->est_gpu_ns += use->est_gpu_ns;
+    k->est_var_ns2 += use->est_var_ns2;
+    k->est_var_known |= use->est_var_known;
     if (t->first_launch && t->last_gpu > t->first_launch)
         use->gpu_phase_ns = ns_saturated((double)(t->last_gpu - t->first_launch) * ns_per_tick);
 }

@@ -110,6 +110,13 @@ struct wsl_kern_gpu_use {
      * wsl_kern_pairs says. pair_groups 0: not measured (no configuration had both). */
     uint64_t pair_overhead_ns, pair_groups, pair_weight;
     uint64_t est_gpu_ns;        /* estimated GPU time of all its kernel and graph launches */
+    /* The sampling's variance of est_gpu_ns, in ns^2: per (function, configuration) timed at least
+     * twice, (launches not timed)^2 x the variance of its timed measures (as adjusted) / the timed
+     * ones x (1 - timed / launches); its configurations timed fewer times, the functions of older
+     * traces and graph launches add none (so it is a lower bound). est_var_known: some
+     * configuration was timed (the trace names configurations). */
+    double est_var_ns2;
+    bool est_var_known;
     uint64_t gpu_phase_ns;      /* from its first launch to the end of its last launch or timed GPU work */
 };
 
@@ -140,6 +147,8 @@ struct wsl_kernels {
     struct wsl_hist idle_start_before_ns; /* of them, placed before their call began (the clock
                                              mapping's error; counted 0 above): by how much */
     uint64_t est_gpu_ns;        /* all processes' estimated GPU time */
+    double est_var_ns2;         /* the sum of their sampling variances (wsl_kern_gpu_use) */
+    bool est_var_known;
     uint64_t busy_wall_ns;      /* GPU phase (first launch to last GPU work) of the processes with timed
                                    launches, summed (wsl_run_finish) */
     double busy_estimate;       /* est_gpu_ns / busy_wall_ns, at most 1; -1: nothing timed */

@@ -3,6 +3,7 @@
  * APIs, file I/O, memory, the GPU's kernels and NVTX ranges. A struct's plain counters are
  * written from a table of them (json_writer.h, JSON_U64_FIELD): adding one is adding a row.
  */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -364,6 +365,8 @@ void report_json_write_gpu(struct json_writer *w, const struct wsl_run *run, con
     /* of them, placed before the call began: by how much */
     write_ns_summary(w, "submit_latency_mapping_error_ns", &k->idle_start_before_ns);
     json_key_u64(w, "gpu_time_est_ns", k->est_gpu_ns);  /* per kernel, launches x their configuration's mean */
+    /* its sampling's standard error (configurations timed at least twice; null: no configuration timed) */
+    json_key_u64_or_null(w, "gpu_time_est_stderr_ns", k->est_var_known, (uint64_t)(sqrt(k->est_var_ns2) + 0.5));
     /* D, queued minus idle measures, by which the estimates adjust the timed launches (wsl_kern_pairs);
      * null: not measured (no configuration timed both queued and idle), nothing adjusted */
     json_key_u64_or_null(w, "pair_overhead_ns", k->pair_groups > 0, k->pair_overhead_ns);

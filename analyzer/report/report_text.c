@@ -3,6 +3,7 @@
  * where host time went per API, kernels, memory, the file I/O and every
  * bottleneck with its evidence and advice. */
 #include <inttypes.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -319,6 +320,11 @@ static void write_gpu_time(FILE *out, const struct wsl_kernels *k)
         fprintf(out, ", %" PRIu64 " of them graphs", k->graphs_timed);
     fputs(")\n  estimated GPU time ", out);
     put_ns(out, k->est_gpu_ns);
+    if (k->est_var_known && k->est_var_ns2 > 0) {
+        fputs(" (standard error of the sampling ", out);
+        put_ns(out, (uint64_t)(sqrt(k->est_var_ns2) + 0.5));
+        fputc(')', out);
+    }
     if (k->busy_estimate >= 0)
         fprintf(out, ", GPU busy %.0f%% of the GPU phase (first launch to last GPU work)", 100 * k->busy_estimate);
     fprintf(out, "\n  GPU idle at submit: %.0f%% of timed launches (the GPU had caught up and waited for the host)\n",

@@ -325,6 +325,32 @@ int test_kern_pair_overhead(void)
     return 0;
 }
 
+/* The estimate's sampling standard error (write_pairs' trace): with the measures as they are,
+ * the 40-block size (4 x 80 us, 4 x 83 us timed of 100 launches) and the 4-block one (3 x 8 us,
+ * 3 x 10 us of 200) add (1.5 us)^2 x 8/7 / 8 x 100^2 x 0.92 and (1 us)^2 x 6/5 / 6 x 200^2 x 0.97
+ * (us^2): 103.52 us; split, every adjusted measure of a size is alike (81.5 and 9 us): 0. The
+ * function never timed adds nothing. */
+int test_kern_estimate_stderr(void)
+{
+    char path[512];
+    test_path(path, sizeof path, "kern_stderr.trace.zst");
+    CHECK(write_pairs(path, false) == 0);
+    struct wsl_run run;
+    wsl_kern_pairs = WSL_KERN_PAIRS_NONE;
+    if (read_trace(&run, path))
+        return 1;
+    CHECK(run.kernels.est_var_known);
+    CHECKF(fabs(sqrt(run.kernels.est_var_ns2) - 103523.6) < 1.0, "%.1f", sqrt(run.kernels.est_var_ns2));
+    wsl_run_free(&run);
+    wsl_kern_pairs = WSL_KERN_PAIRS_SPLIT;
+    if (read_trace(&run, path))
+        return 1;
+    CHECK(run.kernels.est_var_known);
+    CHECKF(sqrt(run.kernels.est_var_ns2) < 1.0, "%.1f", sqrt(run.kernels.est_var_ns2));
+    wsl_run_free(&run);
+    return 0;
+}
+
 /* The sum of the "dur" of the timeline's slices of category `cat` ("kernel", "kernel_estimated"),
  * in ns; *n: how many. */
 static uint64_t chrome_durations(const char *json, const char *cat, uint64_t *n)

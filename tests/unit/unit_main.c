@@ -92,6 +92,7 @@
     X(kern_config_estimate)       \
     X(kern_config_unknown)        \
     X(kern_configs_bounded)       \
+    X(kern_estimate_stderr)       \
     X(kern_pair_overhead)         \
     X(kern_estimate_nvtx)         \
     X(kern_estimate_chrome)       \
