@@ -793,19 +793,37 @@ struct wsl_packed_out {
  * (reset as for EVENTS). The literal column needs room for WSL_COL_LIT_MAX
  * bytes per event still to be encoded (the api varint may be written one byte
  * past what it keeps). */
+static inline __attribute__((always_inline)) void wsl_pack_arguments_miss(struct wsl_pack_state *ps,
+                                                                          struct wsl_codec_state *st,
+                                                                          const struct wsl_event *ev,
+                                                                          unsigned prev, uint8_t **op_at,
+                                                                          uint8_t **lit_at);
+
 static inline __attribute__((always_inline)) void wsl_pack_arguments(struct wsl_pack_state *ps,
                                                                      struct wsl_codec_state *st,
                                                                      const struct wsl_event *ev, uint8_t **op_at,
                                                                      uint8_t **lit_at)
 {
-    const unsigned api = ev->api, prev = ps->prev;
-    unsigned k = ps->next[prev];
+    const unsigned prev = ps->prev;
+    const unsigned k = ps->next[prev];
     if (k < ps->entries && wsl_pack_same(&ps->table[k], ev)) { /* the set that followed the previous one */
         *(*op_at)++ = (uint8_t)(k + 1);
         ps->prev = (uint8_t)k;
         return;
     }
-    k = ps->last[api];
+    wsl_pack_arguments_miss(ps, st, ev, prev, op_at, lit_at);
+}
+
+/* wsl_pack_arguments past its first check (the successor of `prev`, the previous event's entry,
+ * was not the set): the api's last set, the hash, or a literal. */
+static inline __attribute__((always_inline)) void wsl_pack_arguments_miss(struct wsl_pack_state *ps,
+                                                                          struct wsl_codec_state *st,
+                                                                          const struct wsl_event *ev,
+                                                                          unsigned prev, uint8_t **op_at,
+                                                                          uint8_t **lit_at)
+{
+    const unsigned api = ev->api;
+    unsigned k = ps->last[api];
     if (k < ps->entries && wsl_pack_same(&ps->table[k], ev)) { /* a call repeating the api's previous set */
         *(*op_at)++ = (uint8_t)(k + 1);
         ps->next[prev] = ps->prev = (uint8_t)k;
@@ -1000,6 +1018,48 @@ static inline __attribute__((always_inline)) void wsl_event_encode_gaps(struct w
     o->dur_hi = wsl_put_varint(o->dur_hi, dur >> 8);
     st->prev_t = t + dur;
     wsl_pack_arguments(ps, st, ev, &o->op, &o->lit);
+}
+
+/* Appends the events [ev, end) to the EVENTS_GAPS columns as wsl_event_encode_gaps would one by one
+ * (the same bytes), skipping those whose api is api_count or above. What every event reads and
+ * writes (the previous end, the previous entry, the table's size, the column pointers) stays in
+ * registers across the run: the columns are bytes, and a byte store may alias anything, so one
+ * event at a time the compiler loads and stores them again around each store (docs/overhead.md,
+ * "The writer, third pass": 7 to 9 instructions an event). */
+static inline __attribute__((always_inline)) void wsl_encode_gaps_run(struct wsl_pack_state *ps,
+                                                                     struct wsl_codec_state *st,
+                                                                     const struct wsl_event *ev,
+                                                                     const struct wsl_event *end,
+                                                                     uint32_t api_count, struct wsl_gaps_out *o)
+{
+    uint8_t *op = o->op, *gap = o->gap, *lo = o->dur_lo, *hi = o->dur_hi;
+    uint64_t prev_t = st->prev_t;
+    unsigned prev = ps->prev, entries = ps->entries;
+    for (; ev < end; ev++) {
+        if (__builtin_expect(ev->api >= api_count, 0))
+            continue;
+        const uint64_t t = ev->t_start, t_end = ev->t_end, dur = t_end >= t ? t_end - t : 0;
+        gap = wsl_put_varint(gap, wsl_zigzag((int64_t)(t - prev_t)));
+        *lo++ = (uint8_t)dur;
+        hi = wsl_put_varint(hi, dur >> 8);
+        prev_t = t + dur;
+        const unsigned k = ps->next[prev];
+        if (__builtin_expect(k < entries && wsl_pack_same(&ps->table[k], ev), 1)) {
+            *op++ = (uint8_t)(k + 1);
+            prev = k;
+            continue;
+        }
+        ps->prev = (uint8_t)prev;
+        wsl_pack_arguments_miss(ps, st, ev, prev, &op, &o->lit);
+        prev = ps->prev;
+        entries = ps->entries;
+    }
+    st->prev_t = prev_t;
+    ps->prev = (uint8_t)prev;
+    o->op = op;
+    o->gap = gap;
+    o->dur_lo = lo;
+    o->dur_hi = hi;
 }
 
 /* Splits the encoded bytes of an EVENTS_GAPS chunk as wsl_packed_open does an

@@ -27,7 +27,8 @@
  * instead of ZSTD_compress2: matches found by its own matcher, except in the
  * columns REPLAY_SEQ_KINDS marks N (default MMMMNMM: the durations' low bytes),
  * which are literals only and a zstd block of their own (docs/overhead.md, "The
- * writer, third pass": measured, not taken).
+ * writer, third pass": measured, not taken). REPLAY_RAW_LITERALS=1: zstd's
+ * literals stored raw, in any mode.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -245,9 +246,7 @@ static inline __attribute__((always_inline)) void encode_run(struct open_chunk *
     struct wsl_gaps_out o = c->o;
     const struct wsl_event *const end = ev + n;
     const uint32_t api_count = WSL_MAX_API_IDS;
-    for (; ev < end; ev++)
-        if (__builtin_expect(ev->api < api_count, 1))
-            wsl_event_encode_gaps(&c->pack, &c->codec, ev, &o);
+    wsl_encode_gaps_run(&c->pack, &c->codec, ev, end, api_count, &o);
     c->o = o;
     c->eh.count = (uint32_t)(o.op - c->op);
 }
@@ -359,7 +358,10 @@ int main(int argc, char **argv)
     ZSTD_CCtx_setParameter(zc, ZSTD_c_checksumFlag, 1);
     wsl_zseq_setup(zc);
 #ifdef ZSTD_c_literalCompressionMode
-    ZSTD_CCtx_setParameter(zc, ZSTD_c_literalCompressionMode, ZSTD_ps_enable);
+    /* REPLAY_RAW_LITERALS=1: literals stored raw (level -1's own default; with -seq and
+     * REPLAY_SEQ_KINDS=NNNNNNN, no match and no entropy stage: zstd's floor, its frame and checksum) */
+    ZSTD_CCtx_setParameter(zc, ZSTD_c_literalCompressionMode,
+                           getenv("REPLAY_RAW_LITERALS") ? ZSTD_ps_disable : ZSTD_ps_enable);
 #endif
     if (dn < sizeof(struct wsl_file_header))
         return 1;
