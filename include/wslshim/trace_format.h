@@ -884,11 +884,12 @@ struct wsl_packed_in {
                                durations' high bits); NULL: EVENTS_PACKED */
 };
 
-/* Splits the encoded bytes of an EVENTS_PACKED chunk like wsl_columns_open:
- * count must fit the dt and dur columns, literals must be at most count and
- * fit the literal column (two bytes at least each). */
-static inline enum wsl_columns_status wsl_packed_open(struct wsl_packed_in *in, const uint8_t *p, size_t size,
-                                                      uint32_t count)
+/* The directory's checks and the columns' split, shared by EVENTS_PACKED and EVENTS_GAPS: count
+ * must fit the dt (gap) and dur (dur_hi) columns, literals must be at most count and fit the
+ * literal column (two bytes at least each); `gaps`: a dur_lo column of count bytes lies between
+ * the gap and dur_hi columns (EVENTS_GAPS), else none (in->dur_lo NULL). */
+static inline enum wsl_columns_status wsl_pack_columns_open(struct wsl_packed_in *in, const uint8_t *p, size_t size,
+                                                            uint32_t count, int gaps)
 {
     uint32_t dir[3];
     if (size < WSL_EVENTS_DIRECTORY_SIZE)
@@ -896,7 +897,8 @@ static inline enum wsl_columns_status wsl_packed_open(struct wsl_packed_in *in, 
     memcpy(dir, p, sizeof dir);
     if (count > dir[0] || count > dir[1] || dir[2] > count)
         return WSL_COLUMNS_COUNT_TOO_BIG;
-    uint64_t used = (uint64_t)WSL_EVENTS_DIRECTORY_SIZE + count + dir[0] + dir[1];
+    const uint32_t lo = gaps ? count : 0;
+    uint64_t used = (uint64_t)WSL_EVENTS_DIRECTORY_SIZE + count + lo + dir[0] + dir[1];
     if (used > size)
         return WSL_COLUMNS_OVERRUN;
     if ((uint64_t)dir[2] * 2 > size - used)
@@ -906,13 +908,39 @@ static inline enum wsl_columns_status wsl_packed_open(struct wsl_packed_in *in, 
     in->op_end = p += count;
     in->dt = p;
     in->dt_end = p += dir[0];
+    in->dur_lo = gaps ? p : NULL;
+    p += lo;
     in->dur = p;
     in->dur_end = p += dir[1];
     in->lit = p;
     in->lit_end = p + (size - (size_t)used);
     in->literals = dir[2];
-    in->dur_lo = NULL;
     return WSL_COLUMNS_OK;
+}
+
+/* Splits the encoded bytes of an EVENTS_PACKED chunk like wsl_columns_open (wsl_pack_columns_open's
+ * rules). */
+static inline enum wsl_columns_status wsl_packed_open(struct wsl_packed_in *in, const uint8_t *p, size_t size,
+                                                      uint32_t count)
+{
+    return wsl_pack_columns_open(in, p, size, count, 0);
+}
+
+/* The next event's op and its two time varints (dt and dur; EVENTS_GAPS: gap and dur_hi), shared
+ * by the packed and gaps decoders. Returns 0 on malformed input. */
+static inline int wsl_packed_next(struct wsl_packed_in *in, unsigned *op, uint64_t *first, uint64_t *second)
+{
+    const uint8_t *p;
+    if (in->op >= in->op_end)
+        return 0;
+    *op = *in->op++;
+    if (!(p = wsl_get_varint(in->dt, in->dt_end, first)))
+        return 0;
+    in->dt = p;
+    if (!(p = wsl_get_varint(in->dur, in->dur_end, second)))
+        return 0;
+    in->dur = p;
+    return 1;
 }
 
 /* The argument set of an event whose op is `op` (a table entry, or 0: the next
@@ -955,17 +983,8 @@ static inline int wsl_event_decode_packed(struct wsl_pack_state *ps, struct wsl_
                                           struct wsl_packed_in *in, uint32_t api_limit, struct wsl_event *ev)
 {
     uint64_t dt, dur;
-    const uint8_t *p;
-    if (in->op >= in->op_end)
-        return 0;
-    unsigned op = *in->op++;
-    if (!(p = wsl_get_varint(in->dt, in->dt_end, &dt)))
-        return 0;
-    in->dt = p;
-    if (!(p = wsl_get_varint(in->dur, in->dur_end, &dur)))
-        return 0;
-    in->dur = p;
-    if (!wsl_unpack_arguments(ps, st, in, op, api_limit, ev))
+    unsigned op;
+    if (!wsl_packed_next(in, &op, &dt, &dur) || !wsl_unpack_arguments(ps, st, in, op, api_limit, ev))
         return 0;
     wsl_decode_times(st, ev, dt, dur);
     return 1;
@@ -1067,30 +1086,7 @@ static inline __attribute__((always_inline)) void wsl_encode_gaps_run(struct wsl
 static inline enum wsl_columns_status wsl_gaps_open(struct wsl_packed_in *in, const uint8_t *p, size_t size,
                                                     uint32_t count)
 {
-    uint32_t dir[3];
-    if (size < WSL_EVENTS_DIRECTORY_SIZE)
-        return WSL_COLUMNS_NO_DIRECTORY;
-    memcpy(dir, p, sizeof dir);
-    if (count > dir[0] || count > dir[1] || dir[2] > count)
-        return WSL_COLUMNS_COUNT_TOO_BIG;
-    uint64_t used = (uint64_t)WSL_EVENTS_DIRECTORY_SIZE + 2ull * count + dir[0] + dir[1];
-    if (used > size)
-        return WSL_COLUMNS_OVERRUN;
-    if ((uint64_t)dir[2] * 2 > size - used)
-        return WSL_COLUMNS_COUNT_TOO_BIG;
-    p += WSL_EVENTS_DIRECTORY_SIZE;
-    in->op = p;
-    in->op_end = p += count;
-    in->dt = p;
-    in->dt_end = p += dir[0];
-    in->dur_lo = p;
-    p += count;
-    in->dur = p;
-    in->dur_end = p += dir[1];
-    in->lit = p;
-    in->lit_end = p + (size - (size_t)used);
-    in->literals = dir[2];
-    return WSL_COLUMNS_OK;
+    return wsl_pack_columns_open(in, p, size, count, 1);
 }
 
 /* Decodes the next EVENTS_GAPS event (the reference decoder, as
@@ -1099,16 +1095,9 @@ static inline int wsl_event_decode_gaps(struct wsl_pack_state *ps, struct wsl_co
                                         struct wsl_packed_in *in, uint32_t api_limit, struct wsl_event *ev)
 {
     uint64_t gap, hi;
-    const uint8_t *p;
-    if (in->op >= in->op_end)
+    unsigned op;
+    if (!wsl_packed_next(in, &op, &gap, &hi) || hi >> 56)
         return 0;
-    unsigned op = *in->op++;
-    if (!(p = wsl_get_varint(in->dt, in->dt_end, &gap)))
-        return 0;
-    in->dt = p;
-    if (!(p = wsl_get_varint(in->dur, in->dur_end, &hi)) || hi >> 56)
-        return 0;
-    in->dur = p;
     const uint64_t dur = hi << 8 | *in->dur_lo++;
     if (!wsl_unpack_arguments(ps, st, in, op, api_limit, ev))
         return 0;
