@@ -16,6 +16,7 @@
 #ifndef WSLSHIM_FRAME_SEQ_H
 #define WSLSHIM_FRAME_SEQ_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
