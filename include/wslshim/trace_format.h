@@ -793,19 +793,37 @@ struct wsl_packed_out {
  * (reset as for EVENTS). The literal column needs room for WSL_COL_LIT_MAX
  * bytes per event still to be encoded (the api varint may be written one byte
  * past what it keeps). */
+static inline __attribute__((always_inline)) void wsl_pack_arguments_miss(struct wsl_pack_state *ps,
+                                                                          struct wsl_codec_state *st,
+                                                                          const struct wsl_event *ev,
+                                                                          unsigned prev, uint8_t **op_at,
+                                                                          uint8_t **lit_at);
+
 static inline __attribute__((always_inline)) void wsl_pack_arguments(struct wsl_pack_state *ps,
                                                                      struct wsl_codec_state *st,
                                                                      const struct wsl_event *ev, uint8_t **op_at,
                                                                      uint8_t **lit_at)
 {
-    const unsigned api = ev->api, prev = ps->prev;
-    unsigned k = ps->next[prev];
+    const unsigned prev = ps->prev;
+    const unsigned k = ps->next[prev];
     if (k < ps->entries && wsl_pack_same(&ps->table[k], ev)) { /* the set that followed the previous one */
         *(*op_at)++ = (uint8_t)(k + 1);
         ps->prev = (uint8_t)k;
         return;
     }
-    k = ps->last[api];
+    wsl_pack_arguments_miss(ps, st, ev, prev, op_at, lit_at);
+}
+
+/* wsl_pack_arguments past its first check (the successor of `prev`, the previous event's entry,
+ * was not the set): the api's last set, the hash, or a literal. */
+static inline __attribute__((always_inline)) void wsl_pack_arguments_miss(struct wsl_pack_state *ps,
+                                                                          struct wsl_codec_state *st,
+                                                                          const struct wsl_event *ev,
+                                                                          unsigned prev, uint8_t **op_at,
+                                                                          uint8_t **lit_at)
+{
+    const unsigned api = ev->api;
+    unsigned k = ps->last[api];
     if (k < ps->entries && wsl_pack_same(&ps->table[k], ev)) { /* a call repeating the api's previous set */
         *(*op_at)++ = (uint8_t)(k + 1);
         ps->next[prev] = ps->prev = (uint8_t)k;
@@ -866,11 +884,12 @@ struct wsl_packed_in {
                                durations' high bits); NULL: EVENTS_PACKED */
 };
 
-/* Splits the encoded bytes of an EVENTS_PACKED chunk like wsl_columns_open:
- * count must fit the dt and dur columns, literals must be at most count and
- * fit the literal column (two bytes at least each). */
-static inline enum wsl_columns_status wsl_packed_open(struct wsl_packed_in *in, const uint8_t *p, size_t size,
-                                                      uint32_t count)
+/* The directory's checks and the columns' split, shared by EVENTS_PACKED and EVENTS_GAPS: count
+ * must fit the dt (gap) and dur (dur_hi) columns, literals must be at most count and fit the
+ * literal column (two bytes at least each); `gaps`: a dur_lo column of count bytes lies between
+ * the gap and dur_hi columns (EVENTS_GAPS), else none (in->dur_lo NULL). */
+static inline enum wsl_columns_status wsl_pack_columns_open(struct wsl_packed_in *in, const uint8_t *p, size_t size,
+                                                            uint32_t count, int gaps)
 {
     uint32_t dir[3];
     if (size < WSL_EVENTS_DIRECTORY_SIZE)
@@ -878,7 +897,8 @@ static inline enum wsl_columns_status wsl_packed_open(struct wsl_packed_in *in, 
     memcpy(dir, p, sizeof dir);
     if (count > dir[0] || count > dir[1] || dir[2] > count)
         return WSL_COLUMNS_COUNT_TOO_BIG;
-    uint64_t used = (uint64_t)WSL_EVENTS_DIRECTORY_SIZE + count + dir[0] + dir[1];
+    const uint32_t lo = gaps ? count : 0;
+    uint64_t used = (uint64_t)WSL_EVENTS_DIRECTORY_SIZE + count + lo + dir[0] + dir[1];
     if (used > size)
         return WSL_COLUMNS_OVERRUN;
     if ((uint64_t)dir[2] * 2 > size - used)
@@ -888,13 +908,39 @@ static inline enum wsl_columns_status wsl_packed_open(struct wsl_packed_in *in, 
     in->op_end = p += count;
     in->dt = p;
     in->dt_end = p += dir[0];
+    in->dur_lo = gaps ? p : NULL;
+    p += lo;
     in->dur = p;
     in->dur_end = p += dir[1];
     in->lit = p;
     in->lit_end = p + (size - (size_t)used);
     in->literals = dir[2];
-    in->dur_lo = NULL;
     return WSL_COLUMNS_OK;
+}
+
+/* Splits the encoded bytes of an EVENTS_PACKED chunk like wsl_columns_open (wsl_pack_columns_open's
+ * rules). */
+static inline enum wsl_columns_status wsl_packed_open(struct wsl_packed_in *in, const uint8_t *p, size_t size,
+                                                      uint32_t count)
+{
+    return wsl_pack_columns_open(in, p, size, count, 0);
+}
+
+/* The next event's op and its two time varints (dt and dur; EVENTS_GAPS: gap and dur_hi), shared
+ * by the packed and gaps decoders. Returns 0 on malformed input. */
+static inline int wsl_packed_next(struct wsl_packed_in *in, unsigned *op, uint64_t *first, uint64_t *second)
+{
+    const uint8_t *p;
+    if (in->op >= in->op_end)
+        return 0;
+    *op = *in->op++;
+    if (!(p = wsl_get_varint(in->dt, in->dt_end, first)))
+        return 0;
+    in->dt = p;
+    if (!(p = wsl_get_varint(in->dur, in->dur_end, second)))
+        return 0;
+    in->dur = p;
+    return 1;
 }
 
 /* The argument set of an event whose op is `op` (a table entry, or 0: the next
@@ -937,17 +983,8 @@ static inline int wsl_event_decode_packed(struct wsl_pack_state *ps, struct wsl_
                                           struct wsl_packed_in *in, uint32_t api_limit, struct wsl_event *ev)
 {
     uint64_t dt, dur;
-    const uint8_t *p;
-    if (in->op >= in->op_end)
-        return 0;
-    unsigned op = *in->op++;
-    if (!(p = wsl_get_varint(in->dt, in->dt_end, &dt)))
-        return 0;
-    in->dt = p;
-    if (!(p = wsl_get_varint(in->dur, in->dur_end, &dur)))
-        return 0;
-    in->dur = p;
-    if (!wsl_unpack_arguments(ps, st, in, op, api_limit, ev))
+    unsigned op;
+    if (!wsl_packed_next(in, &op, &dt, &dur) || !wsl_unpack_arguments(ps, st, in, op, api_limit, ev))
         return 0;
     wsl_decode_times(st, ev, dt, dur);
     return 1;
@@ -1002,35 +1039,54 @@ static inline __attribute__((always_inline)) void wsl_event_encode_gaps(struct w
     wsl_pack_arguments(ps, st, ev, &o->op, &o->lit);
 }
 
+/* Appends the events [ev, end) to the EVENTS_GAPS columns as wsl_event_encode_gaps would one by one
+ * (the same bytes), skipping those whose api is api_count or above. What every event reads and
+ * writes (the previous end, the previous entry, the table's size, the column pointers) stays in
+ * registers across the run: the columns are bytes, and a byte store may alias anything, so one
+ * event at a time the compiler loads and stores them again around each store (docs/overhead.md,
+ * "The writer, third pass": 7 to 9 instructions an event). */
+static inline __attribute__((always_inline)) void wsl_encode_gaps_run(struct wsl_pack_state *ps,
+                                                                     struct wsl_codec_state *st,
+                                                                     const struct wsl_event *ev,
+                                                                     const struct wsl_event *end,
+                                                                     uint32_t api_count, struct wsl_gaps_out *o)
+{
+    uint8_t *op = o->op, *gap = o->gap, *lo = o->dur_lo, *hi = o->dur_hi;
+    uint64_t prev_t = st->prev_t;
+    unsigned prev = ps->prev, entries = ps->entries;
+    for (; ev < end; ev++) {
+        if (__builtin_expect(ev->api >= api_count, 0))
+            continue;
+        const uint64_t t = ev->t_start, t_end = ev->t_end, dur = t_end >= t ? t_end - t : 0;
+        gap = wsl_put_varint(gap, wsl_zigzag((int64_t)(t - prev_t)));
+        *lo++ = (uint8_t)dur;
+        hi = wsl_put_varint(hi, dur >> 8);
+        prev_t = t + dur;
+        const unsigned k = ps->next[prev];
+        if (__builtin_expect(k < entries && wsl_pack_same(&ps->table[k], ev), 1)) {
+            *op++ = (uint8_t)(k + 1);
+            prev = k;
+            continue;
+        }
+        ps->prev = (uint8_t)prev;
+        wsl_pack_arguments_miss(ps, st, ev, prev, &op, &o->lit);
+        prev = ps->prev;
+        entries = ps->entries;
+    }
+    st->prev_t = prev_t;
+    ps->prev = (uint8_t)prev;
+    o->op = op;
+    o->gap = gap;
+    o->dur_lo = lo;
+    o->dur_hi = hi;
+}
+
 /* Splits the encoded bytes of an EVENTS_GAPS chunk as wsl_packed_open does an
  * EVENTS_PACKED chunk's (dt: the gap column, dur: dur_hi, dur_lo set). */
 static inline enum wsl_columns_status wsl_gaps_open(struct wsl_packed_in *in, const uint8_t *p, size_t size,
                                                     uint32_t count)
 {
-    uint32_t dir[3];
-    if (size < WSL_EVENTS_DIRECTORY_SIZE)
-        return WSL_COLUMNS_NO_DIRECTORY;
-    memcpy(dir, p, sizeof dir);
-    if (count > dir[0] || count > dir[1] || dir[2] > count)
-        return WSL_COLUMNS_COUNT_TOO_BIG;
-    uint64_t used = (uint64_t)WSL_EVENTS_DIRECTORY_SIZE + 2ull * count + dir[0] + dir[1];
-    if (used > size)
-        return WSL_COLUMNS_OVERRUN;
-    if ((uint64_t)dir[2] * 2 > size - used)
-        return WSL_COLUMNS_COUNT_TOO_BIG;
-    p += WSL_EVENTS_DIRECTORY_SIZE;
-    in->op = p;
-    in->op_end = p += count;
-    in->dt = p;
-    in->dt_end = p += dir[0];
-    in->dur_lo = p;
-    p += count;
-    in->dur = p;
-    in->dur_end = p += dir[1];
-    in->lit = p;
-    in->lit_end = p + (size - (size_t)used);
-    in->literals = dir[2];
-    return WSL_COLUMNS_OK;
+    return wsl_pack_columns_open(in, p, size, count, 1);
 }
 
 /* Decodes the next EVENTS_GAPS event (the reference decoder, as
@@ -1039,16 +1095,9 @@ static inline int wsl_event_decode_gaps(struct wsl_pack_state *ps, struct wsl_co
                                         struct wsl_packed_in *in, uint32_t api_limit, struct wsl_event *ev)
 {
     uint64_t gap, hi;
-    const uint8_t *p;
-    if (in->op >= in->op_end)
+    unsigned op;
+    if (!wsl_packed_next(in, &op, &gap, &hi) || hi >> 56)
         return 0;
-    unsigned op = *in->op++;
-    if (!(p = wsl_get_varint(in->dt, in->dt_end, &gap)))
-        return 0;
-    in->dt = p;
-    if (!(p = wsl_get_varint(in->dur, in->dur_end, &hi)) || hi >> 56)
-        return 0;
-    in->dur = p;
     const uint64_t dur = hi << 8 | *in->dur_lo++;
     if (!wsl_unpack_arguments(ps, st, in, op, api_limit, ev))
         return 0;

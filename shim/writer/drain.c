@@ -126,7 +126,8 @@ void wsl_events_after_fork_child(void)
 }
 
 /* n events from ev (contiguous) onto c's columns, which have room for them. Two
- * loops: the common one checks nothing but the api, in registers. */
+ * loops: the common one (trace_format.h's wsl_encode_gaps_run) checks nothing but the api,
+ * and keeps the chunk's state in registers. */
 static inline __attribute__((always_inline)) void encode_run(struct open_chunk *c, const struct wsl_event *ev,
                                                              size_t n)
 {
@@ -134,9 +135,8 @@ static inline __attribute__((always_inline)) void encode_run(struct open_chunk *
     const struct wsl_event *const end = ev + n;
     const uint32_t api_count = wsl_api_count;
     if (WSL_LIKELY(!wsl_helper_possible)) {
-        for (; ev < end; ev++)
-            if (WSL_LIKELY(ev->api < api_count)) /* always: ids come from the table */
-                wsl_event_encode_gaps(&c->pack, &c->codec, ev, &o);
+        /* ev->api < api_count always (ids come from the table); the run's state in registers */
+        wsl_encode_gaps_run(&c->pack, &c->codec, ev, end, api_count, &o);
     } else {
         for (; ev < end; ev++)
             if (WSL_LIKELY(ev->api < api_count)) {

@@ -3,7 +3,7 @@
  * trace's events, replayed in one thread with nothing else running, so that
  * callgrind counts the same instructions every run (tests/bench/cg_replay.sh).
  *
- *   writer_replay TRACE [gaps|gaps-per-drain|packed] [LEVEL|-] [OUT]
+ *   writer_replay TRACE [gaps|gaps-per-drain|packed][-seq] [LEVEL|-] [OUT]
  *
  * Reads the EVENTS_PACKED or EVENTS_GAPS chunks of TRACE and encodes their
  * events again as shim/writer/drain.c does (the same inline encoder of
@@ -22,6 +22,13 @@
  * times slower and unevenly, and the times it records are what zstd
  * compresses (a plain bench_hook trace recorded under callgrind takes 3.6
  * bytes per event, 1.2 natively). Not a test.
+ *
+ * -seq (gaps-seq, ...): the same bytes, each frame compressed by frame_seq.h
+ * instead of ZSTD_compress2: matches found by its own matcher, except in the
+ * columns REPLAY_SEQ_KINDS marks N (default MMMMNMM: the durations' low bytes),
+ * which are literals only and a zstd block of their own (docs/overhead.md, "The
+ * writer, third pass": measured, not taken). REPLAY_RAW_LITERALS=1: zstd's
+ * literals stored raw, in any mode.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -31,6 +38,7 @@
 #include <zstd.h>
 
 #include "wslshim/trace_format.h"
+#include "frame_seq.h"
 
 #define EVENTS_PER_CHUNK 4096u
 #define FRAME_BYTES (64u << 10)
@@ -61,15 +69,42 @@ static uint8_t frame_buf[FRAME_BYTES + (1u << 20)], zout[2u << 20];
 static size_t frame_len, compressed;
 static uint32_t chunk_seq; /* EVENTS chunks written: their seq (1.7), in file order */
 static FILE *out_file;     /* OUT: the trace replayed, or NULL */
+static int use_seq;        /* -seq modes: frame_seq.h's own matches and ZSTD_compressSequences, not the
+                              shim's ZSTD_compress2 */
+static struct wsl_zseq zseq;
+static struct wsl_zregion regions[1u << 16];
+static size_t nregions;
+
+/* The frame's bytes from here on are of `kind` (the -seq modes). */
+static void region_mark(uint32_t kind)
+{
+    if (nregions && regions[nregions - 1].kind == kind)
+        return;
+    if (nregions && regions[nregions - 1].start == frame_len)
+        nregions--;
+    if (nregions && regions[nregions - 1].kind == kind)
+        return;
+    if (nregions == sizeof regions / sizeof regions[0])
+        exit(1);
+    regions[nregions++] = (struct wsl_zregion){(uint32_t)frame_len, kind};
+}
 
 static void flush_open(void);
+
+/* The frame's compression, apart for callgrind (cg_replay.sh): the writer's matcher and zstd. */
+static size_t __attribute__((noinline)) compress_frame(void)
+{
+    return !use_seq ? ZSTD_compress2(zc, zout, sizeof zout, frame_buf, frame_len)
+                    : wsl_zseq_compress(zc, &zseq, zout, sizeof zout, frame_buf, frame_len, regions, nregions);
+}
 
 static void __attribute__((noinline)) frame_write(void)
 {
     flush_open();
     if (!frame_len)
         return;
-    size_t n = ZSTD_compress2(zc, zout, sizeof zout, frame_buf, frame_len);
+    size_t n = compress_frame();
+    nregions = 0;
     if (ZSTD_isError(n)) {
         fprintf(stderr, "writer_replay: %s\n", ZSTD_getErrorName(n));
         exit(1);
@@ -82,7 +117,8 @@ static void __attribute__((noinline)) frame_write(void)
     }
 }
 
-static void emit(uint32_t type, const void *const *parts, const size_t *sizes, unsigned count)
+/* kinds: each part's WSL_ZR_* (NULL: all WSL_ZR_MATCH) */
+static void emit(uint32_t type, const void *const *parts, const size_t *sizes, const uint8_t *kinds, unsigned count)
 {
     if (type != WSL_CHUNK_EVENTS_GAPS)
         flush_open();
@@ -94,13 +130,20 @@ static void emit(uint32_t type, const void *const *parts, const size_t *sizes, u
     if (frame_len + sizeof(struct wsl_chunk_header) + total > sizeof frame_buf)
         exit(1);
     struct wsl_chunk_header h = {type, (uint32_t)total};
+    region_mark(WSL_ZR_MATCH);
     memcpy(frame_buf + frame_len, &h, sizeof h);
     frame_len += sizeof h;
     for (unsigned i = 0; i < count; i++) {
+        region_mark(kinds ? kinds[i] : WSL_ZR_MATCH);
         memcpy(frame_buf + frame_len, parts[i], sizes[i]);
         frame_len += sizes[i];
     }
 }
+
+/* The -seq modes: an EVENTS_GAPS chunk's parts (header, directory, op, gap, dur_lo, dur_hi, literals),
+ * searched for matches (M) or not (N); REPLAY_SEQ_KINDS=MMMMNMM (the default) or another 7 letters. */
+static uint8_t gaps_kinds[] = {WSL_ZR_MATCH, WSL_ZR_MATCH, WSL_ZR_MATCH, WSL_ZR_MATCH,
+                               WSL_ZR_NOISE, WSL_ZR_MATCH, WSL_ZR_MATCH};
 
 /* One chunk's events, encoded as drain.c's emit_event_chunk does. */
 static void __attribute__((noinline)) encode_chunk(const struct wsl_event *ev, uint32_t n, struct wsl_events_header eh,
@@ -130,7 +173,7 @@ static void __attribute__((noinline)) encode_chunk(const struct wsl_event *ev, u
         eh.encoded_size = (uint32_t)(sizeof dir + 2u * n + dir[0] + dir[1] + (size_t)(o.lit - col_lit));
         const void *parts[] = {&eh, dir, col_op, col_time, col_dur_lo, col_dur, col_lit};
         const size_t sizes[] = {sizeof eh, sizeof dir, n, dir[0], n, dir[1], (size_t)(o.lit - col_lit)};
-        emit(WSL_CHUNK_EVENTS_GAPS, parts, sizes, 7);
+        emit(WSL_CHUNK_EVENTS_GAPS, parts, sizes, gaps_kinds, 7);
     } else {
         struct wsl_packed_out o = {col_op, col_time, col_dur, col_lit};
         for (uint32_t i = 0; i < n; i++) {
@@ -146,7 +189,8 @@ static void __attribute__((noinline)) encode_chunk(const struct wsl_event *ev, u
         eh.encoded_size = (uint32_t)(sizeof dir + n + dir[0] + dir[1] + (size_t)(o.lit - col_lit));
         const void *parts[] = {&eh, dir, col_op, col_time, col_dur, col_lit};
         const size_t sizes[] = {sizeof eh, sizeof dir, n, dir[0], dir[1], (size_t)(o.lit - col_lit)};
-        emit(WSL_CHUNK_EVENTS_PACKED, parts, sizes, 6);
+        static const uint8_t kinds[] = {WSL_ZR_MATCH, WSL_ZR_MATCH, WSL_ZR_MATCH, WSL_ZR_NOISE, WSL_ZR_NOISE, WSL_ZR_MATCH};
+        emit(WSL_CHUNK_EVENTS_PACKED, parts, sizes, kinds, 6);
     }
 }
 
@@ -164,7 +208,7 @@ static void chunk_close(struct open_chunk *c)
     const size_t sizes[] = {sizeof eh, sizeof dir, eh.count, dir[0], eh.count, dir[1], (size_t)(c->o.lit - c->lit)};
     const int was = chunks_flushing;
     chunks_flushing = 1;
-    emit(WSL_CHUNK_EVENTS_GAPS, parts, sizes, 7);
+    emit(WSL_CHUNK_EVENTS_GAPS, parts, sizes, gaps_kinds, 7);
     chunks_flushing = was;
 }
 
@@ -202,9 +246,7 @@ static inline __attribute__((always_inline)) void encode_run(struct open_chunk *
     struct wsl_gaps_out o = c->o;
     const struct wsl_event *const end = ev + n;
     const uint32_t api_count = WSL_MAX_API_IDS;
-    for (; ev < end; ev++)
-        if (__builtin_expect(ev->api < api_count, 1))
-            wsl_event_encode_gaps(&c->pack, &c->codec, ev, &o);
+    wsl_encode_gaps_run(&c->pack, &c->codec, ev, end, api_count, &o);
     c->o = o;
     c->eh.count = (uint32_t)(o.op - c->op);
 }
@@ -258,7 +300,7 @@ static uint64_t __attribute__((noinline)) replay(const struct record *recs, size
         } else {
             const void *parts[] = {rc->data};
             const size_t sizes[] = {rc->size};
-            emit(rc->type, parts, sizes, 1);
+            emit(rc->type, parts, sizes, NULL, 1);
         }
     }
     frame_write();
@@ -268,11 +310,18 @@ static uint64_t __attribute__((noinline)) replay(const struct record *recs, size
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: writer_replay TRACE [gaps|gaps-per-drain|packed] [LEVEL|-] [OUT]\n");
+        fprintf(stderr, "usage: writer_replay TRACE [gaps|gaps-per-drain|packed][-seq] [LEVEL|-] [OUT]\n");
         return 2;
     }
-    const int gaps = argc < 3 || strcmp(argv[2], "packed") != 0;
-    const int per_drain = argc > 2 && !strcmp(argv[2], "gaps-per-drain");
+    const char *mode = argc > 2 ? argv[2] : "gaps";
+    const size_t ml = strlen(mode);
+    if (ml > 4 && !strcmp(mode + ml - 4, "-seq"))
+        use_seq = 1;
+    const char *kinds = getenv("REPLAY_SEQ_KINDS");
+    for (unsigned i = 0; kinds && i < sizeof gaps_kinds && kinds[i]; i++)
+        gaps_kinds[i] = kinds[i] == 'N' ? WSL_ZR_NOISE : WSL_ZR_MATCH;
+    const int gaps = strncmp(mode, "packed", 6) != 0;
+    const int per_drain = !strncmp(mode, "gaps-per-drain", 14);
     FILE *f = fopen(argv[1], "rb");
     if (!f) {
         perror(argv[1]);
@@ -307,8 +356,12 @@ int main(int argc, char **argv)
         return 1;
     }
     ZSTD_CCtx_setParameter(zc, ZSTD_c_checksumFlag, 1);
+    wsl_zseq_setup(zc);
 #ifdef ZSTD_c_literalCompressionMode
-    ZSTD_CCtx_setParameter(zc, ZSTD_c_literalCompressionMode, ZSTD_ps_enable);
+    /* REPLAY_RAW_LITERALS=1: literals stored raw (level -1's own default; with -seq and
+     * REPLAY_SEQ_KINDS=NNNNNNN, no match and no entropy stage: zstd's floor, its frame and checksum) */
+    ZSTD_CCtx_setParameter(zc, ZSTD_c_literalCompressionMode,
+                           getenv("REPLAY_RAW_LITERALS") ? ZSTD_ps_disable : ZSTD_ps_enable);
 #endif
     if (dn < sizeof(struct wsl_file_header))
         return 1;
@@ -375,10 +428,11 @@ int main(int argc, char **argv)
         return 1;
     memcpy(frame_buf, d, sizeof(struct wsl_file_header));
     frame_len = sizeof(struct wsl_file_header);
+    regions[nregions++] = (struct wsl_zregion){0, WSL_ZR_MATCH};
     const uint64_t events = replay(recs, nrec, evs, gaps && !per_drain ? 2 : gaps);
     if (out_file && fclose(out_file) != 0)
         return 1;
-    printf("%s: %llu events, %.4f compressed bytes per event\n", per_drain ? "gaps-per-drain" : gaps ? "gaps" : "packed", (unsigned long long)events,
+    printf("%s: %llu events, %.4f compressed bytes per event\n", mode, (unsigned long long)events,
            events ? (double)compressed / (double)events : 0.0);
     return 0;
 }

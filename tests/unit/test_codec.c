@@ -773,3 +773,127 @@ int test_codec_reader_varint(void)
     }
     return 0;
 }
+
+/* wsl_encode_gaps_run (the writer's loop, drain.c's encode_run) writes the bytes that
+ * wsl_event_encode_gaps writes one event at a time: every column, byte for byte, the
+ * codec and table state after it the same; events cut into runs of any length (as the
+ * drains cut them), events whose api is at or above the limit skipped by both, argument
+ * sets repeating in step order (the successor hint), the api's last set, the hash, the
+ * table full, ends before starts. */
+int test_gaps_run_same_bytes(void)
+{
+    enum { N = 20000, API_LIMIT = 900 };
+    rng_seed(2611);
+    struct wsl_event *in = calloc(N, sizeof *in), *pool = calloc(400, sizeof *pool);
+    struct wsl_pack_state *ps[2] = {calloc(1, sizeof *ps[0]), calloc(1, sizeof *ps[1])};
+    struct wsl_codec_state *st[2] = {calloc(1, sizeof *st[0]), calloc(1, sizeof *st[1])};
+    uint8_t *col[2][5];
+    static const size_t col_size[5] = {N * WSL_COL_OP_MAX, N * WSL_COL_DT_MAX, N * WSL_COL_DUR_LO_MAX,
+                                       N * WSL_COL_DUR_MAX, N * WSL_COL_LIT_MAX};
+    for (int w = 0; w < 2; w++)
+        for (int c = 0; c < 5; c++)
+            CHECK((col[w][c] = calloc(col_size[c] + 16, 1)) != NULL);
+    CHECK(in && pool && ps[0] && ps[1] && st[0] && st[1]);
+    for (int j = 0; j < 400; j++) {
+        struct wsl_event *e = &pool[j];
+        e->api = (uint16_t)(rng_below(8) ? rng_below(40) : rng_below(WSL_MAX_API_IDS)); /* some >= API_LIMIT */
+        e->result = rng_below(10) ? 0 : (int32_t)extreme_value();
+        e->stream = rng_below(2) ? 0x7000 + rng_below(4) : extreme_value();
+        for (int a = 0; a < 4; a++)
+            e->a[a] = rng_below(2) ? extreme_value() : rng_below(16);
+    }
+    static const uint32_t pool_sizes[] = {1, 3, 64, 255, 256, 400};
+    uint64_t t = 1000;
+    size_t runs = 0, skipped = 0;
+    for (int round = 0; round < 12; round++) {
+        const uint32_t n = (uint32_t)rng_below(N) + 1, pool_n = pool_sizes[round % 6];
+        for (uint32_t i = 0; i < n; i++) {
+            /* step order most of the time (i mod pool_n), else any set, now and then one seen once */
+            struct wsl_event ev = rng_below(4) ? pool[i % pool_n] : pool[rng_below(pool_n)];
+            if (!rng_below(40))
+                ev.a[rng_below(4)] = rng_next();
+            t = rng_below(60) ? t + rng_below(5000) : extreme_value();
+            ev.t_start = t;
+            ev.t_end = rng_below(30) ? t + rng_below(100000) : (rng_below(2) ? t - 1 - rng_below(100) : extreme_value());
+            ev.flags = (uint16_t)rng_below(3); /* not part of the set */
+            in[i] = ev;
+            skipped += ev.api >= API_LIMIT;
+        }
+        struct wsl_gaps_out o[2];
+        for (int w = 0; w < 2; w++) {
+            wsl_codec_reset(st[w], in[0].t_start);
+            memset(ps[w], 0, sizeof *ps[w]);
+            ps[w]->prev = (uint8_t)WSL_PACK_TABLE_MAX;
+            o[w] = (struct wsl_gaps_out){col[w][0], col[w][1], col[w][2], col[w][3], col[w][4]};
+        }
+        for (uint32_t i = 0; i < n; i++) /* one event at a time, as drain.c's helper-process loop */
+            if (in[i].api < API_LIMIT)
+                wsl_event_encode_gaps(ps[0], st[0], &in[i], &o[0]);
+        for (uint32_t i = 0; i < n;) { /* in runs, as drain.c's encode_run */
+            uint32_t k = rng_below(3) ? (uint32_t)rng_below(700) + 1 : (uint32_t)rng_below(4);
+            k = k < n - i ? k : n - i;
+            wsl_encode_gaps_run(ps[1], st[1], &in[i], &in[i] + k, API_LIMIT, &o[1]);
+            i += k;
+            runs++;
+        }
+        CHECKF(o[0].op - col[0][0] == o[1].op - col[1][0] && o[0].gap - col[0][1] == o[1].gap - col[1][1] &&
+                   o[0].dur_lo - col[0][2] == o[1].dur_lo - col[1][2] &&
+                   o[0].dur_hi - col[0][3] == o[1].dur_hi - col[1][3] && o[0].lit - col[0][4] == o[1].lit - col[1][4],
+               "round %d: the columns' lengths differ", round);
+        CHECKF(memcmp(col[0][0], col[1][0], (size_t)(o[0].op - col[0][0])) == 0, "round %d: op column", round);
+        CHECKF(memcmp(col[0][1], col[1][1], (size_t)(o[0].gap - col[0][1])) == 0, "round %d: gap column", round);
+        CHECKF(memcmp(col[0][2], col[1][2], (size_t)(o[0].dur_lo - col[0][2])) == 0, "round %d: dur_lo column",
+               round);
+        CHECKF(memcmp(col[0][3], col[1][3], (size_t)(o[0].dur_hi - col[0][3])) == 0, "round %d: dur_hi column",
+               round);
+        CHECKF(memcmp(col[0][4], col[1][4], (size_t)(o[0].lit - col[0][4])) == 0, "round %d: literal column", round);
+        CHECKF(st[0]->prev_t == st[1]->prev_t && ps[0]->prev == ps[1]->prev && ps[0]->entries == ps[1]->entries &&
+                   ps[0]->literals == ps[1]->literals,
+               "round %d: the state after the events differs", round);
+        /* and the bytes decode to the events kept */
+        const size_t lit_len = (size_t)(o[1].lit - col[1][4]);
+        uint32_t dir[3] = {(uint32_t)(o[1].gap - col[1][1]), (uint32_t)(o[1].dur_hi - col[1][3]), ps[1]->literals};
+        const uint32_t kept = (uint32_t)(o[1].op - col[1][0]);
+        const size_t size = sizeof dir + 2u * kept + dir[0] + dir[1] + lit_len;
+        uint8_t *buf = malloc(size + 1);
+        CHECK(buf != NULL);
+        uint8_t *p = buf;
+        memcpy(p, dir, sizeof dir), p += sizeof dir;
+        memcpy(p, col[1][0], kept), p += kept;
+        memcpy(p, col[1][1], dir[0]), p += dir[0];
+        memcpy(p, col[1][2], kept), p += kept;
+        memcpy(p, col[1][3], dir[1]), p += dir[1];
+        memcpy(p, col[1][4], lit_len);
+        struct wsl_packed_in pin;
+        CHECK(wsl_gaps_open(&pin, buf, size, kept) == WSL_COLUMNS_OK);
+        struct wsl_codec_state dst;
+        struct wsl_pack_state *dps = calloc(1, sizeof *dps);
+        CHECK(dps != NULL);
+        wsl_codec_reset(&dst, in[0].t_start);
+        wsl_pack_reset(dps, 0);
+        for (uint32_t i = 0, j = 0; i < n; i++) {
+            if (in[i].api >= API_LIMIT)
+                continue;
+            struct wsl_event d;
+            CHECKF(wsl_event_decode_gaps(dps, &dst, &pin, WSL_MAX_API_IDS, &d), "round %d event %u: no decode", round,
+                   i);
+            const uint64_t dur = in[i].t_end >= in[i].t_start ? in[i].t_end - in[i].t_start : 0;
+            CHECKF(d.t_start == in[i].t_start && d.t_end == in[i].t_start + dur && wsl_pack_same(&d, &in[i]),
+                   "round %d event %u (kept %u) decodes differently", round, i, j);
+            j++;
+        }
+        CHECK(wsl_packed_left(&pin) == 0);
+        free(dps);
+        free(buf);
+    }
+    CHECK(runs > 100 && skipped > 100);
+    for (int w = 0; w < 2; w++) {
+        for (int c = 0; c < 5; c++)
+            free(col[w][c]);
+        free(ps[w]);
+        free(st[w]);
+    }
+    free(in);
+    free(pool);
+    return 0;
+}

@@ -21,6 +21,7 @@
     X(packed_roundtrip)           \
     X(packed_malformed)           \
     X(gaps_malformed)             \
+    X(gaps_run_same_bytes)        \
     X(reader_formats_agree)       \
     X(reader_packed_malformed)    \
     X(reader_multithread)         \
