@@ -132,6 +132,7 @@
     X(store_replays_reading)      \
     X(codec_reader_varint)        \
     X(phase_median)               \
+    X(phase_best_period)          \
     X(store_keeps_whole_readings) \
     X(store_one_reading_per_trace)
 
