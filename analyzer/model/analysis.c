@@ -699,8 +699,8 @@ static void sink_item(struct trace_sink *k, const struct wsl_item *it)
         t->io_weight = wsl_io_weight(&it->process.info);
         if (!t->io)
             t->io = wsl_io_trace_begin(&run->io, wsl);
-        if (t->solo && !t->io_solo)
-            t->io_solo = wsl_io_trace_begin(&t->solo->io, wsl);
+        if (t->solo && !t->io_solo) /* the rank's own run: its file I/O counted by t->io (wsl_io_trace_also) */
+            t->io_solo = wsl_io_trace_also(t->io, &t->solo->io, wsl);
         break;
     }
     case WSL_CHUNK_API_TABLE:
@@ -887,7 +887,8 @@ int wsl_run_read_trace(struct wsl_run *run, const char *path, bool *usable, char
         wsl_nvtx_window_end(wc, res != WSL_READ_ERROR);
     *usable = main_sink.have_process;
     struct wsl_run *solo = t->solo;
-    bool with_solo = solo && res != WSL_READ_ERROR && main_sink.have_process && may_be_rank(&solo_p);
+    bool with_solo = solo && res != WSL_READ_ERROR && main_sink.have_process && may_be_rank(&solo_p) &&
+                     wsl_io_trace_also_exact(t->io_solo); /* else the distributed analysis reads it again */
     if (solo && !with_solo) {
         drop_solo(t, &solo_p);
         solo = NULL;

@@ -70,6 +70,7 @@
     X(io_folded_calls)            \
     X(io_folded_opens)            \
     X(io_path_records_bounded)    \
+    X(io_rank_run_shared)         \
     X(rule_cross_os_fires)        \
     X(rule_cross_os_silent)       \
     X(rule_small_files_fires)     \
