@@ -830,6 +830,13 @@ static bool may_be_rank(const struct wsl_process *p)
     return false;
 }
 
+/* The rank's own run of a trace read whole is kept: a rank's, and its file I/O derived from the run's
+ * (else the distributed analysis reads the trace again). */
+static __attribute__((noinline)) bool rank_run_kept(const struct trace_state *t, const struct wsl_process *p)
+{
+    return may_be_rank(p) && wsl_io_trace_also_exact(t->io_solo);
+}
+
 int wsl_run_add_trace(struct wsl_run *run, const char *path, char *err, size_t errlen)
 {
     bool usable;
@@ -887,8 +894,7 @@ int wsl_run_read_trace(struct wsl_run *run, const char *path, bool *usable, char
         wsl_nvtx_window_end(wc, res != WSL_READ_ERROR);
     *usable = main_sink.have_process;
     struct wsl_run *solo = t->solo;
-    bool with_solo = solo && res != WSL_READ_ERROR && main_sink.have_process && may_be_rank(&solo_p) &&
-                     wsl_io_trace_also_exact(t->io_solo); /* else the distributed analysis reads it again */
+    bool with_solo = solo && res != WSL_READ_ERROR && main_sink.have_process && rank_run_kept(t, &solo_p);
     if (solo && !with_solo) {
         drop_solo(t, &solo_p);
         solo = NULL;

@@ -136,7 +136,7 @@ void wsl_io_init(struct wsl_io *io)
 }
 
 /* The index of folder `dir`, added when new; DIR_UNTRACKED beyond the caps. */
-static uint32_t dir_find_or_add(struct wsl_io *io, const char *dir, size_t len)
+static inline __attribute__((always_inline)) uint32_t dir_find_or_add(struct wsl_io *io, const char *dir, size_t len)
 {
     uint64_t key = wsl_u64_map_string_key(dir, len);
     for (const struct wsl_u64_slot *s = wsl_u64_map_find(&io->dir_index, key); s;
@@ -613,7 +613,7 @@ static void count_data_call(struct wsl_io_trace *t, struct path_record *r, uint3
 void wsl_io_trace_event(struct wsl_io_trace *t, unsigned category, const struct wsl_event *ev, uint64_t n,
                         uint64_t ticks)
 {
-    if (t->of)
+    if (__builtin_expect(t->of != NULL, 0))
         return; /* a shadow: its state counts the event */
     bool ok = ev->result == 0;
     bool has_fd = (int32_t)(uint32_t)ev->stream >= 0; /* a failed open or a lookup by name has -1 */
