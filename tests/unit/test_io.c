@@ -989,8 +989,9 @@ static int same_io(const struct wsl_io *a, const struct wsl_io *b)
     CHECKF(a->mount_count == b->mount_count, "%zu mounts, %zu", a->mount_count, b->mount_count);
     for (size_t i = 0; i < a->mount_count; i++) {
         const struct wsl_io_mount *x = &a->mounts[i], *y = &b->mounts[i];
-        CHECKF(!strcmp(x->mount_point, y->mount_point) && !strcmp(x->fstype, y->fstype) && !strcmp(x->source, y->source) &&
-               x->kind == y->kind, "mount %zu: %s %s, %s %s", i, x->mount_point, x->fstype, y->mount_point, y->fstype);
+        CHECKF(!strcmp(x->mount_point, y->mount_point) && !strcmp(x->fstype, y->fstype) &&
+                   !strcmp(x->source, y->source) && x->kind == y->kind,
+               "mount %zu: %s %s, %s %s", i, x->mount_point, x->fstype, y->mount_point, y->fstype);
         CHECK(!memcmp(&x->all, &y->all, sizeof x->all) && !memcmp(&x->data, &y->data, sizeof x->data));
         CHECKF(same_str(x->data_root, y->data_root), "mount %s: data root %s, %s", x->mount_point,
                x->data_root ? x->data_root : "(none)", y->data_root ? y->data_root : "(none)");
@@ -1005,8 +1006,10 @@ static int same_io(const struct wsl_io *a, const struct wsl_io *b)
     CHECKF(a->dir_count == b->dir_count, "%zu folders, %zu", a->dir_count, b->dir_count);
     for (size_t i = 0; i < a->dir_count; i++) {
         const struct wsl_io_dir *x = &a->dirs[i], *y = &b->dirs[i];
-        CHECKF(!strcmp(x->path, y->path) && x->mount == y->mount && x->reads == y->reads && x->bytes_read == y->bytes_read &&
-               x->files == y->files && x->time == y->time && x->rooted == y->rooted, "folder %zu: %s, %s", i, x->path, y->path);
+        CHECKF(!strcmp(x->path, y->path) && x->mount == y->mount && x->reads == y->reads &&
+                   x->bytes_read == y->bytes_read && x->files == y->files && x->time == y->time &&
+                   x->rooted == y->rooted,
+               "folder %zu: %s, %s", i, x->path, y->path);
     }
     CHECK(a->untracked_dirs.reads == b->untracked_dirs.reads && a->untracked_dirs.time == b->untracked_dirs.time);
     CHECK(a->unnamed_path_events == b->unnamed_path_events && a->untracked_path_events == b->untracked_path_events);
