@@ -143,8 +143,9 @@ struct trace_state {
     bool windowed;              /* only events in [window_t0, window_t1] (ticks) are taken */
     uint64_t window_t0, window_t1;
     struct wsl_io_trace *io;    /* from the PROCESS chunk on */
-    /* A rank's trace read into its own run as well (wsl_run_read_trace): the run's file I/O state is
-     * the run's, so that run has its own; every other analysis's state serves both runs. */
+    /* A rank's trace read into its own run as well (wsl_run_read_trace): every analysis's state
+     * serves both runs; the file I/O state, which writes into the run's tables, through a handle
+     * for the rank's run (wsl_io_trace_also). */
     struct wsl_run *solo;
     struct wsl_io_trace *io_solo;
     struct wsl_mem_trace *mem;
@@ -856,8 +857,8 @@ int wsl_run_read_trace(struct wsl_run *run, const char *path, bool *usable, char
         return -1;
     /* A run that may compare ranks reads a rank's trace into a run of its own as well, in the same
      * pass (distributed.c takes it instead of reading the trace again). Its events are analysed
-     * once: the trace's state serves both runs (the file I/O analysis's excepted: it is the run's)
-     * and merge_trace adds it to each. Until the first events it is not known whether the trace is
+     * once: the trace's state serves both runs (the file I/O analysis's through a handle for the
+     * rank's run) and merge_trace adds it to each. Until the first events it is not known whether the trace is
      * a rank's; when it is not, the rank's run is dropped there. */
     struct trace_sink main_sink;
     sink_begin(&main_sink, run);
