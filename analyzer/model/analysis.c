@@ -858,8 +858,8 @@ int wsl_run_read_trace(struct wsl_run *run, const char *path, bool *usable, char
     /* A run that may compare ranks reads a rank's trace into a run of its own as well, in the same
      * pass (distributed.c takes it instead of reading the trace again). Its events are analysed
      * once: the trace's state serves both runs (the file I/O analysis's through a handle for the
-     * rank's run) and merge_trace adds it to each. Until the first events it is not known whether the trace is
-     * a rank's; when it is not, the rank's run is dropped there. */
+     * rank's run) and merge_trace adds it to each. Until the first events it is not known whether
+     * the trace is a rank's; when it is not, the rank's run is dropped there. */
     struct trace_sink main_sink;
     sink_begin(&main_sink, run);
     struct trace_state *t = main_sink.t;
