@@ -49,8 +49,9 @@ struct trace_state {
     bool windowed;              /* only events in [window_t0, window_t1] (ticks) are taken */
     uint64_t window_t0, window_t1;
     struct wsl_io_trace *io;    /* from the PROCESS chunk on */
-    /* A rank's trace read into its own run as well (wsl_run_read_trace): the run's file I/O state is
-     * the run's, so that run has its own; every other analysis's state serves both runs. */
+    /* A rank's trace read into its own run as well (wsl_run_read_trace): every analysis's state
+     * serves both runs; the file I/O state, which writes into the run's tables, through a handle
+     * for the rank's run (wsl_io_trace_also). */
     struct wsl_run *solo;
     struct wsl_io_trace *io_solo;
     struct wsl_mem_trace *mem;

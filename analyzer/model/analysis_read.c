@@ -339,8 +339,8 @@ static void sink_item(struct trace_sink *k, const struct wsl_item *it)
         t->io_weight = wsl_io_weight(&it->process.info);
         if (!t->io)
             t->io = wsl_io_trace_begin(&run->io, wsl);
-        if (t->solo && !t->io_solo)
-            t->io_solo = wsl_io_trace_begin(&t->solo->io, wsl);
+        if (t->solo && !t->io_solo) /* the rank's own run: its file I/O counted by t->io (wsl_io_trace_also) */
+            t->io_solo = wsl_io_trace_also(t->io, &t->solo->io, wsl);
         break;
     }
     case WSL_CHUNK_API_TABLE:
@@ -470,6 +470,13 @@ static bool may_be_rank(const struct wsl_process *p)
     return false;
 }
 
+/* The rank's own run of a trace read whole is kept: a rank's, and its file I/O derived from the run's
+ * (else the distributed analysis reads the trace again). */
+static __attribute__((noinline)) bool rank_run_kept(const struct trace_state *t, const struct wsl_process *p)
+{
+    return may_be_rank(p) && wsl_io_trace_also_exact(t->io_solo);
+}
+
 int wsl_run_add_trace(struct wsl_run *run, const char *path, char *err, size_t errlen)
 {
     bool usable;
@@ -489,9 +496,9 @@ int wsl_run_read_trace(struct wsl_run *run, const char *path, bool *usable, char
         return -1;
     /* A run that may compare ranks reads a rank's trace into a run of its own as well, in the same
      * pass (distributed.c takes it instead of reading the trace again). Its events are analysed
-     * once: the trace's state serves both runs (the file I/O analysis's excepted: it is the run's)
-     * and merge_trace adds it to each. Until the first events it is not known whether the trace is
-     * a rank's; when it is not, the rank's run is dropped there. */
+     * once: the trace's state serves both runs (the file I/O analysis's through a handle for the
+     * rank's run) and merge_trace adds it to each. Until the first events it is not known whether
+     * the trace is a rank's; when it is not, the rank's run is dropped there. */
     struct trace_sink main_sink;
     sink_begin(&main_sink, run);
     struct trace_state *t = main_sink.t;
@@ -527,7 +534,7 @@ int wsl_run_read_trace(struct wsl_run *run, const char *path, bool *usable, char
         wsl_nvtx_window_end(wc, res != WSL_READ_ERROR);
     *usable = main_sink.have_process;
     struct wsl_run *solo = t->solo;
-    bool with_solo = solo && res != WSL_READ_ERROR && main_sink.have_process && may_be_rank(&solo_p);
+    bool with_solo = solo && res != WSL_READ_ERROR && main_sink.have_process && rank_run_kept(t, &solo_p);
     if (solo && !with_solo) {
         drop_solo(t, &solo_p);
         solo = NULL;

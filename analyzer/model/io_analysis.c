@@ -47,6 +47,26 @@ struct path_record {
 
 struct dir_acc {        /* a folder's figures from one trace, time in ticks */
     uint64_t reads, bytes_read, files, time;
+    /* with a second run (wsl_io_trace_also): the mount (index + 1, 0: none) of this trace's first
+     * data call on the folder, and of its first that counts in a data root */
+    uint32_t first_mount, root_mount;
+};
+
+/* A second run fed the same trace (a rank's own run): what it needs that the run's tables do not
+ * keep per trace. Its folders and mounts are the ones this trace named, in the order it named
+ * them (a run of this trace alone adds them in that order). */
+struct io_also {
+    struct wsl_io *io;              /* the second run's */
+    struct wsl_io_trace *shadow;    /* the handle it was given */
+    uint32_t *dirs;                 /* io->dirs indices of the run this trace named, first first */
+    size_t dir_count, dir_cap;
+    uint8_t *dir_named;             /* by io->dirs index of the run: in dirs */
+    size_t dir_named_cap;
+    uint32_t *mounts;               /* io->mounts indices of the run this trace used, first first */
+    enum wsl_fs_kind *kinds;        /* ... and the kind this trace gave each */
+    size_t mount_count, mount_cap;
+    bool inexact;                   /* the run refused a folder or a mount, or holds a mount of
+                                       another kind: the second run cannot be derived */
 };
 
 struct wsl_io_trace {
@@ -70,6 +90,9 @@ struct wsl_io_trace {
     uint32_t unknown_mount;
     uint64_t unnamed_events, untracked_events;
     char *scratch;                  /* a normalized path */
+    struct io_also *also;           /* a second run fed this trace, or NULL */
+    struct wsl_io_trace *of;        /* a shadow: the trace state it takes its figures from */
+    unsigned refs;                  /* handles not ended or discarded yet (the state and its shadow) */
 };
 
 /* ---- Darshan's access-size buckets ----------------------------------------------- */
@@ -113,7 +136,7 @@ void wsl_io_init(struct wsl_io *io)
 }
 
 /* The index of folder `dir`, added when new; DIR_UNTRACKED beyond the caps. */
-static uint32_t dir_find_or_add(struct wsl_io *io, const char *dir, size_t len)
+static inline __attribute__((always_inline)) uint32_t dir_find_or_add(struct wsl_io *io, const char *dir, size_t len)
 {
     uint64_t key = wsl_u64_map_string_key(dir, len);
     for (const struct wsl_u64_slot *s = wsl_u64_map_find(&io->dir_index, key); s;
@@ -186,6 +209,7 @@ struct wsl_io_trace *wsl_io_trace_begin(struct wsl_io *io, bool wsl)
     struct wsl_io_trace *t = xcalloc(1, sizeof *t);
     t->io = io;
     t->wsl = wsl;
+    t->refs = 1;
     io->wsl |= wsl;
     t->unknown_mount = WSL_IO_NONE;
     t->path_index.dense = true; /* a run can hold millions of ids: 3/4 full saves memory */
@@ -195,6 +219,8 @@ struct wsl_io_trace *wsl_io_trace_begin(struct wsl_io *io, bool wsl)
 
 void wsl_io_trace_mounts(struct wsl_io_trace *t, const struct wsl_mount_table *table)
 {
+    if (t->of)
+        return;
     t->table = table;
     free(t->table_mounts);
     t->table_mounts = xmalloc((table->count ? table->count : 1) * sizeof *t->table_mounts);
@@ -262,6 +288,8 @@ static struct path_record *path_get(struct wsl_io_trace *t, uint32_t id)
     t->paths[i] = (struct path_record){.id = id, .dir = DIR_NONE, .mount = MOUNT_UNSET};
     if (t->path_index.count > t->io->peak_path_records)
         t->io->peak_path_records = t->path_index.count;
+    if (t->also && t->path_index.count > t->also->io->peak_path_records)
+        t->also->io->peak_path_records = t->path_index.count;
     return &t->paths[i];
 }
 
@@ -332,8 +360,46 @@ static bool is_code_path(const char *p, size_t n)
     return strstr(p, ".so.") != NULL;
 }
 
+/* A folder this trace named (its index in the run's table). */
+static void also_dir(struct io_also *a, uint32_t dir)
+{
+    if (dir == DIR_UNTRACKED) {
+        a->inexact = true;
+        return;
+    }
+    if (dir < a->dir_named_cap && a->dir_named[dir])
+        return;
+    a->dir_named = xgrow_zeroed(a->dir_named, &a->dir_named_cap, dir, 1, 64);
+    a->dir_named[dir] = 1;
+    if (a->dir_count == a->dir_cap) {
+        a->dir_cap = a->dir_cap ? 2 * a->dir_cap : 64;
+        a->dirs = xrealloc(a->dirs, a->dir_cap * sizeof *a->dirs);
+    }
+    a->dirs[a->dir_count++] = dir;
+}
+
+/* A mount this trace used (its index in the run's table), of the kind it gave it. */
+static void also_mount(struct wsl_io_trace *t, uint32_t mount, enum wsl_fs_kind kind)
+{
+    struct io_also *a = t->also;
+    for (size_t i = 0; i < a->mount_count; i++)
+        if (a->mounts[i] == mount)
+            return;
+    if (t->io->mount_count > WSL_IO_MAX_MOUNTS || t->io->mounts[mount].kind != kind)
+        a->inexact = true; /* ("other": the run's cap; a mount an earlier trace classified otherwise) */
+    if (a->mount_count == a->mount_cap) {
+        a->mount_cap = a->mount_cap ? 2 * a->mount_cap : 16;
+        a->mounts = xrealloc(a->mounts, a->mount_cap * sizeof *a->mounts);
+        a->kinds = xrealloc(a->kinds, a->mount_cap * sizeof *a->kinds);
+    }
+    a->mounts[a->mount_count] = mount;
+    a->kinds[a->mount_count++] = kind;
+}
+
 void wsl_io_trace_paths(struct wsl_io_trace *t, const struct wsl_item *item)
 {
+    if (t->of)
+        return; /* a shadow: its state reads the trace */
     size_t pos = 0;
     struct wsl_path_ref ref;
     while (wsl_paths_next(item, &pos, &ref)) {
@@ -348,14 +414,21 @@ void wsl_io_trace_paths(struct wsl_io_trace *t, const struct wsl_item *item)
         const char *slash = strrchr(p, '/');
         size_t dir_len = !slash ? 0 : slash == p ? 1 : (size_t)(slash - p);
         r->dir = slash ? dir_find_or_add(t->io, p, dir_len) : dir_find_or_add(t->io, ".", 1);
+        if (t->also)
+            also_dir(t->also, r->dir);
         r->flags |= PATH_NAMED | (n && is_system_path(p) ? PATH_SYSTEM : 0) | (n && is_code_path(p, n) ? PATH_CODE : 0);
     }
 }
 
 static uint32_t unknown_mount(struct wsl_io_trace *t)
 {
-    if (t->unknown_mount == WSL_IO_NONE)
+    if (t->unknown_mount == WSL_IO_NONE) {
+        if (t->also && t->io->mount_count >= WSL_IO_MAX_MOUNTS)
+            t->also->inexact = true;
         t->unknown_mount = mount_find_or_add(t->io, "", "unknown", "", WSL_FS_UNKNOWN);
+        if (t->also)
+            also_mount(t, t->unknown_mount, WSL_FS_UNKNOWN);
+    }
     return t->unknown_mount;
 }
 
@@ -368,9 +441,14 @@ static void classify(struct wsl_io_trace *t, struct path_record *r, uint64_t dev
         r->mount = unknown_mount(t);
     } else {
         size_t k = (size_t)(m - t->table->mounts);
-        if (t->table_mounts[k] == WSL_IO_NONE)
-            t->table_mounts[k] = mount_find_or_add(t->io, m->mount_point, m->fstype, m->source,
-                                                   wsl_mount_classify(m, t->wsl));
+        if (t->table_mounts[k] == WSL_IO_NONE) {
+            enum wsl_fs_kind kind = wsl_mount_classify(m, t->wsl);
+            if (t->also && t->io->mount_count >= WSL_IO_MAX_MOUNTS)
+                t->also->inexact = true;
+            t->table_mounts[k] = mount_find_or_add(t->io, m->mount_point, m->fstype, m->source, kind);
+            if (t->also)
+                also_mount(t, t->table_mounts[k], kind);
+        }
         r->mount = t->table_mounts[k];
     }
     if (dev)
@@ -451,6 +529,8 @@ static void file_sized(struct wsl_io_trace *t, struct path_record *r, uint64_t s
         return;
     r->flags |= PATH_SIZED;
     wsl_hist_add(&t->io->file_sizes, size);
+    if (t->also)
+        wsl_hist_add(&t->also->io->file_sizes, size);
     if (size < WSL_IO_SMALL_FILE_BYTES) {
         r->flags |= PATH_SMALL;
         t->sum.small_files++;
@@ -518,6 +598,12 @@ static void count_data_call(struct wsl_io_trace *t, struct path_record *r, uint3
         dir->mount = mount;
     bool touches_data = (category == WSL_CAT_IO_OPEN && ok) || category == WSL_CAT_IO_READ ||
                         category == WSL_CAT_IO_MMAP;
+    if (__builtin_expect(t->also != NULL, 0)) { /* what a run of this trace alone sets first */
+        if (!d->first_mount)
+            d->first_mount = mount + 1;
+        if (touches_data && !d->root_mount && t->io->mounts[mount].kind != WSL_FS_UNKNOWN)
+            d->root_mount = mount + 1;
+    }
     if (touches_data && !dir->rooted && t->io->mounts[mount].kind != WSL_FS_UNKNOWN) {
         data_root_add(&t->io->mounts[mount], dir->path);
         dir->rooted = true;
@@ -527,6 +613,8 @@ static void count_data_call(struct wsl_io_trace *t, struct path_record *r, uint3
 void wsl_io_trace_event(struct wsl_io_trace *t, unsigned category, const struct wsl_event *ev, uint64_t n,
                         uint64_t ticks)
 {
+    if (__builtin_expect(t->of != NULL, 0))
+        return; /* a shadow: its state counts the event */
     bool ok = ev->result == 0;
     bool has_fd = (int32_t)(uint32_t)ev->stream >= 0; /* a failed open or a lookup by name has -1 */
     if (category == WSL_CAT_IO_MMAP && ev->a[0] == 0 && !has_fd)
@@ -637,10 +725,23 @@ static void dir_add(struct wsl_io_dir *dst, const struct dir_acc *src, const str
     dst->time = add_sat(dst->time, wsl_clock_duration_ns(clock, src->time));
 }
 
-void wsl_io_trace_discard(struct wsl_io_trace *t)
+static void also_free(struct io_also *a)
 {
-    if (!t)
+    if (!a)
         return;
+    free(a->dirs);
+    free(a->dir_named);
+    free(a->mounts);
+    free(a->kinds);
+    free(a);
+}
+
+/* One handle of the state (itself or its shadow) is done with it. */
+static void release(struct wsl_io_trace *t)
+{
+    if (--t->refs)
+        return;
+    also_free(t->also);
     free(t->table_mounts);
     wsl_u64_map_free(&t->path_index);
     free(t->paths);
@@ -652,8 +753,76 @@ void wsl_io_trace_discard(struct wsl_io_trace *t)
     free(t);
 }
 
+void wsl_io_trace_discard(struct wsl_io_trace *t)
+{
+    if (!t)
+        return;
+    if (t->of) { /* a shadow: its state goes on without a second run */
+        struct wsl_io_trace *of = t->of;
+        also_free(of->also);
+        of->also = NULL;
+        free(t);
+        release(of);
+        return;
+    }
+    release(t);
+}
+
+/* The shadow's second run gets what a reading of the trace into it alone would have added. */
+static void also_end(struct wsl_io_trace *sh, const struct wsl_clock_map *clock, struct wsl_io_summary *process)
+{
+    struct wsl_io_trace *t = sh->of;
+    struct io_also *a = t->also;
+    struct wsl_io *io = a->io;
+    summary_add(&io->total, &t->sum, clock);
+    if (process) {
+        memset(process, 0, sizeof *process);
+        summary_add(process, &t->sum, clock);
+    }
+    /* its mounts and folders, in the order the trace named them */
+    uint32_t *mount_of = xmalloc((t->io->mount_count ? t->io->mount_count : 1) * sizeof *mount_of);
+    for (size_t i = 0; i < a->mount_count; i++) {
+        const struct wsl_io_mount *m = &t->io->mounts[a->mounts[i]];
+        mount_of[a->mounts[i]] = mount_find_or_add(io, m->mount_point, m->fstype, m->source, a->kinds[i]);
+    }
+    for (size_t i = 0; i < a->mount_count; i++) {
+        uint32_t m = a->mounts[i];
+        if (m < t->mount_cap) {
+            counts_add(&io->mounts[mount_of[m]].all, &t->mount_all[m], clock);
+            counts_add(&io->mounts[mount_of[m]].data, &t->mount_data[m], clock);
+        }
+    }
+    for (size_t i = 0; i < a->dir_count; i++) {
+        uint32_t d = a->dirs[i];
+        const char *path = t->io->dirs[d].path;
+        uint32_t k = dir_find_or_add(io, path, strlen(path));
+        if (d >= t->dir_cap)
+            continue;
+        const struct dir_acc *acc = &t->dirs[d];
+        struct wsl_io_dir *dir = &io->dirs[k];
+        dir_add(dir, acc, clock);
+        if (acc->first_mount)
+            dir->mount = mount_of[acc->first_mount - 1];
+        if (acc->root_mount) {
+            data_root_add(&io->mounts[mount_of[acc->root_mount - 1]], dir->path);
+            dir->rooted = true;
+        }
+    }
+    dir_add(&io->untracked_dirs, &t->untracked_dirs, clock);
+    io->unnamed_path_events += t->unnamed_events;
+    io->untracked_path_events += t->untracked_events;
+    free(mount_of);
+}
+
 void wsl_io_trace_end(struct wsl_io_trace *t, const struct wsl_clock_map *clock, struct wsl_io_summary *process)
 {
+    if (t->of) {
+        struct wsl_io_trace *of = t->of;
+        also_end(t, clock, process);
+        free(t);
+        release(of);
+        return;
+    }
     struct wsl_io *io = t->io;
     summary_add(&io->total, &t->sum, clock);
     if (process) {
@@ -669,7 +838,29 @@ void wsl_io_trace_end(struct wsl_io_trace *t, const struct wsl_clock_map *clock,
     dir_add(&io->untracked_dirs, &t->untracked_dirs, clock);
     io->unnamed_path_events += t->unnamed_events;
     io->untracked_path_events += t->untracked_events;
-    wsl_io_trace_discard(t);
+    release(t);
+}
+
+struct wsl_io_trace *wsl_io_trace_also(struct wsl_io_trace *t, struct wsl_io *io, bool wsl)
+{
+    if (t->also || t->of || t->path_index.count || t->table || t->unknown_mount != WSL_IO_NONE ||
+        io->dead_paths_kept != t->io->dead_paths_kept)
+        return wsl_io_trace_begin(io, wsl); /* read apart, as any run */
+    io->wsl |= wsl;
+    t->also = xcalloc(1, sizeof *t->also);
+    t->also->io = io;
+    struct wsl_io_trace *sh = xcalloc(1, sizeof *sh);
+    sh->io = io;
+    sh->of = t;
+    sh->refs = 1;
+    t->also->shadow = sh;
+    t->refs++;
+    return sh;
+}
+
+bool wsl_io_trace_also_exact(const struct wsl_io_trace *t)
+{
+    return !t || !t->of || !t->of->also || !t->of->also->inexact;
 }
 
 /* ---- the run ---------------------------------------------------------------------------- */

@@ -205,6 +205,17 @@ void wsl_io_trace_event(struct wsl_io_trace *t, unsigned category, const struct 
 void wsl_io_trace_end(struct wsl_io_trace *t, const struct wsl_clock_map *clock, struct wsl_io_summary *process);
 /* Frees t without adding anything (an unreadable trace). */
 void wsl_io_trace_discard(struct wsl_io_trace *t);
+/* A handle for a second run (io: a rank's own run) fed the same trace, called right after
+ * wsl_io_trace_begin. The events, mounts and paths given to t count for both: given to the handle
+ * they are ignored; its _end adds to io what a reading of the trace into io alone adds (after t's
+ * _end: the trace's folders and mounts, in the order it named them, and its figures). Where t has
+ * read anything already, or the runs keep a different number of dead paths, it is a state of its
+ * own (wsl_io_trace_begin). Discarding the handle leaves t alone. */
+struct wsl_io_trace *wsl_io_trace_also(struct wsl_io_trace *t, struct wsl_io *io, bool wsl);
+/* False when the second run cannot be derived from t (t's run refused one of the trace's folders
+ * or mounts, at its caps, or holds one of its mounts with another kind from an earlier trace): the
+ * second run must read the trace itself. True for any other handle. */
+bool wsl_io_trace_also_exact(const struct wsl_io_trace *handle);
 /* Sorts, groups mounts into filesystems; once, after the last trace. */
 void wsl_io_finish(struct wsl_io *io);
 void wsl_io_free(struct wsl_io *io);

@@ -345,8 +345,16 @@ static void on_end(struct wsl_nvtx_trace *t, const struct wsl_event *ev)
 static void on_gpu_kernel(struct wsl_nvtx_trace *t, const struct wsl_event *ev)
 {
     uint32_t tid = (uint32_t)(ev->a[2] >> 32);
-    struct wsl_u64_slot *s = wsl_u64_map_find(&t->thread_index, (uint64_t)tid + 1);
-    uint32_t r = history_at(s ? t->threads[s->value] : NULL, ev->a[1]);
+    struct wsl_nvtx_thread *th = t->gpu_thread;
+    if (!th || t->gpu_tid != tid) {
+        struct wsl_u64_slot *s = wsl_u64_map_find(&t->thread_index, (uint64_t)tid + 1);
+        th = s ? t->threads[s->value] : NULL;
+        if (th) {
+            t->gpu_thread = th;
+            t->gpu_tid = tid;
+        }
+    }
+    uint32_t r = history_at(th, ev->a[1]);
     if (r == NONE) {
         t->gpu_unattributed++;
         return;

@@ -78,6 +78,8 @@ struct wsl_nvtx_trace {
     struct local_mark *marks;
     size_t mark_count;
     struct wsl_u64_map thread_index; /* tid + 1 -> index into threads */
+    struct wsl_nvtx_thread *gpu_thread; /* the thread the last GPU kernel found (tid gpu_tid): a tid's */
+    uint32_t gpu_tid;                   /* thread, once made, stays (on_gpu_kernel) */
     struct wsl_nvtx_thread **threads;
     size_t thread_count;
     struct wsl_nvtx_window *tops;   /* closed top-level push instances (range: local index) */

@@ -196,39 +196,104 @@ static bool verify(const uint64_t *ids, size_t anchor, uint32_t p)
     return (double)agree(ids, anchor - w, anchor, p) >= VERIFY_SHARE * (double)w;
 }
 
-uint32_t wsl_phase_find_period(const uint64_t *ids, size_t n, size_t anchor, size_t *s, size_t *e)
+/* The period at `anchor`: the nearest candidate (a repeat of the GRAM launches before it) that
+ * verify accepts; 0 when none. */
+static uint32_t period_at(const uint64_t *ids, size_t n, size_t anchor)
 {
     if (anchor > n || anchor < 2 * GRAM)
         return 0;
     const uint64_t *gram = ids + anchor - GRAM;
-    uint32_t p = 0;
     unsigned candidates = 0;
     size_t lowest = anchor > MAX_PERIOD + GRAM ? anchor - MAX_PERIOD : GRAM;
     for (size_t j = anchor - 1; j >= lowest && candidates < MAX_CANDIDATES; j--) {
         if (ids[j - 1] != gram[GRAM - 1] || memcmp(ids + j - GRAM, gram, GRAM * sizeof *ids) != 0)
             continue;
         candidates++;
-        if (verify(ids, anchor, (uint32_t)(anchor - j))) {
-            p = (uint32_t)(anchor - j);
-            break;
-        }
+        if (verify(ids, anchor, (uint32_t)(anchor - j)))
+            return (uint32_t)(anchor - j);
     }
-    if (!p)
-        return 0;
+    return 0;
+}
+
+/* The blocks of period p grown from anchor: [*lo, *hi), before the first block is taken in. */
+static void period_grow(const uint64_t *ids, size_t n, size_t anchor, uint32_t p, size_t *lo, size_t *hi)
+{
     /* grow: a block of one period belongs when most of it repeats the period before it */
     size_t start = anchor, end = anchor;
     while (start >= 2 * (size_t)p && (double)agree(ids, start - p, start, p) >= GROW_SHARE * p)
         start -= p;
-    start = start >= p ? start - p : 0; /* the period the first matching block repeated */
     while (end + p <= n && (double)agree(ids, end, end + p, p) >= GROW_SHARE * p)
         end += p;
     if (end < n && end + p > n && (double)agree(ids, end, n, p) >= GROW_SHARE * (double)(n - end))
         end = n;
-    if (end - start < (size_t)MIN_PERIODS * p || end - start < MIN_REGION)
+    *lo = start;
+    *hi = end;
+}
+
+/* The region of the grown blocks [lo, hi): 0 when too short. */
+static uint32_t period_region(uint32_t p, size_t lo, size_t hi, size_t *s, size_t *e)
+{
+    size_t start = lo >= p ? lo - p : 0; /* the period the first matching block repeated */
+    if (hi - start < (size_t)MIN_PERIODS * p || hi - start < MIN_REGION)
         return 0;
     *s = start;
-    *e = end;
+    *e = hi;
     return p;
+}
+
+uint32_t wsl_phase_find_period(const uint64_t *ids, size_t n, size_t anchor, size_t *s, size_t *e)
+{
+    uint32_t p = period_at(ids, n, anchor);
+    if (!p)
+        return 0;
+    size_t lo, hi;
+    period_grow(ids, n, anchor, p, &lo, &hi);
+    return period_region(p, lo, hi, s, e);
+}
+
+struct grown_blocks { /* period_grow's answer at an anchor */
+    size_t at, lo, hi;
+    uint32_t p;
+};
+
+uint32_t wsl_phase_best_period(const uint64_t *ids, size_t n, const size_t *anchors, size_t count, size_t *s,
+                               size_t *e)
+{
+    struct grown_blocks grown[WSL_PHASE_MAX_ANCHORS]; /* the blocks grown so far */
+    size_t grown_count = 0, best_s = 0, best_e = 0;
+    uint32_t best_p = 0;
+    for (size_t a = 0; a < count; a++) {
+        size_t at = anchors[a];
+        uint32_t p = period_at(ids, n, at);
+        if (!p)
+            continue;
+        /* An anchor inside the blocks grown from an earlier one, a whole number of periods p away, grows
+         * to the same blocks: every block between the two agreed, and the same tests stop both at each
+         * end. */
+        size_t lo = 0, hi = 0, k;
+        for (k = 0; k < grown_count; k++) {
+            size_t d = at > grown[k].at ? at - grown[k].at : grown[k].at - at;
+            if (grown[k].p == p && d % p == 0 && grown[k].lo <= at && at <= grown[k].hi) {
+                lo = grown[k].lo;
+                hi = grown[k].hi;
+                break;
+            }
+        }
+        if (k == grown_count) {
+            period_grow(ids, n, at, p, &lo, &hi);
+            if (grown_count < WSL_PHASE_MAX_ANCHORS)
+                grown[grown_count++] = (struct grown_blocks){at, lo, hi, p};
+        }
+        size_t ps, pe;
+        if (period_region(p, lo, hi, &ps, &pe) && pe - ps > best_e - best_s) {
+            best_p = p;
+            best_s = ps;
+            best_e = pe;
+        }
+    }
+    *s = best_s;
+    *e = best_e;
+    return best_p;
 }
 
 /* The value sorting v would put at v[n / 2] (0 when empty); v is reordered. A selection (Hoare's
@@ -353,15 +418,7 @@ void wsl_phase_trace_end(struct wsl_phase_trace *t, const struct wsl_clock_map *
     size_t best_s = 0, best_e = 0;
     if (q && q->n >= MIN_REGION) {
         const size_t anchors[4] = {q->n / 4, q->n / 2, 3 * q->n / 4, q->n};
-        for (int a = 0; a < 4; a++) {
-            size_t s, e;
-            uint32_t p = wsl_phase_find_period(q->ids, q->n, anchors[a], &s, &e);
-            if (p && e - s > best_e - best_s) {
-                best_p = p;
-                best_s = s;
-                best_e = e;
-            }
-        }
+        best_p = wsl_phase_best_period(q->ids, q->n, anchors, 4, &best_s, &best_e);
     }
     if (best_p) {
         size_t periods = (best_e - best_s) / best_p;

@@ -178,6 +178,15 @@ void wsl_phase_from_steps(struct wsl_phases *ph, const uint64_t *t0, const uint6
  * 0 when none (exposed for the unit test). */
 uint32_t wsl_phase_find_period(const uint64_t *ids, size_t n, size_t anchor, size_t *s, size_t *e);
 
+/* The longest region wsl_phase_find_period finds around any of anchors[0..count) (the first of equal
+ * ones) and its period, 0 when none (*s, *e then 0). The same answer as calling it at each anchor in
+ * turn; an anchor a whole number of periods inside a region grown from an earlier one takes that
+ * region without growing it again (the launch streams of a run: each anchor lands in the one region).
+ * The first WSL_PHASE_MAX_ANCHORS regions grown are remembered. */
+#define WSL_PHASE_MAX_ANCHORS 8
+uint32_t wsl_phase_best_period(const uint64_t *ids, size_t n, const size_t *anchors, size_t count, size_t *s,
+                               size_t *e);
+
 /* The value sorting v[0..n) would put at v[n / 2], 0 when empty; v is reordered (exposed for the
  * unit test). */
 uint64_t wsl_phase_median(uint64_t *v, size_t n);

@@ -64,6 +64,8 @@ struct io_builder *iob_open(const char *path, const struct io_builder_options *o
     const char *argv[] = {"python3", "train.py"};
     synth_process(b->s, &pi, "iohost", "/usr/bin/python3",
                   o->flags & WSL_PROC_WSL2 ? "6.6.87.2-microsoft-standard-WSL2" : "6.8.0-45-generic", 2, argv);
+    if (o->rank_vars)
+        synth_chunk(b->s, WSL_CHUNK_RANK, o->rank_vars, (uint32_t)o->rank_vars_len);
     synth_api_table(b->s);
     synth_clock(b->s, ticks(b, IO_START_NS), IO_START_NS, pi.start_real_ns);
     if (o->mountinfo)

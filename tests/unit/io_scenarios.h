@@ -32,6 +32,9 @@ struct io_builder_options {
     uint32_t flags;             /* WSL_PROC_* */
     bool tsc;                   /* ticks = IO_TSC_OFFSET + 3 * ns, else CLOCK_MONOTONIC ns */
     const char *mountinfo;      /* MOUNTS text written after the API table; NULL: none */
+    const char *rank_vars;      /* a RANK chunk's entries ("RANK=0\0WORLD_SIZE=2\0"), written after the
+                                   PROCESS chunk; NULL: none */
+    size_t rank_vars_len;
 };
 
 struct io_builder *iob_open(const char *path, const struct io_builder_options *o);

@@ -964,3 +964,167 @@ int test_io_path_records_bounded(void)
     wsl_run_free(&run);
     return 0;
 }
+
+/* ---- a rank's own run, its file I/O counted by the run's trace state (wsl_io_trace_also) ---- */
+
+static int same_hist(const struct wsl_hist *a, const struct wsl_hist *b)
+{
+    CHECK(a->count == b->count && a->sum == b->sum && a->min == b->min && a->max == b->max);
+    for (unsigned g = 0; g < WSL_HIST_GROUPS; g++) {
+        CHECK(!a->groups[g] == !b->groups[g]);
+        CHECK(!a->groups[g] || !memcmp(a->groups[g], b->groups[g], WSL_HIST_SUB * sizeof *a->groups[g]));
+    }
+    return 0;
+}
+
+static bool same_str(const char *a, const char *b) { return a == b || (a && b && !strcmp(a, b)); }
+
+/* Every figure of two runs' file I/O (finished: sorted, grouped). */
+static int same_io(const struct wsl_io *a, const struct wsl_io *b)
+{
+    CHECK(a->wsl == b->wsl && a->timing_sample == b->timing_sample);
+    CHECK(!memcmp(&a->total, &b->total, sizeof a->total));
+    if (same_hist(&a->file_sizes, &b->file_sizes))
+        return 1;
+    CHECKF(a->mount_count == b->mount_count, "%zu mounts, %zu", a->mount_count, b->mount_count);
+    for (size_t i = 0; i < a->mount_count; i++) {
+        const struct wsl_io_mount *x = &a->mounts[i], *y = &b->mounts[i];
+        CHECKF(!strcmp(x->mount_point, y->mount_point) && !strcmp(x->fstype, y->fstype) &&
+                   !strcmp(x->source, y->source) && x->kind == y->kind,
+               "mount %zu: %s %s, %s %s", i, x->mount_point, x->fstype, y->mount_point, y->fstype);
+        CHECK(!memcmp(&x->all, &y->all, sizeof x->all) && !memcmp(&x->data, &y->data, sizeof x->data));
+        CHECKF(same_str(x->data_root, y->data_root), "mount %s: data root %s, %s", x->mount_point,
+               x->data_root ? x->data_root : "(none)", y->data_root ? y->data_root : "(none)");
+    }
+    CHECK(a->fs_count == b->fs_count);
+    for (size_t i = 0; i < a->fs_count; i++) {
+        const struct wsl_io_fs *x = &a->fs[i], *y = &b->fs[i];
+        CHECK(!strcmp(x->fstype, y->fstype) && !memcmp(&x->all, &y->all, sizeof x->all) &&
+              x->crosses_windows == y->crosses_windows && x->system == y->system && x->mount_count == y->mount_count);
+        CHECK(!memcmp(x->mounts, y->mounts, x->mount_count * sizeof *x->mounts));
+    }
+    CHECKF(a->dir_count == b->dir_count, "%zu folders, %zu", a->dir_count, b->dir_count);
+    for (size_t i = 0; i < a->dir_count; i++) {
+        const struct wsl_io_dir *x = &a->dirs[i], *y = &b->dirs[i];
+        CHECKF(!strcmp(x->path, y->path) && x->mount == y->mount && x->reads == y->reads &&
+                   x->bytes_read == y->bytes_read && x->files == y->files && x->time == y->time &&
+                   x->rooted == y->rooted,
+               "folder %zu: %s, %s", i, x->path, y->path);
+    }
+    CHECK(a->untracked_dirs.reads == b->untracked_dirs.reads && a->untracked_dirs.time == b->untracked_dirs.time);
+    CHECK(a->unnamed_path_events == b->unnamed_path_events && a->untracked_path_events == b->untracked_path_events);
+    CHECK(a->peak_path_records == b->peak_path_records && a->dir_bytes == b->dir_bytes);
+    return 0;
+}
+
+/* A trace of rank `rank` (or of no rank: -1): files in folders of its own and shared ones, on ext4,
+ * the Windows drive and /dev/shm, a file named twice, stdin, a path never named, system files. */
+static void write_rank_io(const char *path, int rank, uint32_t flags, unsigned variant)
+{
+    char *fixture = io_fixture("wsl2.mountinfo"); /* and a share of no known kind */
+    static const char share[] = "90 61 0:70 / /mnt/share rw,noatime - 9p share rw,aname=share,trans=fd\n";
+    size_t flen = strlen(fixture);
+    char *mounts = malloc(flen + sizeof share);
+    if (!mounts)
+        abort();
+    memcpy(mounts, fixture, flen);
+    memcpy(mounts + flen, share, sizeof share);
+    free(fixture);
+    char vars[64];
+    int len = snprintf(vars, sizeof vars, "RANK=%d%cWORLD_SIZE=4%c", rank, 0, 0);
+    struct io_builder_options o = {.flags = flags, .mountinfo = mounts, .rank_vars = rank >= 0 ? vars : NULL,
+                                   .rank_vars_len = (size_t)len};
+    struct io_builder *b = iob_open(path, &o);
+    char name[128];
+    uint32_t id = 1;
+    for (unsigned k = 0; k < 6 + variant; k++, id++) {
+        const char *root = k % 3 == 0 ? "/mnt/c/Users/u/ds" : k % 3 == 1 ? "/home/u/data" : "/home/u/data/shard";
+        snprintf(name, sizeof name, "%s/%s%u/f%u.bin", root, k % 2 ? "r" : "common", k % 2 ? (unsigned)rank + 9 : k, k);
+        iob_path(b, id, name);
+        iob_openat(b, 3, id, k % 3 == 0 ? DEV_WSL2_C : DEV_WSL2_ROOT, 1000u * (k + 1) + variant, 2000 + 10 * k);
+        for (unsigned i = 0; i < 2 + k % 3; i++)
+            iob_read(b, 3, id, 4096, 1000, 3000 + i);
+        iob_read(b, 3, id, 4096, 0, 500);
+        iob_close_fd(b, 3, id, 700);
+    }
+    iob_path(b, id, "/proc/self/status");
+    iob_openat(b, 6, id, DEV_WSL2_PROC, 0, 8000);
+    iob_read(b, 6, id, 4096, 1200, 5000);
+    iob_close_fd(b, 6, id, 1000);
+    id++;
+    iob_path(b, id, "/dev/shm/torch_1");
+    iob_openat(b, 7, id, DEV_WSL2_SHM, 1048576, 6000);
+    iob_call(b, "mmap64", 7, 0, 7000, id, 1048576, 0, 1);
+    id++;
+    iob_path(b, id, "/mnt/share/set/x.bin");   /* Windows under WSL, the host's share otherwise */
+    iob_openat(b, 9, id, WSL_DEV(0, 70), 4096, 3000);
+    iob_read(b, 9, id, 4096, 4096, 4000);
+    iob_close_fd(b, 9, id, 500);
+    iob_read(b, 0, 0, 4096, 100, 50000);        /* stdin */
+    iob_openat(b, 8, 900, DEV_WSL2_C, 10, 1000); /* never named */
+    iob_read(b, 8, 900, 10, 10, 1000);
+    iob_close(b);
+    free(mounts);
+}
+
+static int rank_run_like_alone(struct wsl_run *run, size_t proc, const char *path, bool expect_own)
+{
+    struct wsl_run *own = run->procs[proc].rank_solo, alone;
+    CHECKF(!own == !expect_own, "%s: %s own run", path, own ? "an" : "no");
+    if (!own)
+        return 0;
+    run->procs[proc].rank_solo = NULL;
+    wsl_run_init(&alone);
+    alone.solo = true;
+    alone.nested = true;
+    char err[WSL_READER_ERRLEN];
+    CHECKF(wsl_run_add_trace(&alone, path, err, sizeof err) == 0, "%s", err);
+    wsl_run_finish(own);
+    wsl_run_finish(&alone);
+    CHECK(own->io.total.data.reads > 0 && own->io.dir_count > 3 && own->io.mount_count > 2);
+    CHECK(!memcmp(&own->procs[0].io, &alone.procs[0].io, sizeof own->procs[0].io));
+    int rc = same_io(&own->io, &alone.io);
+    CHECK(own->finding_count == alone.finding_count && own->warning_count == alone.warning_count);
+    for (size_t i = 0; i < own->warning_count; i++)
+        CHECK(!strcmp(own->warnings[i], alone.warnings[i]));
+    wsl_run_free(own);
+    free(own);
+    wsl_run_free(&alone);
+    return rc;
+}
+
+/* A rank's own run takes its file I/O from the run's trace state: the same as a reading of the
+ * trace alone (folders and mounts other traces of the run named first, and ones of its own; data
+ * roots, file sizes, path records). Where the run holds one of the rank's mounts with another
+ * kind (an earlier trace not under WSL), the rank's run is not made in the pass: the distributed
+ * analysis reads the trace again. */
+int test_io_rank_run_shared(void)
+{
+    char other[512], native[512], rank[3][512];
+    test_path(other, sizeof other, "io_rank_other.trace.zst");
+    test_path(native, sizeof native, "io_rank_native.trace.zst");
+    write_rank_io(other, -1, WSL_PROC_WSL2, 3);
+    write_rank_io(native, -1, 0, 1);
+    for (int r = 0; r < 3; r++) {
+        char name[64];
+        snprintf(name, sizeof name, "io_rank%d.trace.zst", r);
+        test_path(rank[r], sizeof rank[r], name);
+        write_rank_io(rank[r], r, WSL_PROC_WSL2, (unsigned)r);
+    }
+    for (int with_native = 0; with_native < 2; with_native++) {
+        struct wsl_run run;
+        wsl_run_init(&run);
+        const char *paths[] = {with_native ? native : other, rank[0], rank[1], rank[2]};
+        char err[WSL_READER_ERRLEN];
+        for (size_t i = 0; i < 4; i++)
+            CHECKF(wsl_run_add_trace(&run, paths[i], err, sizeof err) == 0, "%s: %s", paths[i], err);
+        CHECK(run.proc_count == 4 && !run.procs[0].rank_solo);
+        for (size_t i = 1; i < 4; i++)
+            if (rank_run_like_alone(&run, i, paths[i], !with_native))
+                return 1;
+        wsl_run_finish(&run); /* (without their own runs: the ranks are read again) */
+        CHECK(run.dist.active && run.dist.count == 3);
+        wsl_run_free(&run);
+    }
+    return 0;
+}

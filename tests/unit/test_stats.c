@@ -168,3 +168,63 @@ int test_phase_median(void)
     }
     return 0;
 }
+
+/* wsl_phase_best_period, which takes a region grown from an earlier anchor where it can, answers as
+ * wsl_phase_find_period at each anchor in turn, the first longest kept: periodic launch streams
+ * (periods 1 to 40, several periods in a row, random substitutions and insertions that break
+ * blocks), the anchors of the phases and random ones. */
+int test_phase_best_period(void)
+{
+    rng_seed(3030);
+    unsigned reused = 0;
+    for (unsigned round = 0; round < 3000; round++) {
+        size_t n = 30 + (size_t)rng_below(round < 2000 ? 400 : 6000);
+        uint64_t *ids = malloc(n * sizeof *ids);
+        CHECK(ids);
+        size_t i = 0;
+        while (i < n) { /* a few stretches, each of its own period */
+            uint32_t p = 1 + (uint32_t)rng_below(round % 3 == 0 ? 4 : 40);
+            size_t len = 1 + (size_t)rng_below(n);
+            uint64_t base = rng_below(4) * 1000;
+            for (size_t k = 0; k < len && i < n; k++, i++)
+                ids[i] = base + k % p;
+        }
+        unsigned noise = round % 5 == 0 ? 0 : (unsigned)rng_below(1 + n / 20);
+        for (unsigned k = 0; k < noise; k++)
+            ids[rng_below(n)] = 500 + rng_below(3);
+        size_t anchors[WSL_PHASE_MAX_ANCHORS + 2], count;
+        if (round % 2 == 0) {
+            anchors[0] = n / 4, anchors[1] = n / 2, anchors[2] = 3 * n / 4, anchors[3] = n;
+            count = 4;
+        } else {
+            count = 1 + (size_t)rng_below(WSL_PHASE_MAX_ANCHORS + 2);
+            for (size_t a = 0; a < count; a++)
+                anchors[a] = (size_t)rng_below(n + 2); /* one past n too: find_period refuses it */
+        }
+        uint32_t want_p = 0;
+        size_t want_s = 0, want_e = 0, grown_s[WSL_PHASE_MAX_ANCHORS + 2], grown_e[WSL_PHASE_MAX_ANCHORS + 2];
+        unsigned found = 0;
+        for (size_t a = 0; a < count; a++) {
+            size_t s, e;
+            uint32_t p = wsl_phase_find_period(ids, n, anchors[a], &s, &e);
+            if (p) {
+                for (unsigned k = 0; k < found; k++)
+                    reused += grown_s[k] == s && grown_e[k] == e;
+                grown_s[found] = s, grown_e[found++] = e;
+            }
+            if (p && e - s > want_e - want_s) {
+                want_p = p;
+                want_s = s;
+                want_e = e;
+            }
+        }
+        size_t got_s = 7, got_e = 7;
+        uint32_t got_p = wsl_phase_best_period(ids, n, anchors, count, &got_s, &got_e);
+        CHECKF(got_p == want_p && got_s == want_s && got_e == want_e,
+               "round %u, n %zu: period %u [%zu, %zu), want %u [%zu, %zu)", round, n, got_p, got_s, got_e,
+               want_p, want_s, want_e);
+        free(ids);
+    }
+    CHECKF(reused > 500, "only %u anchors landed in a region found before: the reuse is not tested", reused);
+    return 0;
+}

@@ -71,6 +71,7 @@
     X(io_folded_calls)            \
     X(io_folded_opens)            \
     X(io_path_records_bounded)    \
+    X(io_rank_run_shared)         \
     X(rule_cross_os_fires)        \
     X(rule_cross_os_silent)       \
     X(rule_small_files_fires)     \
@@ -134,6 +135,7 @@
     X(store_replays_reading)      \
     X(codec_reader_varint)        \
     X(phase_median)               \
+    X(phase_best_period)          \
     X(store_keeps_whole_readings) \
     X(store_one_reading_per_trace)
 
