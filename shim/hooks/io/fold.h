@@ -195,8 +195,11 @@ static inline __attribute__((always_inline)) int io_fold_fast(struct wsl_thread 
  * value (fstat: the size, stat.c; lseek: the offset, fds.c), where the hook makes glibc's
  * system call itself (`direct`: seek_direct, fstat_direct): nr with fd, b, c, d. Everything else,
  * timed calls and those that fail or do not fold, goes to the full hook
- * (`full`, a tail call) or, once made, to `rest`; a failed call sets errno as
- * glibc's wrapper does. */
+ * (`full`, a tail call) or, once made, to `rest` (a tail call too, given the
+ * kernel's answer k_: it sets errno as glibc's wrapper does). With no call
+ * that returns here, the hook is a leaf: what it keeps past the system call
+ * stays in registers the call leaves alone, and it saves none (Python's
+ * open().read() makes four of these per file). */
 #define FD_FOLD_FAST(type, api, fd, direct, cond, nr, b, c, d, value, rest, full)          \
     struct wsl_thread *t = io_enter_ready();                                               \
     if (WSL_UNLIKELY(!t || !(direct)))                                                     \
@@ -206,17 +209,16 @@ static inline __attribute__((always_inline)) int io_fold_fast(struct wsl_thread 
         return full;                                                                       \
     t->io_countdown--;                                                                     \
     wsl_tls_depth = 1;                                                                     \
-    long k_ = st_syscall4_kernel(nr, fd, (long)(b), (long)(c), (long)(d));                 \
+    uint64_t tv_ = (uintptr_t)t;                                                           \
+    long k_ = st_syscall4_keeping(nr, fd, (long)(b), (long)(c), (long)(d), &tv_, &info_);  \
+    t = (struct wsl_thread *)(uintptr_t)tv_;                                               \
     type r = (type)k_;                                                                     \
     if (WSL_LIKELY(k_ >= 0 && (uint64_t)(value) <= FOLD_VALUE_LIMIT) &&                    \
         WSL_LIKELY(io_fold_fast(t, (api) + WSL_IO_SAMPLED, fd, (uint32_t)info_, (uint64_t)(value)))) { \
         wsl_tls_depth = 0;                                                                 \
         return r;                                                                          \
     }                                                                                      \
-    if (k_ < 0)                                                                            \
-        r = (type)wsl_syscall_failed(k_);                                                  \
-    rest;                                                                                  \
-    return r;
+    return rest;
 
 #pragma GCC visibility pop
 
