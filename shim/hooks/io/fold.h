@@ -191,6 +191,22 @@ static inline __attribute__((always_inline)) int io_fold_fast(struct wsl_thread 
     return io_fold_fast_file(t, api, WSL_FOLD_FILE(fd, path), value);
 }
 
+/* wsl_tls_depth = 0, where the TLS block's offset is found again (x86-64: one
+ * load from the GOT) rather than kept from before the system call in a
+ * register the hook would have to save: for the leaf fast paths below. */
+static inline __attribute__((always_inline)) void io_depth_clear_reloaded(void)
+{
+#if defined(__x86_64__) && !WSL_TSAN && !defined(__SANITIZE_ADDRESS__)
+    uint64_t off;
+    __asm__ volatile("movq wsl_tls@gottpoff(%%rip), %0\n\tmovl $0, %%fs:%c1(%0)"
+                     : "=&r"(off)
+                     : "i"(offsetof(struct wsl_tls, depth))
+                     : "memory");
+#else
+    wsl_tls_depth = 0;
+#endif
+}
+
 /* The common case of a call on a local file's fd whose untimed success folds a
  * value (fstat: the size, stat.c; lseek: the offset, fds.c), where the hook makes glibc's
  * system call itself (`direct`: seek_direct, fstat_direct): nr with fd, b, c, d. Everything else,
@@ -215,7 +231,7 @@ static inline __attribute__((always_inline)) int io_fold_fast(struct wsl_thread 
     type r = (type)k_;                                                                     \
     if (WSL_LIKELY(k_ >= 0 && (uint64_t)(value) <= FOLD_VALUE_LIMIT) &&                    \
         WSL_LIKELY(io_fold_fast(t, (api) + WSL_IO_SAMPLED, fd, (uint32_t)info_, (uint64_t)(value)))) { \
-        wsl_tls_depth = 0;                                                                 \
+        io_depth_clear_reloaded();                                                         \
         return r;                                                                          \
     }                                                                                      \
     return rest;
