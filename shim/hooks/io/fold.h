@@ -219,7 +219,9 @@ static inline __attribute__((always_inline)) void io_depth_clear_reloaded(void)
 #define FD_FOLD_FAST(type, api, fd, direct, cond, nr, b, c, d, value, rest, full)          \
     struct wsl_thread *t = io_enter_ready();                                               \
     if (WSL_UNLIKELY(!t || !(direct)))                                                     \
-        return full;                                                                       \
+        return IO_OFF() && (direct) && !wsl_tls_depth /* WSLSHIM_IO=0: glibc's system call */ \
+                   ? (type)st_kernel_result(st_syscall4_kernel(nr, fd, (long)(b), (long)(c), (long)(d))) \
+                   : full;                                                                 \
     uint64_t info_ = info_of_fd(fd);                                                       \
     if (WSL_UNLIKELY(!(info_ & FD_LOCAL) || t->io_countdown <= 1 || !(cond)))              \
         return full;                                                                       \
