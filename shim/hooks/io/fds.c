@@ -194,6 +194,10 @@ static __attribute__((noinline)) int close_st(int fd)
     fd_set_path(fd, 0); /* before the number can be reused (CLOSE_HOOK) */
     wsl_tls_depth = 1;
     long r = st_syscall4_kernel(SYS_close, fd, 0, 0, 0);
+    if (WSL_LIKELY(r == 0) && WSL_LIKELY(fold_end_closed_fast(t))) {
+        io_depth_clear_reloaded();
+        return 0;
+    }
     return io_close_folded_kernel(t, fd, path, r);
 }
 static __attribute__((noinline)) int close_mt(int fd) { CLOSE_HOOK(REAL(close)(fd)) }
