@@ -8,6 +8,8 @@
 # configuration of CONFIGS (default: plain record recorder shim; also
 # recorder-1M-raw, shim-off, any floor_interposer level of ab_floor.sh, or
 # NAME=LIB for another build of the shim). Python's hash seed is fixed.
+# PROGS="C Python C-mt Python-mt" adds each with an idle thread of its own
+# (bench_io files-mt; Python with a thread that waits).
 set -euo pipefail
 [ $# -ge 1 ] || { echo "usage: cg_files.sh BUILD_DIR [FILES] [CONFIGS]" >&2; exit 2; }
 build=$(cd "$1" && pwd)
@@ -34,6 +36,9 @@ floor_flags() {
 py=$(python3 -c "import sys; print(sys.executable)")
 pyprog='import os, sys
 d, n = sys.argv[1], int(sys.argv[2])
+if len(sys.argv) > 3:
+    import threading
+    threading.Thread(target=threading.Event().wait, daemon=True).start()
 for x in sorted(x for x in os.listdir(d) if x.startswith("f"))[:n]:
     with open(os.path.join(d, x), "rb") as f:
         f.read()'
@@ -47,7 +52,7 @@ ir() {
   own=$(cat "$tmp"/cg.*.out-01 | sed -n 's/^summary: \([0-9]*\)/\1/p' | awk '{s += $1} END {print s}')
   echo "$all $own"
 }
-printf '%-18s %-7s %12s %12s\n' config program "own/file" "all/file"
+printf '%-18s %-9s %12s %12s\n' config program "own/file" "all/file"
 for c in $configs; do
   pre=()
   case $c in
@@ -60,11 +65,17 @@ for c in $configs; do
        "${CC:-cc}" -O2 -fPIC -shared -fvisibility=hidden $fl -o "$tmp/floor-$c.so" "$here/floor_interposer.c" -ldl -lpthread
        pre=(LD_PRELOAD="$tmp/floor-$c.so");;
   esac
-  for prog in C Python; do
-    if [ $prog = C ]; then run=("$bench" files "$tmp/data"); else run=("$py" -c "$pyprog" "$tmp/data"); fi
-    read -r a0 o0 <<<"$(ir "${run[@]}" "$few")"
-    read -r a1 o1 <<<"$(ir "${run[@]}" "$files")"
+  for prog in ${PROGS:-C Python}; do
+    case $prog in
+      C) run=("$bench" files "$tmp/data"); post=();;
+      C-mt) run=("$bench" files-mt "$tmp/data"); post=();;
+      Python) run=("$py" -c "$pyprog" "$tmp/data"); post=();;
+      Python-mt) run=("$py" -c "$pyprog" "$tmp/data"); post=(thread);;
+      *) echo "cg_files.sh: no program '$prog'" >&2; exit 2;;
+    esac
+    read -r a0 o0 <<<"$(ir "${run[@]}" "$few" "${post[@]}")"
+    read -r a1 o1 <<<"$(ir "${run[@]}" "$files" "${post[@]}")"
     awk -v c="${c%%=*}" -v p=$prog -v a0="$a0" -v a1="$a1" -v o0="$o0" -v o1="$o1" -v n=$((files - few)) \
-      'BEGIN { printf "%-18s %-7s %12.1f %12.1f\n", c, p, (o1 - o0) / n, (a1 - a0) / n }'
+      'BEGIN { printf "%-18s %-9s %12.1f %12.1f\n", c, p, (o1 - o0) / n, (a1 - a0) / n }'
   done
 done
