@@ -64,9 +64,9 @@ def run(n, thread, timing, tag):
     return json.loads(r.stdout)
 
 
-def calls(rep, name, variant):
+def calls(rep, name):
     a = (rep.get("io_calls") or {}).get(name) or {}
-    return a.get("calls", 0), a.get("errors", 0), (a.get("variants") or {}).get(variant, 0)
+    return a.get("calls", 0), a.get("errors", 0), a.get("variants") or {}
 
 
 for thread in (False, True):
@@ -76,11 +76,13 @@ for thread in (False, True):
         if a is None or b is None:
             continue
         for name, (variant, per) in PER_FILE.items():
-            (ca, ea, va), (cb, eb, vb) = calls(a, name, variant), calls(b, name, variant)
-            if cb - ca != per * N or vb - va != per * N or eb != ea:
-                failures.append(f"{tag}: io_calls.{name}: {ca} -> {cb} calls ({va} -> {vb} {variant}, "
-                                f"errors {ea} -> {eb}) for {N} more files: want {per * N} more {variant}, "
-                                f"no more errors")
+            # the count per call name: under TSan, whose runtime intercepts fstat64 itself, the
+            # shim sees it as another of the family's entry points (another variant)
+            (ca, ea, va), (cb, eb, vb) = calls(a, name), calls(b, name)
+            if cb - ca != per * N or eb != ea:
+                failures.append(f"{tag}: io_calls.{name}: {ca} -> {cb} calls (variants {va} -> {vb}, "
+                                f"errors {ea} -> {eb}) for {N} more files: want {per * N} more ({variant} "
+                                f"{per} a file), no more errors")
         for rep, n in ((a, K), (b, K + N)):
             t = [d for d in (rep.get("io") or {}).get("top_dirs") or [] if d.get("dir") == data]
             want = {"reads": 2 * n, "bytes_read": sum(sizes[:n]), "files": n}
