@@ -40,17 +40,25 @@ static __attribute__((noinline)) void seek_untimed_rest(struct wsl_thread *t, un
 /* a tell (0, SEEK_CUR) or a seek to an offset (SEEK_SET): what folds */
 #define SEEK_FOLDS(off, whence) ((whence) == SEEK_SET || ((whence) == SEEK_CUR && (off) == 0))
 
-/* lseek and lseek64: the full hook, and the exported one with its common case inline. */
+/* lseek and lseek64: the full hook, the rest of an untimed one made by the
+ * exported hook (k: the kernel's answer), and the exported one with its common
+ * case inline. */
 #define SEEK_FUNCTIONS(name, type)                                                         \
     static __attribute__((noinline)) type name##_full(int fd, type off, int whence)        \
     {                                                                                      \
         SEEK_HOOK(WSL_IO_ID_##name, REAL(name)(fd, off, whence))                           \
     }                                                                                      \
+    static __attribute__((noinline)) type name##_rest(struct wsl_thread *t, int fd, uint64_t info, long k, \
+                                                      type off, int whence)                \
+    {                                                                                      \
+        type r = k < 0 ? (type)wsl_syscall_failed(k) : (type)k;                            \
+        seek_untimed_rest(t, WSL_IO_ID_##name + WSL_IO_SAMPLED, fd, (uint32_t)info, off, whence, r); \
+        return r;                                                                          \
+    }                                                                                      \
     WSL_EXPORT type name(int fd, type off, int whence)                                     \
     {                                                                                      \
         FD_FOLD_FAST(type, WSL_IO_ID_##name, fd, seek_direct, SEEK_FOLDS(off, whence), SYS_lseek, off, whence, 0, \
-                     (uint64_t)r << 1 | (whence == SEEK_SET),                              \
-                     seek_untimed_rest(t, WSL_IO_ID_##name + WSL_IO_SAMPLED, fd, (uint32_t)info_, off, whence, r), \
+                     (uint64_t)r << 1 | (whence == SEEK_SET), name##_rest(t, fd, info_, k_, off, whence), \
                      name##_full(fd, off, whence))                                         \
     }
 SEEK_FUNCTIONS(lseek, off_t)
@@ -186,6 +194,10 @@ static __attribute__((noinline)) int close_st(int fd)
     fd_set_path(fd, 0); /* before the number can be reused (CLOSE_HOOK) */
     wsl_tls_depth = 1;
     long r = st_syscall4_kernel(SYS_close, fd, 0, 0, 0);
+    if (WSL_LIKELY(r == 0) && WSL_LIKELY(fold_end_closed_fast(t))) {
+        io_depth_clear_reloaded();
+        return 0;
+    }
     return io_close_folded_kernel(t, fd, path, r);
 }
 static __attribute__((noinline)) int close_mt(int fd) { CLOSE_HOOK(REAL(close)(fd)) }

@@ -84,6 +84,46 @@ static inline __attribute__((always_inline)) void fold_end_closed(struct wsl_thr
     fold_leave(t, seq, WSL_FOLD_FILE(-1, 0));
 }
 
+/* fold_end_closed where the ring has room for the fold's events (one, or two
+ * past three slots) without its slow path: both written, then published
+ * together; a leaf, for the close's fast twin. Returns 0, having done nothing,
+ * when there is no such room (then fold_end_closed). */
+static inline __attribute__((always_inline)) int fold_end_closed_fast(struct wsl_thread *t)
+{
+#if WSL_TSAN
+    (void)t;
+    return 0; /* the ring's slots are TSan's to see written (wsl_ring_reserve_tsan) */
+#else
+    uint32_t used = FOLD_LD(t->fold_used);
+    uint64_t h = t->head_local;
+    if (WSL_UNLIKELY(h + 1 + (used > WSL_FOLD_SLOTS_PER_EVENT) > t->limit))
+        return 0; /* wsl_ring_reserve would take its slow path */
+    uint32_t seq = fold_enter(t);
+    uint64_t file = FOLD_LD(t->fold_file);
+    int64_t fd = (int32_t)(uint32_t)file;
+    struct wsl_event *e = &t->cur_ev[h & t->cur_mask];
+    if (WSL_UNLIKELY(used > WSL_FOLD_SLOTS_PER_EVENT)) {
+        io_fill(e, 0, 0, WSL_ID_IO_FOLD, WSL_FOLD_RESULT(seq >> 1, 0, 0), fd, file >> 32,
+                FOLD_LD(t->fold_slot[0]), FOLD_LD(t->fold_slot[1]), FOLD_LD(t->fold_slot[2]));
+        used -= WSL_FOLD_SLOTS_PER_EVENT;
+        e = &t->cur_ev[++h & t->cur_mask];
+        io_fill(e, 0, 0, WSL_ID_IO_FOLD,
+                WSL_FOLD_RESULT(seq >> 1, WSL_FOLD_SLOTS_PER_EVENT, WSL_FOLD_LAST | WSL_FOLD_CLOSED), fd, file >> 32,
+                FOLD_LD(t->fold_slot[3]), used > 1 ? FOLD_LD(t->fold_slot[4]) : 0,
+                used > 2 ? FOLD_LD(t->fold_slot[5]) : 0);
+    } else {
+        io_fill(e, 0, 0, WSL_ID_IO_FOLD, WSL_FOLD_RESULT(seq >> 1, 0, WSL_FOLD_LAST | WSL_FOLD_CLOSED), fd,
+                file >> 32, used > 0 ? FOLD_LD(t->fold_slot[0]) : 0, used > 1 ? FOLD_LD(t->fold_slot[1]) : 0,
+                used > 2 ? FOLD_LD(t->fold_slot[2]) : 0);
+    }
+    t->head_local = ++h; /* wsl_ring_commit, once for both */
+    atomic_store_explicit(t->cur_head, h, memory_order_release);
+    atomic_store_explicit(&t->io_untimed, 1, memory_order_relaxed);
+    fold_leave(t, seq, WSL_FOLD_FILE(-1, 0));
+    return 1;
+#endif
+}
+
 /* Begins a fold for fd and path: ends the thread's fold when it has calls;
  * one without calls has a fold id no call was counted under yet (fold_next
  * leaves a new one, and a fold's first slot comes with fold_used, after the
@@ -191,32 +231,52 @@ static inline __attribute__((always_inline)) int io_fold_fast(struct wsl_thread 
     return io_fold_fast_file(t, api, WSL_FOLD_FILE(fd, path), value);
 }
 
+/* wsl_tls_depth = 0, where the TLS block's offset is found again (x86-64: one
+ * load from the GOT) rather than kept from before the system call in a
+ * register the hook would have to save: for the leaf fast paths below. */
+static inline __attribute__((always_inline)) void io_depth_clear_reloaded(void)
+{
+#if defined(__x86_64__) && !WSL_TSAN && !defined(__SANITIZE_ADDRESS__)
+    uint64_t off;
+    __asm__ volatile("movq wsl_tls@gottpoff(%%rip), %0\n\tmovl $0, %%fs:%c1(%0)"
+                     : "=&r"(off)
+                     : "i"(offsetof(struct wsl_tls, depth))
+                     : "memory");
+#else
+    wsl_tls_depth = 0;
+#endif
+}
+
 /* The common case of a call on a local file's fd whose untimed success folds a
  * value (fstat: the size, stat.c; lseek: the offset, fds.c), where the hook makes glibc's
  * system call itself (`direct`: seek_direct, fstat_direct): nr with fd, b, c, d. Everything else,
  * timed calls and those that fail or do not fold, goes to the full hook
- * (`full`, a tail call) or, once made, to `rest`; a failed call sets errno as
- * glibc's wrapper does. */
+ * (`full`, a tail call) or, once made, to `rest` (a tail call too, given the
+ * kernel's answer k_: it sets errno as glibc's wrapper does). With no call
+ * that returns here, the hook is a leaf: what it keeps past the system call
+ * stays in registers the call leaves alone, and it saves none (Python's
+ * open().read() makes four of these per file). */
 #define FD_FOLD_FAST(type, api, fd, direct, cond, nr, b, c, d, value, rest, full)          \
     struct wsl_thread *t = io_enter_ready();                                               \
     if (WSL_UNLIKELY(!t || !(direct)))                                                     \
-        return full;                                                                       \
+        return IO_OFF() && (direct) && !wsl_tls_depth /* WSLSHIM_IO=0: glibc's system call */ \
+                   ? (type)st_kernel_result(st_syscall4_kernel(nr, fd, (long)(b), (long)(c), (long)(d))) \
+                   : full;                                                                 \
     uint64_t info_ = info_of_fd(fd);                                                       \
     if (WSL_UNLIKELY(!(info_ & FD_LOCAL) || t->io_countdown <= 1 || !(cond)))              \
         return full;                                                                       \
     t->io_countdown--;                                                                     \
     wsl_tls_depth = 1;                                                                     \
-    long k_ = st_syscall4_kernel(nr, fd, (long)(b), (long)(c), (long)(d));                 \
+    uint64_t tv_ = (uintptr_t)t;                                                           \
+    long k_ = st_syscall4_keeping(nr, fd, (long)(b), (long)(c), (long)(d), &tv_, &info_);  \
+    t = (struct wsl_thread *)(uintptr_t)tv_;                                               \
     type r = (type)k_;                                                                     \
     if (WSL_LIKELY(k_ >= 0 && (uint64_t)(value) <= FOLD_VALUE_LIMIT) &&                    \
         WSL_LIKELY(io_fold_fast(t, (api) + WSL_IO_SAMPLED, fd, (uint32_t)info_, (uint64_t)(value)))) { \
-        wsl_tls_depth = 0;                                                                 \
+        io_depth_clear_reloaded();                                                         \
         return r;                                                                          \
     }                                                                                      \
-    if (k_ < 0)                                                                            \
-        r = (type)wsl_syscall_failed(k_);                                                  \
-    rest;                                                                                  \
-    return r;
+    return rest;
 
 #pragma GCC visibility pop
 

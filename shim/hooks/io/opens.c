@@ -118,14 +118,72 @@ static inline int open_needs_mode(int flags)
         va_end(ap);                                                                        \
     }
 
-static __attribute__((noinline)) int open_st(const char *path, int flags, mode_t mode)
-{
-    OPEN_HOOK(WSL_IO_ID_open, AT_FDCWD, path, flags, st_openat(AT_FDCWD, path, flags, mode))
-}
-static __attribute__((noinline)) int open_mt(const char *path, int flags, mode_t mode)
-{
-    OPEN_HOOK(WSL_IO_ID_open, AT_FDCWD, path, flags, REAL(open)(path, flags, mode))
-}
+/* The open twins (open, open64, openat, openat64: single-threaded and usual).
+ * Their common case, an untimed open of a local file in a folder whose device
+ * is known and whose flags fit its fold slot, goes straight from the path's
+ * record to the system call and the fold's first slot (OPEN_FAST); anything
+ * else continues in name##_rest as OPEN_HOOK does after the path's record
+ * (OPEN_REST): the same path id, the same events. */
+#define OPEN_REST(api, dirfd, path, flags, call)                                           \
+    uint64_t dirdev_ = dir_device(dir_hash_);                                              \
+    int emu_ = WSL_UNLIKELY(wsl_emu_fs_on) && emu_named(t, dirfd, path);                   \
+    int local_ = !emu_ && dirdev_ && wsl_cfg.io_timing > 1 && dev_is_local(t, dirdev_);    \
+    IO_TIMING(local_)                                                                      \
+    IO_CALL_TIMED_EMU(int, fd, call, EMU_NAMED(emu_))                                      \
+    record_open(t, (api) + off_, t0, t1, fd, id_, dir_hash_, flags, dirdev_, local_, emu_); \
+    return fd;
+
+#define OPEN_FAST(api, dirfd, path, flags, call, rest)                                     \
+    struct wsl_thread *t = io_enter();                                                     \
+    if (!t)                                                                                \
+        return call;                                                                       \
+    uint64_t dir_hash_, v_;                                                                \
+    uint32_t id_ = path_record(t, dirfd, path, &dir_hash_);                               \
+    uint64_t dirdev_ = dir_device(dir_hash_);                                              \
+    /* the untimed open of a local file that begins its fold (record_open's common case) */ \
+    if (WSL_UNLIKELY(!id_ || !dirdev_ || wsl_emu_fs_on || wsl_cfg.io_timing <= 1 ||         \
+                     t->io_countdown <= 1 || !open_fold_value(dirdev_, flags, &v_) ||       \
+                     !dev_is_local(t, dirdev_)))                                           \
+        return rest;                                                                       \
+    t->io_countdown--;                                                                     \
+    int fd = call;                                                                         \
+    if (WSL_UNLIKELY(fd < 0)) {                                                            \
+        record_open_event(t, (api) + WSL_IO_SAMPLED, 0, 0, fd, id_, dir_hash_, flags, dirdev_, 1, 0); \
+        return fd;                                                                         \
+    }                                                                                      \
+    fd_set_info(fd, id_, 1);                                                               \
+    fold_begin(t, fd, id_); /* another file's fold ends */                                 \
+    FOLD_ST(t->fold_slot[0], WSL_FOLD_SLOT((api) + WSL_IO_SAMPLED, 1, v_));               \
+    t->fold_last = &t->fold_slot[0];                                                       \
+    atomic_store_explicit(&t->fold_used, 1, memory_order_release); /* after the slot */   \
+    wsl_tls_depth = 0;                                                                     \
+    return fd;
+
+/* name (open, open64: relative to the working directory) with `call` */
+#define OPEN_TWIN(name, api, call)                                                         \
+    static __attribute__((noinline)) int name##_rest(struct wsl_thread *t, const char *path, int flags, \
+                                                     mode_t mode, uint32_t id_, uint64_t dir_hash_) \
+    {                                                                                      \
+        OPEN_REST(api, AT_FDCWD, path, flags, call)                                        \
+    }                                                                                      \
+    static __attribute__((noinline)) int name(const char *path, int flags, mode_t mode)    \
+    {                                                                                      \
+        OPEN_FAST(api, AT_FDCWD, path, flags, call, name##_rest(t, path, flags, mode, id_, dir_hash_)) \
+    }
+/* name (openat, openat64: relative to dirfd) with `call` */
+#define OPENAT_TWIN(name, api, call)                                                       \
+    static __attribute__((noinline)) int name##_rest(struct wsl_thread *t, int dirfd, const char *path, \
+                                                     int flags, mode_t mode, uint32_t id_, uint64_t dir_hash_) \
+    {                                                                                      \
+        OPEN_REST(api, dirfd, path, flags, call)                                           \
+    }                                                                                      \
+    static __attribute__((noinline)) int name(int dirfd, const char *path, int flags, mode_t mode) \
+    {                                                                                      \
+        OPEN_FAST(api, dirfd, path, flags, call, name##_rest(t, dirfd, path, flags, mode, id_, dir_hash_)) \
+    }
+
+OPEN_TWIN(open_st, WSL_IO_ID_open, st_openat(AT_FDCWD, path, flags, mode))
+OPEN_TWIN(open_mt, WSL_IO_ID_open, REAL(open)(path, flags, mode))
 WSL_EXPORT int open(const char *path, int flags, ...)
 {
     MODE_ARG(flags)
@@ -133,14 +191,8 @@ WSL_EXPORT int open(const char *path, int flags, ...)
         return open_st(path, flags, mode);
     return open_mt(path, flags, mode);
 }
-static __attribute__((noinline)) int open64_st(const char *path, int flags, mode_t mode)
-{
-    OPEN_HOOK(WSL_IO_ID_open64, AT_FDCWD, path, flags, st_openat(AT_FDCWD, path, flags, mode))
-}
-static __attribute__((noinline)) int open64_mt(const char *path, int flags, mode_t mode)
-{
-    OPEN_HOOK(WSL_IO_ID_open64, AT_FDCWD, path, flags, REAL(open64)(path, flags, mode))
-}
+OPEN_TWIN(open64_st, WSL_IO_ID_open64, st_openat(AT_FDCWD, path, flags, mode))
+OPEN_TWIN(open64_mt, WSL_IO_ID_open64, REAL(open64)(path, flags, mode))
 WSL_EXPORT int open64(const char *path, int flags, ...)
 {
     MODE_ARG(flags)
@@ -156,14 +208,8 @@ WSL_EXPORT int __open64_2(const char *path, int flags)
 {
     OPEN_HOOK(WSL_IO_ID___open64_2, AT_FDCWD, path, flags, REAL(__open64_2)(path, flags))
 }
-static __attribute__((noinline)) int openat_st(int dirfd, const char *path, int flags, mode_t mode)
-{
-    OPEN_HOOK(WSL_IO_ID_openat, dirfd, path, flags, st_openat(dirfd, path, flags, mode))
-}
-static __attribute__((noinline)) int openat_mt(int dirfd, const char *path, int flags, mode_t mode)
-{
-    OPEN_HOOK(WSL_IO_ID_openat, dirfd, path, flags, REAL(openat)(dirfd, path, flags, mode))
-}
+OPENAT_TWIN(openat_st, WSL_IO_ID_openat, st_openat(dirfd, path, flags, mode))
+OPENAT_TWIN(openat_mt, WSL_IO_ID_openat, REAL(openat)(dirfd, path, flags, mode))
 WSL_EXPORT int openat(int dirfd, const char *path, int flags, ...)
 {
     MODE_ARG(flags)
@@ -171,14 +217,8 @@ WSL_EXPORT int openat(int dirfd, const char *path, int flags, ...)
         return openat_st(dirfd, path, flags, mode);
     return openat_mt(dirfd, path, flags, mode);
 }
-static __attribute__((noinline)) int openat64_st(int dirfd, const char *path, int flags, mode_t mode)
-{
-    OPEN_HOOK(WSL_IO_ID_openat64, dirfd, path, flags, st_openat(dirfd, path, flags, mode))
-}
-static __attribute__((noinline)) int openat64_mt(int dirfd, const char *path, int flags, mode_t mode)
-{
-    OPEN_HOOK(WSL_IO_ID_openat64, dirfd, path, flags, REAL(openat64)(dirfd, path, flags, mode))
-}
+OPENAT_TWIN(openat64_st, WSL_IO_ID_openat64, st_openat(dirfd, path, flags, mode))
+OPENAT_TWIN(openat64_mt, WSL_IO_ID_openat64, REAL(openat64)(dirfd, path, flags, mode))
 WSL_EXPORT int openat64(int dirfd, const char *path, int flags, ...)
 {
     MODE_ARG(flags)

@@ -72,29 +72,6 @@ static __attribute__((noinline)) ssize_t io_read_untimed_kernel(struct wsl_threa
     return r;
 }
 
-/* st_syscall4_kernel, with two values the caller needs after the call pinned
- * to registers the system call leaves alone (x86-64: r8 and r9), so that the
- * compiler saves no register of its own for them. */
-static inline __attribute__((always_inline)) long st_syscall4_keeping(long nr, int fd, long b, long c, long d,
-                                                                      uint64_t *keep1, uint64_t *keep2)
-{
-#if defined(__x86_64__)
-    long r;
-    register long r10 __asm__("r10") = d;
-    register uint64_t r8 __asm__("r8") = *keep1;
-    register uint64_t r9 __asm__("r9") = *keep2;
-    __asm__ volatile("syscall"
-                     : "=a"(r), "+r"(r8), "+r"(r9)
-                     : "a"(nr), "D"(fd), "S"(b), "d"(c), "r"(r10) /* the kernel takes fd's low 32 bits */
-                     : "rcx", "r11", "memory");
-    *keep1 = r8;
-    *keep2 = r9;
-    return r;
-#else
-    return st_syscall4_kernel(nr, fd, b, c, d);
-#endif
-}
-
 /* io_read_untimed_kernel, from a fast twin that marked the thread busy rather
  * than raising its depth (READ_ST_HOOK); its arguments in the registers they
  * are in already there (x86-64: fd, ask, t and file stay where the system call
