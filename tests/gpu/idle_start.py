@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-# Written 2026-11-27 in a session with no device time left: not yet run on a GPU.
+# Written 2026-11-27 in a session with no device time left: not yet run on a GPU (its cmp was checked on a
+# synthetic CUPTI file, the shim's own GPT-2 samples with their starts 7 us earlier: it reported 7.00 us late, 0 end error).
 # Where a timed launch's kernel really starts and ends, against the shim's GPU_KERNEL times: under the
 # shim with every launch timed (WSLSHIM_GPU_TIMING=1) AND torch.profiler on, launch by launch.
 #   python3 idle_start.py run NAME OUTJSON        (under the shim: CUPTI's kernels, each launch's start/end)
@@ -16,27 +17,12 @@ spec = importlib.util.spec_from_file_location("cc", os.path.join(here, "coverage
 cc = importlib.util.module_from_spec(spec); spec.loader.exec_module(cc)
 
 if sys.argv[1] == "run":
-    name, out = sys.argv[2], sys.argv[3]
-    import torch
-    from torch.profiler import ProfilerActivity, profile
-    d = cc.Dev(torch, False)
-    torch.empty(1, device=d.device)
-    prof = profile(activities=[ProfilerActivity.CUDA]); prof.start()
-    torch.manual_seed(0); torch.cuda.manual_seed_all(0)
-    step = cc.build_step(name, torch, d.device)
-    running = torch.zeros((), device=d.device)
-    cfg = cc.WORKLOADS[name]
-    for i in range(cfg["warmup"] + cfg["steps"]):
-        running += step().detach()
-    d.sync(); prof.stop()
+    spec = importlib.util.spec_from_file_location("pair_cupti", os.path.join(here, "pair_cupti.py"))
+    pc = importlib.util.module_from_spec(spec); spec.loader.exec_module(pc)
     per = {}
-    for e in prof.events():
-        if e.device_type != torch.autograd.DeviceType.CUDA or getattr(e, "is_user_annotation", False):
-            continue
-        if e.name.startswith("Memcpy") or e.name.startswith("Memset"):
-            continue
-        per.setdefault(e.name, []).append((e.time_range.start, e.time_range.end))  # us
-    json.dump({k: sorted(v) for k, v in per.items()}, open(out, "w"))
+    for n, a, b in pc.profiled_kernels(sys.argv[2]):
+        per.setdefault(n, []).append((a, b))  # us
+    json.dump({k: sorted(v) for k, v in per.items()}, open(sys.argv[3], "w"))
     sys.exit(0)
 
 import sqlite3

@@ -7,8 +7,11 @@ import json, sys, os, importlib.util
 here = os.path.dirname(os.path.abspath(__file__))
 spec = importlib.util.spec_from_file_location("cc", os.path.join(here, "coverage_check.py"))
 cc = importlib.util.module_from_spec(spec); spec.loader.exec_module(cc)
-if sys.argv[1] == "run":
-    name, out = sys.argv[2], sys.argv[3]
+
+
+def profiled_kernels(name):
+    """Runs workload `name` of coverage_check.py with torch.profiler on; its GPU kernels (no memcpy,
+    memset or user annotation) as (name, start us, end us), in the profiler's order."""
     import torch
     from torch.profiler import ProfilerActivity, profile
     d = cc.Dev(torch, False)
@@ -21,15 +24,23 @@ if sys.argv[1] == "run":
     for i in range(cfg["warmup"] + cfg["steps"]):
         running += step().detach()
     d.sync(); prof.stop()
-    per = {}
+    out = []
     for e in prof.events():
         if e.device_type != torch.autograd.DeviceType.CUDA or getattr(e, "is_user_annotation", False):
             continue
         if e.name.startswith("Memcpy") or e.name.startswith("Memset"):
             continue
-        p = per.setdefault(e.name, [0, 0.0]); p[0] += 1; p[1] += (e.time_range.end - e.time_range.start) * 1000
+        out.append((e.name, e.time_range.start, e.time_range.end))
+    return out
+
+
+if __name__ == "__main__" and sys.argv[1] == "run":
+    name, out = sys.argv[2], sys.argv[3]
+    per = {}
+    for n, a, b in profiled_kernels(name):
+        p = per.setdefault(n, [0, 0.0]); p[0] += 1; p[1] += (b - a) * 1000
     json.dump(per, open(out, "w"))
-else:
+elif __name__ == "__main__":
     per = json.load(open(sys.argv[2])); rep = json.load(open(sys.argv[3]))
     ks = rep["gpu"]["kernels"]
     norm = {cc.norm_name(n): v for n, v in per.items()}
