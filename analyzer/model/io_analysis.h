@@ -106,6 +106,9 @@ struct wsl_io_counts {
     uint64_t write_time;    /* in writes and syncs */
 };
 
+/* dst += src, src's times converted with clock (ticks to ns), saturating. */
+void wsl_io_counts_add(struct wsl_io_counts *dst, const struct wsl_io_counts *src, const struct wsl_clock_map *clock);
+
 static inline uint64_t wsl_io_time(const struct wsl_io_counts *c)
 {
     return c->read_time + c->meta_time + c->mmap_time + c->write_time;
