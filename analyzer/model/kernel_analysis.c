@@ -745,6 +745,7 @@ void wsl_kern_trace_merge(const struct wsl_kern_trace *t, struct wsl_kernels *k,
     struct handle_sum {
         uint64_t by_api[WSL_KERN_LAUNCH_APIS];
         uint64_t captured, by_config, by_config_est;
+        double var;             /* of by_config_est, ticks^2 */
     } *sum = xcalloc(t->rows_count ? t->rows_count : 1, sizeof *sum);
     k->config_untracked += t->config_timed_untracked;
     for (size_t i = 0; i < t->rows_count; i++) {
@@ -768,6 +769,7 @@ void wsl_kern_trace_merge(const struct wsl_kern_trace *t, struct wsl_kernels *k,
             uint64_t run = n - r->captured;
             sum[own].by_config += run;
             sum[own].by_config_est += estimate_row(&e, r->handle, r->config)->mean_ns * run;
+            sum[own].var += row_variance(r, row_overhead(r, over), run);
             use->est_var_ns2 += row_variance(r, row_overhead(r, over), run) * ns_per_tick * ns_per_tick;
             use->est_var_known = true;
         }
@@ -806,6 +808,7 @@ void wsl_kern_trace_merge(const struct wsl_kern_trace *t, struct wsl_kernels *k,
         kn->launches += n;
         kn->captured += hs->captured;
         kn->est_gpu_ns += est;
+        kn->est_var_ns2 += hs->var * ns_per_tick * ns_per_tick;
         if (ht) {
             kn->idle_at_submit += ht->idle;
             wsl_hist_merge_scaled(&kn->gpu_ns, &ht->ticks, ns_per_tick);

@@ -98,6 +98,7 @@ struct wsl_kernel {
     struct wsl_hist gpu_ns;     /* GPU time of the timed launches (count = launches timed) */
     uint64_t est_gpu_ns;        /* launches x their configuration's mean timed GPU time (else the handle's
                                    mean, else the process's), summed over its handles */
+    double est_var_ns2;         /* its sampling variance (wsl_kern_gpu_use's, of its sizes alone) */
     uint64_t captured;          /* of the launches, into a stream being captured (graph nodes) */
 };
 

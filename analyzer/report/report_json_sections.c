@@ -332,6 +332,8 @@ static void write_kernel(struct json_writer *w, const struct wsl_kernels *k, con
     json_key_u64(w, "timed", kn->gpu_ns.count);
     write_ns_summary(w, "gpu_ns", &kn->gpu_ns);
     json_key_u64(w, "gpu_time_est_ns", kn->est_gpu_ns);
+    /* its sampling's standard error (its sizes timed at least twice; null: the run's traces name no size) */
+    json_key_u64_or_null(w, "gpu_time_est_stderr_ns", k->est_var_known, (uint64_t)(sqrt(kn->est_var_ns2) + 0.5));
     /* never timed: the process's mean timed kernel time x launches */
     json_key_bool(w, "gpu_time_estimated", kn->gpu_ns.count == 0);
     json_key_u64(w, "idle_at_submit", kn->idle_at_submit);

@@ -341,6 +341,11 @@ int test_kern_estimate_stderr(void)
         return 1;
     CHECK(run.kernels.est_var_known);
     CHECKF(fabs(sqrt(run.kernels.est_var_ns2) - 103523.6) < 1.0, "%.1f", sqrt(run.kernels.est_var_ns2));
+    /* per kernel: all of it k_sizes', none the untimed function's */
+    const struct wsl_kernel *ks = kernel(&run, "k_sizes"), *ku = kernel(&run, "k_untimed");
+    CHECK(ks && ku);
+    CHECKF(fabs(sqrt(ks->est_var_ns2) - 103523.6) < 1.0, "%.1f", sqrt(ks->est_var_ns2));
+    CHECK(ku->est_var_ns2 == 0);
     wsl_run_free(&run);
     wsl_kern_pairs = WSL_KERN_PAIRS_SPLIT;
     if (read_trace(&run, path))
