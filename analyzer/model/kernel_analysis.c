@@ -546,9 +546,9 @@ static uint64_t pair_overhead_ticks(const struct wsl_kern_trace *t, struct wsl_k
 enum wsl_kern_pairs wsl_kern_pairs = WSL_KERN_PAIRS_SPLIT;
 
 /* The D the estimates adjust by: the measure, unless told to leave the measures alone. Against
- * CUPTI on the H100 host (PyTorch MLP and GPT-2, two runs each) the split left the totals
- * -1.7% to +2.1% off, the measures as they are -11.0% to +2.7%, D off the queued ones -16.4% to
- * -2.2% (docs/gpu-timing.md). */
+ * CUPTI on four kept H100 traces (PyTorch MLP and GPT-2, two runs each) the split left the totals
+ * -1.7% to +2.2% off, the measures as they are -11.0% to +2.7%, D off the queued ones -16.5% to
+ * -4.5% (docs/gpu-timing.md). */
 static uint64_t taken_off(uint64_t measured) { return wsl_kern_pairs == WSL_KERN_PAIRS_NONE ? 0 : measured; }
 
 /* The D of a configuration: its own measure where it was timed often enough both ways (it
@@ -769,8 +769,9 @@ void wsl_kern_trace_merge(const struct wsl_kern_trace *t, struct wsl_kernels *k,
             uint64_t run = n - r->captured;
             sum[own].by_config += run;
             sum[own].by_config_est += estimate_row(&e, r->handle, r->config)->mean_ns * run;
-            sum[own].var += row_variance(r, row_overhead(r, over), run);
-            use->est_var_ns2 += row_variance(r, row_overhead(r, over), run) * ns_per_tick * ns_per_tick;
+            double var = row_variance(r, row_overhead(r, over), run);
+            sum[own].var += var;
+            use->est_var_ns2 += var * ns_per_tick * ns_per_tick;
             use->est_var_known = true;
         }
     }
