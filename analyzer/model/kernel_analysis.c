@@ -8,6 +8,7 @@
 #include "kernel_analysis.h"
 #include "u64_map.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -543,12 +544,14 @@ static uint64_t pair_overhead_ticks(const struct wsl_kern_trace *t, struct wsl_k
     return ticks;
 }
 
-enum wsl_kern_pairs wsl_kern_pairs = WSL_KERN_PAIRS_SPLIT;
+enum wsl_kern_pairs wsl_kern_pairs = WSL_KERN_PAIRS_FIXED;
+double wsl_kern_fixed_idle_ns = WSL_KERN_FIXED_IDLE_NS, wsl_kern_fixed_queued_ns = WSL_KERN_FIXED_QUEUED_NS;
 
-/* The D the estimates adjust by: the measure, unless told to leave the measures alone. Against
- * CUPTI on four kept H100 traces (PyTorch MLP and GPT-2, two runs each) the split left the totals
- * -1.7% to +2.2% off, the measures as they are -11.0% to +2.7%, D off the queued ones -16.5% to
- * -4.5% (docs/gpu-timing.md). */
+/* The D the estimates adjust by in the split and queued modes: the measure, unless told to leave
+ * the measures alone. D also holds what a configuration's queued launches really run longer than
+ * its idle ones: a LLaMA loop timed at every launch measured D 6.7 us where the two parts it stands
+ * for were 0.7 and 2.6 us launch by launch, and the split put its estimate 66% over CUPTI's; the
+ * fixed parts (the default) 4.3% (docs/gpu-timing.md, 14 H100 runs of five programs). */
 static uint64_t taken_off(uint64_t measured) { return wsl_kern_pairs == WSL_KERN_PAIRS_NONE ? 0 : measured; }
 
 /* The D of a configuration: its own measure where it was timed often enough both ways (it
@@ -562,9 +565,16 @@ static uint64_t row_overhead(const struct launch_row *r, uint64_t process)
     return d > 0 ? (uint64_t)d : 0;
 }
 
-/* What one timed launch's measure gets for D, queued or idle. */
-static int64_t adjust_one(uint64_t d, bool idle)
+/* What one timed launch's measure gets for D, queued or idle (ticks; FIXED: its two parts in ns, D
+ * apart). */
+static int64_t adjust_one(uint64_t d, bool idle, double ns_per_tick)
 {
+    if (wsl_kern_pairs == WSL_KERN_PAIRS_FIXED) {
+        double v = (idle ? wsl_kern_fixed_idle_ns : -wsl_kern_fixed_queued_ns) / ns_per_tick;
+        return v > -1e15 && v < 1e15 ? (int64_t)llround(v) : 0; /* NaN, or a damaged trace's rate */
+    }
+    if (!d)
+        return 0;
     if (d > INT64_MAX)
         d = INT64_MAX;
     if (wsl_kern_pairs == WSL_KERN_PAIRS_SPLIT)
@@ -573,9 +583,10 @@ static int64_t adjust_one(uint64_t d, bool idle)
 }
 
 /* Ticks of timed launches, `queued` and `idle` of them, each adjusted for D (never below 0). */
-static uint64_t adjusted(uint64_t ticks, uint64_t queued, uint64_t idle, uint64_t d)
+static uint64_t adjusted(uint64_t ticks, uint64_t queued, uint64_t idle, uint64_t d, double ns_per_tick)
 {
-    double v = (double)ticks + (double)adjust_one(d, true) * (double)idle + (double)adjust_one(d, false) * (double)queued;
+    double v = (double)ticks + (double)adjust_one(d, true, ns_per_tick) * (double)idle +
+               (double)adjust_one(d, false, ns_per_tick) * (double)queued;
     return v <= 0 ? 0 : v >= 18446744073709549568.0 ? UINT64_MAX : (uint64_t)v;
 }
 
@@ -625,7 +636,7 @@ void wsl_kern_estimate_build(const struct wsl_kern_trace *t, double ns_per_tick,
     uint64_t all_ticks = 0, all_count = 0;
     for (size_t i = 0; i < t->timed.count; i++) {
         const struct handle_timing *ht = &t->timed_v[i];
-        uint64_t ticks = adjusted(ht->ticks.sum, ht->ticks.count - ht->idle, ht->idle, over);
+        uint64_t ticks = adjusted(ht->ticks.sum, ht->ticks.count - ht->idle, ht->idle, over, ns_per_tick);
         all_ticks += ticks;
         all_count += ht->ticks.count;
         if (!ht->ticks.count)
@@ -655,7 +666,7 @@ void wsl_kern_estimate_build(const struct wsl_kern_trace *t, double ns_per_tick,
         uint64_t ov = row_overhead(lr, over);
         struct wsl_kern_estimate_row *r = estimate_row_add(e, lr->handle, lr->config);
         r->timed = lr->timed;
-        r->mean_ns = ns_saturated((double)adjusted(lr->timed_ticks, lr->timed - lr->timed_idle, lr->timed_idle, ov) /
+        r->mean_ns = ns_saturated((double)adjusted(lr->timed_ticks, lr->timed - lr->timed_idle, lr->timed_idle, ov, ns_per_tick) /
                                   (double)lr->timed * ns_per_tick);
         r->overhead_ticks = ov;
         r->overhead_ns = ns_saturated((double)ov * ns_per_tick);
@@ -666,12 +677,12 @@ void wsl_kern_estimate_build(const struct wsl_kern_trace *t, double ns_per_tick,
  * of its timed measures, each adjusted for D as the estimate adjusts it, over the timed ones,
  * times run^2 and the finite population's correction (1 - timed / run). 0 when timed fewer than
  * twice. */
-static double row_variance(const struct launch_row *r, uint64_t d, uint64_t run)
+static double row_variance(const struct launch_row *r, uint64_t d, uint64_t run, double ns_per_tick)
 {
     uint64_t n = r->timed, ni = r->timed_idle, nq = n - ni;
     if (n < 2 || run <= n)
         return 0;
-    double ai = (double)adjust_one(d, true), aq = (double)adjust_one(d, false);
+    double ai = (double)adjust_one(d, true, ns_per_tick), aq = (double)adjust_one(d, false, ns_per_tick);
     double si = (double)r->idle_ticks, sq = (double)(r->timed_ticks - r->idle_ticks);
     double qi = r->idle_sq, qq = r->timed_sq - r->idle_sq;
     double sum = si + (double)ni * ai + sq + (double)nq * aq;
@@ -723,9 +734,9 @@ void wsl_kern_trace_merge(const struct wsl_kern_trace *t, struct wsl_kernels *k,
         k->pair_groups = use->pair_groups;
         k->pair_weight = use->pair_weight;
     }
-    if (over)
+    if (over || wsl_kern_pairs == WSL_KERN_PAIRS_FIXED)
         for (size_t i = 0; i < t->timed.count; i++)
-            k->pair_corrected += t->timed_v[i].ticks.count - (wsl_kern_pairs == WSL_KERN_PAIRS_SPLIT ? 0 : t->timed_v[i].idle);
+            k->pair_corrected += t->timed_v[i].ticks.count - (wsl_kern_pairs == WSL_KERN_PAIRS_QUEUED ? t->timed_v[i].idle : 0);
     k->graphs_timed += use->graphs_timed;
     k->idle_at_submit += use->idle_at_submit;
     k->mapped += use->mapped;
@@ -769,7 +780,7 @@ void wsl_kern_trace_merge(const struct wsl_kern_trace *t, struct wsl_kernels *k,
             uint64_t run = n - r->captured;
             sum[own].by_config += run;
             sum[own].by_config_est += estimate_row(&e, r->handle, r->config)->mean_ns * run;
-            double var = row_variance(r, row_overhead(r, over), run);
+            double var = row_variance(r, row_overhead(r, over), run, ns_per_tick);
             sum[own].var += var;
             use->est_var_ns2 += var * ns_per_tick * ns_per_tick;
             use->est_var_known = true;
@@ -853,7 +864,7 @@ int64_t wsl_kern_estimate_adjust_ticks(const struct wsl_kern_estimate *e, uint64
 {
     const struct wsl_kern_estimate_row *r = handle && config ? estimate_row(e, handle, config) : NULL;
     uint64_t d = r ? r->overhead_ticks : e->pair_overhead_ticks;
-    return d ? adjust_one(d, idle) : 0;
+    return adjust_one(d, idle, e->ns_per_tick);
 }
 
 int64_t wsl_kern_estimate_event_adjust(const struct wsl_kern_estimate *e, const struct wsl_event *ev)

@@ -68,11 +68,20 @@
  * fetches the kernel) and what an idle measure misses (it starts at the launch call's return,
  * after the kernel began); the trace cannot tell the two apart. */
 enum wsl_kern_pairs {
-    WSL_KERN_PAIRS_SPLIT = 0,   /* default: D/2 off each queued timed launch, D/2 onto each idle one */
+    WSL_KERN_PAIRS_SPLIT = 0,   /* D/2 off each queued timed launch, D/2 onto each idle one */
     WSL_KERN_PAIRS_QUEUED,      /* D off each queued one; the idle ones as measured */
     WSL_KERN_PAIRS_NONE,        /* every measure as it is (D still measured and reported) */
+    WSL_KERN_PAIRS_FIXED,       /* default: wsl_kern_fixed_queued_ns off each queued one, wsl_kern_fixed_idle_ns
+                                   onto each idle one, whatever D is */
 };
 extern enum wsl_kern_pairs wsl_kern_pairs;
+/* WSL_KERN_PAIRS_FIXED's two parts. Measured launch by launch against CUPTI on the H100 host
+ * (tests/gpu/idle_start.py, every launch timed, five PyTorch programs; docs/gpu-timing.md): an idle
+ * launch's measure starts 0.68-1.04 us (medians) after its kernel did, a queued launch's pair starts
+ * 2.50-2.63 us before its kernel. */
+#define WSL_KERN_FIXED_IDLE_NS 800.0
+#define WSL_KERN_FIXED_QUEUED_NS 2600.0
+extern double wsl_kern_fixed_idle_ns, wsl_kern_fixed_queued_ns;
 
 /* What an API does for the kernel analysis; decided once per API table entry. */
 enum wsl_kern_op {

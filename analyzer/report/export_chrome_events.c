@@ -338,15 +338,28 @@ static void write_gpu_kernel(struct exporter *x, struct write_state *w, const st
     uint64_t dur_ticks = ev->t_end > ev->t_start ? ev->t_end - ev->t_start : 0;
     int64_t adjust = t->est.configs ? wsl_kern_estimate_event_adjust(&t->est, ev) : 0;
     uint64_t t0 = ev->t_start, t1 = ev->t_end;
+    int64_t tid = stream_track(x, w, ev->stream);
+    size_t track = (size_t)(tid - GPU_TID_BASE);
+    if (track >= w->stream_end_cap) {
+        size_t cap = w->stream_end_cap, want = 2 * (track + 1);
+        w->stream_end = xrealloc(w->stream_end, want * sizeof *w->stream_end);
+        memset(w->stream_end + cap, 0, (want - cap) * sizeof *w->stream_end);
+        w->stream_end_cap = want;
+    }
     if (adjust < 0)
         t1 -= (uint64_t)-adjust < dur_ticks ? (uint64_t)-adjust : dur_ticks;
-    else
+    else if (adjust > 0) { /* drawn earlier, but not over the stream's previous kernel (it ran before) */
         t0 = t0 > (uint64_t)adjust ? t0 - (uint64_t)adjust : 0;
+        uint64_t prev = w->stream_end[track] < ev->t_start ? w->stream_end[track] : ev->t_start;
+        if (t0 < prev)
+            t0 = prev;
+    }
+    if (t1 > w->stream_end[track])
+        w->stream_end[track] = t1;
     uint64_t start = rel_ns(x, t, t0), end = rel_ns(x, t, t1);
     if (!in_window(x, start))
         return;
     uint32_t flags = (uint32_t)ev->a[2], launch_tid = (uint32_t)(ev->a[2] >> 32);
-    int64_t tid = stream_track(x, w, ev->stream);
     const char *k = (flags & WSL_GPU_GRAPH) ? NULL : chrome_kernel_name(t, ev->a[0]);
     begin_event(x);
     fprintf(x->out, "{\"ph\":\"X\",\"cat\":\"kernel\",\"pid\":%d,\"tid\":%" PRId64 ",\"ts\":", (int)t->pid, tid);
@@ -848,6 +861,7 @@ int chrome_write_trace(struct exporter *x, struct chrome_trace *t, int sort_inde
     wsl_reader_close(r);
     wsl_u64_map_free(&w.threads);
     wsl_u64_map_free(&w.streams);
+    free(w.stream_end);
     wsl_u64_map_free(&w.live);
     chrome_names_free(&w.paths);
     wsl_u64_map_free(&w.nvtx_threads);

@@ -105,6 +105,8 @@ struct write_state {
     struct wsl_u64_map threads;     /* tid + 1 -> 1: metadata written */
     struct wsl_u64_map streams;     /* stream ^ STREAM_KEY -> track index + 1 */
     uint32_t stream_count;
+    uint64_t *stream_end;           /* per stream track: where its last timed kernel was drawn to end (ticks) */
+    size_t stream_end_cap;
     uint32_t cur_tid;               /* the thread whose events are being written */
     struct name_table paths;
     /* memory counter */

@@ -61,10 +61,13 @@ static const char usage[] =
     "                  (ui.perfetto.dev, chrome://tracing); FILE '-' is stdout\n"
     "  --from S, --to S   with --chrome: only the events that start in this window,\n"
     "                  in seconds from the run's start\n"
-    "  --gpu-pair-correction[=MODE]  what the GPU time estimates do with D, how much\n"
-    "                  longer queued timed launches measure than idle ones: split\n"
-    "                  (the default: D/2 off each queued one, D/2 onto each idle one),\n"
-    "                  queued (D off each queued one; the bare option) or none\n"
+    "  --gpu-pair-correction[=MODE]  how the GPU time estimates adjust timed launches\n"
+    "                  for where their kernels ran: fixed[:IDLE_NS,QUEUED_NS] (the\n"
+    "                  default: IDLE_NS onto each launch timed idle, QUEUED_NS off each\n"
+    "                  one timed queued; 800,2600 as measured on an H100 host), or by\n"
+    "                  D, how much longer queued timed launches measure than idle\n"
+    "                  ones: split (D/2 off each queued one, D/2 onto each idle one),\n"
+    "                  queued (D off each queued one; the bare option), or none\n"
     "                  (docs/gpu-timing.md)\n"
     "  --max-events N  with --chrome: refuse a window of more recorded events than\n"
     "                  this (default 2000000, about what a browser can load)\n"
@@ -97,6 +100,22 @@ static void fail(const char *fmt, ...)
     va_end(ap);
     fputc('\n', stderr);
     exit(2);
+}
+
+/* --gpu-pair-correction=fixed:IDLE_NS,QUEUED_NS: two numbers of ns, each 0 to 1,000,000. */
+static bool parse_pair_parts(const char *v)
+{
+    char *end;
+    double idle = strtod(v, &end);
+    if (end == v || *end != ',')
+        return false;
+    const char *q = end + 1;
+    double queued = strtod(q, &end);
+    if (end == q || *end || !(idle >= 0 && idle <= 1e6) || !(queued >= 0 && queued <= 1e6))
+        return false;
+    wsl_kern_fixed_idle_ns = idle;
+    wsl_kern_fixed_queued_ns = queued;
+    return true;
 }
 
 /* Warnings about the input found before the report (bad traces of a folder, left out). */
@@ -562,8 +581,14 @@ int main(int argc, char **argv)
                 wsl_kern_pairs = WSL_KERN_PAIRS_SPLIT;
             else if (strcmp(v, "none") == 0)
                 wsl_kern_pairs = WSL_KERN_PAIRS_NONE;
-            else
-                fail("--gpu-pair-correction '%s': expected split (the default), queued or none", v);
+            else if (strncmp(v, "fixed", 5) == 0 && (!v[5] || v[5] == ':')) {
+                wsl_kern_pairs = WSL_KERN_PAIRS_FIXED;
+                if (v[5] && !parse_pair_parts(v + 6))
+                    fail("--gpu-pair-correction '%s': expected fixed:IDLE_NS,QUEUED_NS (two numbers of ns, "
+                         "0 to 1000000)", v);
+            } else
+                fail("--gpu-pair-correction '%s': expected fixed[:IDLE_NS,QUEUED_NS] (the default), split, "
+                     "queued or none", v);
             break;
         case 'o':
             output = v;

@@ -374,6 +374,13 @@ void report_json_write_gpu(struct json_writer *w, const struct wsl_run *run, con
     json_key_u64_or_null(w, "pair_overhead_ns", k->pair_groups > 0, k->pair_overhead_ns);
     json_key_u64(w, "pair_overhead_configs", k->pair_groups);
     json_key_u64(w, "pair_overhead_corrected", k->pair_corrected);
+    /* how the timed launches were adjusted (--gpu-pair-correction), and fixed's two parts */
+    static const char *const pair_modes[] = {"split", "queued", "none", "fixed"};
+    json_key_string(w, "pair_correction", pair_modes[wsl_kern_pairs]);
+    json_key_u64_or_null(w, "pair_fixed_idle_ns", wsl_kern_pairs == WSL_KERN_PAIRS_FIXED,
+                         (uint64_t)(wsl_kern_fixed_idle_ns + 0.5));
+    json_key_u64_or_null(w, "pair_fixed_queued_ns", wsl_kern_pairs == WSL_KERN_PAIRS_FIXED,
+                         (uint64_t)(wsl_kern_fixed_queued_ns + 0.5));
     /* launches of kernels timed at least WSL_KERN_COVERED times */
     json_key_u64(w, "covered_launches", k->covered_launches);
     json_key_double_or_null(w, "covered_share", k->launches > k->captured_launches,

@@ -351,13 +351,23 @@ static void write_gpu_time(FILE *out, const struct wsl_kernels *k)
         fprintf(out, " longer than idle ones of the same kernel and size (%" PRIu64 " sizes: the event pairs' own "
                 "time, and what idle measures miss of kernels that start before their launch call returns; "
                 "docs/gpu-timing.md)", k->pair_groups);
-        if (k->pair_corrected && wsl_kern_pairs == WSL_KERN_PAIRS_SPLIT)
+        if (wsl_kern_pairs == WSL_KERN_PAIRS_FIXED)
+            fputs("; not used by the estimates (fixed parts, below)\n", out);
+        else if (k->pair_corrected && wsl_kern_pairs == WSL_KERN_PAIRS_SPLIT)
             fprintf(out, "; half taken off the queued and half added to the idle ones (%" PRIu64
                          " timed launches)\n", k->pair_corrected);
         else if (k->pair_corrected)
             fprintf(out, "; taken off %" PRIu64 " queued timed launches\n", k->pair_corrected);
         else
             fputs("; not applied (--gpu-pair-correction=none)\n", out);
+    }
+    if (wsl_kern_pairs == WSL_KERN_PAIRS_FIXED && k->pair_corrected) {
+        fputs("  timed launches adjusted for where the kernel ran: ", out);
+        put_ns(out, (uint64_t)(wsl_kern_fixed_idle_ns + 0.5));
+        fputs(" added to each idle one, ", out);
+        put_ns(out, (uint64_t)(wsl_kern_fixed_queued_ns + 0.5));
+        fprintf(out, " taken off each queued one (%" PRIu64 " launches; the parts measured on an H100 host, "
+                     "docs/gpu-timing.md)\n", k->pair_corrected);
     }
     if (k->idle_start_ns.count) {
         fputs("  launch to kernel start when idle: p50 ", out);

@@ -226,7 +226,16 @@ def case_exit_codes(env):
         (["--compare", good, bad], f"{bad}: corrupt chunk", "--compare with a bad B"),
         (["--compare", missing, good], f"{missing}: cannot open", "--compare with a missing A"),
         (["--color=sometimes", good], "takes auto, always or never", "bad --color"),
+        (["--gpu-pair-correction=half", good], "expected fixed[:IDLE_NS,QUEUED_NS]", "bad --gpu-pair-correction"),
+        (["--gpu-pair-correction=fixed:800", good], "expected fixed:IDLE_NS,QUEUED_NS", "fixed with one part"),
+        (["--gpu-pair-correction=fixed:800,-1", good], "expected fixed:IDLE_NS,QUEUED_NS", "fixed, a negative part"),
+        (["--gpu-pair-correction=fixed:1e9,0", good], "expected fixed:IDLE_NS,QUEUED_NS", "fixed, a part past 1 ms"),
+        (["--gpu-pair-correction=fixedx", good], "expected fixed[:IDLE_NS,QUEUED_NS]", "fixed, then junk"),
     ]
+    for mode in ("fixed", "fixed:0,0", "fixed:1000,2500.5", "split", "queued", "none"):
+        rc, out, err = env.run("--gpu-pair-correction=" + mode, "--json", good)
+        check(rc == 0 and json.loads(out)["gpu"]["pair_correction"] == mode.split(":")[0],
+              f"--gpu-pair-correction={mode}: {rc} {err!r}")
     for args, needle, what in cases:
         expect_usage_error(env, args, needle, what)
     rc, out, err = env.run("--help")

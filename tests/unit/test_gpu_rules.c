@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "analysis.h"
+#include "kernel_analysis.h"
 #include "rules.h"
 #include "trace_synth.h"
 #include "test_findings.h"
@@ -128,6 +129,7 @@ static uint64_t sum_lost(const struct wsl_run *run)
 /* 5000 launches of 8 us, one every 10 us, 2 us kernels: the GPU idles. */
 int test_rule_launch_bound_fires(void)
 {
+    wsl_kern_pairs = WSL_KERN_PAIRS_NONE; /* the synthetic measures are the kernels' own times */
     struct plan p = {5000, 10, 8000, 10000, 2000, false};
     struct wsl_run run;
     if (read_plan(&run, &p, "launch_bound.trace.zst"))

@@ -151,6 +151,7 @@ static int write_sizes(const char *path, bool old)
 
 int test_kern_config_estimate(void)
 {
+    wsl_kern_pairs = WSL_KERN_PAIRS_NONE; /* the synthetic measures are the kernels' own times */
     char path[512];
     test_path(path, sizeof path, "kern_configs.trace.zst");
     CHECK(write_sizes(path, false) == 0);
@@ -177,6 +178,7 @@ int test_kern_config_estimate(void)
 /* The same trace as an older shim wrote it (GPU_KERNEL's result 0): the per-function estimate. */
 int test_kern_config_unknown(void)
 {
+    wsl_kern_pairs = WSL_KERN_PAIRS_NONE; /* the synthetic measures are the kernels' own times */
     char path[512];
     test_path(path, sizeof path, "kern_configs_old.trace.zst");
     CHECK(write_sizes(path, true) == 0);
@@ -201,6 +203,7 @@ int test_kern_config_unknown(void)
  * hashes, wsl_launch_config being 32 bits.) */
 int test_kern_configs_bounded(void)
 {
+    wsl_kern_pairs = WSL_KERN_PAIRS_NONE; /* the synthetic measures are the kernels' own times */
     char path[512];
     test_path(path, sizeof path, "kern_configs_many.trace.zst");
     struct events host = {0}, gpu = {0};
@@ -310,6 +313,29 @@ int test_kern_pair_overhead(void)
     CHECK_EQ(k->est_gpu_ns, 100 * 81500ull + 200 * 9000ull);
     CHECK_EQ(u->est_gpu_ns, 10 * (706000ull / 14));
     wsl_run_free(&run);
+    /* the default, fixed: 0.8 us onto each idle measure, 2.6 us off each queued one, whatever D
+     * is; the 40-block size (4 x 80.8 + 4 x 80.4) / 8 = 80.6 us, the 4-block (3 x 8.8 + 3 x 7.4) / 6
+     * = 8.1 us; the process's mean (706 + 7 x 0.8 - 7 x 2.6) us / 14 */
+    wsl_kern_pairs = WSL_KERN_PAIRS_FIXED;
+    if (read_trace(&run, path))
+        return 1;
+    k = kernel(&run, "k_sizes"), u = kernel(&run, "k_untimed");
+    CHECK(k && u);
+    CHECK_EQ(run.kernels.pair_overhead_ns, 3000); /* still measured and reported */
+    CHECK_EQ(run.kernels.pair_corrected, 14);
+    CHECK_EQ(k->est_gpu_ns, 100 * 80600ull + 200 * 8100ull);
+    CHECK_EQ(u->est_gpu_ns, 10 * (693400ull / 14));
+    wsl_run_free(&run);
+    /* fixed:1000,0 (the option's two parts): 1 us onto the idle ones only */
+    wsl_kern_fixed_idle_ns = 1000, wsl_kern_fixed_queued_ns = 0;
+    if (read_trace(&run, path))
+        return 1;
+    k = kernel(&run, "k_sizes");
+    CHECK(k);
+    CHECK_EQ(k->est_gpu_ns, 100 * 82000ull + 200 * 9500ull);
+    wsl_run_free(&run);
+    wsl_kern_fixed_idle_ns = WSL_KERN_FIXED_IDLE_NS, wsl_kern_fixed_queued_ns = WSL_KERN_FIXED_QUEUED_NS;
+    wsl_kern_pairs = WSL_KERN_PAIRS_SPLIT;
 
     test_path(path, sizeof path, "kern_pairs_queued.trace.zst");
     CHECK(write_pairs(path, true) == 0);
@@ -321,6 +347,15 @@ int test_kern_pair_overhead(void)
     CHECK_EQ(run.kernels.pair_overhead_ns, 0);
     CHECK_EQ(run.kernels.pair_corrected, 0);
     CHECK_EQ(k->est_gpu_ns, 100 * 83000ull + 200 * 10000ull);
+    wsl_run_free(&run);
+    /* fixed adjusts where no D is measured: every timed launch queued, 2.6 us off each */
+    wsl_kern_pairs = WSL_KERN_PAIRS_FIXED;
+    if (read_trace(&run, path))
+        return 1;
+    k = kernel(&run, "k_sizes");
+    CHECK(k);
+    CHECK_EQ(run.kernels.pair_corrected, 14);
+    CHECK_EQ(k->est_gpu_ns, 100 * 80400ull + 200 * 7400ull);
     wsl_run_free(&run);
     return 0;
 }
