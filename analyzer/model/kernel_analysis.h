@@ -76,9 +76,10 @@ enum wsl_kern_pairs {
 };
 extern enum wsl_kern_pairs wsl_kern_pairs;
 /* WSL_KERN_PAIRS_FIXED's two parts. Measured launch by launch against CUPTI on the H100 host
- * (tests/gpu/idle_start.py, every launch timed, five PyTorch programs; docs/gpu-timing.md): an idle
- * launch's measure starts 0.68-1.04 us (medians) after its kernel did, a queued launch's pair starts
- * 2.50-2.63 us before its kernel. */
+ * (tests/gpu/idle_start.py, every launch timed, six PyTorch programs, eight runs; docs/gpu-timing.md):
+ * an idle launch's measure starts 0.32-1.04 us (medians) after its kernel did (the host's tail of the
+ * launch call: it moves between runs), a queued launch's pair starts 2.50-2.90 us before its kernel.
+ * Not measured on other GPUs, nor under WSL2. */
 #define WSL_KERN_FIXED_IDLE_NS 800.0
 #define WSL_KERN_FIXED_QUEUED_NS 2600.0
 extern double wsl_kern_fixed_idle_ns, wsl_kern_fixed_queued_ns;

@@ -66,6 +66,9 @@ WORKLOADS = {
     "llama": {"warmup": 10, "steps": 100,
               "what": "LlamaForCausalLM from LlamaConfig(4 layers, hidden 512, 8 heads, 2 KV heads, "
                       "vocab 8192), seq 256, batch 4, bf16 autocast, AdamW"},
+    "compiled": {"warmup": 10, "steps": 200,
+                 "what": "torch.compile'd 4-block MLP (LayerNorm, 1024 -> 4096 GELU -> 1024, residual), "
+                         "batch 512, AdamW (Triton kernels)"},
     "cnn": {"warmup": 10, "steps": 200,
             "what": "6 Conv2d+BatchNorm+ReLU (3->64->128->256, two pools), Linear, batch 64 of 3x64x64, "
                     "SGD momentum, channels_last"},
@@ -174,6 +177,30 @@ def build_step(name, torch, dev):
             opt.zero_grad(set_to_none=True)
             with torch.autocast(device_type=dev.type, dtype=torch.bfloat16, enabled=amp):
                 loss = model(input_ids=ids, labels=ids).loss
+            loss.backward()
+            opt.step()
+            return loss
+        return step
+    if name == "compiled":
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.norm, self.up, self.down = nn.LayerNorm(1024), nn.Linear(1024, 4096), nn.Linear(4096, 1024)
+
+            def forward(self, x):
+                return x + self.down(nn.functional.gelu(self.up(self.norm(x))))
+        model = nn.Sequential(*[Block() for _ in range(4)], nn.Linear(1024, 10)).to(dev)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        x = torch.randn(512, 1024, device=dev)
+        y = torch.randint(0, 10, (512,), device=dev)
+
+        def loss_of():
+            return nn.functional.cross_entropy(model(x), y)
+        compiled = torch.compile(loss_of) if dev.type == "cuda" else loss_of
+
+        def step():
+            opt.zero_grad(set_to_none=True)
+            loss = compiled()
             loss.backward()
             opt.step()
             return loss
