@@ -112,6 +112,33 @@ class Dev:
             self.torch.cuda._sleep(MARKER_CYCLES)
 
 
+def train_step(opt, loss_of):
+    """step() -> loss: zero the gradients, the loss, backward, the optimizer's step."""
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = loss_of()
+        loss.backward()
+        opt.step()
+        return loss
+    return step
+
+
+def lm_step(torch, dev, model, vocab, seq, batch, bf16=False):
+    """A transformers language model trained on one fixed batch of token ids (labels = inputs), AdamW;
+    bf16: the forward pass under autocast."""
+    model = model.to(dev)
+    model.train()
+    ids = torch.randint(0, vocab, (batch, seq), device=dev)
+    amp = bf16 and dev.type == "cuda"
+
+    def loss_of():
+        if not amp:
+            return model(input_ids=ids, labels=ids).loss
+        with torch.autocast(device_type=dev.type, dtype=torch.bfloat16):
+            return model(input_ids=ids, labels=ids).loss
+    return train_step(torch.optim.AdamW(model.parameters(), lr=1e-4), loss_of)
+
+
 def build_step(name, torch, dev):
     """Builds the model, optimizer and fixed batch; returns step() -> loss (a device tensor)."""
     nn = torch.nn
@@ -121,66 +148,21 @@ def build_step(name, torch, dev):
         opt = torch.optim.Adam(model.parameters(), lr=1e-3)
         x = torch.randn(256, 1024, device=dev)
         y = torch.randint(0, 10, (256,), device=dev)
-
-        def step():
-            opt.zero_grad(set_to_none=True)
-            loss = nn.functional.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            return loss
-        return step
+        return train_step(opt, lambda: nn.functional.cross_entropy(model(x), y))
     if name == "gpt2":
         from transformers import GPT2Config, GPT2LMHeadModel
-        vocab, seq, batch = 8192, 128, 8
-        cfg = GPT2Config(vocab_size=vocab, n_positions=seq, n_embd=512, n_layer=4, n_head=8)
-        model = GPT2LMHeadModel(cfg).to(dev)
-        model.train()
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-        ids = torch.randint(0, vocab, (batch, seq), device=dev)
-
-        def step():
-            opt.zero_grad(set_to_none=True)
-            loss = model(input_ids=ids, labels=ids).loss
-            loss.backward()
-            opt.step()
-            return loss
-        return step
+        cfg = GPT2Config(vocab_size=8192, n_positions=128, n_embd=512, n_layer=4, n_head=8)
+        return lm_step(torch, dev, GPT2LMHeadModel(cfg), 8192, 128, 8)
     if name == "bert":
         from transformers import BertConfig, BertForMaskedLM
-        vocab, seq, batch = 8192, 128, 16
-        cfg = BertConfig(vocab_size=vocab, hidden_size=512, num_hidden_layers=4, num_attention_heads=8,
-                         intermediate_size=2048, max_position_embeddings=seq)
-        model = BertForMaskedLM(cfg).to(dev)
-        model.train()
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-        ids = torch.randint(0, vocab, (batch, seq), device=dev)
-
-        def step():
-            opt.zero_grad(set_to_none=True)
-            loss = model(input_ids=ids, labels=ids).loss
-            loss.backward()
-            opt.step()
-            return loss
-        return step
+        cfg = BertConfig(vocab_size=8192, hidden_size=512, num_hidden_layers=4, num_attention_heads=8,
+                         intermediate_size=2048, max_position_embeddings=128)
+        return lm_step(torch, dev, BertForMaskedLM(cfg), 8192, 128, 16)
     if name == "llama":
         from transformers import LlamaConfig, LlamaForCausalLM
-        vocab, seq, batch = 8192, 256, 4
-        cfg = LlamaConfig(vocab_size=vocab, hidden_size=512, intermediate_size=1408, num_hidden_layers=4,
-                          num_attention_heads=8, num_key_value_heads=2, max_position_embeddings=seq)
-        model = LlamaForCausalLM(cfg).to(dev)
-        model.train()
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-        ids = torch.randint(0, vocab, (batch, seq), device=dev)
-        amp = dev.type == "cuda"
-
-        def step():
-            opt.zero_grad(set_to_none=True)
-            with torch.autocast(device_type=dev.type, dtype=torch.bfloat16, enabled=amp):
-                loss = model(input_ids=ids, labels=ids).loss
-            loss.backward()
-            opt.step()
-            return loss
-        return step
+        cfg = LlamaConfig(vocab_size=8192, hidden_size=512, intermediate_size=1408, num_hidden_layers=4,
+                          num_attention_heads=8, num_key_value_heads=2, max_position_embeddings=256)
+        return lm_step(torch, dev, LlamaForCausalLM(cfg), 8192, 256, 4, bf16=True)
     if name == "compiled":
         class Block(nn.Module):
             def __init__(self):
@@ -190,38 +172,23 @@ def build_step(name, torch, dev):
             def forward(self, x):
                 return x + self.down(nn.functional.gelu(self.up(self.norm(x))))
         model = nn.Sequential(*[Block() for _ in range(4)], nn.Linear(1024, 10)).to(dev)
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
         x = torch.randn(512, 1024, device=dev)
         y = torch.randint(0, 10, (512,), device=dev)
 
         def loss_of():
             return nn.functional.cross_entropy(model(x), y)
         compiled = torch.compile(loss_of) if dev.type == "cuda" else loss_of
-
-        def step():
-            opt.zero_grad(set_to_none=True)
-            loss = compiled()
-            loss.backward()
-            opt.step()
-            return loss
-        return step
+        return train_step(torch.optim.AdamW(model.parameters(), lr=1e-4), compiled)
     if name == "cnn":
         def block(i, o):
             return [nn.Conv2d(i, o, 3, padding=1, bias=False), nn.BatchNorm2d(o), nn.ReLU()]
         model = nn.Sequential(*block(3, 64), *block(64, 64), nn.MaxPool2d(2), *block(64, 128), *block(128, 128),
                               nn.MaxPool2d(2), *block(128, 256), *block(256, 256), nn.AdaptiveAvgPool2d(1),
                               nn.Flatten(), nn.Linear(256, 10)).to(dev).to(memory_format=torch.channels_last)
-        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
         x = torch.randn(64, 3, 64, 64, device=dev).to(memory_format=torch.channels_last)
         y = torch.randint(0, 10, (64,), device=dev)
-
-        def step():
-            opt.zero_grad(set_to_none=True)
-            loss = nn.functional.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            return loss
-        return step
+        return train_step(torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9),
+                          lambda: nn.functional.cross_entropy(model(x), y))
     raise SystemExit("unknown workload %s" % name)
 
 
