@@ -433,10 +433,38 @@ static __attribute__((noinline)) uint32_t tbits_events(struct wsl_reader *r, str
     uint64_t prev_t = st->prev_t;
     uint32_t entries = r->pack->entries, i;
     *rc = 0;
+    /* One window of the bits per event: both codes' quotients under their q (a Rice code) and within
+     * its 57 bits, as a launch loop's nearly always are; else wsl_tb_get (Exp-Golomb parts, escapes,
+     * the column's last bytes). */
+    const uint64_t gm = (1ull << gk) - 1, dm = (1ull << dk) - 1;
+    const uint8_t *const base = bits.p;
+    const ptrdiff_t window_end = (bits.end - bits.p) - 8; /* a window of 8 bytes from here on is inside */
+    uint64_t pos = bits.pos;                              /* in a register: `bits` goes to the slow path */
     for (i = 0; i < n; i++) {
         const unsigned op = *op_p++;
-        const uint64_t gap = gc + ((uint64_t)wsl_unzigzag(wsl_tb_get(&bits, gk, gq)) << gs);
-        const uint64_t dur = dc + ((uint64_t)wsl_unzigzag(wsl_tb_get(&bits, dk, dq)) << ds);
+        uint64_t rg, rd;
+        const ptrdiff_t at = (ptrdiff_t)(pos >> 3);
+        if (__builtin_expect(at <= window_end, 1)) {
+            uint64_t x;
+            memcpy(&x, base + at, 8);
+            x >>= pos & 7;
+            const unsigned tg = (unsigned)__builtin_ctzll(x >> gk | 1ull << 63), lg = gk + tg + 1;
+            const uint64_t xd = x >> lg;
+            const unsigned td = (unsigned)__builtin_ctzll(xd >> dk | 1ull << 63), len = lg + dk + td + 1;
+            if (__builtin_expect(tg < gq && td < dq && len <= 57, 1)) {
+                rg = (uint64_t)tg << gk | (x & gm);
+                rd = (uint64_t)td << dk | (xd & dm);
+                pos += len;
+                goto times;
+            }
+        }
+        bits.pos = pos;
+        rg = wsl_tb_get(&bits, gk, gq);
+        rd = wsl_tb_get(&bits, dk, dq);
+        pos = bits.pos;
+    times:;
+        const uint64_t gap = gc + ((uint64_t)wsl_unzigzag(rg) << gs);
+        const uint64_t dur = dc + ((uint64_t)wsl_unzigzag(rd) << ds);
         struct wsl_event *ev = &out[i];
         if (__builtin_expect(op - 1 < entries, 1)) {
             *ev = table[op - 1];
@@ -457,6 +485,7 @@ static __attribute__((noinline)) uint32_t tbits_events(struct wsl_reader *r, str
     st->prev_t = prev_t;
     r->pack->entries = entries;
     in->op = op_p;
+    bits.pos = pos;
     r->ev_bits = bits;
     return n;
 }
