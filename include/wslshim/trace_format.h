@@ -1149,7 +1149,8 @@ static inline int wsl_event_decode_gaps(struct wsl_pack_state *ps, struct wsl_co
 #define WSL_TBITS_K_MAX 32u
 #define WSL_TBITS_Q_MAX 32u
 #define WSL_TBITS_SAMPLE 64u /* the writer's sample of a column for its center and k */
-#define WSL_COL_TBITS_MAX 35u /* bytes of the bit column an event may take: two escapes, 2 x (k + Q + 97) bits */
+#define WSL_COL_TBITS_MAX 40u /* bytes of the bit column an event may take: two escapes of k + q + 97 bits,
+                                 k <= 31 where a value can escape (r >= 2^(k + 32)), q <= 32: 2 x 160 bits */
 
 struct wsl_tbits_dir {
     uint32_t bit_bytes;

@@ -147,6 +147,21 @@ int test_tbits_codes(void)
                        (unsigned long long)in.pos, nb);
                 CHECK(nb == 0 || (bits[nb - 1] >> (in.pos - 8 * (nb - 1)) & 0xff) == 0 || in.pos == 8 * nb);
             }
+    /* the longest events the format allows: both values escaping with k 31 and q 32, 2 x 160 bits,
+     * within WSL_COL_TBITS_MAX bytes an event */
+    struct wsl_tbits_dir w = {.gap_k = 31, .gap_q = 32, .dur_k = 31, .dur_q = 32};
+    for (unsigned i = 0; i < N; i++) {
+        gap[i] = (int64_t)(rnd() >> 1 | 1ull << 62); /* positive, >= 2^62: zigzag r >= 2^63 */
+        dur[i] = rnd() >> 1 | 1ull << 62;
+    }
+    const size_t wb = wsl_tbits_write(bits, gap, dur, N, &w);
+    CHECKF(wb == (size_t)N * 40 && wb <= (size_t)N * WSL_COL_TBITS_MAX, "%zu bytes", wb);
+    struct wsl_bits_in win = {bits, bits + wb, 0, 0};
+    for (unsigned i = 0; i < N; i++) {
+        CHECK((int64_t)wsl_unzigzag(wsl_tb_get(&win, 31, 32)) == gap[i]);
+        CHECK(wsl_unzigzag(wsl_tb_get(&win, 31, 32)) == (int64_t)dur[i]);
+    }
+    CHECK(wsl_bits_done(&win));
     return 0;
 }
 
