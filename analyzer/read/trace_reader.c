@@ -40,6 +40,7 @@ static const char *chunk_type_name(uint32_t type)
     case WSL_CHUNK_RANK: return "RANK";
     case WSL_CHUNK_EVENTS_PACKED: return "EVENTS_PACKED";
     case WSL_CHUNK_EVENTS_GAPS: return "EVENTS_GAPS";
+    case WSL_CHUNK_EVENTS_BITS: return "EVENTS_BITS";
     case WSL_CHUNK_EMULATION: return "EMULATION";
     default: return "unknown";
     }
@@ -399,7 +400,8 @@ static enum wsl_read_result file_chunk(struct wsl_reader *r, struct wsl_chunk_he
             return corrupt(r, "corrupt chunk at byte %llu: the first chunk is %s (type %u), not PROCESS", at,
                            chunk_type_name(ch.type), ch.type);
         if (ch.type < WSL_CHUNK_PROCESS || (ch.type > WSL_CHUNK_RANK && ch.type != WSL_CHUNK_EVENTS_PACKED &&
-                                              ch.type != WSL_CHUNK_EMULATION && ch.type != WSL_CHUNK_EVENTS_GAPS)) {
+                                              ch.type != WSL_CHUNK_EMULATION && ch.type != WSL_CHUNK_EVENTS_GAPS &&
+                                              ch.type != WSL_CHUNK_EVENTS_BITS)) {
             if (stream_read(r, NULL, ch.size) < ch.size)   /* a later minor version's chunk */
                 return stream_ended(r, true);
             continue;
@@ -434,6 +436,7 @@ static enum wsl_read_result parse_chunk(struct wsl_reader *r, const struct wsl_c
     case WSL_CHUNK_EVENTS:
     case WSL_CHUNK_EVENTS_PACKED:
     case WSL_CHUNK_EVENTS_GAPS:
+    case WSL_CHUNK_EVENTS_BITS:
         return reader_parse_events(r, ch.type, ch.size, item);
     case WSL_CHUNK_DRIVER:
         return reader_parse_driver(r, ch.size, item);

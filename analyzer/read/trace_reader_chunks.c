@@ -1,6 +1,7 @@
 /*
  * The trace reader's chunk parsers (trace_reader.c has the layers): PROCESS, API_TABLE,
- * DRIVER, EVENTS, EVENTS_PACKED and EVENTS_GAPS (decoded in batches), MOUNTS, PATHS, RANK, EMULATION.
+ * DRIVER, EVENTS, EVENTS_PACKED, EVENTS_GAPS and EVENTS_BITS (decoded in batches), MOUNTS, PATHS, RANK,
+ * EMULATION.
  * Every length read from the file is checked before it is used, so hostile input ends in
  * WSL_READ_ERROR or WSL_READ_TRUNCATED, never worse.
  */
@@ -415,6 +416,80 @@ bad:
     return i;
 }
 
+/* The batch loop for EVENTS_BITS: packed_events' ops and literals, the times decoded from the bit
+ * column (wsl_tb_get: a window of the bits, a count of zeros, a mask), the column's cursor in
+ * locals. */
+static __attribute__((noinline)) uint32_t tbits_events(struct wsl_reader *r, struct wsl_packed_in *in, uint32_t n,
+                                                       int *rc)
+{
+    const uint8_t *op_p = in->op;
+    struct wsl_bits_in bits = r->ev_bits;
+    const struct wsl_tbits_dir d = r->ev_tdir;
+    const uint64_t gc = (uint64_t)d.gap_center, dc = d.dur_center;
+    const unsigned gk = d.gap_k, gq = d.gap_q, gs = d.gap_shift, dk = d.dur_k, dq = d.dur_q, ds = d.dur_shift;
+    struct wsl_codec_state *st = r->codec;
+    const struct wsl_event *const table = r->pack->table;
+    struct wsl_event *out = r->batch;
+    uint64_t prev_t = st->prev_t;
+    uint32_t entries = r->pack->entries, i;
+    *rc = 0;
+    /* One window of the bits per event: both codes' quotients under their q (a Rice code) and within
+     * its 57 bits, as a launch loop's nearly always are; else wsl_tb_get (Exp-Golomb parts, escapes,
+     * the column's last bytes). */
+    const uint64_t gm = (1ull << gk) - 1, dm = (1ull << dk) - 1;
+    const uint8_t *const base = bits.p;
+    const ptrdiff_t window_end = (bits.end - bits.p) - 8; /* a window of 8 bytes from here on is inside */
+    uint64_t pos = bits.pos;                              /* in a register: `bits` goes to the slow path */
+    for (i = 0; i < n; i++) {
+        const unsigned op = *op_p++;
+        uint64_t rg, rd;
+        const ptrdiff_t at = (ptrdiff_t)(pos >> 3);
+        if (__builtin_expect(at <= window_end, 1)) {
+            uint64_t x;
+            memcpy(&x, base + at, 8);
+            x >>= pos & 7;
+            const unsigned tg = (unsigned)__builtin_ctzll(x >> gk | 1ull << 63), lg = gk + tg + 1;
+            const uint64_t xd = x >> lg;
+            const unsigned td = (unsigned)__builtin_ctzll(xd >> dk | 1ull << 63), len = lg + dk + td + 1;
+            if (__builtin_expect(tg < gq && td < dq && len <= 57, 1)) {
+                rg = (uint64_t)tg << gk | (x & gm);
+                rd = (uint64_t)td << dk | (xd & dm);
+                pos += len;
+                goto times;
+            }
+        }
+        bits.pos = pos;
+        rg = wsl_tb_get(&bits, gk, gq);
+        rd = wsl_tb_get(&bits, dk, dq);
+        pos = bits.pos;
+    times:;
+        const uint64_t gap = gc + ((uint64_t)wsl_unzigzag(rg) << gs);
+        const uint64_t dur = dc + ((uint64_t)wsl_unzigzag(rd) << ds);
+        struct wsl_event *ev = &out[i];
+        if (__builtin_expect(op - 1 < entries, 1)) {
+            *ev = table[op - 1];
+        } else {
+            if (op != 0) {
+                *rc = -1;
+                return i;
+            }
+            int lr = packed_literal(r, in, &entries, ev);
+            if (lr) {
+                *rc = lr;
+                return i;
+            }
+        }
+        ev->t_start = prev_t + gap;
+        prev_t = ev->t_end = ev->t_start + dur;
+    }
+    st->prev_t = prev_t;
+    r->pack->entries = entries;
+    in->op = op_p;
+    bits.pos = pos;
+    r->ev_bits = bits;
+    return n;
+}
+
 /* Decodes the next batch of the EVENTS_PACKED or EVENTS_GAPS chunk in progress:
  * the checks of wsl_event_decode_packed and wsl_event_decode_gaps
  * (trace_format.h) in the same order. An event that repeats a table entry is a
@@ -427,13 +502,19 @@ enum wsl_read_result reader_next_packed_batch(struct wsl_reader *r, struct wsl_i
         n = WSL_READER_BATCH;
     struct wsl_packed_in in = r->ev_pin;
     int rc;
-    uint32_t done = in.dur_lo ? packed_events(r, &in, n, true, &rc) : packed_events(r, &in, n, false, &rc);
+    uint32_t done = r->ev_tbits  ? tbits_events(r, &in, n, &rc)
+                    : in.dur_lo ? packed_events(r, &in, n, true, &rc)
+                                : packed_events(r, &in, n, false, &rc);
     if (rc == -2)
         return r->done;
     if (rc)
         return corrupt(r, "corrupt chunk at byte %llu: bad event encoding (event %u)", at, r->ev_done + done);
     r->ev_pin = in;
     if (hand_out_events(r, item, r->batch, n)) {
+        if (r->ev_tbits && !wsl_bits_done(&r->ev_bits))
+            return corrupt(r, "corrupt chunk at byte %llu: bad event encoding (the times' %u bytes of bits %s)", at,
+                           (unsigned)(r->ev_bits.end - r->ev_bits.p),
+                           r->ev_bits.bad ? "hold a malformed code" : "do not end with the last event's");
         if (bytes_left(r, at, wsl_packed_left(&in)))
             return WSL_READ_ERROR;
         if (r->pack->literals != in.literals)
@@ -455,11 +536,35 @@ enum wsl_read_result reader_parse_events(struct wsl_reader *r, uint32_t type, ui
         return corrupt(r, "corrupt chunk at byte %llu: encoded events run past the chunk", at);
     /* Each event takes at least a byte of the api, dt and dur columns: a count
      * beyond any of them is refused before anything loops over it. */
-    const bool packed = type == WSL_CHUNK_EVENTS_PACKED || type == WSL_CHUNK_EVENTS_GAPS;
-    enum wsl_columns_status cs =
-        type == WSL_CHUNK_EVENTS_GAPS ? wsl_gaps_open(&r->ev_pin, r->payload + sizeof eh, eh.encoded_size, eh.count)
-        : packed                      ? wsl_packed_open(&r->ev_pin, r->payload + sizeof eh, eh.encoded_size, eh.count)
-                                      : wsl_columns_open(&r->ev_in, r->payload + sizeof eh, eh.encoded_size, eh.count);
+    const bool tbits = type == WSL_CHUNK_EVENTS_BITS;
+    const bool packed = type == WSL_CHUNK_EVENTS_PACKED || type == WSL_CHUNK_EVENTS_GAPS || tbits;
+    struct wsl_tbits_in tin;
+    int cs = tbits ? wsl_tbits_open(&tin, r->payload + sizeof eh, eh.encoded_size, eh.count)
+             : type == WSL_CHUNK_EVENTS_GAPS
+                 ? (int)wsl_gaps_open(&r->ev_pin, r->payload + sizeof eh, eh.encoded_size, eh.count)
+             : packed ? (int)wsl_packed_open(&r->ev_pin, r->payload + sizeof eh, eh.encoded_size, eh.count)
+                      : (int)wsl_columns_open(&r->ev_in, r->payload + sizeof eh, eh.encoded_size, eh.count);
+    if (tbits && cs == WSL_COLUMNS_OK) {
+        r->ev_pin = tin.cols;
+        r->ev_bits = tin.bits;
+        r->ev_tdir = tin.dir;
+    }
+    if (tbits && cs != WSL_COLUMNS_OK) {
+        struct wsl_tbits_dir d;
+        if (cs == WSL_COLUMNS_NO_DIRECTORY)
+            return corrupt(r, "corrupt chunk at byte %llu: bad event encoding (%u encoded bytes cannot hold the "
+                              "%u-byte column directory)", at, eh.encoded_size, WSL_TBITS_DIRECTORY_SIZE);
+        memcpy(&d, r->payload + sizeof eh, sizeof d);
+        if (cs == WSL_COLUMNS_BAD_PARAMETER)
+            return corrupt(r, "corrupt chunk at byte %llu: bad event encoding (time code parameters k %u/%u, q "
+                              "%u/%u, shift %u/%u, reserved %u)", at, d.gap_k, d.dur_k, d.gap_q, d.dur_q,
+                           d.gap_shift, d.dur_shift, d.reserved);
+        if (cs == WSL_COLUMNS_COUNT_TOO_BIG)
+            return corrupt(r, "corrupt chunk at byte %llu: event count mismatch (%u events with %u literals cannot "
+                              "fit in %u encoded bytes)", at, eh.count, d.literals, eh.encoded_size);
+        return corrupt(r, "corrupt chunk at byte %llu: bad event encoding (the event columns run past the "
+                          "%u encoded bytes: %u bytes of bits)", at, eh.encoded_size, d.bit_bytes);
+    }
     switch (cs) {
     case WSL_COLUMNS_OK:
         break;
@@ -522,6 +627,7 @@ enum wsl_read_result reader_parse_events(struct wsl_reader *r, uint32_t type, ui
     }
     r->in_events = true;
     r->ev_packed = packed;
+    r->ev_tbits = tbits;
     if (packed)
         wsl_pack_reset(r->pack, 0);
     r->ev_tid = eh.tid;

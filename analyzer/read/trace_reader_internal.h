@@ -84,8 +84,11 @@ struct wsl_reader {
     uint32_t ev_tid, ev_count, ev_done;
     uint64_t ev_dropped;
     struct wsl_columns_in ev_in;
-    bool ev_packed;             /* EVENTS_PACKED or EVENTS_GAPS: ev_pin and pack, not ev_in */
+    bool ev_packed;             /* EVENTS_PACKED, EVENTS_GAPS or EVENTS_BITS: ev_pin and pack, not ev_in */
     struct wsl_packed_in ev_pin;
+    bool ev_tbits;              /* EVENTS_BITS: the times in ev_bits, coded with ev_tdir's parameters */
+    struct wsl_bits_in ev_bits;
+    struct wsl_tbits_dir ev_tdir;
     struct wsl_pack_state *pack;
     struct wsl_event *batch;
     struct wsl_codec_state *codec;

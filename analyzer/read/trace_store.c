@@ -230,7 +230,8 @@ bool store_replay_chunk(struct wsl_reader *r, struct wsl_chunk_header *ch)
     memcpy(&ch->size, p + 4, 4);
     memcpy(&r->bytes_in, p + 8, 8);
     r->replay_at += RECORD_HEADER + (((size_t)ch->size + 15) & ~(size_t)15);
-    if (ch->type == WSL_CHUNK_EVENTS || ch->type == WSL_CHUNK_EVENTS_PACKED || ch->type == WSL_CHUNK_EVENTS_GAPS) {
+    if (ch->type == WSL_CHUNK_EVENTS || ch->type == WSL_CHUNK_EVENTS_PACKED || ch->type == WSL_CHUNK_EVENTS_GAPS ||
+        ch->type == WSL_CHUNK_EVENTS_BITS) {
         r->payload = (uint8_t *)(uintptr_t)(p + RECORD_HEADER); /* only read: no copy */
         return true;
     }

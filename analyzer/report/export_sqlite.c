@@ -416,6 +416,7 @@ static void export_trace_rows(struct exporter *x, int64_t proc_id, const struct 
         case WSL_CHUNK_EVENTS:
         case WSL_CHUNK_EVENTS_PACKED:
         case WSL_CHUNK_EVENTS_GAPS:
+        case WSL_CHUNK_EVENTS_BITS:
             take_events(p, it.events.tid, it.events.events, it.events.count);
             break;
         default:

@@ -1,5 +1,5 @@
 /*
- * wslshim trace format, version 1.9 (WSL_TRACE_VERSION_MAJOR, _MINOR below). Shared by the shim (writer) and the
+ * wslshim trace format, version 1.10 (WSL_TRACE_VERSION_MAJOR, _MINOR below). Shared by the shim (writer) and the
  * analyzer (reader); docs/trace-format.md explains it in prose.
  *
  * A trace file is one zstd stream (one or more frames). Decompressed, it is:
@@ -24,7 +24,8 @@
 #define WSL_TRACE_MAGIC "WSLSHIM"          /* 7 chars + NUL = 8 bytes */
 #define WSL_TRACE_BYTE_ORDER 0x01020304u
 #define WSL_TRACE_VERSION_MAJOR 1u         /* readers refuse a newer major */
-#define WSL_TRACE_VERSION_MINOR 9u         /* additions readers may skip; 1.9 writes EVENTS_GAPS, 1.8 adds
+#define WSL_TRACE_VERSION_MINOR 10u        /* additions readers may skip; 1.10 writes EVENTS_BITS, 1.9
+                                              EVENTS_GAPS, 1.8 adds
                                               the EMULATION chunk
                                               and the IO_WRITE and IO_DIR categories
                                               (include/wslshim/emulation.h), 1.7 numbers EVENTS chunks
@@ -65,6 +66,7 @@ enum wsl_chunk_type {
     WSL_CHUNK_EVENTS_PACKED = 13, /* encoded events of one thread, table-packed (1.4; replaces EVENTS) */
     WSL_CHUNK_EMULATION = 14, /* the run's WSLSHIM_EMULATE: SPEC and added costs (1.8; wslshim/emulation.h) */
     WSL_CHUNK_EVENTS_GAPS = 15, /* EVENTS_PACKED with the times as gaps (1.9; replaces EVENTS_PACKED) */
+    WSL_CHUNK_EVENTS_BITS = 16, /* EVENTS_GAPS' times coded as bits by the writer (1.10; replaces EVENTS_GAPS) */
 };
 
 struct wsl_chunk_header {
@@ -1105,6 +1107,519 @@ static inline int wsl_event_decode_gaps(struct wsl_pack_state *ps, struct wsl_co
     ev->t_end = ev->t_start + dur;
     st->prev_t = ev->t_end;
     return 1;
+}
+
+/* ---- EVENTS_BITS payload (1.10) --------------------------------------------------
+ * The header, ops and literals of EVENTS_PACKED; the times (EVENTS_GAPS' gap and
+ * duration) coded by the writer as bits, which zstd then stores as they are:
+ *
+ *   u32 bit_bytes, u32 literals                   column directory (32 bytes in all)
+ *   i64 gap_center, u64 dur_center
+ *   u8 gap_k, u8 gap_shift, u8 dur_k, u8 dur_shift, u8 gap_q, u8 dur_q, u16 0 (reserved)
+ *   op column      `count` bytes, as in EVENTS_PACKED
+ *   bit column     bit_bytes bytes: for each event its gap's code, then its duration's,
+ *                  least significant bit first; the last byte's unused bits are 0
+ *   literal column the rest, `literals` of them, as in EVENTS_PACKED
+ *
+ * gap: t_start - the previous event's end (base_ticks for the first), as a 64-bit two's
+ * complement value; duration: t_end - t_start (0 when negative); an event's end is its
+ * t_start + duration (as EVENTS_GAPS). A column's value v is coded as
+ * r = zigzag((int64)(v - center) >> shift), where v - center has its low `shift` bits 0
+ * (the writer picks shift so: a clock may tick by 2 or more); decoded,
+ * v = center + (unzigzag(r) << shift), modulo 2^64. r is written with the column's k and
+ * q (Q below), least significant bit first, as the low k bits of r and then its quotient
+ * u = r >> k: a Rice code while u is under Q, an Exp-Golomb code beyond (Q = 0: an
+ * Exp-Golomb code of order k; a large Q: a Rice code):
+ *
+ *   u < Q:          u zero bits, a one bit
+ *   else y = u - Q + 1 < 2^32, nb = floor(log2(y)): Q + nb zero bits, a one bit, the
+ *                   low nb bits of y
+ *   else (escape):  Q + 32 zero bits, a one bit, the 64 bits of r (its low k bits again)
+ *
+ * The writer picks each column's center (a median of up to 64 of the chunk's values),
+ * shift (the zero low bits all its values share), k and Q (the cheapest over the same
+ * sample: Rice codes where the times are alike, as a launch loop's, Exp-Golomb where
+ * they spread over orders of magnitude, as file calls') when it closes the chunk. A duration's or a gap's noise at the clock's
+ * resolution is then a few bits an event that zstd need neither search for matches
+ * nor Huffman-code (issue 26; docs/overhead.md, "The writer, fourth pass"). Malformed,
+ * besides EVENTS_PACKED's rules: k > 32, Q > 32, shift > 63, the reserved bytes not 0,
+ * a code with more than Q + 32 zero bits after its low k bits, codes that run past the
+ * bit column or end before its last byte. */
+#define WSL_TBITS_DIRECTORY_SIZE 32u
+#define WSL_TBITS_K_MAX 32u
+#define WSL_TBITS_Q_MAX 32u
+#define WSL_TBITS_SAMPLE 64u /* the writer's sample of a column for its center and k */
+#define WSL_COL_TBITS_MAX 40u /* bytes of the bit column an event may take: two escapes of k + q + 97 bits,
+                                 k <= 31 where a value can escape (r >= 2^(k + 32)), q <= 32: 2 x 160 bits */
+
+struct wsl_tbits_dir {
+    uint32_t bit_bytes;
+    uint32_t literals;
+    int64_t gap_center;
+    uint64_t dur_center;
+    uint8_t gap_k, gap_shift, dur_k, dur_shift;
+    uint8_t gap_q, dur_q;
+    uint16_t reserved;
+};
+_Static_assert(sizeof(struct wsl_tbits_dir) == WSL_TBITS_DIRECTORY_SIZE, "the directory is 32 bytes");
+
+/* The writer's open chunk: ops and literals as EVENTS_PACKED, the times kept whole until the chunk
+ * closes (its parameters come from all of them). */
+struct wsl_tbits_out {
+    uint8_t *op, *lit;
+    int64_t *gap;
+    uint64_t *dur;
+    uint64_t gap_or, dur_or; /* the values ORed: their common zero low bits */
+};
+
+/* Appends the events [ev, end) as wsl_encode_gaps_run does (the same ops and literals, the same
+ * gaps and durations), the times into the gap and dur arrays, skipping those whose api is
+ * api_count or above. st->prev_t: the previous event's end. */
+static inline __attribute__((always_inline)) void wsl_encode_tbits_run(struct wsl_pack_state *ps,
+                                                                      struct wsl_codec_state *st,
+                                                                      const struct wsl_event *ev,
+                                                                      const struct wsl_event *end,
+                                                                      uint32_t api_count, struct wsl_tbits_out *o)
+{
+    uint8_t *op = o->op;
+    int64_t *gap = o->gap;
+    uint64_t *durs = o->dur, gap_or = o->gap_or, dur_or = o->dur_or;
+    uint64_t prev_t = st->prev_t;
+    unsigned prev = ps->prev, entries = ps->entries;
+    for (; ev < end; ev++) {
+        if (__builtin_expect(ev->api >= api_count, 0))
+            continue;
+        const uint64_t t = ev->t_start, t_end = ev->t_end, dur = t_end >= t ? t_end - t : 0;
+        const uint64_t g = t - prev_t;
+        *gap++ = (int64_t)g;
+        *durs++ = dur;
+        gap_or |= g;
+        dur_or |= dur;
+        prev_t = t + dur;
+        const unsigned k = ps->next[prev];
+        if (__builtin_expect(k < entries && wsl_pack_same(&ps->table[k], ev), 1)) {
+            *op++ = (uint8_t)(k + 1);
+            prev = k;
+            continue;
+        }
+        ps->prev = (uint8_t)prev;
+        wsl_pack_arguments_miss(ps, st, ev, prev, &op, &o->lit);
+        prev = ps->prev;
+        entries = ps->entries;
+    }
+    st->prev_t = prev_t;
+    ps->prev = (uint8_t)prev;
+    o->op = op;
+    o->gap = gap;
+    o->dur = durs;
+    o->gap_or = gap_or;
+    o->dur_or = dur_or;
+}
+
+/* The k-th smallest of v[0..n) (k < n), v reordered (Hoare's partition: equal values, common in a
+ * column of times, keep it linear). */
+static inline int64_t wsl_tbits_select(int64_t *v, int n, int k)
+{
+    int lo = 0, hi = n - 1;
+    while (lo < hi) {
+        const int64_t pivot = v[k];
+        int i = lo, j = hi;
+        do {
+            while (v[i] < pivot)
+                i++;
+            while (pivot < v[j])
+                j--;
+            if (i <= j) {
+                const int64_t x = v[i];
+                v[i++] = v[j];
+                v[j--] = x;
+            }
+        } while (i <= j);
+        if (j < k)
+            lo = i;
+        if (k < i)
+            hi = j;
+    }
+    return v[k];
+}
+
+/* Bits of r's code with parameters k and q. */
+static inline unsigned wsl_tb_bits(uint64_t r, unsigned k, unsigned q)
+{
+    const uint64_t u = r >> k;
+    if (u < q)
+        return k + (unsigned)u + 1;
+    const uint64_t y = u - q + 1;
+    if (y >> 32)
+        return k + q + 97;
+    const unsigned nb = 63 ^ (unsigned)__builtin_clzll(y);
+    return k + q + 2 * nb + 1;
+}
+
+/* The sample's bits with parameters k and q. */
+static inline uint64_t wsl_tb_cost(const int64_t *s, unsigned m, unsigned k, unsigned q)
+{
+    uint64_t cost = 0;
+    for (unsigned i = 0; i < m; i++)
+        cost += wsl_tb_bits((uint64_t)s[i], k, q);
+    return cost;
+}
+
+/* The k, from *k on, that makes the sample cheapest with q (a neighbour while it is cheaper);
+ * returns its cost. */
+static inline uint64_t wsl_tb_best_k(const int64_t *s, unsigned m, unsigned *k, unsigned q)
+{
+    uint64_t cost_k = wsl_tb_cost(s, m, *k, q);
+    for (int dir = -1; dir <= 1; dir += 2)
+        for (;;) {
+            const unsigned k2 = *k + (unsigned)dir;
+            if ((dir < 0 && *k == 0) || k2 > WSL_TBITS_K_MAX)
+                break;
+            const uint64_t cost = wsl_tb_cost(s, m, k2, q);
+            if (cost >= cost_k)
+                break;
+            *k = k2;
+            cost_k = cost;
+        }
+    return cost_k;
+}
+
+/* A column's center, shift, k and q from a sample of its n values (n >= 1; as uint64, the gaps' two's
+ * complement): v_or, all of them ORed. */
+static inline void wsl_tbits_params(const uint64_t *v, unsigned n, uint64_t v_or, uint64_t *center, uint8_t *k_out,
+                                    uint8_t *shift_out, uint8_t *q_out)
+{
+    const unsigned shift = v_or ? (unsigned)__builtin_ctzll(v_or) : 0;
+    int64_t s[WSL_TBITS_SAMPLE];
+    const unsigned stride = (n + WSL_TBITS_SAMPLE - 1) / WSL_TBITS_SAMPLE, m = (n + stride - 1) / stride;
+    for (unsigned i = 0; i < m; i++)
+        s[i] = (int64_t)v[i * stride];
+    const uint64_t c = (uint64_t)wsl_tbits_select(s, (int)m, (int)(m / 2)) & ~((1ull << shift) - 1);
+    for (unsigned i = 0; i < m; i++)
+        s[i] = (int64_t)wsl_zigzag((int64_t)(v[i * stride] - c) >> shift);
+    /* k from the bit length of the residuals' median; q: a Rice code (16), an Exp-Golomb one (0) or
+     * between (4), each with its best k */
+    const uint64_t med = (uint64_t)wsl_tbits_select(s, (int)m, (int)(m / 2));
+    unsigned k = med ? 63 ^ (unsigned)__builtin_clzll(med) : 0, best_k, best_q = 16;
+    k = k > WSL_TBITS_K_MAX ? WSL_TBITS_K_MAX : k;
+    const uint64_t rice = wsl_tb_best_k(s, m, &k, 16);
+    uint64_t best = rice - rice / 16; /* a Rice code's loop is the writer's cheaper one: another q must
+                                         save a sixteenth of the bits */
+    best_k = k;
+    static const unsigned qs[] = {4, 1, 0};
+    for (unsigned j = 0; j < sizeof qs / sizeof qs[0]; j++) {
+        const uint64_t cost = wsl_tb_best_k(s, m, &k, qs[j]);
+        if (cost < best) {
+            best = cost;
+            best_k = k;
+            best_q = qs[j];
+        }
+    }
+    *center = c;
+    *k_out = (uint8_t)best_k;
+    *shift_out = (uint8_t)shift;
+    *q_out = (uint8_t)best_q;
+}
+
+/* Appends the low len bits of code (the rest 0; len <= 56) to the bits (acc, n < 8) at p; writes
+ * 8 bytes at p. */
+#define WSL_BITS_PUT(p, acc, n, code, len)                                                                             \
+    do {                                                                                                               \
+        (acc) |= (code) << (n);                                                                                        \
+        (n) += (len);                                                                                                  \
+        memcpy((p), &(acc), 8);                                                                                        \
+        (p) += (n) >> 3;                                                                                               \
+        (acc) >>= (n) & 56;                                                                                            \
+        (n) &= 7;                                                                                                      \
+    } while (0)
+
+/* Where the bits stand between events: the next byte to write (its low `bits` bits written, the
+ * rest 0). */
+struct wsl_bits_at {
+    uint8_t *p;
+    unsigned bits;
+};
+
+/* Appends `zeros` zero bits and a one bit. */
+#define WSL_BITS_ZEROS_ONE(p, acc, n, zeros)                                                                           \
+    do {                                                                                                               \
+        unsigned z_ = (zeros);                                                                                         \
+        for (; z_ > 48; z_ -= 48)                                                                                      \
+            WSL_BITS_PUT(p, acc, n, 0, 48);                                                                            \
+        WSL_BITS_PUT(p, acc, n, 1ull << z_, z_ + 1);                                                                   \
+    } while (0)
+
+/* r's code with k and q appended at w, in puts of at most 56 bits (escapes included). */
+static inline struct wsl_bits_at wsl_tb_put(struct wsl_bits_at w, uint64_t r, unsigned k, unsigned q)
+{
+    uint8_t *p = w.p;
+    uint64_t a = *p;
+    unsigned b = w.bits;
+    WSL_BITS_PUT(p, a, b, r & ((1ull << k) - 1), k);
+    const uint64_t u = r >> k;
+    if (u < q)
+        WSL_BITS_ZEROS_ONE(p, a, b, (unsigned)u);
+    else {
+        const uint64_t y = u - q + 1;
+        if (y >> 32) {
+            WSL_BITS_ZEROS_ONE(p, a, b, q + 32);
+            WSL_BITS_PUT(p, a, b, r & 0xffffffffu, 32);
+            WSL_BITS_PUT(p, a, b, r >> 32, 32);
+        } else {
+            const unsigned nb = 63 ^ (unsigned)__builtin_clzll(y);
+            WSL_BITS_ZEROS_ONE(p, a, b, q + nb);
+            WSL_BITS_PUT(p, a, b, y & ((1ull << nb) - 1), nb);
+        }
+    }
+    return (struct wsl_bits_at){p, b};
+}
+
+/* An event's two codes one after the other (wsl_tbits_write's less common case). */
+static __attribute__((noinline, unused)) struct wsl_bits_at wsl_tb_put2(struct wsl_bits_at w, uint64_t rg,
+                                                                       uint64_t rd, const struct wsl_tbits_dir *d)
+{
+    return wsl_tb_put(wsl_tb_put(w, rg, d->gap_k, d->gap_q), rd, d->dur_k, d->dur_q);
+}
+
+/* r's code with k and q (r < 2^32) as one value of *len bits (the caller checks *len <= 56): the
+ * low k bits, then u = r >> k as u zeros and a one (u < q) or as q + nb zeros, a one and the low
+ * nb bits of y = u - q + 1; no branch. */
+static inline __attribute__((always_inline)) uint64_t wsl_tb_code(uint64_t r, unsigned k, uint64_t m, unsigned q,
+                                                                  unsigned *len)
+{
+    const uint64_t u = r >> k;
+    const int rice = u < q;
+    const uint64_t y = rice ? 1 : u - q + 1;
+    const unsigned nb = 63 ^ (unsigned)__builtin_clzll(y), zeros = rice ? (unsigned)u : q + nb;
+    const unsigned one = k + zeros; /* the one bit's place */
+    *len = one + 1 + nb;
+    return (r & m) | 1ull << one | (y ^ 1ull << nb) << (one + 1);
+}
+
+/* The bit column of n events' gaps and durations at out (room for n * WSL_COL_TBITS_MAX + 8 bytes);
+ * returns its bytes. The common event (both values under 2^32, the two codes 56 bits or less) is
+ * one put with the bits kept in registers. */
+static inline size_t wsl_tbits_write(uint8_t *out, const int64_t *gap, const uint64_t *dur, unsigned n,
+                                     const struct wsl_tbits_dir *d)
+{
+    uint8_t *p = out;
+    uint64_t acc = 0;
+    unsigned bits = 0;
+    *out = 0; /* the bits so far, for wsl_tb_put */
+    const uint64_t gc = (uint64_t)d->gap_center, dc = d->dur_center;
+    const unsigned gk = d->gap_k, gs = d->gap_shift, dk = d->dur_k, ds = d->dur_shift, gq = d->gap_q, dq = d->dur_q;
+    const uint64_t gm = (1ull << gk) - 1, dm = (1ull << dk) - 1;
+    if (gq >= 16 && dq >= 16 && gk + dk + 34 <= 56) {
+        /* Rice codes (a launch loop's times): the quotients under 16 in one put, no Exp-Golomb part
+         * to compute (23 instructions an event fewer on bench_hook's mix) */
+        for (unsigned i = 0; i < n; i++) {
+            const uint64_t rg = wsl_zigzag((int64_t)((uint64_t)gap[i] - gc) >> gs);
+            const uint64_t rd = wsl_zigzag((int64_t)(dur[i] - dc) >> ds);
+            const uint64_t ug = rg >> gk, ud = rd >> dk;
+            if (__builtin_expect((ug | ud) < 16, 1)) {
+                const unsigned lg = gk + (unsigned)ug + 1;
+                const uint64_t code = ((rd & dm) | 1ull << (dk + ud)) << lg | (rg & gm) | 1ull << (gk + ug);
+                WSL_BITS_PUT(p, acc, bits, code, lg + dk + (unsigned)ud + 1);
+                continue;
+            }
+            const struct wsl_bits_at w = wsl_tb_put2((struct wsl_bits_at){p, bits}, rg, rd, d);
+            p = w.p;
+            bits = w.bits;
+            acc = *p;
+        }
+        return (size_t)(p - out) + (bits != 0);
+    }
+    for (unsigned i = 0; i < n; i++) {
+        const uint64_t rg = wsl_zigzag((int64_t)((uint64_t)gap[i] - gc) >> gs);
+        const uint64_t rd = wsl_zigzag((int64_t)(dur[i] - dc) >> ds);
+        if (__builtin_expect(((rg | rd) >> 32) == 0, 1)) {
+            unsigned lg, ld;
+            const uint64_t cg = wsl_tb_code(rg, gk, gm, gq, &lg), cd = wsl_tb_code(rd, dk, dm, dq, &ld);
+            if (__builtin_expect(lg + ld <= 56, 1)) {
+                WSL_BITS_PUT(p, acc, bits, cg | cd << lg, lg + ld);
+                continue;
+            }
+        }
+        const struct wsl_bits_at w = wsl_tb_put2((struct wsl_bits_at){p, bits}, rg, rd, d);
+        p = w.p;
+        bits = w.bits;
+        acc = *p;
+    }
+    return (size_t)(p - out) + (bits != 0);
+}
+
+/* Fills d's parameters for the n events' times and writes their bit column at out; returns its
+ * bytes (d->literals is the caller's). */
+static inline size_t wsl_tbits_close(struct wsl_tbits_dir *d, uint8_t *out, const int64_t *gap, const uint64_t *dur,
+                                     unsigned n, uint64_t gap_or, uint64_t dur_or)
+{
+    uint64_t gc = 0, dc = 0;
+    d->gap_k = d->gap_shift = d->dur_k = d->dur_shift = d->gap_q = d->dur_q = 0;
+    d->reserved = 0;
+    if (n) {
+        wsl_tbits_params((const uint64_t *)gap, n, gap_or, &gc, &d->gap_k, &d->gap_shift, &d->gap_q);
+        wsl_tbits_params(dur, n, dur_or, &dc, &d->dur_k, &d->dur_shift, &d->dur_q);
+    }
+    d->gap_center = (int64_t)gc;
+    d->dur_center = dc;
+    return d->bit_bytes = (uint32_t)wsl_tbits_write(out, gap, dur, n, d);
+}
+
+struct wsl_bits_in {
+    const uint8_t *p, *end; /* the bit column */
+    uint64_t pos;           /* bits read */
+    unsigned bad;           /* a malformed code was read */
+};
+
+/* The 57 bits or more from pos on (0 past the column's end). */
+static inline __attribute__((always_inline)) uint64_t wsl_bits_peek(const struct wsl_bits_in *b)
+{
+    const uint8_t *q = b->p + (b->pos >> 3);
+    uint64_t x = 0;
+    if (__builtin_expect(b->end - q >= 8, 1))
+        memcpy(&x, q, 8);
+    else if (q < b->end)
+        memcpy(&x, q, (size_t)(b->end - q));
+    return x >> (b->pos & 7);
+}
+
+/* The code at b->pos past its low k bits (`low`, read): its quotient's zeros counted a window at a
+ * time, then an Exp-Golomb rest or an escape. */
+static __attribute__((noinline, unused)) uint64_t wsl_tb_get_slow(struct wsl_bits_in *b, uint64_t low, unsigned k,
+                                                                 unsigned q)
+{
+    b->pos += k;
+    unsigned zeros = 0;
+    for (;;) {
+        const uint64_t x = wsl_bits_peek(b) & ((1ull << 48) - 1);
+        if (x) {
+            const unsigned t = (unsigned)__builtin_ctzll(x);
+            zeros += t;
+            b->pos += t + 1;
+            break;
+        }
+        zeros += 48;
+        b->pos += 48;
+        if (zeros > q + 32) {
+            b->bad = 1;
+            return 0;
+        }
+    }
+    if (zeros < q)
+        return (uint64_t)zeros << k | low;
+    const unsigned nb = zeros - q;
+    if (nb > 32) {
+        b->bad = 1;
+        return 0;
+    }
+    if (nb == 32) { /* an escape: the 64 bits of r */
+        uint64_t r = wsl_bits_peek(b) & 0xffffffffu;
+        b->pos += 32;
+        r |= wsl_bits_peek(b) << 32;
+        b->pos += 32;
+        return r;
+    }
+    const uint64_t y = (wsl_bits_peek(b) & ((1ull << nb) - 1)) | 1ull << nb;
+    b->pos += nb;
+    return (y + q - 1) << k | low;
+}
+
+/* The next code with k (<= WSL_TBITS_K_MAX) and q. Reads nothing past the column; a code that runs
+ * past it reads zeros (the caller checks the column at its end). */
+static inline __attribute__((always_inline)) uint64_t wsl_tb_get(struct wsl_bits_in *b, unsigned k, unsigned q)
+{
+    const uint64_t x = wsl_bits_peek(b), low = x & ((1ull << k) - 1), y = x >> k;
+    const unsigned t = y ? (unsigned)__builtin_ctzll(y) : 64;
+    if (__builtin_expect(t < q && k + t + 1 <= 57, 1)) {
+        b->pos += k + t + 1;
+        return (uint64_t)t << k | low;
+    }
+    return wsl_tb_get_slow(b, low, k, q);
+}
+
+struct wsl_tbits_in {
+    struct wsl_packed_in cols; /* op and literal columns (dt, dur unused) */
+    struct wsl_bits_in bits;
+    struct wsl_tbits_dir dir;
+};
+
+enum { WSL_COLUMNS_BAD_PARAMETER = WSL_COLUMNS_OVERRUN + 1 }; /* EVENTS_BITS: k, shift or reserved */
+
+/* Splits the encoded bytes of an EVENTS_BITS chunk: wsl_pack_columns_open's rules (literals at most
+ * count, two bytes at least each), and the directory's parameters in range. */
+static inline int wsl_tbits_open(struct wsl_tbits_in *in, const uint8_t *p, size_t size, uint32_t count)
+{
+    struct wsl_tbits_dir d;
+    if (size < WSL_TBITS_DIRECTORY_SIZE)
+        return WSL_COLUMNS_NO_DIRECTORY;
+    memcpy(&d, p, sizeof d);
+    if (d.gap_k > WSL_TBITS_K_MAX || d.dur_k > WSL_TBITS_K_MAX || d.gap_shift > 63 || d.dur_shift > 63 ||
+        d.gap_q > WSL_TBITS_Q_MAX || d.dur_q > WSL_TBITS_Q_MAX || d.reserved != 0)
+        return WSL_COLUMNS_BAD_PARAMETER;
+    if (d.literals > count)
+        return WSL_COLUMNS_COUNT_TOO_BIG;
+    const uint64_t used = (uint64_t)WSL_TBITS_DIRECTORY_SIZE + count + d.bit_bytes;
+    if (used > size)
+        return WSL_COLUMNS_OVERRUN;
+    if ((uint64_t)d.literals * 2 > size - used)
+        return WSL_COLUMNS_COUNT_TOO_BIG;
+    p += WSL_TBITS_DIRECTORY_SIZE;
+    memset(&in->cols, 0, sizeof in->cols);
+    in->cols.op = p;
+    in->cols.op_end = p += count;
+    in->bits.p = p;
+    in->bits.end = p += d.bit_bytes;
+    in->bits.pos = 0;
+    in->bits.bad = 0;
+    in->cols.lit = p;
+    in->cols.lit_end = p + (size - (size_t)used);
+    in->cols.literals = d.literals;
+    in->dir = d;
+    return WSL_COLUMNS_OK;
+}
+
+/* The next event's gap and duration. */
+static inline __attribute__((always_inline)) void wsl_tbits_times(struct wsl_tbits_in *in, uint64_t *gap,
+                                                                  uint64_t *dur)
+{
+    const struct wsl_tbits_dir *d = &in->dir;
+    *gap = (uint64_t)d->gap_center +
+           ((uint64_t)wsl_unzigzag(wsl_tb_get(&in->bits, d->gap_k, d->gap_q)) << d->gap_shift);
+    *dur = d->dur_center + ((uint64_t)wsl_unzigzag(wsl_tb_get(&in->bits, d->dur_k, d->dur_q)) << d->dur_shift);
+}
+
+/* Decodes the next EVENTS_BITS event (the reference decoder). Returns 0 on malformed input; the bit
+ * column as a whole is checked by wsl_tbits_left. */
+static inline int wsl_event_decode_tbits(struct wsl_pack_state *ps, struct wsl_codec_state *st,
+                                         struct wsl_tbits_in *in, uint32_t api_limit, struct wsl_event *ev)
+{
+    uint64_t gap, dur;
+    if (in->cols.op >= in->cols.op_end)
+        return 0;
+    const unsigned op = *in->cols.op++;
+    wsl_tbits_times(in, &gap, &dur);
+    if (!wsl_unpack_arguments(ps, st, &in->cols, op, api_limit, ev))
+        return 0;
+    ev->t_start = st->prev_t + gap;
+    ev->t_end = ev->t_start + dur;
+    st->prev_t = ev->t_end;
+    return 1;
+}
+
+/* Whether the codes read were well formed and end in the bit column's last byte (0 when they run
+ * past it or stop short of it). */
+static inline int wsl_bits_done(const struct wsl_bits_in *b)
+{
+    const uint64_t bytes = (uint64_t)(b->end - b->p);
+    return !b->bad && b->pos <= bytes * 8 && (b->pos + 7) / 8 == bytes;
+}
+
+/* Bytes left unread in the op and literal columns, or 1 more when the bit column was not read
+ * exactly: 0 once `count` events used them up. */
+static inline size_t wsl_tbits_left(const struct wsl_tbits_in *in)
+{
+    return (size_t)(in->cols.op_end - in->cols.op) + (size_t)(in->cols.lit_end - in->cols.lit) +
+           !wsl_bits_done(&in->bits);
 }
 
 #endif /* WSLSHIM_TRACE_FORMAT_H */

@@ -34,12 +34,14 @@ static size_t zout_size;
 #define ZACC_TARGET (64u << 10)
 static uint8_t *zacc;
 static size_t zacc_len, zacc_cap;
+size_t wsl_frame_coded_bytes; /* of zacc: EVENTS_BITS chunks less their literal columns (drain.c) */
 
 void wsl_frame_write(void)
 {
     wsl_events_flush(); /* the events drained so far are in the frame */
     if (!zacc_len || wsl_trace_write_failed || !zctx) {
         zacc_len = 0;
+        wsl_frame_coded_bytes = 0;
         return;
     }
     size_t bound = ZSTD_compressBound(zacc_len);
@@ -53,8 +55,17 @@ void wsl_frame_write(void)
         zout = nb;
         zout_size = bound;
     }
+#ifdef ZSTD_c_literalCompressionMode
+    /* Huffman-coded literals where a quarter of the frame or more is other than the events' ops and
+     * coded times (their literal columns, paths, kernel names: file I/O), raw literals where the
+     * frame is nearly all of them (a launch loop): zstd finds no code for the bits, and trying costs
+     * the writer about 35 instructions per event (docs/overhead.md, "The writer, fourth pass"). */
+    ZSTD_CCtx_setParameter(zctx, ZSTD_c_literalCompressionMode,
+                           (zacc_len - wsl_frame_coded_bytes) * 4 >= zacc_len ? ZSTD_ps_enable : ZSTD_ps_disable);
+#endif
     size_t n = ZSTD_compress2(zctx, zout, zout_size, zacc, zacc_len);
     zacc_len = 0;
+    wsl_frame_coded_bytes = 0;
     if (ZSTD_isError(n)) {
         wsl_trace_write_failed = 1;
         wsl_log(WSL_LOG_ERROR, "compressing the trace failed: %s", ZSTD_getErrorName(n));
@@ -94,7 +105,7 @@ void wsl_frame_append(const void *data, size_t size)
 /* One chunk whose payload is the parts, in order. */
 void wsl_emit_chunk_parts(uint32_t type, const struct wsl_chunk_part *parts, unsigned count)
 {
-    if (type != WSL_CHUNK_EVENTS_GAPS)
+    if (type != WSL_CHUNK_EVENTS_BITS)
         wsl_events_flush(); /* the events drained before this chunk come before it */
     size_t total = 0;
     for (unsigned i = 0; i < count; i++)
@@ -121,6 +132,7 @@ int wsl_compress_open(void)
 {
     zctx = ZSTD_createCCtx();
     zacc_len = 0;
+    wsl_frame_coded_bytes = 0;
     if (!zout) {
         zout_size = ZSTD_compressBound(ZACC_TARGET + (ZACC_TARGET >> 2));
         zout = malloc(zout_size);
@@ -156,4 +168,5 @@ void wsl_compress_after_fork_child(void)
     zout_size = 0;
     zacc = NULL;
     zacc_len = zacc_cap = 0;
+    wsl_frame_coded_bytes = 0;
 }

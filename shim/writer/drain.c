@@ -1,6 +1,6 @@
 /*
  * The drain: every thread's rings read by the writer thread, their paths
- * first, their events encoded into EVENTS_GAPS chunks (the columns of
+ * first, their events encoded into EVENTS_BITS chunks (the columns of
  * docs/trace-format.md, packed by trace_format.h's codec). The untimed file
  * calls among them get their times in untimed.c.
  */
@@ -38,12 +38,12 @@
  */
 struct open_chunk {
     struct wsl_events_header eh; /* tid, count, base_ticks, dropped so far; seq when it goes out */
-    struct wsl_gaps_out o;       /* where the next byte of each column goes */
+    struct wsl_tbits_out o;      /* where the next op, literal and times go */
     uint8_t op[EVENTS_PER_CHUNK * WSL_COL_OP_MAX];
-    uint8_t gap[EVENTS_PER_CHUNK * WSL_COL_DT_MAX];
-    uint8_t dur_lo[EVENTS_PER_CHUNK * WSL_COL_DUR_LO_MAX];
-    uint8_t dur_hi[EVENTS_PER_CHUNK * WSL_COL_DUR_MAX];
     uint8_t lit[EVENTS_PER_CHUNK * WSL_COL_LIT_MAX];
+    int64_t gap[EVENTS_PER_CHUNK];  /* the times, coded as bits when the chunk goes out */
+    uint64_t dur[EVENTS_PER_CHUNK];
+    uint8_t bits[EVENTS_PER_CHUNK * WSL_COL_TBITS_MAX + 8];
     struct wsl_codec_state codec;
     struct wsl_pack_state pack;
     int open;
@@ -55,7 +55,8 @@ uint64_t wsl_events_written, wsl_events_dropped;
 uint32_t wsl_events_chunk_seq;
 uint32_t wsl_threads_seen;
 
-/* Writes c out as one EVENTS_GAPS chunk and closes it. */
+/* Writes c out as one EVENTS_BITS chunk and closes it: its times coded as bits now, with the
+ * parameters that fit all of them (trace_format.h). */
 static void chunk_close(struct open_chunk *c)
 {
     if (!c->open)
@@ -63,23 +64,25 @@ static void chunk_close(struct open_chunk *c)
     c->open = 0;
     struct wsl_events_header eh = c->eh;
     eh.seq = ++wsl_events_chunk_seq;
-    /* The column directory: gap and dur_hi bytes, literals; the op and dur_lo columns have eh.count. */
-    uint32_t dir[3] = {(uint32_t)(c->o.gap - c->gap), (uint32_t)(c->o.dur_hi - c->dur_hi), c->pack.literals};
-    _Static_assert(sizeof dir == WSL_EVENTS_DIRECTORY_SIZE, "column directory");
-    eh.encoded_size = (uint32_t)(sizeof dir + 2u * eh.count + dir[0] + dir[1] + (size_t)(c->o.lit - c->lit));
+    struct wsl_tbits_dir dir;
+    dir.literals = c->pack.literals;
+    wsl_tbits_close(&dir, c->bits, c->gap, c->dur, eh.count, c->o.gap_or, c->o.dur_or);
+    const size_t lit = (size_t)(c->o.lit - c->lit);
+    eh.encoded_size = (uint32_t)(sizeof dir + eh.count + dir.bit_bytes + lit);
     const struct wsl_chunk_part parts[] = {
         {&eh, sizeof eh},
-        {dir, sizeof dir},
+        {&dir, sizeof dir},
         {c->op, eh.count},
-        {c->gap, dir[0]},
-        {c->dur_lo, eh.count},
-        {c->dur_hi, dir[1]},
-        {c->lit, (size_t)(c->o.lit - c->lit)},
+        {c->bits, dir.bit_bytes},
+        {c->lit, lit},
     };
+
     /* A frame written on the way (compress.c) must not take the other open chunk ahead of this one. */
     const int was = chunks_flushing;
     chunks_flushing = 1;
-    wsl_emit_chunk_parts(WSL_CHUNK_EVENTS_GAPS, parts, sizeof parts / sizeof parts[0]);
+    wsl_emit_chunk_parts(WSL_CHUNK_EVENTS_BITS, parts, sizeof parts / sizeof parts[0]);
+    /* in the frame now: its bytes that zstd's Huffman stage cannot shrink (compress.c) */
+    wsl_frame_coded_bytes += sizeof(struct wsl_chunk_header) + sizeof eh + sizeof dir + eh.count + dir.bit_bytes;
     chunks_flushing = was;
     wsl_events_written += eh.count;
 }
@@ -102,7 +105,7 @@ static void chunk_open(struct open_chunk *c, uint32_t tid, uint64_t base, uint64
     c->eh.tid = tid;
     c->eh.base_ticks = base;
     c->eh.dropped = dropped;
-    c->o = (struct wsl_gaps_out){c->op, c->gap, c->dur_lo, c->dur_hi, c->lit};
+    c->o = (struct wsl_tbits_out){c->op, c->lit, c->gap, c->dur, 0, 0};
     c->open = 1;
 }
 
@@ -126,23 +129,23 @@ void wsl_events_after_fork_child(void)
 }
 
 /* n events from ev (contiguous) onto c's columns, which have room for them. Two
- * loops: the common one (trace_format.h's wsl_encode_gaps_run) checks nothing but the api,
+ * loops: the common one (trace_format.h's wsl_encode_tbits_run) checks nothing but the api,
  * and keeps the chunk's state in registers. */
 static inline __attribute__((always_inline)) void encode_run(struct open_chunk *c, const struct wsl_event *ev,
                                                              size_t n)
 {
-    struct wsl_gaps_out o = c->o;
+    struct wsl_tbits_out o = c->o;
     const struct wsl_event *const end = ev + n;
     const uint32_t api_count = wsl_api_count;
     if (WSL_LIKELY(!wsl_helper_possible)) {
         /* ev->api < api_count always (ids come from the table); the run's state in registers */
-        wsl_encode_gaps_run(&c->pack, &c->codec, ev, end, api_count, &o);
+        wsl_encode_tbits_run(&c->pack, &c->codec, ev, end, api_count, &o);
     } else {
         for (; ev < end; ev++)
             if (WSL_LIKELY(ev->api < api_count)) {
                 if (wsl_helper_possible)
                     wsl_helper_note(ev);
-                wsl_event_encode_gaps(&c->pack, &c->codec, ev, &o);
+                wsl_encode_tbits_run(&c->pack, &c->codec, ev, ev + 1, api_count, &o);
             }
     }
     c->o = o;

@@ -3,15 +3,15 @@
 # under callgrind: deterministic, the same every run): the encoding of the events
 # (shim/writer/drain.c's inline encoder and the chunks' assembly: writer_replay's replay(),
 # less zstd) and zstd, and the compressed bytes per event.
-#   tests/bench/cg_replay.sh BUILD_DIR TRACE [gaps|gaps-per-drain|packed][-seq] [LEVEL]
+#   tests/bench/cg_replay.sh BUILD_DIR TRACE [bits|gaps|gaps-per-drain|packed][-seq] [LEVEL]
 # Record TRACE without valgrind, e.g. the mix of trace_bytes.sh:
 #   LD_PRELOAD=BUILD/lib/libwslshim.so WSLSHIM_OUTPUT=mix.trace.zst BUILD/tests/bench/bench_hook 1000000 mix
 set -euo pipefail
-build=$(cd "${1:?usage: cg_replay.sh BUILD_DIR TRACE [gaps|gaps-per-drain|packed][-seq] [LEVEL]}" && pwd)
-trace=${2:?usage: cg_replay.sh BUILD_DIR TRACE [gaps|gaps-per-drain|packed][-seq] [LEVEL]}
+build=$(cd "${1:?usage: cg_replay.sh BUILD_DIR TRACE [bits|gaps|gaps-per-drain|packed][-seq] [LEVEL]}" && pwd)
+trace=${2:?usage: cg_replay.sh BUILD_DIR TRACE [bits|gaps|gaps-per-drain|packed][-seq] [LEVEL]}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.out" "$build/tests/bench/writer_replay" "$trace" ${3:-gaps} ${4:-} \
+valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.out" "$build/tests/bench/writer_replay" "$trace" ${3:-bits} ${4:-} \
   >"$tmp/out" 2>"$tmp/err"
 callgrind_annotate --auto=no --inclusive=yes "$tmp/cg.out" >"$tmp/ann" 2>/dev/null
 python3 - "$tmp/ann" "$tmp/out" <<'PY'

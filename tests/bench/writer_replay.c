@@ -3,12 +3,16 @@
  * trace's events, replayed in one thread with nothing else running, so that
  * callgrind counts the same instructions every run (tests/bench/cg_replay.sh).
  *
- *   writer_replay TRACE [gaps|gaps-per-drain|packed][-seq] [LEVEL|-] [OUT]
+ *   writer_replay TRACE [bits|gaps|gaps-per-drain|packed][-seq] [LEVEL|-] [OUT]
  *
- * Reads the EVENTS_PACKED or EVENTS_GAPS chunks of TRACE and encodes their
+ * Reads the EVENTS_PACKED, EVENTS_GAPS or EVENTS_BITS chunks of TRACE and encodes their
  * events again as shim/writer/drain.c does (the same inline encoder of
- * trace_format.h, the codec slots reset as there). gaps: EVENTS_GAPS as the
- * shim writes it now, a thread's chunk left open across drains up to 4096
+ * trace_format.h, the codec slots reset as there). bits (the default): EVENTS_BITS
+ * as the shim writes it now (1.10: the times coded as bits when a chunk closes, and
+ * compress.c's choice of raw or Huffman-coded literals per frame; REPLAY_BITS_HUFF=0:
+ * Huffman-coded always, =N: when the frame's bytes other than ops and bits are 1/N of
+ * it or more, 4 as the shim); gaps: EVENTS_GAPS as the shim wrote it in 1.9,
+ * a thread's chunk left open across drains up to 4096
  * events and closed before any other chunk or another program thread's events
  * (drain.c's open chunks; the writer's own ring is told by its events, all
  * GPU_KERNEL); gaps-per-drain: one EVENTS_GAPS chunk per chunk of
@@ -28,7 +32,9 @@
  * columns REPLAY_SEQ_KINDS marks N (default MMMMNMM: the durations' low bytes),
  * which are literals only and a zstd block of their own (docs/overhead.md, "The
  * writer, third pass": measured, not taken). REPLAY_RAW_LITERALS=1: zstd's
- * literals stored raw, in any mode.
+ * literals stored raw, in any mode (with bits, unless REPLAY_BITS_HUFF=0 too, the
+ * per-frame choice decides). REPLAY_DUMP=FILE: each event's chunk, writer's-ring flag,
+ * api, t_start, t_end and a[0] as six u64 (for offline analysis of the times).
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -64,6 +70,20 @@ struct open_chunk {
 static struct open_chunk chunks[2];
 static int chunks_flushing;
 
+/* the same for EVENTS_BITS (mode bits, drain.c now): the times kept whole until the chunk closes */
+struct bits_chunk {
+    struct wsl_events_header eh;
+    struct wsl_tbits_out o;
+    uint8_t op[EVENTS_PER_CHUNK], lit[EVENTS_PER_CHUNK * WSL_COL_LIT_MAX], bits[EVENTS_PER_CHUNK * WSL_COL_TBITS_MAX + 8];
+    int64_t gap[EVENTS_PER_CHUNK];
+    uint64_t dur[EVENTS_PER_CHUNK];
+    struct wsl_codec_state codec;
+    struct wsl_pack_state pack;
+    int open;
+};
+static struct bits_chunk bchunks[2];
+static int use_bits;
+
 static ZSTD_CCtx *zc;
 static uint8_t frame_buf[FRAME_BYTES + (1u << 20)], zout[2u << 20];
 static size_t frame_len, compressed;
@@ -92,8 +112,18 @@ static void region_mark(uint32_t kind)
 static void flush_open(void);
 
 /* The frame's compression, apart for callgrind (cg_replay.sh): the writer's matcher and zstd. */
+static size_t frame_other;   /* bytes of the frame other than EVENTS_BITS chunks' ops and bits (compress.c's
+                                zacc_len - wsl_frame_coded_bytes) */
+static int bits_policy;      /* mode bits: Huffman literals only for frames whose other bytes are 1/N of them
+                                or more, N = 4 as compress.c (REPLAY_BITS_HUFF=N; 0: as set, Huffman) */
+
 static size_t __attribute__((noinline)) compress_frame(void)
 {
+#ifdef ZSTD_c_literalCompressionMode
+    if (bits_policy > 0)
+        ZSTD_CCtx_setParameter(zc, ZSTD_c_literalCompressionMode,
+                               frame_other * (size_t)bits_policy >= frame_len ? ZSTD_ps_enable : ZSTD_ps_disable);
+#endif
     return !use_seq ? ZSTD_compress2(zc, zout, sizeof zout, frame_buf, frame_len)
                     : wsl_zseq_compress(zc, &zseq, zout, sizeof zout, frame_buf, frame_len, regions, nregions);
 }
@@ -105,6 +135,7 @@ static void __attribute__((noinline)) frame_write(void)
         return;
     size_t n = compress_frame();
     nregions = 0;
+    frame_other = 0;
     if (ZSTD_isError(n)) {
         fprintf(stderr, "writer_replay: %s\n", ZSTD_getErrorName(n));
         exit(1);
@@ -120,7 +151,7 @@ static void __attribute__((noinline)) frame_write(void)
 /* kinds: each part's WSL_ZR_* (NULL: all WSL_ZR_MATCH) */
 static void emit(uint32_t type, const void *const *parts, const size_t *sizes, const uint8_t *kinds, unsigned count)
 {
-    if (type != WSL_CHUNK_EVENTS_GAPS)
+    if (type != WSL_CHUNK_EVENTS_GAPS && type != WSL_CHUNK_EVENTS_BITS)
         flush_open();
     size_t total = 0;
     for (unsigned i = 0; i < count; i++)
@@ -130,6 +161,8 @@ static void emit(uint32_t type, const void *const *parts, const size_t *sizes, c
     if (frame_len + sizeof(struct wsl_chunk_header) + total > sizeof frame_buf)
         exit(1);
     struct wsl_chunk_header h = {type, (uint32_t)total};
+    if (type != WSL_CHUNK_EVENTS_BITS)
+        frame_other += sizeof h + total;
     region_mark(WSL_ZR_MATCH);
     memcpy(frame_buf + frame_len, &h, sizeof h);
     frame_len += sizeof h;
@@ -229,6 +262,47 @@ static void chunk_open(struct open_chunk *c, uint32_t tid, uint64_t base, uint64
     c->open = 1;
 }
 
+/* The -seq modes: an EVENTS_BITS chunk's parts (header, directory, op, bits, literals). */
+static uint8_t bits_kinds[] = {WSL_ZR_MATCH, WSL_ZR_MATCH, WSL_ZR_MATCH, WSL_ZR_NOISE, WSL_ZR_MATCH};
+
+static void bits_close(struct bits_chunk *c)
+{
+    if (!c->open)
+        return;
+    c->open = 0;
+    struct wsl_events_header eh = c->eh;
+    eh.seq = ++chunk_seq;
+    struct wsl_tbits_dir dir;
+    dir.literals = c->pack.literals;
+    wsl_tbits_close(&dir, c->bits, c->gap, c->dur, eh.count, c->o.gap_or, c->o.dur_or);
+    const size_t lit = (size_t)(c->o.lit - c->lit);
+    frame_other += lit;
+    eh.encoded_size = (uint32_t)(sizeof dir + eh.count + dir.bit_bytes + lit);
+    const void *parts[] = {&eh, &dir, c->op, c->bits, c->lit};
+    const size_t sizes[] = {sizeof eh, sizeof dir, eh.count, dir.bit_bytes, lit};
+    const int was = chunks_flushing;
+    chunks_flushing = 1;
+    emit(WSL_CHUNK_EVENTS_BITS, parts, sizes, bits_kinds, 5);
+    chunks_flushing = was;
+}
+
+static void bits_open(struct bits_chunk *c, uint32_t tid, uint64_t base, uint64_t dropped)
+{
+    if (c->pack.entries >= WSL_PACK_TABLE_MAX)
+        memset(c->codec.prev, 0, sizeof c->codec.prev);
+    else
+        for (uint32_t i = 0; i < c->pack.entries; i++)
+            memset(&c->codec.prev[c->pack.table[i].api], 0, sizeof c->codec.prev[0]);
+    c->codec.prev_t = base;
+    wsl_pack_reset(&c->pack, 1);
+    memset(&c->eh, 0, sizeof c->eh);
+    c->eh.tid = tid;
+    c->eh.base_ticks = base;
+    c->eh.dropped = dropped;
+    c->o = (struct wsl_tbits_out){c->op, c->lit, c->gap, c->dur, 0, 0};
+    c->open = 1;
+}
+
 static void flush_open(void)
 {
     if (chunks_flushing)
@@ -236,7 +310,33 @@ static void flush_open(void)
     chunks_flushing = 1;
     chunk_close(&chunks[0]);
     chunk_close(&chunks[1]);
+    bits_close(&bchunks[0]);
+    bits_close(&bchunks[1]);
     chunks_flushing = 0;
+}
+
+/* encode_chunk_open for EVENTS_BITS (drain.c's append_events now) */
+static void __attribute__((noinline)) encode_chunk_bits(const struct wsl_event *ev, uint32_t n, uint32_t tid,
+                                                        uint64_t dropped, int own)
+{
+    struct bits_chunk *c = &bchunks[own];
+    if (c->open && (c->eh.tid != tid || dropped))
+        flush_open();
+    if (!c->open)
+        bits_open(c, tid, n ? ev[0].t_start : 0, dropped);
+    for (uint32_t from = 0; from < n;) {
+        if (c->eh.count == EVENTS_PER_CHUNK) {
+            flush_open();
+            bits_open(c, tid, ev[from].t_start, 0);
+        }
+        uint32_t k = n - from, room = EVENTS_PER_CHUNK - c->eh.count;
+        k = k < room ? k : room;
+        struct wsl_tbits_out o = c->o;
+        wsl_encode_tbits_run(&c->pack, &c->codec, ev + from, ev + from + k, WSL_MAX_API_IDS, &o);
+        c->o = o;
+        c->eh.count = (uint32_t)(o.op - c->op);
+        from += k;
+    }
 }
 
 /* drain.c's encode_run (the helper processes' loop aside) */
@@ -292,7 +392,9 @@ static uint64_t __attribute__((noinline)) replay(const struct record *recs, size
     for (size_t i = 0; i < nrec; i++) {
         const struct record *rc = &recs[i];
         if (rc->type == WSL_CHUNK_EVENTS_GAPS) {
-            if (mode == 2)
+            if (mode == 3)
+                encode_chunk_bits(evs + rc->first, rc->eh.count, rc->eh.tid, rc->eh.dropped, rc->own);
+            else if (mode == 2)
                 encode_chunk_open(evs + rc->first, rc->eh.count, rc->eh.tid, rc->eh.dropped, rc->own);
             else
                 encode_chunk(evs + rc->first, rc->eh.count, rc->eh, mode);
@@ -310,17 +412,24 @@ static uint64_t __attribute__((noinline)) replay(const struct record *recs, size
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: writer_replay TRACE [gaps|gaps-per-drain|packed][-seq] [LEVEL|-] [OUT]\n");
+        fprintf(stderr, "usage: writer_replay TRACE [bits|gaps|gaps-per-drain|packed][-seq] [LEVEL|-] [OUT]\n");
         return 2;
     }
-    const char *mode = argc > 2 ? argv[2] : "gaps";
+    const char *mode = argc > 2 ? argv[2] : "bits";
     const size_t ml = strlen(mode);
     if (ml > 4 && !strcmp(mode + ml - 4, "-seq"))
         use_seq = 1;
     const char *kinds = getenv("REPLAY_SEQ_KINDS");
     for (unsigned i = 0; kinds && i < sizeof gaps_kinds && kinds[i]; i++)
         gaps_kinds[i] = kinds[i] == 'N' ? WSL_ZR_NOISE : WSL_ZR_MATCH;
+    const char *rkinds = getenv("REPLAY_BITS_KINDS");
+    for (unsigned i = 0; rkinds && i < sizeof bits_kinds && rkinds[i]; i++)
+        bits_kinds[i] = rkinds[i] == 'N' ? WSL_ZR_NOISE : WSL_ZR_MATCH;
     const int gaps = strncmp(mode, "packed", 6) != 0;
+    use_bits = !strncmp(mode, "bits", 4);
+    bits_policy = use_bits ? 4 : 0;
+    if (getenv("REPLAY_BITS_HUFF"))
+        bits_policy = atoi(getenv("REPLAY_BITS_HUFF"));
     const int per_drain = !strncmp(mode, "gaps-per-drain", 14);
     FILE *f = fopen(argv[1], "rb");
     if (!f) {
@@ -398,7 +507,29 @@ int main(int argc, char **argv)
         rc->type = h.type;
         rc->data = p;
         rc->size = h.size;
-        if ((h.type == WSL_CHUNK_EVENTS_PACKED || h.type == WSL_CHUNK_EVENTS_GAPS) && h.size >= sizeof rc->eh) {
+        if (h.type == WSL_CHUNK_EVENTS_BITS && h.size >= sizeof rc->eh) {
+            memcpy(&rc->eh, p, sizeof rc->eh);
+            struct wsl_tbits_in in;
+            if (rc->eh.count > EVENTS_PER_CHUNK || rc->eh.encoded_size > h.size - sizeof rc->eh ||
+                wsl_tbits_open(&in, p + sizeof rc->eh, rc->eh.encoded_size, rc->eh.count) != WSL_COLUMNS_OK)
+                return 1;
+            while (nev + rc->eh.count > evcap)
+                if (!(evs = realloc(evs, (evcap *= 2) * sizeof *evs)))
+                    return 1;
+            wsl_codec_reset(&dcodec, rc->eh.base_ticks);
+            wsl_pack_reset(&dpack, 0);
+            for (uint32_t i = 0; i < rc->eh.count; i++)
+                if (!wsl_event_decode_tbits(&dpack, &dcodec, &in, WSL_MAX_API_IDS, &evs[nev + i]))
+                    return 1;
+            if (wsl_tbits_left(&in))
+                return 1;
+            rc->type = WSL_CHUNK_EVENTS_GAPS;
+            rc->own = rc->eh.count > 0;
+            for (uint32_t i = 0; i < rc->eh.count; i++)
+                rc->own &= evs[nev + i].api < WSL_MAX_API_IDS && category[evs[nev + i].api] == WSL_CAT_GPU_KERNEL;
+            rc->first = nev;
+            nev += rc->eh.count;
+        } else if ((h.type == WSL_CHUNK_EVENTS_PACKED || h.type == WSL_CHUNK_EVENTS_GAPS) && h.size >= sizeof rc->eh) {
             memcpy(&rc->eh, p, sizeof rc->eh);
             struct wsl_packed_in in;
             const int g = h.type == WSL_CHUNK_EVENTS_GAPS;
@@ -429,7 +560,19 @@ int main(int argc, char **argv)
     memcpy(frame_buf, d, sizeof(struct wsl_file_header));
     frame_len = sizeof(struct wsl_file_header);
     regions[nregions++] = (struct wsl_zregion){0, WSL_ZR_MATCH};
-    const uint64_t events = replay(recs, nrec, evs, gaps && !per_drain ? 2 : gaps);
+    if (getenv("REPLAY_DUMP")) { /* analysis: per event rec index, own, api, t_start, t_end, a[0] */
+        FILE *df = fopen(getenv("REPLAY_DUMP"), "wb");
+        for (size_t r = 0; df && r < nrec; r++)
+            if (recs[r].type == WSL_CHUNK_EVENTS_GAPS)
+                for (uint32_t i = 0; i < recs[r].eh.count; i++) {
+                    const struct wsl_event *e = &evs[recs[r].first + i];
+                    uint64_t row[6] = {r, (uint64_t)recs[r].own, e->api, e->t_start, e->t_end, e->a[0]};
+                    fwrite(row, sizeof row, 1, df);
+                }
+        if (df)
+            fclose(df);
+    }
+    const uint64_t events = replay(recs, nrec, evs, use_bits ? 3 : gaps && !per_drain ? 2 : gaps);
     if (out_file && fclose(out_file) != 0)
         return 1;
     printf("%s: %llu events, %.4f compressed bytes per event\n", mode, (unsigned long long)events,

@@ -14,9 +14,9 @@ the target; 1: the file's bytes as they are):
   the file cut every 256 bytes; 96 single-bit flips; a newer major and minor
   version; the other byte order; absurd sizes (chunk sizes, event counts,
   encoded sizes, column directories, path lengths, header and record sizes).
-With --make-trace, synthetic traces in the 1.2 layout (EVENTS chunks) and the
-1.4 one (EVENTS_PACKED) join them: the shim writes 1.9 (EVENTS_GAPS), readers
-still read all three.
+With --make-trace, synthetic traces in the 1.2 layout (EVENTS chunks), the
+1.4 one (EVENTS_PACKED) and the 1.9 one (EVENTS_GAPS) join them: the shim writes
+1.10 (EVENTS_BITS), readers still read all four.
 With --check-report N, N of the damaged streams are written as trace files
 and wslshim-report must end each with status 0 (a readable prefix, warned)
 or 2 with exactly one line on stderr: never a crash, never a hang.
@@ -58,12 +58,14 @@ subprocess.run([sys.executable, "-c", "import os, sys\nfor n in sorted(os.listdi
                 "    with open(os.path.join(sys.argv[1], n), 'rb') as f: f.read()", data],
                env=fold_env, capture_output=True, timeout=60)
 fold = sorted(os.path.join(work, f) for f in os.listdir(work) if f.startswith("fold-"))
-if a.make_trace:  # the shim writes 1.9 (EVENTS_GAPS); keep the 1.2 and 1.4 decoders fuzzed too
+if a.make_trace:  # the shim writes 1.10 (EVENTS_BITS); keep the 1.2, 1.4 and 1.9 decoders fuzzed too
     v12 = os.path.join(work, "v12.trace.zst")
     subprocess.run([a.make_trace, v12, "--v12", "--tsc"], check=True, capture_output=True, timeout=60)
     v14 = os.path.join(work, "v14.trace.zst")
     subprocess.run([a.make_trace, v14, "--v14", "--tsc"], check=True, capture_output=True, timeout=60)
-    traces = traces[:5] + [v12, v14]
+    v19 = os.path.join(work, "v19.trace.zst")
+    subprocess.run([a.make_trace, v19, "--v19", "--tsc"], check=True, capture_output=True, timeout=60)
+    traces = traces[:5] + [v12, v14, v19]
 traces += fold[:1]
 if not traces:
     sys.exit("FAIL: no traces were made")
@@ -121,7 +123,22 @@ for ti, path in enumerate(traces[:6]):
             struct.pack_into("<I", b, off + 4, size)
             inputs.append((f"{tag}-size{k}-{label}", b"\0" + bytes(b)))
             damaged.append(bytes(b))
-        if t in (4, 13, 15) and n >= 44:  # EVENTS, EVENTS_PACKED, EVENTS_GAPS: count, encoded_size, the directory
+        if t == 16 and n >= 64:  # EVENTS_BITS: bit_bytes, literals, the code parameters, a bit column of ones
+            for label, field, val in (("bits", 32, 0xFFFFFFFF), ("bits1", 32, 1), ("lits", 36, 0xFFFFFFFF),
+                                      ("kshift", 56, 0xFFFFFFFF), ("q", 60, 0x2121), ("k32q0", 56, 0x00200020)):
+                b = bytearray(s)
+                struct.pack_into("<I", b, off + 8 + field, val)
+                inputs.append((f"{tag}-bits{k}-{label}", b"\0" + bytes(b)))
+                damaged.append(bytes(b))
+            count, (bit_bytes,) = struct.unpack_from("<I", s, off + 8 + 4)[0], struct.unpack_from("<I", s, off + 8 + 32)
+            at = off + 8 + 64 + count
+            if at + bit_bytes <= off + 8 + n:
+                for label, fill in (("ones", 0xFF), ("zeros", 0)):
+                    b = bytearray(s)
+                    b[at:at + bit_bytes] = bytes([fill]) * bit_bytes
+                    inputs.append((f"{tag}-bits{k}-{label}", b"\0" + bytes(b)))
+                    damaged.append(bytes(b))
+        if t in (4, 13, 15, 16) and n >= 44:  # EVENTS, EVENTS_PACKED, EVENTS_GAPS, EVENTS_BITS: count, encoded_size, the directory
             for label, field, val in (("count", 4, 0xFFFFFFFF), ("count0", 4, 0), ("enc", 24, 0xFFFFFFF0),
                                       ("dir0", 32, 0xFFFFFFFF), ("dir2", 40, 0xFFFFFFFF), ("dir2z", 40, 0)):
                 b = bytearray(s)

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""GPU check of trace format 1.9 (EVENTS_GAPS chunks: 1.4's EVENTS_PACKED with
-the times as gaps; zstd level -1) on real PyTorch traces.
+"""GPU check of the packed trace formats (1.9's EVENTS_GAPS chunks: 1.4's EVENTS_PACKED
+with the times as gaps; 1.10's EVENTS_BITS: the same times coded as bits; zstd level -1)
+on real PyTorch traces.
 
     python3 tests/gpu/packed_traces_gpu.py --build BUILD --out OUTDIR
 

@@ -31,7 +31,7 @@ SHIM, REPORT, LIBDIR, WORK, RUNTIME = map(os.path.abspath, sys.argv[1:6])
 if not shutil.which("zstd"):
     print("SKIP: no zstd command")
     sys.exit(77)
-EVENTS_GAPS, END = 15, 6
+EVENTS_BITS, END = 16, 6
 fails = []
 shutil.rmtree(WORK, ignore_errors=True)
 
@@ -71,7 +71,7 @@ def check(name, args, extra):
         return None
     seq, per_tid, events, written, last_start, lost, disorder = 0, {}, 0, None, {}, 0, []
     for ctype, body in chunks(trace):
-        if ctype == EVENTS_GAPS:
+        if ctype == EVENTS_BITS:
             tid, count, base, dropped, enc, s = struct.unpack_from("<IIQQII", body, 0)
             seq += 1
             if s != seq:

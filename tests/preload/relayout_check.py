@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Traces the shim writes (format 1.9, EVENTS_GAPS) against the same events
+"""Traces the shim writes (format 1.10, EVENTS_BITS) against the same events
 in the 1.2 layout older shims wrote: tests/unit/relayout.py rewrites each
 trace with an independent Python codec, and wslshim-report must print
 byte-identical reports (JSON and text) for both.
@@ -54,7 +54,7 @@ for name, (cmd, extra) in workloads.items():
         for k in total:
             total[k] += st[k]
         if name != "files" and st["packed_chunks"] == 0:
-            fails.append(f"{name}/{t}: no EVENTS_GAPS chunk in a shim trace")
+            fails.append(f"{name}/{t}: no EVENTS_BITS chunk in a shim trace")
     outs = []
     for d in (d14, d12):
         res = []
@@ -66,7 +66,7 @@ for name, (cmd, extra) in workloads.items():
         if a[0] != 0 or not a[1]:
             fails.append(f"{name} {mode}: report exit {a[0]}: {a[2][-300:]!r}")
         elif a != b:
-            fails.append(f"{name} {mode}: the 1.9 and 1.2 layouts give different reports")
+            fails.append(f"{name} {mode}: the 1.10 and 1.2 layouts give different reports")
 if total["events"] < 5000:
     fails.append(f"only {total['events']} events recorded")
 if fails:

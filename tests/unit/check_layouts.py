@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The same workload written in trace format 1.2 (EVENTS chunks, zstd level 1,
 what older shims wrote), in 1.4 (EVENTS_PACKED chunks, level -1; shims up to
-1.8) and in 1.9 (EVENTS_GAPS chunks, what the shim writes now): the reports,
-text and JSON, must be byte-identical.
+1.8), in 1.9 (EVENTS_GAPS chunks) and in 1.10 (EVENTS_BITS chunks, what the shim
+writes now): the reports, text and JSON, must be byte-identical.
 
     check_layouts.py --report WSLSHIM_REPORT --make-trace MAKE_TRACE
 """
@@ -21,10 +21,10 @@ cases = [[], ["--tsc"], ["--dropped", "5"], ["--native", "--forked", "--pid", "7
 try:
     for k, flags in enumerate(cases):
         outs = {}
-        for layout in ("v12", "v14", "v19"):
+        for layout in ("v12", "v14", "v19", "v110"):
             d = os.path.join(tmp, f"{k}-{layout}")
             os.makedirs(d)
-            extra = {"v12": ["--v12"], "v14": ["--v14"], "v19": []}[layout]
+            extra = {"v12": ["--v12"], "v14": ["--v14"], "v19": ["--v19"], "v110": []}[layout]
             subprocess.run([a.make_trace, os.path.join(d, "run.trace.zst")] + flags + extra, check=True,
                            capture_output=True)
             res = []
@@ -34,7 +34,7 @@ try:
                 res.append((r.returncode, r.stdout, r.stderr))
             outs[layout] = (res, open(os.path.join(d, "run.trace.zst"), "rb").read())
         (r12, f12) = outs["v12"]
-        for other in ("v14", "v19"):
+        for other in ("v14", "v19", "v110"):
             (r14, f14) = outs[other]
             if f12 == f14:
                 fails.append(f"{flags}: v12 and {other} layouts wrote the same bytes")
@@ -47,8 +47,8 @@ try:
     # The layouts are what they claim: the file header's minor version, when zstd is at hand.
     if shutil.which("zstd"):
         # 1.4 packed; 1.5 adds folded file calls, 1.6 opens, 1.7 numbers EVENTS chunks, 1.8 the EMULATION
-        # chunk, 1.9 writes EVENTS_GAPS
-        for layout, minor in (("v12", 2), ("v14", 8), ("v19", 9)):
+        # chunk, 1.9 writes EVENTS_GAPS, 1.10 EVENTS_BITS
+        for layout, minor in (("v12", 2), ("v14", 8), ("v19", 9), ("v110", 10)):
             raw = subprocess.run(["zstd", "-dc", os.path.join(tmp, f"0-{layout}", "run.trace.zst")],
                                  capture_output=True).stdout
             got = struct.unpack_from("<H", raw, 14)[0]

@@ -6,9 +6,11 @@
  *   make_trace OUT [--pid N] [--ppid N] [--start-ns NS] [--forked] [--native]
  *              [--tsc] [--no-end] [--no-driver] [--dropped N] [--major N]
  *              [--swap-order] [--truncate-tail BYTES] [--bad-chunk] [--exe PATH] [--v12] [--v14]
+ *              [--v19]
  *
  * --v12 writes the events in the 1.2 layout (EVENTS chunks, zstd level 1) of older shims,
- * --v14 in the 1.4 one (EVENTS_PACKED chunks, file header 1.8) of shims before 1.9.
+ * --v14 in the 1.4 one (EVENTS_PACKED chunks, file header 1.8) of shims before 1.9, --v19 in the
+ * 1.9 one (EVENTS_GAPS chunks) of shims before 1.10; by default EVENTS_BITS (1.10).
  *
  * Workload (ns): thread 100 makes 6000 launches, launch i lasting
  * 2000 + (i*7919 % 10007)*3, every third one through cuLaunchKernel_ptsz, and
@@ -34,7 +36,7 @@ struct thread_events {
     uint64_t cursor;    /* ns */
 };
 
-static bool use_tsc, v12, v14;
+static bool use_tsc, v12, v14, v19;
 
 static uint64_t ticks(uint64_t ns) { return use_tsc ? TICK_OFFSET + ns * TICKS_PER_NS : ns; }
 
@@ -107,6 +109,8 @@ int main(int argc, char **argv)
             v12 = true;
         else if (!strcmp(a, "--v14"))
             v14 = true;
+        else if (!strcmp(a, "--v19"))
+            v19 = true;
         else
             usage();
     }
@@ -128,7 +132,7 @@ int main(int argc, char **argv)
         add_call(&th[1], "cuMemFree_v2", 3000, 0);
 
     struct synth_options so = {.level = v12 ? 1 : 0, .checksum = true, .flush_each_chunk = true, .v12_events = v12,
-                               .v14_events = v14};
+                               .v14_events = v14, .v19_events = v19};
     struct synth *s = synth_open(out, &so);
     struct wsl_file_header h = synth_default_header();
     h.version_major = (uint16_t)major;
@@ -136,6 +140,8 @@ int main(int argc, char **argv)
         h.version_minor = 2;
     else if (v14)
         h.version_minor = 8;
+    else if (v19)
+        h.version_minor = 9;
     if (swap)
         h.byte_order = __builtin_bswap32(h.byte_order);
     synth_file_header(s, &h);

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Rewrites a trace's EVENTS_PACKED (format 1.4) and EVENTS_GAPS (1.9) chunks
+"""Rewrites a trace's EVENTS_PACKED (format 1.4), EVENTS_GAPS (1.9) and EVENTS_BITS (1.10) chunks
 as the 1.2 EVENTS chunks older shims wrote (column layout, file header minor 2, zstd level 1),
 every other chunk as it is: the same events in the older layout, so a
 reader's output can be compared across the two.
@@ -83,6 +83,67 @@ def unpack_events(enc, count, base=None):
     return dts, durs, sets, literals
 
 
+def tbits_times(enc, count, bits_at, bit_bytes, params):
+    """The gaps and durations of an EVENTS_BITS chunk's bit column (docs/trace-format.md): per event
+    the gap's code, then the duration's, least significant bit first; params: per column
+    (center, k, q, shift)."""
+    x = int.from_bytes(enc[bits_at:bits_at + bit_bytes], "little")
+    pos = 0
+
+    def take(n):
+        nonlocal pos
+        v = (x >> pos) & ((1 << n) - 1)
+        pos += n
+        return v
+
+    def code(k, q):
+        low = take(k)
+        zeros = 0
+        while take(1) == 0:
+            zeros += 1
+            assert zeros <= q + 32 and pos <= 8 * bit_bytes, "malformed time code"
+        if zeros < q:
+            return zeros << k | low
+        nb = zeros - q
+        if nb == 32:
+            return take(64)
+        y = (1 << nb) | take(nb)
+        return (y + q - 1) << k | low
+
+    out = []
+    for _ in range(count):
+        vals = []
+        for center, k, q, shift in params:
+            r = code(k, q)
+            e = (r >> 1) ^ -(r & 1)
+            vals.append((center + (e << shift)) % 2**64)
+        out.append(vals)
+    assert pos <= 8 * bit_bytes and (pos + 7) // 8 == bit_bytes, "the bit column does not end with its events"
+    return out
+
+
+def unpack_tbits(enc, count, base):
+    """unpack_events for the 1.10 layout (EVENTS_BITS): a 32-byte directory, the op column, the bit
+    column, the literals; the times turned into the 1.4 values."""
+    bit_bytes, literals, gc, dc, gk, gs, dk, ds, gq, dq, reserved = struct.unpack_from("<IIqQBBBBBBH", enc, 0)
+    assert gk <= 32 and dk <= 32 and gq <= 32 and dq <= 32 and reserved == 0, "bad EVENTS_BITS parameters"
+    ops_at = 32
+    bits_at = ops_at + count
+    times = tbits_times(enc, count, bits_at, bit_bytes, ((gc % 2**64, gk, gq, gs), (dc, dk, dq, ds)))
+    # the rest as EVENTS_PACKED: rebuild a 1.4 directory around the same op and literal columns
+    dts, durs = bytearray(), bytearray()
+    start = end = base
+    for gap, dur in times:
+        t = (end + gap) % 2**64
+        delta = (t - start + 2**63) % 2**64 - 2**63
+        put_varint(dts, ((delta << 1) ^ (delta >> 63)) & (2**64 - 1))
+        put_varint(durs, dur)
+        start, end = t, (t + dur) % 2**64
+    packed = (struct.pack("<III", len(dts), len(durs), literals) + enc[ops_at:bits_at] + dts + durs +
+              enc[bits_at + bit_bytes:])
+    return unpack_events(packed, count)
+
+
 def encode_columns(dts, durs, sets):
     """The 1.2 column encoding of the same events (docs/trace-format.md, EVENTS)."""
     api_c, mask_c, dt_c, dur_c, fld_c = bytearray(), bytearray(), bytearray(), bytearray(), bytearray()
@@ -123,9 +184,13 @@ def main():
         if len(payload) < size:
             out += data[pos:]  # cut short: keep the cut as it was
             break
-        if ctype in (13, 15):
+        if ctype in (13, 15, 16):
             tid, count, base, dropped, enc_size, res = struct.unpack_from("<IIQQII", payload)
-            dts, durs, sets, lits = unpack_events(payload[32:32 + enc_size], count, base if ctype == 15 else None)
+            if ctype == 16:
+                dts, durs, sets, lits = unpack_tbits(payload[32:32 + enc_size], count, base)
+            else:
+                dts, durs, sets, lits = unpack_events(payload[32:32 + enc_size], count,
+                                                      base if ctype == 15 else None)
             enc = encode_columns(dts, durs, sets)
             payload = struct.pack("<IIQQII", tid, count, base, dropped, len(enc), res) + enc
             ctype = 4

@@ -8,7 +8,9 @@ originals:
 - gaps (drain.c's open chunks: a thread's chunks of consecutive drains in one, up to 4,096
   events; the writer's own ring's GPU_KERNEL events after the program thread's chunk): text
   reports byte-identical, JSON reports identical but for the NVTX ranges' GPU kernel attribution
-  (gpu_kernels, gpu_ns, gpu_unattributed), which the analyzer makes in file order.
+  (gpu_kernels, gpu_ns, gpu_unattributed), which the analyzer makes in file order;
+- bits (format 1.10, what the shim writes now: gaps' chunks with the times coded as bits): text
+  and JSON reports byte-identical to gaps' (the same chunks, the same events).
 
 Traces: the demo pair (tests/demo/pair: file I/O, NVTX, GPU timing, several threads) and a
 trace of launches the shim writes now (client_timing, GPU timing every 3rd launch).
@@ -69,7 +71,8 @@ for i, t in enumerate(traces):
     os.makedirs(os.path.dirname(orig))
     shutil.copy(t, orig)
     text0, json0 = reports(orig)
-    for mode in ("gaps-per-drain", "gaps"):
+    by_mode = {}
+    for mode in ("gaps-per-drain", "gaps", "bits"):
         out = os.path.join(WORK, str(i), mode, "t.trace.zst")
         os.makedirs(os.path.dirname(out))
         r = subprocess.run([REPLAY, orig, mode, "-", out], capture_output=True, text=True)
@@ -78,6 +81,11 @@ for i, t in enumerate(traces):
             continue
         events += int(r.stdout.split(":")[1].split()[0]) if mode == "gaps" else 0
         text1, json1 = reports(out)
+        by_mode[mode] = (text1, json1)
+        if mode == "bits":
+            if by_mode.get("gaps") != (text1, json1):
+                fails.append(f"{t} bits: the reports differ from the same chunks' in EVENTS_GAPS")
+            continue
         if text1 != text0:
             fails.append(f"{t} {mode}: the text reports differ")
         if mode == "gaps-per-drain" and json1 != json0:

@@ -757,38 +757,44 @@ int test_reader_raw_mutations(void)
 }
 
 /* The same events written as 1.2 EVENTS chunks (older shims), as 1.4
- * EVENTS_PACKED chunks and as 1.9 EVENTS_GAPS chunks read back identically;
- * chunks of 2500 events with random arguments fill the packed table, and
- * batches cut across it. */
+ * EVENTS_PACKED chunks, as 1.9 EVENTS_GAPS chunks and as 1.10 EVENTS_BITS chunks
+ * read back identically; chunks of 2500 events with random arguments fill the
+ * packed table, and batches cut across it. */
 int test_reader_formats_agree(void)
 {
-    char path12[512], path14[512], path19[512];
+    char path12[512], path14[512], path19[512], path110[512];
     test_path(path12, sizeof path12, "v12.trace.zst");
     test_path(path14, sizeof path14, "v14.trace.zst");
     test_path(path19, sizeof path19, "v19.trace.zst");
+    test_path(path110, sizeof path110, "v110.trace.zst");
     struct gen_options o = {.threads = 3, .events_per_thread = 30000, .chunk_events = 2500,
                             .clock_kind = WSL_CLOCK_TSC, .ticks_per_ns = 2.5, .end = true, .extras = true,
                             .seed = 1312};
-    struct gen_result g12, g14, g19;
+    struct gen_result g12, g14, g19, g110;
     o.v12 = true;
     gen_trace(path12, &o, &g12);
     o.v12 = false;
     o.v14 = true;
     gen_trace(path14, &o, &g14);
     o.v14 = false;
+    o.v19 = true;
     gen_trace(path19, &o, &g19);
-    CHECK(g12.count == g14.count && g12.count == g19.count && g12.count == 90000);
-    struct read_all a, b, c;
+    o.v19 = false;
+    gen_trace(path110, &o, &g110);
+    CHECK(g12.count == g14.count && g12.count == g19.count && g12.count == g110.count && g12.count == 90000);
+    struct read_all a, b, c, e;
     read_all_file(path12, &a);
     read_all_file(path14, &b);
     read_all_file(path19, &c);
-    CHECKF(a.result == WSL_READ_END && b.result == WSL_READ_END && c.result == WSL_READ_END, "%s / %s / %s",
-           a.message, b.message, c.message);
+    read_all_file(path110, &e);
+    CHECKF(a.result == WSL_READ_END && b.result == WSL_READ_END && c.result == WSL_READ_END &&
+               e.result == WSL_READ_END,
+           "%s / %s / %s / %s", a.message, b.message, c.message, e.message);
     if (compare_events(&a, &g12, g12.count) || compare_events(&b, &g12, g12.count) ||
-        compare_events(&c, &g12, g12.count))
+        compare_events(&c, &g12, g12.count) || compare_events(&e, &g12, g12.count))
         return 1;
-    const struct read_all *later[] = {&b, &c};
-    for (int k = 0; k < 2; k++) {
+    const struct read_all *later[] = {&b, &c, &e};
+    for (int k = 0; k < 3; k++) {
         const struct read_all *x = later[k];
         CHECK(a.count == x->count && a.batches == x->batches && a.chunk_starts == x->chunk_starts &&
               a.dropped == x->dropped && a.dropped == g12.dropped);
@@ -798,9 +804,11 @@ int test_reader_formats_agree(void)
     read_all_free(&a);
     read_all_free(&b);
     read_all_free(&c);
+    read_all_free(&e);
     gen_result_free(&g12);
     gen_result_free(&g14);
     gen_result_free(&g19);
+    gen_result_free(&g110);
     return 0;
 }
 

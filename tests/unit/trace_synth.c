@@ -162,6 +162,8 @@ void synth_file_header(struct synth *s, const struct wsl_file_header *h)
         def.version_minor = 2;
     else if (s->opt.v14_events)
         def.version_minor = 8;
+    else if (s->opt.v19_events)
+        def.version_minor = 9;
     synth_bytes(s, h ? h : &def, sizeof def);
 }
 
@@ -315,6 +317,37 @@ size_t synth_encode_gaps(const struct wsl_event *ev, uint32_t n, uint64_t base_t
     return size;
 }
 
+size_t synth_encode_tbits(const struct wsl_event *ev, uint32_t n, uint64_t base_ticks, uint8_t **out)
+{
+    struct wsl_codec_state *st = malloc(sizeof *st);
+    struct wsl_pack_state *ps = calloc(1, sizeof *ps);
+    uint8_t *op = malloc((size_t)n + 1), *lit = malloc((size_t)n * WSL_COL_LIT_MAX + 1),
+            *bits = malloc((size_t)n * WSL_COL_TBITS_MAX + 8);
+    int64_t *gap = malloc(((size_t)n + 1) * sizeof *gap);
+    uint64_t *dur = malloc(((size_t)n + 1) * sizeof *dur);
+    uint8_t *buf = malloc(WSL_TBITS_DIRECTORY_SIZE + (size_t)n * (1 + WSL_COL_TBITS_MAX + WSL_COL_LIT_MAX) + 1);
+    if (!st || !ps || !op || !lit || !bits || !gap || !dur || !buf)
+        die("out of memory");
+    wsl_codec_reset(st, base_ticks);
+    wsl_pack_reset(ps, 1);
+    struct wsl_tbits_out o = {op, lit, gap, dur, 0, 0};
+    wsl_encode_tbits_run(ps, st, ev, ev + n, WSL_MAX_API_IDS, &o);
+    struct wsl_tbits_dir dir;
+    dir.literals = ps->literals;
+    wsl_tbits_close(&dir, bits, gap, dur, n, o.gap_or, o.dur_or);
+    const struct part parts[] = {{&dir, sizeof dir}, {op, n}, {bits, dir.bit_bytes}, {lit, (size_t)(o.lit - lit)}};
+    size_t size = concat(buf, parts, sizeof parts / sizeof parts[0]);
+    free(st);
+    free(ps);
+    free(op);
+    free(lit);
+    free(bits);
+    free(gap);
+    free(dur);
+    *out = buf;
+    return size;
+}
+
 void synth_events(struct synth *s, uint32_t tid, uint64_t dropped, const struct wsl_event *ev, uint32_t n)
 {
     struct wsl_events_header eh;
@@ -326,11 +359,13 @@ void synth_events(struct synth *s, uint32_t tid, uint64_t dropped, const struct 
     uint8_t *enc;
     size_t size = s->opt.v12_events   ? synth_encode_events(ev, n, eh.base_ticks, &enc)
                   : s->opt.v14_events ? synth_encode_packed(ev, n, eh.base_ticks, &enc)
-                                      : synth_encode_gaps(ev, n, eh.base_ticks, &enc);
+                  : s->opt.v19_events ? synth_encode_gaps(ev, n, eh.base_ticks, &enc)
+                                      : synth_encode_tbits(ev, n, eh.base_ticks, &enc);
     eh.encoded_size = (uint32_t)size;
     synth_chunk_header(s, s->opt.v12_events   ? WSL_CHUNK_EVENTS
                           : s->opt.v14_events ? WSL_CHUNK_EVENTS_PACKED
-                                              : WSL_CHUNK_EVENTS_GAPS,
+                          : s->opt.v19_events ? WSL_CHUNK_EVENTS_GAPS
+                                              : WSL_CHUNK_EVENTS_BITS,
                        (uint32_t)(sizeof eh + size));
     synth_bytes(s, &eh, sizeof eh);
     synth_bytes(s, enc, size);

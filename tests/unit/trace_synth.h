@@ -29,7 +29,8 @@ uint16_t synth_api_id(const char *symbol);
 struct synth_options {
     int level;              /* zstd level; 0 means what the shim uses (1 with v12_events) */
     bool v12_events;        /* EVENTS chunks in the 1.2 column layout, file header 1.2 (older shims) */
-    bool v14_events;        /* EVENTS_PACKED chunks, file header 1.8 (shims before 1.9); neither: EVENTS_GAPS */
+    bool v14_events;        /* EVENTS_PACKED chunks, file header 1.8 (shims before 1.9) */
+    bool v19_events;        /* EVENTS_GAPS chunks, file header 1.9; none of these: EVENTS_BITS (1.10) */
     bool checksum;          /* zstd frame checksum (the shim turns it on) */
     bool raw;               /* write the decompressed bytes, no zstd */
     bool flush_each_chunk;  /* end a zstd block after every chunk */
@@ -81,8 +82,10 @@ void synth_end(struct synth *s, uint64_t end_ticks, uint64_t written, uint64_t d
 size_t synth_encode_events(const struct wsl_event *ev, uint32_t n, uint64_t base_ticks, uint8_t **out);
 /* The same for EVENTS_PACKED chunks (what the shim wrote from format 1.4 to 1.8). */
 size_t synth_encode_packed(const struct wsl_event *ev, uint32_t n, uint64_t base_ticks, uint8_t **out);
-/* The same for EVENTS_GAPS chunks (what the shim writes from format 1.9 on). */
+/* The same for EVENTS_GAPS chunks (what the shim wrote in format 1.9). */
 size_t synth_encode_gaps(const struct wsl_event *ev, uint32_t n, uint64_t base_ticks, uint8_t **out);
+/* The same for EVENTS_BITS chunks (what the shim writes from format 1.10 on). */
+size_t synth_encode_tbits(const struct wsl_event *ev, uint32_t n, uint64_t base_ticks, uint8_t **out);
 
 /* ---- files ---- */
 off_t synth_file_size(const char *path);

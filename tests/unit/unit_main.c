@@ -22,8 +22,13 @@
     X(packed_malformed)           \
     X(gaps_malformed)             \
     X(gaps_run_same_bytes)        \
+    X(tbits_roundtrip)            \
+    X(tbits_codes)                \
+    X(tbits_golden)               \
+    X(tbits_malformed)            \
     X(reader_formats_agree)       \
     X(reader_packed_malformed)    \
+    X(reader_tbits_malformed)     \
     X(reader_multithread)         \
     X(reader_batches)             \
     X(reader_codec_reset)         \
@@ -222,7 +227,8 @@ void gen_trace(const char *path, const struct gen_options *o, struct gen_result 
     const uint64_t start = 5000000000u;
     g->start_mono_ns = start;
     struct synth_options so = {.level = 1, .checksum = true, .flush_each_chunk = o->flush_each_chunk,
-                               .v12_events = o->v12, .v14_events = o->v14};
+                               .v12_events = o->v12, .v14_events = o->v14,
+                               .v19_events = o->v19};
     struct synth *s = synth_open(path, &so);
     synth_file_header(s, NULL);
     struct wsl_process_info pi;

@@ -48,8 +48,9 @@ struct gen_options {
     bool end;                   /* write the END chunk */
     bool flush_each_chunk;
     bool extras;                /* DRIVER, STRING and an unknown chunk type too */
-    bool v12;                   /* EVENTS chunks in the 1.2 layout (older shims) instead of EVENTS_GAPS */
-    bool v14;                   /* EVENTS_PACKED chunks (shims of 1.4 to 1.8) instead of EVENTS_GAPS */
+    bool v12;                   /* EVENTS chunks in the 1.2 layout (older shims) instead of EVENTS_BITS */
+    bool v14;                   /* EVENTS_PACKED chunks (shims of 1.4 to 1.8) instead of EVENTS_BITS */
+    bool v19;                   /* EVENTS_GAPS chunks (shims of 1.9) instead of EVENTS_BITS */
     uint64_t seed;
 };
 

@@ -1,0 +1,410 @@
+/* EVENTS_BITS (format 1.10): the times coded as bits by the writer (trace_format.h). Round trips
+ * over the distributions the writer meets and every code parameter, a golden encoding byte for
+ * byte, malformed chunks through the reference decoder and the reader's batch loop. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace_reader_internal.h"
+#include "trace_synth.h"
+#include "unit_test.h"
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15u;
+static uint64_t rnd(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+
+/* Decodes the EVENTS_BITS bytes of n events (reference decoder) into out; 0 when they decode
+ * exactly (every column used up), else 1. */
+static int decode_tbits(const uint8_t *b, size_t size, uint32_t n, uint64_t base, struct wsl_event *out)
+{
+    static struct wsl_codec_state st;
+    static struct wsl_pack_state ps;
+    struct wsl_tbits_in in;
+    if (wsl_tbits_open(&in, b, size, n) != WSL_COLUMNS_OK)
+        return 1;
+    wsl_codec_reset(&st, base);
+    wsl_pack_reset(&ps, 0);
+    for (uint32_t i = 0; i < n; i++)
+        if (!wsl_event_decode_tbits(&ps, &st, &in, WSL_MAX_API_IDS, &out[i]))
+            return 1;
+    return wsl_tbits_left(&in) != 0 || ps.literals != in.cols.literals;
+}
+
+/* The times of the n events of `kind` from t0 on, arguments from a few sets. */
+static void make_events(struct wsl_event *ev, uint32_t n, int kind)
+{
+    uint64_t t = 1000000 + (rnd() & 0xffff) * 2;
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t gap, dur;
+        switch (kind) {
+        case 0: /* a launch loop: even ticks, narrow */
+            gap = 44 + 2 * (rnd() % 8), dur = 228 + 2 * (rnd() % 16);
+            break;
+        case 1: /* two modes and outliers */
+            gap = (rnd() % 3 ? 46 : 66) + 2 * (rnd() % 3) + (rnd() % 97 == 0 ? 30000 : 0), dur = 230 + rnd() % 90;
+            break;
+        case 2: /* file calls: orders of magnitude */
+            gap = rnd() >> (rnd() % 40 + 24), dur = rnd() >> (rnd() % 40 + 24);
+            break;
+        case 3: /* all alike */
+            gap = 7, dur = 0;
+            break;
+        default: /* anything: huge values, escapes both ways */
+            gap = rnd(), dur = rnd() >> (rnd() % 64);
+            break;
+        }
+        ev[i].t_start = t + gap;
+        ev[i].t_end = ev[i].t_start + dur;
+        if (ev[i].t_end < ev[i].t_start) /* past 2^64: the layouts write such a duration as 0 */
+            ev[i].t_end = ev[i].t_start;
+        t = ev[i].t_end;
+        if (kind == 4 && i % 5 == 0)
+            ev[i].t_start -= 3 * (rnd() % 1000); /* starts before the previous end: negative gaps */
+        ev[i].api = (uint16_t)(rnd() % 3);
+        ev[i].stream = 0x100 + rnd() % 2;
+        ev[i].a[0] = 0x5000 + (rnd() % 4) * 16;
+    }
+}
+
+/* Every distribution, every chunk length from 1 to a full chunk: the writer's encoder
+ * (wsl_encode_tbits_run, wsl_tbits_close) and the reference decoder give back every timestamp. */
+int test_tbits_roundtrip(void)
+{
+    enum { MAXN = 4096 };
+    struct wsl_event *ev = calloc(MAXN, sizeof *ev), *out = calloc(MAXN, sizeof *out);
+    CHECK(ev && out);
+    static const uint32_t lens[] = {1, 2, 3, 63, 64, 65, 127, 128, 129, 1000, 4096};
+    for (int kind = 0; kind < 5; kind++)
+        for (size_t l = 0; l < sizeof lens / sizeof lens[0]; l++) {
+            const uint32_t n = lens[l];
+            memset(ev, 0, sizeof *ev * n);
+            make_events(ev, n, kind);
+            uint8_t *enc;
+            size_t size = synth_encode_tbits(ev, n, ev[0].t_start, &enc);
+            CHECKF(size <= WSL_TBITS_DIRECTORY_SIZE + (size_t)n * (1 + WSL_COL_TBITS_MAX + WSL_COL_LIT_MAX),
+                   "kind %d n %u: %zu bytes", kind, n, size);
+            CHECKF(decode_tbits(enc, size, n, ev[0].t_start, out) == 0, "kind %d n %u: did not decode", kind, n);
+            for (uint32_t i = 0; i < n; i++) {
+                const char *what;
+                CHECKF(event_diff(&ev[i], &out[i], &what) < 0, "kind %d n %u event %u differs in %s", kind, n, i,
+                       what);
+            }
+            free(enc);
+        }
+    /* a duration that is negative is written as 0, as in every packed layout */
+    ev[0] = (struct wsl_event){.t_start = 5000, .t_end = 4000};
+    ev[1] = (struct wsl_event){.t_start = 5100, .t_end = 5300};
+    uint8_t *enc;
+    size_t size = synth_encode_tbits(ev, 2, 5000, &enc);
+    CHECK(decode_tbits(enc, size, 2, 5000, out) == 0);
+    CHECK(out[0].t_start == 5000 && out[0].t_end == 5000 && out[1].t_start == 5100 && out[1].t_end == 5300);
+    free(enc);
+    free(ev);
+    free(out);
+    return 0;
+}
+
+/* Every code parameter the format allows, the writer's choice or not: wsl_tbits_write with
+ * k, q and shift set by hand, read back by wsl_tb_get. */
+int test_tbits_codes(void)
+{
+    enum { N = 700 };
+    static int64_t gap[N];
+    static uint64_t dur[N];
+    static uint8_t bits[N * WSL_COL_TBITS_MAX + 8];
+    static const unsigned ks[] = {0, 1, 3, 9, 17, 31, 32}, qs[] = {0, 1, 2, 4, 15, 16, 17, 24, 32},
+                          shifts[] = {0, 1, 5, 63};
+    for (size_t a = 0; a < sizeof ks / sizeof ks[0]; a++)
+        for (size_t b = 0; b < sizeof qs / sizeof qs[0]; b++)
+            for (size_t c = 0; c < sizeof shifts / sizeof shifts[0]; c++) {
+                struct wsl_tbits_dir d = {.gap_center = (int64_t)(rnd() << shifts[c]), .dur_center = 0,
+                                          .gap_k = (uint8_t)ks[a], .gap_q = (uint8_t)qs[b],
+                                          .gap_shift = (uint8_t)shifts[c], .dur_k = (uint8_t)ks[(a + 3) % 7],
+                                          .dur_q = (uint8_t)qs[(b + 4) % 9], .dur_shift = (uint8_t)shifts[(c + 1) % 4]};
+                d.dur_center = rnd() << d.dur_shift;
+                for (unsigned i = 0; i < N; i++) {
+                    /* near the center, then further out, then anything (escapes) */
+                    const unsigned sh = i < 300 ? 58 : i < 600 ? (unsigned)(rnd() % 64) : 0;
+                    gap[i] = (int64_t)((uint64_t)d.gap_center + ((rnd() >> sh) << d.gap_shift));
+                    dur[i] = d.dur_center + ((rnd() >> sh) << d.dur_shift);
+                }
+                memset(bits, 0xa5, sizeof bits); /* the writer must not rely on zeroed room */
+                const size_t nb = wsl_tbits_write(bits, gap, dur, N, &d);
+                struct wsl_bits_in in = {bits, bits + nb, 0, 0};
+                for (unsigned i = 0; i < N; i++) {
+                    const uint64_t g = (uint64_t)d.gap_center +
+                                       ((uint64_t)wsl_unzigzag(wsl_tb_get(&in, d.gap_k, d.gap_q)) << d.gap_shift);
+                    const uint64_t u = d.dur_center +
+                                       ((uint64_t)wsl_unzigzag(wsl_tb_get(&in, d.dur_k, d.dur_q)) << d.dur_shift);
+                    CHECKF(g == (uint64_t)gap[i] && u == dur[i], "k %u q %u shift %u: value %u", ks[a], qs[b],
+                           shifts[c], i);
+                }
+                CHECKF(wsl_bits_done(&in), "k %u q %u shift %u: %llu bits read of %zu bytes", ks[a], qs[b], shifts[c],
+                       (unsigned long long)in.pos, nb);
+                CHECK(nb == 0 || (bits[nb - 1] >> (in.pos - 8 * (nb - 1)) & 0xff) == 0 || in.pos == 8 * nb);
+            }
+    /* the longest events the format allows: both values escaping with k 31 and q 32, 2 x 160 bits,
+     * within WSL_COL_TBITS_MAX bytes an event */
+    struct wsl_tbits_dir w = {.gap_k = 31, .gap_q = 32, .dur_k = 31, .dur_q = 32};
+    for (unsigned i = 0; i < N; i++) {
+        gap[i] = (int64_t)(rnd() >> 1 | 1ull << 62); /* positive, >= 2^62: zigzag r >= 2^63 */
+        dur[i] = rnd() >> 1 | 1ull << 62;
+    }
+    const size_t wb = wsl_tbits_write(bits, gap, dur, N, &w);
+    CHECKF(wb == (size_t)N * 40 && wb <= (size_t)N * WSL_COL_TBITS_MAX, "%zu bytes", wb);
+    struct wsl_bits_in win = {bits, bits + wb, 0, 0};
+    for (unsigned i = 0; i < N; i++) {
+        CHECK((int64_t)wsl_unzigzag(wsl_tb_get(&win, 31, 32)) == gap[i]);
+        CHECK(wsl_unzigzag(wsl_tb_get(&win, 31, 32)) == (int64_t)dur[i]);
+    }
+    CHECK(wsl_bits_done(&win));
+    return 0;
+}
+
+/* Four events in a fixed encoding, byte for byte: the directory, the ops, the bit column and
+ * the literals; any change to what the writer writes or the reader reads shows here
+ * (docs/trace-format.md, EVENTS_BITS, has the same example). */
+int test_tbits_golden(void)
+{
+    struct wsl_event ev[4] = {
+        {.t_start = 1000, .t_end = 1230, .api = 1, .stream = 7, .a = {0x40}},
+        {.t_start = 1276, .t_end = 1506, .api = 1, .stream = 7, .a = {0x40}},
+        {.t_start = 1552, .t_end = 1784, .api = 1, .stream = 7, .a = {0x40}},
+        {.t_start = 1830, .t_end = 2058, .api = 2, .stream = 7},
+    };
+    static const uint8_t want[] = {
+        /* bit_bytes 3, literals 2 */
+        3, 0, 0, 0, 2, 0, 0, 0,
+        /* gap_center 46, dur_center 230 */
+        46, 0, 0, 0, 0, 0, 0, 0, 230, 0, 0, 0, 0, 0, 0, 0,
+        /* gap k 0, shift 1 (every tick even), dur k 0, shift 1, gap q 0 (Exp-Golomb), dur q 16 (Rice),
+         * reserved */
+        0, 1, 0, 1, 0, 16, 0, 0,
+        /* ops: a literal, entry 1, entry 1, a literal */
+        0, 1, 1, 0,
+        /* gaps 0, 46, 46, 46 as zigzag((gap - 46) >> 1): 45, 0, 0, 0; durations 230, 230, 232, 228 as
+         * zigzag((dur - 230) >> 1): 0, 0, 2, 1. Least significant bit first: 45 = 00000 1 01110
+         * (y = 46, nb = 5), 0 = 1 | 0 = 1 | 0 = 1, 0 = 1 | 0 = 1, 2 = 001 | 0 = 1, 1 = 01 */
+        0xa0, 0x7b, 0x16,
+        /* literals: api 1 with stream and a[0]; api 2 with stream */
+        1, 0x06, 7, 0x40, 2, 0x02, 7};
+    uint8_t *enc;
+    const size_t size = synth_encode_tbits(ev, 4, 1000, &enc);
+    if (size != sizeof want || memcmp(enc, want, size) != 0) {
+        fprintf(stderr, "tbits_golden: got %zu bytes:", size);
+        for (size_t i = 0; i < size; i++)
+            fprintf(stderr, " %02x", enc[i]);
+        fprintf(stderr, "\n");
+    }
+    CHECK(size == sizeof want && memcmp(enc, want, size) == 0);
+    struct wsl_event out[4];
+    CHECK(decode_tbits(want, sizeof want, 4, 1000, out) == 0);
+    for (int i = 0; i < 4; i++)
+        CHECKF(event_diff(&ev[i], &out[i], NULL) < 0, "event %d", i);
+    free(enc);
+    return 0;
+}
+
+/* Malformed EVENTS_BITS bytes: the open's checks (parameters, counts, overruns) and the bit
+ * column's (a code with too many zeros, codes that run past the column or stop short of its last
+ * byte) through the reference decoder; never a read outside the bytes given. */
+int test_tbits_malformed(void)
+{
+    enum { N = 300 };
+    struct wsl_event ev[N], out[N];
+    memset(ev, 0, sizeof ev);
+    make_events(ev, N, 1);
+    uint8_t *enc;
+    const size_t size = synth_encode_tbits(ev, N, ev[0].t_start, &enc);
+    struct wsl_tbits_dir d;
+    memcpy(&d, enc, sizeof d);
+    CHECK(decode_tbits(enc, size, N, ev[0].t_start, out) == 0);
+    uint8_t *b = malloc(size + 64);
+    struct wsl_tbits_in in;
+    CHECK(b);
+#define MUTATE(field, value, want)                                                                                     \
+    do {                                                                                                               \
+        memcpy(b, enc, size);                                                                                          \
+        struct wsl_tbits_dir d2 = d;                                                                                   \
+        d2.field = value;                                                                                              \
+        memcpy(b, &d2, sizeof d2);                                                                                     \
+        CHECKF(wsl_tbits_open(&in, b, size, N) == (want), "%s = %llu", #field, (unsigned long long)(value));        \
+    } while (0)
+    MUTATE(gap_k, 33, WSL_COLUMNS_BAD_PARAMETER);
+    MUTATE(dur_k, 255, WSL_COLUMNS_BAD_PARAMETER);
+    MUTATE(gap_q, 33, WSL_COLUMNS_BAD_PARAMETER);
+    MUTATE(dur_q, 200, WSL_COLUMNS_BAD_PARAMETER);
+    MUTATE(gap_shift, 64, WSL_COLUMNS_BAD_PARAMETER);
+    MUTATE(dur_shift, 64, WSL_COLUMNS_BAD_PARAMETER);
+    MUTATE(reserved, 1, WSL_COLUMNS_BAD_PARAMETER);
+    MUTATE(literals, N + 1, WSL_COLUMNS_COUNT_TOO_BIG);
+    MUTATE(bit_bytes, 0xffffffffu, WSL_COLUMNS_OVERRUN);
+    MUTATE(bit_bytes, (uint32_t)(size - WSL_TBITS_DIRECTORY_SIZE - N + 1), WSL_COLUMNS_OVERRUN);
+    MUTATE(gap_k, 32, WSL_COLUMNS_OK);
+    MUTATE(dur_q, 32, WSL_COLUMNS_OK);
+    CHECK(wsl_tbits_open(&in, enc, WSL_TBITS_DIRECTORY_SIZE - 1, 0) == WSL_COLUMNS_NO_DIRECTORY);
+    CHECK(wsl_tbits_open(&in, enc, size, N + 1) != WSL_COLUMNS_OK || decode_tbits(enc, size, N + 1, 0, out) != 0);
+    /* the bit column one byte shorter (its last byte read as literals): the codes run past it */
+    {
+        memcpy(b, enc, size);
+        struct wsl_tbits_dir d2 = d;
+        d2.bit_bytes--;
+        memcpy(b, &d2, sizeof d2);
+        CHECK(decode_tbits(b, size, N, ev[0].t_start, out) != 0);
+        /* one byte longer: the codes stop short of its last byte */
+        d2.bit_bytes += 2;
+        memcpy(b, &d2, sizeof d2);
+        CHECK(decode_tbits(b, size, N, ev[0].t_start, out) != 0);
+    }
+    /* a bit column of zeros: every code has too many zeros */
+    {
+        memcpy(b, enc, size);
+        memset(b + WSL_TBITS_DIRECTORY_SIZE + N, 0, d.bit_bytes);
+        CHECK(decode_tbits(b, size, N, ev[0].t_start, out) != 0);
+    }
+    /* every single byte of the bit column changed: either it decodes to other times (a code's own
+     * bits) or it is refused; never a read past the bytes (ASan builds check that) */
+    unsigned refused = 0;
+    for (uint32_t at = 0; at < d.bit_bytes; at++) {
+        memcpy(b, enc, size);
+        b[WSL_TBITS_DIRECTORY_SIZE + N + at] ^= 0x5a;
+        uint8_t *exact = malloc(size);
+        memcpy(exact, b, size);
+        refused += decode_tbits(exact, size, N, ev[0].t_start, out) != 0;
+        free(exact);
+    }
+    CHECKF(refused > 0, "%u of %u changed bytes refused", refused, d.bit_bytes);
+#undef MUTATE
+    free(b);
+    free(enc);
+    return 0;
+}
+
+/* One EVENTS_BITS chunk of n events in a trace, its encoded byte `at` (< 0: none) XORed with x
+ * and its directory's fields set by `dir` when given. */
+static void write_tbits_case(const char *path, const struct wsl_event *ev, uint32_t n, long at, uint8_t x,
+                             const struct wsl_tbits_dir *dir)
+{
+    struct synth *s = synth_open(path, NULL);
+    synth_file_header(s, NULL);
+    struct wsl_process_info pi = {.pid = 1};
+    synth_process(s, &pi, "h", "e", "r", 0, NULL);
+    static const struct synth_row rows[] = {{"cuLaunchKernel", "cuLaunchKernel", WSL_CAT_LAUNCH, 0},
+                                            {"cuStreamSynchronize", "cuStreamSynchronize", WSL_CAT_SYNC_STREAM, 0},
+                                            {"cuMemAlloc_v2", "cuMemAlloc", WSL_CAT_ALLOC, 0}};
+    synth_api_rows(s, rows, 3);
+    uint8_t *enc;
+    const size_t size = synth_encode_tbits(ev, n, ev[0].t_start, &enc);
+    uint8_t *payload = calloc(1, sizeof(struct wsl_events_header) + size);
+    struct wsl_events_header eh = {.tid = 7, .count = n, .base_ticks = ev[0].t_start, .encoded_size = (uint32_t)size};
+    memcpy(payload, &eh, sizeof eh);
+    memcpy(payload + sizeof eh, enc, size);
+    if (dir)
+        memcpy(payload + sizeof eh, dir, sizeof *dir);
+    if (at >= 0)
+        payload[sizeof eh + (size_t)at] ^= x;
+    synth_chunk(s, WSL_CHUNK_EVENTS_BITS, payload, (uint32_t)(sizeof eh + size));
+    synth_end(s, 0, n, 0, 1);
+    synth_close(s);
+    free(enc);
+    free(payload);
+}
+
+/* Broken EVENTS_BITS chunks through the reader's batch loop (trace_reader_chunks.c): one line
+ * naming the chunk, WSL_READ_ERROR, whatever the damage. */
+int test_reader_tbits_malformed(void)
+{
+    enum { N = 600 }; /* three batches */
+    struct wsl_event *ev = calloc(N, sizeof *ev);
+    CHECK(ev);
+    make_events(ev, N, 1);
+    char path[512];
+    test_path(path, sizeof path, "tbits-bad.trace.zst");
+    struct read_all ra;
+    write_tbits_case(path, ev, N, -1, 0, NULL);
+    read_all_file(path, &ra);
+    CHECKF(ra.result == WSL_READ_END && ra.count == N, "%s", ra.message);
+    for (int i = 0; i < N; i++)
+        CHECK(event_diff(&ev[i], &ra.events[i], NULL) < 0);
+    read_all_free(&ra);
+    uint8_t *enc;
+    const size_t size = synth_encode_tbits(ev, N, ev[0].t_start, &enc);
+    struct wsl_tbits_dir d;
+    memcpy(&d, enc, sizeof d);
+    free(enc);
+    const struct {
+        const char *field;
+        struct wsl_tbits_dir dir;
+        const char *want;
+    } cases[] = {
+        {"k", {.bit_bytes = d.bit_bytes, .literals = d.literals, .gap_k = 33}, "time code parameters k 33/"},
+        {"q", {.bit_bytes = d.bit_bytes, .literals = d.literals, .dur_q = 40}, "time code parameters"},
+        {"reserved", {.bit_bytes = d.bit_bytes, .literals = d.literals, .reserved = 9}, "reserved 9"},
+        {"literals", {.bit_bytes = d.bit_bytes, .literals = N + 1}, "event count mismatch (600 events with 601"},
+        {"bits", {.bit_bytes = 0xfffffff0u, .literals = d.literals}, "the event columns run past"},
+        {"short", {.bit_bytes = d.bit_bytes - 1, .literals = d.literals}, "corrupt chunk at byte"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        struct wsl_tbits_dir dir = d;
+        dir.bit_bytes = cases[c].dir.bit_bytes;
+        dir.literals = cases[c].dir.literals;
+        if (cases[c].dir.gap_k)
+            dir.gap_k = cases[c].dir.gap_k;
+        if (cases[c].dir.dur_q)
+            dir.dur_q = cases[c].dir.dur_q;
+        dir.reserved = cases[c].dir.reserved;
+        write_tbits_case(path, ev, N, -1, 0, &dir);
+        read_all_file(path, &ra);
+        CHECKF(ra.result == WSL_READ_ERROR && strstr(ra.message, cases[c].want) &&
+                   strstr(ra.message, "corrupt chunk at byte") && !strchr(ra.message, '\n'),
+               "case %s: result %d, '%s'", cases[c].field, ra.result, ra.message);
+        read_all_free(&ra);
+    }
+    /* a bit column cut short by its last byte's codes (zeros where ones were): a malformed code or
+     * the wrong end, never a crash, never a half-read chunk handed out as whole */
+    const long bits_at = WSL_TBITS_DIRECTORY_SIZE + N;
+    unsigned errors = 0;
+    for (long at = bits_at; at < bits_at + (long)d.bit_bytes; at += 7) {
+        write_tbits_case(path, ev, N, at, 0xff, NULL);
+        read_all_file(path, &ra);
+        CHECKF(ra.result == WSL_READ_END || (ra.result == WSL_READ_ERROR && !strchr(ra.message, '\n') &&
+                                             strstr(ra.message, "corrupt chunk at byte")),
+               "byte %ld: result %d '%s'", at, ra.result, ra.message);
+        errors += ra.result == WSL_READ_ERROR;
+        read_all_free(&ra);
+    }
+    CHECK(errors > 0);
+    /* all zeros: codes with too many zeros */
+    {
+        struct synth *s = synth_open(path, NULL);
+        synth_file_header(s, NULL);
+        struct wsl_process_info pi = {.pid = 1};
+        synth_process(s, &pi, "h", "e", "r", 0, NULL);
+        static const struct synth_row rows[] = {{"cuLaunchKernel", "cuLaunchKernel", WSL_CAT_LAUNCH, 0},
+                                                {"cuStreamSynchronize", "cuStreamSynchronize", WSL_CAT_SYNC_STREAM, 0},
+                                                {"cuMemAlloc_v2", "cuMemAlloc", WSL_CAT_ALLOC, 0}};
+        synth_api_rows(s, rows, 3);
+        uint8_t *e2;
+        const size_t sz = synth_encode_tbits(ev, N, ev[0].t_start, &e2);
+        memset(e2 + bits_at, 0, d.bit_bytes);
+        uint8_t *payload = calloc(1, sizeof(struct wsl_events_header) + sz);
+        struct wsl_events_header eh = {.tid = 7, .count = N, .base_ticks = ev[0].t_start, .encoded_size = (uint32_t)sz};
+        memcpy(payload, &eh, sizeof eh);
+        memcpy(payload + sizeof eh, e2, sz);
+        synth_chunk(s, WSL_CHUNK_EVENTS_BITS, payload, (uint32_t)(sizeof eh + sz));
+        synth_end(s, 0, N, 0, 1);
+        synth_close(s);
+        free(e2);
+        free(payload);
+        read_all_file(path, &ra);
+        CHECKF(ra.result == WSL_READ_ERROR && strstr(ra.message, "hold a malformed code"), "'%s'", ra.message);
+        read_all_free(&ra);
+    }
+    (void)size;
+    free(ev);
+    return 0;
+}
