@@ -1,0 +1,936 @@
+/*
+ * wslshim trace format: the packed event codecs, EVENTS_PACKED (1.4), EVENTS_GAPS (1.9) and
+ * EVENTS_BITS (1.10): an event's arguments as a table of the chunk's argument sets, its times as
+ * varint columns (PACKED, GAPS) or as bits (BITS). Part of trace_format.h, which includes it at its
+ * end; docs/trace-format.md explains the layouts in prose.
+ */
+#ifndef WSLSHIM_TRACE_CODEC_H
+#define WSLSHIM_TRACE_CODEC_H
+
+#include "wslshim/trace_format.h"
+
+/* ---- EVENTS_PACKED payload (1.4) -------------------------------------------------
+ * struct wsl_events_header, then `encoded_size` bytes holding `count` events of
+ * one thread. Most calls repeat the arguments of a recent call (the same kernel,
+ * grid and stream; the same sync): each distinct argument set (api, result,
+ * stream, a[0..3]) is written once per chunk, as a literal, and later events
+ * name it with one byte. Only the times stay per event:
+ *
+ *   u32 dt_bytes, u32 dur_bytes, u32 literals   column directory (12 bytes)
+ *   op column      `count` bytes: 0 = the event's arguments are the next literal;
+ *                  k = 1..255: they are those of table entry k - 1
+ *   dt column      `count` varints: zigzag(t_start - previous event's t_start),
+ *                  the first against base_ticks
+ *   dur column     `count` varints: t_end - t_start (0 when negative)
+ *   literal column the rest, `literals` of them, each: varint api id, a mask byte
+ *                  (bit0 result, bit1 stream, bit2..5 a[0..3] differ from the
+ *                  previous literal of the same api in this chunk; bits 6, 7 are 0),
+ *                  then for each set bit in order varint zigzag(result) |
+ *                  varint (value ^ previous)
+ *
+ * The table starts empty in each chunk; each literal is appended to it while it
+ * holds fewer than WSL_PACK_TABLE_MAX entries (later literals are not kept). The
+ * same checks as EVENTS apply, and: an op beyond the table's entries so far, a
+ * literal count that differs from the op column's zeros. The writer also
+ * compresses with zstd level -1 from 1.4 on: the packed bytes are dense (times).
+ * Its literals were stored raw until issue 26 and are Huffman-coded since (an
+ * ordinary zstd frame either way: readers need nothing new). */
+#define WSL_TRACE_ZSTD_LEVEL (-1)  /* the writer's zstd level from 1.4 on (1.2: level 1) */
+#define WSL_PACK_TABLE_MAX 255u
+#define WSL_PACK_HASH_SLOTS 512u     /* writer's lookup of argument sets: a power of two > 2 x table */
+#define WSL_COL_OP_MAX 1u
+#define WSL_COL_LIT_MAX (WSL_COL_API_MAX + WSL_COL_MASK_MAX + WSL_COL_FIELDS_MAX)
+#define WSL_PACKED_EVENT_MAX_ENCODED (WSL_COL_OP_MAX + WSL_COL_DT_MAX + WSL_COL_DUR_MAX + WSL_COL_LIT_MAX)
+_Static_assert(WSL_PACK_TABLE_MAX <= 255u, "ops are one byte");
+_Static_assert(WSL_PACK_HASH_SLOTS >= 2u * WSL_PACK_TABLE_MAX, "the writer's lookup stays half empty");
+
+/* The chunk's table of argument sets, shared by encoder and decoder (the
+ * decoder does not use `slot`). */
+struct wsl_pack_state {
+    uint32_t entries;                           /* in table */
+    uint32_t literals;                          /* written or read in this chunk */
+    uint16_t slot[WSL_PACK_HASH_SLOTS];         /* writer: entry index + 1, 0 empty */
+    uint8_t last[WSL_MAX_API_IDS];              /* writer: the entry each api used last (a hint,
+                                                   zeroed once, checked and compared, never reset) */
+    uint8_t next[WSL_PACK_TABLE_MAX + 1];       /* writer: the entry that came right after each entry
+                                                   last time (a hint as `last`: a program's step
+                                                   repeats its launches in the same order) */
+    uint8_t prev;                               /* writer: the previous event's entry (255: none) */
+    struct wsl_event table[WSL_PACK_TABLE_MAX]; /* api, result, stream, a[]; times unused */
+};
+
+static inline void wsl_pack_reset(struct wsl_pack_state *ps, int with_slots)
+{
+    ps->entries = 0;
+    ps->literals = 0;
+    if (with_slots)
+        memset(ps->slot, 0, sizeof ps->slot);
+}
+
+/* Whether a and b have the same argument set: api, result, stream and a[], the 48 bytes from api on
+ * (flags, reserved, left out), compared 16 bytes at a time (half the instructions of field by field,
+ * which the writer pays on each event: docs/overhead.md, "The writer, second pass"). */
+static inline int wsl_pack_same(const struct wsl_event *a, const struct wsl_event *b)
+{
+    typedef uint64_t wsl_u64x2 __attribute__((vector_size(16)));
+    _Static_assert(offsetof(struct wsl_event, api) == 16 && offsetof(struct wsl_event, flags) == 18 &&
+                       offsetof(struct wsl_event, result) == 20 && offsetof(struct wsl_event, a) == 32,
+                   "the argument set is the 48 bytes from api on");
+    const char *pa = (const char *)a + offsetof(struct wsl_event, api);
+    const char *pb = (const char *)b + offsetof(struct wsl_event, api);
+    wsl_u64x2 a0, a1, a2, b0, b1, b2; /* apart, not arrays: an array is kept in memory */
+    memcpy(&a0, pa, 16);
+    memcpy(&a1, pa + 16, 16);
+    memcpy(&a2, pa + 32, 16);
+    memcpy(&b0, pb, 16);
+    memcpy(&b1, pb + 16, 16);
+    memcpy(&b2, pb + 32, 16);
+    const wsl_u64x2 no_flags = {~0xffff0000ull, ~0ull};
+    const wsl_u64x2 d = ((a0 ^ b0) & no_flags) | (a1 ^ b1) | (a2 ^ b2);
+    return (d[0] | d[1]) == 0;
+}
+
+static inline unsigned wsl_pack_hash(const struct wsl_event *ev)
+{
+    uint64_t x = (ev->a[0] ^ ((uint64_t)ev->api << 48 | (uint32_t)ev->result)) * 0x9e3779b97f4a7c15u;
+    x = (x ^ ev->stream ^ ev->a[1] ^ ev->a[2] << 9 ^ ev->a[3] << 23) * 0xc2b2ae3d27d4eb4fu;
+    return (unsigned)(x >> 55) & (WSL_PACK_HASH_SLOTS - 1);
+}
+
+struct wsl_packed_out {
+    uint8_t *op, *dt, *dur, *lit;
+};
+
+/* The argument set of ev into the op column, and into the literal column when
+ * it is new to the chunk's table; st holds the per-api previous literal
+ * (reset as for EVENTS). The literal column needs room for WSL_COL_LIT_MAX
+ * bytes per event still to be encoded (the api varint may be written one byte
+ * past what it keeps). */
+static inline __attribute__((always_inline)) void wsl_pack_arguments_miss(struct wsl_pack_state *ps,
+                                                                          struct wsl_codec_state *st,
+                                                                          const struct wsl_event *ev,
+                                                                          unsigned prev, uint8_t **op_at,
+                                                                          uint8_t **lit_at);
+
+static inline __attribute__((always_inline)) void wsl_pack_arguments(struct wsl_pack_state *ps,
+                                                                     struct wsl_codec_state *st,
+                                                                     const struct wsl_event *ev, uint8_t **op_at,
+                                                                     uint8_t **lit_at)
+{
+    const unsigned prev = ps->prev;
+    const unsigned k = ps->next[prev];
+    if (k < ps->entries && wsl_pack_same(&ps->table[k], ev)) { /* the set that followed the previous one */
+        *(*op_at)++ = (uint8_t)(k + 1);
+        ps->prev = (uint8_t)k;
+        return;
+    }
+    wsl_pack_arguments_miss(ps, st, ev, prev, op_at, lit_at);
+}
+
+/* wsl_pack_arguments past its first check (the successor of `prev`, the previous event's entry,
+ * was not the set): the api's last set, the hash, or a literal. */
+static inline __attribute__((always_inline)) void wsl_pack_arguments_miss(struct wsl_pack_state *ps,
+                                                                          struct wsl_codec_state *st,
+                                                                          const struct wsl_event *ev,
+                                                                          unsigned prev, uint8_t **op_at,
+                                                                          uint8_t **lit_at)
+{
+    const unsigned api = ev->api;
+    unsigned k = ps->last[api];
+    if (k < ps->entries && wsl_pack_same(&ps->table[k], ev)) { /* a call repeating the api's previous set */
+        *(*op_at)++ = (uint8_t)(k + 1);
+        ps->next[prev] = ps->prev = (uint8_t)k;
+        return;
+    }
+    unsigned h = wsl_pack_hash(ev);
+    while ((k = ps->slot[h]) != 0) {
+        if (wsl_pack_same(&ps->table[k - 1], ev)) {
+            *(*op_at)++ = (uint8_t)k;
+            ps->last[api] = ps->next[prev] = ps->prev = (uint8_t)(k - 1);
+            return;
+        }
+        h = (h + 1) & (WSL_PACK_HASH_SLOTS - 1);
+    }
+    ps->prev = (uint8_t)WSL_PACK_TABLE_MAX; /* a literal: no entry, unless it is added below */
+    *(*op_at)++ = 0;
+    ps->literals++;
+    const unsigned two = api >= 0x80;
+    struct wsl_event *pv = &st->prev[api];
+    uint8_t *f = *lit_at;
+    f[0] = (uint8_t)(api | two << 7);
+    f[1] = (uint8_t)(api >> 7);
+    f += 1 + two;
+    uint8_t *mask_at = f++;
+    unsigned mask = 0;
+    f = wsl_put_fields(pv, ev, f, &mask);
+    *mask_at = (uint8_t)mask;
+    *lit_at = f;
+    if (ps->entries < WSL_PACK_TABLE_MAX) {
+        struct wsl_event *e = &ps->table[ps->entries++];
+        memset(e, 0, sizeof *e);
+        e->api = (uint16_t)api;
+        e->result = ev->result;
+        e->stream = ev->stream;
+        memcpy(e->a, ev->a, sizeof e->a);
+        ps->slot[h] = (uint16_t)ps->entries;
+        ps->last[api] = ps->next[prev] = ps->prev = (uint8_t)(ps->entries - 1);
+    }
+}
+
+/* Appends ev to the packed columns (EVENTS_PACKED, 1.4): its times as the
+ * start's delta and the duration, its arguments by wsl_pack_arguments. Each
+ * buffer needs room for WSL_COL_*_MAX bytes per event still to be encoded. */
+static inline void wsl_event_encode_packed(struct wsl_pack_state *ps, struct wsl_codec_state *st,
+                                           const struct wsl_event *ev, struct wsl_packed_out *o)
+{
+    const uint64_t t = ev->t_start, t_end = ev->t_end;
+    o->dt = wsl_put_varint(o->dt, wsl_zigzag((int64_t)(t - st->prev_t)));
+    o->dur = wsl_put_varint(o->dur, t_end >= t ? t_end - t : 0);
+    st->prev_t = t;
+    wsl_pack_arguments(ps, st, ev, &o->op, &o->lit);
+}
+
+struct wsl_packed_in {
+    const uint8_t *op, *op_end, *dt, *dt_end, *dur, *dur_end, *lit, *lit_end;
+    uint32_t literals;      /* the directory's count */
+    const uint8_t *dur_lo;  /* EVENTS_GAPS: the durations' low bytes, one per op (dt: the gaps, dur: the
+                               durations' high bits); NULL: EVENTS_PACKED */
+};
+
+/* The directory's checks and the columns' split, shared by EVENTS_PACKED and EVENTS_GAPS: count
+ * must fit the dt (gap) and dur (dur_hi) columns, literals must be at most count and fit the
+ * literal column (two bytes at least each); `gaps`: a dur_lo column of count bytes lies between
+ * the gap and dur_hi columns (EVENTS_GAPS), else none (in->dur_lo NULL). */
+static inline enum wsl_columns_status wsl_pack_columns_open(struct wsl_packed_in *in, const uint8_t *p, size_t size,
+                                                            uint32_t count, int gaps)
+{
+    uint32_t dir[3];
+    if (size < WSL_EVENTS_DIRECTORY_SIZE)
+        return WSL_COLUMNS_NO_DIRECTORY;
+    memcpy(dir, p, sizeof dir);
+    if (count > dir[0] || count > dir[1] || dir[2] > count)
+        return WSL_COLUMNS_COUNT_TOO_BIG;
+    const uint32_t lo = gaps ? count : 0;
+    uint64_t used = (uint64_t)WSL_EVENTS_DIRECTORY_SIZE + count + lo + dir[0] + dir[1];
+    if (used > size)
+        return WSL_COLUMNS_OVERRUN;
+    if ((uint64_t)dir[2] * 2 > size - used)
+        return WSL_COLUMNS_COUNT_TOO_BIG;
+    p += WSL_EVENTS_DIRECTORY_SIZE;
+    in->op = p;
+    in->op_end = p += count;
+    in->dt = p;
+    in->dt_end = p += dir[0];
+    in->dur_lo = gaps ? p : NULL;
+    p += lo;
+    in->dur = p;
+    in->dur_end = p += dir[1];
+    in->lit = p;
+    in->lit_end = p + (size - (size_t)used);
+    in->literals = dir[2];
+    return WSL_COLUMNS_OK;
+}
+
+/* Splits the encoded bytes of an EVENTS_PACKED chunk like wsl_columns_open (wsl_pack_columns_open's
+ * rules). */
+static inline enum wsl_columns_status wsl_packed_open(struct wsl_packed_in *in, const uint8_t *p, size_t size,
+                                                      uint32_t count)
+{
+    return wsl_pack_columns_open(in, p, size, count, 0);
+}
+
+/* The next event's op and its two time varints (dt and dur; EVENTS_GAPS: gap and dur_hi), shared
+ * by the packed and gaps decoders. Returns 0 on malformed input. */
+static inline int wsl_packed_next(struct wsl_packed_in *in, unsigned *op, uint64_t *first, uint64_t *second)
+{
+    const uint8_t *p;
+    if (in->op >= in->op_end)
+        return 0;
+    *op = *in->op++;
+    if (!(p = wsl_get_varint(in->dt, in->dt_end, first)))
+        return 0;
+    in->dt = p;
+    if (!(p = wsl_get_varint(in->dur, in->dur_end, second)))
+        return 0;
+    in->dur = p;
+    return 1;
+}
+
+/* The argument set of an event whose op is `op` (a table entry, or 0: the next
+ * literal) into *ev, times left to the caller. Returns 0 on malformed input. */
+static inline int wsl_unpack_arguments(struct wsl_pack_state *ps, struct wsl_codec_state *st, struct wsl_packed_in *in,
+                                       unsigned op, uint32_t api_limit, struct wsl_event *ev)
+{
+    const uint8_t *p;
+    if (op) {
+        if (op > ps->entries)
+            return 0;
+        *ev = ps->table[op - 1];
+    } else {
+        uint64_t id;
+        if (ps->literals >= in->literals)
+            return 0;
+        ps->literals++;
+        if (!(p = wsl_get_varint(in->lit, in->lit_end, &id)) || id >= api_limit || id >= WSL_MAX_API_IDS ||
+            p >= in->lit_end)
+            return 0;
+        unsigned mask = *p++;
+        if (mask & 0xc0)
+            return 0;
+        struct wsl_event *pv = &st->prev[id];
+        if (!(p = wsl_apply_fields(pv, mask, p, in->lit_end)))
+            return 0;
+        in->lit = p;
+        *ev = *pv;
+        ev->api = (uint16_t)id;
+        ev->flags = 0;
+        if (ps->entries < WSL_PACK_TABLE_MAX)
+            ps->table[ps->entries++] = *ev;
+    }
+    return 1;
+}
+
+/* Decodes the next packed event (the reference decoder; analyzer/trace_reader.c
+ * has the same checks in a batch loop). Returns 0 on malformed input. */
+static inline int wsl_event_decode_packed(struct wsl_pack_state *ps, struct wsl_codec_state *st,
+                                          struct wsl_packed_in *in, uint32_t api_limit, struct wsl_event *ev)
+{
+    uint64_t dt, dur;
+    unsigned op;
+    if (!wsl_packed_next(in, &op, &dt, &dur) || !wsl_unpack_arguments(ps, st, in, op, api_limit, ev))
+        return 0;
+    wsl_decode_times(st, ev, dt, dur);
+    return 1;
+}
+
+/* Bytes left unread in the packed columns: 0 once `count` events used them up exactly. */
+static inline size_t wsl_packed_left(const struct wsl_packed_in *in)
+{
+    return (size_t)(in->op_end - in->op) + (size_t)(in->dt_end - in->dt) + (size_t)(in->dur_end - in->dur) +
+           (size_t)(in->lit_end - in->lit);
+}
+
+/* ---- EVENTS_GAPS payload (1.9) ---------------------------------------------------
+ * The header, ops and literals of EVENTS_PACKED; only the times differ:
+ *
+ *   u32 gap_bytes, u32 dur_hi_bytes, u32 literals   column directory (12 bytes)
+ *   op column      `count` bytes, as in EVENTS_PACKED
+ *   gap column     `count` varints: zigzag(t_start - the previous event's t_end),
+ *                  the first against base_ticks (t_end: t_start + its duration)
+ *   dur_lo column  `count` bytes: the low byte of t_end - t_start (0 when negative)
+ *   dur_hi column  `count` varints: the rest of it (duration >> 8)
+ *   literal column the rest, as in EVENTS_PACKED
+ *
+ * A thread's calls follow one another: the gap from the previous call's end is
+ * the program's own time between them, where the start's delta also holds the
+ * previous call's duration, twice the noise. A duration's low byte is noise at
+ * the cycle counter's resolution, and its high bits repeat: apart, zstd's
+ * Huffman stage codes those in a few bits, and its match finder skips fewer
+ * bytes (issue 26, docs/overhead.md). Malformed, besides the rules of
+ * EVENTS_PACKED: a dur_hi value above 2^56 - 1. */
+#define WSL_COL_DUR_LO_MAX 1u
+#define WSL_GAPS_EVENT_MAX_ENCODED (WSL_PACKED_EVENT_MAX_ENCODED + WSL_COL_DUR_LO_MAX)
+
+struct wsl_gaps_out {
+    uint8_t *op, *gap, *dur_lo, *dur_hi, *lit;
+};
+
+/* Appends ev to the EVENTS_GAPS columns; st->prev_t is the previous event's
+ * end (base_ticks at the chunk's start). Each buffer needs room for its
+ * WSL_COL_*_MAX bytes per event still to be encoded (gap: WSL_COL_DT_MAX,
+ * dur_hi: WSL_COL_DUR_MAX). */
+static inline __attribute__((always_inline)) void wsl_event_encode_gaps(struct wsl_pack_state *ps,
+                                                                       struct wsl_codec_state *st,
+                                                                       const struct wsl_event *ev,
+                                                                       struct wsl_gaps_out *o)
+{
+    const uint64_t t = ev->t_start, t_end = ev->t_end, dur = t_end >= t ? t_end - t : 0;
+    o->gap = wsl_put_varint(o->gap, wsl_zigzag((int64_t)(t - st->prev_t)));
+    *o->dur_lo++ = (uint8_t)dur;
+    o->dur_hi = wsl_put_varint(o->dur_hi, dur >> 8);
+    st->prev_t = t + dur;
+    wsl_pack_arguments(ps, st, ev, &o->op, &o->lit);
+}
+
+/* Appends the events [ev, end) to the EVENTS_GAPS columns as wsl_event_encode_gaps would one by one
+ * (the same bytes), skipping those whose api is api_count or above. What every event reads and
+ * writes (the previous end, the previous entry, the table's size, the column pointers) stays in
+ * registers across the run: the columns are bytes, and a byte store may alias anything, so one
+ * event at a time the compiler loads and stores them again around each store (docs/overhead.md,
+ * "The writer, third pass": 7 to 9 instructions an event). */
+static inline __attribute__((always_inline)) void wsl_encode_gaps_run(struct wsl_pack_state *ps,
+                                                                     struct wsl_codec_state *st,
+                                                                     const struct wsl_event *ev,
+                                                                     const struct wsl_event *end,
+                                                                     uint32_t api_count, struct wsl_gaps_out *o)
+{
+    uint8_t *op = o->op, *gap = o->gap, *lo = o->dur_lo, *hi = o->dur_hi;
+    uint64_t prev_t = st->prev_t;
+    unsigned prev = ps->prev, entries = ps->entries;
+    for (; ev < end; ev++) {
+        if (__builtin_expect(ev->api >= api_count, 0))
+            continue;
+        const uint64_t t = ev->t_start, t_end = ev->t_end, dur = t_end >= t ? t_end - t : 0;
+        gap = wsl_put_varint(gap, wsl_zigzag((int64_t)(t - prev_t)));
+        *lo++ = (uint8_t)dur;
+        hi = wsl_put_varint(hi, dur >> 8);
+        prev_t = t + dur;
+        const unsigned k = ps->next[prev];
+        if (__builtin_expect(k < entries && wsl_pack_same(&ps->table[k], ev), 1)) {
+            *op++ = (uint8_t)(k + 1);
+            prev = k;
+            continue;
+        }
+        ps->prev = (uint8_t)prev;
+        wsl_pack_arguments_miss(ps, st, ev, prev, &op, &o->lit);
+        prev = ps->prev;
+        entries = ps->entries;
+    }
+    st->prev_t = prev_t;
+    ps->prev = (uint8_t)prev;
+    o->op = op;
+    o->gap = gap;
+    o->dur_lo = lo;
+    o->dur_hi = hi;
+}
+
+/* Splits the encoded bytes of an EVENTS_GAPS chunk as wsl_packed_open does an
+ * EVENTS_PACKED chunk's (dt: the gap column, dur: dur_hi, dur_lo set). */
+static inline enum wsl_columns_status wsl_gaps_open(struct wsl_packed_in *in, const uint8_t *p, size_t size,
+                                                    uint32_t count)
+{
+    return wsl_pack_columns_open(in, p, size, count, 1);
+}
+
+/* Decodes the next EVENTS_GAPS event (the reference decoder, as
+ * wsl_event_decode_packed). Returns 0 on malformed input. */
+static inline int wsl_event_decode_gaps(struct wsl_pack_state *ps, struct wsl_codec_state *st,
+                                        struct wsl_packed_in *in, uint32_t api_limit, struct wsl_event *ev)
+{
+    uint64_t gap, hi;
+    unsigned op;
+    if (!wsl_packed_next(in, &op, &gap, &hi) || hi >> 56)
+        return 0;
+    const uint64_t dur = hi << 8 | *in->dur_lo++;
+    if (!wsl_unpack_arguments(ps, st, in, op, api_limit, ev))
+        return 0;
+    ev->t_start = st->prev_t + (uint64_t)wsl_unzigzag(gap);
+    ev->t_end = ev->t_start + dur;
+    st->prev_t = ev->t_end;
+    return 1;
+}
+
+/* ---- EVENTS_BITS payload (1.10) --------------------------------------------------
+ * The header, ops and literals of EVENTS_PACKED; the times (EVENTS_GAPS' gap and
+ * duration) coded by the writer as bits, which zstd then stores as they are:
+ *
+ *   u32 bit_bytes, u32 literals                   column directory (32 bytes in all)
+ *   i64 gap_center, u64 dur_center
+ *   u8 gap_k, u8 gap_shift, u8 dur_k, u8 dur_shift, u8 gap_q, u8 dur_q, u16 0 (reserved)
+ *   op column      `count` bytes, as in EVENTS_PACKED
+ *   bit column     bit_bytes bytes: for each event its gap's code, then its duration's,
+ *                  least significant bit first; the last byte's unused bits are 0
+ *   literal column the rest, `literals` of them, as in EVENTS_PACKED
+ *
+ * gap: t_start - the previous event's end (base_ticks for the first), as a 64-bit two's
+ * complement value; duration: t_end - t_start (0 when negative); an event's end is its
+ * t_start + duration (as EVENTS_GAPS). A column's value v is coded as
+ * r = zigzag((int64)(v - center) >> shift), where v - center has its low `shift` bits 0
+ * (the writer picks shift so: a clock may tick by 2 or more); decoded,
+ * v = center + (unzigzag(r) << shift), modulo 2^64. r is written with the column's k and
+ * q (Q below), least significant bit first, as the low k bits of r and then its quotient
+ * u = r >> k: a Rice code while u is under Q, an Exp-Golomb code beyond (Q = 0: an
+ * Exp-Golomb code of order k; a large Q: a Rice code):
+ *
+ *   u < Q:          u zero bits, a one bit
+ *   else y = u - Q + 1 < 2^32, nb = floor(log2(y)): Q + nb zero bits, a one bit, the
+ *                   low nb bits of y
+ *   else (escape):  Q + 32 zero bits, a one bit, the 64 bits of r (its low k bits again)
+ *
+ * The writer picks each column's center (a median of up to 64 of the chunk's values),
+ * shift (the zero low bits all its values share), k and Q (the cheapest over the same
+ * sample: Rice codes where the times are alike, as a launch loop's, Exp-Golomb where
+ * they spread over orders of magnitude, as file calls') when it closes the chunk. A duration's or a gap's noise at the clock's
+ * resolution is then a few bits an event that zstd need neither search for matches
+ * nor Huffman-code (issue 26; docs/overhead.md, "The writer, fourth pass"). Malformed,
+ * besides EVENTS_PACKED's rules: k > 32, Q > 32, shift > 63, the reserved bytes not 0,
+ * a code with more than Q + 32 zero bits after its low k bits, codes that run past the
+ * bit column or end before its last byte. */
+#define WSL_TBITS_DIRECTORY_SIZE 32u
+#define WSL_TBITS_K_MAX 32u
+#define WSL_TBITS_Q_MAX 32u
+#define WSL_TBITS_SAMPLE 64u /* the writer's sample of a column for its center and k */
+#define WSL_COL_TBITS_MAX 40u /* bytes of the bit column an event may take: two escapes of k + q + 97 bits,
+                                 k <= 31 where a value can escape (r >= 2^(k + 32)), q <= 32: 2 x 160 bits */
+
+struct wsl_tbits_dir {
+    uint32_t bit_bytes;
+    uint32_t literals;
+    int64_t gap_center;
+    uint64_t dur_center;
+    uint8_t gap_k, gap_shift, dur_k, dur_shift;
+    uint8_t gap_q, dur_q;
+    uint16_t reserved;
+};
+_Static_assert(sizeof(struct wsl_tbits_dir) == WSL_TBITS_DIRECTORY_SIZE, "the directory is 32 bytes");
+
+/* The writer's open chunk: ops and literals as EVENTS_PACKED, the times kept whole until the chunk
+ * closes (its parameters come from all of them). */
+struct wsl_tbits_out {
+    uint8_t *op, *lit;
+    int64_t *gap;
+    uint64_t *dur;
+    uint64_t gap_or, dur_or; /* the values ORed: their common zero low bits */
+};
+
+/* Appends the events [ev, end) as wsl_encode_gaps_run does (the same ops and literals, the same
+ * gaps and durations), the times into the gap and dur arrays, skipping those whose api is
+ * api_count or above. st->prev_t: the previous event's end. */
+static inline __attribute__((always_inline)) void wsl_encode_tbits_run(struct wsl_pack_state *ps,
+                                                                      struct wsl_codec_state *st,
+                                                                      const struct wsl_event *ev,
+                                                                      const struct wsl_event *end,
+                                                                      uint32_t api_count, struct wsl_tbits_out *o)
+{
+    uint8_t *op = o->op;
+    int64_t *gap = o->gap;
+    uint64_t *durs = o->dur, gap_or = o->gap_or, dur_or = o->dur_or;
+    uint64_t prev_t = st->prev_t;
+    unsigned prev = ps->prev, entries = ps->entries;
+    for (; ev < end; ev++) {
+        if (__builtin_expect(ev->api >= api_count, 0))
+            continue;
+        const uint64_t t = ev->t_start, t_end = ev->t_end, dur = t_end >= t ? t_end - t : 0;
+        const uint64_t g = t - prev_t;
+        *gap++ = (int64_t)g;
+        *durs++ = dur;
+        gap_or |= g;
+        dur_or |= dur;
+        prev_t = t + dur;
+        const unsigned k = ps->next[prev];
+        if (__builtin_expect(k < entries && wsl_pack_same(&ps->table[k], ev), 1)) {
+            *op++ = (uint8_t)(k + 1);
+            prev = k;
+            continue;
+        }
+        ps->prev = (uint8_t)prev;
+        wsl_pack_arguments_miss(ps, st, ev, prev, &op, &o->lit);
+        prev = ps->prev;
+        entries = ps->entries;
+    }
+    st->prev_t = prev_t;
+    ps->prev = (uint8_t)prev;
+    o->op = op;
+    o->gap = gap;
+    o->dur = durs;
+    o->gap_or = gap_or;
+    o->dur_or = dur_or;
+}
+
+/* The k-th smallest of v[0..n) (k < n), v reordered (Hoare's partition: equal values, common in a
+ * column of times, keep it linear). */
+static inline int64_t wsl_tbits_select(int64_t *v, int n, int k)
+{
+    int lo = 0, hi = n - 1;
+    while (lo < hi) {
+        const int64_t pivot = v[k];
+        int i = lo, j = hi;
+        do {
+            while (v[i] < pivot)
+                i++;
+            while (pivot < v[j])
+                j--;
+            if (i <= j) {
+                const int64_t x = v[i];
+                v[i++] = v[j];
+                v[j--] = x;
+            }
+        } while (i <= j);
+        if (j < k)
+            lo = i;
+        if (k < i)
+            hi = j;
+    }
+    return v[k];
+}
+
+/* Bits of r's code with parameters k and q. */
+static inline unsigned wsl_tb_bits(uint64_t r, unsigned k, unsigned q)
+{
+    const uint64_t u = r >> k;
+    if (u < q)
+        return k + (unsigned)u + 1;
+    const uint64_t y = u - q + 1;
+    if (y >> 32)
+        return k + q + 97;
+    const unsigned nb = 63 ^ (unsigned)__builtin_clzll(y);
+    return k + q + 2 * nb + 1;
+}
+
+/* The sample's bits with parameters k and q. */
+static inline uint64_t wsl_tb_cost(const int64_t *s, unsigned m, unsigned k, unsigned q)
+{
+    uint64_t cost = 0;
+    for (unsigned i = 0; i < m; i++)
+        cost += wsl_tb_bits((uint64_t)s[i], k, q);
+    return cost;
+}
+
+/* The k, from *k on, that makes the sample cheapest with q (a neighbour while it is cheaper);
+ * returns its cost. */
+static inline uint64_t wsl_tb_best_k(const int64_t *s, unsigned m, unsigned *k, unsigned q)
+{
+    uint64_t cost_k = wsl_tb_cost(s, m, *k, q);
+    for (int dir = -1; dir <= 1; dir += 2)
+        for (;;) {
+            const unsigned k2 = *k + (unsigned)dir;
+            if ((dir < 0 && *k == 0) || k2 > WSL_TBITS_K_MAX)
+                break;
+            const uint64_t cost = wsl_tb_cost(s, m, k2, q);
+            if (cost >= cost_k)
+                break;
+            *k = k2;
+            cost_k = cost;
+        }
+    return cost_k;
+}
+
+/* A column's center, shift, k and q from a sample of its n values (n >= 1; as uint64, the gaps' two's
+ * complement): v_or, all of them ORed. */
+static inline void wsl_tbits_params(const uint64_t *v, unsigned n, uint64_t v_or, uint64_t *center, uint8_t *k_out,
+                                    uint8_t *shift_out, uint8_t *q_out)
+{
+    const unsigned shift = v_or ? (unsigned)__builtin_ctzll(v_or) : 0;
+    int64_t s[WSL_TBITS_SAMPLE];
+    const unsigned stride = (n + WSL_TBITS_SAMPLE - 1) / WSL_TBITS_SAMPLE, m = (n + stride - 1) / stride;
+    for (unsigned i = 0; i < m; i++)
+        s[i] = (int64_t)v[i * stride];
+    const uint64_t c = (uint64_t)wsl_tbits_select(s, (int)m, (int)(m / 2)) & ~((1ull << shift) - 1);
+    for (unsigned i = 0; i < m; i++)
+        s[i] = (int64_t)wsl_zigzag((int64_t)(v[i * stride] - c) >> shift);
+    /* k from the bit length of the residuals' median; q: a Rice code (16), an Exp-Golomb one (0) or
+     * between (4), each with its best k */
+    const uint64_t med = (uint64_t)wsl_tbits_select(s, (int)m, (int)(m / 2));
+    unsigned k = med ? 63 ^ (unsigned)__builtin_clzll(med) : 0, best_k, best_q = 16;
+    k = k > WSL_TBITS_K_MAX ? WSL_TBITS_K_MAX : k;
+    const uint64_t rice = wsl_tb_best_k(s, m, &k, 16);
+    uint64_t best = rice - rice / 16; /* a Rice code's loop is the writer's cheaper one: another q must
+                                         save a sixteenth of the bits */
+    best_k = k;
+    static const unsigned qs[] = {4, 1, 0};
+    for (unsigned j = 0; j < sizeof qs / sizeof qs[0]; j++) {
+        const uint64_t cost = wsl_tb_best_k(s, m, &k, qs[j]);
+        if (cost < best) {
+            best = cost;
+            best_k = k;
+            best_q = qs[j];
+        }
+    }
+    *center = c;
+    *k_out = (uint8_t)best_k;
+    *shift_out = (uint8_t)shift;
+    *q_out = (uint8_t)best_q;
+}
+
+/* Appends the low len bits of code (the rest 0; len <= 56) to the bits (acc, n < 8) at p; writes
+ * 8 bytes at p. */
+#define WSL_BITS_PUT(p, acc, n, code, len)                                                                             \
+    do {                                                                                                               \
+        (acc) |= (code) << (n);                                                                                        \
+        (n) += (len);                                                                                                  \
+        memcpy((p), &(acc), 8);                                                                                        \
+        (p) += (n) >> 3;                                                                                               \
+        (acc) >>= (n) & 56;                                                                                            \
+        (n) &= 7;                                                                                                      \
+    } while (0)
+
+/* Where the bits stand between events: the next byte to write (its low `bits` bits written, the
+ * rest 0). */
+struct wsl_bits_at {
+    uint8_t *p;
+    unsigned bits;
+};
+
+/* Appends `zeros` zero bits and a one bit. */
+#define WSL_BITS_ZEROS_ONE(p, acc, n, zeros)                                                                           \
+    do {                                                                                                               \
+        unsigned z_ = (zeros);                                                                                         \
+        for (; z_ > 48; z_ -= 48)                                                                                      \
+            WSL_BITS_PUT(p, acc, n, 0, 48);                                                                            \
+        WSL_BITS_PUT(p, acc, n, 1ull << z_, z_ + 1);                                                                   \
+    } while (0)
+
+/* r's code with k and q appended at w, in puts of at most 56 bits (escapes included). */
+static inline struct wsl_bits_at wsl_tb_put(struct wsl_bits_at w, uint64_t r, unsigned k, unsigned q)
+{
+    uint8_t *p = w.p;
+    uint64_t a = *p;
+    unsigned b = w.bits;
+    WSL_BITS_PUT(p, a, b, r & ((1ull << k) - 1), k);
+    const uint64_t u = r >> k;
+    if (u < q)
+        WSL_BITS_ZEROS_ONE(p, a, b, (unsigned)u);
+    else {
+        const uint64_t y = u - q + 1;
+        if (y >> 32) {
+            WSL_BITS_ZEROS_ONE(p, a, b, q + 32);
+            WSL_BITS_PUT(p, a, b, r & 0xffffffffu, 32);
+            WSL_BITS_PUT(p, a, b, r >> 32, 32);
+        } else {
+            const unsigned nb = 63 ^ (unsigned)__builtin_clzll(y);
+            WSL_BITS_ZEROS_ONE(p, a, b, q + nb);
+            WSL_BITS_PUT(p, a, b, y & ((1ull << nb) - 1), nb);
+        }
+    }
+    return (struct wsl_bits_at){p, b};
+}
+
+/* An event's two codes one after the other (wsl_tbits_write's less common case). */
+static __attribute__((noinline, unused)) struct wsl_bits_at wsl_tb_put2(struct wsl_bits_at w, uint64_t rg,
+                                                                       uint64_t rd, const struct wsl_tbits_dir *d)
+{
+    return wsl_tb_put(wsl_tb_put(w, rg, d->gap_k, d->gap_q), rd, d->dur_k, d->dur_q);
+}
+
+/* r's code with k and q (r < 2^32) as one value of *len bits (the caller checks *len <= 56): the
+ * low k bits, then u = r >> k as u zeros and a one (u < q) or as q + nb zeros, a one and the low
+ * nb bits of y = u - q + 1; no branch. */
+static inline __attribute__((always_inline)) uint64_t wsl_tb_code(uint64_t r, unsigned k, uint64_t m, unsigned q,
+                                                                  unsigned *len)
+{
+    const uint64_t u = r >> k;
+    const int rice = u < q;
+    const uint64_t y = rice ? 1 : u - q + 1;
+    const unsigned nb = 63 ^ (unsigned)__builtin_clzll(y), zeros = rice ? (unsigned)u : q + nb;
+    const unsigned one = k + zeros; /* the one bit's place */
+    *len = one + 1 + nb;
+    return (r & m) | 1ull << one | (y ^ 1ull << nb) << (one + 1);
+}
+
+/* The bit column of n events' gaps and durations at out (room for n * WSL_COL_TBITS_MAX + 8 bytes);
+ * returns its bytes. The common event (both values under 2^32, the two codes 56 bits or less) is
+ * one put with the bits kept in registers. */
+static inline size_t wsl_tbits_write(uint8_t *out, const int64_t *gap, const uint64_t *dur, unsigned n,
+                                     const struct wsl_tbits_dir *d)
+{
+    uint8_t *p = out;
+    uint64_t acc = 0;
+    unsigned bits = 0;
+    *out = 0; /* the bits so far, for wsl_tb_put */
+    const uint64_t gc = (uint64_t)d->gap_center, dc = d->dur_center;
+    const unsigned gk = d->gap_k, gs = d->gap_shift, dk = d->dur_k, ds = d->dur_shift, gq = d->gap_q, dq = d->dur_q;
+    const uint64_t gm = (1ull << gk) - 1, dm = (1ull << dk) - 1;
+    if (gq >= 16 && dq >= 16 && gk + dk + 34 <= 56) {
+        /* Rice codes (a launch loop's times): the quotients under 16 in one put, no Exp-Golomb part
+         * to compute (23 instructions an event fewer on bench_hook's mix) */
+        for (unsigned i = 0; i < n; i++) {
+            const uint64_t rg = wsl_zigzag((int64_t)((uint64_t)gap[i] - gc) >> gs);
+            const uint64_t rd = wsl_zigzag((int64_t)(dur[i] - dc) >> ds);
+            const uint64_t ug = rg >> gk, ud = rd >> dk;
+            if (__builtin_expect((ug | ud) < 16, 1)) {
+                const unsigned lg = gk + (unsigned)ug + 1;
+                const uint64_t code = ((rd & dm) | 1ull << (dk + ud)) << lg | (rg & gm) | 1ull << (gk + ug);
+                WSL_BITS_PUT(p, acc, bits, code, lg + dk + (unsigned)ud + 1);
+                continue;
+            }
+            const struct wsl_bits_at w = wsl_tb_put2((struct wsl_bits_at){p, bits}, rg, rd, d);
+            p = w.p;
+            bits = w.bits;
+            acc = *p;
+        }
+        return (size_t)(p - out) + (bits != 0);
+    }
+    for (unsigned i = 0; i < n; i++) {
+        const uint64_t rg = wsl_zigzag((int64_t)((uint64_t)gap[i] - gc) >> gs);
+        const uint64_t rd = wsl_zigzag((int64_t)(dur[i] - dc) >> ds);
+        if (__builtin_expect(((rg | rd) >> 32) == 0, 1)) {
+            unsigned lg, ld;
+            const uint64_t cg = wsl_tb_code(rg, gk, gm, gq, &lg), cd = wsl_tb_code(rd, dk, dm, dq, &ld);
+            if (__builtin_expect(lg + ld <= 56, 1)) {
+                WSL_BITS_PUT(p, acc, bits, cg | cd << lg, lg + ld);
+                continue;
+            }
+        }
+        const struct wsl_bits_at w = wsl_tb_put2((struct wsl_bits_at){p, bits}, rg, rd, d);
+        p = w.p;
+        bits = w.bits;
+        acc = *p;
+    }
+    return (size_t)(p - out) + (bits != 0);
+}
+
+/* Fills d's parameters for the n events' times and writes their bit column at out; returns its
+ * bytes (d->literals is the caller's). */
+static inline size_t wsl_tbits_close(struct wsl_tbits_dir *d, uint8_t *out, const int64_t *gap, const uint64_t *dur,
+                                     unsigned n, uint64_t gap_or, uint64_t dur_or)
+{
+    uint64_t gc = 0, dc = 0;
+    d->gap_k = d->gap_shift = d->dur_k = d->dur_shift = d->gap_q = d->dur_q = 0;
+    d->reserved = 0;
+    if (n) {
+        wsl_tbits_params((const uint64_t *)gap, n, gap_or, &gc, &d->gap_k, &d->gap_shift, &d->gap_q);
+        wsl_tbits_params(dur, n, dur_or, &dc, &d->dur_k, &d->dur_shift, &d->dur_q);
+    }
+    d->gap_center = (int64_t)gc;
+    d->dur_center = dc;
+    return d->bit_bytes = (uint32_t)wsl_tbits_write(out, gap, dur, n, d);
+}
+
+struct wsl_bits_in {
+    const uint8_t *p, *end; /* the bit column */
+    uint64_t pos;           /* bits read */
+    unsigned bad;           /* a malformed code was read */
+};
+
+/* The 57 bits or more from pos on (0 past the column's end). */
+static inline __attribute__((always_inline)) uint64_t wsl_bits_peek(const struct wsl_bits_in *b)
+{
+    const uint8_t *q = b->p + (b->pos >> 3);
+    uint64_t x = 0;
+    if (__builtin_expect(b->end - q >= 8, 1))
+        memcpy(&x, q, 8);
+    else if (q < b->end)
+        memcpy(&x, q, (size_t)(b->end - q));
+    return x >> (b->pos & 7);
+}
+
+/* The code at b->pos past its low k bits (`low`, read): its quotient's zeros counted a window at a
+ * time, then an Exp-Golomb rest or an escape. */
+static __attribute__((noinline, unused)) uint64_t wsl_tb_get_slow(struct wsl_bits_in *b, uint64_t low, unsigned k,
+                                                                 unsigned q)
+{
+    b->pos += k;
+    unsigned zeros = 0;
+    for (;;) {
+        const uint64_t x = wsl_bits_peek(b) & ((1ull << 48) - 1);
+        if (x) {
+            const unsigned t = (unsigned)__builtin_ctzll(x);
+            zeros += t;
+            b->pos += t + 1;
+            break;
+        }
+        zeros += 48;
+        b->pos += 48;
+        if (zeros > q + 32) {
+            b->bad = 1;
+            return 0;
+        }
+    }
+    if (zeros < q)
+        return (uint64_t)zeros << k | low;
+    const unsigned nb = zeros - q;
+    if (nb > 32) {
+        b->bad = 1;
+        return 0;
+    }
+    if (nb == 32) { /* an escape: the 64 bits of r */
+        uint64_t r = wsl_bits_peek(b) & 0xffffffffu;
+        b->pos += 32;
+        r |= wsl_bits_peek(b) << 32;
+        b->pos += 32;
+        return r;
+    }
+    const uint64_t y = (wsl_bits_peek(b) & ((1ull << nb) - 1)) | 1ull << nb;
+    b->pos += nb;
+    return (y + q - 1) << k | low;
+}
+
+/* The next code with k (<= WSL_TBITS_K_MAX) and q. Reads nothing past the column; a code that runs
+ * past it reads zeros (the caller checks the column at its end). */
+static inline __attribute__((always_inline)) uint64_t wsl_tb_get(struct wsl_bits_in *b, unsigned k, unsigned q)
+{
+    const uint64_t x = wsl_bits_peek(b), low = x & ((1ull << k) - 1), y = x >> k;
+    const unsigned t = y ? (unsigned)__builtin_ctzll(y) : 64;
+    if (__builtin_expect(t < q && k + t + 1 <= 57, 1)) {
+        b->pos += k + t + 1;
+        return (uint64_t)t << k | low;
+    }
+    return wsl_tb_get_slow(b, low, k, q);
+}
+
+struct wsl_tbits_in {
+    struct wsl_packed_in cols; /* op and literal columns (dt, dur unused) */
+    struct wsl_bits_in bits;
+    struct wsl_tbits_dir dir;
+};
+
+enum { WSL_COLUMNS_BAD_PARAMETER = WSL_COLUMNS_OVERRUN + 1 }; /* EVENTS_BITS: k, shift or reserved */
+
+/* Splits the encoded bytes of an EVENTS_BITS chunk: wsl_pack_columns_open's rules (literals at most
+ * count, two bytes at least each), and the directory's parameters in range. */
+static inline int wsl_tbits_open(struct wsl_tbits_in *in, const uint8_t *p, size_t size, uint32_t count)
+{
+    struct wsl_tbits_dir d;
+    if (size < WSL_TBITS_DIRECTORY_SIZE)
+        return WSL_COLUMNS_NO_DIRECTORY;
+    memcpy(&d, p, sizeof d);
+    if (d.gap_k > WSL_TBITS_K_MAX || d.dur_k > WSL_TBITS_K_MAX || d.gap_shift > 63 || d.dur_shift > 63 ||
+        d.gap_q > WSL_TBITS_Q_MAX || d.dur_q > WSL_TBITS_Q_MAX || d.reserved != 0)
+        return WSL_COLUMNS_BAD_PARAMETER;
+    if (d.literals > count)
+        return WSL_COLUMNS_COUNT_TOO_BIG;
+    const uint64_t used = (uint64_t)WSL_TBITS_DIRECTORY_SIZE + count + d.bit_bytes;
+    if (used > size)
+        return WSL_COLUMNS_OVERRUN;
+    if ((uint64_t)d.literals * 2 > size - used)
+        return WSL_COLUMNS_COUNT_TOO_BIG;
+    p += WSL_TBITS_DIRECTORY_SIZE;
+    memset(&in->cols, 0, sizeof in->cols);
+    in->cols.op = p;
+    in->cols.op_end = p += count;
+    in->bits.p = p;
+    in->bits.end = p += d.bit_bytes;
+    in->bits.pos = 0;
+    in->bits.bad = 0;
+    in->cols.lit = p;
+    in->cols.lit_end = p + (size - (size_t)used);
+    in->cols.literals = d.literals;
+    in->dir = d;
+    return WSL_COLUMNS_OK;
+}
+
+/* The next event's gap and duration. */
+static inline __attribute__((always_inline)) void wsl_tbits_times(struct wsl_tbits_in *in, uint64_t *gap,
+                                                                  uint64_t *dur)
+{
+    const struct wsl_tbits_dir *d = &in->dir;
+    *gap = (uint64_t)d->gap_center +
+           ((uint64_t)wsl_unzigzag(wsl_tb_get(&in->bits, d->gap_k, d->gap_q)) << d->gap_shift);
+    *dur = d->dur_center + ((uint64_t)wsl_unzigzag(wsl_tb_get(&in->bits, d->dur_k, d->dur_q)) << d->dur_shift);
+}
+
+/* Decodes the next EVENTS_BITS event (the reference decoder). Returns 0 on malformed input; the bit
+ * column as a whole is checked by wsl_tbits_left. */
+static inline int wsl_event_decode_tbits(struct wsl_pack_state *ps, struct wsl_codec_state *st,
+                                         struct wsl_tbits_in *in, uint32_t api_limit, struct wsl_event *ev)
+{
+    uint64_t gap, dur;
+    if (in->cols.op >= in->cols.op_end)
+        return 0;
+    const unsigned op = *in->cols.op++;
+    wsl_tbits_times(in, &gap, &dur);
+    if (!wsl_unpack_arguments(ps, st, &in->cols, op, api_limit, ev))
+        return 0;
+    ev->t_start = st->prev_t + gap;
+    ev->t_end = ev->t_start + dur;
+    st->prev_t = ev->t_end;
+    return 1;
+}
+
+/* Whether the codes read were well formed and end in the bit column's last byte (0 when they run
+ * past it or stop short of it). */
+static inline int wsl_bits_done(const struct wsl_bits_in *b)
+{
+    const uint64_t bytes = (uint64_t)(b->end - b->p);
+    return !b->bad && b->pos <= bytes * 8 && (b->pos + 7) / 8 == bytes;
+}
+
+/* Bytes left unread in the op and literal columns, or 1 more when the bit column was not read
+ * exactly: 0 once `count` events used them up. */
+static inline size_t wsl_tbits_left(const struct wsl_tbits_in *in)
+{
+    return (size_t)(in->cols.op_end - in->cols.op) + (size_t)(in->cols.lit_end - in->cols.lit) +
+           !wsl_bits_done(&in->bits);
+}
+
+#endif /* WSLSHIM_TRACE_CODEC_H */
