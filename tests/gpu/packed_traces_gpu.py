@@ -61,7 +61,7 @@ def main():
             print(f"{path}: not found (build first)", file=sys.stderr)
             return 2
     if not shutil.which("zstd"):
-        print("SKIPPED: the zstd command is needed")
+        print("SKIPPED: the zstd command is needed (tests/gpu/zstd_cli.py on PATH as zstd serves)")
         return 77
     p = subprocess.run([sys.executable, "-c", "import torch,sys; sys.exit(0 if torch.cuda.is_available() else 3)"],
                        capture_output=True, text=True)
@@ -123,7 +123,7 @@ def main():
             if a[0] != 0 or not a[1]:
                 run["problems"].append(f"{mode} report exit {a[0]}: {a[2][-300:]!r}")
             elif a != b:
-                run["problems"].append(f"{mode} reports differ between the 1.4 trace and its 1.2 rewrite")
+                run["problems"].append(f"{mode} reports differ between the packed trace and its 1.2 rewrite")
         ev = max(stats["events"], 1)
         run.update(stats)
         run["bytes_per_event_v14"] = round(stats["bytes_v14"] / ev, 2)
@@ -132,7 +132,7 @@ def main():
         run["literal_share"] = round(stats["literals"] / ev, 3)
         run["ok"] = not run["problems"]
         verdict["ok"] &= run["ok"]
-        print(f"{name}: {stats['events']} events, {run['bytes_per_event_v14']} bytes/event in the 1.4 trace "
+        print(f"{name}: {stats['events']} events, {run['bytes_per_event_v14']} bytes/event in the packed trace "
               f"({run['bytes_per_event_v12_rewrite']} rewritten as 1.2), {run['packed_bytes_per_event']} packed "
               f"before zstd, literals {run['literal_share']:.1%}; "
               f"{'ok' if run['ok'] else 'FAIL: ' + '; '.join(run['problems'])}")
