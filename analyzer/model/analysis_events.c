@@ -103,16 +103,6 @@ static inline __attribute__((always_inline)) void take_event(struct trace_state 
         wsl_phase_trace_event(t->phase, WSL_PHASE_LAUNCH, ev);
         return;
     }
-    if (ta->gpu_route) { /* a GPU kernel: the general path's steps for it */
-        wsl_hist_add(&ta->ticks, dur);
-        ta->errors += ev->result != 0;
-        if (!t->seen.gpu || ev->a[1] > t->seen.gpu_launch_max) /* (the NVTX step figures' tracking) */
-            t->seen.gpu_launch_max = ev->a[1];
-        t->seen.gpu = true;
-        wsl_kern_trace_gpu(t->kern, ev);
-        wsl_nvtx_trace_gpu(t->nvtx, ev);
-        return;
-    }
     if (__builtin_expect(ta->sampled, 0)) {
         if (!calls)
             calls = wsl_event_calls(ta->category, true, ev);
@@ -130,6 +120,11 @@ static inline __attribute__((always_inline)) void take_event(struct trace_state 
             if (!t->seen.gpu || ev->a[1] > t->seen.gpu_launch_max)
                 t->seen.gpu_launch_max = ev->a[1];
             t->seen.gpu = true;
+            if (ta->gpu_route) { /* what the steps below do for it (inside this branch: no test for others) */
+                wsl_kern_trace_gpu(t->kern, ev);
+                wsl_nvtx_trace_gpu(t->nvtx, ev);
+                return;
+            }
         }
     }
     if (ta->io && t->io) {
