@@ -108,6 +108,7 @@
     X(nvtx_step_figures_three_ways) \
     X(kern_gpu_row_cache)         \
     X(nvtx_gpu_caches)            \
+    X(phase_fast_path)            \
     X(rule_sync_heavy)            \
     X(rule_sync_polls)            \
     X(rules_host_quiet)           \

@@ -1,5 +1,5 @@
-/* The GPU kernels' straight path and its caches (the reader's sixth pass), against models of what
- * the lookups they skip would find:
+/* The event loop's fast paths and caches (the reader's sixth pass), against models of what the
+ * lookups they skip would find, or against the slow path they stand for:
  * - kern_gpu_row_cache: the kernel table's timed handles with the row of the configuration each
  *   was last timed at (a cache entry per few bits of the handle). 600 handles over the 256
  *   entries, up to 4 configurations each, in random order, through wsl_kern_trace_gpu and
@@ -11,12 +11,17 @@
  *   launched in order, a few entries back, long before, before any range and by a thread with
  *   none; 200 handles over the 64 entries: per range its kernels and GPU time, per (range,
  *   handle, configuration, idle) its count, each once; after the pairs' adjustment the cache
- *   holds nothing (the entries it named are gone). */
+ *   holds nothing (the entries it named are gone).
+ * - phase_fast_path: the phase tracking's inline launch path (its tests of a thread's state kept
+ *   in `ready` and `room`) against wsl_phase_trace_event_slow fed the same events: launches,
+ *   failed ones, graphs, submissions, breaks, reads of pipes, out of order starts, on 3 threads,
+ *   one past WSL_PHASE_MAX_SEQ launches: every thread's sequence, gaps and counts the same. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "kernel_analysis.h"
 #include "nvtx_internal.h"
+#include "phase_analysis.h"
 #include "unit_test.h"
 
 /* ---- kernel table ---------------------------------------------------------------------------- */
@@ -254,5 +259,62 @@ int test_nvtx_gpu_caches(void)
     free(tw);
     free(tw_seen);
     wsl_nvtx_trace_discard(t);
+    return 0;
+}
+
+/* ---- phase tracking ---------------------------------------------------------------------------- */
+
+int test_phase_fast_path(void)
+{
+    rng_seed(0x7068617365);
+    struct wsl_phase_trace *fast = wsl_phase_trace_begin(), *slow = wsl_phase_trace_begin();
+    const uint32_t tids[3] = {11, 12, 13};
+    uint64_t now[3] = {5000, 5000, 5000};
+    const enum wsl_phase_op others[] = {WSL_PHASE_BREAK, WSL_PHASE_READ, WSL_PHASE_SUBMIT, WSL_PHASE_SUBMIT_BREAK,
+                                        WSL_PHASE_GRAPH};
+    for (unsigned i = 0; i < 900000; i++) {
+        /* thread 0 launches past WSL_PHASE_MAX_SEQ; runs of one thread, as chunks come */
+        unsigned w = i < 500000 ? 0 : (unsigned)rng_below(3);
+        wsl_phase_trace_thread(fast, tids[w]);
+        wsl_phase_trace_thread(slow, tids[w]);
+        struct wsl_event ev;
+        memset(&ev, 0, sizeof ev);
+        uint64_t r = rng_below(100);
+        now[w] += 1 + rng_below(r < 3 ? 5000000 : 3000);
+        ev.t_start = r == 3 ? now[w] - rng_below(now[w] / 2) : now[w]; /* an earlier start, now and then */
+        ev.t_end = ev.t_start + rng_below(4000);
+        ev.result = rng_below(50) == 0 ? 1 : 0;
+        ev.a[0] = 0x7f0000001000ull + 0x1000ull * rng_below(40);
+        enum wsl_phase_op op = r < 85 ? WSL_PHASE_LAUNCH : others[rng_below(5)];
+        if (op == WSL_PHASE_READ && rng_below(2))
+            ev.a[0] = 0; /* a pipe */
+        wsl_phase_trace_event(fast, op, &ev);
+        wsl_phase_trace_event_slow(slow, op, &ev);
+    }
+    const struct wsl_phase_trace_fast *ff = (const void *)fast, *sf = (const void *)slow;
+    CHECK(ff->any_submit == sf->any_submit && ff->first_submit == sf->first_submit &&
+          ff->last_submit_end == sf->last_submit_end && ff->launches == sf->launches);
+    for (unsigned w = 0; w < 3; w++) {
+        wsl_phase_trace_thread(fast, tids[w]);
+        wsl_phase_trace_thread(slow, tids[w]);
+        const struct wsl_phase_seq *a = ff->cur, *b = sf->cur;
+        CHECK(a && b && a->tid == tids[w] && b->tid == tids[w]);
+        CHECKF(a->total == b->total && a->n == b->n && a->cap == b->cap, "thread %u: total %llu/%llu, kept %zu/%zu",
+               w, (unsigned long long)a->total, (unsigned long long)b->total, a->n, b->n);
+        CHECKF(a->have_last == b->have_last && a->pending_break == b->pending_break && a->last_ticks == b->last_ticks,
+               "thread %u: last launch", w);
+        CHECKF(a->broken_gaps == b->broken_gaps && a->broken_ticks == b->broken_ticks, "thread %u: broken gaps %llu/%llu",
+               w, (unsigned long long)a->broken_gaps, (unsigned long long)b->broken_gaps);
+        CHECK(a->pipe_reads == b->pipe_reads && a->pipe_ticks == b->pipe_ticks);
+        CHECKF(!memcmp(a->gap_n, b->gap_n, sizeof a->gap_n) && !memcmp(a->gap_sum, b->gap_sum, sizeof a->gap_sum),
+               "thread %u: gaps", w);
+        CHECKF(!memcmp(a->ids, b->ids, a->n * sizeof *a->ids) && !memcmp(a->ticks, b->ticks, a->n * sizeof *a->ticks),
+               "thread %u: the kept launches", w);
+    }
+    wsl_phase_trace_thread(fast, tids[0]);
+    CHECKF(ff->cur->n == WSL_PHASE_MAX_SEQ && ff->cur->total > WSL_PHASE_MAX_SEQ, "thread 0: %zu kept of %llu",
+           ff->cur->n, (unsigned long long)ff->cur->total);
+    wsl_phase_trace_discard(fast);
+    wsl_phase_trace_discard(slow);
     return 0;
 }
