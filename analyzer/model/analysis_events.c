@@ -65,6 +65,8 @@ void wsl_take_api_table(struct wsl_run *run, struct trace_state *t, const struct
             t->close_id = e->id;
         ta->launch_route = e->category == WSL_CAT_LAUNCH && !ta->io && !ta->mem && ta->kern == WSL_KERN_LAUNCH &&
                            !ta->nvtx && ta->host && ta->phase == WSL_PHASE_LAUNCH && !ta->fold && !ta->sampled;
+        ta->gpu_route = e->category == WSL_CAT_GPU_KERNEL && !ta->io && !ta->mem && ta->kern == WSL_KERN_GPU_TIME &&
+                        ta->nvtx && !ta->host && ta->phase == WSL_PHASE_NONE && !ta->fold && !ta->sampled;
         if (ta->kern == WSL_KERN_LAUNCH) {
             ta->launch_slot = (uint8_t)wsl_kern_launch_slot(&run->kernels, e->base);
             if (t->solo) /* (its names; the counts go by the run's slot: the same where the launch APIs come
@@ -95,7 +97,7 @@ static inline __attribute__((always_inline)) void take_event(struct trace_state 
     if (ta->launch_route) { /* most events: what the general path below does for them, its tests decided */
         wsl_hist_add(&ta->ticks, dur);
         ta->errors += ev->result != 0;
-        wsl_kern_trace_event(t->kern, WSL_KERN_LAUNCH, ta->launch_slot, ev);
+        wsl_kern_trace_launch(t->kern, ta->launch_slot, ev);
         wsl_nvtx_trace_other(nth, WSL_CAT_LAUNCH, ev, 1, dur);
         wsl_host_trace_event(t->host, WSL_CAT_LAUNCH, ev);
         wsl_phase_trace_event(t->phase, WSL_PHASE_LAUNCH, ev);
@@ -118,6 +120,11 @@ static inline __attribute__((always_inline)) void take_event(struct trace_state 
             if (!t->seen.gpu || ev->a[1] > t->seen.gpu_launch_max)
                 t->seen.gpu_launch_max = ev->a[1];
             t->seen.gpu = true;
+            if (ta->gpu_route) { /* what the steps below do for it (inside this branch: no test for others) */
+                wsl_kern_trace_gpu(t->kern, ev);
+                wsl_nvtx_trace_gpu(t->nvtx, ev);
+                return;
+            }
         }
     }
     if (ta->io && t->io) {

@@ -28,6 +28,8 @@ struct trace_api {              /* one api id of the trace being read */
     uint8_t phase;              /* enum wsl_phase_op: its events also go to the phase analysis */
     bool launch_route;          /* a kernel launch API read by the kernel, host and phase analyses and by no
                                    other (take_event's straight path) */
+    bool gpu_route;             /* a GPU kernel's event (not sampled, not folded) read by the kernel and NVTX
+                                   analyses and by no other (take_event's second straight path) */
     uint32_t solo_api, solo_variant; /* the same in the rank's own run, while it is read (wsl_run_read_trace) */
     uint64_t errors;
     uint64_t events;            /* events, set at the end (ticks.count + untimed_events before expansion) */

@@ -128,19 +128,26 @@ struct wsl_kern_trace {
     struct wsl_hist start_ticks;  /* idle, mapped launches: GPU start - launch call start */
     struct wsl_hist before_ticks; /* of them, placed before the call began (mapping error): by how much */
     uint64_t first_launch, last_gpu; /* ticks: the GPU phase (first_launch 0: none yet) */
+    uint64_t fast_after;          /* first_launch - 1 while no stream captures and first_launch is set, else
+                                     UINT64_MAX: a launch starting after it may take the fast path */
     uint64_t capturing[MAX_CAPTURING]; /* streams between capture begin and end */
     unsigned ncapturing;
     uint64_t captured;
-    /* Recently used handles of `timed`, and launches' (handle, grid, block)
+    /* Recently used handles of `timed` with their index, and launches' (handle, grid, block)
      * with their row, by a few bits of the handle: most events skip the hash
      * lookups (and a launch the configuration's hash). A function launched at
      * two sizes in turn takes the lookups at each launch (the slot mixed with
      * the grid spread the bench's 64 functions worse: 398 M instructions
-     * against 368 M). Entries never go stale (the maps only grow); handle 0
-     * marks an empty entry. */
-    struct handle_cache_entry {
+     * against 368 M). Entries never go stale (the maps only grow, and rows are
+     * never removed: a row found stays its pair's); handle 0 marks an empty
+     * entry. A timed handle's entry also keeps the row of the configuration it
+     * was last timed at (config 0: none kept): a GPU_KERNEL event of the same
+     * (handle, configuration) skips config_row's hash. */
+    struct timed_cache_entry {
         uint64_t handle;
         uint64_t index;
+        uint64_t row;
+        uint32_t config;
     } timed_cache[HANDLE_CACHE_SIZE];
     struct launch_cache_entry {
         uint64_t handle, grid, block;
@@ -155,22 +162,12 @@ static inline unsigned handle_cache_slot(uint64_t handle)
     return (unsigned)((handle * 0x9e3779b97f4a7c15ull) >> (64 - HANDLE_CACHE_BITS));
 }
 
-/* The dense index of handle (not 0) in map, through cache; UINT64_MAX when
- * the map lacks it. */
-static inline uint64_t cached_index(struct handle_cache_entry *cache, const struct wsl_u64_map *map, uint64_t handle)
+struct wsl_kern_trace *wsl_kern_trace_begin(void)
 {
-    struct handle_cache_entry *c = &cache[handle_cache_slot(handle)];
-    if (c->handle == handle)
-        return c->index;
-    const struct wsl_u64_slot *s = wsl_u64_map_find(map, handle);
-    if (!s)
-        return UINT64_MAX;
-    c->handle = handle;
-    c->index = s->value;
-    return s->value;
+    struct wsl_kern_trace *t = xcalloc(1, sizeof(struct wsl_kern_trace));
+    t->fast_after = UINT64_MAX;
+    return t;
 }
-
-struct wsl_kern_trace *wsl_kern_trace_begin(void) { return xcalloc(1, sizeof(struct wsl_kern_trace)); }
 
 #define GROW(arr, cap, need)                                              \
     do {                                                                  \
@@ -341,7 +338,43 @@ static void take_capture(struct wsl_kern_trace *t, int begin, const struct wsl_e
         t->capturing[i] = t->capturing[--t->ncapturing];
 }
 
-static void take_gpu_time(struct wsl_kern_trace *t, const struct wsl_event *ev)
+/* A timed handle not in its cache entry: the entry takes it, found or added (its row none kept).
+ * False: past WSL_KERN_MAX_TIMED. */
+static __attribute__((noinline)) bool timed_cached(struct wsl_kern_trace *t, struct timed_cache_entry *c,
+                                                   uint64_t handle)
+{
+    const struct wsl_u64_slot *s = wsl_u64_map_find(&t->timed, handle);
+    uint64_t index;
+    if (s) {
+        index = s->value;
+    } else {
+        if (t->timed.count >= WSL_KERN_MAX_TIMED)
+            return false;
+        GROW(t->timed_v, t->timed_cap, t->timed.count + 1);
+        struct handle_timing *ht = &t->timed_v[t->timed.count];
+        memset(ht, 0, sizeof *ht);
+        ht->handle = handle;
+        index = t->timed.count;
+        wsl_u64_map_insert(&t->timed, handle, index);
+    }
+    *c = (struct timed_cache_entry){handle, index, 0, 0};
+    return true;
+}
+
+/* A timed configuration (not 0) of the entry's handle that is not the entry's: the entry takes it
+ * and its row. False: past WSL_KERN_MAX_CONFIGS (the entry keeps what it had). */
+static __attribute__((noinline)) bool timed_row_cached(struct wsl_kern_trace *t, struct timed_cache_entry *c,
+                                                       uint64_t handle, uint32_t config)
+{
+    uint64_t row = config_row(t, handle, config);
+    if (row == UINT64_MAX)
+        return false;
+    c->config = config;
+    c->row = row;
+    return true;
+}
+
+static inline __attribute__((always_inline)) void take_gpu_time(struct wsl_kern_trace *t, const struct wsl_event *ev)
 {
     uint64_t flags = ev->a[2] & 0xffffffffu, dur = ev->t_end >= ev->t_start ? ev->t_end - ev->t_start : 0;
     int idle = (flags & WSL_GPU_IDLE_AT_SUBMIT) != 0;
@@ -362,38 +395,41 @@ static void take_gpu_time(struct wsl_kern_trace *t, const struct wsl_event *ev)
         }
     }
     uint64_t handle = ev->a[0];
-    uint64_t index = handle ? cached_index(t->timed_cache, &t->timed, handle) : UINT64_MAX;
-    if (index == UINT64_MAX) {
-        if (!handle || t->timed.count >= WSL_KERN_MAX_TIMED) {
-            t->timed_untracked++;
-            return;
-        }
-        GROW(t->timed_v, t->timed_cap, t->timed.count + 1);
-        struct handle_timing *ht = &t->timed_v[t->timed.count];
-        memset(ht, 0, sizeof *ht);
-        ht->handle = handle;
-        index = t->timed.count;
-        wsl_u64_map_insert(&t->timed, handle, index);
+    if (!handle) {
+        t->timed_untracked++;
+        return;
     }
-    struct handle_timing *ht = &t->timed_v[index];
+    struct timed_cache_entry *c = &t->timed_cache[handle_cache_slot(handle)];
+    if (__builtin_expect(c->handle != handle, 0) && !timed_cached(t, c, handle)) {
+        t->timed_untracked++;
+        return;
+    }
+    struct handle_timing *ht = &t->timed_v[c->index];
     ht->idle += idle;
     wsl_hist_add(&ht->ticks, dur);
     uint32_t config = (uint32_t)ev->result; /* 0: unknown (older shims): the handle's alone */
     if (config) {
-        uint64_t row = config_row(t, handle, config);
-        if (row == UINT64_MAX) {
+        if (__builtin_expect(c->config != config, 0) && !timed_row_cached(t, c, handle, config)) {
             t->config_timed_untracked++;
-        } else {
-            struct launch_row *lr = &t->rows[row];
-            double sq = (double)dur * (double)dur;
-            lr->timed++;
-            lr->timed_ticks += dur;
-            lr->timed_sq += sq;
-            lr->timed_idle += idle;
-            lr->idle_ticks += idle ? dur : 0;
-            lr->idle_sq += idle ? sq : 0;
+            return;
         }
+        uint64_t row = c->row;
+        struct launch_row *lr = &t->rows[row];
+        double sq = (double)dur * (double)dur;
+        lr->timed++;
+        lr->timed_ticks += dur;
+        lr->timed_sq += sq;
+        lr->timed_idle += idle;
+        lr->idle_ticks += idle ? dur : 0;
+        lr->idle_sq += idle ? sq : 0;
     }
+}
+
+void wsl_kern_trace_gpu(struct wsl_kern_trace *t, const struct wsl_event *ev)
+{
+    if (ev->t_end > t->last_gpu)
+        t->last_gpu = ev->t_end;
+    take_gpu_time(t, ev);
 }
 
 static __attribute__((noinline)) void kern_event_slow(struct wsl_kern_trace *t, enum wsl_kern_op op, unsigned slot,
@@ -424,16 +460,18 @@ static __attribute__((noinline)) void kern_event_slow(struct wsl_kern_trace *t, 
     case WSL_KERN_NONE:
         break;
     }
+    /* (first_launch and the captures change here alone) */
+    t->fast_after = !t->ncapturing && t->first_launch ? t->first_launch - 1 : UINT64_MAX;
 }
 
-void wsl_kern_trace_event(struct wsl_kern_trace *t, enum wsl_kern_op op, unsigned slot, const struct wsl_event *ev)
+/* Most launches: a successful launch of a handle in the cache, outside any capture, after the first
+ * launch. It does what kern_event_slow would do for it (first_launch stays, no capture to count)
+ * without its calls; false: kern_event_slow's. */
+static inline __attribute__((always_inline)) bool launch_fast(struct wsl_kern_trace *t, unsigned slot,
+                                                              const struct wsl_event *ev)
 {
-    /* Most events: a successful launch of a handle in the cache, outside any
-     * capture, after the first launch. It does what kern_event_slow would do
-     * for it (first_launch stays, no capture to count) without its calls. */
     uint64_t handle = ev->a[0];
-    if (op == WSL_KERN_LAUNCH && ev->result == 0 && handle && !t->ncapturing && t->first_launch &&
-        ev->t_start >= t->first_launch) {
+    if (ev->result == 0 && handle && ev->t_start > t->fast_after) {
         struct launch_cache_entry *c = &t->launched_cache[handle_cache_slot(handle)];
         __asm__("" : "+r"(c)); /* one address for the entry's fields (gcc computed it three times) */
         if (c->handle == handle) {
@@ -444,9 +482,22 @@ void wsl_kern_trace_event(struct wsl_kern_trace *t, enum wsl_kern_op op, unsigne
                 t->rows[c->row].by_api[slot < WSL_KERN_LAUNCH_APIS ? slot : WSL_KERN_LAUNCH_APIS - 1]++;
             else
                 launch_config_changed(t, c, slot, ev);
-            return;
+            return true;
         }
     }
+    return false;
+}
+
+void wsl_kern_trace_launch(struct wsl_kern_trace *t, unsigned slot, const struct wsl_event *ev)
+{
+    if (!launch_fast(t, slot, ev))
+        kern_event_slow(t, WSL_KERN_LAUNCH, slot, ev);
+}
+
+void wsl_kern_trace_event(struct wsl_kern_trace *t, enum wsl_kern_op op, unsigned slot, const struct wsl_event *ev)
+{
+    if (op == WSL_KERN_LAUNCH && launch_fast(t, slot, ev))
+        return;
     kern_event_slow(t, op, slot, ev);
 }
 

@@ -181,6 +181,12 @@ struct wsl_kern_trace *wsl_kern_trace_begin(void);
 void wsl_kern_trace_paths(struct wsl_kern_trace *t, const struct wsl_item *item);
 /* One event of an API whose op is not WSL_KERN_NONE; slot: its launch slot (launches only). */
 void wsl_kern_trace_event(struct wsl_kern_trace *t, enum wsl_kern_op op, unsigned slot, const struct wsl_event *ev);
+/* An event of op WSL_KERN_LAUNCH: what wsl_kern_trace_event does for it (the event loop's launch
+ * path). */
+void wsl_kern_trace_launch(struct wsl_kern_trace *t, unsigned slot, const struct wsl_event *ev);
+/* An event of op WSL_KERN_GPU_TIME: what wsl_kern_trace_event does for it, without the op's tests
+ * (the event loop's straight path for GPU kernels). */
+void wsl_kern_trace_gpu(struct wsl_kern_trace *t, const struct wsl_event *ev);
 /* Names the launched handles and adds them to k; t is left as it was (a rank's trace is added to
  * the run and to the rank's own run). */
 void wsl_kern_trace_merge(const struct wsl_kern_trace *t, struct wsl_kernels *k, int32_t pid, double ns_per_tick,

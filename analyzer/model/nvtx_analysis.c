@@ -149,8 +149,22 @@ static void history_note(struct wsl_nvtx_thread *th, uint64_t t)
     th->history_count++;
 }
 
-/* The innermost range of the thread at time t, or NONE (none open, or older than the history). */
-static uint32_t history_at(struct wsl_nvtx_thread *th, uint64_t t)
+/* Entry k of the thread's history, found for a time in a history in time order: the times its
+ * range stays innermost are kept for the next kernels (launched in the same range, most are). */
+static uint32_t history_found(struct wsl_nvtx_thread *th, uint64_t k, uint64_t hi)
+{
+    const struct history_entry *h = th->history;
+    th->history_hint = k;
+    th->span_count = th->history_count;
+    th->span_lo = h[k % WSL_NVTX_HISTORY].t;
+    th->span_hi = k + 1 < hi ? h[(k + 1) % WSL_NVTX_HISTORY].t : UINT64_MAX;
+    th->span_range = h[k % WSL_NVTX_HISTORY].range;
+    return th->span_range;
+}
+
+/* The innermost range of the thread at time t, or NONE (none open, or older than the history). Its
+ * last answer's span is tested by the caller (wsl_nvtx_trace_gpu). */
+static __attribute__((noinline)) uint32_t history_at(struct wsl_nvtx_thread *th, uint64_t t)
 {
     if (!th || !th->history_count)
         return NONE;
@@ -159,18 +173,17 @@ static uint32_t history_at(struct wsl_nvtx_thread *th, uint64_t t)
     uint64_t hi = th->history_count; /* find the last entry in [lo, hi) with .t <= t */
     if (h[lo % WSL_NVTX_HISTORY].t > t)
         return NONE;
+    bool sorted = th->history_descent <= lo;
     uint64_t k = th->history_hint;
-    if (th->history_descent <= lo && k >= lo && k < hi) {
+    if (sorted && k >= lo && k < hi && h[k % WSL_NVTX_HISTORY].t <= t) {
         /* [lo, hi) in time order (the usual case), and the GPU times of a thread's launches come in
-         * order: the entry is the last one found, or the next. Sorted, the search below finds the
-         * same entry. */
-        if (h[k % WSL_NVTX_HISTORY].t <= t && (k + 1 == hi || h[(k + 1) % WSL_NVTX_HISTORY].t > t))
-            return h[k % WSL_NVTX_HISTORY].range;
-        if (k + 1 < hi && h[(k + 1) % WSL_NVTX_HISTORY].t <= t &&
-            (k + 2 == hi || h[(k + 2) % WSL_NVTX_HISTORY].t > t)) {
-            th->history_hint = k + 1;
-            return h[(k + 1) % WSL_NVTX_HISTORY].range;
-        }
+         * order: the entry is the last one found or one a few on (a range closed and the next
+         * opened between two launches: two on). Sorted, the search below finds the same entry. */
+        uint64_t stop = k + 4 < hi ? k + 4 : hi - 1;
+        while (k < stop && h[(k + 1) % WSL_NVTX_HISTORY].t <= t)
+            k++;
+        if (k + 1 == hi || h[(k + 1) % WSL_NVTX_HISTORY].t > t)
+            return history_found(th, k, hi);
     }
     while (hi - lo > 1) {
         uint64_t mid = lo + (hi - lo) / 2;
@@ -179,6 +192,8 @@ static uint32_t history_at(struct wsl_nvtx_thread *th, uint64_t t)
         else
             hi = mid;
     }
+    if (sorted)
+        return history_found(th, lo, th->history_count);
     th->history_hint = lo;
     return h[lo % WSL_NVTX_HISTORY].range;
 }
@@ -342,38 +357,29 @@ static void on_end(struct wsl_nvtx_trace *t, const struct wsl_event *ev)
     end_start(t, s, ev->t_start, false);
 }
 
-static void on_gpu_kernel(struct wsl_nvtx_trace *t, const struct wsl_event *ev)
+/* The thread of tid (NULL: none yet): a GPU kernel launched by another thread than the last one. */
+static __attribute__((noinline)) struct wsl_nvtx_thread *gpu_thread(struct wsl_nvtx_trace *t, uint32_t tid)
 {
-    uint32_t tid = (uint32_t)(ev->a[2] >> 32);
-    struct wsl_nvtx_thread *th = t->gpu_thread;
-    if (!th || t->gpu_tid != tid) {
-        struct wsl_u64_slot *s = wsl_u64_map_find(&t->thread_index, (uint64_t)tid + 1);
-        th = s ? t->threads[s->value] : NULL;
-        if (th) {
-            t->gpu_thread = th;
-            t->gpu_tid = tid;
-        }
+    struct wsl_u64_slot *s = wsl_u64_map_find(&t->thread_index, (uint64_t)tid + 1);
+    struct wsl_nvtx_thread *th = s ? t->threads[s->value] : NULL;
+    if (th) { /* a tid's thread, once made, stays */
+        t->gpu_thread = th;
+        t->gpu_tid = tid;
     }
-    uint32_t r = history_at(th, ev->a[1]);
-    if (r == NONE) {
-        t->gpu_unattributed++;
-        return;
-    }
-    t->ranges[r].self.gpu_kernels++;
-    t->ranges[r].self.gpu_ns += ev->t_end >= ev->t_start ? ev->t_end - ev->t_start : 0;
-    if (ev->a[2] & WSL_GPU_GRAPH)
-        return; /* a graph launch's measure is taken as it is */
-    t->any_timed = true;
-    uint64_t handle = ev->a[0];
-    uint32_t config = (uint32_t)ev->result;
-    unsigned idle = (ev->a[2] & WSL_GPU_IDLE_AT_SUBMIT) != 0;
-    uint64_t key = handle ^ ((((uint64_t)r << 33) | ((uint64_t)config << 1) | idle) * 0x9e3779b97f4a7c15ull); /* a hash */
-    key = key ? key : 1;
+    return th;
+}
+
+/* A timed kernel's entry not in the cache: found by its hash, or added; c takes it. */
+static __attribute__((noinline)) void timed_count(struct wsl_nvtx_trace *t, struct timed_cache_entry *c, uint64_t key,
+                                                  uint64_t handle, uint32_t r, uint32_t config, unsigned idle)
+{
+    uint64_t tag = ((uint64_t)r << 33) | ((uint64_t)config << 1) | idle;
     for (struct wsl_u64_slot *s = wsl_u64_map_find(&t->timed_index, key); s;
          s = wsl_u64_map_find_next(&t->timed_index, s)) {
         struct timed_kernels *q = &t->timed[s->value];
         if (q->handle == handle && q->range == r && q->config == config && q->idle == idle) {
             q->count++;
+            *c = (struct timed_cache_entry){handle, tag, (uint32_t)s->value + 1};
             return;
         }
     }
@@ -386,7 +392,43 @@ static void on_gpu_kernel(struct wsl_nvtx_trace *t, const struct wsl_event *ev)
         t->timed = xrealloc(t->timed, t->timed_cap * sizeof *t->timed);
     }
     t->timed[t->timed_count] = (struct timed_kernels){handle, r, config, idle, 1};
+    *c = (struct timed_cache_entry){handle, tag, (uint32_t)t->timed_count + 1};
     wsl_u64_map_insert(&t->timed_index, key, t->timed_count++);
+}
+
+void wsl_nvtx_trace_gpu(struct wsl_nvtx_trace *t, const struct wsl_event *ev)
+{
+    uint32_t tid = (uint32_t)(ev->a[2] >> 32);
+    struct wsl_nvtx_thread *th = t->gpu_thread;
+    if (__builtin_expect(!th || t->gpu_tid != tid, 0))
+        th = gpu_thread(t, tid);
+    uint64_t launched = ev->a[1];
+    uint32_t r;
+    if (th && th->span_count == th->history_count && launched >= th->span_lo && launched < th->span_hi)
+        r = th->span_range; /* the entry history_at found last, the history unchanged since */
+    else
+        r = history_at(th, launched);
+    if (r == NONE) {
+        t->gpu_unattributed++;
+        return;
+    }
+    t->ranges[r].self.gpu_kernels++;
+    t->ranges[r].self.gpu_ns += ev->t_end >= ev->t_start ? ev->t_end - ev->t_start : 0;
+    if (ev->a[2] & WSL_GPU_GRAPH)
+        return; /* a graph launch's measure is taken as it is */
+    t->any_timed = true;
+    uint64_t handle = ev->a[0];
+    uint32_t config = (uint32_t)ev->result;
+    unsigned idle = (ev->a[2] & WSL_GPU_IDLE_AT_SUBMIT) != 0;
+    uint64_t tag = ((uint64_t)r << 33) | ((uint64_t)config << 1) | idle; /* (r < 2^31: WSL_NVTX_MAX_RANGES) */
+    uint64_t key = handle ^ (tag * 0x9e3779b97f4a7c15ull); /* a hash */
+    key = key ? key : 1;
+    struct timed_cache_entry *c = &t->timed_cache[(key * 0x9e3779b97f4a7c15ull) >> (64 - NVTX_TIMED_CACHE_BITS)];
+    if (c->index1 && c->handle == handle && c->tag == tag) {
+        t->timed[c->index1 - 1].count++;
+        return;
+    }
+    timed_count(t, c, key, handle, r, config, idle);
 }
 
 bool wsl_nvtx_trace_timed(const struct wsl_nvtx_trace *t) { return t->any_timed; }
@@ -413,6 +455,7 @@ void wsl_nvtx_trace_adjust_pairs(struct wsl_nvtx_trace *t, const struct wsl_kern
             t->ranges[r].timed_other[idle] = 0;
         }
     t->timed_count = 0; /* adjusted once */
+    memset(t->timed_cache, 0, sizeof t->timed_cache);
 }
 
 void wsl_nvtx_trace_event(struct wsl_nvtx_trace *t, struct wsl_nvtx_thread *th, unsigned category,
@@ -438,7 +481,7 @@ void wsl_nvtx_trace_event(struct wsl_nvtx_trace *t, struct wsl_nvtx_thread *th, 
     case WSL_CAT_NVTX_NAME_THREAD:
         return;
     case WSL_CAT_GPU_KERNEL:
-        on_gpu_kernel(t, ev);
+        wsl_nvtx_trace_gpu(t, ev);
         return;
     default:
         if (th->frames)

@@ -277,6 +277,9 @@ void wsl_nvtx_track_batch(struct wsl_nvtx_trace *t, struct wsl_nvtx_thread *th, 
  * sampled file calls: wsl_event_calls, wsl_event_ticks in io_analysis.h). */
 void wsl_nvtx_trace_event(struct wsl_nvtx_trace *t, struct wsl_nvtx_thread *th, unsigned category,
                           const struct wsl_event *ev, uint64_t calls, uint64_t ticks);
+/* A GPU kernel's event (WSL_CAT_GPU_KERNEL): what wsl_nvtx_trace_event does for it (the event
+ * loop's straight path). */
+void wsl_nvtx_trace_gpu(struct wsl_nvtx_trace *t, const struct wsl_event *ev);
 /* Closes what is still open at end_ticks; returns how many were. Once per trace, before
  * wsl_nvtx_trace_merge. */
 uint64_t wsl_nvtx_trace_close(struct wsl_nvtx_trace *t, uint64_t end_ticks);

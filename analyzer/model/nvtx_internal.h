@@ -26,6 +26,9 @@ struct local_range {            /* per trace: (kind, domain id, name id) */
 
 /* Timed kernels of one (range, handle, configuration), queued or idle at submit
  * (wsl_nvtx_trace_adjust_pairs). */
+#define NVTX_TIMED_CACHE_BITS 6
+#define NVTX_TIMED_CACHE_SIZE (1u << NVTX_TIMED_CACHE_BITS)
+
 struct timed_kernels {
     uint64_t handle;
     uint32_t range, config;
@@ -58,6 +61,10 @@ struct wsl_nvtx_thread {
     uint64_t history_count;     /* entries ever appended */
     uint64_t history_descent;   /* the last entry appended earlier in time than the one before it (0: none) */
     uint64_t history_hint;      /* the entry history_at found last */
+    /* What history_at found last in a history in time order: times [span_lo, span_hi) have
+     * span_range innermost while history_count is span_count (an entry appended ends it). */
+    uint64_t span_count, span_lo, span_hi;
+    uint32_t span_range;
     uint32_t seg;               /* the thread's open segment (wsl_nvtx_track_batch), NONE: none */
 };
 
@@ -97,6 +104,14 @@ struct wsl_nvtx_trace {
     struct timed_kernels *timed;
     size_t timed_count, timed_cap;
     bool any_timed;
+    /* The timed entries GPU kernels found last, by a few bits of their key's hash: most kernels
+     * skip timed_index's lookup. index1: the entry's index + 1 (0: empty). Emptied where timed is
+     * (wsl_nvtx_trace_adjust_pairs); entries are only appended otherwise. */
+    struct timed_cache_entry {
+        uint64_t handle;
+        uint64_t tag;           /* range << 33 | configuration << 1 | idle */
+        uint32_t index1;
+    } timed_cache[NVTX_TIMED_CACHE_SIZE];
     /* The step's figures on this reading (wsl_nvtx_trace_track): a thread's calls between two of its
      * NVTX events make a segment (the range of their times and their counts); GPU kernels are kept
      * one by one (their launch time, their duration). Events before the trace's first push are not

@@ -202,8 +202,10 @@ void wsl_nvtx_track_batch(struct wsl_nvtx_trace *t, struct wsl_nvtx_thread *th, 
             if (ts > sg->hi)
                 sg->hi = ts;
         }
-        bool smp = sampled[e->api];
-        wsl_nvtx_attribute(&sg->c, k, e, wsl_event_calls(k, smp, e), wsl_event_ticks(smp, weight, e));
+        if (__builtin_expect(!sampled[e->api], 1)) /* (one call, its duration) */
+            wsl_nvtx_attribute(&sg->c, k, e, 1, e->t_end >= e->t_start ? e->t_end - e->t_start : 0);
+        else
+            wsl_nvtx_attribute(&sg->c, k, e, wsl_event_calls(k, true, e), wsl_event_ticks(true, weight, e));
     }
 }
 

@@ -110,6 +110,7 @@ void wsl_phase_trace_event_slow(struct wsl_phase_trace *t, enum wsl_phase_op op,
     if (op == WSL_PHASE_BREAK || op == WSL_PHASE_SUBMIT_BREAK || op == WSL_PHASE_READ) {
         if (t->f.cur) {
             t->f.cur->pending_break = true;
+            t->f.cur->ready = false;
             if (op == WSL_PHASE_READ && ev->a[0] == 0) { /* path id 0: a pipe or socket */
                 t->f.cur->pipe_reads++;
                 t->f.cur->pipe_ticks += ev->t_end - ev->t_start;
@@ -146,12 +147,14 @@ void wsl_phase_trace_event_slow(struct wsl_phase_trace *t, enum wsl_phase_op op,
     q->have_last = true;
     q->last_ticks = ev->t_start;
     q->pending_break = false;
+    q->ready = true;
     if (q->n >= WSL_PHASE_MAX_SEQ)
         return;
     if (q->n == q->cap) {
         q->cap = q->cap ? 4 * q->cap : 16384;
         if (q->cap > WSL_PHASE_MAX_SEQ)
             q->cap = WSL_PHASE_MAX_SEQ;
+        q->room = q->cap == WSL_PHASE_MAX_SEQ ? SIZE_MAX : q->cap;
         q->ids = xrealloc(q->ids, q->cap * sizeof *q->ids);
         q->ticks = xrealloc(q->ticks, q->cap * sizeof *q->ticks);
     }

@@ -103,6 +103,9 @@ struct wsl_phase_seq {
     uint64_t *ticks;            /* their start */
     bool pending_break;         /* the thread waited or did other work of its own since its last launch */
     bool have_last;
+    bool ready;                 /* have_last && !pending_break (the inline path's one test of both) */
+    size_t room;                /* cap, or SIZE_MAX once cap is WSL_PHASE_MAX_SEQ: n < room where a launch is
+                                   kept or, at the cap, counted only (the inline path's one test) */
     uint64_t last_ticks;        /* its last launch's start */
     size_t n, cap;
     uint64_t total;             /* launches, kept or not */
@@ -140,8 +143,7 @@ static inline void wsl_phase_trace_event(struct wsl_phase_trace *t, enum wsl_pha
     struct wsl_phase_trace_fast *f = (struct wsl_phase_trace_fast *)(void *)t;
     struct wsl_phase_seq *q = f->cur;
     /* (a thread with a launch before, have_last, had a submission: any_submit holds) */
-    if (op == WSL_PHASE_LAUNCH && ev->result == 0 && q && q->have_last && !q->pending_break &&
-        (q->n < q->cap || q->n >= WSL_PHASE_MAX_SEQ) && ev->t_start >= q->last_ticks) {
+    if (op == WSL_PHASE_LAUNCH && ev->result == 0 && q && q->ready && q->n < q->room && ev->t_start >= q->last_ticks) {
         uint64_t ts = ev->t_start, g = ts - q->last_ticks;
         /* (first_submit: at most the thread's last launch's start, which set it or came after it) */
         if (ev->t_end > f->last_submit_end)

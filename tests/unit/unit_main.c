@@ -111,6 +111,9 @@
     X(nvtx_host_by_range)         \
     X(nvtx_step_list_between_others) \
     X(nvtx_step_figures_three_ways) \
+    X(kern_gpu_row_cache)         \
+    X(nvtx_gpu_caches)            \
+    X(phase_fast_path)            \
     X(rule_sync_heavy)            \
     X(rule_sync_polls)            \
     X(rules_host_quiet)           \
