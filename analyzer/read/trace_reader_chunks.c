@@ -449,7 +449,7 @@ static __attribute__((noinline)) uint32_t tbits_events(struct wsl_reader *r, str
             memcpy(&x, base + at, 8);
             x >>= pos & 7;
             const unsigned tg = (unsigned)__builtin_ctzll(x >> gk | 1ull << 63), lg = gk + tg + 1;
-            const uint64_t xd = x >> lg;
+            const uint64_t xd = lg < 64 ? x >> lg : 0; /* lg 64 or more: the slow path below */
             const unsigned td = (unsigned)__builtin_ctzll(xd >> dk | 1ull << 63), len = lg + dk + td + 1;
             if (__builtin_expect(tg < gq && td < dq && len <= 57, 1)) {
                 rg = (uint64_t)tg << gk | (x & gm);

@@ -704,6 +704,8 @@ static inline __attribute__((always_inline)) uint64_t wsl_tb_code(uint64_t r, un
     const unsigned nb = 63 ^ (unsigned)__builtin_clzll(y), zeros = rice ? (unsigned)u : q + nb;
     const unsigned one = k + zeros; /* the one bit's place */
     *len = one + 1 + nb;
+    if (__builtin_expect(*len > 56, 0))
+        return 0; /* the caller puts it otherwise (and a shift of 64 or more is undefined) */
     return (r & m) | 1ull << one | (y ^ 1ull << nb) << (one + 1);
 }
 
