@@ -67,6 +67,26 @@ static inline void wsl_pack_reset(struct wsl_pack_state *ps, int with_slots)
         memset(ps->slot, 0, sizeof ps->slot);
 }
 
+/* The writer's codec and header anew for a chunk of thread tid whose first event starts at `base`.
+ * Each chunk decodes on its own: the codec's per-api slots are reset, only those the last chunk
+ * used (the apis of its table's entries; all of them after a full table, whose later literals are
+ * not in it), as a full reset is 64 KiB. */
+static inline void wsl_chunk_codec_open(struct wsl_pack_state *ps, struct wsl_codec_state *st,
+                                        struct wsl_events_header *eh, uint32_t tid, uint64_t base, uint64_t dropped)
+{
+    if (ps->entries >= WSL_PACK_TABLE_MAX)
+        memset(st->prev, 0, sizeof st->prev);
+    else
+        for (uint32_t i = 0; i < ps->entries; i++)
+            memset(&st->prev[ps->table[i].api], 0, sizeof st->prev[0]);
+    st->prev_t = base;
+    wsl_pack_reset(ps, 1);
+    memset(eh, 0, sizeof *eh);
+    eh->tid = tid;
+    eh->base_ticks = base;
+    eh->dropped = dropped;
+}
+
 /* Whether a and b have the same argument set: api, result, stream and a[], the 48 bytes from api on
  * (flags, reserved, left out), compared 16 bytes at a time (half the instructions of field by field,
  * which the writer pays on each event: docs/overhead.md, "The writer, second pass"). */

@@ -87,24 +87,10 @@ static void chunk_close(struct open_chunk *c)
     wsl_events_written += eh.count;
 }
 
-/* Opens c for thread tid, its first event's start `base`. Each chunk decodes on
- * its own: the codec's per-api slots are reset, only those the last chunk used
- * (the apis of its table's entries; all of them after a full table, whose later
- * literals are not in it), as a full reset is 64 KiB. */
+/* Opens c for thread tid, its first event's start `base` (wsl_chunk_codec_open). */
 static void chunk_open(struct open_chunk *c, uint32_t tid, uint64_t base, uint64_t dropped)
 {
-    if (c->pack.entries >= WSL_PACK_TABLE_MAX) {
-        memset(c->codec.prev, 0, sizeof c->codec.prev);
-    } else {
-        for (uint32_t i = 0; i < c->pack.entries; i++)
-            memset(&c->codec.prev[c->pack.table[i].api], 0, sizeof c->codec.prev[0]);
-    }
-    c->codec.prev_t = base;
-    wsl_pack_reset(&c->pack, 1);
-    memset(&c->eh, 0, sizeof c->eh);
-    c->eh.tid = tid;
-    c->eh.base_ticks = base;
-    c->eh.dropped = dropped;
+    wsl_chunk_codec_open(&c->pack, &c->codec, &c->eh, tid, base, dropped);
     c->o = (struct wsl_tbits_out){c->op, c->lit, c->gap, c->dur, 0, 0};
     c->open = 1;
 }

@@ -247,17 +247,7 @@ static void chunk_close(struct open_chunk *c)
 
 static void chunk_open(struct open_chunk *c, uint32_t tid, uint64_t base, uint64_t dropped)
 {
-    if (c->pack.entries >= WSL_PACK_TABLE_MAX)
-        memset(c->codec.prev, 0, sizeof c->codec.prev);
-    else
-        for (uint32_t i = 0; i < c->pack.entries; i++)
-            memset(&c->codec.prev[c->pack.table[i].api], 0, sizeof c->codec.prev[0]);
-    c->codec.prev_t = base;
-    wsl_pack_reset(&c->pack, 1);
-    memset(&c->eh, 0, sizeof c->eh);
-    c->eh.tid = tid;
-    c->eh.base_ticks = base;
-    c->eh.dropped = dropped;
+    wsl_chunk_codec_open(&c->pack, &c->codec, &c->eh, tid, base, dropped);
     c->o = (struct wsl_gaps_out){c->op, c->gap, c->dur_lo, c->dur_hi, c->lit};
     c->open = 1;
 }
@@ -288,17 +278,7 @@ static void bits_close(struct bits_chunk *c)
 
 static void bits_open(struct bits_chunk *c, uint32_t tid, uint64_t base, uint64_t dropped)
 {
-    if (c->pack.entries >= WSL_PACK_TABLE_MAX)
-        memset(c->codec.prev, 0, sizeof c->codec.prev);
-    else
-        for (uint32_t i = 0; i < c->pack.entries; i++)
-            memset(&c->codec.prev[c->pack.table[i].api], 0, sizeof c->codec.prev[0]);
-    c->codec.prev_t = base;
-    wsl_pack_reset(&c->pack, 1);
-    memset(&c->eh, 0, sizeof c->eh);
-    c->eh.tid = tid;
-    c->eh.base_ticks = base;
-    c->eh.dropped = dropped;
+    wsl_chunk_codec_open(&c->pack, &c->codec, &c->eh, tid, base, dropped);
     c->o = (struct wsl_tbits_out){c->op, c->lit, c->gap, c->dur, 0, 0};
     c->open = 1;
 }
