@@ -167,50 +167,32 @@ WSL_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
 {
     READ_HOOK(WSL_IO_ID___read_chk, fd, n, NO_OFFSET, REAL(__read_chk)(fd, buf, n, buflen))
 }
-static __attribute__((noinline)) ssize_t pread_st_full(int fd, void *buf, size_t n, off_t off)
-{
-    READ_HOOK(WSL_IO_ID_pread, fd, n, (uint64_t)off, st_pread(fd, buf, n, (off_t)off))
-}
-static __attribute__((noinline)) ssize_t pread_st(int fd, void *buf, size_t n, off_t off)
-{
-    READ_ST_HOOK(WSL_IO_ID_pread, fd, n, (uint64_t)off, SYS_pread64, off, pread_st_full(fd, buf, n, off))
-}
-static __attribute__((noinline)) ssize_t pread_mt_full(int fd, void *buf, size_t n, off_t off)
-{
-    READ_HOOK(WSL_IO_ID_pread, fd, n, (uint64_t)off, REAL(pread)(fd, buf, n, off))
-}
-static __attribute__((noinline)) ssize_t pread_mt(int fd, void *buf, size_t n, off_t off)
-{
-    READ_MT_HOOK(WSL_IO_ID_pread, fd, n, (uint64_t)off, pread, (fd, buf, n, off), pread_mt_full(fd, buf, n, off))
-}
-WSL_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off)
-{
-    if (PROGRAM_ST())
-        return pread_st(fd, buf, n, off);
-    return pread_mt(fd, buf, n, off);
-}
-static __attribute__((noinline)) ssize_t pread64_st_full(int fd, void *buf, size_t n, off64_t off)
-{
-    READ_HOOK(WSL_IO_ID_pread64, fd, n, (uint64_t)off, st_pread(fd, buf, n, (off_t)off))
-}
-static __attribute__((noinline)) ssize_t pread64_st(int fd, void *buf, size_t n, off64_t off)
-{
-    READ_ST_HOOK(WSL_IO_ID_pread64, fd, n, (uint64_t)off, SYS_pread64, off, pread64_st_full(fd, buf, n, off))
-}
-static __attribute__((noinline)) ssize_t pread64_mt_full(int fd, void *buf, size_t n, off64_t off)
-{
-    READ_HOOK(WSL_IO_ID_pread64, fd, n, (uint64_t)off, REAL(pread64)(fd, buf, n, off))
-}
-static __attribute__((noinline)) ssize_t pread64_mt(int fd, void *buf, size_t n, off64_t off)
-{
-    READ_MT_HOOK(WSL_IO_ID_pread64, fd, n, (uint64_t)off, pread64, (fd, buf, n, off), pread64_mt_full(fd, buf, n, off))
-}
-WSL_EXPORT ssize_t pread64(int fd, void *buf, size_t n, off64_t off)
-{
-    if (PROGRAM_ST())
-        return pread64_st(fd, buf, n, off);
-    return pread64_mt(fd, buf, n, off);
-}
+/* pread and pread64 (name, its id, the offset's type): the twins and the export */
+#define PREAD_TWINS(name, api, off_type)                                                   \
+    static __attribute__((noinline)) ssize_t name##_st_full(int fd, void *buf, size_t n, off_type off) \
+    {                                                                                      \
+        READ_HOOK(api, fd, n, (uint64_t)off, st_pread(fd, buf, n, (off_t)off))             \
+    }                                                                                      \
+    static __attribute__((noinline)) ssize_t name##_st(int fd, void *buf, size_t n, off_type off) \
+    {                                                                                      \
+        READ_ST_HOOK(api, fd, n, (uint64_t)off, SYS_pread64, off, name##_st_full(fd, buf, n, off)) \
+    }                                                                                      \
+    static __attribute__((noinline)) ssize_t name##_mt_full(int fd, void *buf, size_t n, off_type off) \
+    {                                                                                      \
+        READ_HOOK(api, fd, n, (uint64_t)off, REAL(name)(fd, buf, n, off))                  \
+    }                                                                                      \
+    static __attribute__((noinline)) ssize_t name##_mt(int fd, void *buf, size_t n, off_type off) \
+    {                                                                                      \
+        READ_MT_HOOK(api, fd, n, (uint64_t)off, name, (fd, buf, n, off), name##_mt_full(fd, buf, n, off)) \
+    }                                                                                      \
+    WSL_EXPORT ssize_t name(int fd, void *buf, size_t n, off_type off)                     \
+    {                                                                                      \
+        if (PROGRAM_ST())                                                                  \
+            return name##_st(fd, buf, n, off);                                             \
+        return name##_mt(fd, buf, n, off);                                                 \
+    }
+PREAD_TWINS(pread, WSL_IO_ID_pread, off_t)
+PREAD_TWINS(pread64, WSL_IO_ID_pread64, off64_t)
 WSL_EXPORT ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen)
 {
     READ_HOOK(WSL_IO_ID___pread_chk, fd, n, (uint64_t)off, REAL(__pread_chk)(fd, buf, n, off, buflen))
