@@ -328,6 +328,25 @@ static void write_args(struct exporter *x, struct write_state *w, const struct t
     fputc('}', out);
 }
 
+/* The flow from a launch (on thread launch_tid at rel_ns launch) to its kernel's
+ * slice (on track, starting at rel_ns start): a Chrome flow's start and end. */
+static void put_launch_flow(struct exporter *x, int32_t pid, uint32_t launch_tid, uint64_t launch, int64_t track,
+                            uint64_t start)
+{
+    uint64_t id = ++x->next_flow_id;
+    begin_event(x);
+    fprintf(x->out, "{\"ph\":\"s\",\"cat\":\"ac2g\",\"name\":\"launch\",\"id\":%" PRIu64 ",\"pid\":%d,\"tid\":%u,\"ts\":",
+            id, (int)pid, launch_tid);
+    put_us(x->out, launch);
+    fputs("}", x->out);
+    begin_event(x);
+    fprintf(x->out, "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"ac2g\",\"name\":\"launch\",\"id\":%" PRIu64
+                    ",\"pid\":%d,\"tid\":%" PRId64 ",\"ts\":", id, (int)pid, track);
+    put_us(x->out, start);
+    fputs("}", x->out);
+    x->res->flows++;
+}
+
 static void write_gpu_kernel(struct exporter *x, struct write_state *w, const struct wsl_event *ev)
 {
     struct chrome_trace *t = w->t;
@@ -388,19 +407,8 @@ static void write_gpu_kernel(struct exporter *x, struct write_state *w, const st
     uint64_t launch = rel_ns(x, t, ev->a[1]);
     if (!ev->a[1] || !in_window(x, launch) || !launch_tid)
         return;
-    uint64_t id = ++x->next_flow_id;
     thread_track(x, w, launch_tid);
-    begin_event(x);
-    fprintf(x->out, "{\"ph\":\"s\",\"cat\":\"ac2g\",\"name\":\"launch\",\"id\":%" PRIu64 ",\"pid\":%d,\"tid\":%u,\"ts\":",
-            id, (int)t->pid, launch_tid);
-    put_us(x->out, launch);
-    fputs("}", x->out);
-    begin_event(x);
-    fprintf(x->out, "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"ac2g\",\"name\":\"launch\",\"id\":%" PRIu64
-                    ",\"pid\":%d,\"tid\":%" PRId64 ",\"ts\":", id, (int)t->pid, tid);
-    put_us(x->out, start);
-    fputs("}", x->out);
-    x->res->flows++;
+    put_launch_flow(x, t->pid, launch_tid, launch, tid, start);
 }
 
 /* ---- NVTX: push/pop ranges as B/E slices on their thread, start/end ranges as async slices ---- */
@@ -660,18 +668,7 @@ static void write_estimated_kernel(struct exporter *x, struct write_state *w, ui
             basis, based_on, ev->stream, tid);
     x->res->slices++;
     x->res->kernels_estimated++;
-    uint64_t id = ++x->next_flow_id;
-    begin_event(x);
-    fprintf(x->out, "{\"ph\":\"s\",\"cat\":\"ac2g\",\"name\":\"launch\",\"id\":%" PRIu64 ",\"pid\":%d,\"tid\":%u,\"ts\":",
-            id, (int)t->pid, tid);
-    put_us(x->out, launch);
-    fputs("}", x->out);
-    begin_event(x);
-    fprintf(x->out, "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"ac2g\",\"name\":\"launch\",\"id\":%" PRIu64
-                    ",\"pid\":%d,\"tid\":%" PRId64 ",\"ts\":", id, (int)t->pid, track);
-    put_us(x->out, start);
-    fputs("}", x->out);
-    x->res->flows++;
+    put_launch_flow(x, t->pid, tid, launch, track, start);
 }
 
 /* ---- the phases track ---- */
