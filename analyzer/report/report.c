@@ -94,12 +94,8 @@ __attribute__((noreturn, format(printf, 1, 2)))
 static void fail(const char *fmt, ...)
 {
     va_list ap;
-    fputs(PROG ": ", stderr);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    exit(2);
+    cli_vfail(PROG, "", fmt, ap);
 }
 
 /* --gpu-pair-correction=fixed:IDLE_NS,QUEUED_NS: two numbers of ns, each 0 to 1,000,000. */

@@ -21,6 +21,7 @@
 #ifndef WSLSHIM_CLI_H
 #define WSLSHIM_CLI_H
 #include <getopt.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +56,16 @@ __attribute__((noreturn)) static inline void cli_option_error(const char *prog, 
         fprintf(stderr, "%s: option '%s' takes no value, or is unknown (see --help)\n", prog, name);
     else
         fprintf(stderr, "%s: unknown option '%s' (see --help)\n", prog, name);
+    exit(2);
+}
+
+/* A usage error or unreadable input: "prog: message" and suffix (one line) on stderr, exit 2. */
+__attribute__((noreturn, format(printf, 3, 0))) static inline void cli_vfail(const char *prog, const char *suffix,
+                                                                            const char *fmt, va_list ap)
+{
+    fprintf(stderr, "%s: ", prog);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "%s\n", suffix);
     exit(2);
 }
 

@@ -98,24 +98,16 @@ __attribute__((noreturn, format(printf, 1, 2)))
 static void usage_error(const char *fmt, ...)
 {
     va_list ap;
-    fputs(PROG ": ", stderr);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputs(" (see " PROG " --help)\n", stderr);
-    exit(2);
+    cli_vfail(PROG, " (see " PROG " --help)", fmt, ap);
 }
 
 __attribute__((noreturn, format(printf, 1, 2)))
 static void fail(const char *fmt, ...)
 {
     va_list ap;
-    fputs(PROG ": ", stderr);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    exit(2);
+    cli_vfail(PROG, "", fmt, ap);
 }
 
 static void *xmalloc(size_t n)
