@@ -22,14 +22,7 @@
 
 #include <cuda.h>
 
-static const char empty_kernel_ptx[] =
-    ".version 7.0\n"
-    ".target sm_70\n"
-    ".address_size 64\n"
-    ".visible .entry wslshim_probe_empty()\n"
-    "{\n"
-    "  ret;\n"
-    "}\n";
+#include "empty_kernel.h"
 
 struct driver {
     CUresult (*Init)(unsigned);

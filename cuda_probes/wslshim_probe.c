@@ -50,14 +50,7 @@
 #define WSLSHIM_VERSION "0"
 #endif
 
-static const char empty_kernel_ptx[] =
-    ".version 7.0\n"
-    ".target sm_70\n"
-    ".address_size 64\n"
-    ".visible .entry wslshim_probe_empty()\n"
-    "{\n"
-    "  ret;\n"
-    "}\n";
+#include "empty_kernel.h"
 
 #define MiB (1024ull * 1024)
 #define GiB (1024ull * MiB)
