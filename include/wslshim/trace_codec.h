@@ -741,6 +741,57 @@ static inline __attribute__((always_inline)) uint64_t wsl_tb_code(uint64_t r, un
     return (r & m) | 1ull << one | (y ^ 1ull << nb) << (one + 1);
 }
 
+/* The column's code of r with k and q (a Rice code: q >= 16, u = r >> k under 16, the caller checks;
+ * else r < 2^32, wsl_tb_code) and its length (0: the caller puts it otherwise). */
+static inline __attribute__((always_inline)) uint64_t wsl_tb_code_col(uint64_t r, unsigned k, uint64_t m, unsigned q,
+                                                                      unsigned *len, const int rice)
+{
+    if (rice) {
+        const uint64_t u = r >> k;
+        *len = u < 16 ? k + (unsigned)u + 1 : 0;
+        return u < 16 ? (r & m) | 1ull << (k + u) : 0;
+    }
+    if (r >> 32) {
+        *len = 0;
+        return 0;
+    }
+    const uint64_t c = wsl_tb_code(r, k, m, q, len);
+    *len = *len <= 56 ? *len : 0;
+    return c;
+}
+
+/* wsl_tbits_write's loop past its first byte, each column's code Rice (g_rice, d_rice: q >= 16)
+ * or general; the two codes one put when they take 56 bits or less. */
+static inline __attribute__((always_inline)) struct wsl_bits_at wsl_tbits_write_mixed(uint8_t *p,
+                                                                                     const uint64_t *times,
+                                                                                     unsigned n,
+                                                                                     const struct wsl_tbits_dir *d,
+                                                                                     const int g_rice,
+                                                                                     const int d_rice)
+{
+    uint64_t acc = 0;
+    unsigned bits = 0;
+    const uint64_t gc = (uint64_t)d->gap_center, dc = d->dur_center;
+    const unsigned gk = d->gap_k, gs = d->gap_shift, dk = d->dur_k, ds = d->dur_shift, gq = d->gap_q, dq = d->dur_q;
+    const uint64_t gm = (1ull << gk) - 1, dm = (1ull << dk) - 1;
+    for (const uint64_t *t = times, *const end = times + 2 * (size_t)n; t < end; t += 2) {
+        const uint64_t rg = wsl_zigzag((int64_t)(t[0] - gc) >> gs);
+        const uint64_t rd = wsl_zigzag((int64_t)(t[1] - dc) >> ds);
+        unsigned lg, ld;
+        const uint64_t cg = wsl_tb_code_col(rg, gk, gm, gq, &lg, g_rice);
+        const uint64_t cd = wsl_tb_code_col(rd, dk, dm, dq, &ld, d_rice);
+        if (__builtin_expect(lg && ld && lg + ld <= 56, 1)) {
+            WSL_BITS_PUT(p, acc, bits, cg | cd << lg, lg + ld);
+            continue;
+        }
+        const struct wsl_bits_at w = wsl_tb_put2((struct wsl_bits_at){p, bits}, rg, rd, d);
+        p = w.p;
+        bits = w.bits;
+        acc = *p;
+    }
+    return (struct wsl_bits_at){p, bits};
+}
+
 /* The bit column of n events' gaps and durations (times: gap, duration, gap, ...) at out (room for
  * n * WSL_COL_TBITS_MAX + 8 bytes); returns its bytes. The common event (both values under 2^32, the two codes 56 bits or less) is
  * one put with the bits kept in registers. */
@@ -758,9 +809,9 @@ static inline __attribute__((always_inline)) size_t wsl_tbits_write(uint8_t *out
     if (gq >= 16 && dq >= 16 && gk + dk + 34 <= 56) {
         /* Rice codes (a launch loop's times): the quotients under 16 in one put, no Exp-Golomb part
          * to compute (23 instructions an event fewer on bench_hook's mix) */
-        for (unsigned i = 0; i < n; i++) {
-            const uint64_t rg = wsl_zigzag((int64_t)(times[2 * i] - gc) >> gs);
-            const uint64_t rd = wsl_zigzag((int64_t)(times[2 * i + 1] - dc) >> ds);
+        for (const uint64_t *t = times, *const end = times + 2 * (size_t)n; t < end; t += 2) {
+            const uint64_t rg = wsl_zigzag((int64_t)(t[0] - gc) >> gs);
+            const uint64_t rd = wsl_zigzag((int64_t)(t[1] - dc) >> ds);
             const uint64_t ug = rg >> gk, ud = rd >> dk;
             if (__builtin_expect((ug | ud) < 16, 1)) {
                 const unsigned lg = gk + (unsigned)ug + 1;
@@ -775,23 +826,13 @@ static inline __attribute__((always_inline)) size_t wsl_tbits_write(uint8_t *out
         }
         return (size_t)(p - out) + (bits != 0);
     }
-    for (unsigned i = 0; i < n; i++) {
-        const uint64_t rg = wsl_zigzag((int64_t)(times[2 * i] - gc) >> gs);
-        const uint64_t rd = wsl_zigzag((int64_t)(times[2 * i + 1] - dc) >> ds);
-        if (__builtin_expect(((rg | rd) >> 32) == 0, 1)) {
-            unsigned lg, ld;
-            const uint64_t cg = wsl_tb_code(rg, gk, gm, gq, &lg), cd = wsl_tb_code(rd, dk, dm, dq, &ld);
-            if (__builtin_expect(lg + ld <= 56, 1)) {
-                WSL_BITS_PUT(p, acc, bits, cg | cd << lg, lg + ld);
-                continue;
-            }
-        }
-        const struct wsl_bits_at w = wsl_tb_put2((struct wsl_bits_at){p, bits}, rg, rd, d);
-        p = w.p;
-        bits = w.bits;
-        acc = *p;
-    }
-    return (size_t)(p - out) + (bits != 0);
+    /* a column with q >= 16 takes the Rice code alone (its quotient under 16), the other the general
+       one (7 instructions an event fewer than both general, on plain launches: a Rice duration and an
+       Exp-Golomb gap) */
+    const struct wsl_bits_at w =
+        gq >= 16 ? (dq >= 16 ? wsl_tbits_write_mixed(p, times, n, d, 1, 1) : wsl_tbits_write_mixed(p, times, n, d, 1, 0))
+                 : dq >= 16 ? wsl_tbits_write_mixed(p, times, n, d, 0, 1) : wsl_tbits_write_mixed(p, times, n, d, 0, 0);
+    return (size_t)(w.p - out) + (w.bits != 0);
 }
 
 /* Fills d's parameters for the n events' times and writes their bit column at out; returns its
