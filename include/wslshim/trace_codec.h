@@ -859,12 +859,13 @@ static inline __attribute__((always_inline)) size_t wsl_tbits_close(struct wsl_t
  * shlx/shrx, no moves to cl; loads folded into VEX operations, ptest), the same bytes; the writer
  * picks one at start (wsl_tbits_coder_pick; docs/overhead.md, "The writer, fifth pass"). */
 typedef void (*wsl_tbits_run_fn)(struct wsl_pack_state *ps, struct wsl_codec_state *st, const struct wsl_event *ev,
-                                 const struct wsl_event *end, uint32_t api_count, struct wsl_tbits_out *o);
+                                 const struct wsl_event *end, struct wsl_tbits_out *o);
 typedef size_t (*wsl_tbits_close_fn)(struct wsl_tbits_dir *d, uint8_t *out, const uint64_t *times, unsigned n,
                                      uint64_t gap_or, uint64_t dur_or);
 typedef size_t (*wsl_tbits_write_fn)(uint8_t *out, const uint64_t *times, unsigned n, const struct wsl_tbits_dir *d);
 struct wsl_tbits_coder {
-    wsl_tbits_run_fn run;     /* wsl_encode_tbits_run */
+    wsl_tbits_run_fn run;     /* wsl_encode_tbits_run, api_count WSL_MAX_API_IDS (a constant: the caller
+                                 passes the ids of its table only) */
     wsl_tbits_close_fn close; /* wsl_tbits_close */
     wsl_tbits_write_fn write; /* wsl_tbits_write (its loop, which close inlines: for the tests) */
     const char *name;         /* "x86-64-v3" or "base" */
@@ -873,10 +874,10 @@ struct wsl_tbits_coder {
 static __attribute__((noinline, unused)) void wsl_tbits_run_base(struct wsl_pack_state *ps,
                                                                 struct wsl_codec_state *st,
                                                                 const struct wsl_event *ev,
-                                                                const struct wsl_event *end, uint32_t api_count,
+                                                                const struct wsl_event *end,
                                                                 struct wsl_tbits_out *o)
 {
-    wsl_encode_tbits_run(ps, st, ev, end, api_count, o);
+    wsl_encode_tbits_run(ps, st, ev, end, WSL_MAX_API_IDS, o);
 }
 
 static __attribute__((noinline, unused)) size_t wsl_tbits_close_base(struct wsl_tbits_dir *d, uint8_t *out,
@@ -917,10 +918,9 @@ static __attribute__((noinline, unused)) WSL_TARGET_V3 void wsl_tbits_run_v3(str
                                                                             struct wsl_codec_state *st,
                                                                             const struct wsl_event *ev,
                                                                             const struct wsl_event *end,
-                                                                            uint32_t api_count,
                                                                             struct wsl_tbits_out *o)
 {
-    wsl_encode_tbits_run_with(ps, st, ev, end, api_count, o, wsl_pack_same_v3);
+    wsl_encode_tbits_run_with(ps, st, ev, end, WSL_MAX_API_IDS, o, wsl_pack_same_v3);
 }
 
 static __attribute__((noinline, unused)) WSL_TARGET_V3 size_t wsl_tbits_close_v3(struct wsl_tbits_dir *d,

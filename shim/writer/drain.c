@@ -126,14 +126,15 @@ static inline __attribute__((always_inline)) void encode_run(struct open_chunk *
     const struct wsl_event *const end = ev + n;
     const uint32_t api_count = wsl_api_count;
     if (WSL_LIKELY(!wsl_helper_possible)) {
-        /* ev->api < api_count always (ids come from the table); the run's state in registers */
-        coder.run(&c->pack, &c->codec, ev, end, api_count, &o);
+        /* ev->api < api_count always (ids come from the table; cuda_hooks.c asserts the table within
+           WSL_MAX_API_IDS, the bound the run checks); the run's state in registers */
+        coder.run(&c->pack, &c->codec, ev, end, &o);
     } else {
         for (; ev < end; ev++)
             if (WSL_LIKELY(ev->api < api_count)) {
                 if (wsl_helper_possible)
                     wsl_helper_note(ev);
-                coder.run(&c->pack, &c->codec, ev, ev + 1, api_count, &o);
+                coder.run(&c->pack, &c->codec, ev, ev + 1, &o);
             }
     }
     c->o = o;

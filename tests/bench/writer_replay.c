@@ -313,7 +313,7 @@ static void __attribute__((noinline)) encode_chunk_bits(const struct wsl_event *
         uint32_t k = n - from, room = EVENTS_PER_CHUNK - c->eh.count;
         k = k < room ? k : room;
         struct wsl_tbits_out o = c->o;
-        coder.run(&c->pack, &c->codec, ev + from, ev + from + k, WSL_MAX_API_IDS, &o);
+        coder.run(&c->pack, &c->codec, ev + from, ev + from + k, &o);
         c->o = o;
         c->eh.count = (uint32_t)(o.op - c->op);
         from += k;

@@ -219,7 +219,7 @@ int test_tbits_coders_agree(void)
                 struct wsl_tbits_out o = {op[c], lit[c], times, 0, 0};
                 for (uint32_t from = 0; from < n;) { /* runs of 1 to 600 events */
                     const uint32_t k = 1 + (uint32_t)(rnd() % 600), to = from + k < n ? from + k : n;
-                    coders[c].run(ps, st, ev + from, ev + to, WSL_MAX_API_IDS, &o);
+                    coders[c].run(ps, st, ev + from, ev + to, &o);
                     from = to;
                 }
                 CHECKF(o.op == op[c] + n, "%s: %zu ops for %u events", coders[c].name, (size_t)(o.op - op[c]), n);
