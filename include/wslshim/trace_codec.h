@@ -613,11 +613,12 @@ static inline uint64_t wsl_tb_cost(const int64_t *s, unsigned m, unsigned k, uns
 static inline uint64_t wsl_tb_best_k(const int64_t *s, unsigned m, unsigned *k, unsigned q)
 {
     uint64_t cost_k = wsl_tb_cost(s, m, *k, q);
+    const unsigned k0 = *k;
     for (int dir = -1; dir <= 1; dir += 2)
         for (;;) {
             const unsigned k2 = *k + (unsigned)dir;
-            if ((dir < 0 && *k == 0) || k2 > WSL_TBITS_K_MAX)
-                break;
+            if ((dir < 0 && *k == 0) || k2 > WSL_TBITS_K_MAX || (dir > 0 && *k < k0))
+                break; /* (up from a k below k0: its neighbour above cost more, it was left for it) */
             const uint64_t cost = wsl_tb_cost(s, m, k2, q);
             if (cost >= cost_k)
                 break;
