@@ -498,23 +498,26 @@ _Static_assert(sizeof(struct wsl_tbits_dir) == WSL_TBITS_DIRECTORY_SIZE, "the di
  * closes (its parameters come from all of them). */
 struct wsl_tbits_out {
     uint8_t *op, *lit;
-    int64_t *gap;
-    uint64_t *dur;
+    uint64_t *times;         /* each event's gap (as uint64) and duration, one after the other */
     uint64_t gap_or, dur_or; /* the values ORed: their common zero low bits */
 };
 
 /* Appends the events [ev, end) as wsl_encode_gaps_run does (the same ops and literals, the same
- * gaps and durations), the times into the gap and dur arrays, skipping those whose api is
+ * gaps and durations), the times into the times array (gap, duration), skipping those whose api is
  * api_count or above. st->prev_t: the previous event's end. */
-static inline __attribute__((always_inline)) void wsl_encode_tbits_run(struct wsl_pack_state *ps,
-                                                                      struct wsl_codec_state *st,
-                                                                      const struct wsl_event *ev,
-                                                                      const struct wsl_event *end,
-                                                                      uint32_t api_count, struct wsl_tbits_out *o)
+typedef int (*wsl_pack_same_fn)(const struct wsl_event *a, const struct wsl_event *b);
+
+/* wsl_encode_tbits_run with the successor check's compare `same` (a constant: inlined). */
+static inline __attribute__((always_inline)) void wsl_encode_tbits_run_with(struct wsl_pack_state *ps,
+                                                                           struct wsl_codec_state *st,
+                                                                           const struct wsl_event *ev,
+                                                                           const struct wsl_event *end,
+                                                                           uint32_t api_count,
+                                                                           struct wsl_tbits_out *o,
+                                                                           wsl_pack_same_fn same)
 {
     uint8_t *op = o->op;
-    int64_t *gap = o->gap;
-    uint64_t *durs = o->dur, gap_or = o->gap_or, dur_or = o->dur_or;
+    uint64_t *times = o->times, gap_or = o->gap_or, dur_or = o->dur_or;
     uint64_t prev_t = st->prev_t;
     unsigned prev = ps->prev, entries = ps->entries;
     for (; ev < end; ev++) {
@@ -522,13 +525,14 @@ static inline __attribute__((always_inline)) void wsl_encode_tbits_run(struct ws
             continue;
         const uint64_t t = ev->t_start, t_end = ev->t_end, dur = t_end >= t ? t_end - t : 0;
         const uint64_t g = t - prev_t;
-        *gap++ = (int64_t)g;
-        *durs++ = dur;
+        times[0] = g; /* one pointer for both: a register less in a loop that spills */
+        times[1] = dur;
+        times += 2;
         gap_or |= g;
         dur_or |= dur;
         prev_t = t + dur;
         const unsigned k = ps->next[prev];
-        if (__builtin_expect(k < entries && wsl_pack_same(&ps->table[k], ev), 1)) {
+        if (__builtin_expect(k < entries && same(&ps->table[k], ev), 1)) {
             *op++ = (uint8_t)(k + 1);
             prev = k;
             continue;
@@ -541,10 +545,18 @@ static inline __attribute__((always_inline)) void wsl_encode_tbits_run(struct ws
     st->prev_t = prev_t;
     ps->prev = (uint8_t)prev;
     o->op = op;
-    o->gap = gap;
-    o->dur = durs;
+    o->times = times;
     o->gap_or = gap_or;
     o->dur_or = dur_or;
+}
+
+static inline __attribute__((always_inline)) void wsl_encode_tbits_run(struct wsl_pack_state *ps,
+                                                                      struct wsl_codec_state *st,
+                                                                      const struct wsl_event *ev,
+                                                                      const struct wsl_event *end,
+                                                                      uint32_t api_count, struct wsl_tbits_out *o)
+{
+    wsl_encode_tbits_run_with(ps, st, ev, end, api_count, o, wsl_pack_same);
 }
 
 /* The k-th smallest of v[0..n) (k < n), v reordered (Hoare's partition: equal values, common in a
@@ -601,11 +613,12 @@ static inline uint64_t wsl_tb_cost(const int64_t *s, unsigned m, unsigned k, uns
 static inline uint64_t wsl_tb_best_k(const int64_t *s, unsigned m, unsigned *k, unsigned q)
 {
     uint64_t cost_k = wsl_tb_cost(s, m, *k, q);
+    const unsigned k0 = *k;
     for (int dir = -1; dir <= 1; dir += 2)
         for (;;) {
             const unsigned k2 = *k + (unsigned)dir;
-            if ((dir < 0 && *k == 0) || k2 > WSL_TBITS_K_MAX)
-                break;
+            if ((dir < 0 && *k == 0) || k2 > WSL_TBITS_K_MAX || (dir > 0 && *k < k0))
+                break; /* (up from a k below k0: its neighbour above cost more, it was left for it) */
             const uint64_t cost = wsl_tb_cost(s, m, k2, q);
             if (cost >= cost_k)
                 break;
@@ -615,8 +628,8 @@ static inline uint64_t wsl_tb_best_k(const int64_t *s, unsigned m, unsigned *k, 
     return cost_k;
 }
 
-/* A column's center, shift, k and q from a sample of its n values (n >= 1; as uint64, the gaps' two's
- * complement): v_or, all of them ORed. */
+/* A column's center, shift, k and q from a sample of its n values, v[0], v[2], ... (a column of the
+ * times array: n >= 1; as uint64, the gaps' two's complement): v_or, all of them ORed. */
 static inline void wsl_tbits_params(const uint64_t *v, unsigned n, uint64_t v_or, uint64_t *center, uint8_t *k_out,
                                     uint8_t *shift_out, uint8_t *q_out)
 {
@@ -624,10 +637,10 @@ static inline void wsl_tbits_params(const uint64_t *v, unsigned n, uint64_t v_or
     int64_t s[WSL_TBITS_SAMPLE];
     const unsigned stride = (n + WSL_TBITS_SAMPLE - 1) / WSL_TBITS_SAMPLE, m = (n + stride - 1) / stride;
     for (unsigned i = 0; i < m; i++)
-        s[i] = (int64_t)v[i * stride];
+        s[i] = (int64_t)v[2 * i * stride];
     const uint64_t c = (uint64_t)wsl_tbits_select(s, (int)m, (int)(m / 2)) & ~((1ull << shift) - 1);
     for (unsigned i = 0; i < m; i++)
-        s[i] = (int64_t)wsl_zigzag((int64_t)(v[i * stride] - c) >> shift);
+        s[i] = (int64_t)wsl_zigzag((int64_t)(v[2 * i * stride] - c) >> shift);
     /* k from the bit length of the residuals' median; q: a Rice code (16), an Exp-Golomb one (0) or
      * between (4), each with its best k */
     const uint64_t med = (uint64_t)wsl_tbits_select(s, (int)m, (int)(m / 2));
@@ -729,11 +742,63 @@ static inline __attribute__((always_inline)) uint64_t wsl_tb_code(uint64_t r, un
     return (r & m) | 1ull << one | (y ^ 1ull << nb) << (one + 1);
 }
 
-/* The bit column of n events' gaps and durations at out (room for n * WSL_COL_TBITS_MAX + 8 bytes);
- * returns its bytes. The common event (both values under 2^32, the two codes 56 bits or less) is
+/* The column's code of r with k and q (a Rice code: q >= 16, u = r >> k under 16, the caller checks;
+ * else r < 2^32, wsl_tb_code) and its length (0: the caller puts it otherwise). */
+static inline __attribute__((always_inline)) uint64_t wsl_tb_code_col(uint64_t r, unsigned k, uint64_t m, unsigned q,
+                                                                      unsigned *len, const int rice)
+{
+    if (rice) {
+        const uint64_t u = r >> k;
+        *len = u < 16 ? k + (unsigned)u + 1 : 0;
+        return u < 16 ? (r & m) | 1ull << (k + u) : 0;
+    }
+    if (r >> 32) {
+        *len = 0;
+        return 0;
+    }
+    const uint64_t c = wsl_tb_code(r, k, m, q, len);
+    *len = *len <= 56 ? *len : 0;
+    return c;
+}
+
+/* wsl_tbits_write's loop past its first byte, each column's code Rice (g_rice, d_rice: q >= 16)
+ * or general; the two codes one put when they take 56 bits or less. */
+static inline __attribute__((always_inline)) struct wsl_bits_at wsl_tbits_write_mixed(uint8_t *p,
+                                                                                     const uint64_t *times,
+                                                                                     unsigned n,
+                                                                                     const struct wsl_tbits_dir *d,
+                                                                                     const int g_rice,
+                                                                                     const int d_rice)
+{
+    uint64_t acc = 0;
+    unsigned bits = 0;
+    const uint64_t gc = (uint64_t)d->gap_center, dc = d->dur_center;
+    const unsigned gk = d->gap_k, gs = d->gap_shift, dk = d->dur_k, ds = d->dur_shift, gq = d->gap_q, dq = d->dur_q;
+    const uint64_t gm = (1ull << gk) - 1, dm = (1ull << dk) - 1;
+    for (const uint64_t *t = times, *const end = times + 2 * (size_t)n; t < end; t += 2) {
+        const uint64_t rg = wsl_zigzag((int64_t)(t[0] - gc) >> gs);
+        const uint64_t rd = wsl_zigzag((int64_t)(t[1] - dc) >> ds);
+        unsigned lg, ld;
+        const uint64_t cg = wsl_tb_code_col(rg, gk, gm, gq, &lg, g_rice);
+        const uint64_t cd = wsl_tb_code_col(rd, dk, dm, dq, &ld, d_rice);
+        if (__builtin_expect(lg && ld && lg + ld <= 56, 1)) {
+            WSL_BITS_PUT(p, acc, bits, cg | cd << lg, lg + ld);
+            continue;
+        }
+        const struct wsl_bits_at w = wsl_tb_put2((struct wsl_bits_at){p, bits}, rg, rd, d);
+        p = w.p;
+        bits = w.bits;
+        acc = *p;
+    }
+    return (struct wsl_bits_at){p, bits};
+}
+
+/* The bit column of n events' gaps and durations (times: gap, duration, gap, ...) at out (room for
+ * n * WSL_COL_TBITS_MAX + 8 bytes); returns its bytes. The common event (both values under 2^32, the two codes 56 bits or less) is
  * one put with the bits kept in registers. */
-static inline size_t wsl_tbits_write(uint8_t *out, const int64_t *gap, const uint64_t *dur, unsigned n,
-                                     const struct wsl_tbits_dir *d)
+static inline __attribute__((always_inline)) size_t wsl_tbits_write(uint8_t *out, const uint64_t *times,
+                                                                     unsigned n,
+                                                                     const struct wsl_tbits_dir *d)
 {
     uint8_t *p = out;
     uint64_t acc = 0;
@@ -745,9 +810,9 @@ static inline size_t wsl_tbits_write(uint8_t *out, const int64_t *gap, const uin
     if (gq >= 16 && dq >= 16 && gk + dk + 34 <= 56) {
         /* Rice codes (a launch loop's times): the quotients under 16 in one put, no Exp-Golomb part
          * to compute (23 instructions an event fewer on bench_hook's mix) */
-        for (unsigned i = 0; i < n; i++) {
-            const uint64_t rg = wsl_zigzag((int64_t)((uint64_t)gap[i] - gc) >> gs);
-            const uint64_t rd = wsl_zigzag((int64_t)(dur[i] - dc) >> ds);
+        for (const uint64_t *t = times, *const end = times + 2 * (size_t)n; t < end; t += 2) {
+            const uint64_t rg = wsl_zigzag((int64_t)(t[0] - gc) >> gs);
+            const uint64_t rd = wsl_zigzag((int64_t)(t[1] - dc) >> ds);
             const uint64_t ug = rg >> gk, ud = rd >> dk;
             if (__builtin_expect((ug | ud) < 16, 1)) {
                 const unsigned lg = gk + (unsigned)ug + 1;
@@ -762,40 +827,130 @@ static inline size_t wsl_tbits_write(uint8_t *out, const int64_t *gap, const uin
         }
         return (size_t)(p - out) + (bits != 0);
     }
-    for (unsigned i = 0; i < n; i++) {
-        const uint64_t rg = wsl_zigzag((int64_t)((uint64_t)gap[i] - gc) >> gs);
-        const uint64_t rd = wsl_zigzag((int64_t)(dur[i] - dc) >> ds);
-        if (__builtin_expect(((rg | rd) >> 32) == 0, 1)) {
-            unsigned lg, ld;
-            const uint64_t cg = wsl_tb_code(rg, gk, gm, gq, &lg), cd = wsl_tb_code(rd, dk, dm, dq, &ld);
-            if (__builtin_expect(lg + ld <= 56, 1)) {
-                WSL_BITS_PUT(p, acc, bits, cg | cd << lg, lg + ld);
-                continue;
-            }
-        }
-        const struct wsl_bits_at w = wsl_tb_put2((struct wsl_bits_at){p, bits}, rg, rd, d);
-        p = w.p;
-        bits = w.bits;
-        acc = *p;
-    }
-    return (size_t)(p - out) + (bits != 0);
+    /* a column with q >= 16 takes the Rice code alone (its quotient under 16), the other the general
+       one (7 instructions an event fewer than both general, on plain launches: a Rice duration and an
+       Exp-Golomb gap) */
+    const struct wsl_bits_at w =
+        gq >= 16 ? (dq >= 16 ? wsl_tbits_write_mixed(p, times, n, d, 1, 1) : wsl_tbits_write_mixed(p, times, n, d, 1, 0))
+                 : dq >= 16 ? wsl_tbits_write_mixed(p, times, n, d, 0, 1) : wsl_tbits_write_mixed(p, times, n, d, 0, 0);
+    return (size_t)(w.p - out) + (w.bits != 0);
 }
 
 /* Fills d's parameters for the n events' times and writes their bit column at out; returns its
  * bytes (d->literals is the caller's). */
-static inline size_t wsl_tbits_close(struct wsl_tbits_dir *d, uint8_t *out, const int64_t *gap, const uint64_t *dur,
-                                     unsigned n, uint64_t gap_or, uint64_t dur_or)
+static inline __attribute__((always_inline)) size_t wsl_tbits_close(struct wsl_tbits_dir *d, uint8_t *out,
+                                                                     const uint64_t *times, unsigned n,
+                                                                     uint64_t gap_or, uint64_t dur_or)
 {
     uint64_t gc = 0, dc = 0;
     d->gap_k = d->gap_shift = d->dur_k = d->dur_shift = d->gap_q = d->dur_q = 0;
     d->reserved = 0;
     if (n) {
-        wsl_tbits_params((const uint64_t *)gap, n, gap_or, &gc, &d->gap_k, &d->gap_shift, &d->gap_q);
-        wsl_tbits_params(dur, n, dur_or, &dc, &d->dur_k, &d->dur_shift, &d->dur_q);
+        wsl_tbits_params(times, n, gap_or, &gc, &d->gap_k, &d->gap_shift, &d->gap_q);
+        wsl_tbits_params(times + 1, n, dur_or, &dc, &d->dur_k, &d->dur_shift, &d->dur_q);
     }
     d->gap_center = (int64_t)gc;
     d->dur_center = dc;
-    return d->bit_bytes = (uint32_t)wsl_tbits_write(out, gap, dur, n, d);
+    return d->bit_bytes = (uint32_t)wsl_tbits_write(out, times, n, d);
+}
+
+/* ---- The writer's two loops, compiled twice ------------------------------------------
+ * The events' run (wsl_encode_tbits_run) and a chunk's close (wsl_tbits_close), as functions
+ * for any x86-64 and for x86-64-v3 (AVX2, BMI1, BMI2: shifts by a register other than cl,
+ * shlx/shrx, no moves to cl; loads folded into VEX operations, ptest), the same bytes; the writer
+ * picks one at start (wsl_tbits_coder_pick; docs/overhead.md, "The writer, fifth pass"). */
+typedef void (*wsl_tbits_run_fn)(struct wsl_pack_state *ps, struct wsl_codec_state *st, const struct wsl_event *ev,
+                                 const struct wsl_event *end, struct wsl_tbits_out *o);
+typedef size_t (*wsl_tbits_close_fn)(struct wsl_tbits_dir *d, uint8_t *out, const uint64_t *times, unsigned n,
+                                     uint64_t gap_or, uint64_t dur_or);
+typedef size_t (*wsl_tbits_write_fn)(uint8_t *out, const uint64_t *times, unsigned n, const struct wsl_tbits_dir *d);
+struct wsl_tbits_coder {
+    wsl_tbits_run_fn run;     /* wsl_encode_tbits_run, api_count WSL_MAX_API_IDS (a constant: the caller
+                                 passes the ids of its table only) */
+    wsl_tbits_close_fn close; /* wsl_tbits_close */
+    wsl_tbits_write_fn write; /* wsl_tbits_write (its loop, which close inlines: for the tests) */
+    const char *name;         /* "x86-64-v3" or "base" */
+};
+
+static __attribute__((noinline, unused)) void wsl_tbits_run_base(struct wsl_pack_state *ps,
+                                                                struct wsl_codec_state *st,
+                                                                const struct wsl_event *ev,
+                                                                const struct wsl_event *end,
+                                                                struct wsl_tbits_out *o)
+{
+    wsl_encode_tbits_run(ps, st, ev, end, WSL_MAX_API_IDS, o);
+}
+
+static __attribute__((noinline, unused)) size_t wsl_tbits_close_base(struct wsl_tbits_dir *d, uint8_t *out,
+                                                                    const uint64_t *times, unsigned n,
+                                                                    uint64_t gap_or, uint64_t dur_or)
+{
+    return wsl_tbits_close(d, out, times, n, gap_or, dur_or);
+}
+
+static __attribute__((noinline, unused)) size_t wsl_tbits_write_base(uint8_t *out, const uint64_t *times, unsigned n,
+                                                                    const struct wsl_tbits_dir *d)
+{
+    return wsl_tbits_write(out, times, n, d);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define WSL_TBITS_V3 1
+#define WSL_TARGET_V3 __attribute__((target("avx2,bmi,bmi2")))
+/* wsl_pack_same in two 32-byte compares and a ptest: bytes 16..47 (api, flags masked out, result,
+ * stream, a[0], a[1]) and 32..63 (a[0..3]), 8 instructions where the 16-byte one takes 13. */
+static inline __attribute__((always_inline)) WSL_TARGET_V3 int wsl_pack_same_v3(const struct wsl_event *a,
+                                                                               const struct wsl_event *b)
+{
+    typedef long long wsl_i64x4 __attribute__((vector_size(32)));
+    const char *pa = (const char *)a + offsetof(struct wsl_event, api);
+    const char *pb = (const char *)b + offsetof(struct wsl_event, api);
+    wsl_i64x4 a0, a1, b0, b1;
+    memcpy(&a0, pa, 32);
+    memcpy(&a1, pa + 16, 32);
+    memcpy(&b0, pb, 32);
+    memcpy(&b1, pb + 16, 32);
+    const wsl_i64x4 no_flags = {(long long)~0xffff0000ull, -1, -1, -1};
+    const wsl_i64x4 d = ((a0 ^ b0) & no_flags) | (a1 ^ b1);
+    return __builtin_ia32_ptestz256(d, d);
+}
+
+static __attribute__((noinline, unused)) WSL_TARGET_V3 void wsl_tbits_run_v3(struct wsl_pack_state *ps,
+                                                                            struct wsl_codec_state *st,
+                                                                            const struct wsl_event *ev,
+                                                                            const struct wsl_event *end,
+                                                                            struct wsl_tbits_out *o)
+{
+    wsl_encode_tbits_run_with(ps, st, ev, end, WSL_MAX_API_IDS, o, wsl_pack_same_v3);
+}
+
+static __attribute__((noinline, unused)) WSL_TARGET_V3 size_t wsl_tbits_close_v3(struct wsl_tbits_dir *d,
+                                                                                uint8_t *out,
+                                                                                const uint64_t *times, unsigned n,
+                                                                                uint64_t gap_or, uint64_t dur_or)
+{
+    return wsl_tbits_close(d, out, times, n, gap_or, dur_or);
+}
+
+static __attribute__((noinline, unused)) WSL_TARGET_V3 size_t wsl_tbits_write_v3(uint8_t *out, const uint64_t *times,
+                                                                                unsigned n,
+                                                                                const struct wsl_tbits_dir *d)
+{
+    return wsl_tbits_write(out, times, n, d);
+}
+#endif
+
+/* The loops for this CPU (v3: 0 the base ones whatever the CPU, as a test forces them). */
+static inline __attribute__((unused)) struct wsl_tbits_coder wsl_tbits_coder_pick(int v3)
+{
+#ifdef WSL_TBITS_V3
+    __builtin_cpu_init();
+    if (v3 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2"))
+        return (struct wsl_tbits_coder){wsl_tbits_run_v3, wsl_tbits_close_v3, wsl_tbits_write_v3, "x86-64-v3"};
+#else
+    (void)v3;
+#endif
+    return (struct wsl_tbits_coder){wsl_tbits_run_base, wsl_tbits_close_base, wsl_tbits_write_base, "base"};
 }
 
 struct wsl_bits_in {

@@ -41,8 +41,7 @@ struct open_chunk {
     struct wsl_tbits_out o;      /* where the next op, literal and times go */
     uint8_t op[EVENTS_PER_CHUNK * WSL_COL_OP_MAX];
     uint8_t lit[EVENTS_PER_CHUNK * WSL_COL_LIT_MAX];
-    int64_t gap[EVENTS_PER_CHUNK];  /* the times, coded as bits when the chunk goes out */
-    uint64_t dur[EVENTS_PER_CHUNK];
+    uint64_t times[2 * EVENTS_PER_CHUNK]; /* gap, duration, ...: coded as bits when the chunk goes out */
     uint8_t bits[EVENTS_PER_CHUNK * WSL_COL_TBITS_MAX + 8];
     struct wsl_codec_state codec;
     struct wsl_pack_state pack;
@@ -50,6 +49,7 @@ struct open_chunk {
 };
 static struct open_chunk chunks[2]; /* [0] a program thread's, [1] the writer's own ring's */
 static int chunks_flushing; /* chunks are going out: a frame written meanwhile leaves the open ones open */
+static struct wsl_tbits_coder coder; /* the events' loop and the chunks' close for this CPU (trace_codec.h) */
 
 uint64_t wsl_events_written, wsl_events_dropped;
 uint32_t wsl_events_chunk_seq;
@@ -66,7 +66,7 @@ static void chunk_close(struct open_chunk *c)
     eh.seq = ++wsl_events_chunk_seq;
     struct wsl_tbits_dir dir;
     dir.literals = c->pack.literals;
-    wsl_tbits_close(&dir, c->bits, c->gap, c->dur, eh.count, c->o.gap_or, c->o.dur_or);
+    coder.close(&dir, c->bits, c->times, eh.count, c->o.gap_or, c->o.dur_or);
     const size_t lit = (size_t)(c->o.lit - c->lit);
     eh.encoded_size = (uint32_t)(sizeof dir + eh.count + dir.bit_bytes + lit);
     const struct wsl_chunk_part parts[] = {
@@ -90,8 +90,10 @@ static void chunk_close(struct open_chunk *c)
 /* Opens c for thread tid, its first event's start `base` (wsl_chunk_codec_open). */
 static void chunk_open(struct open_chunk *c, uint32_t tid, uint64_t base, uint64_t dropped)
 {
+    if (!coder.run) /* once, in the writer thread */
+        coder = wsl_tbits_coder_pick(1);
     wsl_chunk_codec_open(&c->pack, &c->codec, &c->eh, tid, base, dropped);
-    c->o = (struct wsl_tbits_out){c->op, c->lit, c->gap, c->dur, 0, 0};
+    c->o = (struct wsl_tbits_out){c->op, c->lit, c->times, 0, 0};
     c->open = 1;
 }
 
@@ -115,8 +117,8 @@ void wsl_events_after_fork_child(void)
 }
 
 /* n events from ev (contiguous) onto c's columns, which have room for them. Two
- * loops: the common one (trace_format.h's wsl_encode_tbits_run) checks nothing but the api,
- * and keeps the chunk's state in registers. */
+ * loops: the common one (trace_format.h's wsl_encode_tbits_run, through the coder picked for this
+ * CPU) checks nothing but the api, and keeps the chunk's state in registers. */
 static inline __attribute__((always_inline)) void encode_run(struct open_chunk *c, const struct wsl_event *ev,
                                                              size_t n)
 {
@@ -124,14 +126,15 @@ static inline __attribute__((always_inline)) void encode_run(struct open_chunk *
     const struct wsl_event *const end = ev + n;
     const uint32_t api_count = wsl_api_count;
     if (WSL_LIKELY(!wsl_helper_possible)) {
-        /* ev->api < api_count always (ids come from the table); the run's state in registers */
-        wsl_encode_tbits_run(&c->pack, &c->codec, ev, end, api_count, &o);
+        /* ev->api < api_count always (ids come from the table; cuda_hooks.c asserts the table within
+           WSL_MAX_API_IDS, the bound the run checks); the run's state in registers */
+        coder.run(&c->pack, &c->codec, ev, end, &o);
     } else {
         for (; ev < end; ev++)
             if (WSL_LIKELY(ev->api < api_count)) {
                 if (wsl_helper_possible)
                     wsl_helper_note(ev);
-                wsl_encode_tbits_run(&c->pack, &c->codec, ev, ev + 1, api_count, &o);
+                coder.run(&c->pack, &c->codec, ev, ev + 1, &o);
             }
     }
     c->o = o;

@@ -9,7 +9,8 @@
  * events again as shim/writer/drain.c does (the same inline encoder of
  * trace_format.h, the codec slots reset as there). bits (the default): EVENTS_BITS
  * as the shim writes it now (1.10: the times coded as bits when a chunk closes, and
- * compress.c's choice of raw or Huffman-coded literals per frame; REPLAY_BITS_HUFF=0:
+ * compress.c's choice of raw or Huffman-coded literals per frame, the loops compiled for this
+ * CPU as drain.c picks them, REPLAY_V3=0: the base x86-64 ones; REPLAY_BITS_HUFF=0:
  * Huffman-coded always, =N: when the frame's bytes other than ops and bits are 1/N of
  * it or more, 4 as the shim); gaps: EVENTS_GAPS as the shim wrote it in 1.9,
  * a thread's chunk left open across drains up to 4096
@@ -75,14 +76,14 @@ struct bits_chunk {
     struct wsl_events_header eh;
     struct wsl_tbits_out o;
     uint8_t op[EVENTS_PER_CHUNK], lit[EVENTS_PER_CHUNK * WSL_COL_LIT_MAX], bits[EVENTS_PER_CHUNK * WSL_COL_TBITS_MAX + 8];
-    int64_t gap[EVENTS_PER_CHUNK];
-    uint64_t dur[EVENTS_PER_CHUNK];
+    uint64_t times[2 * EVENTS_PER_CHUNK];
     struct wsl_codec_state codec;
     struct wsl_pack_state pack;
     int open;
 };
 static struct bits_chunk bchunks[2];
 static int use_bits;
+static struct wsl_tbits_coder coder; /* drain.c's: for this CPU (REPLAY_V3=0: the base loops) */
 
 static ZSTD_CCtx *zc;
 static uint8_t frame_buf[FRAME_BYTES + (1u << 20)], zout[2u << 20];
@@ -264,7 +265,7 @@ static void bits_close(struct bits_chunk *c)
     eh.seq = ++chunk_seq;
     struct wsl_tbits_dir dir;
     dir.literals = c->pack.literals;
-    wsl_tbits_close(&dir, c->bits, c->gap, c->dur, eh.count, c->o.gap_or, c->o.dur_or);
+    coder.close(&dir, c->bits, c->times, eh.count, c->o.gap_or, c->o.dur_or);
     const size_t lit = (size_t)(c->o.lit - c->lit);
     frame_other += lit;
     eh.encoded_size = (uint32_t)(sizeof dir + eh.count + dir.bit_bytes + lit);
@@ -279,7 +280,7 @@ static void bits_close(struct bits_chunk *c)
 static void bits_open(struct bits_chunk *c, uint32_t tid, uint64_t base, uint64_t dropped)
 {
     wsl_chunk_codec_open(&c->pack, &c->codec, &c->eh, tid, base, dropped);
-    c->o = (struct wsl_tbits_out){c->op, c->lit, c->gap, c->dur, 0, 0};
+    c->o = (struct wsl_tbits_out){c->op, c->lit, c->times, 0, 0};
     c->open = 1;
 }
 
@@ -312,7 +313,7 @@ static void __attribute__((noinline)) encode_chunk_bits(const struct wsl_event *
         uint32_t k = n - from, room = EVENTS_PER_CHUNK - c->eh.count;
         k = k < room ? k : room;
         struct wsl_tbits_out o = c->o;
-        wsl_encode_tbits_run(&c->pack, &c->codec, ev + from, ev + from + k, WSL_MAX_API_IDS, &o);
+        coder.run(&c->pack, &c->codec, ev + from, ev + from + k, &o);
         c->o = o;
         c->eh.count = (uint32_t)(o.op - c->op);
         from += k;
@@ -407,6 +408,7 @@ int main(int argc, char **argv)
         bits_kinds[i] = rkinds[i] == 'N' ? WSL_ZR_NOISE : WSL_ZR_MATCH;
     const int gaps = strncmp(mode, "packed", 6) != 0;
     use_bits = !strncmp(mode, "bits", 4);
+    coder = wsl_tbits_coder_pick(!getenv("REPLAY_V3") || atoi(getenv("REPLAY_V3")) != 0);
     bits_policy = use_bits ? 4 : 0;
     if (getenv("REPLAY_BITS_HUFF"))
         bits_policy = atoi(getenv("REPLAY_BITS_HUFF"));

@@ -109,59 +109,173 @@ int test_tbits_roundtrip(void)
 }
 
 /* Every code parameter the format allows, the writer's choice or not: wsl_tbits_write with
- * k, q and shift set by hand, read back by wsl_tb_get. */
+ * k, q and shift set by hand, read back by wsl_tb_get; its loop as compiled for any x86-64 and as
+ * the writer picks it for this CPU (x86-64-v3 where it has AVX2 and BMI2). */
 int test_tbits_codes(void)
 {
     enum { N = 700 };
-    static int64_t gap[N];
-    static uint64_t dur[N];
+    static uint64_t times[2 * N]; /* gap, duration, ... */
     static uint8_t bits[N * WSL_COL_TBITS_MAX + 8];
     static const unsigned ks[] = {0, 1, 3, 9, 17, 31, 32}, qs[] = {0, 1, 2, 4, 15, 16, 17, 24, 32},
                           shifts[] = {0, 1, 5, 63};
-    for (size_t a = 0; a < sizeof ks / sizeof ks[0]; a++)
-        for (size_t b = 0; b < sizeof qs / sizeof qs[0]; b++)
-            for (size_t c = 0; c < sizeof shifts / sizeof shifts[0]; c++) {
-                struct wsl_tbits_dir d = {.gap_center = (int64_t)(rnd() << shifts[c]), .dur_center = 0,
-                                          .gap_k = (uint8_t)ks[a], .gap_q = (uint8_t)qs[b],
-                                          .gap_shift = (uint8_t)shifts[c], .dur_k = (uint8_t)ks[(a + 3) % 7],
-                                          .dur_q = (uint8_t)qs[(b + 4) % 9], .dur_shift = (uint8_t)shifts[(c + 1) % 4]};
-                d.dur_center = rnd() << d.dur_shift;
-                for (unsigned i = 0; i < N; i++) {
-                    /* near the center, then further out, then anything (escapes) */
-                    const unsigned sh = i < 300 ? 58 : i < 600 ? (unsigned)(rnd() % 64) : 0;
-                    gap[i] = (int64_t)((uint64_t)d.gap_center + ((rnd() >> sh) << d.gap_shift));
-                    dur[i] = d.dur_center + ((rnd() >> sh) << d.dur_shift);
+    for (int v3 = 0; v3 < 2; v3++) {
+        const struct wsl_tbits_coder coder = wsl_tbits_coder_pick(v3);
+        for (size_t a = 0; a < sizeof ks / sizeof ks[0]; a++)
+            for (size_t b = 0; b < sizeof qs / sizeof qs[0]; b++)
+                for (size_t c = 0; c < sizeof shifts / sizeof shifts[0]; c++) {
+                    struct wsl_tbits_dir d = {.gap_center = (int64_t)(rnd() << shifts[c]), .dur_center = 0,
+                                              .gap_k = (uint8_t)ks[a], .gap_q = (uint8_t)qs[b],
+                                              .gap_shift = (uint8_t)shifts[c], .dur_k = (uint8_t)ks[(a + 3) % 7],
+                                              .dur_q = (uint8_t)qs[(b + 4) % 9],
+                                              .dur_shift = (uint8_t)shifts[(c + 1) % 4]};
+                    d.dur_center = rnd() << d.dur_shift;
+                    for (unsigned i = 0; i < N; i++) {
+                        /* near the center, then further out, then anything (escapes) */
+                        const unsigned sh = i < 300 ? 58 : i < 600 ? (unsigned)(rnd() % 64) : 0;
+                        times[2 * i] = (uint64_t)d.gap_center + ((rnd() >> sh) << d.gap_shift);
+                        times[2 * i + 1] = d.dur_center + ((rnd() >> sh) << d.dur_shift);
+                    }
+                    memset(bits, 0xa5, sizeof bits); /* the writer must not rely on zeroed room */
+                    const size_t nb = coder.write(bits, times, N, &d);
+                    struct wsl_bits_in in = {bits, bits + nb, 0, 0};
+                    for (unsigned i = 0; i < N; i++) {
+                        const uint64_t g = (uint64_t)d.gap_center +
+                                           ((uint64_t)wsl_unzigzag(wsl_tb_get(&in, d.gap_k, d.gap_q)) << d.gap_shift);
+                        const uint64_t u = d.dur_center +
+                                           ((uint64_t)wsl_unzigzag(wsl_tb_get(&in, d.dur_k, d.dur_q)) << d.dur_shift);
+                        CHECKF(g == times[2 * i] && u == times[2 * i + 1], "%s: k %u q %u shift %u: value %u",
+                               coder.name, ks[a], qs[b], shifts[c], i);
+                    }
+                    CHECKF(wsl_bits_done(&in), "%s: k %u q %u shift %u: %llu bits read of %zu bytes", coder.name,
+                           ks[a], qs[b], shifts[c], (unsigned long long)in.pos, nb);
+                    CHECK(nb == 0 || (bits[nb - 1] >> (in.pos - 8 * (nb - 1)) & 0xff) == 0 || in.pos == 8 * nb);
                 }
-                memset(bits, 0xa5, sizeof bits); /* the writer must not rely on zeroed room */
-                const size_t nb = wsl_tbits_write(bits, gap, dur, N, &d);
-                struct wsl_bits_in in = {bits, bits + nb, 0, 0};
-                for (unsigned i = 0; i < N; i++) {
-                    const uint64_t g = (uint64_t)d.gap_center +
-                                       ((uint64_t)wsl_unzigzag(wsl_tb_get(&in, d.gap_k, d.gap_q)) << d.gap_shift);
-                    const uint64_t u = d.dur_center +
-                                       ((uint64_t)wsl_unzigzag(wsl_tb_get(&in, d.dur_k, d.dur_q)) << d.dur_shift);
-                    CHECKF(g == (uint64_t)gap[i] && u == dur[i], "k %u q %u shift %u: value %u", ks[a], qs[b],
-                           shifts[c], i);
-                }
-                CHECKF(wsl_bits_done(&in), "k %u q %u shift %u: %llu bits read of %zu bytes", ks[a], qs[b], shifts[c],
-                       (unsigned long long)in.pos, nb);
-                CHECK(nb == 0 || (bits[nb - 1] >> (in.pos - 8 * (nb - 1)) & 0xff) == 0 || in.pos == 8 * nb);
+        /* the longest events the format allows: both values escaping with k 31 and q 32, 2 x 160 bits,
+         * within WSL_COL_TBITS_MAX bytes an event */
+        struct wsl_tbits_dir w = {.gap_k = 31, .gap_q = 32, .dur_k = 31, .dur_q = 32};
+        for (unsigned i = 0; i < N; i++) {
+            times[2 * i] = rnd() >> 1 | 1ull << 62; /* positive, >= 2^62: zigzag r >= 2^63 */
+            times[2 * i + 1] = rnd() >> 1 | 1ull << 62;
+        }
+        const size_t wb = coder.write(bits, times, N, &w);
+        CHECKF(wb == (size_t)N * 40 && wb <= (size_t)N * WSL_COL_TBITS_MAX, "%s: %zu bytes", coder.name, wb);
+        struct wsl_bits_in win = {bits, bits + wb, 0, 0};
+        for (unsigned i = 0; i < N; i++) {
+            CHECK(wsl_unzigzag(wsl_tb_get(&win, 31, 32)) == (int64_t)times[2 * i]);
+            CHECK(wsl_unzigzag(wsl_tb_get(&win, 31, 32)) == (int64_t)times[2 * i + 1]);
+        }
+        CHECK(wsl_bits_done(&win));
+    }
+    return 0;
+}
+
+#ifdef WSL_TBITS_V3
+static __attribute__((noinline)) WSL_TARGET_V3 int same_v3(const struct wsl_event *a, const struct wsl_event *b)
+{
+    return wsl_pack_same_v3(a, b);
+}
+#endif
+
+/* The writer's two compiled loops (trace_codec.h, wsl_tbits_coder_pick): the base x86-64 ones and
+ * those picked for this CPU write the same bytes, op, literal and bit columns and directory, for
+ * every distribution and chunk length, fed in runs of any length as drains feed them; the AVX2
+ * compare of argument sets agrees with the 16-byte one on sets that differ in any one byte (the
+ * flags' two bytes aside, which neither compares): a miss is never taken for a hit. */
+int test_tbits_coders_agree(void)
+{
+    enum { MAXN = 4096 };
+    const struct wsl_tbits_coder coders[2] = {wsl_tbits_coder_pick(0), wsl_tbits_coder_pick(1)};
+    struct wsl_event *ev = calloc(MAXN, sizeof *ev), *out = calloc(MAXN, sizeof *out);
+    uint8_t *op[2], *lit[2], *bits[2];
+    uint64_t *times = calloc(2 * MAXN, sizeof *times);
+    struct wsl_codec_state *st = calloc(1, sizeof *st);
+    struct wsl_pack_state *ps = calloc(1, sizeof *ps);
+    CHECK(ev && out && times && st && ps);
+    for (int c = 0; c < 2; c++) {
+        op[c] = malloc(MAXN);
+        lit[c] = malloc((size_t)MAXN * WSL_COL_LIT_MAX);
+        bits[c] = malloc((size_t)MAXN * WSL_COL_TBITS_MAX + 8);
+        CHECK(op[c] && lit[c] && bits[c]);
+    }
+    static const uint32_t lens[] = {1, 2, 63, 64, 65, 511, 1000, 4096};
+    for (int kind = 0; kind < 5; kind++)
+        for (size_t l = 0; l < sizeof lens / sizeof lens[0]; l++) {
+            const uint32_t n = lens[l];
+            memset(ev, 0, sizeof *ev * n);
+            make_events(ev, n, kind);
+            for (uint32_t i = 0; i < n; i++) {
+                ev[i].flags = (uint16_t)rnd(); /* not part of the argument set */
+                if (rnd() % 7 == 0) /* sets that differ from a known one in one byte: a miss */
+                    ((uint8_t *)&ev[i])[16 + (rnd() % 2 ? 0 : 4 + rnd() % 44)] ^= (uint8_t)(1u << rnd() % 8);
             }
-    /* the longest events the format allows: both values escaping with k 31 and q 32, 2 x 160 bits,
-     * within WSL_COL_TBITS_MAX bytes an event */
-    struct wsl_tbits_dir w = {.gap_k = 31, .gap_q = 32, .dur_k = 31, .dur_q = 32};
-    for (unsigned i = 0; i < N; i++) {
-        gap[i] = (int64_t)(rnd() >> 1 | 1ull << 62); /* positive, >= 2^62: zigzag r >= 2^63 */
-        dur[i] = rnd() >> 1 | 1ull << 62;
+            struct wsl_tbits_dir dir[2];
+            size_t lits[2];
+            for (int c = 0; c < 2; c++) {
+                wsl_codec_reset(st, ev[0].t_start);
+                wsl_pack_reset(ps, 1);
+                memset(ps->last, 0, sizeof ps->last);
+                memset(ps->next, 0, sizeof ps->next);
+                ps->prev = 0;
+                struct wsl_tbits_out o = {op[c], lit[c], times, 0, 0};
+                for (uint32_t from = 0; from < n;) { /* runs of 1 to 600 events */
+                    const uint32_t k = 1 + (uint32_t)(rnd() % 600), to = from + k < n ? from + k : n;
+                    coders[c].run(ps, st, ev + from, ev + to, &o);
+                    from = to;
+                }
+                CHECKF(o.op == op[c] + n, "%s: %zu ops for %u events", coders[c].name, (size_t)(o.op - op[c]), n);
+                memset(bits[c], 0x5a, (size_t)MAXN * WSL_COL_TBITS_MAX + 8);
+                dir[c].literals = ps->literals;
+                coders[c].close(&dir[c], bits[c], times, n, o.gap_or, o.dur_or);
+                lits[c] = (size_t)(o.lit - lit[c]);
+            }
+            CHECKF(!memcmp(&dir[0], &dir[1], sizeof dir[0]) && !memcmp(op[0], op[1], n) && lits[0] == lits[1] &&
+                       !memcmp(lit[0], lit[1], lits[0]) && !memcmp(bits[0], bits[1], dir[0].bit_bytes),
+                   "kind %d n %u: %s and %s differ", kind, n, coders[0].name, coders[1].name);
+            /* and they decode to every event, arguments and times */
+            uint8_t *enc = malloc(WSL_TBITS_DIRECTORY_SIZE + n + dir[1].bit_bytes + lits[1]);
+            CHECK(enc);
+            memcpy(enc, &dir[1], sizeof dir[1]);
+            memcpy(enc + WSL_TBITS_DIRECTORY_SIZE, op[1], n);
+            memcpy(enc + WSL_TBITS_DIRECTORY_SIZE + n, bits[1], dir[1].bit_bytes);
+            memcpy(enc + WSL_TBITS_DIRECTORY_SIZE + n + dir[1].bit_bytes, lit[1], lits[1]);
+            CHECKF(decode_tbits(enc, WSL_TBITS_DIRECTORY_SIZE + n + dir[1].bit_bytes + lits[1], n, ev[0].t_start,
+                                out) == 0,
+                   "kind %d n %u: %s did not decode", kind, n, coders[1].name);
+            for (uint32_t i = 0; i < n; i++) {
+                struct wsl_event want = ev[i];
+                want.flags = 0; /* not written */
+                out[i].flags = 0;
+                const char *what;
+                CHECKF(event_diff(&want, &out[i], &what) < 0, "kind %d n %u event %u differs in %s", kind, n, i, what);
+            }
+            free(enc);
+        }
+#ifdef WSL_TBITS_V3
+    if (__builtin_cpu_supports("avx2")) {
+        struct wsl_event a, b;
+        for (int round = 0; round < 20000; round++) {
+            for (unsigned i = 0; i < sizeof a; i++)
+                ((uint8_t *)&a)[i] = (uint8_t)rnd();
+            b = a;
+            const unsigned at = 16 + (unsigned)(rnd() % 48);
+            if (round % 3)
+                ((uint8_t *)&b)[at] ^= (uint8_t)(1u << rnd() % 8);
+            const int want = round % 3 == 0 || at == 18 || at == 19 || at < 16;
+            CHECKF(same_v3(&a, &b) == want && wsl_pack_same(&a, &b) == want, "byte %u: v3 %d, base %d, want %d", at,
+                   same_v3(&a, &b), wsl_pack_same(&a, &b), want);
+        }
     }
-    const size_t wb = wsl_tbits_write(bits, gap, dur, N, &w);
-    CHECKF(wb == (size_t)N * 40 && wb <= (size_t)N * WSL_COL_TBITS_MAX, "%zu bytes", wb);
-    struct wsl_bits_in win = {bits, bits + wb, 0, 0};
-    for (unsigned i = 0; i < N; i++) {
-        CHECK((int64_t)wsl_unzigzag(wsl_tb_get(&win, 31, 32)) == gap[i]);
-        CHECK(wsl_unzigzag(wsl_tb_get(&win, 31, 32)) == (int64_t)dur[i]);
+#endif
+    for (int c = 0; c < 2; c++) {
+        free(op[c]);
+        free(lit[c]);
+        free(bits[c]);
     }
-    CHECK(wsl_bits_done(&win));
+    free(times);
+    free(st);
+    free(ps);
+    free(ev);
+    free(out);
     return 0;
 }
 

@@ -323,18 +323,17 @@ size_t synth_encode_tbits(const struct wsl_event *ev, uint32_t n, uint64_t base_
     struct wsl_pack_state *ps = calloc(1, sizeof *ps);
     uint8_t *op = malloc((size_t)n + 1), *lit = malloc((size_t)n * WSL_COL_LIT_MAX + 1),
             *bits = malloc((size_t)n * WSL_COL_TBITS_MAX + 8);
-    int64_t *gap = malloc(((size_t)n + 1) * sizeof *gap);
-    uint64_t *dur = malloc(((size_t)n + 1) * sizeof *dur);
+    uint64_t *times = malloc(((size_t)n + 1) * 2 * sizeof *times);
     uint8_t *buf = malloc(WSL_TBITS_DIRECTORY_SIZE + (size_t)n * (1 + WSL_COL_TBITS_MAX + WSL_COL_LIT_MAX) + 1);
-    if (!st || !ps || !op || !lit || !bits || !gap || !dur || !buf)
+    if (!st || !ps || !op || !lit || !bits || !times || !buf)
         die("out of memory");
     wsl_codec_reset(st, base_ticks);
     wsl_pack_reset(ps, 1);
-    struct wsl_tbits_out o = {op, lit, gap, dur, 0, 0};
+    struct wsl_tbits_out o = {op, lit, times, 0, 0};
     wsl_encode_tbits_run(ps, st, ev, ev + n, WSL_MAX_API_IDS, &o);
     struct wsl_tbits_dir dir;
     dir.literals = ps->literals;
-    wsl_tbits_close(&dir, bits, gap, dur, n, o.gap_or, o.dur_or);
+    wsl_tbits_close(&dir, bits, times, n, o.gap_or, o.dur_or);
     const struct part parts[] = {{&dir, sizeof dir}, {op, n}, {bits, dir.bit_bytes}, {lit, (size_t)(o.lit - lit)}};
     size_t size = concat(buf, parts, sizeof parts / sizeof parts[0]);
     free(st);
@@ -342,8 +341,7 @@ size_t synth_encode_tbits(const struct wsl_event *ev, uint32_t n, uint64_t base_
     free(op);
     free(lit);
     free(bits);
-    free(gap);
-    free(dur);
+    free(times);
     *out = buf;
     return size;
 }

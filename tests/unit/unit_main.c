@@ -24,6 +24,7 @@
     X(gaps_run_same_bytes)        \
     X(tbits_roundtrip)            \
     X(tbits_codes)                \
+    X(tbits_coders_agree)         \
     X(tbits_golden)               \
     X(tbits_malformed)            \
     X(reader_formats_agree)       \
