@@ -439,6 +439,63 @@ static inline __attribute__((always_inline)) bool tb_window(uint64_t x, unsigned
     return true;
 }
 
+/* The times' codes of the n events of an EVENTS_BITS batch, each event's pair kept in its t_start
+ * and t_end until tbits_events' second loop (a loop of few live values: the codes' parameters and
+ * the column's cursor stay in registers). One window of the bits per event, both codes read from it
+ * (tb_window) where they lie within its 57 bits: Rice codes (quotients under q), as a launch loop's
+ * nearly always are, or Exp-Golomb rests, as jittered or spread times are (q 0); else wsl_tb_get
+ * (escapes, long codes, the column's last bytes). rice_fits: both columns have Rice codes (q above
+ * 0) and two always fit the window (k + q of both at most 57: a Rice code is at most k + q bits);
+ * then a test of their quotients alone comes first (a loop of its own: inlined once each way). */
+static inline __attribute__((always_inline)) void tbits_codes(const bool rice_fits, struct wsl_bits_in *bits,
+                                                              const struct wsl_tbits_dir *d, struct wsl_event *out,
+                                                              uint32_t n)
+{
+    const unsigned gk = d->gap_k, gq = d->gap_q, dk = d->dur_k, dq = d->dur_q;
+    const uint64_t gm = (1ull << gk) - 1, dm = (1ull << dk) - 1;
+    const uint8_t *const base = bits->p;
+    const ptrdiff_t window_end = (bits->end - bits->p) - 8; /* a window of 8 bytes from here on is inside */
+    uint64_t pos = bits->pos;                               /* in a register: `bits` goes to the slow path */
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t rg, rd;
+        const ptrdiff_t at = (ptrdiff_t)(pos >> 3);
+        if (__builtin_expect(at <= window_end, 1)) {
+            uint64_t x;
+            memcpy(&x, base + at, 8);
+            x >>= pos & 7;
+            if (rice_fits) {
+                const unsigned tg = (unsigned)__builtin_ctzll(x >> gk | 1ull << 63);
+                if (__builtin_expect(tg < gq, 1)) {
+                    const unsigned lg = gk + tg + 1; /* at most gk + gq */
+                    const uint64_t xd = x >> lg;
+                    const unsigned td = (unsigned)__builtin_ctzll(xd >> dk | 1ull << 63);
+                    if (__builtin_expect(td < dq, 1)) {
+                        rg = (uint64_t)tg << gk | (x & gm);
+                        rd = (uint64_t)td << dk | (xd & dm);
+                        pos += lg + dk + td + 1;
+                        goto codes;
+                    }
+                }
+            }
+            unsigned g_len, d_len;
+            if (__builtin_expect(tb_window(x, gk, gq, gm, &rg, &g_len), 1) &&
+                __builtin_expect(tb_window(x >> g_len, dk, dq, dm, &rd, &d_len), 1) &&
+                __builtin_expect(g_len + d_len <= 57, 1)) {
+                pos += g_len + d_len;
+                goto codes;
+            }
+        }
+        bits->pos = pos;
+        rg = wsl_tb_get(bits, gk, gq);
+        rd = wsl_tb_get(bits, dk, dq);
+        pos = bits->pos;
+    codes:
+        out[i].t_start = rg;
+        out[i].t_end = rd;
+    }
+    bits->pos = pos;
+}
+
 #define TIMES_END offsetof(struct wsl_event, api) /* an event's bytes after its two times */
 _Static_assert(offsetof(struct wsl_event, t_end) + sizeof(uint64_t) == TIMES_END, "the times lead the event");
 
@@ -452,43 +509,11 @@ static __attribute__((noinline)) uint32_t tbits_events(struct wsl_reader *r, str
     const struct wsl_tbits_dir d = r->ev_tdir;
     struct wsl_event *out = r->batch;
     *rc = 0;
-    /* First the times' codes of the n events, each event's pair kept in its t_start and t_end until
-     * the second loop (a loop of few live values: the codes' parameters and the column's cursor stay
-     * in registers). One window of the bits per event, both codes read from it (tb_window) where they
-     * lie within its 57 bits: Rice codes (quotients under q), as a launch loop's nearly always are,
-     * or Exp-Golomb rests, as jittered or spread times are (q 0); else wsl_tb_get (escapes, long
-     * codes, the column's last bytes). */
-    {
-        const unsigned gk = d.gap_k, gq = d.gap_q, dk = d.dur_k, dq = d.dur_q;
-        const uint64_t gm = (1ull << gk) - 1, dm = (1ull << dk) - 1;
-        const uint8_t *const base = bits.p;
-        const ptrdiff_t window_end = (bits.end - bits.p) - 8; /* a window of 8 bytes from here on is inside */
-        uint64_t pos = bits.pos;                              /* in a register: `bits` goes to the slow path */
-        for (uint32_t i = 0; i < n; i++) {
-            uint64_t rg, rd;
-            const ptrdiff_t at = (ptrdiff_t)(pos >> 3);
-            if (__builtin_expect(at <= window_end, 1)) {
-                uint64_t x;
-                memcpy(&x, base + at, 8);
-                x >>= pos & 7;
-                unsigned g_len, d_len;
-                if (__builtin_expect(tb_window(x, gk, gq, gm, &rg, &g_len), 1) &&
-                    __builtin_expect(tb_window(x >> g_len, dk, dq, dm, &rd, &d_len), 1) &&
-                    __builtin_expect(g_len + d_len <= 57, 1)) {
-                    pos += g_len + d_len;
-                    goto codes;
-                }
-            }
-            bits.pos = pos;
-            rg = wsl_tb_get(&bits, gk, gq);
-            rd = wsl_tb_get(&bits, dk, dq);
-            pos = bits.pos;
-        codes:
-            out[i].t_start = rg;
-            out[i].t_end = rd;
-        }
-        bits.pos = pos;
-    }
+    /* First the times' codes (tbits_codes), then the ops and literals. */
+    if (d.gap_q && d.dur_q && d.gap_k + d.gap_q + d.dur_k + d.dur_q <= 57)
+        tbits_codes(true, &bits, &d, out, n);
+    else
+        tbits_codes(false, &bits, &d, out, n);
     /* Then the ops and literals (packed_events'), the codes turned into times. */
     const uint8_t *op_p = in->op;
     const uint64_t gc = (uint64_t)d.gap_center, dc = d.dur_center;
