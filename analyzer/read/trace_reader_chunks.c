@@ -12,7 +12,6 @@
 #include <sys/stat.h>
 #include <math.h>
 #include <stdarg.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -418,15 +417,14 @@ bad:
 }
 
 /* One code (k, q; m the mask of k bits) at the low bits of x, a window whose low 57 bits are the
- * column's: its value and length, false where it does not lie whole in those 57 bits (wsl_tb_get
- * reads it then: an escape, a long quotient, the column's last bytes). A Rice code (fewer than q
- * zeros), or an Exp-Golomb rest of nb = zeros - q bits, as wsl_tb_get_slow reads it. */
+ * column's: its value and length, false where it does not lie whole in those 57 bits. A Rice code
+ * (fewer than q zeros), or an Exp-Golomb rest of nb = zeros - q bits, as wsl_tb_get_slow reads it. */
 static inline __attribute__((always_inline)) bool tb_window(uint64_t x, unsigned k, unsigned q, uint64_t m,
                                                             uint64_t *r, unsigned *len)
 {
     const uint64_t y = x >> k;
     const unsigned t = (unsigned)__builtin_ctzll(y | 1ull << 63);
-    if (__builtin_expect(t < q, 1)) {
+    if (t < q) {
         *len = k + t + 1;
         *r = (uint64_t)t << k | (x & m);
         return *len <= 57;
@@ -439,65 +437,19 @@ static inline __attribute__((always_inline)) bool tb_window(uint64_t x, unsigned
     return true;
 }
 
-/* The times' codes of the n events of an EVENTS_BITS batch, each event's pair kept in its t_start
- * and t_end until tbits_events' second loop (a loop of few live values: the codes' parameters and
- * the column's cursor stay in registers). One window of the bits per event, both codes read from it
- * (tb_window) where they lie within its 57 bits: Rice codes (quotients under q), as a launch loop's
- * nearly always are, or Exp-Golomb rests, as jittered or spread times are (q 0); else wsl_tb_get
- * (escapes, long codes, the column's last bytes). rice_fits: both columns have Rice codes (q above
- * 0) and two always fit the window (k + q of both at most 57: a Rice code is at most k + q bits);
- * then a test of their quotients alone comes first (a loop of its own: inlined once each way). */
-static inline __attribute__((always_inline)) void tbits_codes(const bool rice_fits, struct wsl_bits_in *bits,
-                                                              const struct wsl_tbits_dir *d, struct wsl_event *out,
-                                                              uint32_t n)
+/* An event's two codes from the window x (tbits_events' where they are not both Rice codes within
+ * it): their values and total length; false where either does not lie in the 57 bits (wsl_tb_get
+ * reads them then: escapes, long codes). Out of line: the batch loop's registers stay its own. */
+static __attribute__((noinline)) bool tbits_window_codes(uint64_t x, const struct wsl_tbits_dir *d, uint64_t *rg,
+                                                         uint64_t *rd, unsigned *len)
 {
-    const unsigned gk = d->gap_k, gq = d->gap_q, dk = d->dur_k, dq = d->dur_q;
-    const uint64_t gm = (1ull << gk) - 1, dm = (1ull << dk) - 1;
-    const uint8_t *const base = bits->p;
-    const ptrdiff_t window_end = (bits->end - bits->p) - 8; /* a window of 8 bytes from here on is inside */
-    uint64_t pos = bits->pos;                               /* in a register: `bits` goes to the slow path */
-    for (uint32_t i = 0; i < n; i++) {
-        uint64_t rg, rd;
-        const ptrdiff_t at = (ptrdiff_t)(pos >> 3);
-        if (__builtin_expect(at <= window_end, 1)) {
-            uint64_t x;
-            memcpy(&x, base + at, 8);
-            x >>= pos & 7;
-            if (rice_fits) {
-                const unsigned tg = (unsigned)__builtin_ctzll(x >> gk | 1ull << 63);
-                if (__builtin_expect(tg < gq, 1)) {
-                    const unsigned lg = gk + tg + 1; /* at most gk + gq */
-                    const uint64_t xd = x >> lg;
-                    const unsigned td = (unsigned)__builtin_ctzll(xd >> dk | 1ull << 63);
-                    if (__builtin_expect(td < dq, 1)) {
-                        rg = (uint64_t)tg << gk | (x & gm);
-                        rd = (uint64_t)td << dk | (xd & dm);
-                        pos += lg + dk + td + 1;
-                        goto codes;
-                    }
-                }
-            }
-            unsigned g_len, d_len;
-            if (__builtin_expect(tb_window(x, gk, gq, gm, &rg, &g_len), 1) &&
-                __builtin_expect(tb_window(x >> g_len, dk, dq, dm, &rd, &d_len), 1) &&
-                __builtin_expect(g_len + d_len <= 57, 1)) {
-                pos += g_len + d_len;
-                goto codes;
-            }
-        }
-        bits->pos = pos;
-        rg = wsl_tb_get(bits, gk, gq);
-        rd = wsl_tb_get(bits, dk, dq);
-        pos = bits->pos;
-    codes:
-        out[i].t_start = rg;
-        out[i].t_end = rd;
-    }
-    bits->pos = pos;
+    unsigned g_len, d_len;
+    if (!tb_window(x, d->gap_k, d->gap_q, (1ull << d->gap_k) - 1, rg, &g_len) ||
+        !tb_window(x >> g_len, d->dur_k, d->dur_q, (1ull << d->dur_k) - 1, rd, &d_len) || g_len + d_len > 57)
+        return false;
+    *len = g_len + d_len;
+    return true;
 }
-
-#define TIMES_END offsetof(struct wsl_event, api) /* an event's bytes after its two times */
-_Static_assert(offsetof(struct wsl_event, t_end) + sizeof(uint64_t) == TIMES_END, "the times lead the event");
 
 /* The batch loop for EVENTS_BITS: packed_events' ops and literals, the times decoded from the bit
  * column (wsl_tb_get: a window of the bits, a count of zeros, a mask), the column's cursor in
@@ -505,30 +457,58 @@ _Static_assert(offsetof(struct wsl_event, t_end) + sizeof(uint64_t) == TIMES_END
 static __attribute__((noinline)) uint32_t tbits_events(struct wsl_reader *r, struct wsl_packed_in *in, uint32_t n,
                                                        int *rc)
 {
+    const uint8_t *op_p = in->op;
     struct wsl_bits_in bits = r->ev_bits;
     const struct wsl_tbits_dir d = r->ev_tdir;
-    struct wsl_event *out = r->batch;
-    *rc = 0;
-    /* First the times' codes (tbits_codes), then the ops and literals. */
-    if (d.gap_q && d.dur_q && d.gap_k + d.gap_q + d.dur_k + d.dur_q <= 57)
-        tbits_codes(true, &bits, &d, out, n);
-    else
-        tbits_codes(false, &bits, &d, out, n);
-    /* Then the ops and literals (packed_events'), the codes turned into times. */
-    const uint8_t *op_p = in->op;
     const uint64_t gc = (uint64_t)d.gap_center, dc = d.dur_center;
-    const unsigned gs = d.gap_shift, ds = d.dur_shift;
+    const unsigned gk = d.gap_k, gq = d.gap_q, gs = d.gap_shift, dk = d.dur_k, dq = d.dur_q, ds = d.dur_shift;
     struct wsl_codec_state *st = r->codec;
     const struct wsl_event *const table = r->pack->table;
+    struct wsl_event *out = r->batch;
     uint64_t prev_t = st->prev_t;
     uint32_t entries = r->pack->entries, i;
+    *rc = 0;
+    /* One window of the bits per event: both codes' quotients under their q (a Rice code) and within
+     * its 57 bits, as a launch loop's nearly always are; else both codes from the window where they
+     * lie in it (tbits_window_codes: Exp-Golomb rests, as jittered or spread times have); else
+     * wsl_tb_get (escapes, long codes, the column's last bytes). */
+    const uint64_t gm = (1ull << gk) - 1, dm = (1ull << dk) - 1;
+    const uint8_t *const base = bits.p;
+    const ptrdiff_t window_end = (bits.end - bits.p) - 8; /* a window of 8 bytes from here on is inside */
+    uint64_t pos = bits.pos;                              /* in a register: `bits` goes to the slow path */
     for (i = 0; i < n; i++) {
         const unsigned op = *op_p++;
+        uint64_t rg, rd;
+        const ptrdiff_t at = (ptrdiff_t)(pos >> 3);
+        if (__builtin_expect(at <= window_end, 1)) {
+            uint64_t x;
+            memcpy(&x, base + at, 8);
+            x >>= pos & 7;
+            const unsigned tg = (unsigned)__builtin_ctzll(x >> gk | 1ull << 63), lg = gk + tg + 1;
+            const uint64_t xd = lg < 64 ? x >> lg : 0; /* lg 64 or more: the slow path below */
+            const unsigned td = (unsigned)__builtin_ctzll(xd >> dk | 1ull << 63), len = lg + dk + td + 1;
+            if (__builtin_expect(tg < gq && td < dq && len <= 57, 1)) {
+                rg = (uint64_t)tg << gk | (x & gm);
+                rd = (uint64_t)td << dk | (xd & dm);
+                pos += len;
+                goto times;
+            }
+            unsigned w_len;
+            if (tbits_window_codes(x, &d, &rg, &rd, &w_len)) { /* Exp-Golomb rests in the window */
+                pos += w_len;
+                goto times;
+            }
+        }
+        bits.pos = pos;
+        rg = wsl_tb_get(&bits, gk, gq);
+        rd = wsl_tb_get(&bits, dk, dq);
+        pos = bits.pos;
+    times:;
+        const uint64_t gap = gc + ((uint64_t)wsl_unzigzag(rg) << gs);
+        const uint64_t dur = dc + ((uint64_t)wsl_unzigzag(rd) << ds);
         struct wsl_event *ev = &out[i];
-        const uint64_t gap = gc + ((uint64_t)wsl_unzigzag(ev->t_start) << gs);
-        const uint64_t dur = dc + ((uint64_t)wsl_unzigzag(ev->t_end) << ds);
-        if (__builtin_expect(op - 1 < entries, 1)) { /* (all but the times, which follow) */
-            memcpy((uint8_t *)ev + TIMES_END, (const uint8_t *)&table[op - 1] + TIMES_END, sizeof *ev - TIMES_END);
+        if (__builtin_expect(op - 1 < entries, 1)) {
+            *ev = table[op - 1];
         } else {
             if (op != 0) {
                 *rc = -1;
@@ -546,6 +526,7 @@ static __attribute__((noinline)) uint32_t tbits_events(struct wsl_reader *r, str
     st->prev_t = prev_t;
     r->pack->entries = entries;
     in->op = op_p;
+    bits.pos = pos;
     r->ev_bits = bits;
     return n;
 }

@@ -863,16 +863,9 @@ static inline __attribute__((always_inline)) uint64_t wsl_tb_get(struct wsl_bits
 {
     const uint64_t x = wsl_bits_peek(b), low = x & ((1ull << k) - 1), y = x >> k;
     const unsigned t = y ? (unsigned)__builtin_ctzll(y) : 64;
-    if (__builtin_expect(t < q, 1)) {
-        if (__builtin_expect(k + t + 1 <= 57, 1)) {
-            b->pos += k + t + 1;
-            return (uint64_t)t << k | low;
-        }
-    } else if (k + t + 1 + (t - q) <= 57) { /* an Exp-Golomb rest (nb = t - q, under 32 here) in the window */
-        const unsigned nb = t - q;
-        const uint64_t v = ((y >> (t + 1)) & ((1ull << nb) - 1)) | 1ull << nb;
-        b->pos += k + t + 1 + nb;
-        return (v + q - 1) << k | low;
+    if (__builtin_expect(t < q && k + t + 1 <= 57, 1)) {
+        b->pos += k + t + 1;
+        return (uint64_t)t << k | low;
     }
     return wsl_tb_get_slow(b, low, k, q);
 }
