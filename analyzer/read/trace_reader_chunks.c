@@ -454,8 +454,8 @@ static __attribute__((noinline)) bool tbits_window_codes(uint64_t x, const struc
 /* The batch loop for EVENTS_BITS: packed_events' ops and literals, the times decoded from the bit
  * column (wsl_tb_get: a window of the bits, a count of zeros, a mask), the column's cursor in
  * locals. */
-static __attribute__((noinline)) uint32_t tbits_events(struct wsl_reader *r, struct wsl_packed_in *in, uint32_t n,
-                                                       int *rc)
+static inline __attribute__((always_inline)) uint32_t tbits_loop(struct wsl_reader *r, struct wsl_packed_in *in,
+                                                                 uint32_t n, int *rc, const bool eg)
 {
     const uint8_t *op_p = in->op;
     struct wsl_bits_in bits = r->ev_bits;
@@ -484,6 +484,16 @@ static __attribute__((noinline)) uint32_t tbits_events(struct wsl_reader *r, str
             uint64_t x;
             memcpy(&x, base + at, 8);
             x >>= pos & 7;
+            if (eg) { /* a column of Exp-Golomb codes: both codes read from the window inline */
+                unsigned g_len, d_len;
+                if (__builtin_expect(tb_window(x, gk, gq, gm, &rg, &g_len), 1) &&
+                    __builtin_expect(tb_window(x >> g_len, dk, dq, dm, &rd, &d_len), 1) &&
+                    __builtin_expect(g_len + d_len <= 57, 1)) {
+                    pos += g_len + d_len;
+                    goto times;
+                }
+                goto slow;
+            }
             const unsigned tg = (unsigned)__builtin_ctzll(x >> gk | 1ull << 63), lg = gk + tg + 1;
             const uint64_t xd = lg < 64 ? x >> lg : 0; /* lg 64 or more: the slow path below */
             const unsigned td = (unsigned)__builtin_ctzll(xd >> dk | 1ull << 63), len = lg + dk + td + 1;
@@ -499,6 +509,7 @@ static __attribute__((noinline)) uint32_t tbits_events(struct wsl_reader *r, str
                 goto times;
             }
         }
+    slow:
         bits.pos = pos;
         rg = wsl_tb_get(&bits, gk, gq);
         rd = wsl_tb_get(&bits, dk, dq);
@@ -529,6 +540,17 @@ static __attribute__((noinline)) uint32_t tbits_events(struct wsl_reader *r, str
     bits.pos = pos;
     r->ev_bits = bits;
     return n;
+}
+
+/* The batch loop, inlined twice: for chunks with a column of Exp-Golomb codes (q 0: jittered or
+ * spread times) both codes are read from the window inline; for the others, the Rice test first
+ * and tbits_window_codes out of line where it fails. */
+static __attribute__((noinline)) uint32_t tbits_events(struct wsl_reader *r, struct wsl_packed_in *in, uint32_t n,
+                                                       int *rc)
+{
+    if (r->ev_tdir.gap_q == 0 || r->ev_tdir.dur_q == 0)
+        return tbits_loop(r, in, n, rc, true);
+    return tbits_loop(r, in, n, rc, false);
 }
 
 /* Decodes the next batch of the EVENTS_PACKED or EVENTS_GAPS chunk in progress:
