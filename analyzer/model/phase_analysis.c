@@ -110,7 +110,7 @@ void wsl_phase_trace_event_slow(struct wsl_phase_trace *t, enum wsl_phase_op op,
     if (op == WSL_PHASE_BREAK || op == WSL_PHASE_SUBMIT_BREAK || op == WSL_PHASE_READ) {
         if (t->f.cur) {
             t->f.cur->pending_break = true;
-            t->f.cur->ready = false;
+            t->f.cur->room = 0;
             if (op == WSL_PHASE_READ && ev->a[0] == 0) { /* path id 0: a pipe or socket */
                 t->f.cur->pipe_reads++;
                 t->f.cur->pipe_ticks += ev->t_end - ev->t_start;
@@ -147,7 +147,7 @@ void wsl_phase_trace_event_slow(struct wsl_phase_trace *t, enum wsl_phase_op op,
     q->have_last = true;
     q->last_ticks = ev->t_start;
     q->pending_break = false;
-    q->ready = true;
+    q->room = q->cap == WSL_PHASE_MAX_SEQ ? SIZE_MAX : q->cap;
     if (q->n >= WSL_PHASE_MAX_SEQ)
         return;
     if (q->n == q->cap) {

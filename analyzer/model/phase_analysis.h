@@ -103,9 +103,9 @@ struct wsl_phase_seq {
     uint64_t *ticks;            /* their start */
     bool pending_break;         /* the thread waited or did other work of its own since its last launch */
     bool have_last;
-    bool ready;                 /* have_last && !pending_break (the inline path's one test of both) */
-    size_t room;                /* cap, or SIZE_MAX once cap is WSL_PHASE_MAX_SEQ: n < room where a launch is
-                                   kept or, at the cap, counted only (the inline path's one test) */
+    size_t room;                /* 0 unless have_last && !pending_break; then cap, or SIZE_MAX once cap is
+                                   WSL_PHASE_MAX_SEQ: n < room where the inline path may count a launch (kept,
+                                   or at the cap counted only): its one test of the three */
     uint64_t last_ticks;        /* its last launch's start */
     size_t n, cap;
     uint64_t total;             /* launches, kept or not */
@@ -131,7 +131,8 @@ void wsl_phase_trace_event_slow(struct wsl_phase_trace *t, enum wsl_phase_op op,
 /* The gap bucket of g ticks: g itself below 4, else 4 per power of two (quarters). */
 static inline unsigned wsl_phase_gap_bucket(uint64_t g)
 {
-    return g < 4 ? (unsigned)g : (unsigned)(4 * (63 - __builtin_clzll(g)) + ((g >> (62 - __builtin_clzll(g))) & 3));
+    /* (g >> (msb - 1) is g's top two bits, 2 or 3) */
+    return g < 4 ? (unsigned)g : (unsigned)(4 * (63 - __builtin_clzll(g)) + (g >> (62 - __builtin_clzll(g))));
 }
 
 /* One event whose op is not NONE. The common case, a successful launch that follows the thread's
@@ -143,7 +144,7 @@ static inline void wsl_phase_trace_event(struct wsl_phase_trace *t, enum wsl_pha
     struct wsl_phase_trace_fast *f = (struct wsl_phase_trace_fast *)(void *)t;
     struct wsl_phase_seq *q = f->cur;
     /* (a thread with a launch before, have_last, had a submission: any_submit holds) */
-    if (op == WSL_PHASE_LAUNCH && ev->result == 0 && q && q->ready && q->n < q->room && ev->t_start >= q->last_ticks) {
+    if (op == WSL_PHASE_LAUNCH && ev->result == 0 && q && q->n < q->room && ev->t_start >= q->last_ticks) {
         uint64_t ts = ev->t_start, g = ts - q->last_ticks;
         /* (first_submit: at most the thread's last launch's start, which set it or came after it) */
         if (ev->t_end > f->last_submit_end)

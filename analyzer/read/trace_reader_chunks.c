@@ -416,11 +416,46 @@ bad:
     return i;
 }
 
+/* One code (k, q; m the mask of k bits) at the low bits of x, a window whose low 57 bits are the
+ * column's: its value and length, false where it does not lie whole in those 57 bits. A Rice code
+ * (fewer than q zeros), or an Exp-Golomb rest of nb = zeros - q bits, as wsl_tb_get_slow reads it. */
+static inline __attribute__((always_inline)) bool tb_window(uint64_t x, unsigned k, unsigned q, uint64_t m,
+                                                            uint64_t *r, unsigned *len)
+{
+    const uint64_t y = x >> k;
+    const unsigned t = (unsigned)__builtin_ctzll(y | 1ull << 63);
+    if (t < q) {
+        *len = k + t + 1;
+        *r = (uint64_t)t << k | (x & m);
+        return *len <= 57;
+    }
+    const unsigned nb = t - q;
+    *len = k + t + 1 + nb;
+    if (*len > 57)
+        return false;
+    *r = ((((y >> (t + 1)) & ((1ull << nb) - 1)) | 1ull << nb) + q - 1) << k | (x & m);
+    return true;
+}
+
+/* An event's two codes from the window x (tbits_events' where they are not both Rice codes within
+ * it): their values and total length; false where either does not lie in the 57 bits (wsl_tb_get
+ * reads them then: escapes, long codes). Out of line: the batch loop's registers stay its own. */
+static __attribute__((noinline)) bool tbits_window_codes(uint64_t x, const struct wsl_tbits_dir *d, uint64_t *rg,
+                                                         uint64_t *rd, unsigned *len)
+{
+    unsigned g_len, d_len;
+    if (!tb_window(x, d->gap_k, d->gap_q, (1ull << d->gap_k) - 1, rg, &g_len) ||
+        !tb_window(x >> g_len, d->dur_k, d->dur_q, (1ull << d->dur_k) - 1, rd, &d_len) || g_len + d_len > 57)
+        return false;
+    *len = g_len + d_len;
+    return true;
+}
+
 /* The batch loop for EVENTS_BITS: packed_events' ops and literals, the times decoded from the bit
  * column (wsl_tb_get: a window of the bits, a count of zeros, a mask), the column's cursor in
  * locals. */
-static __attribute__((noinline)) uint32_t tbits_events(struct wsl_reader *r, struct wsl_packed_in *in, uint32_t n,
-                                                       int *rc)
+static inline __attribute__((always_inline)) uint32_t tbits_loop(struct wsl_reader *r, struct wsl_packed_in *in,
+                                                                 uint32_t n, int *rc, const bool eg)
 {
     const uint8_t *op_p = in->op;
     struct wsl_bits_in bits = r->ev_bits;
@@ -434,8 +469,9 @@ static __attribute__((noinline)) uint32_t tbits_events(struct wsl_reader *r, str
     uint32_t entries = r->pack->entries, i;
     *rc = 0;
     /* One window of the bits per event: both codes' quotients under their q (a Rice code) and within
-     * its 57 bits, as a launch loop's nearly always are; else wsl_tb_get (Exp-Golomb parts, escapes,
-     * the column's last bytes). */
+     * its 57 bits, as a launch loop's nearly always are; else both codes from the window where they
+     * lie in it (tbits_window_codes: Exp-Golomb rests, as jittered or spread times have); else
+     * wsl_tb_get (escapes, long codes, the column's last bytes). */
     const uint64_t gm = (1ull << gk) - 1, dm = (1ull << dk) - 1;
     const uint8_t *const base = bits.p;
     const ptrdiff_t window_end = (bits.end - bits.p) - 8; /* a window of 8 bytes from here on is inside */
@@ -448,6 +484,16 @@ static __attribute__((noinline)) uint32_t tbits_events(struct wsl_reader *r, str
             uint64_t x;
             memcpy(&x, base + at, 8);
             x >>= pos & 7;
+            if (eg) { /* a column of Exp-Golomb codes: both codes read from the window inline */
+                unsigned g_len, d_len;
+                if (__builtin_expect(tb_window(x, gk, gq, gm, &rg, &g_len), 1) &&
+                    __builtin_expect(tb_window(x >> g_len, dk, dq, dm, &rd, &d_len), 1) &&
+                    __builtin_expect(g_len + d_len <= 57, 1)) {
+                    pos += g_len + d_len;
+                    goto times;
+                }
+                goto slow;
+            }
             const unsigned tg = (unsigned)__builtin_ctzll(x >> gk | 1ull << 63), lg = gk + tg + 1;
             const uint64_t xd = lg < 64 ? x >> lg : 0; /* lg 64 or more: the slow path below */
             const unsigned td = (unsigned)__builtin_ctzll(xd >> dk | 1ull << 63), len = lg + dk + td + 1;
@@ -457,7 +503,13 @@ static __attribute__((noinline)) uint32_t tbits_events(struct wsl_reader *r, str
                 pos += len;
                 goto times;
             }
+            unsigned w_len;
+            if (tbits_window_codes(x, &d, &rg, &rd, &w_len)) { /* Exp-Golomb rests in the window */
+                pos += w_len;
+                goto times;
+            }
         }
+    slow:
         bits.pos = pos;
         rg = wsl_tb_get(&bits, gk, gq);
         rd = wsl_tb_get(&bits, dk, dq);
@@ -488,6 +540,17 @@ static __attribute__((noinline)) uint32_t tbits_events(struct wsl_reader *r, str
     bits.pos = pos;
     r->ev_bits = bits;
     return n;
+}
+
+/* The batch loop, inlined twice: for chunks with a column of Exp-Golomb codes (q 0: jittered or
+ * spread times) both codes are read from the window inline; for the others, the Rice test first
+ * and tbits_window_codes out of line where it fails. */
+static __attribute__((noinline)) uint32_t tbits_events(struct wsl_reader *r, struct wsl_packed_in *in, uint32_t n,
+                                                       int *rc)
+{
+    if (r->ev_tdir.gap_q == 0 || r->ev_tdir.dur_q == 0)
+        return tbits_loop(r, in, n, rc, true);
+    return tbits_loop(r, in, n, rc, false);
 }
 
 /* Decodes the next batch of the EVENTS_PACKED or EVENTS_GAPS chunk in progress:

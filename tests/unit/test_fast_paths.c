@@ -13,7 +13,7 @@
  *   handle, configuration, idle) its count, each once; after the pairs' adjustment the cache
  *   holds nothing (the entries it named are gone).
  * - phase_fast_path: the phase tracking's inline launch path (its tests of a thread's state kept
- *   in `ready` and `room`) against wsl_phase_trace_event_slow fed the same events: launches,
+ *   in `room`) against wsl_phase_trace_event_slow fed the same events: launches,
  *   failed ones, graphs, submissions, breaks, reads of pipes, out of order starts, on 3 threads,
  *   one past WSL_PHASE_MAX_SEQ launches: every thread's sequence, gaps and counts the same. */
 #include <stdlib.h>
