@@ -90,8 +90,10 @@ static void chunk_close(struct open_chunk *c)
 /* Opens c for thread tid, its first event's start `base` (wsl_chunk_codec_open). */
 static void chunk_open(struct open_chunk *c, uint32_t tid, uint64_t base, uint64_t dropped)
 {
-    if (!coder.run) /* once, in the writer thread */
+    if (!coder.run) { /* once, in the writer thread */
         coder = wsl_tbits_coder_pick(1);
+        wsl_log(WSL_LOG_DEBUG, "writer: the events' times coded by the %s loops", coder.name);
+    }
     wsl_chunk_codec_open(&c->pack, &c->codec, &c->eh, tid, base, dropped);
     c->o = (struct wsl_tbits_out){c->op, c->lit, c->times, 0, 0};
     c->open = 1;
