@@ -559,5 +559,11 @@ int main(int argc, char **argv)
         return 1;
     printf("%s: %llu events, %.4f compressed bytes per event\n", mode, (unsigned long long)events,
            events ? (double)compressed / (double)events : 0.0);
+    free(evs);
+    free(recs);
+    free(d);
+    free(z);
+    ZSTD_freeDCtx(dc);
+    ZSTD_freeCCtx(zc);
     return 0;
 }
