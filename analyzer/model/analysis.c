@@ -55,6 +55,7 @@ const char *wsl_category_name(unsigned category)
         [WSL_CAT_NVTX_END] = "nvtx_end",
         [WSL_CAT_NVTX_MARK] = "nvtx_mark",
         [WSL_CAT_NVTX_NAME_THREAD] = "nvtx_name_thread",
+        [WSL_CAT_IO_WAIT] = "io_wait",
     };
     return category < WSL_CAT_COUNT ? names[category] : "other";
 }

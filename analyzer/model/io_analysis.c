@@ -615,6 +615,8 @@ void wsl_io_trace_event(struct wsl_io_trace *t, unsigned category, const struct 
 {
     if (__builtin_expect(t->of != NULL, 0))
         return; /* a shadow: its state counts the event */
+    if (category == WSL_CAT_IO_WAIT)
+        return; /* a poll moves no file's data (its time: the API's and the phases' waits) */
     bool ok = ev->result == 0;
     bool has_fd = (int32_t)(uint32_t)ev->stream >= 0; /* a failed open or a lookup by name has -1 */
     if (category == WSL_CAT_IO_MMAP && ev->a[0] == 0 && !has_fd)

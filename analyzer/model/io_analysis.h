@@ -229,7 +229,7 @@ double wsl_io_files_per_s(const struct wsl_io *io);
 static inline bool wsl_is_io_category(unsigned category)
 {
     return (category >= WSL_CAT_IO_OPEN && category <= WSL_CAT_IO_CLOSE) || category == WSL_CAT_IO_WRITE ||
-           category == WSL_CAT_IO_DIR;
+           category == WSL_CAT_IO_DIR || category == WSL_CAT_IO_WAIT;
 }
 
 #endif /* WSLSHIM_IO_ANALYSIS_H */

@@ -27,11 +27,13 @@ enum wsl_phase_op wsl_phase_op_of(unsigned category, const char *base)
     case WSL_CAT_COPY_ANY: case WSL_CAT_COPY_HTOD: case WSL_CAT_COPY_DTOH: case WSL_CAT_COPY_DTOD:
     case WSL_CAT_MEMSET:
         return WSL_PHASE_SUBMIT_BREAK;
+    case WSL_CAT_IO_READ: case WSL_CAT_IO_WAIT:
+        return WSL_PHASE_READ; /* on a pipe or socket (path id 0 in a0): a wait for another process */
+    /* (not READ: their a0 is no path id, and a synchronization's or an allocation's time is not a wait
+     * for a worker's data) */
     case WSL_CAT_SYNC_STREAM: case WSL_CAT_SYNC_CTX: case WSL_CAT_SYNC_EVENT: case WSL_CAT_ALLOC:
     case WSL_CAT_ALLOC_MANAGED: case WSL_CAT_FREE: case WSL_CAT_HOST_ALLOC: case WSL_CAT_HOST_FREE:
     case WSL_CAT_HOST_REGISTER: case WSL_CAT_HOST_UNREGISTER:
-    case WSL_CAT_IO_READ:
-        return WSL_PHASE_READ;
     case WSL_CAT_IO_OPEN: case WSL_CAT_IO_MMAP: case WSL_CAT_IO_STAT: case WSL_CAT_IO_SEEK:
     case WSL_CAT_IO_CLOSE:
         return WSL_PHASE_BREAK;

@@ -51,8 +51,8 @@ enum wsl_phase_op {
     WSL_PHASE_BREAK,        /* a wait or other work of the thread's own: file I/O, a synchronization, an
                                allocation; the gap to its next launch is not dispatch */
     WSL_PHASE_SUBMIT_BREAK, /* a copy or memset that waits (synchronous): both */
-    WSL_PHASE_READ,         /* a file read: a break; on an fd not seen opened (a pipe, a socket) a wait
-                               counted for the thread (data from another process) */
+    WSL_PHASE_READ,         /* a file read or a poll (WSL_CAT_IO_WAIT): a break; on an fd not seen opened
+                               (a pipe, a socket) a wait counted for the thread (data from another process) */
 };
 
 enum wsl_phase_op wsl_phase_op_of(unsigned category, const char *base);
@@ -85,8 +85,8 @@ struct wsl_phases {
      * them are the host dispatching (framework and driver work per operation); the others are the
      * host doing something else (waiting for data or the GPU, evaluation...). */
     uint64_t dispatch_gaps, dispatch_gap_ns, long_gaps, long_gap_ns;
-    /* reads on fds not seen opened (pipes, sockets) by that same thread: waits for data from other
-     * processes (DataLoader workers' queues) */
+    /* reads and polls on fds not seen opened (pipes, sockets) by that same thread: waits for data from
+     * other processes (DataLoader workers' queues) */
     uint64_t pipe_reads, pipe_read_ns;
     uint64_t module_loads, module_load_ns;              /* every module and library load */
     uint64_t warmup_module_loads, warmup_module_load_ns; /* of them, before the steady state */
@@ -110,7 +110,7 @@ struct wsl_phase_seq {
     size_t n, cap;
     uint64_t total;             /* launches, kept or not */
     uint64_t broken_gaps, broken_ticks; /* the gaps with a break in them */
-    uint64_t pipe_reads, pipe_ticks; /* reads on fds not seen opened (path id 0) */
+    uint64_t pipe_reads, pipe_ticks; /* reads and polls on fds not seen opened (path id 0) */
     /* gaps from one launch to the next with no break between (ticks): count and sum per quarter of a
      * power of two (cheap per launch; the 2 ms line is drawn by bucket) */
     uint64_t gap_n[256], gap_sum[256];

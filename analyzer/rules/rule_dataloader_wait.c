@@ -4,8 +4,8 @@
  * hands batches over pipes or sockets: the main process's reads on them block
  * until a worker has a batch ready, and while they block the GPU gets no work.
  *
- * Needs: each process's reads on descriptors the shim did not see opened (pipes,
- * sockets: io_analysis.h "unknown_fd"), and the process tree.
+ * Needs: the launching thread's reads and polls on descriptors the shim did not
+ * see opened (pipes, sockets: phase_analysis.h pipe_reads), and the process tree.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -98,10 +98,11 @@ const struct wsl_rule wsl_rule_dataloader_wait = {
     .needs = "the process tree; the main GPU process's reads on pipes and sockets (fds not seen opened)",
     .how_computed = "The main process is the one that launched most kernels; its workers are its children forked "
                     "from it (the same program and command line; not exec'd helpers or compilers). Fires when it "
-                    "has workers and the reads of its busiest launching thread on descriptors the shim did not see "
-                    "opened (the workers' pipes and sockets) took at least 1% of the wall time. Time lost: those "
-                    "reads' time, the main process blocked waiting for a batch, at most the GPU's idle time. A lower bound: a wait spent in "
-                    "poll() or select() before the read is not recorded.",
+                    "has workers and the reads and polls (poll, ppoll) of its busiest launching thread on descriptors "
+                    "the shim did not see opened (the workers' pipes and sockets) took at least 1% of the wall time. "
+                    "Time lost: those calls' time, the main process blocked waiting for a batch, at most the GPU's "
+                    "idle time. A lower bound: a wait in select(), epoll_wait() or on a condition variable (a "
+                    "pin_memory thread's queue) is not recorded.",
     .fix = "more DataLoader workers, persistent_workers=True, prefetch_factor, pin_memory=True; cheaper samples",
     .evaluate = evaluate,
 };

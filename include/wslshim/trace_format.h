@@ -376,6 +376,10 @@ enum wsl_category {
     WSL_CAT_IO_DIR,         /* rename, unlink, mkdir, opendir (1.8): stream the dirfd (AT_FDCWD) or -1, a0 the
                                path id of the path named (rename: the source), a1 its folder's device when known
                                (0: not), a2 enum wsl_dir_op; always timed */
+    WSL_CAT_IO_WAIT,        /* poll, ppoll (added 2026-11-27; no minor version marks it: an older reader counts
+                               them as "other" calls): stream the first pollfd's fd (-1: none), a0 its path id (0:
+                               a pipe, a socket, an fd not seen opened), a1 nfds, a2 the timeout in ms as an i64 (-1:
+                               none), a3 the descriptors ready (0 on a timeout or a failure); always timed */
     WSL_CAT_COUNT
 };
 

@@ -117,6 +117,7 @@ static inline void wsl_helper_note(const struct wsl_event *ev)
     case WSL_CAT_IO_STAT:
     case WSL_CAT_IO_SEEK:
     case WSL_CAT_IO_CLOSE:
+    case WSL_CAT_IO_WAIT:
         break;
     default: /* CUDA, NVTX, GPU kernels */
         wsl_helper_possible = 0;

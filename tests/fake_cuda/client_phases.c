@@ -12,11 +12,19 @@
  *   client_phases loader    a forked worker hands the main thread a 4-byte item
  *                           over a pipe every 5 ms; each item is read (a blocking
  *                           read) and followed by 10 kernels; 200 items
+ *   client_phases loader-poll  the same, each item waited for with poll() (with a
+ *                           timeout, as a multiprocessing queue's get(timeout=...)
+ *                           does) and then read
+ *   client_phases loader-sync  a forked worker that hands nothing over (it waits for
+ *                           the pipe to close); the main thread's 200 steps of 10
+ *                           kernels each end in cuCtxSynchronize: its waits are for
+ *                           the GPU, not for the worker
  * Prints one line: MEASURED {"...": ns, ...} with what the client timed itself.
  */
 #define _GNU_SOURCE
 #include "client_common.h"
 
+#include <poll.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -91,7 +99,8 @@ int main(int argc, char **argv) {
       }
     CALL("cuCtxSynchronize", cuCtxSynchronize());
     printf("MEASURED {\"loop_ns\": %llu, \"launches\": 20000}\n", (unsigned long long)(now_ns() - t0));
-  } else if (!strcmp(mode, "loader")) {
+  } else if (!strcmp(mode, "loader") || !strcmp(mode, "loader-poll")) {
+    const int use_poll = !strcmp(mode, "loader-poll");
     CALL("cuInit", cuInit(0));
     setup(f);
     int p[2];
@@ -111,6 +120,13 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 200; i++) {
       int item = -1;
       uint64_t a = now_ns();
+      if (use_poll) {
+        struct pollfd pf = {p[0], POLLIN, 0};
+        int n;
+        while ((n = poll(&pf, 1, 5000)) == 0)
+          ;
+        CHECK(n == 1 && (pf.revents & POLLIN), "poll item %d", i);
+      }
       CHECK(read(p[0], &item, sizeof item) == (ssize_t)sizeof item && item == i, "read item %d", i);
       waited += now_ns() - a;
       for (int k = 0; k < 10; k++)
@@ -121,8 +137,36 @@ int main(int argc, char **argv) {
     CHECK(waitpid(child, &st, 0) == child && WIFEXITED(st) && WEXITSTATUS(st) == 0, "worker");
     printf("MEASURED {\"waited_ns\": %llu, \"loop_ns\": %llu}\n", (unsigned long long)waited,
            (unsigned long long)(now_ns() - t0));
+  } else if (!strcmp(mode, "loader-sync")) {
+    CALL("cuInit", cuInit(0));
+    setup(f);
+    int p[2];
+    CHECK(pipe(p) == 0, "pipe");
+    pid_t child = fork();
+    CHECK(child >= 0, "fork");
+    if (child == 0) { /* a worker that hands nothing over: it waits for the main process to close */
+      close(p[1]);
+      char c;
+      while (read(p[0], &c, 1) > 0)
+        ;
+      _exit(0);
+    }
+    close(p[0]);
+    uint64_t synced = 0, t0 = now_ns();
+    for (int i = 0; i < 200; i++) {
+      for (int k = 0; k < 10; k++)
+        launch(f[k]);
+      uint64_t a = now_ns();
+      CALL("cuCtxSynchronize", cuCtxSynchronize());
+      synced += now_ns() - a;
+    }
+    close(p[1]);
+    int st = 0;
+    CHECK(waitpid(child, &st, 0) == child && WIFEXITED(st) && WEXITSTATUS(st) == 0, "worker");
+    printf("MEASURED {\"synced_ns\": %llu, \"loop_ns\": %llu}\n", (unsigned long long)synced,
+           (unsigned long long)(now_ns() - t0));
   } else {
-    client_fail("usage: client_phases phases|dispatch|loader");
+    client_fail("usage: client_phases phases|dispatch|loader|loader-poll|loader-sync");
   }
   return 0;
 }

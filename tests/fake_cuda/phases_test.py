@@ -13,6 +13,11 @@ client_phases (tests/fake_cuda/client_phases.c) in three modes, under the shim:
             launch_bound), its time lost the host's gaps less the GPU's work
   loader    the main thread blocks on a forked worker's pipe for 200 items:
             dataloader_wait, its time lost what the client measured it blocked
+  loader-poll  the same, each item waited for in poll() before its read (as Python's
+            multiprocessing queues do): the same finding and time lost
+  loader-sync  a forked worker that hands nothing over, and a cuCtxSynchronize after each
+            step of the main thread: no dataloader_wait (a wait for the GPU is not one for
+            the worker; the analyzer once counted it as one)
 """
 import json
 import os
@@ -111,6 +116,26 @@ if dw and m:
     print(f"loader: time lost {dw['time_lost_ns'] / 1e6:.1f} ms, the client blocked {m['waited_ns'] / 1e6:.1f} ms")
     near(dw["time_lost_ns"], m["waited_ns"], 0.25, "dataloader_wait time lost")
     check(dw["evidence"]["workers"] == 1, f"workers {dw['evidence']['workers']}")
+
+# ---- loader-poll: the wait in poll(), the read finds the item ready ------------------------------
+m, rep = run("loader-poll", {"FAKE_CUDA_KERNEL_NS": "1000", "FAKE_CUDA_LAUNCH_NS": "1000"})
+dw = finding(rep, "dataloader_wait")
+check(dw is not None, f"loader-poll: no dataloader_wait: {[b['id'] for b in rep['bottlenecks']]}")
+if dw and m:
+    print(f"loader-poll: time lost {dw['time_lost_ns'] / 1e6:.1f} ms, the client blocked {m['waited_ns'] / 1e6:.1f} ms")
+    near(dw["time_lost_ns"], m["waited_ns"], 0.25, "dataloader_wait time lost (poll)")
+    polls = rep["api"].get("poll", {}).get("calls", 0) if isinstance(rep.get("api"), dict) else 0
+    io_polls = rep.get("io_calls", {}).get("poll", {}).get("calls", 0) if isinstance(rep.get("io_calls"), dict) else 0
+    check(max(polls, io_polls) >= 200, f"loader-poll: {polls} / {io_polls} poll calls in the report, 200 or more made")
+
+# ---- loader-sync: waits for the GPU, a worker beside ---------------------------------------------
+m, rep = run("loader-sync", {"FAKE_CUDA_KERNEL_NS": "500000", "FAKE_CUDA_LAUNCH_NS": "1000"})
+dw = finding(rep, "dataloader_wait")
+if m:
+    print(f"loader-sync: the client synchronized {m['synced_ns'] / 1e6:.1f} ms of {m['loop_ns'] / 1e6:.1f} ms; "
+          f"dataloader_wait {'%.1f ms' % (dw['time_lost_ns'] / 1e6) if dw else 'absent'}")
+    check(m["synced_ns"] > 0.3 * m["loop_ns"], f"loader-sync: the syncs took {m['synced_ns']} of {m['loop_ns']} ns")
+check(dw is None, f"loader-sync: dataloader_wait fired on waits for the GPU: {dw and dw['evidence']}")
 
 print("phases test:", "FAIL" if failures else "ok")
 sys.exit(1 if failures else 0)

@@ -10,12 +10,15 @@
  * Covered: failures (ENOENT, EBADF, EINVAL, ESPIPE, EFAULT, EISDIR, ENOTDIR),
  * short reads (EOF, a pipe holding fewer bytes than asked), EINTR from a
  * blocking read interrupted by a signal without SA_RESTART (read, readv,
- * fgets), and errno left alone by successful calls.
+ * fgets, poll, ppoll), and errno left alone by successful calls; poll's and
+ * ppoll's results (EFAULT, EINVAL, a timeout, a descriptor ready, an invalid
+ * one flagged POLLNVAL).
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -179,6 +182,34 @@ int main(int argc, char **argv)
     arm_timer_ms(50);
     errno = 0; r = (long)fread(buf, 1, 10, pf); check("fread empty pipe, interrupted", r, 0, errno, EINTR);
     fclose(pf);
+    struct pollfd pfd = {p[0], POLLIN, 0};
+    arm_timer_ms(50);
+    errno = 0; r = poll(&pfd, 1, 5000); check("poll empty pipe, interrupted", r, -1, errno, EINTR);
+    struct timespec five = {5, 0};
+    arm_timer_ms(50);
+    errno = 0; r = ppoll(&pfd, 1, &five, NULL); check("ppoll empty pipe, interrupted", r, -1, errno, EINTR);
+
+    /* ---- poll, ppoll ---- */
+    struct pollfd *volatile nowhere = NULL; /* (volatile: no compile-time check of the call) */
+    errno = 0; r = poll(nowhere, 1, 0); check("poll NULL array", r, -1, errno, EFAULT);
+    errno = 1234; r = poll(&pfd, 1, 10); check("poll empty pipe, timeout", r, 0, errno, 1234);
+    errno = 1234; r = poll(NULL, 0, 1); check("poll no descriptors", r, 0, errno, 1234);
+    struct timespec bad = {0, 2000000000L};
+    errno = 0; r = ppoll(&pfd, 1, &bad, NULL); check("ppoll bad timeout", r, -1, errno, EINVAL);
+    struct timespec ms = {0, 1000000L};
+    errno = 1234; r = ppoll(&pfd, 1, &ms, NULL); check("ppoll empty pipe, timeout", r, 0, errno, 1234);
+    if (write(p[1], "x", 1) != 1)
+        check("  pipe write", 0, 1, errno, -1);
+    errno = 1234; pfd.revents = 0; r = poll(&pfd, 1, 1000);
+    check("poll pipe with a byte", r, 1, errno, 1234);
+    check("  revents POLLIN", (pfd.revents & POLLIN) != 0, 1, 0, -1);
+    errno = 1234; pfd.revents = 0; r = ppoll(&pfd, 1, NULL, NULL);
+    check("ppoll pipe with a byte", r, 1, errno, 1234);
+    if (read(p[0], buf, 1) != 1)
+        check("  pipe read", 0, 1, errno, -1);
+    struct pollfd nv = {987, POLLIN, 0};
+    errno = 1234; r = poll(&nv, 1, 0); check("poll unopened fd", r, 1, errno, 1234);
+    check("  revents POLLNVAL", nv.revents == POLLNVAL, 1, 0, -1);
 
     /* with SA_RESTART the interrupted read resumes and returns what a child writes later */
     sa.sa_flags = SA_RESTART;

@@ -48,6 +48,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -151,6 +153,10 @@ struct wsl_io_real {
     int (*mkdir)(const char *, mode_t);
     int (*mkdirat)(int, const char *, mode_t);
     DIR *(*opendir)(const char *);
+    int (*poll)(struct pollfd *, nfds_t, int);
+    int (*__poll_chk)(struct pollfd *, nfds_t, int, size_t);
+    int (*ppoll)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *);
+    int (*__ppoll_chk)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *, size_t);
 };
 extern struct wsl_io_real wsl_io_real;
 

@@ -1,0 +1,57 @@
+/*
+ * Waits on descriptors: poll and ppoll (and their fortified forms). A program
+ * that takes its data from other processes (a PyTorch DataLoader's workers: a
+ * multiprocessing queue's get() polls the pipe, then reads what is ready)
+ * spends its wait here, not in the read that follows; the report's
+ * dataloader_wait counts the launching thread's waits on pipes and sockets
+ * (docs/io.md). Always timed, an event each (WSL_CAT_IO_WAIT): the first
+ * descriptor polled and its path id (0: a pipe, a socket, an fd not seen
+ * opened), how many were polled, the timeout, how many were ready.
+ *
+ * Nothing the caller passed is read before the call: the pollfd array only
+ * once the call succeeded (the kernel read all of it then), ppoll's timeout
+ * only then too (glibc read it before the system call).
+ */
+#define _GNU_SOURCE
+
+#include "io_hooks.h"
+
+#define WAIT_HOOK(api, fds, nfds, timeout_ms, call)                                       \
+    if (!wsl_tsan_up())                                                                    \
+        return call;                                                                       \
+    struct wsl_thread *t = io_enter();                                                     \
+    if (!t)                                                                                \
+        return call;                                                                       \
+    int timed_ = 1;                                                                        \
+    IO_CALL_TIMED(int, r, call)                                                            \
+    int err = errno;                                                                       \
+    int fd_ = r >= 0 && (nfds) > 0 ? (fds)[0].fd : -1;                                     \
+    uint64_t info_ = fd_ >= 0 ? info_of_fd(fd_) : 0;                                       \
+    io_record(t, api, t0, t1, r < 0, err, fd_, (uint32_t)info_, (uint64_t)(nfds),         \
+              (uint64_t)(int64_t)(r >= 0 ? (timeout_ms) : -2), r > 0 ? (uint64_t)r : 0);  \
+    errno = err;                                                                           \
+    return r;
+
+/* ppoll's timeout in ms (-1: none); read only after a successful call */
+static int64_t ts_ms(const struct timespec *ts)
+{
+    return ts ? (int64_t)ts->tv_sec * 1000 + ts->tv_nsec / 1000000 : -1;
+}
+
+WSL_EXPORT int poll(struct pollfd *fds, nfds_t nfds, int timeout)
+{
+    WAIT_HOOK(WSL_IO_ID_poll, fds, nfds, timeout, REAL(poll)(fds, nfds, timeout))
+}
+WSL_EXPORT int __poll_chk(struct pollfd *fds, nfds_t nfds, int timeout, size_t fdslen)
+{
+    WAIT_HOOK(WSL_IO_ID___poll_chk, fds, nfds, timeout, REAL(__poll_chk)(fds, nfds, timeout, fdslen))
+}
+WSL_EXPORT int ppoll(struct pollfd *fds, nfds_t nfds, const struct timespec *tmo, const sigset_t *mask)
+{
+    WAIT_HOOK(WSL_IO_ID_ppoll, fds, nfds, ts_ms(tmo), REAL(ppoll)(fds, nfds, tmo, mask))
+}
+WSL_EXPORT int __ppoll_chk(struct pollfd *fds, nfds_t nfds, const struct timespec *tmo, const sigset_t *mask,
+                           size_t fdslen)
+{
+    WAIT_HOOK(WSL_IO_ID___ppoll_chk, fds, nfds, ts_ms(tmo), REAL(__ppoll_chk)(fds, nfds, tmo, mask, fdslen))
+}
