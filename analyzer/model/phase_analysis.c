@@ -413,10 +413,17 @@ void wsl_phase_trace_end(struct wsl_phase_trace *t, const struct wsl_clock_map *
     for (size_t i = 0; i < t->seq_count; i++)
         if (!q || t->seqs[i].n > q->n)
             q = &t->seqs[i];
-    if (q) {
-        ph->pipe_reads = q->pipe_reads;
-        ph->pipe_read_ns = wsl_clock_duration_ns(clock, q->pipe_ticks);
-    }
+    /* waits for other processes' data: those of every thread that launched GPU work, not only the
+     * busiest one's (PyTorch launches a training step's backward from its autograd thread while the
+     * main thread, which launches the forward, waits for the DataLoader's next batch); a thread that
+     * launched nothing (a process pool's reader, blocked on its pipes all the time) holds up no launch */
+    uint64_t pipe_ticks = 0;
+    for (size_t i = 0; i < t->seq_count; i++)
+        if (t->seqs[i].total) {
+            ph->pipe_reads += t->seqs[i].pipe_reads;
+            pipe_ticks += t->seqs[i].pipe_ticks;
+        }
+    ph->pipe_read_ns = wsl_clock_duration_ns(clock, pipe_ticks);
     if (q)
         split_gaps(q, clock, ph);
     uint32_t best_p = 0;

@@ -85,8 +85,8 @@ struct wsl_phases {
      * them are the host dispatching (framework and driver work per operation); the others are the
      * host doing something else (waiting for data or the GPU, evaluation...). */
     uint64_t dispatch_gaps, dispatch_gap_ns, long_gaps, long_gap_ns;
-    /* reads and polls on fds not seen opened (pipes, sockets) by that same thread: waits for data from
-     * other processes (DataLoader workers' queues) */
+    /* reads and polls on fds not seen opened (pipes, sockets) by the threads that launched GPU work:
+     * waits for data from other processes (DataLoader workers' queues) */
     uint64_t pipe_reads, pipe_read_ns;
     uint64_t module_loads, module_load_ns;              /* every module and library load */
     uint64_t warmup_module_loads, warmup_module_load_ns; /* of them, before the steady state */

@@ -54,8 +54,9 @@ static bool evaluate(const struct wsl_run *run, struct wsl_finding *f)
             worker_read_ns += p->io.data.read_time + p->io.data.meta_time;
         }
     }
-    /* the reads of the thread that submits the GPU's work: a reader thread of a process pool (a compile
-     * worker pool's) blocks on its pipes all the time without holding anything up */
+    /* the reads and polls of the threads that submit the GPU's work (phase_analysis.c): a reader thread
+     * of a process pool (a compile worker pool's) blocks on its pipes all the time without holding
+     * anything up */
     const struct wsl_phases *ph = &m->phases;
     /* fires: workers exist and the launching thread blocked on pipes or sockets for >= 1% of the wall time */
     if (!workers || !ph->pipe_reads || (double)ph->pipe_read_ns < WSL_RULE_MIN_SHARE * (double)run->wall_ns)
@@ -98,10 +99,10 @@ const struct wsl_rule wsl_rule_dataloader_wait = {
     .needs = "the process tree; the main GPU process's reads on pipes and sockets (fds not seen opened)",
     .how_computed = "The main process is the one that launched most kernels; its workers are its children forked "
                     "from it (the same program and command line; not exec'd helpers or compilers). Fires when it "
-                    "has workers and the reads and polls (poll, ppoll) of its busiest launching thread on descriptors "
-                    "the shim did not see opened (the workers' pipes and sockets) took at least 1% of the wall time. "
-                    "Time lost: those calls' time, the main process blocked waiting for a batch, at most the GPU's "
-                    "idle time. A lower bound: a wait in select(), epoll_wait() or on a condition variable (a "
+                    "has workers and the reads and polls (poll, ppoll) of its threads that launched GPU work on "
+                    "descriptors the shim did not see opened (the workers' pipes and sockets) took at least 1% of the "
+                    "wall time. Time lost: those calls' time, the main process blocked waiting for a batch, at most "
+                    "the GPU's idle time. A lower bound: a wait in select(), epoll_wait() or on a condition variable (a "
                     "pin_memory thread's queue) is not recorded.",
     .fix = "more DataLoader workers, persistent_workers=True, prefetch_factor, pin_memory=True; cheaper samples",
     .evaluate = evaluate,

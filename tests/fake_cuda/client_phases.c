@@ -15,6 +15,11 @@
  *   client_phases loader-poll  the same, each item waited for with poll() (with a
  *                           timeout, as a multiprocessing queue's get(timeout=...)
  *                           does) and then read
+ *   client_phases loader-threads  as loader-poll, but each item's step launches 2
+ *                           kernels from the main thread and 10 from a second thread
+ *                           the main thread hands the step to and waits for (as
+ *                           PyTorch's autograd thread launches a step's backward):
+ *                           the busiest launching thread is not the one that waits
  *   client_phases loader-sync  a forked worker that hands nothing over (it waits for
  *                           the pipe to close); the main thread's 200 steps of 10
  *                           kernels each end in cuCtxSynchronize: its waits are for
@@ -25,6 +30,8 @@
 #include "client_common.h"
 
 #include <poll.h>
+#include <pthread.h>
+#include <semaphore.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -59,6 +66,23 @@ static CUmodule setup(CUfunction f[10]) {
 
 static void launch(CUfunction f) {
   CALL("cuLaunchKernel", cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
+}
+
+/* loader-threads: the second launching thread (a step's backward) */
+static sem_t step_go, step_done;
+static CUfunction *step_f;
+static int steps_left;
+static void *backward_thread(void *arg) {
+  (void)arg;
+  for (;;) {
+    while (sem_wait(&step_go) != 0)
+      ;
+    if (steps_left-- <= 0)
+      return NULL;
+    for (int k = 0; k < 10; k++)
+      launch(step_f[k]);
+    sem_post(&step_done);
+  }
 }
 
 int main(int argc, char **argv) {
@@ -99,10 +123,18 @@ int main(int argc, char **argv) {
       }
     CALL("cuCtxSynchronize", cuCtxSynchronize());
     printf("MEASURED {\"loop_ns\": %llu, \"launches\": 20000}\n", (unsigned long long)(now_ns() - t0));
-  } else if (!strcmp(mode, "loader") || !strcmp(mode, "loader-poll")) {
-    const int use_poll = !strcmp(mode, "loader-poll");
+  } else if (!strcmp(mode, "loader") || !strcmp(mode, "loader-poll") || !strcmp(mode, "loader-threads")) {
+    const int threads = !strcmp(mode, "loader-threads");
+    const int use_poll = threads || !strcmp(mode, "loader-poll");
     CALL("cuInit", cuInit(0));
     setup(f);
+    pthread_t bw;
+    if (threads) {
+      step_f = f;
+      steps_left = 200;
+      CHECK(sem_init(&step_go, 0, 0) == 0 && sem_init(&step_done, 0, 0) == 0, "sem_init");
+      CHECK(pthread_create(&bw, NULL, backward_thread, NULL) == 0, "pthread_create");
+    }
     int p[2];
     CHECK(pipe(p) == 0, "pipe");
     pid_t child = fork();
@@ -129,8 +161,20 @@ int main(int argc, char **argv) {
       }
       CHECK(read(p[0], &item, sizeof item) == (ssize_t)sizeof item && item == i, "read item %d", i);
       waited += now_ns() - a;
+      if (threads) { /* forward here, backward on the other thread, waited for */
+        launch(f[0]);
+        launch(f[1]);
+        sem_post(&step_go);
+        while (sem_wait(&step_done) != 0)
+          ;
+        continue;
+      }
       for (int k = 0; k < 10; k++)
         launch(f[k]);
+    }
+    if (threads) {
+      sem_post(&step_go); /* steps_left is 0: the thread ends */
+      CHECK(pthread_join(bw, NULL) == 0, "pthread_join");
     }
     CALL("cuCtxSynchronize", cuCtxSynchronize());
     int st = 0;

@@ -15,6 +15,9 @@ client_phases (tests/fake_cuda/client_phases.c) in three modes, under the shim:
             dataloader_wait, its time lost what the client measured it blocked
   loader-poll  the same, each item waited for in poll() before its read (as Python's
             multiprocessing queues do): the same finding and time lost
+  loader-threads  the same, the step's launches mostly from a second thread (PyTorch's
+            autograd thread): the waiting thread is not the busiest launching one; the same
+            finding and time lost
   loader-sync  a forked worker that hands nothing over, and a cuCtxSynchronize after each
             step of the main thread: no dataloader_wait (a wait for the GPU is not one for
             the worker; the analyzer once counted it as one)
@@ -127,6 +130,14 @@ if dw and m:
     polls = rep["api"].get("poll", {}).get("calls", 0) if isinstance(rep.get("api"), dict) else 0
     io_polls = rep.get("io_calls", {}).get("poll", {}).get("calls", 0) if isinstance(rep.get("io_calls"), dict) else 0
     check(max(polls, io_polls) >= 200, f"loader-poll: {polls} / {io_polls} poll calls in the report, 200 or more made")
+
+# ---- loader-threads: the thread that waits launches the fewer kernels -----------------------------
+m, rep = run("loader-threads", {"FAKE_CUDA_KERNEL_NS": "1000", "FAKE_CUDA_LAUNCH_NS": "1000"})
+dw = finding(rep, "dataloader_wait")
+check(dw is not None, f"loader-threads: no dataloader_wait: {[b['id'] for b in rep['bottlenecks']]}")
+if dw and m:
+    print(f"loader-threads: time lost {dw['time_lost_ns'] / 1e6:.1f} ms, the client blocked {m['waited_ns'] / 1e6:.1f} ms")
+    near(dw["time_lost_ns"], m["waited_ns"], 0.25, "dataloader_wait time lost (two launching threads)")
 
 # ---- loader-sync: waits for the GPU, a worker beside ---------------------------------------------
 m, rep = run("loader-sync", {"FAKE_CUDA_KERNEL_NS": "500000", "FAKE_CUDA_LAUNCH_NS": "1000"})
