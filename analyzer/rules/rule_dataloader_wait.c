@@ -80,8 +80,8 @@ static bool evaluate(const struct wsl_run *run, struct wsl_finding *f)
 
     char a[32], b[32];
     f->summary = xasprintf("The main process (pid %" PRId32 ") waited %s for its %" PRIu64 " data-loading worker%s: "
-                           "%" PRIu64 " reads on their pipes, %s each on average; the GPU gets no work while it "
-                           "waits",
+                           "%" PRIu64 " reads and polls on their pipes, %s each on average; the GPU gets no work "
+                           "while it waits",
                            m->pid, wsl_format_ns(a, sizeof a, ph->pipe_read_ns), workers, workers == 1 ? "" : "s",
                            ph->pipe_reads, wsl_format_ns(b, sizeof b, ph->pipe_read_ns / ph->pipe_reads));
     f->advice = xstrdup(
