@@ -612,24 +612,38 @@ static inline uint64_t wsl_tb_cost(const int64_t *s, unsigned m, unsigned k, uns
  * a multiple of 8 values, as wsl_tbits_params_with leaves it). */
 typedef uint64_t (*wsl_tb_cost_fn)(const int64_t *s, unsigned m, unsigned k, unsigned q);
 
-/* The k, from *k on, that makes the sample cheapest with q (a neighbour while it is cheaper);
- * returns its cost. */
-static inline __attribute__((always_inline)) uint64_t wsl_tb_best_k_with(const int64_t *s, unsigned m, unsigned *k,
-                                                                         unsigned q, wsl_tb_cost_fn cost_fn)
+/* The sample's bits with q 1 from count[L], its residuals of bit length L (0..hi): a residual of bit
+ * length L <= k takes k + 1 bits (u = 0); else u >= 1, y = u, nb = L - k - 1: 2 L - k bits, or
+ * k + 98 where y escapes (L - k > 32). The sum wsl_tb_cost makes, in a step per bit length. */
+static inline uint64_t wsl_tb_cost_q1(const uint8_t *count, unsigned hi, unsigned k)
 {
-    uint64_t cost_k = cost_fn(s, m, *k, q);
+    uint64_t cost = 0;
+    for (unsigned len = 0; len <= hi; len++)
+        cost += count[len] * (uint64_t)(len <= k ? k + 1 : len - k <= 32 ? 2 * len - k : k + 98);
+    return cost;
+}
+
+/* The k, from *k on, that makes the sample cheapest with q (a neighbour while it is cheaper);
+ * returns its cost. count: as wsl_tb_cost_q1's, for q 1 (NULL: cost_fn for every q). */
+static inline __attribute__((always_inline)) uint64_t wsl_tb_best_k_with(const int64_t *s, unsigned m, unsigned *k,
+                                                                         unsigned q, wsl_tb_cost_fn cost_fn,
+                                                                         const uint8_t *count, unsigned hi)
+{
+#define WSL_TB_COST(k_) (count && q == 1 ? wsl_tb_cost_q1(count, hi, (k_)) : cost_fn(s, m, (k_), q))
+    uint64_t cost_k = WSL_TB_COST(*k);
     const unsigned k0 = *k;
     for (int dir = -1; dir <= 1; dir += 2)
         for (;;) {
             const unsigned k2 = *k + (unsigned)dir;
             if ((dir < 0 && *k == 0) || k2 > WSL_TBITS_K_MAX || (dir > 0 && *k < k0))
                 break; /* (up from a k below k0: its neighbour above cost more, it was left for it) */
-            const uint64_t cost = cost_fn(s, m, k2, q);
+            const uint64_t cost = WSL_TB_COST(k2);
             if (cost >= cost_k)
                 break;
             *k = k2;
             cost_k = cost;
         }
+#undef WSL_TB_COST
     return cost_k;
 }
 
@@ -642,8 +656,8 @@ static inline __attribute__((always_inline)) void wsl_tbits_params_with(const ui
     const unsigned shift = v_or ? (unsigned)__builtin_ctzll(v_or) : 0;
     int64_t s[WSL_TBITS_SAMPLE] __attribute__((aligned(32)));
     const unsigned stride = (n + WSL_TBITS_SAMPLE - 1) / WSL_TBITS_SAMPLE, m = (n + stride - 1) / stride;
-    for (unsigned i = 0; i < m; i++)
-        s[i] = (int64_t)v[2 * i * stride];
+    for (unsigned i = 0; i < m; i++, v += 2 * stride)
+        s[i] = (int64_t)*v;
     for (unsigned i = m; i & 7; i++)
         s[i] = 0; /* the padding to 8 values (wsl_tb_cost_v3's steps): a 0 costs k + 1 bits with any q */
     const uint64_t c = (uint64_t)wsl_tbits_select(s, (int)m, (int)(m / 2)) & ~((1ull << shift) - 1);
@@ -651,16 +665,19 @@ static inline __attribute__((always_inline)) void wsl_tbits_params_with(const ui
      * more first), found from the count of residuals of each bit length, not by a select; q: a Rice
      * code (16), an Exp-Golomb one (0) or between (4), each with its best k */
     uint8_t count[65] = {0};
+    uint64_t r_or = 0;
     uint64_t floor_bits = m; /* sum of (bit length + 1): no code of a value takes fewer bits, with any k
                                 and q (wsl_tb_bits: k + u + 1 or k + q + 2 nb + 1 >= k + bit length of
                                 u + 1) */
-    for (unsigned i = 0; i < m; i++) {
-        const uint64_t r = wsl_zigzag((int64_t)(v[2 * i * stride] - c) >> shift);
+    for (unsigned i = 0; i < m; i++) { /* (in the select's order: the costs and the median are the same) */
+        const uint64_t r = wsl_zigzag((int64_t)((uint64_t)s[i] - c) >> shift);
         s[i] = (int64_t)r;
         const unsigned len = r ? 64 - (unsigned)__builtin_clzll(r) : 0;
         count[len]++;
         floor_bits += len;
+        r_or |= r;
     }
+    const unsigned hi = r_or ? 64 - (unsigned)__builtin_clzll(r_or) : 0; /* the longest residual's bit length */
     unsigned len = 0, upto = count[64] + count[0];
     if (count[64] > m / 2)
         len = 64;
@@ -669,7 +686,7 @@ static inline __attribute__((always_inline)) void wsl_tbits_params_with(const ui
             upto += count[++len];
     unsigned k = len ? len - 1 : 0, best_k, best_q = 16;
     k = k > WSL_TBITS_K_MAX ? WSL_TBITS_K_MAX : k;
-    const uint64_t rice = wsl_tb_best_k_with(s, m, &k, 16, cost_fn);
+    const uint64_t rice = wsl_tb_best_k_with(s, m, &k, 16, cost_fn, count, hi);
     uint64_t best = rice - rice / 16; /* a Rice code's loop is the writer's cheaper one: another q must
                                          save a sixteenth of the bits */
     best_k = k;
@@ -677,7 +694,7 @@ static inline __attribute__((always_inline)) void wsl_tbits_params_with(const ui
     /* (where no code of any k can save the sixteenth, the searches of q 4, 1 and 0 would change
        nothing: not made) */
     for (unsigned j = 0; j < sizeof qs / sizeof qs[0] && floor_bits < best; j++) {
-        const uint64_t cost = wsl_tb_best_k_with(s, m, &k, qs[j], cost_fn);
+        const uint64_t cost = wsl_tb_best_k_with(s, m, &k, qs[j], cost_fn, count, hi);
         if (cost < best) {
             best = cost;
             best_k = k;
@@ -989,7 +1006,7 @@ static inline __attribute__((always_inline)) WSL_TARGET_V3 uint64_t wsl_tb_sum_v
     const wsl_s64x4 magic = {two52, two52, two52, two52}, low32 = {0xffffffffll, 0xffffffffll, 0xffffffffll,
                                                                     0xffffffffll};
     const wsl_f64x4 magic_d = {0x1p52, 0x1p52, 0x1p52, 0x1p52};
-    const wsl_s64x4 qv = {q, q, q, q}, qm1v = {qm1, qm1, qm1, qm1}, eg0v = {eg0, eg0, eg0, eg0},
+    const wsl_s64x4 qm1v = {qm1, qm1, qm1, qm1}, eg0v = {eg0, eg0, eg0, eg0},
                     escv = {esc, esc, esc, esc}, limv = {lim, lim, lim, lim}, zero = {0, 0, 0, 0};
     wsl_s64x4 acc0 = zero, acc1 = zero;
 #define WSL_TB_SUM_STEP(acc, i)                                                                                        \
@@ -997,17 +1014,17 @@ static inline __attribute__((always_inline)) WSL_TARGET_V3 uint64_t wsl_tb_sum_v
         wsl_s64x4 r_;                                                                                                  \
         memcpy(&r_, s + (i), sizeof r_);                                                                               \
         const wsl_s64x4 u_ = (wsl_s64x4)((unsigned long long __attribute__((vector_size(32))))r_ >> k);                \
-        wsl_s64x4 rice_ = qv > u_, esc_ = u_ > limv;                                                                   \
+        wsl_s64x4 coded_ = u_ > qm1v, esc_ = u_ > limv; /* coded_: u >= q, not a Rice code */                     \
         if (top) {                                                                                                     \
             esc_ |= u_ < zero;                                                                                         \
-            rice_ &= u_ >= zero;                                                                                       \
+            coded_ |= u_ < zero;                                                                                       \
         }                                                                                                              \
         const wsl_s64x4 y_ = u_ - qm1v;                                                                                \
         const wsl_f64x4 d_ = (wsl_f64x4)((y_ & low32) | magic) - magic_d;                                              \
         const wsl_s64x4 e_ = (wsl_s64x4)((unsigned long long __attribute__((vector_size(32))))d_ >> 52);               \
         const wsl_s64x4 eg_ = e_ + e_ + eg0v; /* q + 2 nb */                                                           \
         const wsl_s64x4 t_ = (wsl_s64x4)__builtin_ia32_pblendvb256((wsl_c32)eg_, (wsl_c32)escv, (wsl_c32)esc_);        \
-        acc += (wsl_s64x4)__builtin_ia32_pblendvb256((wsl_c32)t_, (wsl_c32)u_, (wsl_c32)rice_);                        \
+        acc += (wsl_s64x4)__builtin_ia32_pblendvb256((wsl_c32)u_, (wsl_c32)t_, (wsl_c32)coded_);                       \
     } while (0)
     for (unsigned i = 0; i < m; i += 8) {
         WSL_TB_SUM_STEP(acc0, i);

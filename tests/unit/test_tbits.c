@@ -183,6 +183,25 @@ int test_tbits_codes(void)
     return 0;
 }
 
+/* The k search as the writer made it up to the fifth pass. */
+static uint64_t ref_best_k(const int64_t *s, unsigned m, unsigned *k, unsigned q)
+{
+    uint64_t cost_k = wsl_tb_cost(s, m, *k, q);
+    const unsigned k0 = *k;
+    for (int dir = -1; dir <= 1; dir += 2)
+        for (;;) {
+            const unsigned k2 = *k + (unsigned)dir;
+            if ((dir < 0 && *k == 0) || k2 > WSL_TBITS_K_MAX || (dir > 0 && *k < k0))
+                break;
+            const uint64_t cost = wsl_tb_cost(s, m, k2, q);
+            if (cost >= cost_k)
+                break;
+            *k = k2;
+            cost_k = cost;
+        }
+    return cost_k;
+}
+
 /* The parameters' search as the writer made it up to the fifth pass (docs/overhead.md, "The writer,
  * sixth pass"): the residuals' median by a second select, every cost one code at a time. */
 static void params_ref(const uint64_t *v, unsigned n, uint64_t v_or, uint64_t *center, uint8_t *k_out,
@@ -199,12 +218,12 @@ static void params_ref(const uint64_t *v, unsigned n, uint64_t v_or, uint64_t *c
     const uint64_t med = (uint64_t)wsl_tbits_select(s, (int)m, (int)(m / 2));
     unsigned k = med ? 63 ^ (unsigned)__builtin_clzll(med) : 0, best_k, best_q = 16;
     k = k > WSL_TBITS_K_MAX ? WSL_TBITS_K_MAX : k;
-    const uint64_t rice = wsl_tb_best_k_with(s, m, &k, 16, wsl_tb_cost);
+    const uint64_t rice = ref_best_k(s, m, &k, 16);
     uint64_t best = rice - rice / 16;
     best_k = k;
     static const unsigned qs[] = {4, 1, 0};
     for (unsigned j = 0; j < sizeof qs / sizeof qs[0]; j++) {
-        const uint64_t cost = wsl_tb_best_k_with(s, m, &k, qs[j], wsl_tb_cost);
+        const uint64_t cost = ref_best_k(s, m, &k, qs[j]);
         if (cost < best) {
             best = cost;
             best_k = k;
