@@ -708,8 +708,10 @@ static inline __attribute__((always_inline)) void wsl_tbits_params_with(const ui
 }
 
 /* A column's center, shift, k and q from a sample of its n values, v[0], v[2], ... (a column of the
- * times array: n >= 1; as uint64, the gaps' two's complement): v_or, all of them ORed. The
- * straightforward search, the reference of the faster ones (wsl_tbits_params_v3). */
+ * times array: n >= 1; as uint64, the gaps' two's complement): v_or, all of them ORed. The costs one
+ * code at a time, for any x86-64 (wsl_tbits_params_v3: in AVX2); both pick what the straightforward
+ * search of the fifth pass picked (unit.tbits_params_agree; docs/overhead.md, "The writer, sixth
+ * pass"). */
 static __attribute__((noinline, unused)) void wsl_tbits_params(const uint64_t *v, unsigned n, uint64_t v_or,
                                                                 uint64_t *center, uint8_t *k_out, uint8_t *shift_out,
                                                                 uint8_t *q_out)
