@@ -593,13 +593,13 @@ static inline unsigned wsl_tb_bits(uint64_t r, unsigned k, unsigned q)
     if (u < q)
         return k + (unsigned)u + 1;
     const uint64_t y = u - q + 1;
-    if (y >> 32)
+    if (y - 1 >= 0xffffffffu) /* y >= 2^32, or 2^64 wrapped to 0 (q = 0, u = 2^64 - 1): an escape */
         return k + q + 97;
     const unsigned nb = 63 ^ (unsigned)__builtin_clzll(y);
     return k + q + 2 * nb + 1;
 }
 
-/* The sample's bits with parameters k and q. */
+/* The sample's bits with parameters k and q (the straightforward sum, one code at a time). */
 static inline uint64_t wsl_tb_cost(const int64_t *s, unsigned m, unsigned k, unsigned q)
 {
     uint64_t cost = 0;
@@ -608,51 +608,93 @@ static inline uint64_t wsl_tb_cost(const int64_t *s, unsigned m, unsigned k, uns
     return cost;
 }
 
-/* The k, from *k on, that makes the sample cheapest with q (a neighbour while it is cheaper);
- * returns its cost. */
-static inline uint64_t wsl_tb_best_k(const int64_t *s, unsigned m, unsigned *k, unsigned q)
+/* A cost function: wsl_tb_cost or one that returns the same for every sample (s padded with zeros to
+ * a multiple of 8 values, as wsl_tbits_params_with leaves it). */
+typedef uint64_t (*wsl_tb_cost_fn)(const int64_t *s, unsigned m, unsigned k, unsigned q);
+
+/* The sample's bits with q 1 from count[L], its residuals of bit length L (0..hi): a residual of bit
+ * length L <= k takes k + 1 bits (u = 0); else u >= 1, y = u, nb = L - k - 1: 2 L - k bits, or
+ * k + 98 where y escapes (L - k > 32). The sum wsl_tb_cost makes, in a step per bit length. */
+static inline uint64_t wsl_tb_cost_q1(const uint8_t *count, unsigned hi, unsigned k)
 {
-    uint64_t cost_k = wsl_tb_cost(s, m, *k, q);
+    uint64_t cost = 0;
+    for (unsigned len = 0; len <= hi; len++)
+        cost += count[len] * (uint64_t)(len <= k ? k + 1 : len - k <= 32 ? 2 * len - k : k + 98);
+    return cost;
+}
+
+/* The k, from *k on, that makes the sample cheapest with q (a neighbour while it is cheaper);
+ * returns its cost. count: as wsl_tb_cost_q1's, for q 1 (NULL: cost_fn for every q). */
+static inline __attribute__((always_inline)) uint64_t wsl_tb_best_k_with(const int64_t *s, unsigned m, unsigned *k,
+                                                                         unsigned q, wsl_tb_cost_fn cost_fn,
+                                                                         const uint8_t *count, unsigned hi)
+{
+#define WSL_TB_COST(k_) (count && q == 1 ? wsl_tb_cost_q1(count, hi, (k_)) : cost_fn(s, m, (k_), q))
+    uint64_t cost_k = WSL_TB_COST(*k);
     const unsigned k0 = *k;
     for (int dir = -1; dir <= 1; dir += 2)
         for (;;) {
             const unsigned k2 = *k + (unsigned)dir;
             if ((dir < 0 && *k == 0) || k2 > WSL_TBITS_K_MAX || (dir > 0 && *k < k0))
                 break; /* (up from a k below k0: its neighbour above cost more, it was left for it) */
-            const uint64_t cost = wsl_tb_cost(s, m, k2, q);
+            const uint64_t cost = WSL_TB_COST(k2);
             if (cost >= cost_k)
                 break;
             *k = k2;
             cost_k = cost;
         }
+#undef WSL_TB_COST
     return cost_k;
 }
 
-/* A column's center, shift, k and q from a sample of its n values, v[0], v[2], ... (a column of the
- * times array: n >= 1; as uint64, the gaps' two's complement): v_or, all of them ORed. */
-static inline void wsl_tbits_params(const uint64_t *v, unsigned n, uint64_t v_or, uint64_t *center, uint8_t *k_out,
-                                    uint8_t *shift_out, uint8_t *q_out)
+/* wsl_tbits_params with the cost function cost_fn (a constant: inlined). */
+static inline __attribute__((always_inline)) void wsl_tbits_params_with(const uint64_t *v, unsigned n, uint64_t v_or,
+                                                                        uint64_t *center, uint8_t *k_out,
+                                                                        uint8_t *shift_out, uint8_t *q_out,
+                                                                        wsl_tb_cost_fn cost_fn)
 {
     const unsigned shift = v_or ? (unsigned)__builtin_ctzll(v_or) : 0;
-    int64_t s[WSL_TBITS_SAMPLE];
+    int64_t s[WSL_TBITS_SAMPLE] __attribute__((aligned(32)));
     const unsigned stride = (n + WSL_TBITS_SAMPLE - 1) / WSL_TBITS_SAMPLE, m = (n + stride - 1) / stride;
-    for (unsigned i = 0; i < m; i++)
-        s[i] = (int64_t)v[2 * i * stride];
+    for (unsigned i = 0; i < m; i++, v += 2 * stride)
+        s[i] = (int64_t)*v;
+    for (unsigned i = m; i & 7; i++)
+        s[i] = 0; /* the padding to 8 values (wsl_tb_cost_v3's steps): a 0 costs k + 1 bits with any q */
     const uint64_t c = (uint64_t)wsl_tbits_select(s, (int)m, (int)(m / 2)) & ~((1ull << shift) - 1);
-    for (unsigned i = 0; i < m; i++)
-        s[i] = (int64_t)wsl_zigzag((int64_t)(v[2 * i * stride] - c) >> shift);
-    /* k from the bit length of the residuals' median; q: a Rice code (16), an Exp-Golomb one (0) or
-     * between (4), each with its best k */
-    const uint64_t med = (uint64_t)wsl_tbits_select(s, (int)m, (int)(m / 2));
-    unsigned k = med ? 63 ^ (unsigned)__builtin_clzll(med) : 0, best_k, best_q = 16;
+    /* k from the bit length of the residuals' median (the m/2-th smallest as int64: those of 2^63 and
+     * more first), found from the count of residuals of each bit length, not by a select; q: a Rice
+     * code (16), an Exp-Golomb one (0) or between (4), each with its best k */
+    uint8_t count[65] = {0};
+    uint64_t r_or = 0;
+    uint64_t floor_bits = m; /* sum of (bit length + 1): no code of a value takes fewer bits, with any k
+                                and q (wsl_tb_bits: k + u + 1 or k + q + 2 nb + 1 >= k + bit length of
+                                u + 1) */
+    for (unsigned i = 0; i < m; i++) { /* (in the select's order: the costs and the median are the same) */
+        const uint64_t r = wsl_zigzag((int64_t)((uint64_t)s[i] - c) >> shift);
+        s[i] = (int64_t)r;
+        const unsigned len = r ? 64 - (unsigned)__builtin_clzll(r) : 0;
+        count[len]++;
+        floor_bits += len;
+        r_or |= r;
+    }
+    const unsigned hi = r_or ? 64 - (unsigned)__builtin_clzll(r_or) : 0; /* the longest residual's bit length */
+    unsigned len = 0, upto = count[64] + count[0];
+    if (count[64] > m / 2)
+        len = 64;
+    else
+        while (upto <= m / 2)
+            upto += count[++len];
+    unsigned k = len ? len - 1 : 0, best_k, best_q = 16;
     k = k > WSL_TBITS_K_MAX ? WSL_TBITS_K_MAX : k;
-    const uint64_t rice = wsl_tb_best_k(s, m, &k, 16);
+    const uint64_t rice = wsl_tb_best_k_with(s, m, &k, 16, cost_fn, count, hi);
     uint64_t best = rice - rice / 16; /* a Rice code's loop is the writer's cheaper one: another q must
                                          save a sixteenth of the bits */
     best_k = k;
     static const unsigned qs[] = {4, 1, 0};
-    for (unsigned j = 0; j < sizeof qs / sizeof qs[0]; j++) {
-        const uint64_t cost = wsl_tb_best_k(s, m, &k, qs[j]);
+    /* (where no code of any k can save the sixteenth, the searches of q 4, 1 and 0 would change
+       nothing: not made) */
+    for (unsigned j = 0; j < sizeof qs / sizeof qs[0] && floor_bits < best; j++) {
+        const uint64_t cost = wsl_tb_best_k_with(s, m, &k, qs[j], cost_fn, count, hi);
         if (cost < best) {
             best = cost;
             best_k = k;
@@ -664,6 +706,21 @@ static inline void wsl_tbits_params(const uint64_t *v, unsigned n, uint64_t v_or
     *shift_out = (uint8_t)shift;
     *q_out = (uint8_t)best_q;
 }
+
+/* A column's center, shift, k and q from a sample of its n values, v[0], v[2], ... (a column of the
+ * times array: n >= 1; as uint64, the gaps' two's complement): v_or, all of them ORed. The costs one
+ * code at a time, for any x86-64 (wsl_tbits_params_v3: in AVX2); both pick what the straightforward
+ * search of the fifth pass picked (unit.tbits_params_agree; docs/overhead.md, "The writer, sixth
+ * pass"). */
+static __attribute__((noinline, unused)) void wsl_tbits_params(const uint64_t *v, unsigned n, uint64_t v_or,
+                                                                uint64_t *center, uint8_t *k_out, uint8_t *shift_out,
+                                                                uint8_t *q_out)
+{
+    wsl_tbits_params_with(v, n, v_or, center, k_out, shift_out, q_out, wsl_tb_cost);
+}
+
+typedef void (*wsl_tbits_params_fn)(const uint64_t *v, unsigned n, uint64_t v_or, uint64_t *center, uint8_t *k_out,
+                                    uint8_t *shift_out, uint8_t *q_out);
 
 /* Appends the low len bits of code (the rest 0; len <= 56) to the bits (acc, n < 8) at p; writes
  * 8 bytes at p. */
@@ -705,7 +762,7 @@ static inline struct wsl_bits_at wsl_tb_put(struct wsl_bits_at w, uint64_t r, un
         WSL_BITS_ZEROS_ONE(p, a, b, (unsigned)u);
     else {
         const uint64_t y = u - q + 1;
-        if (y >> 32) {
+        if (y - 1 >= 0xffffffffu) { /* y >= 2^32 or wrapped to 0 (wsl_tb_bits) */
             WSL_BITS_ZEROS_ONE(p, a, b, q + 32);
             WSL_BITS_PUT(p, a, b, r & 0xffffffffu, 32);
             WSL_BITS_PUT(p, a, b, r >> 32, 32);
@@ -836,22 +893,31 @@ static inline __attribute__((always_inline)) size_t wsl_tbits_write(uint8_t *out
     return (size_t)(w.p - out) + (w.bits != 0);
 }
 
+/* wsl_tbits_close with the parameters' search `params` (a constant: inlined). */
+static inline __attribute__((always_inline)) size_t wsl_tbits_close_with(struct wsl_tbits_dir *d, uint8_t *out,
+                                                                          const uint64_t *times, unsigned n,
+                                                                          uint64_t gap_or, uint64_t dur_or,
+                                                                          wsl_tbits_params_fn params)
+{
+    uint64_t gc = 0, dc = 0;
+    d->gap_k = d->gap_shift = d->dur_k = d->dur_shift = d->gap_q = d->dur_q = 0;
+    d->reserved = 0;
+    if (n) {
+        params(times, n, gap_or, &gc, &d->gap_k, &d->gap_shift, &d->gap_q);
+        params(times + 1, n, dur_or, &dc, &d->dur_k, &d->dur_shift, &d->dur_q);
+    }
+    d->gap_center = (int64_t)gc;
+    d->dur_center = dc;
+    return d->bit_bytes = (uint32_t)wsl_tbits_write(out, times, n, d);
+}
+
 /* Fills d's parameters for the n events' times and writes their bit column at out; returns its
  * bytes (d->literals is the caller's). */
 static inline __attribute__((always_inline)) size_t wsl_tbits_close(struct wsl_tbits_dir *d, uint8_t *out,
                                                                      const uint64_t *times, unsigned n,
                                                                      uint64_t gap_or, uint64_t dur_or)
 {
-    uint64_t gc = 0, dc = 0;
-    d->gap_k = d->gap_shift = d->dur_k = d->dur_shift = d->gap_q = d->dur_q = 0;
-    d->reserved = 0;
-    if (n) {
-        wsl_tbits_params(times, n, gap_or, &gc, &d->gap_k, &d->gap_shift, &d->gap_q);
-        wsl_tbits_params(times + 1, n, dur_or, &dc, &d->dur_k, &d->dur_shift, &d->dur_q);
-    }
-    d->gap_center = (int64_t)gc;
-    d->dur_center = dc;
-    return d->bit_bytes = (uint32_t)wsl_tbits_write(out, times, n, d);
+    return wsl_tbits_close_with(d, out, times, n, gap_or, dur_or, wsl_tbits_params);
 }
 
 /* ---- The writer's two loops, compiled twice ------------------------------------------
@@ -924,12 +990,76 @@ static __attribute__((noinline, unused)) WSL_TARGET_V3 void wsl_tbits_run_v3(str
     wsl_encode_tbits_run_with(ps, st, ev, end, WSL_MAX_API_IDS, o, wsl_pack_same_v3);
 }
 
+/* wsl_tb_cost_v3's sum over the sample, eight values a step (s padded with zeros to a multiple of 8):
+ * per value, u = r >> k; u < q: u; else y = u - q + 1: 96 + q where y escapes (>= 2^32), else
+ * q + 2 nb with nb = floor(log2(y)), the exponent of y as a double (y < 2^32 is exact: y's low 32
+ * bits ORed into 2^52's mantissa, less 2^52; never a value that is not a number, never rounded,
+ * whatever the FP environment). The compares are signed: u < 2^63 where k > 0; top (k = 0) takes
+ * the values of 2^63 or more (u as large) as escapes. */
+static inline __attribute__((always_inline)) WSL_TARGET_V3 uint64_t wsl_tb_sum_v3(const int64_t *s, unsigned m,
+                                                                                  unsigned k, unsigned q,
+                                                                                  const int top)
+{
+    typedef long long wsl_s64x4 __attribute__((vector_size(32)));
+    typedef double wsl_f64x4 __attribute__((vector_size(32)));
+    typedef char wsl_c32 __attribute__((vector_size(32)));
+    const long long two52 = 0x4330000000000000ll; /* 2^52 as a double */
+    const long long qm1 = (long long)q - 1, eg0 = (long long)q - 2046, esc = q + 96ll, lim = (1ll << 32) + q - 2;
+    const wsl_s64x4 magic = {two52, two52, two52, two52}, low32 = {0xffffffffll, 0xffffffffll, 0xffffffffll,
+                                                                    0xffffffffll};
+    const wsl_f64x4 magic_d = {0x1p52, 0x1p52, 0x1p52, 0x1p52};
+    const wsl_s64x4 qm1v = {qm1, qm1, qm1, qm1}, eg0v = {eg0, eg0, eg0, eg0},
+                    escv = {esc, esc, esc, esc}, limv = {lim, lim, lim, lim}, zero = {0, 0, 0, 0};
+    wsl_s64x4 acc0 = zero, acc1 = zero;
+#define WSL_TB_SUM_STEP(acc, i)                                                                                        \
+    do {                                                                                                               \
+        wsl_s64x4 r_;                                                                                                  \
+        memcpy(&r_, s + (i), sizeof r_);                                                                               \
+        const wsl_s64x4 u_ = (wsl_s64x4)((unsigned long long __attribute__((vector_size(32))))r_ >> k);                \
+        wsl_s64x4 coded_ = u_ > qm1v, esc_ = u_ > limv; /* coded_: u >= q, not a Rice code */                     \
+        if (top) {                                                                                                     \
+            esc_ |= u_ < zero;                                                                                         \
+            coded_ |= u_ < zero;                                                                                       \
+        }                                                                                                              \
+        const wsl_s64x4 y_ = u_ - qm1v;                                                                                \
+        const wsl_f64x4 d_ = (wsl_f64x4)((y_ & low32) | magic) - magic_d;                                              \
+        const wsl_s64x4 e_ = (wsl_s64x4)((unsigned long long __attribute__((vector_size(32))))d_ >> 52);               \
+        const wsl_s64x4 eg_ = e_ + e_ + eg0v; /* q + 2 nb */                                                           \
+        const wsl_s64x4 t_ = (wsl_s64x4)__builtin_ia32_pblendvb256((wsl_c32)eg_, (wsl_c32)escv, (wsl_c32)esc_);        \
+        acc += (wsl_s64x4)__builtin_ia32_pblendvb256((wsl_c32)u_, (wsl_c32)t_, (wsl_c32)coded_);                       \
+    } while (0)
+    for (unsigned i = 0; i < m; i += 8) {
+        WSL_TB_SUM_STEP(acc0, i);
+        WSL_TB_SUM_STEP(acc1, i + 4);
+    }
+#undef WSL_TB_SUM_STEP
+    acc0 += acc1;
+    return (uint64_t)(acc0[0] + acc0[1] + acc0[2] + acc0[3]);
+}
+
+/* wsl_tb_cost in AVX2 (s padded with zeros to a multiple of 8 values: a zero's code, u = 0, costs
+ * k + 1 bits with any q, the m (k + 1) added here): the same sum. */
+static inline __attribute__((always_inline)) WSL_TARGET_V3 uint64_t wsl_tb_cost_v3(const int64_t *s, unsigned m,
+                                                                                  unsigned k, unsigned q)
+{
+    return (uint64_t)m * (k + 1) + (k ? wsl_tb_sum_v3(s, m, k, q, 0) : wsl_tb_sum_v3(s, m, 0, q, 1));
+}
+
+/* wsl_tbits_params with wsl_tb_cost_v3: the same center, shift, k and q. */
+static __attribute__((noinline, unused)) WSL_TARGET_V3 void wsl_tbits_params_v3(const uint64_t *v, unsigned n,
+                                                                               uint64_t v_or, uint64_t *center,
+                                                                               uint8_t *k_out, uint8_t *shift_out,
+                                                                               uint8_t *q_out)
+{
+    wsl_tbits_params_with(v, n, v_or, center, k_out, shift_out, q_out, wsl_tb_cost_v3);
+}
+
 static __attribute__((noinline, unused)) WSL_TARGET_V3 size_t wsl_tbits_close_v3(struct wsl_tbits_dir *d,
                                                                                 uint8_t *out,
                                                                                 const uint64_t *times, unsigned n,
                                                                                 uint64_t gap_or, uint64_t dur_or)
 {
-    return wsl_tbits_close(d, out, times, n, gap_or, dur_or);
+    return wsl_tbits_close_with(d, out, times, n, gap_or, dur_or, wsl_tbits_params_v3);
 }
 
 static __attribute__((noinline, unused)) WSL_TARGET_V3 size_t wsl_tbits_write_v3(uint8_t *out, const uint64_t *times,

@@ -165,7 +165,147 @@ int test_tbits_codes(void)
             CHECK(wsl_unzigzag(wsl_tb_get(&win, 31, 32)) == (int64_t)times[2 * i + 1]);
         }
         CHECK(wsl_bits_done(&win));
+        /* a residual of 2^64 - 1 (a value 2^63 from the center) with k 0 and q 0: y = u + 1 is 2^64,
+         * an escape (it wrapped to 0, and its code was undefined, before the sixth pass) */
+        struct wsl_tbits_dir z = {.gap_k = 0, .gap_q = 0, .dur_k = 0, .dur_q = 0, .dur_center = 5};
+        for (unsigned i = 0; i < 4; i++) {
+            times[2 * i] = i & 1 ? 1ull << 63 : i;
+            times[2 * i + 1] = i & 2 ? 5 + (1ull << 63) : 5;
+        }
+        const size_t zb = coder.write(bits, times, 4, &z);
+        struct wsl_bits_in zin = {bits, bits + zb, 0, 0};
+        for (unsigned i = 0; i < 4; i++) {
+            CHECK(wsl_unzigzag(wsl_tb_get(&zin, 0, 0)) == (int64_t)times[2 * i]);
+            CHECK((uint64_t)wsl_unzigzag(wsl_tb_get(&zin, 0, 0)) + 5 == times[2 * i + 1]);
+        }
+        CHECKF(wsl_bits_done(&zin) && !zin.bad, "%s: %zu bytes", coder.name, zb);
     }
+    return 0;
+}
+
+/* The k search as the writer made it up to the fifth pass. */
+static uint64_t ref_best_k(const int64_t *s, unsigned m, unsigned *k, unsigned q)
+{
+    uint64_t cost_k = wsl_tb_cost(s, m, *k, q);
+    const unsigned k0 = *k;
+    for (int dir = -1; dir <= 1; dir += 2)
+        for (;;) {
+            const unsigned k2 = *k + (unsigned)dir;
+            if ((dir < 0 && *k == 0) || k2 > WSL_TBITS_K_MAX || (dir > 0 && *k < k0))
+                break;
+            const uint64_t cost = wsl_tb_cost(s, m, k2, q);
+            if (cost >= cost_k)
+                break;
+            *k = k2;
+            cost_k = cost;
+        }
+    return cost_k;
+}
+
+/* The parameters' search as the writer made it up to the fifth pass (docs/overhead.md, "The writer,
+ * sixth pass"): the residuals' median by a second select, every cost one code at a time. */
+static void params_ref(const uint64_t *v, unsigned n, uint64_t v_or, uint64_t *center, uint8_t *k_out,
+                       uint8_t *shift_out, uint8_t *q_out)
+{
+    const unsigned shift = v_or ? (unsigned)__builtin_ctzll(v_or) : 0;
+    int64_t s[WSL_TBITS_SAMPLE];
+    const unsigned stride = (n + WSL_TBITS_SAMPLE - 1) / WSL_TBITS_SAMPLE, m = (n + stride - 1) / stride;
+    for (unsigned i = 0; i < m; i++)
+        s[i] = (int64_t)v[2 * i * stride];
+    const uint64_t c = (uint64_t)wsl_tbits_select(s, (int)m, (int)(m / 2)) & ~((1ull << shift) - 1);
+    for (unsigned i = 0; i < m; i++)
+        s[i] = (int64_t)wsl_zigzag((int64_t)(v[2 * i * stride] - c) >> shift);
+    const uint64_t med = (uint64_t)wsl_tbits_select(s, (int)m, (int)(m / 2));
+    unsigned k = med ? 63 ^ (unsigned)__builtin_clzll(med) : 0, best_k, best_q = 16;
+    k = k > WSL_TBITS_K_MAX ? WSL_TBITS_K_MAX : k;
+    const uint64_t rice = ref_best_k(s, m, &k, 16);
+    uint64_t best = rice - rice / 16;
+    best_k = k;
+    static const unsigned qs[] = {4, 1, 0};
+    for (unsigned j = 0; j < sizeof qs / sizeof qs[0]; j++) {
+        const uint64_t cost = ref_best_k(s, m, &k, qs[j]);
+        if (cost < best) {
+            best = cost;
+            best_k = k;
+            best_q = qs[j];
+        }
+    }
+    *center = c;
+    *k_out = (uint8_t)best_k;
+    *shift_out = (uint8_t)shift;
+    *q_out = (uint8_t)best_q;
+}
+
+/* The writer's parameters' searches (wsl_tbits_params: the residuals' median's bit length counted,
+ * not selected; wsl_tbits_params_v3: the costs in AVX2, where this CPU has it) pick the center,
+ * shift, k and q of the straightforward search (params_ref) for every column: 1 to 4,096 values,
+ * all equal, close together, spread over any number of bits, negative, with outliers, values whose
+ * codes escape, shifts of 0 to 40 bits; each q and k = 0 and k = WSL_TBITS_K_MAX among the picks. */
+int test_tbits_params_agree(void)
+{
+    enum { MAXN = 4096, ROUNDS = 30000 };
+    uint64_t *times = calloc(2 * MAXN, sizeof *times);
+    CHECK(times);
+    wsl_tbits_params_fn fast[2] = {wsl_tbits_params, NULL};
+    const char *names[2] = {"base", "x86-64-v3"};
+#ifdef WSL_TBITS_V3
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2"))
+        fast[1] = wsl_tbits_params_v3;
+#endif
+    static const unsigned lens[] = {1, 2, 3, 7, 8, 9, 63, 64, 65, 127, 128, 129, 1000, 4095, 4096};
+    unsigned picked_q[33] = {0}, k0 = 0, kmax = 0;
+    for (unsigned round = 0; round < ROUNDS; round++) {
+        const unsigned n = round < 64 ? round + 1 : (round & 1) ? lens[rnd() % 15] : (unsigned)(rnd() % MAXN) + 1;
+        const unsigned kind = round % 9, shift = rnd() % 4 == 0 ? (unsigned)(rnd() % 41) : 0;
+        const unsigned bits = (unsigned)(rnd() % 65); /* the spread, in bits */
+        const uint64_t base = rnd() % 3 == 0 ? rnd() : rnd() >> 20;
+        uint64_t v_or = 0;
+        for (unsigned i = 0; i < n; i++) {
+            const uint64_t noise = bits ? rnd() >> (64 - bits) : 0;
+            uint64_t x;
+            switch (kind) {
+            case 0: x = base; break;                                             /* all equal */
+            case 1: x = base + noise; break;                                     /* one spread */
+            case 2: x = base - noise; break;                                     /* below the center, negative */
+            case 3: x = base + (rnd() >> (rnd() % 64)); break;                   /* every order of magnitude */
+            case 4: x = rnd(); break;                                            /* anything: escapes */
+            case 5: x = base + (rnd() % 16 == 0 ? rnd() : noise); break;         /* outliers */
+            case 6: x = base + (noise >> (rnd() % 4)) - (i & 1 ? noise / 3 : 0); break; /* two-sided */
+            case 7: x = (rnd() & 1) ? 1ull << 63 | noise : noise; break;         /* residuals of 2^63 and more */
+            default: x = base + ((uint64_t)(rnd() % 5) << (bits % 44)); break;    /* few values, k near 32 and past */
+            }
+            x <<= shift;
+            times[2 * i] = x;
+            times[2 * i + 1] = rnd(); /* the other column, never read */
+            v_or |= x;
+        }
+        uint64_t rc;
+        uint8_t rk, rs, rq;
+        params_ref(times, n, v_or, &rc, &rk, &rs, &rq);
+        picked_q[rq]++;
+        k0 += rk == 0;
+        kmax += rk == WSL_TBITS_K_MAX;
+        for (int f = 0; f < 2; f++) {
+            if (!fast[f])
+                continue;
+            uint64_t c = ~rc;
+            uint8_t k = 99, sh = 99, q = 99;
+            fast[f](times, n, v_or, &c, &k, &sh, &q);
+            CHECKF(c == rc && k == rk && sh == rs && q == rq,
+                   "%s: round %u, kind %u, n %u, bits %u, shift %u: center %llu k %u shift %u q %u, the reference "
+                   "%llu %u %u %u",
+                   names[f], round, kind, n, bits, shift, (unsigned long long)c, k, sh, q, (unsigned long long)rc, rk,
+                   rs, rq);
+        }
+    }
+    CHECKF(picked_q[16] && picked_q[4] && picked_q[1] && picked_q[0] && k0 && kmax,
+           "q 16: %u, 4: %u, 1: %u, 0: %u; k 0: %u, k %u: %u", picked_q[16], picked_q[4], picked_q[1], picked_q[0], k0,
+           WSL_TBITS_K_MAX, kmax);
+    fprintf(stderr, "tbits_params_agree: %u columns (%s too): q 16 %u, 4 %u, 1 %u, 0 %u; k 0 %u, k %u %u\n", ROUNDS,
+            fast[1] ? "x86-64-v3" : "no AVX2: base only", picked_q[16], picked_q[4], picked_q[1], picked_q[0], k0,
+            WSL_TBITS_K_MAX, kmax);
+    free(times);
     return 0;
 }
 

@@ -25,6 +25,7 @@
     X(tbits_roundtrip)            \
     X(tbits_codes)                \
     X(tbits_coders_agree)         \
+    X(tbits_params_agree)         \
     X(tbits_golden)               \
     X(tbits_malformed)            \
     X(reader_formats_agree)       \
