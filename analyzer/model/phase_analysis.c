@@ -383,7 +383,7 @@ static void split_gaps(const struct wsl_phase_seq *q, const struct wsl_clock_map
     for (unsigned k = 0; k < 256; k++) {
         if (!q->gap_n[k])
             continue;
-        uint64_t lo = wsl_phase_gap_low(k);
+        uint64_t lo = wsl_phase_gap_split_value(k);
         if (wsl_clock_duration_ns(clock, lo) < WSL_PHASE_DISPATCH_GAP)
             ph->dispatch_gaps += q->gap_n[k], ph->dispatch_gap_ns += wsl_clock_duration_ns(clock, q->gap_sum[k]);
         else

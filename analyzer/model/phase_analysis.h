@@ -138,10 +138,13 @@ static inline unsigned wsl_phase_gap_bucket(uint64_t g)
     return 4 * s + (unsigned)(g >> s);
 }
 
-/* The lowest gap of bucket k: k below 4, else its top two bits k % 4 shifted by k / 4. */
-static inline uint64_t wsl_phase_gap_low(unsigned k)
+/* The gap split_gaps compares with WSL_PHASE_DISPATCH_GAP for bucket k: k below 4, else
+ * (4 | k % 4) << (k / 4 - 1), as it was before the buckets were renumbered (k + 4 then). Not the
+ * bucket's lowest gap, (k % 4) << (k / 4): 1.5 times it where the top two bits are 10 (the bucket's
+ * end), 7/6 where they are 11. */
+static inline uint64_t wsl_phase_gap_split_value(unsigned k)
 {
-    return k < 4 ? k : (uint64_t)(k & 3) << (k / 4);
+    return k < 4 ? k : (uint64_t)(4 | (k & 3)) << (k / 4 - 1);
 }
 
 /* A successful launch (result 0: the caller tested it). The common case, one that follows the

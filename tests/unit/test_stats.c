@@ -121,8 +121,9 @@ int test_stats_histogram(void)
     return 0;
 }
 
-/* The launch gaps' buckets: g itself below 4, else by its power of two and top two bits,
- * as the plain formula has them (less 4 above 4), each bucket's lowest gap as split_gaps reads it. */
+/* The launch gaps' buckets: g itself below 4, else by its power of two and top two bits, as the
+ * plain formula has them (less 4 above 4); the value split_gaps compares for each as the plain
+ * formula's bucket gave it, and within the bucket or at its end. */
 int test_phase_gap_buckets(void)
 {
     for (unsigned b = 0; b < 64; b++)
@@ -138,11 +139,18 @@ int test_phase_gap_buckets(void)
                 unsigned msb = 63u - (unsigned)__builtin_clzll(g);
                 CHECKF(k == 4 * msb + (unsigned)(g >> (msb - 1)) - 4, "%llu: bucket %u", (unsigned long long)g, k);
             }
-            uint64_t lo = wsl_phase_gap_low(k);
-            CHECKF(lo <= g && (g < 4 ? lo == g : g - lo < (uint64_t)1 << (k / 4)), "%llu: bucket %u from %llu",
-                   (unsigned long long)g, k, (unsigned long long)lo);
+            uint64_t split = wsl_phase_gap_split_value(k), low = g < 4 ? g : (uint64_t)(k & 3) << (k / 4);
+            if (g >= 4) {
+                unsigned old = k + 4; /* the plain formula's bucket and its value */
+                CHECKF(split == (uint64_t)(4 | (old & 3)) << (old / 4 - 2), "bucket %u: %llu", k,
+                       (unsigned long long)split);
+            }
+            CHECKF(low <= g && (g < 4 ? split == g : g - low < (uint64_t)1 << (k / 4) && split > low &&
+                                                         split <= low + ((uint64_t)1 << (k / 4))),
+                   "%llu: bucket %u from %llu, split at %llu", (unsigned long long)g, k, (unsigned long long)low,
+                   (unsigned long long)split);
         }
-    CHECK(wsl_phase_gap_bucket(UINT64_MAX) == 251 && wsl_phase_gap_low(251) == 3ull << 62);
+    CHECK(wsl_phase_gap_bucket(UINT64_MAX) == 251 && wsl_phase_gap_split_value(251) == 7ull << 61);
     return 0;
 }
 
