@@ -96,11 +96,18 @@ static inline __attribute__((always_inline)) void take_event(struct trace_state 
     uint64_t dur = ev->t_end - ev->t_start, ticks = dur;
     if (ta->launch_route) { /* most events: what the general path below does for them, its tests decided */
         wsl_hist_add(&ta->ticks, dur);
-        ta->errors += ev->result != 0;
-        wsl_kern_trace_launch(t->kern, ta->launch_slot, ev);
-        wsl_nvtx_trace_other(nth, WSL_CAT_LAUNCH, ev, 1, dur);
-        wsl_host_trace_event(t->host, WSL_CAT_LAUNCH, ev);
-        wsl_phase_trace_event(t->phase, WSL_PHASE_LAUNCH, ev);
+        if (__builtin_expect(ev->result == 0, 1)) { /* one test of the result for the analyses below */
+            wsl_kern_trace_launch_ok(t->kern, ta->launch_slot, ev);
+            wsl_nvtx_trace_other(nth, WSL_CAT_LAUNCH, ev, 1, dur);
+            wsl_host_trace_launch_ok(t->host, ev);
+            wsl_phase_trace_launch_ok(t->phase, ev);
+        } else {
+            ta->errors++;
+            wsl_kern_trace_launch(t->kern, ta->launch_slot, ev);
+            wsl_nvtx_trace_other(nth, WSL_CAT_LAUNCH, ev, 1, dur);
+            wsl_host_trace_event_slow(t->host, WSL_CAT_LAUNCH, ev);
+            wsl_phase_trace_event_slow(t->phase, WSL_PHASE_LAUNCH, ev);
+        }
         return;
     }
     if (__builtin_expect(ta->sampled, 0)) {

@@ -131,6 +131,16 @@ static inline void wsl_host_trace_event(struct wsl_host_trace *t, unsigned categ
     }
     wsl_host_trace_event_slow(t, category, ev);
 }
+/* A successful launch (result 0: the caller tested it), as wsl_host_trace_event takes it. */
+static inline void wsl_host_trace_launch_ok(struct wsl_host_trace *t, const struct wsl_event *ev)
+{
+    struct wsl_host_trace_fast *fast = (struct wsl_host_trace_fast *)(void *)t;
+    if (*fast->current_pending == 0) {
+        fast->submissions++;
+        return;
+    }
+    wsl_host_trace_event_slow(t, WSL_CAT_LAUNCH, ev);
+}
 /* Names the range indices waits were credited to: name(ctx, range) for each (copied; the same
  * name from two indices, two domains, is one range). Call it once, before _end. */
 void wsl_host_trace_name_ranges(struct wsl_host_trace *t, const char *(*name)(const void *ctx, uint32_t range),

@@ -116,7 +116,7 @@ struct wsl_kern_trace {
     } timed_cache[HANDLE_CACHE_SIZE];
     struct launch_cache_entry {
         uint64_t handle, grid, block;
-        uint64_t row;
+        uint64_t row_offset;    /* its row's, in bytes from rows (cached_row): no multiply per launch */
     } launched_cache[HANDLE_CACHE_SIZE];
 };
 
@@ -131,6 +131,11 @@ struct wsl_kern_trace *wsl_kern_trace_begin(void)
 {
     struct wsl_kern_trace *t = xcalloc(1, sizeof(struct wsl_kern_trace));
     t->fast_after = UINT64_MAX;
+    /* Handle 0 is never cached (take_launch counts it apart) and looks in slot 0, whose empty entry
+     * would hold it: that entry holds 1 instead, a handle of another slot, so the fast path needs
+     * no test of the handle. */
+    _Static_assert((0x9e3779b97f4a7c15ull >> (64 - HANDLE_CACHE_BITS)) != 0, "handle 1 is not slot 0's");
+    t->launched_cache[0].handle = 1;
     return t;
 }
 
@@ -250,17 +255,23 @@ static __attribute__((noinline)) bool launch_row_cached(struct wsl_kern_trace *t
     c->handle = handle;
     c->grid = ev->a[1];
     c->block = ev->a[2];
-    c->row = row;
+    c->row_offset = row * sizeof(struct launch_row);
     return true;
 }
 
 /* The fast path's launch of a handle in the cache, with another grid or block than its entry's
  * (a function launched at several sizes in turn): a tail call. */
+/* The row of a launch cache entry. */
+static inline struct launch_row *cached_row(const struct wsl_kern_trace *t, const struct launch_cache_entry *c)
+{
+    return (struct launch_row *)(void *)((char *)t->rows + c->row_offset);
+}
+
 static __attribute__((noinline)) void launch_config_changed(struct wsl_kern_trace *t, struct launch_cache_entry *c,
                                                             unsigned slot, const struct wsl_event *ev)
 {
     launch_row_cached(t, c, ev); /* the handle has its own row: it was in the cache */
-    t->rows[c->row].by_api[slot < WSL_KERN_LAUNCH_APIS ? slot : WSL_KERN_LAUNCH_APIS - 1]++;
+    cached_row(t, c)->by_api[slot]++;
 }
 
 static void take_launch(struct wsl_kern_trace *t, unsigned slot, const struct wsl_event *ev)
@@ -284,8 +295,8 @@ static void take_launch(struct wsl_kern_trace *t, unsigned slot, const struct ws
         t->untracked++;
         return;
     }
-    t->rows[c->row].by_api[slot < WSL_KERN_LAUNCH_APIS ? slot : WSL_KERN_LAUNCH_APIS - 1]++;
-    t->rows[c->row].captured += captured;
+    cached_row(t, c)->by_api[slot]++;
+    cached_row(t, c)->captured += captured;
 }
 
 /* Streams are matched by handle: a capture on the per-thread default stream
@@ -431,12 +442,13 @@ static __attribute__((noinline)) void kern_event_slow(struct wsl_kern_trace *t, 
 
 /* Most launches: a successful launch of a handle in the cache, outside any capture, after the first
  * launch. It does what kern_event_slow would do for it (first_launch stays, no capture to count)
- * without its calls; false: kern_event_slow's. */
+ * without its calls; false: kern_event_slow's. ok: the caller tested the result (0). Handle 0 finds
+ * no entry (wsl_kern_trace_begin). */
 static inline __attribute__((always_inline)) bool launch_fast(struct wsl_kern_trace *t, unsigned slot,
-                                                              const struct wsl_event *ev)
+                                                              const struct wsl_event *ev, bool ok)
 {
     uint64_t handle = ev->a[0];
-    if (ev->result == 0 && handle && ev->t_start > t->fast_after) {
+    if ((ok || ev->result == 0) && ev->t_start > t->fast_after) {
         struct launch_cache_entry *c = &t->launched_cache[handle_cache_slot(handle)];
         __asm__("" : "+r"(c)); /* one address for the entry's fields (gcc computed it three times) */
         if (c->handle == handle) {
@@ -444,7 +456,7 @@ static inline __attribute__((always_inline)) bool launch_fast(struct wsl_kern_tr
                 t->last_gpu = ev->t_end;
             t->launches++;
             if (__builtin_expect(c->grid == ev->a[1] && c->block == ev->a[2], 1))
-                t->rows[c->row].by_api[slot < WSL_KERN_LAUNCH_APIS ? slot : WSL_KERN_LAUNCH_APIS - 1]++;
+                cached_row(t, c)->by_api[slot]++;
             else
                 launch_config_changed(t, c, slot, ev);
             return true;
@@ -455,13 +467,19 @@ static inline __attribute__((always_inline)) bool launch_fast(struct wsl_kern_tr
 
 void wsl_kern_trace_launch(struct wsl_kern_trace *t, unsigned slot, const struct wsl_event *ev)
 {
-    if (!launch_fast(t, slot, ev))
+    if (!launch_fast(t, slot, ev, false))
+        kern_event_slow(t, WSL_KERN_LAUNCH, slot, ev);
+}
+
+void wsl_kern_trace_launch_ok(struct wsl_kern_trace *t, unsigned slot, const struct wsl_event *ev)
+{
+    if (!launch_fast(t, slot, ev, true))
         kern_event_slow(t, WSL_KERN_LAUNCH, slot, ev);
 }
 
 void wsl_kern_trace_event(struct wsl_kern_trace *t, enum wsl_kern_op op, unsigned slot, const struct wsl_event *ev)
 {
-    if (op == WSL_KERN_LAUNCH && launch_fast(t, slot, ev))
+    if (op == WSL_KERN_LAUNCH && launch_fast(t, slot, ev, false))
         return;
     kern_event_slow(t, op, slot, ev);
 }

@@ -179,11 +179,14 @@ struct wsl_kern_trace;
 struct wsl_kern_trace *wsl_kern_trace_begin(void);
 /* A PATHS chunk: keeps the entries that may be kernel names. */
 void wsl_kern_trace_paths(struct wsl_kern_trace *t, const struct wsl_item *item);
-/* One event of an API whose op is not WSL_KERN_NONE; slot: its launch slot (launches only). */
+/* One event of an API whose op is not WSL_KERN_NONE; slot: its launch slot (launches only), as
+ * wsl_kern_launch_slot gives it (below WSL_KERN_LAUNCH_APIS; the launch path does not clamp it). */
 void wsl_kern_trace_event(struct wsl_kern_trace *t, enum wsl_kern_op op, unsigned slot, const struct wsl_event *ev);
 /* An event of op WSL_KERN_LAUNCH: what wsl_kern_trace_event does for it (the event loop's launch
  * path). */
 void wsl_kern_trace_launch(struct wsl_kern_trace *t, unsigned slot, const struct wsl_event *ev);
+/* The same for a launch whose result the caller found 0. */
+void wsl_kern_trace_launch_ok(struct wsl_kern_trace *t, unsigned slot, const struct wsl_event *ev);
 /* An event of op WSL_KERN_GPU_TIME: what wsl_kern_trace_event does for it, without the op's tests
  * (the event loop's straight path for GPU kernels). */
 void wsl_kern_trace_gpu(struct wsl_kern_trace *t, const struct wsl_event *ev);

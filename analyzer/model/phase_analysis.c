@@ -69,9 +69,21 @@ struct wsl_phase_trace {
     uint64_t loads_total, load_ticks_total;
 };
 
+/* f.cur past the cap on threads (of any trace): room 0, so the inline path takes the slow one, which
+ * never writes it (cur_seq). */
+static struct wsl_phase_seq no_seq;
+
 struct wsl_phase_trace *wsl_phase_trace_begin(void)
 {
-    return xcalloc(1, sizeof(struct wsl_phase_trace));
+    struct wsl_phase_trace *t = xcalloc(1, sizeof(struct wsl_phase_trace));
+    t->f.cur = &no_seq;
+    return t;
+}
+
+/* The current thread's sequence, NULL past the cap on threads. */
+static struct wsl_phase_seq *cur_seq(struct wsl_phase_trace *t)
+{
+    return t->f.cur == &no_seq ? NULL : t->f.cur;
 }
 
 void wsl_phase_trace_thread(struct wsl_phase_trace *t, uint32_t tid)
@@ -80,7 +92,7 @@ void wsl_phase_trace_thread(struct wsl_phase_trace *t, uint32_t tid)
         return;
     t->have_cur = true;
     t->cur_tid = tid;
-    t->f.cur = NULL;
+    t->f.cur = &no_seq;
     for (size_t i = 0; i < t->seq_count; i++)
         if (t->seqs[i].tid == tid) {
             t->f.cur = &t->seqs[i];
@@ -110,12 +122,13 @@ void wsl_phase_trace_event_slow(struct wsl_phase_trace *t, enum wsl_phase_op op,
         return;
     }
     if (op == WSL_PHASE_BREAK || op == WSL_PHASE_SUBMIT_BREAK || op == WSL_PHASE_READ) {
-        if (t->f.cur) {
-            t->f.cur->pending_break = true;
-            t->f.cur->room = 0;
+        struct wsl_phase_seq *q = cur_seq(t);
+        if (q) {
+            q->pending_break = true;
+            q->room = 0;
             if (op == WSL_PHASE_READ && ev->a[0] == 0) { /* path id 0: a pipe or socket */
-                t->f.cur->pipe_reads++;
-                t->f.cur->pipe_ticks += ev->t_end - ev->t_start;
+                q->pipe_reads++;
+                q->pipe_ticks += ev->t_end - ev->t_start;
             }
         }
         if (op != WSL_PHASE_SUBMIT_BREAK)
@@ -131,7 +144,7 @@ void wsl_phase_trace_event_slow(struct wsl_phase_trace *t, enum wsl_phase_op op,
     if (op != WSL_PHASE_LAUNCH && op != WSL_PHASE_GRAPH)
         return;
     t->f.launches++;
-    struct wsl_phase_seq *q = t->f.cur;
+    struct wsl_phase_seq *q = cur_seq(t);
     if (!q)
         return;
     q->total++;
@@ -372,8 +385,7 @@ static void split_gaps(const struct wsl_phase_seq *q, const struct wsl_clock_map
     for (unsigned k = 0; k < 256; k++) {
         if (!q->gap_n[k])
             continue;
-        /* the bucket's lowest gap: k < 4 exact, else (4 | k % 4) << (k / 4 - 2) */
-        uint64_t lo = k < 4 ? k : (uint64_t)(4 | (k & 3)) << (k / 4 - 2);
+        uint64_t lo = wsl_phase_gap_split_value(k);
         if (wsl_clock_duration_ns(clock, lo) < WSL_PHASE_DISPATCH_GAP)
             ph->dispatch_gaps += q->gap_n[k], ph->dispatch_gap_ns += wsl_clock_duration_ns(clock, q->gap_sum[k]);
         else

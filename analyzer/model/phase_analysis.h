@@ -113,12 +113,13 @@ struct wsl_phase_seq {
     uint64_t pipe_reads, pipe_ticks; /* reads and polls on fds not seen opened (path id 0) */
     /* gaps from one launch to the next with no break between (ticks): count and sum per quarter of a
      * power of two (cheap per launch; the 2 ms line is drawn by bucket) */
-    uint64_t gap_n[256], gap_sum[256];
+    uint64_t gap_n[256], gap_sum[256]; /* (wsl_phase_gap_bucket: 252 used) */
 };
 
 /* What the inline path reads and writes: the first member of struct wsl_phase_trace. */
 struct wsl_phase_trace_fast {
-    struct wsl_phase_seq *cur;  /* the chunk's thread, or NULL past the cap */
+    struct wsl_phase_seq *cur;  /* the chunk's thread, or past the cap on threads one whose room is 0
+                                   (the slow path's; never NULL: the inline path does not test it) */
     bool any_submit;
     uint64_t first_submit, last_submit_end;  /* ticks */
     uint64_t launches;
@@ -128,23 +129,34 @@ struct wsl_phase_trace *wsl_phase_trace_begin(void);
 void wsl_phase_trace_thread(struct wsl_phase_trace *t, uint32_t tid);
 void wsl_phase_trace_event_slow(struct wsl_phase_trace *t, enum wsl_phase_op op, const struct wsl_event *ev);
 
-/* The gap bucket of g ticks: g itself below 4, else 4 per power of two (quarters). */
+/* The gap bucket of g ticks: g itself below 4, else 4 per power of two (quarters): with
+ * s = msb(g | 2) - 1 (0 below 4), 4 s + (g >> s), as g >> s is g below 4 and g's top two bits (2 or
+ * 3) above: buckets 0-3, then 6 and 7 for 4-7, 10 and 11 for 8-15... (none at 4, 5, 8, 9). */
 static inline unsigned wsl_phase_gap_bucket(uint64_t g)
 {
-    /* (g >> (msb - 1) is g's top two bits, 2 or 3) */
-    return g < 4 ? (unsigned)g : (unsigned)(4 * (63 - __builtin_clzll(g)) + (g >> (62 - __builtin_clzll(g))));
+    unsigned s = ((unsigned)__builtin_clzll(g | 2) ^ 63u) - 1; /* (^ 63: bsr alone) */
+    return 4 * s + (unsigned)(g >> s);
 }
 
-/* One event whose op is not NONE. The common case, a successful launch that follows the thread's
- * last one with no break between and finds room in its sequence (or finds it full, at
+/* The gap split_gaps compares with WSL_PHASE_DISPATCH_GAP for bucket k: k below 4, else
+ * (4 | k % 4) << (k / 4 - 1), as it was before the buckets were renumbered (k + 4 then). Not the
+ * bucket's lowest gap, (k % 4) << (k / 4): 1.5 times it where the top two bits are 10 (the bucket's
+ * end), 7/6 where they are 11. */
+static inline uint64_t wsl_phase_gap_split_value(unsigned k)
+{
+    return k < 4 ? k : (uint64_t)(4 | (k & 3)) << (k / 4 - 1);
+}
+
+/* A successful launch (result 0: the caller tested it). The common case, one that follows the
+ * thread's last launch with no break between and finds room in its sequence (or finds it full, at
  * WSL_PHASE_MAX_SEQ: then it is counted, not kept), is counted here (as
  * wsl_phase_trace_event_slow would count it, without its tests and call). */
-static inline void wsl_phase_trace_event(struct wsl_phase_trace *t, enum wsl_phase_op op, const struct wsl_event *ev)
+static inline void wsl_phase_trace_launch_ok(struct wsl_phase_trace *t, const struct wsl_event *ev)
 {
     struct wsl_phase_trace_fast *f = (struct wsl_phase_trace_fast *)(void *)t;
     struct wsl_phase_seq *q = f->cur;
     /* (a thread with a launch before, have_last, had a submission: any_submit holds) */
-    if (op == WSL_PHASE_LAUNCH && ev->result == 0 && q && q->n < q->room && ev->t_start >= q->last_ticks) {
+    if (q->n < q->room && ev->t_start >= q->last_ticks) {
         uint64_t ts = ev->t_start, g = ts - q->last_ticks;
         /* (first_submit: at most the thread's last launch's start, which set it or came after it) */
         if (ev->t_end > f->last_submit_end)
@@ -161,7 +173,16 @@ static inline void wsl_phase_trace_event(struct wsl_phase_trace *t, enum wsl_pha
         }
         return;
     }
-    wsl_phase_trace_event_slow(t, op, ev);
+    wsl_phase_trace_event_slow(t, WSL_PHASE_LAUNCH, ev);
+}
+
+/* One event whose op is not NONE: a successful launch as wsl_phase_trace_launch_ok counts it. */
+static inline void wsl_phase_trace_event(struct wsl_phase_trace *t, enum wsl_phase_op op, const struct wsl_event *ev)
+{
+    if (op == WSL_PHASE_LAUNCH && ev->result == 0)
+        wsl_phase_trace_launch_ok(t, ev);
+    else
+        wsl_phase_trace_event_slow(t, op, ev);
 }
 /* Finds the phases of the trace's process (start and end in ns) and frees t. */
 void wsl_phase_trace_end(struct wsl_phase_trace *t, const struct wsl_clock_map *clock, uint64_t start_ns,

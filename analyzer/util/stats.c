@@ -12,6 +12,18 @@ uint64_t *wsl_hist_group_alloc(struct wsl_hist *h, unsigned group)
     return b;
 }
 
+void wsl_hist_saturate(struct wsl_hist *h)
+{
+    h->sum = UINT64_MAX;
+}
+
+uint64_t *wsl_hist_group_first(struct wsl_hist *h, unsigned group, uint64_t v)
+{
+    if (h->count == 0)
+        h->min = v;
+    return wsl_hist_group_alloc(h, group);
+}
+
 static void bucket_bounds(unsigned g, unsigned i, uint64_t *lo, uint64_t *hi)
 {
     if (g == 0) {

@@ -7,6 +7,7 @@
 #ifndef WSLSHIM_STATS_H
 #define WSLSHIM_STATS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define WSL_HIST_SUB_BITS 7
@@ -21,34 +22,47 @@ struct wsl_hist {
 /* Allocates a bucket group; prints "out of memory" and exits 2 if it cannot. */
 uint64_t *wsl_hist_group_alloc(struct wsl_hist *h, unsigned group);
 
+/* Allocates the bucket group of v's first value in it (the slow path of wsl_hist_add); an empty h
+ * (count 0) takes v as its min, so that the inline path compares with min alone: a histogram
+ * holds a bucket group only once it holds a value. */
+uint64_t *wsl_hist_group_first(struct wsl_hist *h, unsigned group, uint64_t v);
+
+/* The sum past UINT64_MAX: it stays there (the slow path of wsl_hist_add). */
+void wsl_hist_saturate(struct wsl_hist *h);
+
+/* v's power of two above the exact values: s = msb(v | 128) - 7, 0 below 128; then v >> s is v
+ * itself below 128 and 128 + v's index above, and v's group is s + (v >> s >> 7). */
+static inline unsigned wsl_hist_shift(uint64_t v)
+{
+    return ((unsigned)__builtin_clzll(v | WSL_HIST_SUB) ^ 63u) - WSL_HIST_SUB_BITS; /* (^ 63: bsr alone) */
+}
+
 /* The bucket of v: group (0: exact values, else the power of two) and index. */
 static inline void wsl_hist_locate(uint64_t v, unsigned *group, unsigned *index)
 {
-    if (v < WSL_HIST_SUB) {
-        *group = 0;
-        *index = (unsigned)v;
-    } else {
-        unsigned msb = 63u - (unsigned)__builtin_clzll(v);
-        *group = msb - (WSL_HIST_SUB_BITS - 1);
-        *index = (unsigned)(v >> (msb - WSL_HIST_SUB_BITS)) & (WSL_HIST_SUB - 1);
-    }
+    unsigned s = wsl_hist_shift(v);
+    uint64_t w = v >> s;
+    *group = s + (unsigned)(w >> WSL_HIST_SUB_BITS);
+    *index = (unsigned)w & (WSL_HIST_SUB - 1);
 }
 
 static inline void wsl_hist_add(struct wsl_hist *h, uint64_t v)
 {
-    unsigned g, i;
-    wsl_hist_locate(v, &g, &i);
+    unsigned s = wsl_hist_shift(v);
+    uint64_t w = v >> s;
+    size_t g = s + (size_t)(w >> WSL_HIST_SUB_BITS);
     uint64_t *b = h->groups[g];
     if (__builtin_expect(!b, 0))
-        b = wsl_hist_group_alloc(h, g);
-    b[i]++;
-    if (h->count == 0 || v < h->min)
+        b = wsl_hist_group_first(h, (unsigned)g, v);
+    b[w & (WSL_HIST_SUB - 1)]++;
+    if (v < h->min) /* (count > 0 here: min is the least so far) */
         h->min = v;
     if (v > h->max)
         h->max = v;
     h->count++;
-    uint64_t s = h->sum + v;
-    h->sum = s < v ? UINT64_MAX : s;
+    h->sum += v;
+    if (__builtin_expect(h->sum < v, 0)) /* (a call: no cmov, an add to memory and a jump) */
+        wsl_hist_saturate(h);
 }
 
 /* Value at quantile q in [0, 1] (nearest rank), read from the middle of its

@@ -314,6 +314,26 @@ int test_phase_fast_path(void)
     wsl_phase_trace_thread(fast, tids[0]);
     CHECKF(ff->cur->n == WSL_PHASE_MAX_SEQ && ff->cur->total > WSL_PHASE_MAX_SEQ, "thread 0: %zu kept of %llu",
            ff->cur->n, (unsigned long long)ff->cur->total);
+    /* threads past WSL_PHASE_MAX_THREADS: their launches counted for the process, kept for none; the
+     * sequence the inline path then reads (room 0) is never written */
+    uint64_t t0 = now[0];
+    for (uint32_t tid = 100; tid < 100 + WSL_PHASE_MAX_THREADS + 3; tid++)
+        for (unsigned i = 0; i < 6; i++) {
+            wsl_phase_trace_thread(fast, tid);
+            wsl_phase_trace_thread(slow, tid);
+            struct wsl_event ev;
+            memset(&ev, 0, sizeof ev);
+            ev.t_start = ++t0;
+            ev.t_end = t0 + 10;
+            ev.a[0] = 0x7f0000001000ull;
+            enum wsl_phase_op op = i == 3 ? WSL_PHASE_READ : WSL_PHASE_LAUNCH;
+            wsl_phase_trace_event(fast, op, &ev);
+            wsl_phase_trace_event_slow(slow, op, &ev);
+        }
+    CHECK(ff->launches == sf->launches && ff->last_submit_end == sf->last_submit_end);
+    wsl_phase_trace_thread(fast, 100 + WSL_PHASE_MAX_THREADS + 2);
+    CHECKF(ff->cur->n == 0 && ff->cur->total == 0 && ff->cur->room == 0 && !ff->cur->have_last,
+           "past the thread cap: %llu launches on a sequence", (unsigned long long)ff->cur->total);
     wsl_phase_trace_discard(fast);
     wsl_phase_trace_discard(slow);
     return 0;

@@ -84,10 +84,73 @@ int test_stats_histogram(void)
     CHECK(wsl_hist_quantile(&h, 0.99) == UINT64_MAX && wsl_hist_quantile(&h, 0.1) == 0);
     wsl_hist_free(&h);
 
+    /* the min where the first value opens a group and later ones open others or land in it: the
+     * first value's group is allocated with it (wsl_hist_group_first sets min), later ones compare */
+    const uint64_t seqs[4][5] = {{5000, 3, 70000, 1, 2}, {0, 9, 1u << 20, 0, 7}, {127, 128, 126, 255, 129},
+                                 {UINT64_MAX, 1ull << 40, 300, 1ull << 40, 299}};
+    const uint64_t mins[4] = {1, 0, 126, 299};
+    for (int k = 0; k < 4; k++) {
+        memset(&h, 0, sizeof h);
+        for (int i = 0; i < 5; i++)
+            wsl_hist_add(&h, seqs[k][i]);
+        CHECKF(h.count == 5 && h.min == mins[k], "sequence %d: min %llu", k, (unsigned long long)h.min);
+        CHECK(wsl_hist_quantile(&h, 0) == mins[k]);
+        wsl_hist_free(&h);
+    }
+
+    /* the bucket of every value near each power of two as the plain formula has it */
+    for (unsigned b = 0; b < 64; b++)
+        for (int d = -2; d <= 2; d++) {
+            uint64_t x = ((uint64_t)1 << b) + (uint64_t)(int64_t)d;
+            unsigned g, i, rg, ri;
+            wsl_hist_locate(x, &g, &i);
+            if (x < WSL_HIST_SUB) {
+                rg = 0, ri = (unsigned)x;
+            } else {
+                unsigned msb = 63u - (unsigned)__builtin_clzll(x);
+                rg = msb - (WSL_HIST_SUB_BITS - 1);
+                ri = (unsigned)(x >> (msb - WSL_HIST_SUB_BITS)) & (WSL_HIST_SUB - 1);
+            }
+            CHECKF(g == rg && i == ri, "%llu: group %u index %u, want %u %u", (unsigned long long)x, g, i, rg, ri);
+        }
+
     struct wsl_hist empty;
     memset(&empty, 0, sizeof empty);
     CHECK(wsl_hist_quantile(&empty, 0.5) == 0);
     free(v);
+    return 0;
+}
+
+/* The launch gaps' buckets: g itself below 4, else by its power of two and top two bits, as the
+ * plain formula has them (less 4 above 4); the value split_gaps compares for each as the plain
+ * formula's bucket gave it, and within the bucket or at its end. */
+int test_phase_gap_buckets(void)
+{
+    for (unsigned b = 0; b < 64; b++)
+        for (int d = -2; d <= 3; d++) {
+            uint64_t g = ((uint64_t)1 << b) + (uint64_t)(int64_t)d;
+            if (b < 2 && d < 0)
+                continue;
+            unsigned k = wsl_phase_gap_bucket(g);
+            CHECKF(k < 256, "%llu: bucket %u", (unsigned long long)g, k);
+            if (g < 4) {
+                CHECK(k == g);
+            } else {
+                unsigned msb = 63u - (unsigned)__builtin_clzll(g);
+                CHECKF(k == 4 * msb + (unsigned)(g >> (msb - 1)) - 4, "%llu: bucket %u", (unsigned long long)g, k);
+            }
+            uint64_t split = wsl_phase_gap_split_value(k), low = g < 4 ? g : (uint64_t)(k & 3) << (k / 4);
+            if (g >= 4) {
+                unsigned old = k + 4; /* the plain formula's bucket and its value */
+                CHECKF(split == (uint64_t)(4 | (old & 3)) << (old / 4 - 2), "bucket %u: %llu", k,
+                       (unsigned long long)split);
+            }
+            CHECKF(low <= g && (g < 4 ? split == g : g - low < (uint64_t)1 << (k / 4) && split > low &&
+                                                         split <= low + ((uint64_t)1 << (k / 4))),
+                   "%llu: bucket %u from %llu, split at %llu", (unsigned long long)g, k, (unsigned long long)low,
+                   (unsigned long long)split);
+        }
+    CHECK(wsl_phase_gap_bucket(UINT64_MAX) == 251 && wsl_phase_gap_split_value(251) == 7ull << 61);
     return 0;
 }
 

@@ -48,6 +48,7 @@
     X(reader_byte_order)          \
     X(reader_header_fields)       \
     X(stats_histogram)            \
+    X(phase_gap_buckets)          \
     X(stats_merge)                \
     X(map_numbers)                \
     X(map_collisions)             \
