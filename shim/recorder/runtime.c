@@ -527,9 +527,18 @@ drop:
 
 #if WSL_TSAN
 void __tsan_write_range(void *addr, long size); /* declared as gcc has it built in */
+void __tsan_acquire(void *addr);                 /* TSan's interface (tsan_interface.h) */
+void __tsan_release(void *addr);
 
+/* A hook may run inside one of TSan's blocking interceptors: with libtsan preloaded ahead of the
+ * shim (an uninstrumented program), a program's poll() reaches TSan's poll, which calls the shim's
+ * with TSan ignoring the synchronization of atomics until it returns. The ring's hand-over to the
+ * writer is declared to TSan here as well, which it does not ignore there: the writer's tails
+ * acquired before a slot is taken, the head released after it is filled. */
 struct wsl_event *wsl_ring_reserve_tsan(struct wsl_thread *t)
 {
+    __tsan_acquire(&t->tail);
+    __tsan_acquire(&t->s_tail);
     uint64_t h = t->head_local;
     if (h >= t->limit)
         return wsl_ring_reserve_slow(t);
@@ -542,6 +551,7 @@ void wsl_ring_commit_tsan(struct wsl_thread *t)
      * far as TSan knows, before it is published. */
     __tsan_write_range(&t->cur_ev[t->head_local & t->cur_mask], (long)sizeof(struct wsl_event));
     t->head_local++;
+    __tsan_release((void *)t->cur_head);
     atomic_store_explicit(t->cur_head, t->head_local, memory_order_release);
 }
 #endif
