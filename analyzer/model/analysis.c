@@ -49,15 +49,20 @@ const char *wsl_category_name(unsigned category)
         [WSL_CAT_IO_SEEK] = "io_seek",
         [WSL_CAT_IO_CLOSE] = "io_close",
         [WSL_CAT_FUNC_NAME] = "func_name",
+        [WSL_CAT_GPU_KERNEL] = "gpu_kernel",
         [WSL_CAT_NVTX_PUSH] = "nvtx_push",
         [WSL_CAT_NVTX_POP] = "nvtx_pop",
         [WSL_CAT_NVTX_START] = "nvtx_start",
         [WSL_CAT_NVTX_END] = "nvtx_end",
         [WSL_CAT_NVTX_MARK] = "nvtx_mark",
         [WSL_CAT_NVTX_NAME_THREAD] = "nvtx_name_thread",
+        [WSL_CAT_IO_FOLD] = "io_fold",
+        [WSL_CAT_IO_WRITE] = "io_write",
+        [WSL_CAT_IO_DIR] = "io_dir",
         [WSL_CAT_IO_WAIT] = "io_wait",
     };
-    return category < WSL_CAT_COUNT ? names[category] : "other";
+    _Static_assert(WSL_CAT_IO_WAIT + 1 == WSL_CAT_COUNT, "a name for every category (above)");
+    return category < WSL_CAT_COUNT && names[category] ? names[category] : "other";
 }
 
 void wsl_run_init(struct wsl_run *run)

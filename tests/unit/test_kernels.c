@@ -107,6 +107,14 @@ int test_kern_names_threads(void)
         }
     CHECK(seen);
     CHECK(strcmp(wsl_category_name(WSL_CAT_FUNC_NAME), "func_name") == 0);
+    /* every category its own name (the JSON's "category" is a string; writes and folder calls had none) */
+    for (unsigned c = 1; c < WSL_CAT_COUNT; c++) {
+        CHECK(strcmp(wsl_category_name(c), "other") != 0);
+        for (unsigned d = 1; d < c; d++)
+            CHECK(strcmp(wsl_category_name(c), wsl_category_name(d)) != 0);
+    }
+    CHECK(strcmp(wsl_category_name(WSL_CAT_IO_WRITE), "io_write") == 0);
+    CHECK(strcmp(wsl_category_name(WSL_CAT_COUNT), "other") == 0);
     CHECK_EQ(run.warning_count, 0);
     wsl_run_free(&run);
     return 0;
