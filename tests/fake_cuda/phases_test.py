@@ -111,33 +111,26 @@ if db and m:
     near(db["time_lost_ns"], want, 0.25, "dispatch_bound time lost")
     check(db["evidence"]["launch_interval_mean_ns"] >= 60000, f"dispatch gap {db['evidence']}")
 
-# ---- loader ------------------------------------------------------------------------------------
-m, rep = run("loader", {"FAKE_CUDA_KERNEL_NS": "1000", "FAKE_CUDA_LAUNCH_NS": "1000"})
-dw = finding(rep, "dataloader_wait")
-check(dw is not None, f"loader: no dataloader_wait: {[b['id'] for b in rep['bottlenecks']]}")
-if dw and m:
-    print(f"loader: time lost {dw['time_lost_ns'] / 1e6:.1f} ms, the client blocked {m['waited_ns'] / 1e6:.1f} ms")
-    near(dw["time_lost_ns"], m["waited_ns"], 0.25, "dataloader_wait time lost")
-    check(dw["evidence"]["workers"] == 1, f"workers {dw['evidence']['workers']}")
+# ---- loader, loader-poll, loader-threads: a wait for the worker, seen as it blocked ------------------
+def loader_case(mode, what):
+    """dataloader_wait's time lost within 25% of what the client blocked; returns the report."""
+    m, rep = run(mode, {"FAKE_CUDA_KERNEL_NS": "1000", "FAKE_CUDA_LAUNCH_NS": "1000"})
+    dw = finding(rep, "dataloader_wait")
+    check(dw is not None, f"{mode}: no dataloader_wait: {[b['id'] for b in rep['bottlenecks']]}")
+    if dw and m:
+        print(f"{mode}: time lost {dw['time_lost_ns'] / 1e6:.1f} ms, the client blocked {m['waited_ns'] / 1e6:.1f} ms")
+        near(dw["time_lost_ns"], m["waited_ns"], 0.25, f"dataloader_wait time lost ({what})")
+        check(dw["evidence"]["workers"] == 1, f"{mode}: workers {dw['evidence']['workers']}")
+    return rep
 
-# ---- loader-poll: the wait in poll(), the read finds the item ready ------------------------------
-m, rep = run("loader-poll", {"FAKE_CUDA_KERNEL_NS": "1000", "FAKE_CUDA_LAUNCH_NS": "1000"})
-dw = finding(rep, "dataloader_wait")
-check(dw is not None, f"loader-poll: no dataloader_wait: {[b['id'] for b in rep['bottlenecks']]}")
-if dw and m:
-    print(f"loader-poll: time lost {dw['time_lost_ns'] / 1e6:.1f} ms, the client blocked {m['waited_ns'] / 1e6:.1f} ms")
-    near(dw["time_lost_ns"], m["waited_ns"], 0.25, "dataloader_wait time lost (poll)")
-    polls = rep["api"].get("poll", {}).get("calls", 0) if isinstance(rep.get("api"), dict) else 0
-    io_polls = rep.get("io_calls", {}).get("poll", {}).get("calls", 0) if isinstance(rep.get("io_calls"), dict) else 0
-    check(max(polls, io_polls) >= 200, f"loader-poll: {polls} / {io_polls} poll calls in the report, 200 or more made")
 
-# ---- loader-threads: the thread that waits launches the fewer kernels -----------------------------
-m, rep = run("loader-threads", {"FAKE_CUDA_KERNEL_NS": "1000", "FAKE_CUDA_LAUNCH_NS": "1000"})
-dw = finding(rep, "dataloader_wait")
-check(dw is not None, f"loader-threads: no dataloader_wait: {[b['id'] for b in rep['bottlenecks']]}")
-if dw and m:
-    print(f"loader-threads: time lost {dw['time_lost_ns'] / 1e6:.1f} ms, the client blocked {m['waited_ns'] / 1e6:.1f} ms")
-    near(dw["time_lost_ns"], m["waited_ns"], 0.25, "dataloader_wait time lost (two launching threads)")
+loader_case("loader", "blocking reads")
+# the wait in poll(), the read finds the item ready
+rep = loader_case("loader-poll", "poll")
+polls = rep.get("io_calls", {}).get("poll", {}).get("calls", 0) if isinstance(rep.get("io_calls"), dict) else 0
+check(polls >= 200, f"loader-poll: {polls} poll calls in the report, 200 or more made")
+# the thread that waits launches the fewer kernels
+loader_case("loader-threads", "two launching threads")
 
 # ---- loader-sync: waits for the GPU, a worker beside ---------------------------------------------
 m, rep = run("loader-sync", {"FAKE_CUDA_KERNEL_NS": "500000", "FAKE_CUDA_LAUNCH_NS": "1000"})

@@ -44,6 +44,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../bench/median.h"
+
 static double now_ns(void)
 {
     struct timespec ts;
@@ -107,17 +109,6 @@ static long read_files(const char *dir, long from, long to, int raw)
     return bytes;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 /* The A/B's figure: the median over pairs of rounds of the geometric mean of
  * their two libc/raw ratios. The batch that runs second in a round is faster
