@@ -43,6 +43,8 @@ static bool evaluate(const struct wsl_run *run, struct wsl_finding *f)
     /* where the host time went, as far as the trace tells */
     uint64_t cuda_ns = 0, io_ns = 0;
     for (size_t i = 0; i < run->api_count; i++) {
+        if (run->apis[i].category == WSL_CAT_IO_WAIT)
+            continue; /* a poll is a wait (dataloader_wait's when on a worker's pipe), not file I/O */
         if (wsl_is_io_category(run->apis[i].category))
             io_ns += run->apis[i].ns.sum;
         else
