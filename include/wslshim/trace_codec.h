@@ -1001,6 +1001,7 @@ static inline __attribute__((always_inline)) WSL_TARGET_V3 uint64_t wsl_tb_sum_v
                                                                                   const int top)
 {
     typedef long long wsl_s64x4 __attribute__((vector_size(32)));
+    typedef unsigned long long wsl_u64x4 __attribute__((vector_size(32)));
     typedef double wsl_f64x4 __attribute__((vector_size(32)));
     typedef char wsl_c32 __attribute__((vector_size(32)));
     const long long two52 = 0x4330000000000000ll; /* 2^52 as a double */
@@ -1021,7 +1022,8 @@ static inline __attribute__((always_inline)) WSL_TARGET_V3 uint64_t wsl_tb_sum_v
             esc_ |= u_ < zero;                                                                                         \
             coded_ |= u_ < zero;                                                                                       \
         }                                                                                                              \
-        const wsl_s64x4 y_ = u_ - qm1v;                                                                                \
+        /* (unsigned: u of 2^63 - 1 less q - 1 = -1 wraps, an escape masked below; signed it would overflow) */     \
+        const wsl_s64x4 y_ = (wsl_s64x4)((wsl_u64x4)u_ - (wsl_u64x4)qm1v);                                          \
         const wsl_f64x4 d_ = (wsl_f64x4)((y_ & low32) | magic) - magic_d;                                              \
         const wsl_s64x4 e_ = (wsl_s64x4)((unsigned long long __attribute__((vector_size(32))))d_ >> 52);               \
         const wsl_s64x4 eg_ = e_ + e_ + eg0v; /* q + 2 nb */                                                           \
