@@ -893,11 +893,14 @@ static inline __attribute__((always_inline)) size_t wsl_tbits_write(uint8_t *out
     return (size_t)(w.p - out) + (w.bits != 0);
 }
 
-/* wsl_tbits_close with the parameters' search `params` (a constant: inlined). */
+typedef size_t (*wsl_tbits_write_fn)(uint8_t *out, const uint64_t *times, unsigned n, const struct wsl_tbits_dir *d);
+
+/* wsl_tbits_close with the parameters' search `params` and the bits' loop `write` (constants: inlined). */
 static inline __attribute__((always_inline)) size_t wsl_tbits_close_with(struct wsl_tbits_dir *d, uint8_t *out,
                                                                           const uint64_t *times, unsigned n,
                                                                           uint64_t gap_or, uint64_t dur_or,
-                                                                          wsl_tbits_params_fn params)
+                                                                          wsl_tbits_params_fn params,
+                                                                          wsl_tbits_write_fn write)
 {
     uint64_t gc = 0, dc = 0;
     d->gap_k = d->gap_shift = d->dur_k = d->dur_shift = d->gap_q = d->dur_q = 0;
@@ -908,7 +911,7 @@ static inline __attribute__((always_inline)) size_t wsl_tbits_close_with(struct 
     }
     d->gap_center = (int64_t)gc;
     d->dur_center = dc;
-    return d->bit_bytes = (uint32_t)wsl_tbits_write(out, times, n, d);
+    return d->bit_bytes = (uint32_t)write(out, times, n, d);
 }
 
 /* Fills d's parameters for the n events' times and writes their bit column at out; returns its
@@ -917,7 +920,7 @@ static inline __attribute__((always_inline)) size_t wsl_tbits_close(struct wsl_t
                                                                      const uint64_t *times, unsigned n,
                                                                      uint64_t gap_or, uint64_t dur_or)
 {
-    return wsl_tbits_close_with(d, out, times, n, gap_or, dur_or, wsl_tbits_params);
+    return wsl_tbits_close_with(d, out, times, n, gap_or, dur_or, wsl_tbits_params, wsl_tbits_write);
 }
 
 /* ---- The writer's two loops, compiled twice ------------------------------------------
@@ -929,7 +932,6 @@ typedef void (*wsl_tbits_run_fn)(struct wsl_pack_state *ps, struct wsl_codec_sta
                                  const struct wsl_event *end, struct wsl_tbits_out *o);
 typedef size_t (*wsl_tbits_close_fn)(struct wsl_tbits_dir *d, uint8_t *out, const uint64_t *times, unsigned n,
                                      uint64_t gap_or, uint64_t dur_or);
-typedef size_t (*wsl_tbits_write_fn)(uint8_t *out, const uint64_t *times, unsigned n, const struct wsl_tbits_dir *d);
 struct wsl_tbits_coder {
     wsl_tbits_run_fn run;     /* wsl_encode_tbits_run, api_count WSL_MAX_API_IDS (a constant: the caller
                                  passes the ids of its table only) */
@@ -963,6 +965,7 @@ static __attribute__((noinline, unused)) size_t wsl_tbits_write_base(uint8_t *ou
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define WSL_TBITS_V3 1
 #define WSL_TARGET_V3 __attribute__((target("avx2,bmi,bmi2")))
+#include <immintrin.h>
 /* wsl_pack_same in two 32-byte compares and a ptest: bytes 16..47 (api, flags masked out, result,
  * stream, a[0], a[1]) and 32..63 (a[0..3]), 8 instructions where the 16-byte one takes 13. */
 static inline __attribute__((always_inline)) WSL_TARGET_V3 int wsl_pack_same_v3(const struct wsl_event *a,
@@ -1056,19 +1059,122 @@ static __attribute__((noinline, unused)) WSL_TARGET_V3 void wsl_tbits_params_v3(
     wsl_tbits_params_with(v, n, v_or, center, k_out, shift_out, q_out, wsl_tb_cost_v3);
 }
 
+/* wsl_tbits_write in AVX2: the codes of two events a step (gap, duration, gap, duration in the four
+ * lanes), then one put an event with the bits in registers. Per lane, the residual
+ * r = zigzag((v - center) >> shift) as ((x ^ s) >> shift << 1) - s, x = v - center, s its sign
+ * (-1 or 0: AVX2 has no 64-bit arithmetic shift); u = r >> k; the code of wsl_tb_code (the low k bits,
+ * u zeros and a one where u < q, else q + nb zeros, a one and y's low nb bits, y = u - q + 1, nb its
+ * bit length less one, as wsl_tb_sum_v3 takes it from y as a double). An event whose residuals are
+ * 2^31 or more, or whose two codes take more than 56 bits, gets length 0 and is put by wsl_tb_put2,
+ * as wsl_tbits_write puts it: the same bits. all_rice (both q >= 16: Rice codes, u under 16 or
+ * wsl_tb_put2) leaves out the Exp-Golomb part. */
+#define WSL_TBITS_VEC_BLOCK 64u /* events whose codes are made before they are put */
+static inline __attribute__((always_inline)) WSL_TARGET_V3 struct wsl_bits_at
+wsl_tbits_vec_block_v3(struct wsl_bits_at w, const uint64_t *times, unsigned n, const struct wsl_tbits_dir *d,
+                       const int all_rice)
+{
+    uint64_t codes[2 * WSL_TBITS_VEC_BLOCK] __attribute__((aligned(32)));
+    uint64_t lens[2 * WSL_TBITS_VEC_BLOCK] __attribute__((aligned(32)));
+    const __m256i center = _mm256_setr_epi64x(d->gap_center, (long long)d->dur_center, d->gap_center,
+                                              (long long)d->dur_center);
+    const __m256i shift = _mm256_setr_epi64x(d->gap_shift, d->dur_shift, d->gap_shift, d->dur_shift);
+    const __m256i k = _mm256_setr_epi64x(d->gap_k, d->dur_k, d->gap_k, d->dur_k);
+    const __m256i mask = _mm256_sub_epi64(_mm256_sllv_epi64(_mm256_set1_epi64x(1), k), _mm256_set1_epi64x(1));
+    const __m256i q = _mm256_setr_epi64x(d->gap_q, d->dur_q, d->gap_q, d->dur_q);
+    const __m256i qm1 = _mm256_sub_epi64(q, _mm256_set1_epi64x(1));
+    const __m256i one = _mm256_set1_epi64x(1), zero = _mm256_setzero_si256();
+    const __m256i rice_max = _mm256_set1_epi64x(15), len_max = _mm256_set1_epi64x(56);
+    const __m256i dur_lanes = _mm256_setr_epi64x(0, -1, 0, -1);
+    const __m256i magic = _mm256_set1_epi64x(0x4330000000000000ll); /* 2^52 as a double */
+    const __m256d magic_d = _mm256_set1_pd(0x1p52);
+    const __m256i bias = _mm256_set1_epi64x(1023);
+    for (unsigned i = 0; i < 2 * n; i += 4) {
+        const __m256i v = _mm256_loadu_si256((const __m256i *)(times + i));
+        const __m256i x = _mm256_sub_epi64(v, center);
+        const __m256i s = _mm256_cmpgt_epi64(zero, x);
+        const __m256i r = _mm256_sub_epi64(_mm256_slli_epi64(_mm256_srlv_epi64(_mm256_xor_si256(x, s), shift), 1), s);
+        const __m256i u = _mm256_srlv_epi64(r, k);
+        __m256i code, len, bad;
+        if (all_rice) {
+            bad = _mm256_cmpgt_epi64(u, rice_max) | _mm256_cmpgt_epi64(zero, u); /* (u >= 2^63: negative) */
+            const __m256i at = _mm256_add_epi64(k, u); /* the one bit's place */
+            code = (r & mask) | _mm256_sllv_epi64(one, at);
+            len = _mm256_add_epi64(at, one);
+        } else {
+            bad = _mm256_cmpgt_epi64(_mm256_srli_epi64(r, 31), zero);
+            const __m256i rice = _mm256_cmpgt_epi64(q, u); /* u < q (u < 2^31 where not bad) */
+            const __m256i y = _mm256_blendv_epi8(_mm256_sub_epi64(u, qm1), one, rice);
+            const __m256d yd = _mm256_sub_pd(_mm256_castsi256_pd(y | magic), magic_d);
+            const __m256i nb = _mm256_sub_epi64(_mm256_srli_epi64(_mm256_castpd_si256(yd), 52), bias);
+            const __m256i zeros = _mm256_blendv_epi8(_mm256_add_epi64(q, nb), u, rice);
+            const __m256i at = _mm256_add_epi64(k, zeros), at1 = _mm256_add_epi64(at, one);
+            code = (r & mask) | _mm256_sllv_epi64(one, at) |
+                   _mm256_sllv_epi64(_mm256_xor_si256(y, _mm256_sllv_epi64(one, nb)), at1);
+            len = _mm256_add_epi64(at1, nb);
+        }
+        /* the duration's code after the gap's: lanes 0 and 2 hold the events' codes and lengths */
+        const __m256i len_sw = _mm256_shuffle_epi32(len, 0x4e);
+        const __m256i c2 = _mm256_sllv_epi64(code, len_sw & dur_lanes);
+        const __m256i ev_code = c2 | _mm256_shuffle_epi32(c2, 0x4e);
+        const __m256i ev_len = _mm256_add_epi64(len, len_sw);
+        bad = bad | _mm256_shuffle_epi32(bad, 0x4e) | _mm256_cmpgt_epi64(ev_len, len_max);
+        _mm256_store_si256((__m256i *)(codes + i), ev_code);
+        _mm256_store_si256((__m256i *)(lens + i), _mm256_andnot_si256(bad, ev_len));
+    }
+    uint8_t *p = w.p;
+    unsigned bits = w.bits;
+    uint64_t acc = *p;
+    for (unsigned i = 0; i < 2 * n; i += 2) {
+        const unsigned l = (unsigned)lens[i];
+        if (__builtin_expect(l != 0, 1)) {
+            WSL_BITS_PUT(p, acc, bits, codes[i], l);
+            continue;
+        }
+        const uint64_t rg = wsl_zigzag((int64_t)(times[i] - (uint64_t)d->gap_center) >> d->gap_shift);
+        const uint64_t rd = wsl_zigzag((int64_t)(times[i + 1] - d->dur_center) >> d->dur_shift);
+        const struct wsl_bits_at b = wsl_tb_put2((struct wsl_bits_at){p, bits}, rg, rd, d);
+        p = b.p;
+        bits = b.bits;
+        acc = *p;
+    }
+    return (struct wsl_bits_at){p, bits};
+}
+
+static inline __attribute__((always_inline)) WSL_TARGET_V3 size_t wsl_tbits_write_vec_v3(uint8_t *out,
+                                                                                         const uint64_t *times,
+                                                                                         unsigned n,
+                                                                                         const struct wsl_tbits_dir *d)
+{
+    struct wsl_bits_at w = {out, 0};
+    *out = 0; /* the bits so far, for wsl_tb_put */
+    const int all_rice = d->gap_q >= 16 && d->dur_q >= 16;
+    const unsigned even = n & ~1u;
+    for (unsigned i = 0; i < even; i += WSL_TBITS_VEC_BLOCK) {
+        const unsigned m = even - i < WSL_TBITS_VEC_BLOCK ? even - i : WSL_TBITS_VEC_BLOCK;
+        w = all_rice ? wsl_tbits_vec_block_v3(w, times + 2 * (size_t)i, m, d, 1)
+                     : wsl_tbits_vec_block_v3(w, times + 2 * (size_t)i, m, d, 0);
+    }
+    if (n & 1) { /* the last event of an odd count: the lanes past it are not read */
+        const uint64_t *t = times + 2 * (size_t)even;
+        w = wsl_tb_put2(w, wsl_zigzag((int64_t)(t[0] - (uint64_t)d->gap_center) >> d->gap_shift),
+                        wsl_zigzag((int64_t)(t[1] - d->dur_center) >> d->dur_shift), d);
+    }
+    return (size_t)(w.p - out) + (w.bits != 0);
+}
+
 static __attribute__((noinline, unused)) WSL_TARGET_V3 size_t wsl_tbits_close_v3(struct wsl_tbits_dir *d,
                                                                                 uint8_t *out,
                                                                                 const uint64_t *times, unsigned n,
                                                                                 uint64_t gap_or, uint64_t dur_or)
 {
-    return wsl_tbits_close_with(d, out, times, n, gap_or, dur_or, wsl_tbits_params_v3);
+    return wsl_tbits_close_with(d, out, times, n, gap_or, dur_or, wsl_tbits_params_v3, wsl_tbits_write_vec_v3);
 }
 
 static __attribute__((noinline, unused)) WSL_TARGET_V3 size_t wsl_tbits_write_v3(uint8_t *out, const uint64_t *times,
                                                                                 unsigned n,
                                                                                 const struct wsl_tbits_dir *d)
 {
-    return wsl_tbits_write(out, times, n, d);
+    return wsl_tbits_write_vec_v3(out, times, n, d);
 }
 #endif
 
