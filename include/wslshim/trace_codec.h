@@ -56,11 +56,23 @@ struct wsl_pack_state {
                                                    last time (a hint as `last`: a program's step
                                                    repeats its launches in the same order) */
     uint8_t prev;                               /* writer: the previous event's entry (255: none) */
+    uint8_t armed;                              /* the entries past `entries` hold WSL_PACK_NO_API */
     struct wsl_event table[WSL_PACK_TABLE_MAX]; /* api, result, stream, a[]; times unused */
 };
+/* The api of the table's entries past `entries`: no event's (the writer's run takes apis under
+ * WSL_MAX_API_IDS; the rings' marker is 0xffff), so that a successor hint that names no entry of the
+ * chunk fails its compare, and the run checks no bound before it (docs/overhead.md, "The writer,
+ * seventh pass"). */
+#define WSL_PACK_NO_API 0xfffeu
+_Static_assert(WSL_PACK_NO_API >= WSL_MAX_API_IDS, "no event's api");
 
 static inline void wsl_pack_reset(struct wsl_pack_state *ps, int with_slots)
 {
+    const uint32_t used = ps->armed ? (ps->entries < WSL_PACK_TABLE_MAX ? ps->entries : WSL_PACK_TABLE_MAX)
+                                    : WSL_PACK_TABLE_MAX;
+    for (uint32_t i = 0; i < used; i++)
+        ps->table[i].api = (uint16_t)WSL_PACK_NO_API;
+    ps->armed = 1;
     ps->entries = 0;
     ps->literals = 0;
     if (with_slots)
@@ -498,8 +510,7 @@ _Static_assert(sizeof(struct wsl_tbits_dir) == WSL_TBITS_DIRECTORY_SIZE, "the di
  * closes (its parameters come from all of them). */
 struct wsl_tbits_out {
     uint8_t *op, *lit;
-    uint64_t *times;         /* each event's gap (as uint64) and duration, one after the other */
-    uint64_t gap_or, dur_or; /* the values ORed: their common zero low bits */
+    uint64_t *times; /* each event's gap (as uint64) and duration, one after the other */
 };
 
 /* Appends the events [ev, end) as wsl_encode_gaps_run does (the same ops and literals, the same
@@ -517,37 +528,33 @@ static inline __attribute__((always_inline)) void wsl_encode_tbits_run_with(stru
                                                                            wsl_pack_same_fn same)
 {
     uint8_t *op = o->op;
-    uint64_t *times = o->times, gap_or = o->gap_or, dur_or = o->dur_or;
+    uint64_t *times = o->times;
     uint64_t prev_t = st->prev_t;
-    unsigned prev = ps->prev, entries = ps->entries;
+    unsigned prev = ps->prev;
     for (; ev < end; ev++) {
-        if (__builtin_expect(ev->api >= api_count, 0))
-            continue;
-        const uint64_t t = ev->t_start, t_end = ev->t_end, dur = t_end >= t ? t_end - t : 0;
-        const uint64_t g = t - prev_t;
-        times[0] = g; /* one pointer for both: a register less in a loop that spills */
-        times[1] = dur;
-        times += 2;
-        gap_or |= g;
-        dur_or |= dur;
-        prev_t = t + dur;
-        const unsigned k = ps->next[prev];
-        if (__builtin_expect(k < entries && same(&ps->table[k], ev), 1)) {
+        /* the successor check first: a set of the table has an api under api_count (the api is
+           checked where the set is not the successor, before the event is taken) */
+        const unsigned k = ps->next[prev]; /* (an entry past `entries`: WSL_PACK_NO_API, no match) */
+        if (__builtin_expect(same(&ps->table[k], ev), 1)) {
             *op++ = (uint8_t)(k + 1);
             prev = k;
-            continue;
+        } else {
+            if (__builtin_expect(ev->api >= api_count, 0))
+                continue;
+            ps->prev = (uint8_t)prev;
+            wsl_pack_arguments_miss(ps, st, ev, prev, &op, &o->lit);
+            prev = ps->prev;
         }
-        ps->prev = (uint8_t)prev;
-        wsl_pack_arguments_miss(ps, st, ev, prev, &op, &o->lit);
-        prev = ps->prev;
-        entries = ps->entries;
+        const uint64_t t = ev->t_start, t_end = ev->t_end, dur = t_end >= t ? t_end - t : 0;
+        times[0] = t - prev_t; /* one pointer for both: a register less in a loop that spills */
+        times[1] = dur;
+        times += 2;
+        prev_t = t + dur;
     }
     st->prev_t = prev_t;
     ps->prev = (uint8_t)prev;
     o->op = op;
     o->times = times;
-    o->gap_or = gap_or;
-    o->dur_or = dur_or;
 }
 
 static inline __attribute__((always_inline)) void wsl_encode_tbits_run(struct wsl_pack_state *ps,
@@ -895,17 +902,34 @@ static inline __attribute__((always_inline)) size_t wsl_tbits_write(uint8_t *out
 
 typedef size_t (*wsl_tbits_write_fn)(uint8_t *out, const uint64_t *times, unsigned n, const struct wsl_tbits_dir *d);
 
-/* wsl_tbits_close with the parameters' search `params` and the bits' loop `write` (constants: inlined). */
+/* The n events' gaps ORed into *gap_or and their durations into *dur_or (their common zero low bits:
+ * each column's shift), for any x86-64. */
+static inline __attribute__((always_inline)) void wsl_tbits_or(const uint64_t *times, unsigned n, uint64_t *gap_or,
+                                                              uint64_t *dur_or)
+{
+    uint64_t g = 0, d = 0;
+    for (const uint64_t *t = times, *const end = times + 2 * (size_t)n; t < end; t += 2) {
+        g |= t[0];
+        d |= t[1];
+    }
+    *gap_or = g;
+    *dur_or = d;
+}
+typedef void (*wsl_tbits_or_fn)(const uint64_t *times, unsigned n, uint64_t *gap_or, uint64_t *dur_or);
+
+/* wsl_tbits_close with the parameters' search `params`, the bits' loop `write` and the columns' OR
+ * `or_fn` (constants: inlined). */
 static inline __attribute__((always_inline)) size_t wsl_tbits_close_with(struct wsl_tbits_dir *d, uint8_t *out,
                                                                           const uint64_t *times, unsigned n,
-                                                                          uint64_t gap_or, uint64_t dur_or,
                                                                           wsl_tbits_params_fn params,
-                                                                          wsl_tbits_write_fn write)
+                                                                          wsl_tbits_write_fn write,
+                                                                          wsl_tbits_or_fn or_fn)
 {
-    uint64_t gc = 0, dc = 0;
+    uint64_t gc = 0, dc = 0, gap_or, dur_or;
     d->gap_k = d->gap_shift = d->dur_k = d->dur_shift = d->gap_q = d->dur_q = 0;
     d->reserved = 0;
     if (n) {
+        or_fn(times, n, &gap_or, &dur_or);
         params(times, n, gap_or, &gc, &d->gap_k, &d->gap_shift, &d->gap_q);
         params(times + 1, n, dur_or, &dc, &d->dur_k, &d->dur_shift, &d->dur_q);
     }
@@ -914,13 +938,12 @@ static inline __attribute__((always_inline)) size_t wsl_tbits_close_with(struct 
     return d->bit_bytes = (uint32_t)write(out, times, n, d);
 }
 
-/* Fills d's parameters for the n events' times and writes their bit column at out; returns its
- * bytes (d->literals is the caller's). */
+/* Fills d's parameters for the n events' times (gap, duration, gap, ...) and writes their bit column
+ * at out; returns its bytes (d->literals is the caller's). */
 static inline __attribute__((always_inline)) size_t wsl_tbits_close(struct wsl_tbits_dir *d, uint8_t *out,
-                                                                     const uint64_t *times, unsigned n,
-                                                                     uint64_t gap_or, uint64_t dur_or)
+                                                                     const uint64_t *times, unsigned n)
 {
-    return wsl_tbits_close_with(d, out, times, n, gap_or, dur_or, wsl_tbits_params, wsl_tbits_write);
+    return wsl_tbits_close_with(d, out, times, n, wsl_tbits_params, wsl_tbits_write, wsl_tbits_or);
 }
 
 /* ---- The writer's two loops, compiled twice ------------------------------------------
@@ -930,8 +953,7 @@ static inline __attribute__((always_inline)) size_t wsl_tbits_close(struct wsl_t
  * picks one at start (wsl_tbits_coder_pick; docs/overhead.md, "The writer, fifth pass"). */
 typedef void (*wsl_tbits_run_fn)(struct wsl_pack_state *ps, struct wsl_codec_state *st, const struct wsl_event *ev,
                                  const struct wsl_event *end, struct wsl_tbits_out *o);
-typedef size_t (*wsl_tbits_close_fn)(struct wsl_tbits_dir *d, uint8_t *out, const uint64_t *times, unsigned n,
-                                     uint64_t gap_or, uint64_t dur_or);
+typedef size_t (*wsl_tbits_close_fn)(struct wsl_tbits_dir *d, uint8_t *out, const uint64_t *times, unsigned n);
 struct wsl_tbits_coder {
     wsl_tbits_run_fn run;     /* wsl_encode_tbits_run, api_count WSL_MAX_API_IDS (a constant: the caller
                                  passes the ids of its table only) */
@@ -950,10 +972,9 @@ static __attribute__((noinline, unused)) void wsl_tbits_run_base(struct wsl_pack
 }
 
 static __attribute__((noinline, unused)) size_t wsl_tbits_close_base(struct wsl_tbits_dir *d, uint8_t *out,
-                                                                    const uint64_t *times, unsigned n,
-                                                                    uint64_t gap_or, uint64_t dur_or)
+                                                                    const uint64_t *times, unsigned n)
 {
-    return wsl_tbits_close(d, out, times, n, gap_or, dur_or);
+    return wsl_tbits_close(d, out, times, n);
 }
 
 static __attribute__((noinline, unused)) size_t wsl_tbits_write_base(uint8_t *out, const uint64_t *times, unsigned n,
@@ -1162,12 +1183,33 @@ static inline __attribute__((always_inline)) WSL_TARGET_V3 size_t wsl_tbits_writ
     return (size_t)(w.p - out) + (w.bits != 0);
 }
 
+/* wsl_tbits_or in AVX2, eight values a step (two events a lane pair: gap, duration, gap, duration). */
+static inline __attribute__((always_inline)) WSL_TARGET_V3 void wsl_tbits_or_v3(const uint64_t *times, unsigned n,
+                                                                                uint64_t *gap_or, uint64_t *dur_or)
+{
+    __m256i a = _mm256_setzero_si256(), b = a;
+    const unsigned even = n & ~1u;
+    unsigned i = 0;
+    for (; i + 4 <= even; i += 4) {
+        a |= _mm256_loadu_si256((const __m256i *)(times + 2 * (size_t)i));
+        b |= _mm256_loadu_si256((const __m256i *)(times + 2 * (size_t)i + 4));
+    }
+    a |= b;
+    __m128i h = _mm256_castsi256_si128(a) | _mm256_extracti128_si256(a, 1);
+    uint64_t g = (uint64_t)_mm_cvtsi128_si64(h), d = (uint64_t)_mm_extract_epi64(h, 1);
+    for (; i < n; i++) {
+        g |= times[2 * (size_t)i];
+        d |= times[2 * (size_t)i + 1];
+    }
+    *gap_or = g;
+    *dur_or = d;
+}
+
 static __attribute__((noinline, unused)) WSL_TARGET_V3 size_t wsl_tbits_close_v3(struct wsl_tbits_dir *d,
                                                                                 uint8_t *out,
-                                                                                const uint64_t *times, unsigned n,
-                                                                                uint64_t gap_or, uint64_t dur_or)
+                                                                                const uint64_t *times, unsigned n)
 {
-    return wsl_tbits_close_with(d, out, times, n, gap_or, dur_or, wsl_tbits_params_v3, wsl_tbits_write_vec_v3);
+    return wsl_tbits_close_with(d, out, times, n, wsl_tbits_params_v3, wsl_tbits_write_vec_v3, wsl_tbits_or_v3);
 }
 
 static __attribute__((noinline, unused)) WSL_TARGET_V3 size_t wsl_tbits_write_v3(uint8_t *out, const uint64_t *times,

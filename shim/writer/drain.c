@@ -66,7 +66,7 @@ static void chunk_close(struct open_chunk *c)
     eh.seq = ++wsl_events_chunk_seq;
     struct wsl_tbits_dir dir;
     dir.literals = c->pack.literals;
-    coder.close(&dir, c->bits, c->times, eh.count, c->o.gap_or, c->o.dur_or);
+    coder.close(&dir, c->bits, c->times, eh.count);
     const size_t lit = (size_t)(c->o.lit - c->lit);
     eh.encoded_size = (uint32_t)(sizeof dir + eh.count + dir.bit_bytes + lit);
     const struct wsl_chunk_part parts[] = {
@@ -95,7 +95,7 @@ static void chunk_open(struct open_chunk *c, uint32_t tid, uint64_t base, uint64
         wsl_log(WSL_LOG_DEBUG, "writer: the events' times coded by the %s loops", coder.name);
     }
     wsl_chunk_codec_open(&c->pack, &c->codec, &c->eh, tid, base, dropped);
-    c->o = (struct wsl_tbits_out){c->op, c->lit, c->times, 0, 0};
+    c->o = (struct wsl_tbits_out){c->op, c->lit, c->times};
     c->open = 1;
 }
 

@@ -265,7 +265,7 @@ static void bits_close(struct bits_chunk *c)
     eh.seq = ++chunk_seq;
     struct wsl_tbits_dir dir;
     dir.literals = c->pack.literals;
-    coder.close(&dir, c->bits, c->times, eh.count, c->o.gap_or, c->o.dur_or);
+    coder.close(&dir, c->bits, c->times, eh.count);
     const size_t lit = (size_t)(c->o.lit - c->lit);
     frame_other += lit;
     eh.encoded_size = (uint32_t)(sizeof dir + eh.count + dir.bit_bytes + lit);
@@ -280,7 +280,7 @@ static void bits_close(struct bits_chunk *c)
 static void bits_open(struct bits_chunk *c, uint32_t tid, uint64_t base, uint64_t dropped)
 {
     wsl_chunk_codec_open(&c->pack, &c->codec, &c->eh, tid, base, dropped);
-    c->o = (struct wsl_tbits_out){c->op, c->lit, c->times, 0, 0};
+    c->o = (struct wsl_tbits_out){c->op, c->lit, c->times};
     c->open = 1;
 }
 

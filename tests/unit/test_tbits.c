@@ -356,7 +356,7 @@ int test_tbits_coders_agree(void)
                 memset(ps->last, 0, sizeof ps->last);
                 memset(ps->next, 0, sizeof ps->next);
                 ps->prev = 0;
-                struct wsl_tbits_out o = {op[c], lit[c], times, 0, 0};
+                struct wsl_tbits_out o = {op[c], lit[c], times};
                 for (uint32_t from = 0; from < n;) { /* runs of 1 to 600 events */
                     const uint32_t k = 1 + (uint32_t)(rnd() % 600), to = from + k < n ? from + k : n;
                     coders[c].run(ps, st, ev + from, ev + to, &o);
@@ -365,7 +365,7 @@ int test_tbits_coders_agree(void)
                 CHECKF(o.op == op[c] + n, "%s: %zu ops for %u events", coders[c].name, (size_t)(o.op - op[c]), n);
                 memset(bits[c], 0x5a, (size_t)MAXN * WSL_COL_TBITS_MAX + 8);
                 dir[c].literals = ps->literals;
-                coders[c].close(&dir[c], bits[c], times, n, o.gap_or, o.dur_or);
+                coders[c].close(&dir[c], bits[c], times, n);
                 lits[c] = (size_t)(o.lit - lit[c]);
             }
             CHECKF(!memcmp(&dir[0], &dir[1], sizeof dir[0]) && !memcmp(op[0], op[1], n) && lits[0] == lits[1] &&

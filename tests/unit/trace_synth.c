@@ -329,11 +329,11 @@ size_t synth_encode_tbits(const struct wsl_event *ev, uint32_t n, uint64_t base_
         die("out of memory");
     wsl_codec_reset(st, base_ticks);
     wsl_pack_reset(ps, 1);
-    struct wsl_tbits_out o = {op, lit, times, 0, 0};
+    struct wsl_tbits_out o = {op, lit, times};
     wsl_encode_tbits_run(ps, st, ev, ev + n, WSL_MAX_API_IDS, &o);
     struct wsl_tbits_dir dir;
     dir.literals = ps->literals;
-    wsl_tbits_close(&dir, bits, times, n, o.gap_or, o.dur_or);
+    wsl_tbits_close(&dir, bits, times, n);
     const struct part parts[] = {{&dir, sizeof dir}, {op, n}, {bits, dir.bit_bytes}, {lit, (size_t)(o.lit - lit)}};
     size_t size = concat(buf, parts, sizeof parts / sizeof parts[0]);
     free(st);
