@@ -52,12 +52,13 @@ struct wsl_pack_state {
     uint16_t slot[WSL_PACK_HASH_SLOTS];         /* writer: entry index + 1, 0 empty */
     uint8_t last[WSL_MAX_API_IDS];              /* writer: the entry each api used last (a hint,
                                                    zeroed once, checked and compared, never reset) */
-    uint8_t next[WSL_PACK_TABLE_MAX + 1];       /* writer: the entry that came right after each entry
-                                                   last time (a hint as `last`: a program's step
-                                                   repeats its launches in the same order) */
     uint8_t prev;                               /* writer: the previous event's entry (255: none) */
     uint8_t armed;                              /* the entries past `entries` hold WSL_PACK_NO_API */
-    struct wsl_event table[WSL_PACK_TABLE_MAX]; /* api, result, stream, a[]; times unused */
+    /* api, result, stream, a[]. The writer's: flags, the entry's op (its index + 1); t_start, the byte
+     * offset in table of the entry that came right after it last time (a hint as `last`: a program's
+     * step repeats its launches in the same order; wsl_pack_next); table[WSL_PACK_TABLE_MAX], the
+     * entry of "none" (after a literal the table had no room for), never an argument set. */
+    struct wsl_event table[WSL_PACK_TABLE_MAX + 1];
 };
 /* The api of the table's entries past `entries`: no event's (the writer's run takes apis under
  * WSL_MAX_API_IDS; the rings' marker is 0xffff), so that a successor hint that names no entry of the
@@ -66,10 +67,20 @@ struct wsl_pack_state {
 #define WSL_PACK_NO_API 0xfffeu
 _Static_assert(WSL_PACK_NO_API >= WSL_MAX_API_IDS, "no event's api");
 
+/* The successor hint of entry i (wsl_pack_state's table), and set to k. */
+static inline unsigned wsl_pack_next(const struct wsl_pack_state *ps, unsigned i)
+{
+    return (unsigned)(ps->table[i].t_start / sizeof(struct wsl_event));
+}
+static inline void wsl_pack_link(struct wsl_pack_state *ps, unsigned i, unsigned k)
+{
+    ps->table[i].t_start = (uint64_t)k * sizeof(struct wsl_event);
+}
+
 static inline void wsl_pack_reset(struct wsl_pack_state *ps, int with_slots)
 {
     const uint32_t used = ps->armed ? (ps->entries < WSL_PACK_TABLE_MAX ? ps->entries : WSL_PACK_TABLE_MAX)
-                                    : WSL_PACK_TABLE_MAX;
+                                    : WSL_PACK_TABLE_MAX + 1;
     for (uint32_t i = 0; i < used; i++)
         ps->table[i].api = (uint16_t)WSL_PACK_NO_API;
     ps->armed = 1;
@@ -150,7 +161,7 @@ static inline __attribute__((always_inline)) void wsl_pack_arguments(struct wsl_
                                                                      uint8_t **lit_at)
 {
     const unsigned prev = ps->prev;
-    const unsigned k = ps->next[prev];
+    const unsigned k = wsl_pack_next(ps, prev);
     if (k < ps->entries && wsl_pack_same(&ps->table[k], ev)) { /* the set that followed the previous one */
         *(*op_at)++ = (uint8_t)(k + 1);
         ps->prev = (uint8_t)k;
@@ -171,14 +182,16 @@ static inline __attribute__((always_inline)) void wsl_pack_arguments_miss(struct
     unsigned k = ps->last[api];
     if (k < ps->entries && wsl_pack_same(&ps->table[k], ev)) { /* a call repeating the api's previous set */
         *(*op_at)++ = (uint8_t)(k + 1);
-        ps->next[prev] = ps->prev = (uint8_t)k;
+        wsl_pack_link(ps, prev, k);
+        ps->prev = (uint8_t)k;
         return;
     }
     unsigned h = wsl_pack_hash(ev);
     while ((k = ps->slot[h]) != 0) {
         if (wsl_pack_same(&ps->table[k - 1], ev)) {
             *(*op_at)++ = (uint8_t)k;
-            ps->last[api] = ps->next[prev] = ps->prev = (uint8_t)(k - 1);
+            wsl_pack_link(ps, prev, k - 1);
+            ps->last[api] = ps->prev = (uint8_t)(k - 1);
             return;
         }
         h = (h + 1) & (WSL_PACK_HASH_SLOTS - 1);
@@ -200,12 +213,14 @@ static inline __attribute__((always_inline)) void wsl_pack_arguments_miss(struct
     if (ps->entries < WSL_PACK_TABLE_MAX) {
         struct wsl_event *e = &ps->table[ps->entries++];
         memset(e, 0, sizeof *e);
+        e->flags = (uint16_t)ps->entries; /* its op */
         e->api = (uint16_t)api;
         e->result = ev->result;
         e->stream = ev->stream;
         memcpy(e->a, ev->a, sizeof e->a);
         ps->slot[h] = (uint16_t)ps->entries;
-        ps->last[api] = ps->next[prev] = ps->prev = (uint8_t)(ps->entries - 1);
+        wsl_pack_link(ps, prev, ps->entries - 1);
+        ps->last[api] = ps->prev = (uint8_t)(ps->entries - 1);
     }
 }
 
@@ -407,7 +422,7 @@ static inline __attribute__((always_inline)) void wsl_encode_gaps_run(struct wsl
         *lo++ = (uint8_t)dur;
         hi = wsl_put_varint(hi, dur >> 8);
         prev_t = t + dur;
-        const unsigned k = ps->next[prev];
+        const unsigned k = wsl_pack_next(ps, prev);
         if (__builtin_expect(k < entries && wsl_pack_same(&ps->table[k], ev), 1)) {
             *op++ = (uint8_t)(k + 1);
             prev = k;
@@ -530,20 +545,25 @@ static inline __attribute__((always_inline)) void wsl_encode_tbits_run_with(stru
     uint8_t *op = o->op;
     uint64_t *times = o->times;
     uint64_t prev_t = st->prev_t;
-    unsigned prev = ps->prev;
+    const char *const table = (const char *)ps->table;
+    uint64_t at = (uint64_t)ps->prev * sizeof(struct wsl_event); /* the previous event's entry, in bytes */
     for (; ev < end; ev++) {
-        /* the successor check first: a set of the table has an api under api_count (the api is
-           checked where the set is not the successor, before the event is taken) */
-        const unsigned k = ps->next[prev]; /* (an entry past `entries`: WSL_PACK_NO_API, no match) */
-        if (__builtin_expect(same(&ps->table[k], ev), 1)) {
-            *op++ = (uint8_t)(k + 1);
-            prev = k;
+        /* the successor check first, by byte offsets (no index to scale; the op is the entry's flags):
+           a set of the table has an api under api_count (the api is checked where the set is not the
+           successor, before the event is taken); an entry past `entries` (WSL_PACK_NO_API) or "none"
+           matches no event */
+        const uint64_t next = ((const struct wsl_event *)(table + at))->t_start;
+        const struct wsl_event *const e = (const struct wsl_event *)(table + next);
+        if (__builtin_expect(same(e, ev), 1)) {
+            *op++ = (uint8_t)e->flags;
+            at = next;
         } else {
             if (__builtin_expect(ev->api >= api_count, 0))
                 continue;
+            const unsigned prev = (unsigned)(at / sizeof(struct wsl_event));
             ps->prev = (uint8_t)prev;
             wsl_pack_arguments_miss(ps, st, ev, prev, &op, &o->lit);
-            prev = ps->prev;
+            at = (uint64_t)ps->prev * sizeof(struct wsl_event);
         }
         const uint64_t t = ev->t_start, t_end = ev->t_end, dur = t_end >= t ? t_end - t : 0;
         times[0] = t - prev_t; /* one pointer for both: a register less in a loop that spills */
@@ -552,7 +572,7 @@ static inline __attribute__((always_inline)) void wsl_encode_tbits_run_with(stru
         prev_t = t + dur;
     }
     st->prev_t = prev_t;
-    ps->prev = (uint8_t)prev;
+    ps->prev = (uint8_t)(at / sizeof(struct wsl_event));
     o->op = op;
     o->times = times;
 }

@@ -354,7 +354,8 @@ int test_tbits_coders_agree(void)
                 wsl_codec_reset(st, ev[0].t_start);
                 wsl_pack_reset(ps, 1);
                 memset(ps->last, 0, sizeof ps->last);
-                memset(ps->next, 0, sizeof ps->next);
+                for (unsigned i = 0; i <= WSL_PACK_TABLE_MAX; i++)
+                    wsl_pack_link(ps, i, 0);
                 ps->prev = 0;
                 struct wsl_tbits_out o = {op[c], lit[c], times};
                 for (uint32_t from = 0; from < n;) { /* runs of 1 to 600 events */
