@@ -1108,14 +1108,12 @@ static __attribute__((noinline, unused)) WSL_TARGET_V3 void wsl_tbits_params_v3(
  * bit length less one, as wsl_tb_sum_v3 takes it from y as a double). An event whose residuals are
  * 2^31 or more, or whose two codes take more than 56 bits, gets length 0 and is put by wsl_tb_put2,
  * as wsl_tbits_write puts it: the same bits. all_rice (both q >= 16: Rice codes, u under 16 or
- * wsl_tb_put2) leaves out the Exp-Golomb part. */
-#define WSL_TBITS_VEC_BLOCK 64u /* events whose codes are made before they are put */
+ * wsl_tb_put2) leaves out the Exp-Golomb part. The two events' codes and lengths go through 32 bytes
+ * of the stack to the puts, in the same loop. */
 static inline __attribute__((always_inline)) WSL_TARGET_V3 struct wsl_bits_at
-wsl_tbits_vec_block_v3(struct wsl_bits_at w, const uint64_t *times, unsigned n, const struct wsl_tbits_dir *d,
-                       const int all_rice)
+wsl_tbits_vec_loop_v3(struct wsl_bits_at w, const uint64_t *times, unsigned n, const struct wsl_tbits_dir *d,
+                      const int all_rice)
 {
-    uint64_t codes[2 * WSL_TBITS_VEC_BLOCK] __attribute__((aligned(32)));
-    uint64_t lens[2 * WSL_TBITS_VEC_BLOCK] __attribute__((aligned(32)));
     const __m256i center = _mm256_setr_epi64x(d->gap_center, (long long)d->dur_center, d->gap_center,
                                               (long long)d->dur_center);
     const __m256i shift = _mm256_setr_epi64x(d->gap_shift, d->dur_shift, d->gap_shift, d->dur_shift);
@@ -1124,25 +1122,28 @@ wsl_tbits_vec_block_v3(struct wsl_bits_at w, const uint64_t *times, unsigned n, 
     const __m256i q = _mm256_setr_epi64x(d->gap_q, d->dur_q, d->gap_q, d->dur_q);
     const __m256i qm1 = _mm256_sub_epi64(q, _mm256_set1_epi64x(1));
     const __m256i one = _mm256_set1_epi64x(1), zero = _mm256_setzero_si256();
-    const __m256i rice_max = _mm256_set1_epi64x(15), len_max = _mm256_set1_epi64x(56);
+    const __m256i k4 = _mm256_add_epi64(k, _mm256_set1_epi64x(4)), len_max = _mm256_set1_epi64x(57);
     const __m256i dur_lanes = _mm256_setr_epi64x(0, -1, 0, -1);
     const __m256i magic = _mm256_set1_epi64x(0x4330000000000000ll); /* 2^52 as a double */
     const __m256d magic_d = _mm256_set1_pd(0x1p52);
     const __m256i bias = _mm256_set1_epi64x(1023);
-    for (unsigned i = 0; i < 2 * n; i += 4) {
-        const __m256i v = _mm256_loadu_si256((const __m256i *)(times + i));
+    uint8_t *p = w.p;
+    unsigned bits = w.bits;
+    uint64_t acc = *p;
+    for (const uint64_t *t = times, *const end = times + 2 * (size_t)n; t < end; t += 4) {
+        const __m256i v = _mm256_loadu_si256((const __m256i *)t);
         const __m256i x = _mm256_sub_epi64(v, center);
         const __m256i s = _mm256_cmpgt_epi64(zero, x);
         const __m256i r = _mm256_sub_epi64(_mm256_slli_epi64(_mm256_srlv_epi64(_mm256_xor_si256(x, s), shift), 1), s);
         const __m256i u = _mm256_srlv_epi64(r, k);
-        __m256i code, len, bad;
+        __m256i code, len, good;
         if (all_rice) {
-            bad = _mm256_cmpgt_epi64(u, rice_max) | _mm256_cmpgt_epi64(zero, u); /* (u >= 2^63: negative) */
+            good = _mm256_cmpeq_epi64(_mm256_srlv_epi64(r, k4), zero); /* u < 16 (unsigned) */
             const __m256i at = _mm256_add_epi64(k, u); /* the one bit's place */
             code = (r & mask) | _mm256_sllv_epi64(one, at);
             len = _mm256_add_epi64(at, one);
         } else {
-            bad = _mm256_cmpgt_epi64(_mm256_srli_epi64(r, 31), zero);
+            good = _mm256_cmpeq_epi64(_mm256_srli_epi64(r, 31), zero);
             const __m256i rice = _mm256_cmpgt_epi64(q, u); /* u < q (u < 2^31 where not bad) */
             const __m256i y = _mm256_blendv_epi8(_mm256_sub_epi64(u, qm1), one, rice);
             const __m256d yd = _mm256_sub_pd(_mm256_castsi256_pd(y | magic), magic_d);
@@ -1158,25 +1159,27 @@ wsl_tbits_vec_block_v3(struct wsl_bits_at w, const uint64_t *times, unsigned n, 
         const __m256i c2 = _mm256_sllv_epi64(code, len_sw & dur_lanes);
         const __m256i ev_code = c2 | _mm256_shuffle_epi32(c2, 0x4e);
         const __m256i ev_len = _mm256_add_epi64(len, len_sw);
-        bad = bad | _mm256_shuffle_epi32(bad, 0x4e) | _mm256_cmpgt_epi64(ev_len, len_max);
-        _mm256_store_si256((__m256i *)(codes + i), ev_code);
-        _mm256_store_si256((__m256i *)(lens + i), _mm256_andnot_si256(bad, ev_len));
-    }
-    uint8_t *p = w.p;
-    unsigned bits = w.bits;
-    uint64_t acc = *p;
-    for (unsigned i = 0; i < 2 * n; i += 2) {
-        const unsigned l = (unsigned)lens[i];
-        if (__builtin_expect(l != 0, 1)) {
-            WSL_BITS_PUT(p, acc, bits, codes[i], l);
-            continue;
-        }
-        const uint64_t rg = wsl_zigzag((int64_t)(times[i] - (uint64_t)d->gap_center) >> d->gap_shift);
-        const uint64_t rd = wsl_zigzag((int64_t)(times[i + 1] - d->dur_center) >> d->dur_shift);
-        const struct wsl_bits_at b = wsl_tb_put2((struct wsl_bits_at){p, bits}, rg, rd, d);
-        p = b.p;
-        bits = b.bits;
-        acc = *p;
+        good = good & _mm256_shuffle_epi32(good, 0x4e) & _mm256_cmpgt_epi64(len_max, ev_len);
+        /* code, length, code, length of the two events */
+        uint64_t two[4] __attribute__((aligned(32)));
+        _mm256_store_si256((__m256i *)two, _mm256_unpacklo_epi64(ev_code, good & ev_len));
+#define WSL_TBITS_VEC_PUT(e)                                                                                           \
+    do {                                                                                                               \
+        const unsigned l_ = (unsigned)two[2 * (e) + 1];                                                                \
+        if (__builtin_expect(l_ != 0, 1)) {                                                                            \
+            WSL_BITS_PUT(p, acc, bits, two[2 * (e)], l_);                                                              \
+        } else {                                                                                                       \
+            const uint64_t rg_ = wsl_zigzag((int64_t)(t[2 * (e)] - (uint64_t)d->gap_center) >> d->gap_shift);         \
+            const uint64_t rd_ = wsl_zigzag((int64_t)(t[2 * (e) + 1] - d->dur_center) >> d->dur_shift);               \
+            const struct wsl_bits_at b_ = wsl_tb_put2((struct wsl_bits_at){p, bits}, rg_, rd_, d);                     \
+            p = b_.p;                                                                                                  \
+            bits = b_.bits;                                                                                            \
+            acc = *p;                                                                                                  \
+        }                                                                                                              \
+    } while (0)
+        WSL_TBITS_VEC_PUT(0);
+        WSL_TBITS_VEC_PUT(1);
+#undef WSL_TBITS_VEC_PUT
     }
     return (struct wsl_bits_at){p, bits};
 }
@@ -1188,13 +1191,9 @@ static inline __attribute__((always_inline)) WSL_TARGET_V3 size_t wsl_tbits_writ
 {
     struct wsl_bits_at w = {out, 0};
     *out = 0; /* the bits so far, for wsl_tb_put */
-    const int all_rice = d->gap_q >= 16 && d->dur_q >= 16;
     const unsigned even = n & ~1u;
-    for (unsigned i = 0; i < even; i += WSL_TBITS_VEC_BLOCK) {
-        const unsigned m = even - i < WSL_TBITS_VEC_BLOCK ? even - i : WSL_TBITS_VEC_BLOCK;
-        w = all_rice ? wsl_tbits_vec_block_v3(w, times + 2 * (size_t)i, m, d, 1)
-                     : wsl_tbits_vec_block_v3(w, times + 2 * (size_t)i, m, d, 0);
-    }
+    w = d->gap_q >= 16 && d->dur_q >= 16 ? wsl_tbits_vec_loop_v3(w, times, even, d, 1)
+                                         : wsl_tbits_vec_loop_v3(w, times, even, d, 0);
     if (n & 1) { /* the last event of an odd count: the lanes past it are not read */
         const uint64_t *t = times + 2 * (size_t)even;
         w = wsl_tb_put2(w, wsl_zigzag((int64_t)(t[0] - (uint64_t)d->gap_center) >> d->gap_shift),
