@@ -102,6 +102,17 @@ void wsl_frame_append(const void *data, size_t size)
     zacc_len += size;
 }
 
+uint8_t *wsl_frame_room(size_t size)
+{
+    if (wsl_trace_write_failed || zacc_reserve(size) != 0)
+        return NULL;
+    return zacc + zacc_len;
+}
+
+int wsl_frame_fits(size_t size) { return !zacc_len || zacc_len + size <= ZACC_TARGET; }
+
+void wsl_frame_take(size_t size) { zacc_len += size; }
+
 /* One chunk whose payload is the parts, in order. */
 void wsl_emit_chunk_parts(uint32_t type, const struct wsl_chunk_part *parts, unsigned count)
 {

@@ -66,21 +66,38 @@ static void chunk_close(struct open_chunk *c)
     eh.seq = ++wsl_events_chunk_seq;
     struct wsl_tbits_dir dir;
     dir.literals = c->pack.literals;
-    coder.close(&dir, c->bits, c->times, eh.count);
     const size_t lit = (size_t)(c->o.lit - c->lit);
+    /* The bit column coded where it goes in the frame, after the chunk's header, directory and ops
+     * (not copied there: docs/overhead.md, "The writer, seventh pass"); in c->bits where there is no
+     * room, or where the frame must be written before this chunk goes in. */
+    const size_t head = sizeof(struct wsl_chunk_header) + sizeof eh + sizeof dir + eh.count;
+    uint8_t *const at = wsl_frame_room(head + (size_t)eh.count * WSL_COL_TBITS_MAX + 8 + lit);
+    coder.close(&dir, at ? at + head : c->bits, c->times, eh.count);
     eh.encoded_size = (uint32_t)(sizeof dir + eh.count + dir.bit_bytes + lit);
-    const struct wsl_chunk_part parts[] = {
-        {&eh, sizeof eh},
-        {&dir, sizeof dir},
-        {c->op, eh.count},
-        {c->bits, dir.bit_bytes},
-        {c->lit, lit},
-    };
-
+    const size_t whole = sizeof(struct wsl_chunk_header) + sizeof eh + eh.encoded_size;
     /* A frame written on the way (compress.c) must not take the other open chunk ahead of this one. */
     const int was = chunks_flushing;
     chunks_flushing = 1;
-    wsl_emit_chunk_parts(WSL_CHUNK_EVENTS_BITS, parts, sizeof parts / sizeof parts[0]);
+    if (at && wsl_frame_fits(whole)) {
+        const struct wsl_chunk_header h = {WSL_CHUNK_EVENTS_BITS, (uint32_t)(sizeof eh + eh.encoded_size)};
+        memcpy(at, &h, sizeof h);
+        memcpy(at + sizeof h, &eh, sizeof eh);
+        memcpy(at + sizeof h + sizeof eh, &dir, sizeof dir);
+        memcpy(at + sizeof h + sizeof eh + sizeof dir, c->op, eh.count);
+        memcpy(at + head + dir.bit_bytes, c->lit, lit);
+        wsl_frame_take(whole);
+    } else {
+        if (at) /* the frame goes out first (wsl_emit_chunk_parts): the bits kept apart meanwhile */
+            memcpy(c->bits, at + head, dir.bit_bytes);
+        const struct wsl_chunk_part parts[] = {
+            {&eh, sizeof eh},
+            {&dir, sizeof dir},
+            {c->op, eh.count},
+            {c->bits, dir.bit_bytes},
+            {c->lit, lit},
+        };
+        wsl_emit_chunk_parts(WSL_CHUNK_EVENTS_BITS, parts, sizeof parts / sizeof parts[0]);
+    }
     /* in the frame now: its bytes that zstd's Huffman stage cannot shrink (compress.c) */
     wsl_frame_coded_bytes += sizeof(struct wsl_chunk_header) + sizeof eh + sizeof dir + eh.count + dir.bit_bytes;
     chunks_flushing = was;

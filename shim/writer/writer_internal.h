@@ -37,6 +37,13 @@ extern size_t wsl_frame_coded_bytes; /* of the frame so far: EVENTS_BITS chunks 
 void wsl_emit_chunk(uint32_t type, const void *a, size_t na, const void *b, size_t nb);
 void wsl_emit_one(uint32_t type, const void *data, size_t size);
 void wsl_frame_append(const void *data, size_t size); /* raw bytes (the file header) */
+/* A chunk written in place at the frame's end (drain.c's EVENTS_BITS: its bit column coded there, not
+ * copied): room for `size` bytes there (NULL: none, recording stopped or out of memory); whether a
+ * chunk of `size` bytes, its header included, goes in the frame as it is (else the frame is written
+ * first: wsl_emit_chunk_parts); the bytes written there taken into the frame. */
+uint8_t *wsl_frame_room(size_t size);
+int wsl_frame_fits(size_t size);
+void wsl_frame_take(size_t size);
 void wsl_frame_write(void);   /* the chunks gathered so far, as one zstd frame, to the file */
 int wsl_compress_open(void);  /* 0, or -1: out of memory */
 void wsl_compress_close(void);

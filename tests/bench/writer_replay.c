@@ -265,15 +265,34 @@ static void bits_close(struct bits_chunk *c)
     eh.seq = ++chunk_seq;
     struct wsl_tbits_dir dir;
     dir.literals = c->pack.literals;
-    coder.close(&dir, c->bits, c->times, eh.count);
     const size_t lit = (size_t)(c->o.lit - c->lit);
+    /* as drain.c: the bit column coded in place at the frame's end, unless the frame goes out first
+       (not in the -seq modes, whose regions emit() marks) */
+    const size_t head = sizeof(struct wsl_chunk_header) + sizeof eh + sizeof dir + eh.count;
+    uint8_t *const at = use_seq || frame_len + head + (size_t)eh.count * WSL_COL_TBITS_MAX + 8 + lit > sizeof frame_buf
+                            ? NULL
+                            : frame_buf + frame_len;
+    coder.close(&dir, at ? at + head : c->bits, c->times, eh.count);
     frame_other += lit;
     eh.encoded_size = (uint32_t)(sizeof dir + eh.count + dir.bit_bytes + lit);
-    const void *parts[] = {&eh, &dir, c->op, c->bits, c->lit};
-    const size_t sizes[] = {sizeof eh, sizeof dir, eh.count, dir.bit_bytes, lit};
+    const size_t whole = sizeof(struct wsl_chunk_header) + sizeof eh + eh.encoded_size;
     const int was = chunks_flushing;
     chunks_flushing = 1;
-    emit(WSL_CHUNK_EVENTS_BITS, parts, sizes, bits_kinds, 5);
+    if (at && (!frame_len || frame_len + whole <= FRAME_BYTES)) {
+        const struct wsl_chunk_header h = {WSL_CHUNK_EVENTS_BITS, (uint32_t)(sizeof eh + eh.encoded_size)};
+        memcpy(at, &h, sizeof h);
+        memcpy(at + sizeof h, &eh, sizeof eh);
+        memcpy(at + sizeof h + sizeof eh, &dir, sizeof dir);
+        memcpy(at + sizeof h + sizeof eh + sizeof dir, c->op, eh.count);
+        memcpy(at + head + dir.bit_bytes, c->lit, lit);
+        frame_len += whole;
+    } else {
+        if (at)
+            memcpy(c->bits, at + head, dir.bit_bytes);
+        const void *parts[] = {&eh, &dir, c->op, c->bits, c->lit};
+        const size_t sizes[] = {sizeof eh, sizeof dir, eh.count, dir.bit_bytes, lit};
+        emit(WSL_CHUNK_EVENTS_BITS, parts, sizes, bits_kinds, 5);
+    }
     chunks_flushing = was;
 }
 
