@@ -1106,10 +1106,10 @@ static __attribute__((noinline, unused)) WSL_TARGET_V3 void wsl_tbits_params_v3(
  * (-1 or 0: AVX2 has no 64-bit arithmetic shift); u = r >> k; the code of wsl_tb_code (the low k bits,
  * u zeros and a one where u < q, else q + nb zeros, a one and y's low nb bits, y = u - q + 1, nb its
  * bit length less one, as wsl_tb_sum_v3 takes it from y as a double). An event whose residuals are
- * 2^31 or more, or whose two codes take more than 56 bits, gets length 0 and is put by wsl_tb_put2,
- * as wsl_tbits_write puts it: the same bits. all_rice (both q >= 16: Rice codes, u under 16 or
- * wsl_tb_put2) leaves out the Exp-Golomb part. The two events' codes and lengths go through 32 bytes
- * of the stack to the puts, in the same loop. */
+ * 2^31 or more (all_rice: a quotient of 16 or more), or whose two codes take more than 56 bits, gets
+ * length 0 and is put by wsl_tb_put2, as wsl_tbits_write puts it: the same bits. all_rice (both
+ * q >= 16: Rice codes, u under 16 or wsl_tb_put2) leaves out the Exp-Golomb part. The step's two
+ * puts follow in the same loop (docs/overhead.md, "The writer, seventh pass"). */
 static inline __attribute__((always_inline)) WSL_TARGET_V3 struct wsl_bits_at
 wsl_tbits_vec_loop_v3(struct wsl_bits_at w, const uint64_t *times, unsigned n, const struct wsl_tbits_dir *d,
                       const int all_rice)
