@@ -530,7 +530,8 @@ struct wsl_tbits_out {
 
 /* Appends the events [ev, end) as wsl_encode_gaps_run does (the same ops and literals, the same
  * gaps and durations), the times into the times array (gap, duration), skipping those whose api is
- * api_count or above. st->prev_t: the previous event's end. */
+ * api_count or above (api_count at most WSL_MAX_API_IDS, the same for every run of a chunk: a set
+ * of the table then has an api under it). st->prev_t: the previous event's end. */
 typedef int (*wsl_pack_same_fn)(const struct wsl_event *a, const struct wsl_event *b);
 
 /* wsl_encode_tbits_run with the successor check's compare `same` (a constant: inlined). */
