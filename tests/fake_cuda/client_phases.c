@@ -20,6 +20,11 @@
  *                           the main thread hands the step to and waits for (as
  *                           PyTorch's autograd thread launches a step's backward):
  *                           the busiest launching thread is not the one that waits
+ *   client_phases loader-pinned  as loader-poll, but a thread that launches
+ *                           nothing polls and reads the pipe and hands each item to
+ *                           the main thread through a semaphore (a DataLoader with
+ *                           pin_memory=True: its pin-memory thread, a Python queue);
+ *                           the main thread waits in sem_timedwait and sem_clockwait
  *   client_phases loader-sync  a forked worker that hands nothing over (it waits for
  *                           the pipe to close); the main thread's 200 steps of 10
  *                           kernels each end in cuCtxSynchronize: its waits are for
@@ -29,6 +34,7 @@
 #define _GNU_SOURCE
 #include "client_common.h"
 
+#include <errno.h>
 #include <poll.h>
 #include <pthread.h>
 #include <semaphore.h>
@@ -66,6 +72,37 @@ static CUmodule setup(CUfunction f[10]) {
 
 static void launch(CUfunction f) {
   CALL("cuLaunchKernel", cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
+}
+
+/* loader-pinned: the thread that takes the worker's items (launches nothing) */
+static sem_t items_ready;
+static int pin_items[200];
+static int pin_fd;
+static void *pin_thread(void *arg) {
+  (void)arg;
+  for (int i = 0; i < 200; i++) {
+    struct pollfd pf = {pin_fd, POLLIN, 0};
+    int n;
+    while ((n = poll(&pf, 1, 5000)) == 0)
+      ;
+    CHECK(n == 1 && (pf.revents & POLLIN), "pin poll item %d", i);
+    CHECK(read(pin_fd, &pin_items[i], sizeof pin_items[i]) == (ssize_t)sizeof pin_items[i], "pin read %d", i);
+    sem_post(&items_ready);
+  }
+  return NULL;
+}
+
+/* loader-pinned: the main thread's wait for the next item, timed as Python's queue.get(timeout=5) */
+static void wait_item(int i) {
+  struct timespec ts;
+  clockid_t clk = i % 2 ? CLOCK_MONOTONIC : CLOCK_REALTIME;
+  clock_gettime(clk, &ts);
+  ts.tv_sec += 5;
+  int r;
+  do
+    r = i % 2 ? sem_clockwait(&items_ready, clk, &ts) : sem_timedwait(&items_ready, &ts);
+  while (r != 0 && errno == EINTR);
+  CHECK(r == 0, "wait for item %d", i);
 }
 
 /* loader-threads: the second launching thread (a step's backward) */
@@ -181,6 +218,41 @@ int main(int argc, char **argv) {
     CHECK(waitpid(child, &st, 0) == child && WIFEXITED(st) && WEXITSTATUS(st) == 0, "worker");
     printf("MEASURED {\"waited_ns\": %llu, \"loop_ns\": %llu}\n", (unsigned long long)waited,
            (unsigned long long)(now_ns() - t0));
+  } else if (!strcmp(mode, "loader-pinned")) {
+    CALL("cuInit", cuInit(0));
+    setup(f);
+    int p[2];
+    CHECK(pipe(p) == 0, "pipe");
+    pid_t child = fork();
+    CHECK(child >= 0, "fork");
+    if (child == 0) { /* the worker: an item every 5 ms */
+      close(p[0]);
+      for (int i = 0; i < 200; i++) {
+        spin_us(5000);
+        CHECK(write(p[1], &i, sizeof i) == (ssize_t)sizeof i, "write");
+      }
+      _exit(0);
+    }
+    close(p[1]);
+    pin_fd = p[0];
+    CHECK(sem_init(&items_ready, 0, 0) == 0, "sem_init");
+    pthread_t pt;
+    CHECK(pthread_create(&pt, NULL, pin_thread, NULL) == 0, "pthread_create");
+    uint64_t waited = 0, t0 = now_ns();
+    for (int i = 0; i < 200; i++) {
+      uint64_t a = now_ns();
+      wait_item(i);
+      CHECK(pin_items[i] == i, "item %d", i);
+      waited += now_ns() - a;
+      for (int k = 0; k < 10; k++)
+        launch(f[k]);
+    }
+    CHECK(pthread_join(pt, NULL) == 0, "pthread_join");
+    CALL("cuCtxSynchronize", cuCtxSynchronize());
+    int st = 0;
+    CHECK(waitpid(child, &st, 0) == child && WIFEXITED(st) && WEXITSTATUS(st) == 0, "worker");
+    printf("MEASURED {\"waited_ns\": %llu, \"loop_ns\": %llu}\n", (unsigned long long)waited,
+           (unsigned long long)(now_ns() - t0));
   } else if (!strcmp(mode, "loader-sync")) {
     CALL("cuInit", cuInit(0));
     setup(f);
@@ -210,7 +282,7 @@ int main(int argc, char **argv) {
     printf("MEASURED {\"synced_ns\": %llu, \"loop_ns\": %llu}\n", (unsigned long long)synced,
            (unsigned long long)(now_ns() - t0));
   } else {
-    client_fail("usage: client_phases phases|dispatch|loader|loader-poll|loader-sync");
+    client_fail("usage: client_phases phases|dispatch|loader|loader-poll|loader-threads|loader-pinned|loader-sync");
   }
   return 0;
 }
