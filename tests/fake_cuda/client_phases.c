@@ -160,12 +160,14 @@ int main(int argc, char **argv) {
       }
     CALL("cuCtxSynchronize", cuCtxSynchronize());
     printf("MEASURED {\"loop_ns\": %llu, \"launches\": 20000}\n", (unsigned long long)(now_ns() - t0));
-  } else if (!strcmp(mode, "loader") || !strcmp(mode, "loader-poll") || !strcmp(mode, "loader-threads")) {
+  } else if (!strcmp(mode, "loader") || !strcmp(mode, "loader-poll") || !strcmp(mode, "loader-threads") ||
+             !strcmp(mode, "loader-pinned")) {
     const int threads = !strcmp(mode, "loader-threads");
+    const int pinned = !strcmp(mode, "loader-pinned");
     const int use_poll = threads || !strcmp(mode, "loader-poll");
     CALL("cuInit", cuInit(0));
     setup(f);
-    pthread_t bw;
+    pthread_t bw, pt;
     if (threads) {
       step_f = f;
       steps_left = 200;
@@ -185,18 +187,29 @@ int main(int argc, char **argv) {
       _exit(0);
     }
     close(p[1]);
+    if (pinned) { /* the pipe is the pin thread's; the main thread waits on the semaphore it posts */
+      pin_fd = p[0];
+      CHECK(sem_init(&items_ready, 0, 0) == 0, "sem_init");
+      CHECK(pthread_create(&pt, NULL, pin_thread, NULL) == 0, "pthread_create");
+    }
     uint64_t waited = 0, t0 = now_ns();
     for (int i = 0; i < 200; i++) {
       int item = -1;
       uint64_t a = now_ns();
-      if (use_poll) {
-        struct pollfd pf = {p[0], POLLIN, 0};
-        int n;
-        while ((n = poll(&pf, 1, 5000)) == 0)
-          ;
-        CHECK(n == 1 && (pf.revents & POLLIN), "poll item %d", i);
+      if (pinned) {
+        wait_item(i);
+        item = pin_items[i];
+      } else {
+        if (use_poll) {
+          struct pollfd pf = {p[0], POLLIN, 0};
+          int n;
+          while ((n = poll(&pf, 1, 5000)) == 0)
+            ;
+          CHECK(n == 1 && (pf.revents & POLLIN), "poll item %d", i);
+        }
+        CHECK(read(p[0], &item, sizeof item) == (ssize_t)sizeof item, "read item %d", i);
       }
-      CHECK(read(p[0], &item, sizeof item) == (ssize_t)sizeof item && item == i, "read item %d", i);
+      CHECK(item == i, "item %d", i);
       waited += now_ns() - a;
       if (threads) { /* forward here, backward on the other thread, waited for */
         launch(f[0]);
@@ -213,41 +226,8 @@ int main(int argc, char **argv) {
       sem_post(&step_go); /* steps_left is 0: the thread ends */
       CHECK(pthread_join(bw, NULL) == 0, "pthread_join");
     }
-    CALL("cuCtxSynchronize", cuCtxSynchronize());
-    int st = 0;
-    CHECK(waitpid(child, &st, 0) == child && WIFEXITED(st) && WEXITSTATUS(st) == 0, "worker");
-    printf("MEASURED {\"waited_ns\": %llu, \"loop_ns\": %llu}\n", (unsigned long long)waited,
-           (unsigned long long)(now_ns() - t0));
-  } else if (!strcmp(mode, "loader-pinned")) {
-    CALL("cuInit", cuInit(0));
-    setup(f);
-    int p[2];
-    CHECK(pipe(p) == 0, "pipe");
-    pid_t child = fork();
-    CHECK(child >= 0, "fork");
-    if (child == 0) { /* the worker: an item every 5 ms */
-      close(p[0]);
-      for (int i = 0; i < 200; i++) {
-        spin_us(5000);
-        CHECK(write(p[1], &i, sizeof i) == (ssize_t)sizeof i, "write");
-      }
-      _exit(0);
-    }
-    close(p[1]);
-    pin_fd = p[0];
-    CHECK(sem_init(&items_ready, 0, 0) == 0, "sem_init");
-    pthread_t pt;
-    CHECK(pthread_create(&pt, NULL, pin_thread, NULL) == 0, "pthread_create");
-    uint64_t waited = 0, t0 = now_ns();
-    for (int i = 0; i < 200; i++) {
-      uint64_t a = now_ns();
-      wait_item(i);
-      CHECK(pin_items[i] == i, "item %d", i);
-      waited += now_ns() - a;
-      for (int k = 0; k < 10; k++)
-        launch(f[k]);
-    }
-    CHECK(pthread_join(pt, NULL) == 0, "pthread_join");
+    if (pinned)
+      CHECK(pthread_join(pt, NULL) == 0, "pthread_join");
     CALL("cuCtxSynchronize", cuCtxSynchronize());
     int st = 0;
     CHECK(waitpid(child, &st, 0) == child && WIFEXITED(st) && WEXITSTATUS(st) == 0, "worker");

@@ -27,7 +27,8 @@
 
 #include "io_hooks.h"
 
-#define WAIT_HOOK(api, fds, nfds, timeout_ms, call)                                       \
+/* The call, timed, into r (its errno in err), in t; straight through when not recorded. */
+#define WAIT_CALL(call)                                                                    \
     if (!wsl_tsan_up())                                                                    \
         return call;                                                                       \
     struct wsl_thread *t = io_enter();                                                     \
@@ -35,7 +36,10 @@
         return call;                                                                       \
     int timed_ = 1;                                                                        \
     IO_CALL_TIMED(int, r, call)                                                            \
-    int err = errno;                                                                       \
+    int err = errno;
+
+#define WAIT_HOOK(api, fds, nfds, timeout_ms, call)                                       \
+    WAIT_CALL(call)                                                                        \
     int fd_ = r >= 0 && (nfds) > 0 ? (fds)[0].fd : -1;                                     \
     uint64_t info_ = fd_ >= 0 ? info_of_fd(fd_) : 0;                                       \
     io_record(t, api, t0, t1, r < 0, err, fd_, (uint32_t)info_, (uint64_t)(nfds),         \
@@ -68,14 +72,7 @@ WSL_EXPORT int __ppoll_chk(struct pollfd *fds, nfds_t nfds, const struct timespe
 }
 
 #define SEM_HOOK(api, clock, call)                                                         \
-    if (!wsl_tsan_up())                                                                    \
-        return call;                                                                       \
-    struct wsl_thread *t = io_enter();                                                     \
-    if (!t)                                                                                \
-        return call;                                                                       \
-    int timed_ = 1;                                                                        \
-    IO_CALL_TIMED(int, r, call)                                                            \
-    int err = errno;                                                                       \
+    WAIT_CALL(call)                                                                        \
     io_record(t, api, t0, t1, r != 0, err, -1, 0, 0, (uint64_t)(int64_t)(clock), 0);       \
     errno = err;                                                                           \
     return r;
