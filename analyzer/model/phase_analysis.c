@@ -27,7 +27,11 @@ enum wsl_phase_op wsl_phase_op_of(unsigned category, const char *base)
     case WSL_CAT_COPY_ANY: case WSL_CAT_COPY_HTOD: case WSL_CAT_COPY_DTOH: case WSL_CAT_COPY_DTOD:
     case WSL_CAT_MEMSET:
         return WSL_PHASE_SUBMIT_BREAK;
-    case WSL_CAT_IO_READ: case WSL_CAT_IO_WAIT:
+    case WSL_CAT_IO_WAIT:
+        if (base && !strncmp(base, "sem_", 4))
+            return WSL_PHASE_THREAD_WAIT; /* sem_wait, sem_timedwait, sem_clockwait: another thread's */
+        return WSL_PHASE_READ;
+    case WSL_CAT_IO_READ:
         return WSL_PHASE_READ; /* on a pipe or socket (path id 0 in a0): a wait for another process */
     /* (not READ: their a0 is no path id, and a synchronization's or an allocation's time is not a wait
      * for a worker's data) */
@@ -121,7 +125,7 @@ void wsl_phase_trace_event_slow(struct wsl_phase_trace *t, enum wsl_phase_op op,
         }
         return;
     }
-    if (op == WSL_PHASE_BREAK || op == WSL_PHASE_SUBMIT_BREAK || op == WSL_PHASE_READ) {
+    if (op == WSL_PHASE_BREAK || op == WSL_PHASE_SUBMIT_BREAK || op == WSL_PHASE_READ || op == WSL_PHASE_THREAD_WAIT) {
         struct wsl_phase_seq *q = cur_seq(t);
         if (q) {
             q->pending_break = true;
@@ -129,6 +133,9 @@ void wsl_phase_trace_event_slow(struct wsl_phase_trace *t, enum wsl_phase_op op,
             if (op == WSL_PHASE_READ && ev->a[0] == 0) { /* path id 0: a pipe or socket */
                 q->pipe_reads++;
                 q->pipe_ticks += ev->t_end - ev->t_start;
+            } else if (op == WSL_PHASE_THREAD_WAIT) {
+                q->thread_waits++;
+                q->thread_wait_ticks += ev->t_end - ev->t_start;
             }
         }
         if (op != WSL_PHASE_SUBMIT_BREAK)
@@ -429,13 +436,30 @@ void wsl_phase_trace_end(struct wsl_phase_trace *t, const struct wsl_clock_map *
      * busiest one's (PyTorch launches a training step's backward from its autograd thread while the
      * main thread, which launches the forward, waits for the DataLoader's next batch); a thread that
      * launched nothing (a process pool's reader, blocked on its pipes all the time) holds up no launch */
-    uint64_t pipe_ticks = 0;
+    uint64_t pipe_ticks = 0, wait_ticks = 0;
     for (size_t i = 0; i < t->seq_count; i++)
         if (t->seqs[i].total) {
             ph->pipe_reads += t->seqs[i].pipe_reads;
             pipe_ticks += t->seqs[i].pipe_ticks;
         }
+    /* a launching thread's waits on semaphores are waits for data where another thread, one that launched
+     * nothing, takes the data from other processes: a DataLoader with pin_memory=True, whose pin-memory thread polls the workers' pipe
+     * and hands each batch to the training loop through a Python queue (a blocked get() waits on a
+     * semaphore). Without such a thread they are waits for other threads' work of any kind. */
+    for (size_t i = 0; i < t->seq_count; i++) {
+        if (!t->seqs[i].total || !t->seqs[i].thread_waits)
+            continue;
+        bool feeder = false; /* a thread that launched nothing (two launching threads that wait for each
+                                other, a step's forward and backward, are not one feeding the other data) */
+        for (size_t j = 0; j < t->seq_count && !feeder; j++)
+            feeder = j != i && !t->seqs[j].total && t->seqs[j].pipe_reads > 0;
+        if (feeder) {
+            ph->thread_waits += t->seqs[i].thread_waits;
+            wait_ticks += t->seqs[i].thread_wait_ticks;
+        }
+    }
     ph->pipe_read_ns = wsl_clock_duration_ns(clock, pipe_ticks);
+    ph->thread_wait_ns = wsl_clock_duration_ns(clock, wait_ticks);
     if (q)
         split_gaps(q, clock, ph);
     uint32_t best_p = 0;

@@ -53,6 +53,9 @@ enum wsl_phase_op {
     WSL_PHASE_SUBMIT_BREAK, /* a copy or memset that waits (synchronous): both */
     WSL_PHASE_READ,         /* a file read or a poll (WSL_CAT_IO_WAIT): a break; on an fd not seen opened
                                (a pipe, a socket) a wait counted for the thread (data from another process) */
+    WSL_PHASE_THREAD_WAIT,  /* a wait on a semaphore (WSL_CAT_IO_WAIT, sem_*): a break; a wait for another
+                               thread, counted as a wait for data where another thread of the process waits
+                               on pipes (a DataLoader's pin-memory thread: wsl_phase_trace_end) */
 };
 
 enum wsl_phase_op wsl_phase_op_of(unsigned category, const char *base);
@@ -88,6 +91,10 @@ struct wsl_phases {
     /* reads and polls on fds not seen opened (pipes, sockets) by the threads that launched GPU work:
      * waits for data from other processes (DataLoader workers' queues) */
     uint64_t pipe_reads, pipe_read_ns;
+    /* waits on semaphores by the threads that launched GPU work, where another thread of the process read
+     * or polled pipes or sockets (a DataLoader with pin_memory=True: its pin-memory thread takes the
+     * workers' batches and hands them to the training loop through a Python queue) */
+    uint64_t thread_waits, thread_wait_ns;
     uint64_t module_loads, module_load_ns;              /* every module and library load */
     uint64_t warmup_module_loads, warmup_module_load_ns; /* of them, before the steady state */
     uint64_t warmup_jit_loads;      /* of those, cuModuleLoad* (not cuLibraryLoad*): compiled code */
@@ -111,6 +118,7 @@ struct wsl_phase_seq {
     uint64_t total;             /* launches, kept or not */
     uint64_t broken_gaps, broken_ticks; /* the gaps with a break in them */
     uint64_t pipe_reads, pipe_ticks; /* reads and polls on fds not seen opened (path id 0) */
+    uint64_t thread_waits, thread_wait_ticks; /* waits on semaphores */
     /* gaps from one launch to the next with no break between (ticks): count and sum per quarter of a
      * power of two (cheap per launch; the 2 ms line is drawn by bucket) */
     uint64_t gap_n[256], gap_sum[256]; /* (wsl_phase_gap_bucket: 252 used) */

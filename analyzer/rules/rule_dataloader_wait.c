@@ -4,8 +4,10 @@
  * hands batches over pipes or sockets: the main process's reads on them block
  * until a worker has a batch ready, and while they block the GPU gets no work.
  *
- * Needs: the launching thread's reads and polls on descriptors the shim did not
- * see opened (pipes, sockets: phase_analysis.h pipe_reads), and the process tree.
+ * Needs: the launching threads' reads and polls on descriptors the shim did not
+ * see opened (pipes, sockets: phase_analysis.h pipe_reads), their waits on
+ * semaphores where another thread takes the workers' data (pin_memory=True:
+ * thread_waits), and the process tree.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -58,10 +60,12 @@ static bool evaluate(const struct wsl_run *run, struct wsl_finding *f)
      * of a process pool (a compile worker pool's) blocks on its pipes all the time without holding
      * anything up */
     const struct wsl_phases *ph = &m->phases;
-    /* fires: workers exist and the launching thread blocked on pipes or sockets for >= 1% of the wall time */
-    if (!workers || !ph->pipe_reads || (double)ph->pipe_read_ns < WSL_RULE_MIN_SHARE * (double)run->wall_ns)
+    /* fires: workers exist and the launching threads blocked on pipes or sockets, or on the thread that
+     * takes the workers' batches (pin_memory=True), for >= 1% of the wall time */
+    uint64_t waits = ph->pipe_reads + ph->thread_waits, wait_ns = ph->pipe_read_ns + ph->thread_wait_ns;
+    if (!workers || !waits || (double)wait_ns < WSL_RULE_MIN_SHARE * (double)run->wall_ns)
         return false;
-    f->time_lost_ns = ph->pipe_read_ns;
+    f->time_lost_ns = wait_ns;
     if (run->gpu_busy_known && run->kernels.busy_wall_ns) { /* no more than the GPU sat idle */
         uint64_t idle = run->kernels.busy_wall_ns > run->gpu_busy_ns ? run->kernels.busy_wall_ns - run->gpu_busy_ns : 0;
         if (f->time_lost_ns > idle)
@@ -73,17 +77,22 @@ static bool evaluate(const struct wsl_run *run, struct wsl_finding *f)
     wsl_evidence_u64(f, "workers", workers);
     wsl_evidence_u64(f, "pipe_reads", ph->pipe_reads);
     wsl_evidence_u64(f, "pipe_read_ns", ph->pipe_read_ns);
-    wsl_evidence_u64(f, "pipe_read_mean_ns", ph->pipe_read_ns / ph->pipe_reads);
+    wsl_evidence_u64(f, "pipe_read_mean_ns", ph->pipe_reads ? ph->pipe_read_ns / ph->pipe_reads : 0);
+    wsl_evidence_u64(f, "thread_waits", ph->thread_waits);   /* on the pin-memory thread's queue */
+    wsl_evidence_u64(f, "thread_wait_ns", ph->thread_wait_ns);
     wsl_evidence_u64(f, "process_pipe_reads", m->io.unknown_fd.reads); /* all its threads */
     wsl_evidence_u64(f, "worker_file_reads", worker_reads);
     wsl_evidence_u64(f, "worker_file_io_ns", worker_read_ns);
 
     char a[32], b[32];
     f->summary = xasprintf("The main process (pid %" PRId32 ") waited %s for its %" PRIu64 " data-loading worker%s: "
-                           "%" PRIu64 " reads and polls on their pipes, %s each on average; the GPU gets no work "
-                           "while it waits",
-                           m->pid, wsl_format_ns(a, sizeof a, ph->pipe_read_ns), workers, workers == 1 ? "" : "s",
-                           ph->pipe_reads, wsl_format_ns(b, sizeof b, ph->pipe_read_ns / ph->pipe_reads));
+                           "%" PRIu64 " %s, %s each on average; the GPU gets no work while it waits",
+                           m->pid, wsl_format_ns(a, sizeof a, wait_ns), workers, workers == 1 ? "" : "s", waits,
+                           !ph->thread_waits ? "reads and polls on their pipes"
+                           : !ph->pipe_reads ? "waits for the thread that takes their batches (pin_memory)"
+                                             : "reads and polls on their pipes and waits for the thread that takes "
+                                               "their batches (pin_memory)",
+                           wsl_format_ns(b, sizeof b, wait_ns / waits));
     f->advice = xstrdup(
         "The workers do not keep up: raise DataLoader num_workers (up to the CPU cores you can spare), keep them "
         "alive across epochs (persistent_workers=True), let each prefetch more (prefetch_factor=4), and hand "
@@ -96,14 +105,17 @@ static bool evaluate(const struct wsl_run *run, struct wsl_finding *f)
 const struct wsl_rule wsl_rule_dataloader_wait = {
     .id = "dataloader_wait",
     .order = 110,
-    .needs = "the process tree; the main GPU process's reads on pipes and sockets (fds not seen opened)",
+    .needs = "the process tree; the main GPU process's reads on pipes and sockets (fds not seen opened) and "
+             "waits on semaphores",
     .how_computed = "The main process is the one that launched most kernels; its workers are its children forked "
                     "from it (the same program and command line; not exec'd helpers or compilers). Fires when it "
                     "has workers and the reads and polls (poll, ppoll) of its threads that launched GPU work on "
-                    "descriptors the shim did not see opened (the workers' pipes and sockets) took at least 1% of the "
-                    "wall time. Time lost: those calls' time, the main process blocked waiting for a batch, at most "
-                    "the GPU's idle time. A lower bound: a wait in select(), epoll_wait() or on a condition variable (a "
-                    "pin_memory thread's queue) is not recorded.",
+                    "descriptors the shim did not see opened (the workers' pipes and sockets), and their waits on "
+                    "semaphores (sem_wait, sem_timedwait, sem_clockwait: a Python queue's blocking get()) where another "
+                    "thread of the process reads or polls such descriptors (a DataLoader's pin_memory thread), took at "
+                    "least 1% of the wall time. Time lost: those calls' time, the main process blocked waiting for a "
+                    "batch, at most the GPU's idle time. A lower bound: a wait in select(), epoll_wait() or on a "
+                    "condition variable is not recorded.",
     .fix = "more DataLoader workers, persistent_workers=True, prefetch_factor, pin_memory=True; cheaper samples",
     .evaluate = evaluate,
 };

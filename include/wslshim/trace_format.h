@@ -379,7 +379,9 @@ enum wsl_category {
     WSL_CAT_IO_WAIT,        /* poll, ppoll (added 2026-11-27; no minor version marks it: an older reader counts
                                them as "other" calls): stream the first pollfd's fd (-1: none), a0 its path id (0:
                                a pipe, a socket, an fd not seen opened), a1 nfds, a2 the timeout in ms as an i64 (-1:
-                               none), a3 the descriptors ready (0 on a timeout or a failure); always timed */
+                               none), a3 the descriptors ready (0 on a timeout or a failure); always timed.
+                               sem_wait, sem_timedwait, sem_clockwait (ids of their own names): stream -1, a0 0,
+                               a1 0, a2 a timed wait's clock as an i64 (-1: sem_wait), a3 0 */
     WSL_CAT_COUNT
 };
 

@@ -20,6 +20,11 @@
  *                           the main thread hands the step to and waits for (as
  *                           PyTorch's autograd thread launches a step's backward):
  *                           the busiest launching thread is not the one that waits
+ *   client_phases loader-pinned  as loader-poll, but a thread that launches
+ *                           nothing polls and reads the pipe and hands each item to
+ *                           the main thread through a semaphore (a DataLoader with
+ *                           pin_memory=True: its pin-memory thread, a Python queue);
+ *                           the main thread waits in sem_timedwait and sem_clockwait
  *   client_phases loader-sync  a forked worker that hands nothing over (it waits for
  *                           the pipe to close); the main thread's 200 steps of 10
  *                           kernels each end in cuCtxSynchronize: its waits are for
@@ -29,6 +34,7 @@
 #define _GNU_SOURCE
 #include "client_common.h"
 
+#include <errno.h>
 #include <poll.h>
 #include <pthread.h>
 #include <semaphore.h>
@@ -66,6 +72,37 @@ static CUmodule setup(CUfunction f[10]) {
 
 static void launch(CUfunction f) {
   CALL("cuLaunchKernel", cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
+}
+
+/* loader-pinned: the thread that takes the worker's items (launches nothing) */
+static sem_t items_ready;
+static int pin_items[200];
+static int pin_fd;
+static void *pin_thread(void *arg) {
+  (void)arg;
+  for (int i = 0; i < 200; i++) {
+    struct pollfd pf = {pin_fd, POLLIN, 0};
+    int n;
+    while ((n = poll(&pf, 1, 5000)) == 0)
+      ;
+    CHECK(n == 1 && (pf.revents & POLLIN), "pin poll item %d", i);
+    CHECK(read(pin_fd, &pin_items[i], sizeof pin_items[i]) == (ssize_t)sizeof pin_items[i], "pin read %d", i);
+    sem_post(&items_ready);
+  }
+  return NULL;
+}
+
+/* loader-pinned: the main thread's wait for the next item, timed as Python's queue.get(timeout=5) */
+static void wait_item(int i) {
+  struct timespec ts;
+  clockid_t clk = i % 2 ? CLOCK_MONOTONIC : CLOCK_REALTIME;
+  clock_gettime(clk, &ts);
+  ts.tv_sec += 5;
+  int r;
+  do
+    r = i % 2 ? sem_clockwait(&items_ready, clk, &ts) : sem_timedwait(&items_ready, &ts);
+  while (r != 0 && errno == EINTR);
+  CHECK(r == 0, "wait for item %d", i);
 }
 
 /* loader-threads: the second launching thread (a step's backward) */
@@ -123,12 +160,14 @@ int main(int argc, char **argv) {
       }
     CALL("cuCtxSynchronize", cuCtxSynchronize());
     printf("MEASURED {\"loop_ns\": %llu, \"launches\": 20000}\n", (unsigned long long)(now_ns() - t0));
-  } else if (!strcmp(mode, "loader") || !strcmp(mode, "loader-poll") || !strcmp(mode, "loader-threads")) {
+  } else if (!strcmp(mode, "loader") || !strcmp(mode, "loader-poll") || !strcmp(mode, "loader-threads") ||
+             !strcmp(mode, "loader-pinned")) {
     const int threads = !strcmp(mode, "loader-threads");
+    const int pinned = !strcmp(mode, "loader-pinned");
     const int use_poll = threads || !strcmp(mode, "loader-poll");
     CALL("cuInit", cuInit(0));
     setup(f);
-    pthread_t bw;
+    pthread_t bw, pt;
     if (threads) {
       step_f = f;
       steps_left = 200;
@@ -148,18 +187,29 @@ int main(int argc, char **argv) {
       _exit(0);
     }
     close(p[1]);
+    if (pinned) { /* the pipe is the pin thread's; the main thread waits on the semaphore it posts */
+      pin_fd = p[0];
+      CHECK(sem_init(&items_ready, 0, 0) == 0, "sem_init");
+      CHECK(pthread_create(&pt, NULL, pin_thread, NULL) == 0, "pthread_create");
+    }
     uint64_t waited = 0, t0 = now_ns();
     for (int i = 0; i < 200; i++) {
       int item = -1;
       uint64_t a = now_ns();
-      if (use_poll) {
-        struct pollfd pf = {p[0], POLLIN, 0};
-        int n;
-        while ((n = poll(&pf, 1, 5000)) == 0)
-          ;
-        CHECK(n == 1 && (pf.revents & POLLIN), "poll item %d", i);
+      if (pinned) {
+        wait_item(i);
+        item = pin_items[i];
+      } else {
+        if (use_poll) {
+          struct pollfd pf = {p[0], POLLIN, 0};
+          int n;
+          while ((n = poll(&pf, 1, 5000)) == 0)
+            ;
+          CHECK(n == 1 && (pf.revents & POLLIN), "poll item %d", i);
+        }
+        CHECK(read(p[0], &item, sizeof item) == (ssize_t)sizeof item, "read item %d", i);
       }
-      CHECK(read(p[0], &item, sizeof item) == (ssize_t)sizeof item && item == i, "read item %d", i);
+      CHECK(item == i, "item %d", i);
       waited += now_ns() - a;
       if (threads) { /* forward here, backward on the other thread, waited for */
         launch(f[0]);
@@ -176,6 +226,8 @@ int main(int argc, char **argv) {
       sem_post(&step_go); /* steps_left is 0: the thread ends */
       CHECK(pthread_join(bw, NULL) == 0, "pthread_join");
     }
+    if (pinned)
+      CHECK(pthread_join(pt, NULL) == 0, "pthread_join");
     CALL("cuCtxSynchronize", cuCtxSynchronize());
     int st = 0;
     CHECK(waitpid(child, &st, 0) == child && WIFEXITED(st) && WEXITSTATUS(st) == 0, "worker");
@@ -210,7 +262,7 @@ int main(int argc, char **argv) {
     printf("MEASURED {\"synced_ns\": %llu, \"loop_ns\": %llu}\n", (unsigned long long)synced,
            (unsigned long long)(now_ns() - t0));
   } else {
-    client_fail("usage: client_phases phases|dispatch|loader|loader-poll|loader-sync");
+    client_fail("usage: client_phases phases|dispatch|loader|loader-poll|loader-threads|loader-pinned|loader-sync");
   }
   return 0;
 }

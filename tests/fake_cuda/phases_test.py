@@ -18,6 +18,9 @@ client_phases (tests/fake_cuda/client_phases.c) in three modes, under the shim:
   loader-threads  the same, the step's launches mostly from a second thread (PyTorch's
             autograd thread): the waiting thread is not the busiest launching one; the same
             finding and time lost
+  loader-pinned  the same wait, seen from the main thread as a wait on a semaphore: a thread
+            that launches nothing polls the pipe and hands each item over (a DataLoader with
+            pin_memory=True); the same finding and time lost, and its waits in the evidence
   loader-sync  a forked worker that hands nothing over, and a cuCtxSynchronize after each
             step of the main thread: no dataloader_wait (a wait for the GPU is not one for
             the worker; the analyzer once counted it as one)
@@ -129,8 +132,23 @@ loader_case("loader", "blocking reads")
 rep = loader_case("loader-poll", "poll")
 polls = rep.get("io_calls", {}).get("poll", {}).get("calls", 0) if isinstance(rep.get("io_calls"), dict) else 0
 check(polls >= 200, f"loader-poll: {polls} poll calls in the report, 200 or more made")
-# the thread that waits launches the fewer kernels
-loader_case("loader-threads", "two launching threads")
+# the thread that waits launches the fewer kernels; the two launching threads wait for each other on
+# semaphores, and those waits are not waits for data (no thread that launches nothing feeds them)
+rep = loader_case("loader-threads", "two launching threads")
+dw = finding(rep, "dataloader_wait")
+check(not dw or dw["evidence"]["thread_waits"] == 0,
+      f"loader-threads: the step's handovers counted as waits for data: {dw and dw['evidence']}")
+
+# the main thread waits on a semaphore for the thread that polls the pipe (pin_memory=True)
+rep = loader_case("loader-pinned", "semaphore waits")
+dw = finding(rep, "dataloader_wait")
+if dw:
+    ev = dw["evidence"]
+    check(ev["thread_waits"] >= 150, f"loader-pinned: {ev['thread_waits']} semaphore waits counted, 200 made")
+    check(ev["pipe_reads"] == 0, f"loader-pinned: {ev['pipe_reads']} pipe waits counted on the launching thread")
+waits = rep.get("io_calls", {}) if isinstance(rep.get("io_calls"), dict) else {}
+check(waits.get("sem_timedwait", {}).get("calls", 0) >= 75 and waits.get("sem_clockwait", {}).get("calls", 0) >= 75,
+      f"loader-pinned: semaphore waits in the report: {[(k, v.get('calls')) for k, v in waits.items() if k.startswith('sem_')]}")
 
 # ---- loader-sync: waits for the GPU, a worker beside ---------------------------------------------
 m, rep = run("loader-sync", {"FAKE_CUDA_KERNEL_NS": "500000", "FAKE_CUDA_LAUNCH_NS": "1000"})

@@ -53,6 +53,7 @@ STEPS = {
     "small_transfers": 120,      # steps of 1,000 copies of 4 KiB (or one stacked copy)
     "small_file_reads": 4,       # epochs over the 20,000 files of 4 KiB
     "dataloader_wait": 32,       # batches of 32 samples, 2 ms of CPU each
+    "dataloader_wait_pinned": 32,  # the same, pin_memory=True
     "gpu_idle_loader": 32,       # the same
     "compilation": 200,          # forward steps of a torch.compile'd small MLP
 }
@@ -93,6 +94,9 @@ PAIRS = [
     {"name": "dataloader_wait", "rule": "dataloader_wait", "workload": "loader",
      "what": "DataLoader num_workers=1 vs 4 (2 ms of CPU per sample)",
      "problem": {"opts": {"workers": 1}}, "fixed": {"opts": {"workers": 4}}},
+    {"name": "dataloader_wait_pinned", "rule": "dataloader_wait", "workload": "loader",
+     "what": "DataLoader(pin_memory=True) num_workers=1 vs 4 (2 ms of CPU per sample)",
+     "problem": {"opts": {"workers": 1, "pin": 1}}, "fixed": {"opts": {"workers": 4, "pin": 1}}},
     {"name": "gpu_idle_loader", "rule": "gpu_idle", "workload": "loader",
      "what": "DataLoader num_workers=0 vs 4 (2 ms of CPU per sample)",
      "problem": {"opts": {"workers": 0}}, "fixed": {"opts": {"workers": 4}}},
@@ -315,13 +319,14 @@ class BusyDataset:
 
 def wl_loader(steps, o, data):
     """dataloader_wait / gpu_idle: `steps` batches of LOADER_BATCH samples from a DataLoader with
-    `workers` workers (persistent_workers=False), each feeding one MLP training step."""
+    `workers` workers (persistent_workers=False; pin=1: pin_memory=True), each feeding one MLP
+    training step."""
     torch, dev = _torch()
     nn = torch.nn
     workers = int(o["workers"])
     ds = BusyDataset(steps * LOADER_BATCH, ITEM_COST_S, LOADER_WIDTH)
     loader = torch.utils.data.DataLoader(ds, batch_size=LOADER_BATCH, shuffle=False, num_workers=workers,
-                                         persistent_workers=False)
+                                         persistent_workers=False, pin_memory=bool(int(o.get("pin", 0))))
     model = nn.Sequential(nn.Linear(LOADER_WIDTH, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(),
                           nn.Linear(1024, 10)).to(dev)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)

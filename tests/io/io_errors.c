@@ -10,15 +10,17 @@
  * Covered: failures (ENOENT, EBADF, EINVAL, ESPIPE, EFAULT, EISDIR, ENOTDIR),
  * short reads (EOF, a pipe holding fewer bytes than asked), EINTR from a
  * blocking read interrupted by a signal without SA_RESTART (read, readv,
- * fgets, poll, ppoll), and errno left alone by successful calls; poll's and
+ * fgets, poll, ppoll, sem_wait, sem_timedwait), and errno left alone by successful calls; poll's and
  * ppoll's results (EFAULT, EINVAL, a timeout, a descriptor ready, an invalid
- * one flagged POLLNVAL).
+ * one flagged POLLNVAL); the semaphore waits' (EINVAL, ETIMEDOUT, a
+ * posted semaphore).
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +28,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <time.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -189,6 +192,16 @@ int main(int argc, char **argv)
     arm_timer_ms(50);
     errno = 0; r = ppoll(&pfd, 1, &five, NULL); check("ppoll empty pipe, interrupted", r, -1, errno, EINTR);
 
+    sem_t sem;
+    sem_init(&sem, 0, 0);
+    arm_timer_ms(50);
+    errno = 0; r = sem_wait(&sem); check("sem_wait empty, interrupted", r, -1, errno, EINTR);
+    struct timespec later;
+    clock_gettime(CLOCK_REALTIME, &later);
+    later.tv_sec += 5;
+    arm_timer_ms(50);
+    errno = 0; r = sem_timedwait(&sem, &later); check("sem_timedwait empty, interrupted", r, -1, errno, EINTR);
+
     /* ---- poll, ppoll ---- */
     struct pollfd *volatile nowhere = NULL; /* (volatile: no compile-time check of the call) */
     errno = 0; r = poll(nowhere, 1, 0); check("poll NULL array", r, -1, errno, EFAULT);
@@ -211,9 +224,28 @@ int main(int argc, char **argv)
     errno = 1234; r = poll(&nv, 1, 0); check("poll unopened fd", r, 1, errno, 1234);
     check("  revents POLLNVAL", nv.revents == POLLNVAL, 1, 0, -1);
 
+    /* ---- semaphore waits ---- */
+    struct timespec past = {1, 0}, badns = {0, 2000000000L}, soon;
+    errno = 0; r = sem_timedwait(&sem, &badns); check("sem_timedwait bad time", r, -1, errno, EINVAL);
+    errno = 0; r = sem_timedwait(&sem, &past); check("sem_timedwait empty, past", r, -1, errno, ETIMEDOUT);
+    clock_gettime(CLOCK_MONOTONIC, &soon);
+    soon.tv_nsec += 2000000L;
+    if (soon.tv_nsec >= 1000000000L)
+        soon.tv_sec++, soon.tv_nsec -= 1000000000L;
+    errno = 0; r = sem_clockwait(&sem, CLOCK_MONOTONIC, &soon); check("sem_clockwait empty, timeout", r, -1, errno, ETIMEDOUT);
+    errno = 0; r = sem_clockwait(&sem, (clockid_t)12345, &soon); check("sem_clockwait bad clock", r, -1, errno, EINVAL);
+    sem_post(&sem);
+    sem_post(&sem);
+    sem_post(&sem);
+    errno = 1234; r = sem_wait(&sem); check("sem_wait posted", r, 0, errno, 1234);
+    errno = 1234; r = sem_timedwait(&sem, &past); check("sem_timedwait posted, past", r, 0, errno, 1234);
+    errno = 1234; r = sem_clockwait(&sem, CLOCK_MONOTONIC, &past); check("sem_clockwait posted", r, 0, errno, 1234);
+    sem_destroy(&sem);
+
     /* with SA_RESTART the interrupted read resumes and returns what a child writes later */
     sa.sa_flags = SA_RESTART;
     sigaction(SIGALRM, &sa, NULL);
+
     pid_t child = fork();
     if (child == 0) {
         usleep(200 * 1000);

@@ -49,6 +49,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <poll.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -157,6 +158,9 @@ struct wsl_io_real {
     int (*__poll_chk)(struct pollfd *, nfds_t, int, size_t);
     int (*ppoll)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *);
     int (*__ppoll_chk)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *, size_t);
+    int (*sem_wait)(sem_t *);
+    int (*sem_timedwait)(sem_t *, const struct timespec *);
+    int (*sem_clockwait)(sem_t *, clockid_t, const struct timespec *);
 };
 extern struct wsl_io_real wsl_io_real;
 

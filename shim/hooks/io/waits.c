@@ -8,15 +8,27 @@
  * descriptor polled and its path id (0: a pipe, a socket, an fd not seen
  * opened), how many were polled, the timeout, how many were ready.
  *
+ * Waits on semaphores: sem_wait, sem_timedwait and sem_clockwait. A Python
+ * queue.Queue.get() that blocks waits in one (CPython's locks are semaphores):
+ * a DataLoader with pin_memory=True hands each batch from its pin-memory
+ * thread (which polls the workers' pipe) to the training loop through such a
+ * queue, so the loop's wait for data is a semaphore wait, not a poll. Always
+ * timed, an event each (WSL_CAT_IO_WAIT, told apart by the id): stream -1,
+ * a0 0, a1 0, a2 the clock of a timed wait (-1: none), a3 0. Only a wait that
+ * blocks reaches these: CPython tries the lock first without waiting.
+ *
  * Nothing the caller passed is read before the call: the pollfd array only
  * once the call succeeded (the kernel read all of it then), ppoll's timeout
- * only then too (glibc read it before the system call).
+ * only then too (glibc read it before the system call); a semaphore never.
  */
 #define _GNU_SOURCE
 
+#include <semaphore.h>
+
 #include "io_hooks.h"
 
-#define WAIT_HOOK(api, fds, nfds, timeout_ms, call)                                       \
+/* The call, timed, into r (its errno in err), in t; straight through when not recorded. */
+#define WAIT_CALL(call)                                                                    \
     if (!wsl_tsan_up())                                                                    \
         return call;                                                                       \
     struct wsl_thread *t = io_enter();                                                     \
@@ -24,7 +36,10 @@
         return call;                                                                       \
     int timed_ = 1;                                                                        \
     IO_CALL_TIMED(int, r, call)                                                            \
-    int err = errno;                                                                       \
+    int err = errno;
+
+#define WAIT_HOOK(api, fds, nfds, timeout_ms, call)                                       \
+    WAIT_CALL(call)                                                                        \
     int fd_ = r >= 0 && (nfds) > 0 ? (fds)[0].fd : -1;                                     \
     uint64_t info_ = fd_ >= 0 ? info_of_fd(fd_) : 0;                                       \
     io_record(t, api, t0, t1, r < 0, err, fd_, (uint32_t)info_, (uint64_t)(nfds),         \
@@ -54,4 +69,23 @@ WSL_EXPORT int __ppoll_chk(struct pollfd *fds, nfds_t nfds, const struct timespe
                            size_t fdslen)
 {
     WAIT_HOOK(WSL_IO_ID___ppoll_chk, fds, nfds, ts_ms(tmo), REAL(__ppoll_chk)(fds, nfds, tmo, mask, fdslen))
+}
+
+#define SEM_HOOK(api, clock, call)                                                         \
+    WAIT_CALL(call)                                                                        \
+    io_record(t, api, t0, t1, r != 0, err, -1, 0, 0, (uint64_t)(int64_t)(clock), 0);       \
+    errno = err;                                                                           \
+    return r;
+
+WSL_EXPORT int sem_wait(sem_t *sem)
+{
+    SEM_HOOK(WSL_IO_ID_sem_wait, -1, REAL(sem_wait)(sem))
+}
+WSL_EXPORT int sem_timedwait(sem_t *sem, const struct timespec *abstime)
+{
+    SEM_HOOK(WSL_IO_ID_sem_timedwait, CLOCK_REALTIME, REAL(sem_timedwait)(sem, abstime))
+}
+WSL_EXPORT int sem_clockwait(sem_t *sem, clockid_t clock, const struct timespec *abstime)
+{
+    SEM_HOOK(WSL_IO_ID_sem_clockwait, clock, REAL(sem_clockwait)(sem, clock, abstime))
 }
