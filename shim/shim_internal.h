@@ -175,8 +175,7 @@ _Static_assert(WSL_PATH_SMALL >= 2 * 4096 + 64 && WSL_PATH_SMALL <= WSL_PATH_RIN
     do {                                                                                   \
         atomic_store_explicit(&(t)->fold_none, ~0ull, memory_order_relaxed);              \
         (t)->fold_last = &(t)->fold_none;                                                  \
-        (t)->fold_tells = (t)->fold_stats = 0;                                             \
-        (t)->fold_size = 0;                                                                \
+        (t)->fold_meta = 0;                                                                \
     } while (0)
 
 enum wsl_thread_state {
@@ -252,9 +251,15 @@ struct wsl_thread {
     _Atomic uint64_t fold_none;  /* ~0: alike no call (wsl_fold_none) */
     /* producer: tells and fstats counted apart from the slots while the fold has
      * one (1.11: trace_format.h, WSL_FOLD_META), written with its last event;
-     * fold_size is what the fstats returned as st_size */
-    uint16_t fold_tells, fold_stats;
-    uint32_t fold_size;
+     * fold_size is what the fstats returned as st_size. fold_meta is the three
+     * as one word (little-endian: tells in bits 0-15, fstats 16-31, the size 32-63) */
+    union {
+        uint64_t fold_meta;
+        struct {
+            uint16_t fold_tells, fold_stats;
+            uint32_t fold_size;
+        };
+    };
     /* writer: how much of a fold it wrote before the fold's own events came
      * (the fold followed now, and one that ended since the last drain): all
      * calls of slots below `slots` - 1, and `calls` of that one */

@@ -46,6 +46,16 @@ static inline __attribute__((always_inline)) void fold_leave(struct wsl_thread *
 
 /* A fold's last event's a[0] and stream: the path id and fd, and the calls
  * counted apart with the fstats' size (1.11, WSL_FOLD_META; 0 when none). */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+static inline __attribute__((always_inline)) uint64_t fold_last_a0(struct wsl_thread *t, uint64_t file)
+{
+    return file >> 32 | t->fold_meta << 32; /* the counts; the size shifts out */
+}
+static inline __attribute__((always_inline)) uint64_t fold_last_stream(struct wsl_thread *t, int64_t fd)
+{
+    return (uint64_t)fd | (t->fold_meta & ~0xffffffffull); /* fd >= 0: a fold with calls */
+}
+#else
 static inline __attribute__((always_inline)) uint64_t fold_last_a0(struct wsl_thread *t, uint64_t file)
 {
     return file >> 32 | (uint64_t)t->fold_tells << 32 | (uint64_t)t->fold_stats << 48;
@@ -54,6 +64,7 @@ static inline __attribute__((always_inline)) uint64_t fold_last_stream(struct ws
 {
     return (uint64_t)fd | (uint64_t)t->fold_size << 32;
 }
+#endif
 
 /* Ends the thread's fold (its events into the ring) and begins one for fd and
  * path (fold.c). */
