@@ -169,11 +169,13 @@ _Static_assert(WSL_PATH_SMALL >= 2 * 4096 + 64 && WSL_PATH_SMALL <= WSL_PATH_RIN
 #define WSL_FOLD_FILE(fd, path) ((uint64_t)(path) << 32 | (uint32_t)(fd))
 
 /* A thread's fold has no slot: its last slot is fold_none, ~0, alike no call
- * (no call's id is 1023). Called wherever fold_used becomes 0. */
+ * (no call's id is 1023), and no call counted apart. Called wherever fold_used
+ * becomes 0 (the calls counted apart need a slot: fold_meta_add). */
 #define WSL_FOLD_NONE(t)                                                                   \
     do {                                                                                   \
         atomic_store_explicit(&(t)->fold_none, ~0ull, memory_order_relaxed);              \
         (t)->fold_last = &(t)->fold_none;                                                  \
+        (t)->fold_meta = 0;                                                                \
     } while (0)
 
 enum wsl_thread_state {
@@ -247,6 +249,17 @@ struct wsl_thread {
     _Atomic uint64_t fold_slot[WSL_FOLD_SLOTS];
     _Atomic uint64_t *fold_last; /* producer: &fold_slot[fold_used - 1], or &fold_none while no slot is used */
     _Atomic uint64_t fold_none;  /* ~0: alike no call (wsl_fold_none) */
+    /* producer: tells and fstats counted apart from the slots while the fold has
+     * one (1.11: trace_format.h, WSL_FOLD_META), written with its last event;
+     * fold_size is what the fstats returned as st_size. fold_meta is the three
+     * as one word (little-endian: tells in bits 0-15, fstats 16-31, the size 32-63) */
+    union {
+        uint64_t fold_meta;
+        struct {
+            uint16_t fold_tells, fold_stats;
+            uint32_t fold_size;
+        };
+    };
     /* writer: how much of a fold it wrote before the fold's own events came
      * (the fold followed now, and one that ended since the last drain): all
      * calls of slots below `slots` - 1, and `calls` of that one */

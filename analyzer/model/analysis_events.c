@@ -164,7 +164,7 @@ static unsigned fold_category(void *ctx, unsigned api)
 static __attribute__((noinline)) void take_fold(struct trace_state *t, struct wsl_nvtx_thread *nth,
                                                 const struct wsl_event *ev)
 {
-    struct wsl_fold_call c[WSL_FOLD_SLOTS_PER_EVENT + 1];
+    struct wsl_fold_call c[WSL_FOLD_EVENT_CALLS];
     unsigned n = wsl_fold_calls(ev, t->close_id, fold_category, t, c);
     for (unsigned i = 0; i < n; i++)
         take_event(t, nth, t->by_id[c[i].ev.api], &c[i].ev, c[i].calls);

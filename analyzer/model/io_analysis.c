@@ -866,12 +866,33 @@ bool wsl_io_trace_also_exact(const struct wsl_io_trace *t)
 }
 
 unsigned wsl_fold_calls(const struct wsl_event *fold, unsigned close_id, unsigned (*category_of)(void *, unsigned),
-                        void *ctx, struct wsl_fold_call out[WSL_FOLD_SLOTS_PER_EVENT + 1])
+                        void *ctx, struct wsl_fold_call out[WSL_FOLD_EVENT_CALLS])
 {
     unsigned n = 0;
-    for (unsigned k = 1; k <= WSL_FOLD_SLOTS_PER_EVENT; k++) {
-        uint64_t s = fold->a[k], calls = WSL_FOLD_CALLS(s), value = WSL_FOLD_VALUE(s);
-        unsigned cat = s && calls ? category_of(ctx, WSL_FOLD_API(s)) : WSL_CAT_COUNT;
+    /* 1.11: calls counted apart in a[0]'s upper half, the fstats' size in stream's */
+    uint32_t tells = WSL_FOLD_META_TELLS(fold->a[0]), stats = WSL_FOLD_META_STATS(fold->a[0]);
+    uint64_t stream = fold->stream, path = fold->a[0], size = 0;
+    if (tells | stats) {
+        stream = (uint64_t)(int64_t)(int32_t)(uint32_t)stream;
+        path = (uint32_t)path;
+        size = fold->stream >> 32;
+    }
+    /* slot k, with the calls counted apart after the first slot (k == 4, 5: tells, fstats) */
+    static const unsigned order[] = {1, 4, 5, 2, 3};
+    for (unsigned o = 0; o < sizeof order / sizeof order[0]; o++) {
+        unsigned k = order[o];
+        uint64_t s, calls, value;
+        if (k <= WSL_FOLD_SLOTS_PER_EVENT) {
+            s = fold->a[k];
+            calls = WSL_FOLD_CALLS(s);
+            value = WSL_FOLD_VALUE(s);
+        } else { /* as a slot: the id, the calls, the value (a tell's offset 0 << 1 | 0; the size) */
+            uint32_t m = k == 4 ? tells : stats;
+            s = WSL_FOLD_META_API(m);
+            calls = WSL_FOLD_META_CALLS(m);
+            value = k == 4 ? 0 : size;
+        }
+        unsigned cat = calls ? category_of(ctx, WSL_FOLD_API(s)) : WSL_CAT_COUNT;
         if (cat == WSL_CAT_COUNT)
             continue;
         struct wsl_fold_call *c = &out[n++];
@@ -879,8 +900,8 @@ unsigned wsl_fold_calls(const struct wsl_event *fold, unsigned close_id, unsigne
         c->ev.t_start = fold->t_start;
         c->ev.t_end = fold->t_end;
         c->ev.api = (uint16_t)WSL_FOLD_API(s);
-        c->ev.stream = fold->stream;
-        c->ev.a[0] = fold->a[0];
+        c->ev.stream = stream;
+        c->ev.a[0] = path;
         c->calls = calls;
         c->category = cat;
         switch (cat) {
@@ -919,8 +940,8 @@ unsigned wsl_fold_calls(const struct wsl_event *fold, unsigned close_id, unsigne
         c->ev.t_start = fold->t_start;
         c->ev.t_end = fold->t_end;
         c->ev.api = (uint16_t)close_id;
-        c->ev.stream = fold->stream;
-        c->ev.a[0] = fold->a[0];
+        c->ev.stream = stream;
+        c->ev.a[0] = path;
         c->calls = 1;
         c->category = WSL_CAT_IO_CLOSE;
     }

@@ -72,13 +72,18 @@ struct wsl_fold_call {
     unsigned category;
 };
 
-/* The calls of a fold event: its slots, then the close (close_id: the trace's
- * sampled close id, 0 if none) when it carries one. category_of(ctx, id) is an
+/* The most calls one fold event stands for: its slots, the tells and fstats
+ * it counts apart (1.11) and the close. */
+#define WSL_FOLD_EVENT_CALLS (WSL_FOLD_SLOTS_PER_EVENT + 3)
+
+/* The calls of a fold event: its slots (after the first, the tells and
+ * fstats it counted apart: 1.11, WSL_FOLD_META), then the close (close_id: the
+ * trace's sampled close id, 0 if none) when it carries one. category_of(ctx, id) is an
  * id's category, WSL_CAT_COUNT when not in the trace's table (that slot is
  * skipped). Reads come as the analyzer reads an untimed run (a1 bytes each, or
  * 1 at the end of the file; a2 their total; a3 the calls). Returns how many. */
 unsigned wsl_fold_calls(const struct wsl_event *fold, unsigned close_id, unsigned (*category_of)(void *, unsigned),
-                        void *ctx, struct wsl_fold_call out[WSL_FOLD_SLOTS_PER_EVENT + 1]);
+                        void *ctx, struct wsl_fold_call out[WSL_FOLD_EVENT_CALLS]);
 
 /* Darshan's bucket of a read of `bytes`: [0, 100], (100, 1 KiB], ... (1 GiB, ...). */
 unsigned wsl_io_size_bucket(uint64_t bytes);

@@ -710,7 +710,7 @@ int proj_replay_trace(struct replay *R, const char *path, char *err, size_t errl
                 if (k == K_SKIP)
                     continue;
                 if (R->emu && cats[ev->api] == WSL_CAT_IO_FOLD) {
-                    struct wsl_fold_call fc[WSL_FOLD_SLOTS_PER_EVENT + 1];
+                    struct wsl_fold_call fc[WSL_FOLD_EVENT_CALLS];
                     unsigned nf = wsl_fold_calls(ev, close_id, category_of_id, cats, fc);
                     for (unsigned j = 0; j < nf; j++) {
                         uint8_t fk = kinds[fc[j].ev.api];

@@ -778,7 +778,7 @@ static void write_events(struct exporter *x, struct write_state *w, uint32_t tid
     w->cur_tid = tid;
     for (uint32_t i = 0; i < n; i++) {
         if (t->api[evs[i].api].category == WSL_CAT_IO_FOLD) { /* the calls it holds, each as an event */
-            struct wsl_fold_call c[WSL_FOLD_SLOTS_PER_EVENT + 1];
+            struct wsl_fold_call c[WSL_FOLD_EVENT_CALLS];
             unsigned k = wsl_fold_calls(&evs[i], t->close_id, fold_category, t, c);
             for (unsigned j = 0; j < k; j++)
                 write_event(x, w, tid, &c[j].ev, &track);

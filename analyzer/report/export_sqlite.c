@@ -315,7 +315,7 @@ static void take_events(struct trace_pass *p, uint32_t tid, const struct wsl_eve
         const struct api_info *a = &p->api[ev->api];
         unsigned cat = a->category;
         if (a->fold) {
-            struct wsl_fold_call c[WSL_FOLD_SLOTS_PER_EVENT + 1];
+            struct wsl_fold_call c[WSL_FOLD_EVENT_CALLS];
             unsigned k = wsl_fold_calls(ev, p->close_id, pass_fold_category, p, c);
             for (unsigned j = 0; j < k; j++)
                 io_row(p, tid, &p->api[c[j].ev.api], &c[j].ev, c[j].calls);

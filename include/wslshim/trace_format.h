@@ -24,7 +24,9 @@
 #define WSL_TRACE_MAGIC "WSLSHIM"          /* 7 chars + NUL = 8 bytes */
 #define WSL_TRACE_BYTE_ORDER 0x01020304u
 #define WSL_TRACE_VERSION_MAJOR 1u         /* readers refuse a newer major */
-#define WSL_TRACE_VERSION_MINOR 10u        /* additions readers may skip; 1.10 writes EVENTS_BITS, 1.9
+#define WSL_TRACE_VERSION_MINOR 11u        /* additions readers may skip; 1.11 counts a fold's tells and
+                                              fstats apart from its slots (WSL_FOLD_META), 1.10 writes
+                                              EVENTS_BITS, 1.9
                                               EVENTS_GAPS, 1.8 adds
                                               the EMULATION chunk
                                               and the IO_WRITE and IO_DIR categories
@@ -127,6 +129,18 @@ _Static_assert(sizeof(struct wsl_process_info) == 48, "process info is 48 bytes"
  * ahead at each drain (events without bit 1), and its last events hold only
  * the calls not written yet: each call is in exactly one event. Its time is
  * when the last of its calls was, to within the writer's drain period. */
+/* Counted apart (1.11): a fold's last event may also hold, in a[0]'s upper half,
+ * two counts of calls made anywhere in the fold, each 16 bits: the API_TABLE id
+ * (bits 0-9) and how many (bits 10-15, at most WSL_FOLD_META_CALLS_MAX). Bits
+ * 32-47 count tells (lseek(fd, 0, SEEK_CUR)) that returned 0; bits 48-63
+ * fstats that returned st_size = stream >> 32 (stream's low half is the fd).
+ * Without them (a[0] < 2^32) stream is the fd, as before 1.11. */
+#define WSL_FOLD_META_CALLS_MAX 63u
+#define WSL_FOLD_META(api, calls) ((uint32_t)(api) | (uint32_t)(calls) << 10)
+#define WSL_FOLD_META_API(m) ((unsigned)((m) & 0x3ffu))
+#define WSL_FOLD_META_CALLS(m) ((unsigned)((m) >> 10 & WSL_FOLD_META_CALLS_MAX))
+#define WSL_FOLD_META_TELLS(a0) ((uint32_t)((a0) >> 32 & 0xffffu))
+#define WSL_FOLD_META_STATS(a0) ((uint32_t)((a0) >> 48))
 #define WSL_FOLD_SLOTS_PER_EVENT 3u
 #define WSL_FOLD_CALLS_MAX 0x3fffu
 #define WSL_FOLD_VALUE_MAX ((1ull << 40) - 1)

@@ -8,6 +8,9 @@
  * open fold counted since the drain before (wsl_fold_take) and writes them as
  * fold events of their own, and the fold's events, when they come, are lowered
  * by what was written ahead (fold_settle): each call is in exactly one event.
+ * The tells and fstats a fold counts apart from its slots (format 1.11) are
+ * not written ahead: they come with the fold's last event, as the file's
+ * close does (a killed program loses those of the file it had open).
  */
 #include <string.h>
 
@@ -40,6 +43,7 @@ static int fold_settle(struct wsl_thread *t, struct wsl_event *ev)
         ev->a[1 + k] = s;
         left |= s != 0;
     }
+    left |= (ev->a[0] >> 32) != 0; /* calls counted apart (1.11): never written ahead */
     if (ev->result & WSL_FOLD_LAST)
         f->live = 0; /* the fold's last event: done with */
     return left;

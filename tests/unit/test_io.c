@@ -811,6 +811,73 @@ int test_io_folded_calls(void)
     return 0;
 }
 
+/* Calls counted apart (trace 1.11, WSL_FOLD_META): a fold's last event holds
+ * tells and fstats of the fold in a[0]'s upper half and the fstats' st_size in
+ * stream's: each counts as that many untimed calls of its id, on the fd and
+ * path of the event's low halves, the size sizes the file; a fold event
+ * without them reads as before. */
+int test_io_folded_meta(void)
+{
+    char path[512];
+    test_path(path, sizeof path, "io_folded_meta.trace.zst");
+    struct synth *s = sampled_trace(path, 45);
+    enum { OPEN_S, READ_S, FSTAT_S, LSEEK_S, CLOSE_S, FOLD };
+    const struct synth_row rows[] = {
+        {"open", "open", WSL_CAT_IO_OPEN, WSL_API_IO_SAMPLED},
+        {"read", "read", WSL_CAT_IO_READ, WSL_API_IO_SAMPLED},
+        {"fstat", "fstat", WSL_CAT_IO_STAT, WSL_API_IO_SAMPLED},
+        {"lseek", "lseek", WSL_CAT_IO_SEEK, WSL_API_IO_SAMPLED},
+        {"close", "close", WSL_CAT_IO_CLOSE, WSL_API_IO_SAMPLED},
+        {"wslshim_io_fold", "wslshim_io_fold", WSL_CAT_IO_FOLD, WSL_API_IO_SAMPLED},
+    };
+    synth_api_rows(s, rows, 6);
+    synth_clock(s, 1000, 1000, 0);
+    const uint32_t ids[] = {1, 2, 3};
+    const char *const names[] = {"/data/train/a.jpg", "/data/train/b.jpg", "/data/train/c.jpg"};
+    synth_paths(s, ids, names, 3);
+    const uint64_t unknown = UINT64_MAX;
+    const uint64_t meta = (uint64_t)WSL_FOLD_META(LSEEK_S, 2) << 32 | (uint64_t)WSL_FOLD_META(FSTAT_S, 2) << 48;
+    const struct wsl_event ev[] = {
+        /* Python's open(p, 'rb').read() of a 5000-byte file: two fstats and two tells apart, one event */
+        {1000, 1000, OPEN_S, 0, 0, 3, {1, 0, O_RDONLY, unknown}},
+        {1100, 1100, FOLD, 0, WSL_FOLD_RESULT(7, 0, WSL_FOLD_LAST | WSL_FOLD_CLOSED), 3 | 5000ull << 32,
+         {1 | meta, WSL_FOLD_SLOT(READ_S, 1, 5000), WSL_FOLD_SLOT(READ_S, 1, 0), 0}},
+        /* 100 bytes read of a 9000-byte file: its size is the fstats' */
+        {2000, 2000, OPEN_S, 0, 0, 4, {2, 0, O_RDONLY, unknown}},
+        {2100, 2100, FOLD, 0, WSL_FOLD_RESULT(8, 0, 0), 4, {2, WSL_FOLD_SLOT(READ_S, 1, 100), 0, 0}},
+        {2200, 2200, FOLD, 0, WSL_FOLD_RESULT(8, 1, WSL_FOLD_LAST | WSL_FOLD_CLOSED), 4 | 9000ull << 32,
+         {2 | meta, 0, 0, 0}},
+        /* no calls apart: stream is the fd, as before 1.11 */
+        {3000, 3000, OPEN_S, 0, 0, 5, {3, 0, O_RDONLY, unknown}},
+        {3100, 3100, FOLD, 0, WSL_FOLD_RESULT(9, 0, WSL_FOLD_LAST | WSL_FOLD_CLOSED), 5,
+         {3, WSL_FOLD_SLOT(FSTAT_S, 1, 7000), WSL_FOLD_SLOT(READ_S, 1, 7000), WSL_FOLD_SLOT(READ_S, 1, 0)}},
+    };
+    struct wsl_run run;
+    if (sampled_trace_end(s, path, ev, sizeof ev / sizeof ev[0], &run))
+        return 1;
+    const struct wsl_io_summary *t = &run.io.total;
+    if (check_counts(&t->data, (struct expect_counts){.reads = 5, .bytes_read = 5000 + 100 + 7000, .opens = 3,
+                                                      .files_opened = 3, .stats = 5, .seeks = 4, .closes = 3},
+                     "data"))
+        return 1;
+    CHECKF(run.io.file_sizes.count == 3 && run.io.file_sizes.min == 5000 && run.io.file_sizes.max == 9000,
+           "%llu files sized, %llu-%llu", (unsigned long long)run.io.file_sizes.count,
+           (unsigned long long)run.io.file_sizes.min, (unsigned long long)run.io.file_sizes.max);
+    uint64_t calls[5] = {0};
+    const char *const api_names[] = {"open", "read", "fstat", "lseek", "close"};
+    for (size_t i = 0; i < run.api_count; i++)
+        for (int k = 0; k < 5; k++)
+            if (!strcmp(run.apis[i].name, api_names[k]))
+                calls[k] = run.apis[i].ns.count;
+    CHECKF(calls[0] == 3 && calls[1] == 5 && calls[2] == 5 && calls[3] == 4 && calls[4] == 3,
+           "calls open %llu read %llu fstat %llu lseek %llu close %llu", (unsigned long long)calls[0],
+           (unsigned long long)calls[1], (unsigned long long)calls[2], (unsigned long long)calls[3],
+           (unsigned long long)calls[4]);
+    CHECK(t->unknown_fd.reads == 0 && t->data.errors == 0);
+    wsl_run_free(&run);
+    return 0;
+}
+
 /* Folded opens (trace 1.6): an open slot is an untimed successful open of the
  * fold's fd and path, on the device and with the flags its value holds: it
  * counts as a file opened on that device's filesystem (a 9p Windows drive and

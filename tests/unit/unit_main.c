@@ -78,6 +78,7 @@
     X(io_sampled_timing)          \
     X(io_folded_calls)            \
     X(io_folded_opens)            \
+    X(io_folded_meta)             \
     X(io_path_records_bounded)    \
     X(io_rank_run_shared)         \
     X(rule_cross_os_fires)        \

@@ -58,7 +58,9 @@ static __attribute__((noinline)) void seek_untimed_rest(struct wsl_thread *t, un
     WSL_EXPORT type name(int fd, type off, int whence)                                     \
     {                                                                                      \
         FD_FOLD_FAST(type, WSL_IO_ID_##name, fd, seek_direct, SEEK_FOLDS(off, whence), SYS_lseek, off, whence, 0, \
-                     (uint64_t)r << 1 | (whence == SEEK_SET), name##_rest(t, fd, info_, k_, off, whence), \
+                     (uint64_t)r << 1 | (whence == SEEK_SET),                              \
+                     fold_meta_tell(t, WSL_IO_ID_##name + WSL_IO_SAMPLED, fd, (uint32_t)info_, off, whence, r), \
+                     name##_rest(t, fd, info_, k_, off, whence),                           \
                      name##_full(fd, off, whence))                                         \
     }
 SEEK_FUNCTIONS(lseek, off_t)

@@ -49,8 +49,8 @@ void fold_next(struct wsl_thread *t, int fd, uint32_t path)
             if (WSL_UNLIKELY(e == NULL))
                 break; /* counted as dropped */
             uint32_t last = i + WSL_FOLD_SLOTS_PER_EVENT >= used;
-            io_fill(e, 0, 0, WSL_ID_IO_FOLD,
-                    WSL_FOLD_RESULT(id, i, last ? WSL_FOLD_LAST : 0), ffd, fpath,
+            io_fill(e, 0, 0, WSL_ID_IO_FOLD, WSL_FOLD_RESULT(id, i, last ? WSL_FOLD_LAST : 0),
+                    last ? (int64_t)fold_last_stream(t, ffd) : ffd, last ? fold_last_a0(t, file) : fpath,
                     i < used ? FOLD_LD(t->fold_slot[i]) : 0, i + 1 < used ? FOLD_LD(t->fold_slot[i + 1]) : 0,
                     i + 2 < used ? FOLD_LD(t->fold_slot[i + 2]) : 0);
             wsl_ring_commit(t);

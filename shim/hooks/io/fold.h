@@ -44,6 +44,28 @@ static inline __attribute__((always_inline)) void fold_leave(struct wsl_thread *
     atomic_store_explicit(&t->fold_seq, seq + 2, memory_order_release);
 }
 
+/* A fold's last event's a[0] and stream: the path id and fd, and the calls
+ * counted apart with the fstats' size (1.11, WSL_FOLD_META; 0 when none). */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+static inline __attribute__((always_inline)) uint64_t fold_last_a0(struct wsl_thread *t, uint64_t file)
+{
+    return file >> 32 | t->fold_meta << 32; /* the counts; the size shifts out */
+}
+static inline __attribute__((always_inline)) uint64_t fold_last_stream(struct wsl_thread *t, int64_t fd)
+{
+    return (uint64_t)fd | (t->fold_meta & ~0xffffffffull); /* fd >= 0: a fold with calls */
+}
+#else
+static inline __attribute__((always_inline)) uint64_t fold_last_a0(struct wsl_thread *t, uint64_t file)
+{
+    return file >> 32 | (uint64_t)t->fold_tells << 32 | (uint64_t)t->fold_stats << 48;
+}
+static inline __attribute__((always_inline)) uint64_t fold_last_stream(struct wsl_thread *t, int64_t fd)
+{
+    return (uint64_t)fd | (uint64_t)t->fold_size << 32;
+}
+#endif
+
 /* Ends the thread's fold (its events into the ring) and begins one for fd and
  * path (fold.c). */
 void fold_next(struct wsl_thread *t, int fd, uint32_t path);
@@ -71,13 +93,15 @@ static inline __attribute__((always_inline)) void fold_end_closed(struct wsl_thr
         e = wsl_ring_reserve(t);
         if (WSL_LIKELY(e != NULL)) {
             io_fill(e, 0, 0, WSL_ID_IO_FOLD,
-                    WSL_FOLD_RESULT(seq >> 1, WSL_FOLD_SLOTS_PER_EVENT, WSL_FOLD_LAST | WSL_FOLD_CLOSED), fd,
-                    file >> 32, s0, used > 1 ? s1 : 0, used > 2 ? s2 : 0);
+                    WSL_FOLD_RESULT(seq >> 1, WSL_FOLD_SLOTS_PER_EVENT, WSL_FOLD_LAST | WSL_FOLD_CLOSED),
+                    (int64_t)fold_last_stream(t, fd), fold_last_a0(t, file), s0, used > 1 ? s1 : 0,
+                    used > 2 ? s2 : 0);
             wsl_ring_commit(t);
         }
     } else if (WSL_LIKELY(e != NULL)) {
-        io_fill(e, 0, 0, WSL_ID_IO_FOLD, WSL_FOLD_RESULT(seq >> 1, 0, WSL_FOLD_LAST | WSL_FOLD_CLOSED), fd,
-                file >> 32, used > 0 ? s0 : 0, used > 1 ? s1 : 0, used > 2 ? s2 : 0);
+        io_fill(e, 0, 0, WSL_ID_IO_FOLD, WSL_FOLD_RESULT(seq >> 1, 0, WSL_FOLD_LAST | WSL_FOLD_CLOSED),
+                (int64_t)fold_last_stream(t, fd), fold_last_a0(t, file), used > 0 ? s0 : 0, used > 1 ? s1 : 0,
+                used > 2 ? s2 : 0);
         wsl_ring_commit(t);
     }
     atomic_store_explicit(&t->io_untimed, 1, memory_order_relaxed);
@@ -108,13 +132,13 @@ static inline __attribute__((always_inline)) int fold_end_closed_fast(struct wsl
         used -= WSL_FOLD_SLOTS_PER_EVENT;
         e = &t->cur_ev[++h & t->cur_mask];
         io_fill(e, 0, 0, WSL_ID_IO_FOLD,
-                WSL_FOLD_RESULT(seq >> 1, WSL_FOLD_SLOTS_PER_EVENT, WSL_FOLD_LAST | WSL_FOLD_CLOSED), fd, file >> 32,
-                FOLD_LD(t->fold_slot[3]), used > 1 ? FOLD_LD(t->fold_slot[4]) : 0,
-                used > 2 ? FOLD_LD(t->fold_slot[5]) : 0);
+                WSL_FOLD_RESULT(seq >> 1, WSL_FOLD_SLOTS_PER_EVENT, WSL_FOLD_LAST | WSL_FOLD_CLOSED),
+                (int64_t)fold_last_stream(t, fd), fold_last_a0(t, file), FOLD_LD(t->fold_slot[3]),
+                used > 1 ? FOLD_LD(t->fold_slot[4]) : 0, used > 2 ? FOLD_LD(t->fold_slot[5]) : 0);
     } else {
-        io_fill(e, 0, 0, WSL_ID_IO_FOLD, WSL_FOLD_RESULT(seq >> 1, 0, WSL_FOLD_LAST | WSL_FOLD_CLOSED), fd,
-                file >> 32, used > 0 ? FOLD_LD(t->fold_slot[0]) : 0, used > 1 ? FOLD_LD(t->fold_slot[1]) : 0,
-                used > 2 ? FOLD_LD(t->fold_slot[2]) : 0);
+        io_fill(e, 0, 0, WSL_ID_IO_FOLD, WSL_FOLD_RESULT(seq >> 1, 0, WSL_FOLD_LAST | WSL_FOLD_CLOSED),
+                (int64_t)fold_last_stream(t, fd), fold_last_a0(t, file), used > 0 ? FOLD_LD(t->fold_slot[0]) : 0,
+                used > 1 ? FOLD_LD(t->fold_slot[1]) : 0, used > 2 ? FOLD_LD(t->fold_slot[2]) : 0);
     }
     t->head_local = ++h; /* wsl_ring_commit, once for both */
     atomic_store_explicit(t->cur_head, h, memory_order_release);
@@ -225,6 +249,52 @@ static inline __attribute__((always_inline)) int io_fold_fast_file(struct wsl_th
     return 1;
 }
 
+/* A tell or an fstat counted apart (1.11, WSL_FOLD_META) into the thread's
+ * fold of `file` while it has a slot: into *m, the count of its kind, when that
+ * is this id's and not full (one test, as io_fold's), or as the first one.
+ * Returns 0 otherwise (the call then takes a slot as any other). Python's
+ * open().read() makes two fstats and two tells per file: counted so, its
+ * fold's slots are the open and the two reads, one event at the close. */
+static inline __attribute__((always_inline)) int fold_meta_add(struct wsl_thread *t, uint64_t file, uint16_t *m,
+                                                               unsigned api)
+{
+    if (FOLD_LD(t->fold_file) != file || WSL_UNLIKELY(!FOLD_LD(t->fold_used)))
+        return 0;
+    uint32_t c = *m;
+    /* alike and not full: a different id leaves bits 0-9 set; 63 calls carry into bit 16 */
+    if (WSL_LIKELY(!(((c ^ api) + (1u << 10)) & ~(WSL_FOLD_META_CALLS_MAX << 10)))) {
+        *m = (uint16_t)(c + (1u << 10));
+        return 1;
+    }
+    if (c)
+        return 0; /* another id's, or full */
+    *m = (uint16_t)WSL_FOLD_META(api, 1);
+    return 1;
+}
+
+/* lseek(fd, 0, SEEK_CUR) that returned 0 (r), counted apart */
+static inline __attribute__((always_inline)) int fold_meta_tell(struct wsl_thread *t, unsigned api, int fd,
+                                                                uint32_t path, int64_t off, int whence, int64_t r)
+{
+    return !((uint64_t)(whence ^ SEEK_CUR) | (uint64_t)off | (uint64_t)r) &&
+           fold_meta_add(t, WSL_FOLD_FILE(fd, path), &t->fold_tells, api);
+}
+
+/* an fstat that returned st_size `size`, counted apart when the fold's fstats
+ * counted so far returned the same */
+static inline __attribute__((always_inline)) int fold_meta_stat(struct wsl_thread *t, unsigned api, int fd,
+                                                                uint32_t path, uint64_t size)
+{
+    if (size > UINT32_MAX || (t->fold_stats && t->fold_size != size))
+        return 0;
+    t->fold_size = (uint32_t)size; /* kept while no fstat is counted: WSL_FOLD_NONE clears it with them */
+    if (WSL_LIKELY(fold_meta_add(t, WSL_FOLD_FILE(fd, path), &t->fold_stats, api)))
+        return 1;
+    if (!t->fold_stats)
+        t->fold_size = 0;
+    return 0;
+}
+
 static inline __attribute__((always_inline)) int io_fold_fast(struct wsl_thread *t, unsigned api, int fd,
                                                               uint32_t path, uint64_t value)
 {
@@ -249,14 +319,15 @@ static inline __attribute__((always_inline)) void io_depth_clear_reloaded(void)
 
 /* The common case of a call on a local file's fd whose untimed success folds a
  * value (fstat: the size, stat.c; lseek: the offset, fds.c), where the hook makes glibc's
- * system call itself (`direct`: seek_direct, fstat_direct): nr with fd, b, c, d. Everything else,
+ * system call itself (`direct`: seek_direct, fstat_direct): nr with fd, b, c, d; `meta`
+ * counts the call apart when it can (fold_meta_tell, fold_meta_stat). Everything else,
  * timed calls and those that fail or do not fold, goes to the full hook
  * (`full`, a tail call) or, once made, to `rest` (a tail call too, given the
  * kernel's answer k_: it sets errno as glibc's wrapper does). With no call
  * that returns here, the hook is a leaf: what it keeps past the system call
  * stays in registers the call leaves alone, and it saves none (Python's
  * open().read() makes four of these per file). */
-#define FD_FOLD_FAST(type, api, fd, direct, cond, nr, b, c, d, value, rest, full)          \
+#define FD_FOLD_FAST(type, api, fd, direct, cond, nr, b, c, d, value, meta, rest, full)    \
     struct wsl_thread *t = io_enter_ready();                                               \
     if (WSL_UNLIKELY(!t || !(direct)))                                                     \
         return IO_OFF() && (direct) && !wsl_tls_depth /* WSLSHIM_IO=0: glibc's system call */ \
@@ -271,8 +342,10 @@ static inline __attribute__((always_inline)) void io_depth_clear_reloaded(void)
     long k_ = st_syscall4_keeping(nr, fd, (long)(b), (long)(c), (long)(d), &tv_, &info_);  \
     t = (struct wsl_thread *)(uintptr_t)tv_;                                               \
     type r = (type)k_;                                                                     \
-    if (WSL_LIKELY(k_ >= 0 && (uint64_t)(value) <= FOLD_VALUE_LIMIT) &&                    \
-        WSL_LIKELY(io_fold_fast(t, (api) + WSL_IO_SAMPLED, fd, (uint32_t)info_, (uint64_t)(value)))) { \
+    if (WSL_LIKELY(k_ >= 0) &&                                                             \
+        (WSL_LIKELY(meta) ||                                                               \
+         (WSL_LIKELY((uint64_t)(value) <= FOLD_VALUE_LIMIT) &&                             \
+          WSL_LIKELY(io_fold_fast(t, (api) + WSL_IO_SAMPLED, fd, (uint32_t)info_, (uint64_t)(value)))))) { \
         io_depth_clear_reloaded();                                                         \
         return r;                                                                          \
     }                                                                                      \
