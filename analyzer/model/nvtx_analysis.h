@@ -257,6 +257,17 @@ static inline void wsl_nvtx_trace_other(struct wsl_nvtx_thread *th, unsigned cat
     if (c)
         wsl_nvtx_attribute(c, category, ev, calls, ticks);
 }
+/* n successful launches in a row (WSL_CAT_LAUNCH, result 0) taking `ticks` in all: what
+ * wsl_nvtx_trace_other counts for each, at once (no range opens or closes between them). */
+static inline void wsl_nvtx_trace_launch_run_ok(struct wsl_nvtx_thread *th, uint64_t n, uint64_t ticks)
+{
+    struct wsl_nvtx_counts *c = ((struct wsl_nvtx_thread_head *)(void *)th)->self;
+    if (c) {
+        c->api_calls += n;
+        c->api_ns += ticks;
+        c->launches += n;
+    }
+}
 /* The step's process-wide figures counted on this reading, by segments (wsl_nvtx_trace_close checks
  * each against its candidate ranges' instances; where one straddles an instance's edge, the trace
  * is read again at the end as before). Set once, before the first events; a run that reports them,
