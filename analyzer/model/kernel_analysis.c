@@ -409,6 +409,14 @@ void wsl_kern_trace_gpu(struct wsl_kern_trace *t, const struct wsl_event *ev)
     take_gpu_time(t, ev);
 }
 
+void wsl_kern_trace_gpu_run(struct wsl_kern_trace *t, const struct wsl_event *ev, uint32_t n, uint64_t end_max)
+{
+    for (uint32_t i = 0; i < n; i++)
+        take_gpu_time(t, &ev[i]);
+    if (end_max > t->last_gpu) /* (read at the end alone) */
+        t->last_gpu = end_max;
+}
+
 static __attribute__((noinline)) void kern_event_slow(struct wsl_kern_trace *t, enum wsl_kern_op op, unsigned slot,
                                                       const struct wsl_event *ev)
 {

@@ -291,6 +291,8 @@ void wsl_nvtx_trace_event(struct wsl_nvtx_trace *t, struct wsl_nvtx_thread *th, 
 /* A GPU kernel's event (WSL_CAT_GPU_KERNEL): what wsl_nvtx_trace_event does for it (the event
  * loop's straight path). */
 void wsl_nvtx_trace_gpu(struct wsl_nvtx_trace *t, const struct wsl_event *ev);
+/* n GPU kernels' events in a row, each as wsl_nvtx_trace_gpu takes it (the event loop's runs). */
+void wsl_nvtx_trace_gpu_run(struct wsl_nvtx_trace *t, const struct wsl_event *ev, uint32_t n);
 /* Closes what is still open at end_ticks; returns how many were. Once per trace, before
  * wsl_nvtx_trace_merge. */
 uint64_t wsl_nvtx_trace_close(struct wsl_nvtx_trace *t, uint64_t end_ticks);
