@@ -106,9 +106,9 @@ void wsl_phase_trace_thread(struct wsl_phase_trace *t, uint32_t tid)
     t->f.cur->tid = tid;
 }
 
-/* Launches ev[i..) counted as wsl_phase_trace_launch_ok counts them while its test holds (q->n below
- * q->room, no start before the last launch's), at most `lim` of them (room or the cap less q->n);
- * store: kept in the sequence (else at the cap: counted only). Returns where it stopped. */
+/* Launches ev[i..stop) counted as wsl_phase_trace_launch_ok counts them while its test holds (the
+ * caller bounds stop by the sequence's room; no start before the last launch's); store: kept in the
+ * sequence (else, at WSL_PHASE_MAX_SEQ: counted only). Returns where it stopped. */
 static inline __attribute__((always_inline)) uint32_t seq_launches(struct wsl_phase_seq *q, const struct wsl_event *ev,
                                                                    uint32_t i, uint32_t stop, const bool store)
 {

@@ -1,13 +1,15 @@
 /* The event loop's runs (analysis_events.c: take_launch_run, take_gpu_run) against the path they
  * stand for, every event one by one through take_event (wsl_take_events_one_by_one): the same
  * trace read both ways, the JSON reports compared byte for byte.
- * - event_runs_agree: a synthetic trace whose runs break in every way the run paths handle: two
+ * - event_runs_agree: synthetic traces whose runs break in every way the run paths handle: two
  *   launch APIs in turn (their slots), failed launches, handle 0, handles past the kernel table's
  *   cache, a function launched at several sizes in turn, a launch starting before the last one,
- *   waits between launches (the host's charges, the phases' breaks), NVTX ranges around them (the
- *   step tracking), one thread past WSL_PHASE_MAX_SEQ launches (kept, then counted only), launches
- *   so long that their sum passes 2^64, GPU kernels in runs of one API (mapped, idle, graphs, many
- *   handles and configurations) on a thread of their own, chunks of 1 to 700 events.
+ *   waits between launches (the host's charges, the phases' breaks), one thread past
+ *   WSL_PHASE_MAX_SEQ launches (kept, then counted only) with a period the phases find, GPU
+ *   kernels in runs of one API (mapped, idle, graphs, many handles and configurations) on a thread
+ *   of their own, the last after the END chunk's time, chunks of 1 to 700 events; in two of them
+ *   NVTX ranges around the launches (the step tracking), another thread's late launch or GPU
+ *   kernel read before the first push, and launches so long that their sum passes 2^64.
  * - event_runs_agree_demo: the demo's sample and pair/native traces, both ways. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,8 +71,11 @@ static uint64_t run_handle(unsigned h)
 }
 
 /* ranges: NVTX ranges around the launches (the phases then come from the steps, not the gaps) and
- * launches so long that their sums pass 2^64. */
-static void write_run_trace(const char *path, uint64_t seed, bool ranges)
+ * launches so long that their sums pass 2^64; with them, before the batch with the first push
+ * another thread's batch is read that holds a launch after it (late_launch) or a GPU kernel launched
+ * after it (else): the step tracking's figures of the events before it (either alone makes the
+ * steps read again). */
+static void write_run_trace(const char *path, uint64_t seed, bool ranges, bool late_launch)
 {
     rng_seed(seed);
     run_written = 0;
@@ -138,21 +143,25 @@ static void write_run_trace(const char *path, uint64_t seed, bool ranges)
             if (push && !pushed) { /* the step tracking's first push: other threads' batches read before
                                       the one that holds it, with a launch and a GPU kernel after it */
                 pushed = true;
-                struct wsl_event *o = run_put(s, other, R_LAUNCH, t + 100, 3000);
-                o->stream = 7;
-                o->a[0] = run_handle(1);
-                o->a[1] = WSL_GRID(64, 1);
-                o->a[2] = WSL_BLOCK(1, 128, 1, 1);
-                run_flush(s, other);
-                struct wsl_event *k = run_put(s, gpu, R_GPU, g > t ? g : t, 5000);
-                k->stream = 7;
-                k->a[0] = run_handle(1);
-                k->a[1] = t + 100;
-                k->a[2] = WSL_GPU_MAPPED | (uint64_t)other->tid << 32;
-                k->a[3] = 5000;
-                k->result = 0x100;
-                g = k->t_end;
-                run_flush(s, gpu);
+                if (late_launch) {
+                    struct wsl_event *o = run_put(s, other, R_LAUNCH, t + 100, 3000);
+                    o->stream = 7;
+                    o->a[0] = run_handle(1);
+                    o->a[1] = WSL_GRID(64, 1);
+                    o->a[2] = WSL_BLOCK(1, 128, 1, 1);
+                    run_flush(s, other);
+                } else {
+                    run_flush(s, gpu); /* (the kernels before it: in batches of their own) */
+                    struct wsl_event *k = run_put(s, gpu, R_GPU, g > t ? g : t, 5000);
+                    k->stream = 7;
+                    k->a[0] = run_handle(1);
+                    k->a[1] = t + 100;
+                    k->a[2] = WSL_GPU_MAPPED | (uint64_t)other->tid << 32;
+                    k->a[3] = 5000;
+                    k->result = 0x100;
+                    g = k->t_end;
+                    run_flush(s, gpu);
+                }
             }
             continue;
         }
@@ -269,9 +278,9 @@ int test_event_runs_agree(void)
 {
     char path[512];
     test_path(path, sizeof path, "runs.trace.zst");
-    for (uint64_t seed = 1; seed <= 2; seed++) {
-        write_run_trace(path, 0x72756e73 + seed, seed == 2);
-        const char *const want[] = {"\"cuLaunchKernelEx\"", "\"cuLaunchKernel\"", "_Z6kernelPf", seed == 2 ? "train_step" : "\"launch_interval_mean_ns\""};
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        write_run_trace(path, 0x72756e73 + seed, seed >= 2, seed == 2);
+        const char *const want[] = {"\"cuLaunchKernelEx\"", "\"cuLaunchKernel\"", "_Z6kernelPf", seed >= 2 ? "train_step" : "\"launch_interval_mean_ns\""};
         CHECKF(runs_agree(path, want, sizeof want / sizeof *want) == 0, "seed %llu", (unsigned long long)seed);
     }
     return 0;
