@@ -152,6 +152,72 @@ static inline __attribute__((always_inline)) void take_event(struct trace_state 
         wsl_phase_trace_event(t->phase, (enum wsl_phase_op)ta->phase, ev);
 }
 
+/* A run of launches: ev[0] and the events after it, up to n and at most WSL_READER_BATCH, whose
+ * API takes the launch route (launch_route) and whose result is 0; returns how many. Each analysis
+ * that reads a launch takes the run in one call, as it would take them one by one (take_event's
+ * launch route): the API's histogram here, event by event; the kernel table's and the phases'
+ * common cases in their own loops with their state in registers; the NVTX and host counts added
+ * once; the latest end found once for the three that keep it. */
+static __attribute__((noinline)) uint32_t take_launch_run(struct trace_state *t, struct wsl_nvtx_thread *nth,
+                                                          const struct wsl_event *ev, uint32_t n,
+                                                          uint64_t *max_end, uint64_t *max_start)
+{
+    uint8_t slots[WSL_READER_BATCH]; /* each launch's slot among the launch APIs */
+    uint64_t end = 0, start = *max_start, sum = 0;
+    if (n > WSL_READER_BATCH)
+        n = WSL_READER_BATCH;
+    uint32_t m = 0;
+    do {
+        struct trace_api *ta = t->by_id[ev[m].api];
+        if (!ta->launch_route || ev[m].result != 0)
+            break;
+        const uint64_t v = ev[m].t_end - ev[m].t_start;
+        wsl_hist_add(&ta->ticks, v);
+        slots[m] = ta->launch_slot;
+        sum += v;
+        end = ev[m].t_end > end ? ev[m].t_end : end;
+        start = ev[m].t_start > start ? ev[m].t_start : start;
+    } while (++m < n);
+    if (end > *max_end)
+        *max_end = end;
+    *max_start = start;
+    wsl_kern_trace_launch_run_ok(t->kern, slots, ev, m, end);
+    wsl_nvtx_trace_launch_run_ok(nth, m, sum); /* (the durations' sum modulo 2^64, as added one by one) */
+    wsl_host_trace_launch_run_ok(t->host, ev, m);
+    wsl_phase_trace_launch_run_ok(t->phase, ev, m, end);
+    return m;
+}
+
+/* A run of GPU kernels' events: ev[0] (its API's gpu_route set) and those after it of the same API,
+ * up to n; returns how many. What take_event does for each (gpu_route), by analysis: the API's
+ * histogram and errors and the NVTX tracking's latest launch here, the kernel table's and the NVTX
+ * analysis's in their own loops. */
+static __attribute__((noinline)) uint32_t take_gpu_run(struct trace_state *t, struct trace_api *ta,
+                                                       const struct wsl_event *ev, uint32_t n, uint64_t *max_end,
+                                                       uint64_t *max_start)
+{
+    const uint16_t api = ev[0].api;
+    uint64_t end = 0, start = *max_start, launched = ev[0].a[1], errors = 0;
+    uint32_t m = 0;
+    do {
+        wsl_hist_add(&ta->ticks, ev[m].t_end - ev[m].t_start);
+        errors += ev[m].result != 0;
+        launched = ev[m].a[1] > launched ? ev[m].a[1] : launched;
+        end = ev[m].t_end > end ? ev[m].t_end : end;
+        start = ev[m].t_start > start ? ev[m].t_start : start;
+    } while (++m < n && ev[m].api == api);
+    ta->errors += errors;
+    if (!t->seen.gpu || launched > t->seen.gpu_launch_max) /* (the NVTX step figures' tracking) */
+        t->seen.gpu_launch_max = launched;
+    t->seen.gpu = true;
+    if (end > *max_end)
+        *max_end = end;
+    *max_start = start;
+    wsl_kern_trace_gpu_run(t->kern, ev, m, end);
+    wsl_nvtx_trace_gpu_run(t->nvtx, ev, m);
+    return m;
+}
+
 static unsigned fold_category(void *ctx, unsigned api)
 {
     const struct trace_state *t = ctx;
@@ -193,6 +259,8 @@ static void take_state_event(struct trace_state *t, struct wsl_nvtx_thread *nth,
     }
 }
 
+bool wsl_take_events_one_by_one;
+
 /* The hot loop: every event of the trace passes here. */
 void wsl_take_events(struct trace_state *t, uint32_t tid, uint64_t dropped, const struct wsl_event *ev, uint32_t n)
 {
@@ -220,8 +288,17 @@ void wsl_take_events(struct trace_state *t, uint32_t tid, uint64_t dropped, cons
     }
     struct wsl_nvtx_track_before before = t->seen;
     uint64_t max_start = t->seen.start_max;
-    for (uint32_t i = 0; i < n; i++) {
+    const bool runs = !wsl_take_events_one_by_one;
+    for (uint32_t i = 0; i < n;) {
         struct trace_api *ta = t->by_id[ev[i].api]; /* the reader checked the id is in the table */
+        if (ta->launch_route && ev[i].result == 0 && runs) { /* most events: launches, in runs */
+            i += take_launch_run(t, nth, &ev[i], n - i, &max_end, &max_start);
+            continue;
+        }
+        if (ta->gpu_route && runs) { /* and GPU kernels, in runs */
+            i += take_gpu_run(t, ta, &ev[i], n - i, &max_end, &max_start);
+            continue;
+        }
         if (__builtin_expect(ta->fold, 0))
             take_fold(t, nth, &ev[i]);
         else
@@ -230,6 +307,7 @@ void wsl_take_events(struct trace_state *t, uint32_t tid, uint64_t dropped, cons
             max_end = ev[i].t_end;
         if (ev[i].t_start > max_start)
             max_start = ev[i].t_start;
+        i++;
     }
     t->seen.start_max = max_start;
     t->seen.events |= n > 0;

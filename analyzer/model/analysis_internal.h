@@ -76,6 +76,9 @@ void wsl_free_process(struct wsl_process *p);
 /* analysis_events.c */
 /* An API_TABLE chunk: the trace's API ids, each found or added among the run's APIs. */
 void wsl_take_api_table(struct wsl_run *run, struct trace_state *t, const struct wsl_item *it);
+/* Tests only: true takes every event one by one (take_event), without the runs of launches and of
+ * GPU kernels: the path the runs stand for, which tests/unit/test_runs.c compares them with. */
+extern bool wsl_take_events_one_by_one;
 /* An EVENTS batch of thread tid to every analysis that reads it. */
 void wsl_take_events(struct trace_state *t, uint32_t tid, uint64_t dropped, const struct wsl_event *ev, uint32_t n);
 

@@ -141,6 +141,16 @@ static inline void wsl_host_trace_launch_ok(struct wsl_host_trace *t, const stru
     }
     wsl_host_trace_event_slow(t, WSL_CAT_LAUNCH, ev);
 }
+/* n successful launches in a row, each as wsl_host_trace_launch_ok takes it: the waits to charge
+ * go to the first (the slow path), the rest only count. */
+static inline void wsl_host_trace_launch_run_ok(struct wsl_host_trace *t, const struct wsl_event *ev, uint32_t n)
+{
+    struct wsl_host_trace_fast *fast = (struct wsl_host_trace_fast *)(void *)t;
+    uint32_t i = 0;
+    for (; i < n && *fast->current_pending != 0; i++)
+        wsl_host_trace_event_slow(t, WSL_CAT_LAUNCH, &ev[i]);
+    fast->submissions += n - i;
+}
 /* Names the range indices waits were credited to: name(ctx, range) for each (copied; the same
  * name from two indices, two domains, is one range). Call it once, before _end. */
 void wsl_host_trace_name_ranges(struct wsl_host_trace *t, const char *(*name)(const void *ctx, uint32_t range),

@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "util.h"
@@ -408,6 +409,14 @@ void wsl_kern_trace_gpu(struct wsl_kern_trace *t, const struct wsl_event *ev)
     take_gpu_time(t, ev);
 }
 
+void wsl_kern_trace_gpu_run(struct wsl_kern_trace *t, const struct wsl_event *ev, uint32_t n, uint64_t end_max)
+{
+    for (uint32_t i = 0; i < n; i++)
+        take_gpu_time(t, &ev[i]);
+    if (end_max > t->last_gpu) /* (read at the end alone) */
+        t->last_gpu = end_max;
+}
+
 static __attribute__((noinline)) void kern_event_slow(struct wsl_kern_trace *t, enum wsl_kern_op op, unsigned slot,
                                                       const struct wsl_event *ev)
 {
@@ -475,6 +484,33 @@ void wsl_kern_trace_launch_ok(struct wsl_kern_trace *t, unsigned slot, const str
 {
     if (!launch_fast(t, slot, ev, true))
         kern_event_slow(t, WSL_KERN_LAUNCH, slot, ev);
+}
+
+void wsl_kern_trace_launch_run_ok(struct wsl_kern_trace *t, const uint8_t *slot, const struct wsl_event *ev,
+                                  uint32_t n, uint64_t end_max)
+{
+    /* launch_fast's common case with its state in registers: the launches and last_gpu counted once
+     * for the run (every launch of result 0 counts one, on any path; last_gpu is read at the end) */
+    uint64_t fast_after = t->fast_after;
+    uintptr_t rows = (uintptr_t)t->rows + offsetof(struct launch_row, by_api); /* + a row's offset + 8 slot */
+    uint32_t other = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const struct wsl_event *e = &ev[i];
+        const uint64_t handle = e->a[0];
+        const struct launch_cache_entry *c = &t->launched_cache[handle_cache_slot(handle)];
+        if (__builtin_expect(e->t_start > fast_after && c->handle == handle && c->grid == e->a[1] &&
+                                 c->block == e->a[2], 1)) {
+            ((uint64_t *)(rows + c->row_offset))[slot[i]]++;
+            continue;
+        }
+        wsl_kern_trace_launch_ok(t, slot[i], e); /* (a configuration change, a miss, before the first launch) */
+        other++;
+        fast_after = t->fast_after;
+        rows = (uintptr_t)t->rows + offsetof(struct launch_row, by_api); /* (they may have grown) */
+    }
+    t->launches += n - other;
+    if (end_max > t->last_gpu)
+        t->last_gpu = end_max;
 }
 
 void wsl_kern_trace_event(struct wsl_kern_trace *t, enum wsl_kern_op op, unsigned slot, const struct wsl_event *ev)

@@ -187,9 +187,17 @@ void wsl_kern_trace_event(struct wsl_kern_trace *t, enum wsl_kern_op op, unsigne
 void wsl_kern_trace_launch(struct wsl_kern_trace *t, unsigned slot, const struct wsl_event *ev);
 /* The same for a launch whose result the caller found 0. */
 void wsl_kern_trace_launch_ok(struct wsl_kern_trace *t, unsigned slot, const struct wsl_event *ev);
+/* n launches in a row, each result 0, slot[i] the launch slot of ev[i]'s API, end_max the latest
+ * t_end among them: what wsl_kern_trace_launch_ok does for each in turn, the cache's common case in
+ * one loop (the event loop's runs of launches). */
+void wsl_kern_trace_launch_run_ok(struct wsl_kern_trace *t, const uint8_t *slot, const struct wsl_event *ev,
+                                  uint32_t n, uint64_t end_max);
 /* An event of op WSL_KERN_GPU_TIME: what wsl_kern_trace_event does for it, without the op's tests
  * (the event loop's straight path for GPU kernels). */
 void wsl_kern_trace_gpu(struct wsl_kern_trace *t, const struct wsl_event *ev);
+/* n such events in a row, end_max the latest t_end among them: each as wsl_kern_trace_gpu takes it
+ * (the event loop's runs of GPU kernels). */
+void wsl_kern_trace_gpu_run(struct wsl_kern_trace *t, const struct wsl_event *ev, uint32_t n, uint64_t end_max);
 /* Names the launched handles and adds them to k; t is left as it was (a rank's trace is added to
  * the run and to the rank's own run). */
 void wsl_kern_trace_merge(const struct wsl_kern_trace *t, struct wsl_kernels *k, int32_t pid, double ns_per_tick,

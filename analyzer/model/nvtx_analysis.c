@@ -396,7 +396,7 @@ static __attribute__((noinline)) void timed_count(struct wsl_nvtx_trace *t, stru
     wsl_u64_map_insert(&t->timed_index, key, t->timed_count++);
 }
 
-void wsl_nvtx_trace_gpu(struct wsl_nvtx_trace *t, const struct wsl_event *ev)
+static inline __attribute__((always_inline)) void trace_gpu(struct wsl_nvtx_trace *t, const struct wsl_event *ev)
 {
     uint32_t tid = (uint32_t)(ev->a[2] >> 32);
     struct wsl_nvtx_thread *th = t->gpu_thread;
@@ -429,6 +429,17 @@ void wsl_nvtx_trace_gpu(struct wsl_nvtx_trace *t, const struct wsl_event *ev)
         return;
     }
     timed_count(t, c, key, handle, r, config, idle);
+}
+
+void wsl_nvtx_trace_gpu(struct wsl_nvtx_trace *t, const struct wsl_event *ev)
+{
+    trace_gpu(t, ev);
+}
+
+void wsl_nvtx_trace_gpu_run(struct wsl_nvtx_trace *t, const struct wsl_event *ev, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        trace_gpu(t, &ev[i]);
 }
 
 bool wsl_nvtx_trace_timed(const struct wsl_nvtx_trace *t) { return t->any_timed; }

@@ -257,6 +257,17 @@ static inline void wsl_nvtx_trace_other(struct wsl_nvtx_thread *th, unsigned cat
     if (c)
         wsl_nvtx_attribute(c, category, ev, calls, ticks);
 }
+/* n successful launches in a row (WSL_CAT_LAUNCH, result 0) taking `ticks` in all: what
+ * wsl_nvtx_trace_other counts for each, at once (no range opens or closes between them). */
+static inline void wsl_nvtx_trace_launch_run_ok(struct wsl_nvtx_thread *th, uint64_t n, uint64_t ticks)
+{
+    struct wsl_nvtx_counts *c = ((struct wsl_nvtx_thread_head *)(void *)th)->self;
+    if (c) {
+        c->api_calls += n;
+        c->api_ns += ticks;
+        c->launches += n;
+    }
+}
 /* The step's process-wide figures counted on this reading, by segments (wsl_nvtx_trace_close checks
  * each against its candidate ranges' instances; where one straddles an instance's edge, the trace
  * is read again at the end as before). Set once, before the first events; a run that reports them,
@@ -280,6 +291,8 @@ void wsl_nvtx_trace_event(struct wsl_nvtx_trace *t, struct wsl_nvtx_thread *th, 
 /* A GPU kernel's event (WSL_CAT_GPU_KERNEL): what wsl_nvtx_trace_event does for it (the event
  * loop's straight path). */
 void wsl_nvtx_trace_gpu(struct wsl_nvtx_trace *t, const struct wsl_event *ev);
+/* n GPU kernels' events in a row, each as wsl_nvtx_trace_gpu takes it (the event loop's runs). */
+void wsl_nvtx_trace_gpu_run(struct wsl_nvtx_trace *t, const struct wsl_event *ev, uint32_t n);
 /* Closes what is still open at end_ticks; returns how many were. Once per trace, before
  * wsl_nvtx_trace_merge. */
 uint64_t wsl_nvtx_trace_close(struct wsl_nvtx_trace *t, uint64_t end_ticks);

@@ -110,6 +110,62 @@ void wsl_phase_trace_thread(struct wsl_phase_trace *t, uint32_t tid)
     t->f.cur->tid = tid;
 }
 
+/* Launches ev[i..stop) counted as wsl_phase_trace_launch_ok counts them while its test holds (the
+ * caller bounds stop by the sequence's room; no start before the last launch's); store: kept in the
+ * sequence (else, at WSL_PHASE_MAX_SEQ: counted only). Returns where it stopped. */
+static inline __attribute__((always_inline)) uint32_t seq_launches(struct wsl_phase_seq *q, const struct wsl_event *ev,
+                                                                   uint32_t i, uint32_t stop, const bool store)
+{
+    uint64_t last = q->last_ticks;
+    size_t qn = q->n;
+    uint64_t *const ids = q->ids, *const ticks = q->ticks;
+    const uint32_t from = i;
+    for (; i < stop; i++) {
+        const uint64_t ts = ev[i].t_start;
+        if (__builtin_expect(ts < last, 0))
+            break;
+        const uint64_t g = ts - last;
+        const unsigned k = wsl_phase_gap_bucket(g);
+        q->gap_n[k]++;
+        q->gap_sum[k] += g;
+        last = ts;
+        if (store) {
+            ids[qn] = ev[i].a[0];
+            ticks[qn++] = ts;
+        }
+    }
+    q->total += i - from;
+    q->last_ticks = last;
+    q->n = qn;
+    return i;
+}
+
+void wsl_phase_trace_launch_run_ok(struct wsl_phase_trace *t, const struct wsl_event *ev, uint32_t n, uint64_t end_max)
+{
+    struct wsl_phase_trace_fast *f = &t->f;
+    uint32_t i = 0;
+    while (i < n) {
+        struct wsl_phase_seq *q = f->cur;
+        const uint32_t from = i;
+        if (q->n < q->room) { /* (never the shared sequence past the cap on threads: its room is 0) */
+            /* room is the cap (the sequence's room to keep launches) or SIZE_MAX (its cap is
+             * WSL_PHASE_MAX_SEQ: kept up to it, then counted only) */
+            size_t keep = (q->room < q->cap ? q->room : q->cap) - q->n;
+            uint32_t stop = keep < n - i ? i + (uint32_t)keep : n;
+            i = seq_launches(q, ev, i, stop, true);
+            if (i == stop && i < n && q->room == SIZE_MAX)
+                i = seq_launches(q, ev, i, n, false);
+            f->launches += i - from;
+        }
+        if (i < n)
+            wsl_phase_trace_event_slow(t, WSL_PHASE_LAUNCH, &ev[i++]);
+    }
+    /* last_submit_end, read at the end alone: the run's latest end once (any_submit holds after a
+     * launch of result 0, on either path) */
+    if (end_max > f->last_submit_end)
+        f->last_submit_end = end_max;
+}
+
 void wsl_phase_trace_event_slow(struct wsl_phase_trace *t, enum wsl_phase_op op, const struct wsl_event *ev)
 {
     if (op == WSL_PHASE_MODULE_LOAD || op == WSL_PHASE_LIBRARY_LOAD) {

@@ -184,6 +184,12 @@ static inline void wsl_phase_trace_launch_ok(struct wsl_phase_trace *t, const st
     wsl_phase_trace_event_slow(t, WSL_PHASE_LAUNCH, ev);
 }
 
+/* n successful launches in a row (the event loop's runs of launches), end_max the latest t_end
+ * among them: each as wsl_phase_trace_launch_ok counts it, the thread's sequence in registers
+ * while its test holds. */
+void wsl_phase_trace_launch_run_ok(struct wsl_phase_trace *t, const struct wsl_event *ev, uint32_t n,
+                                   uint64_t end_max);
+
 /* One event whose op is not NONE: a successful launch as wsl_phase_trace_launch_ok counts it. */
 static inline void wsl_phase_trace_event(struct wsl_phase_trace *t, enum wsl_phase_op op, const struct wsl_event *ev)
 {

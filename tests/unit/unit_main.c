@@ -118,6 +118,8 @@
     X(kern_gpu_row_cache)         \
     X(nvtx_gpu_caches)            \
     X(phase_fast_path)            \
+    X(event_runs_agree)           \
+    X(event_runs_agree_demo)      \
     X(rule_sync_heavy)            \
     X(rule_sync_polls)            \
     X(rules_host_quiet)           \
