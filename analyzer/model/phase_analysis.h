@@ -51,11 +51,12 @@ enum wsl_phase_op {
     WSL_PHASE_BREAK,        /* a wait or other work of the thread's own: file I/O, a synchronization, an
                                allocation; the gap to its next launch is not dispatch */
     WSL_PHASE_SUBMIT_BREAK, /* a copy or memset that waits (synchronous): both */
-    WSL_PHASE_READ,         /* a file read or a poll (WSL_CAT_IO_WAIT): a break; on an fd not seen opened
-                               (a pipe, a socket) a wait counted for the thread (data from another process) */
+    WSL_PHASE_READ,         /* a file read: a break; on an fd not seen opened (a pipe, a socket) a wait
+                               counted for the thread (data from another process) */
     WSL_PHASE_THREAD_WAIT,  /* a wait on a semaphore (WSL_CAT_IO_WAIT, sem_*): a break; a wait for another
                                thread, counted as a wait for data where another thread of the process waits
                                on pipes (a DataLoader's pin-memory thread: wsl_phase_trace_end) */
+    WSL_PHASE_POLL,         /* a poll (WSL_CAT_IO_WAIT): as READ */
 };
 
 enum wsl_phase_op wsl_phase_op_of(unsigned category, const char *base);
@@ -119,6 +120,7 @@ struct wsl_phase_seq {
     uint64_t broken_gaps, broken_ticks; /* the gaps with a break in them */
     uint64_t pipe_reads, pipe_ticks; /* reads and polls on fds not seen opened (path id 0) */
     uint64_t thread_waits, thread_wait_ticks; /* waits on semaphores */
+    uint64_t pipe_polls;        /* of pipe_reads, the polls */
     /* gaps from one launch to the next with no break between (ticks): count and sum per quarter of a
      * power of two (cheap per launch; the 2 ms line is drawn by bucket) */
     uint64_t gap_n[256], gap_sum[256]; /* (wsl_phase_gap_bucket: 252 used) */

@@ -112,7 +112,8 @@ const struct wsl_rule wsl_rule_dataloader_wait = {
                     "has workers and the reads and polls (poll, ppoll) of its threads that launched GPU work on "
                     "descriptors the shim did not see opened (the workers' pipes and sockets), and their waits on "
                     "semaphores (sem_wait, sem_timedwait, sem_clockwait: a Python queue's blocking get()) where another "
-                    "thread of the process reads or polls such descriptors (a DataLoader's pin_memory thread), took at "
+                    "thread of the process that launched nothing reads such descriptors, at least 32 times and once for "
+                    "each of its polls (a DataLoader's pin_memory thread), took at "
                     "least 1% of the wall time. Time lost: those calls' time, the main process blocked waiting for a "
                     "batch, at most the GPU's idle time. A lower bound: a wait in select(), epoll_wait() or on a "
                     "condition variable is not recorded.",

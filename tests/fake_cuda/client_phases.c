@@ -19,7 +19,10 @@
  *                           kernels from the main thread and 10 from a second thread
  *                           the main thread hands the step to and waits for (as
  *                           PyTorch's autograd thread launches a step's backward):
- *                           the busiest launching thread is not the one that waits
+ *                           the busiest launching thread is not the one that waits;
+ *                           a third thread, which launches nothing, polls a pipe of
+ *                           its own every 10 ms and reads it every other time (as the
+ *                           CUDA driver's event thread does)
  *   client_phases loader-pinned  as loader-poll, but a thread that launches
  *                           nothing polls and reads the pipe and hands each item to
  *                           the main thread through a semaphore (a DataLoader with
@@ -105,6 +108,23 @@ static void wait_item(int i) {
   CHECK(r == 0, "wait for item %d", i);
 }
 
+/* loader-threads: a thread of the driver's kind, which launches nothing and polls a descriptor of its own
+ * the whole run, reading from it now and then (the CUDA driver's event thread) */
+static int drv_fd[2];
+static volatile int drv_stop;
+static void *driver_thread(void *arg) {
+  (void)arg;
+  char c;
+  for (int n = 0; !drv_stop; n++) {
+    struct pollfd pf = {drv_fd[0], POLLIN, 0};
+    if (poll(&pf, 1, 10) == 1)
+      CHECK(read(drv_fd[0], &c, 1) == 1, "driver thread read");
+    if (n % 2 == 1)
+      CHECK(write(drv_fd[1], "x", 1) == 1, "driver thread write");
+  }
+  return NULL;
+}
+
 /* loader-threads: the second launching thread (a step's backward) */
 static sem_t step_go, step_done;
 static CUfunction *step_f;
@@ -167,12 +187,13 @@ int main(int argc, char **argv) {
     const int use_poll = threads || !strcmp(mode, "loader-poll");
     CALL("cuInit", cuInit(0));
     setup(f);
-    pthread_t bw, pt;
+    pthread_t bw, pt, drv;
     if (threads) {
       step_f = f;
       steps_left = 200;
       CHECK(sem_init(&step_go, 0, 0) == 0 && sem_init(&step_done, 0, 0) == 0, "sem_init");
       CHECK(pthread_create(&bw, NULL, backward_thread, NULL) == 0, "pthread_create");
+      CHECK(pipe(drv_fd) == 0 && pthread_create(&drv, NULL, driver_thread, NULL) == 0, "driver thread");
     }
     int p[2];
     CHECK(pipe(p) == 0, "pipe");
@@ -225,6 +246,8 @@ int main(int argc, char **argv) {
     if (threads) {
       sem_post(&step_go); /* steps_left is 0: the thread ends */
       CHECK(pthread_join(bw, NULL) == 0, "pthread_join");
+      drv_stop = 1;
+      CHECK(pthread_join(drv, NULL) == 0, "pthread_join");
     }
     if (pinned)
       CHECK(pthread_join(pt, NULL) == 0, "pthread_join");

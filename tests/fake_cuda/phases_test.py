@@ -133,7 +133,9 @@ rep = loader_case("loader-poll", "poll")
 polls = rep.get("io_calls", {}).get("poll", {}).get("calls", 0) if isinstance(rep.get("io_calls"), dict) else 0
 check(polls >= 200, f"loader-poll: {polls} poll calls in the report, 200 or more made")
 # the thread that waits launches the fewer kernels; the two launching threads wait for each other on
-# semaphores, and those waits are not waits for data (no thread that launches nothing feeds them)
+# semaphores, and those waits are not waits for data: no thread that launches nothing feeds them (the
+# third thread, which launches nothing, polls a pipe of its own and reads it now and then, as the CUDA
+# driver's event thread does: not a feeder)
 rep = loader_case("loader-threads", "two launching threads")
 dw = finding(rep, "dataloader_wait")
 check(not dw or dw["evidence"]["thread_waits"] == 0,

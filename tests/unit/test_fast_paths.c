@@ -271,7 +271,7 @@ int test_phase_fast_path(void)
     const uint32_t tids[3] = {11, 12, 13};
     uint64_t now[3] = {5000, 5000, 5000};
     const enum wsl_phase_op others[] = {WSL_PHASE_BREAK, WSL_PHASE_READ, WSL_PHASE_SUBMIT, WSL_PHASE_SUBMIT_BREAK,
-                                        WSL_PHASE_GRAPH};
+                                        WSL_PHASE_GRAPH, WSL_PHASE_POLL, WSL_PHASE_THREAD_WAIT};
     for (unsigned i = 0; i < 900000; i++) {
         /* thread 0 launches past WSL_PHASE_MAX_SEQ; runs of one thread, as chunks come */
         unsigned w = i < 500000 ? 0 : (unsigned)rng_below(3);
@@ -285,8 +285,8 @@ int test_phase_fast_path(void)
         ev.t_end = ev.t_start + rng_below(4000);
         ev.result = rng_below(50) == 0 ? 1 : 0;
         ev.a[0] = 0x7f0000001000ull + 0x1000ull * rng_below(40);
-        enum wsl_phase_op op = r < 85 ? WSL_PHASE_LAUNCH : others[rng_below(5)];
-        if (op == WSL_PHASE_READ && rng_below(2))
+        enum wsl_phase_op op = r < 85 ? WSL_PHASE_LAUNCH : others[rng_below(7)];
+        if ((op == WSL_PHASE_READ || op == WSL_PHASE_POLL) && rng_below(2))
             ev.a[0] = 0; /* a pipe */
         wsl_phase_trace_event(fast, op, &ev);
         wsl_phase_trace_event_slow(slow, op, &ev);
@@ -305,7 +305,8 @@ int test_phase_fast_path(void)
                "thread %u: last launch", w);
         CHECKF(a->broken_gaps == b->broken_gaps && a->broken_ticks == b->broken_ticks, "thread %u: broken gaps %llu/%llu",
                w, (unsigned long long)a->broken_gaps, (unsigned long long)b->broken_gaps);
-        CHECK(a->pipe_reads == b->pipe_reads && a->pipe_ticks == b->pipe_ticks);
+        CHECK(a->pipe_reads == b->pipe_reads && a->pipe_ticks == b->pipe_ticks && a->pipe_polls == b->pipe_polls);
+        CHECK(a->thread_waits == b->thread_waits && a->thread_wait_ticks == b->thread_wait_ticks);
         CHECKF(!memcmp(a->gap_n, b->gap_n, sizeof a->gap_n) && !memcmp(a->gap_sum, b->gap_sum, sizeof a->gap_sum),
                "thread %u: gaps", w);
         CHECKF(!memcmp(a->ids, b->ids, a->n * sizeof *a->ids) && !memcmp(a->ticks, b->ticks, a->n * sizeof *a->ticks),
