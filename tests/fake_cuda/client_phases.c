@@ -41,6 +41,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <semaphore.h>
+#include <stdatomic.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -79,7 +80,7 @@ static void launch(CUfunction f) {
 
 /* loader-pinned: the thread that takes the worker's items (launches nothing) */
 static sem_t items_ready;
-static int pin_items[200];
+static atomic_int pin_items[200]; /* atomics: TSan does not see sem_clockwait's synchronization */
 static int pin_fd;
 static void *pin_thread(void *arg) {
   (void)arg;
@@ -89,7 +90,9 @@ static void *pin_thread(void *arg) {
     while ((n = poll(&pf, 1, 5000)) == 0)
       ;
     CHECK(n == 1 && (pf.revents & POLLIN), "pin poll item %d", i);
-    CHECK(read(pin_fd, &pin_items[i], sizeof pin_items[i]) == (ssize_t)sizeof pin_items[i], "pin read %d", i);
+    int item = -1;
+    CHECK(read(pin_fd, &item, sizeof item) == (ssize_t)sizeof item, "pin read %d", i);
+    atomic_store_explicit(&pin_items[i], item, memory_order_relaxed);
     sem_post(&items_ready);
   }
   return NULL;
@@ -111,11 +114,11 @@ static void wait_item(int i) {
 /* loader-threads: a thread of the driver's kind, which launches nothing and polls a descriptor of its own
  * the whole run, reading from it now and then (the CUDA driver's event thread) */
 static int drv_fd[2];
-static volatile int drv_stop;
+static atomic_int drv_stop;
 static void *driver_thread(void *arg) {
   (void)arg;
   char c;
-  for (int n = 0; !drv_stop; n++) {
+  for (int n = 0; !atomic_load(&drv_stop); n++) {
     struct pollfd pf = {drv_fd[0], POLLIN, 0};
     if (poll(&pf, 1, 10) == 1)
       CHECK(read(drv_fd[0], &c, 1) == 1, "driver thread read");
@@ -219,7 +222,7 @@ int main(int argc, char **argv) {
       uint64_t a = now_ns();
       if (pinned) {
         wait_item(i);
-        item = pin_items[i];
+        item = atomic_load_explicit(&pin_items[i], memory_order_relaxed);
       } else {
         if (use_poll) {
           struct pollfd pf = {p[0], POLLIN, 0};
@@ -246,7 +249,7 @@ int main(int argc, char **argv) {
     if (threads) {
       sem_post(&step_go); /* steps_left is 0: the thread ends */
       CHECK(pthread_join(bw, NULL) == 0, "pthread_join");
-      drv_stop = 1;
+      atomic_store(&drv_stop, 1);
       CHECK(pthread_join(drv, NULL) == 0, "pthread_join");
     }
     if (pinned)

@@ -27,11 +27,27 @@
 
 #include "io_hooks.h"
 
+/* ThreadSanitizer builds: a program's poll or semaphore wait reaches these hooks from inside TSan's
+ * blocking interceptor (libtsan is preloaded first), where TSan does not see the synchronization of
+ * atomics; the ring's hand-over declares its own (wsl_ring_commit_tsan), the thread's set-up does not,
+ * so a thread not set up yet passes through here (its later calls set it up). */
+#if WSL_TSAN
+static inline struct wsl_thread *wait_enter(void)
+{
+    struct wsl_thread *t = wsl_tls_thread;
+    if (!t || t->gen != atomic_load_explicit(&wsl_io_gen, memory_order_relaxed))
+        return NULL;
+    return io_enter();
+}
+#else
+#define wait_enter io_enter
+#endif
+
 /* The call, timed, into r (its errno in err), in t; straight through when not recorded. */
 #define WAIT_CALL(call)                                                                    \
     if (!wsl_tsan_up())                                                                    \
         return call;                                                                       \
-    struct wsl_thread *t = io_enter();                                                     \
+    struct wsl_thread *t = wait_enter();                                                   \
     if (!t)                                                                                \
         return call;                                                                       \
     int timed_ = 1;                                                                        \
