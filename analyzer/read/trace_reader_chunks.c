@@ -12,12 +12,15 @@
 #include <sys/stat.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <zstd.h>
 #include "trace_reader_internal.h"
+
+_Static_assert(offsetof(struct wsl_event, api) == 2 * sizeof(uint64_t), "an event's times come first");
 
 /* ---- payload parsers ---------------------------------------------------------------- */
 
@@ -495,7 +498,8 @@ static inline __attribute__((always_inline)) uint32_t tbits_loop(struct wsl_read
                 goto slow;
             }
             const unsigned tg = (unsigned)__builtin_ctzll(x >> gk | 1ull << 63), lg = gk + tg + 1;
-            const uint64_t xd = lg < 64 ? x >> lg : 0; /* lg 64 or more: the slow path below */
+            /* lg 64 or more (tg >= gq: the test below fails) shifts by lg & 63, a value not used */
+            const uint64_t xd = x >> (lg & 63);
             const unsigned td = (unsigned)__builtin_ctzll(xd >> dk | 1ull << 63), len = lg + dk + td + 1;
             if (__builtin_expect(tg < gq && td < dq && len <= 57, 1)) {
                 rg = (uint64_t)tg << gk | (x & gm);
@@ -519,7 +523,9 @@ static inline __attribute__((always_inline)) uint32_t tbits_loop(struct wsl_read
         const uint64_t dur = dc + ((uint64_t)wsl_unzigzag(rd) << ds);
         struct wsl_event *ev = &out[i];
         if (__builtin_expect(op - 1 < entries, 1)) {
-            *ev = table[op - 1];
+            /* the entry but its times (the first 16 bytes), written below: 48 bytes, not 64 */
+            memcpy((char *)ev + offsetof(struct wsl_event, api), (const char *)&table[op - 1] + offsetof(struct wsl_event, api),
+                   sizeof *ev - offsetof(struct wsl_event, api));
         } else {
             if (op != 0) {
                 *rc = -1;
