@@ -224,6 +224,12 @@ uint64_t wsl_reader_bytes_out(const struct wsl_reader *r);
 
 void wsl_reader_close(struct wsl_reader *r);
 
+/* Whether readers opened from now on decode EVENTS_BITS batches with their loop's BMI2 build
+ * (x86-64 CPUs with BMI1 and BMI2; the same events as the generic one). Tests set
+ * wsl_reader_generic_only to read with the generic build. */
+bool wsl_reader_bmi2_path(void);
+extern bool wsl_reader_generic_only;
+
 /* ---- one reading per trace: the store (trace_store.c) -------------------------------------
  *
  * The analysis reads a trace more than once: the run's pass, then the passes that need the

@@ -551,12 +551,52 @@ static inline __attribute__((always_inline)) uint32_t tbits_loop(struct wsl_read
 /* The batch loop, inlined twice: for chunks with a column of Exp-Golomb codes (q 0: jittered or
  * spread times) both codes are read from the window inline; for the others, the Rice test first
  * and tbits_window_codes out of line where it fails. */
-static __attribute__((noinline)) uint32_t tbits_events(struct wsl_reader *r, struct wsl_packed_in *in, uint32_t n,
-                                                       int *rc)
+static inline __attribute__((always_inline)) uint32_t tbits_events_body(struct wsl_reader *r, struct wsl_packed_in *in,
+                                                                        uint32_t n, int *rc)
 {
     if (r->ev_tdir.gap_q == 0 || r->ev_tdir.dur_q == 0)
         return tbits_loop(r, in, n, rc, true);
     return tbits_loop(r, in, n, rc, false);
+}
+
+static __attribute__((noinline)) uint32_t tbits_events_generic(struct wsl_reader *r, struct wsl_packed_in *in,
+                                                               uint32_t n, int *rc)
+{
+    return tbits_events_body(r, in, n, rc);
+}
+
+/* The same code for CPUs with BMI1 and BMI2 (x86-64 since 2013-2015): the loop's shifts by a count
+ * in a register (the window's bit offset, the codes' lengths) as shrx/shlx, which need no move of
+ * the count to cl, the zero counts as tzcnt: 13 instructions fewer an event of mix. Only integer
+ * instructions differ, so every result is the same (tests: unit.reader_isa_agree). */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define READER_HAVE_BMI2_PATH 1
+static __attribute__((noinline, target("bmi,bmi2"))) uint32_t tbits_events_bmi2(struct wsl_reader *r,
+                                                                                 struct wsl_packed_in *in,
+                                                                                 uint32_t n, int *rc)
+{
+    return tbits_events_body(r, in, n, rc);
+}
+#endif
+
+bool wsl_reader_generic_only;
+
+bool wsl_reader_bmi2_path(void)
+{
+#ifdef READER_HAVE_BMI2_PATH
+    return !wsl_reader_generic_only && __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2");
+#else
+    return false;
+#endif
+}
+
+static inline uint32_t tbits_events(struct wsl_reader *r, struct wsl_packed_in *in, uint32_t n, int *rc)
+{
+#ifdef READER_HAVE_BMI2_PATH
+    if (r->bmi2)
+        return tbits_events_bmi2(r, in, n, rc);
+#endif
+    return tbits_events_generic(r, in, n, rc);
 }
 
 /* Decodes the next batch of the EVENTS_PACKED or EVENTS_GAPS chunk in progress:
