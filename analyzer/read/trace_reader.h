@@ -108,6 +108,10 @@ struct wsl_item {
             uint64_t dropped;                   /* the chunk's dropped count, on its first batch; else 0 */
             uint32_t count;                     /* may be 0 (a chunk that only reports drops) */
             const struct wsl_event *events;
+            /* Each event's op in its chunk's table of argument sets (EVENTS_PACKED, EVENTS_GAPS,
+             * EVENTS_BITS; NULL for EVENTS chunks): 0 a literal, k the set of the chunk's op k
+             * (the same api, result, stream and arguments wherever k comes in the chunk). */
+            const uint8_t *ops;
         } events;
         struct wsl_end_info end;
         struct wsl_gpu_memory gpu_memory;

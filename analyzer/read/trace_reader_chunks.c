@@ -201,9 +201,11 @@ static bool bytes_left(struct wsl_reader *r, unsigned long long at, size_t left)
 }
 
 /* Hands out n decoded events of the current chunk; true when they were its last. */
-static bool hand_out_events(struct wsl_reader *r, struct wsl_item *item, struct wsl_event *out, uint32_t n)
+static bool hand_out_events(struct wsl_reader *r, struct wsl_item *item, struct wsl_event *out, uint32_t n,
+                            const uint8_t *ops)
 {
     item->type = WSL_CHUNK_EVENTS;
+    item->events.ops = ops;
     item->events.tid = r->ev_tid;
     item->events.chunk_start = r->ev_done == 0;
     item->events.dropped = r->ev_done == 0 ? r->ev_dropped : 0;
@@ -288,7 +290,7 @@ enum wsl_read_result reader_next_event_batch(struct wsl_reader *r, struct wsl_it
     in.dur = dur_p;
     in.fld = fld_p;
     r->ev_in = in;
-    if (hand_out_events(r, item, out, n)) {
+    if (hand_out_events(r, item, out, n, NULL)) {
         if (bytes_left(r, at, wsl_columns_left(&in)))
             return WSL_READ_ERROR;
     }
@@ -610,6 +612,7 @@ enum wsl_read_result reader_next_packed_batch(struct wsl_reader *r, struct wsl_i
     if (n > WSL_READER_BATCH)
         n = WSL_READER_BATCH;
     struct wsl_packed_in in = r->ev_pin;
+    const uint8_t *const ops = in.op; /* (the batch's ops: one byte an event) */
     int rc;
     uint32_t done = r->ev_tbits  ? tbits_events(r, &in, n, &rc)
                     : in.dur_lo ? packed_events(r, &in, n, true, &rc)
@@ -619,7 +622,7 @@ enum wsl_read_result reader_next_packed_batch(struct wsl_reader *r, struct wsl_i
     if (rc)
         return corrupt(r, "corrupt chunk at byte %llu: bad event encoding (event %u)", at, r->ev_done + done);
     r->ev_pin = in;
-    if (hand_out_events(r, item, r->batch, n)) {
+    if (hand_out_events(r, item, r->batch, n, ops)) {
         if (r->ev_tbits && !wsl_bits_done(&r->ev_bits))
             return corrupt(r, "corrupt chunk at byte %llu: bad event encoding (the times' %u bytes of bits %s)", at,
                            (unsigned)(r->ev_bits.end - r->ev_bits.p),
