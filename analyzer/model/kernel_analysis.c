@@ -123,6 +123,7 @@ struct wsl_kern_trace {
      * of the counter its launches add to (its row's by_api[slot]), 0 while not known; op 0 (a
      * literal) stays 0. */
     uint64_t op_counter[256];
+    unsigned op_max;            /* the highest op given a counter since the chunk began */
 };
 
 /* Handles are pointers, their low bits often equal: a multiplicative hash
@@ -519,7 +520,10 @@ void wsl_kern_trace_launch_run_ok(struct wsl_kern_trace *t, const uint8_t *slot,
 
 void wsl_kern_trace_chunk(struct wsl_kern_trace *t)
 {
-    memset(t->op_counter, 0, sizeof t->op_counter);
+    if (t->op_max) { /* (a chunk without ops, or whose launches all missed, costs nothing) */
+        memset(t->op_counter, 0, (t->op_max + 1) * sizeof *t->op_counter);
+        t->op_max = 0;
+    }
 }
 
 _Static_assert(WSL_PACK_TABLE_MAX < 256, "an op is a byte");
@@ -555,8 +559,10 @@ void wsl_kern_trace_launch_run_ops(struct wsl_kern_trace *t, const uint8_t *slot
             fast_after = t->fast_after;
             rows = (uintptr_t)t->rows; /* (they may have grown) */
         }
-        if (op && c->handle == handle && c->grid == e->a[1] && c->block == e->a[2]) /* (handle 0: slot 0 holds 1) */
+        if (op && c->handle == handle && c->grid == e->a[1] && c->block == e->a[2]) { /* (handle 0: slot 0 holds 1) */
             counter[op] = c->row_offset + offsetof(struct launch_row, by_api) + sizeof(uint64_t) * slot[i];
+            t->op_max = op > t->op_max ? op : t->op_max;
+        }
     }
     t->launches += n - other;
     if (end_max > t->last_gpu)
