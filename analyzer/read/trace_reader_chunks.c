@@ -526,8 +526,8 @@ static inline __attribute__((always_inline)) uint32_t tbits_loop(struct wsl_read
         struct wsl_event *ev = &out[i];
         if (__builtin_expect(op - 1 < entries, 1)) {
             /* the entry but its times (the first 16 bytes), written below: 48 bytes, not 64 */
-            memcpy((char *)ev + offsetof(struct wsl_event, api), (const char *)&table[op - 1] + offsetof(struct wsl_event, api),
-                   sizeof *ev - offsetof(struct wsl_event, api));
+            const size_t past_times = offsetof(struct wsl_event, api);
+            memcpy((char *)ev + past_times, (const char *)&table[op - 1] + past_times, sizeof *ev - past_times);
         } else {
             if (op != 0) {
                 *rc = -1;
