@@ -159,7 +159,7 @@ static inline __attribute__((always_inline)) void take_event(struct trace_state 
  * common cases in their own loops with their state in registers; the NVTX and host counts added
  * once; the latest end found once for the three that keep it. */
 static __attribute__((noinline)) uint32_t take_launch_run(struct trace_state *t, struct wsl_nvtx_thread *nth,
-                                                          const struct wsl_event *ev, uint32_t n,
+                                                          const struct wsl_event *ev, const uint8_t *ops, uint32_t n,
                                                           uint64_t *max_end, uint64_t *max_start)
 {
     uint8_t slots[WSL_READER_BATCH]; /* each launch's slot among the launch APIs */
@@ -181,7 +181,10 @@ static __attribute__((noinline)) uint32_t take_launch_run(struct trace_state *t,
     if (end > *max_end)
         *max_end = end;
     *max_start = start;
-    wsl_kern_trace_launch_run_ok(t->kern, slots, ev, m, end);
+    if (ops) /* (the kernel table's row by op) */
+        wsl_kern_trace_launch_run_ops(t->kern, slots, ops, ev, m, end);
+    else
+        wsl_kern_trace_launch_run_ok(t->kern, slots, ev, m, end);
     wsl_nvtx_trace_launch_run_ok(nth, m, sum); /* (the durations' sum modulo 2^64, as added one by one) */
     wsl_host_trace_launch_run_ok(t->host, ev, m);
     wsl_phase_trace_launch_run_ok(t->phase, ev, m, end);
@@ -262,8 +265,15 @@ static void take_state_event(struct trace_state *t, struct wsl_nvtx_thread *nth,
 bool wsl_take_events_one_by_one;
 
 /* The hot loop: every event of the trace passes here. */
-void wsl_take_events(struct trace_state *t, uint32_t tid, uint64_t dropped, const struct wsl_event *ev, uint32_t n)
+bool wsl_take_events_without_ops;
+
+void wsl_take_events(struct trace_state *t, uint32_t tid, uint64_t dropped, const struct wsl_event *ev, uint32_t n,
+                     const uint8_t *ops, bool chunk_start)
 {
+    if (chunk_start)
+        wsl_kern_trace_chunk(t->kern); /* (the ops of the chunk before name other argument sets) */
+    if (wsl_take_events_without_ops)
+        ops = NULL;
     uint64_t max_end = t->max_event_end;
     struct wsl_nvtx_thread *nth = wsl_nvtx_thread(t->nvtx, tid, dropped);
     wsl_host_trace_thread(t->host, tid, wsl_nvtx_innermost(nth)); /* waits go to the thread's innermost range */
@@ -292,7 +302,7 @@ void wsl_take_events(struct trace_state *t, uint32_t tid, uint64_t dropped, cons
     for (uint32_t i = 0; i < n;) {
         struct trace_api *ta = t->by_id[ev[i].api]; /* the reader checked the id is in the table */
         if (ta->launch_route && ev[i].result == 0 && runs) { /* most events: launches, in runs */
-            i += take_launch_run(t, nth, &ev[i], n - i, &max_end, &max_start);
+            i += take_launch_run(t, nth, &ev[i], ops ? &ops[i] : NULL, n - i, &max_end, &max_start);
             continue;
         }
         if (ta->gpu_route && runs) { /* and GPU kernels, in runs */

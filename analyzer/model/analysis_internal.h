@@ -79,7 +79,9 @@ void wsl_take_api_table(struct wsl_run *run, struct trace_state *t, const struct
 /* Tests only: true takes every event one by one (take_event), without the runs of launches and of
  * GPU kernels: the path the runs stand for, which tests/unit/test_runs.c compares them with. */
 extern bool wsl_take_events_one_by_one;
+extern bool wsl_take_events_without_ops; /* (tests: the runs of launches without the reader's ops) */
 /* An EVENTS batch of thread tid to every analysis that reads it. */
-void wsl_take_events(struct trace_state *t, uint32_t tid, uint64_t dropped, const struct wsl_event *ev, uint32_t n);
+void wsl_take_events(struct trace_state *t, uint32_t tid, uint64_t dropped, const struct wsl_event *ev, uint32_t n,
+                     const uint8_t *ops, bool chunk_start);
 
 #endif

@@ -351,7 +351,8 @@ static void sink_item(struct trace_sink *k, const struct wsl_item *it)
             t->max_clock_ns = it->clock.mono_ns;
         break;
     case WSL_CHUNK_EVENTS:
-        wsl_take_events(t, it->events.tid, it->events.dropped, it->events.events, it->events.count);
+        wsl_take_events(t, it->events.tid, it->events.dropped, it->events.events, it->events.count, it->events.ops,
+                        it->events.chunk_start);
         t->dropped_in_chunks += it->events.dropped;
         break;
     case WSL_CHUNK_END:

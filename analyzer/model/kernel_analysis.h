@@ -192,6 +192,14 @@ void wsl_kern_trace_launch_ok(struct wsl_kern_trace *t, unsigned slot, const str
  * one loop (the event loop's runs of launches). */
 void wsl_kern_trace_launch_run_ok(struct wsl_kern_trace *t, const uint8_t *slot, const struct wsl_event *ev,
                                   uint32_t n, uint64_t end_max);
+/* The same, ops[i] ev[i]'s op in its EVENTS chunk's table (the reader's item.events.ops: 0 a
+ * literal, k the chunk's entry k - 1, whose handle, grid, block and API are the same at each of
+ * its launches): an op whose launch found its row is counted there at once (the row of a handle,
+ * grid and block never changes). Call wsl_kern_trace_chunk at each chunk's first batch. */
+void wsl_kern_trace_launch_run_ops(struct wsl_kern_trace *t, const uint8_t *slot, const uint8_t *ops,
+                                   const struct wsl_event *ev, uint32_t n, uint64_t end_max);
+/* A new EVENTS chunk: its ops name other entries (forgets the ops' rows). */
+void wsl_kern_trace_chunk(struct wsl_kern_trace *t);
 /* An event of op WSL_KERN_GPU_TIME: what wsl_kern_trace_event does for it, without the op's tests
  * (the event loop's straight path for GPU kernels). */
 void wsl_kern_trace_gpu(struct wsl_kern_trace *t, const struct wsl_event *ev);

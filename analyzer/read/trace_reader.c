@@ -588,6 +588,7 @@ struct wsl_reader *reader_new(void)
     r->frame_open = true;
     r->clock.ns_per_tick = 1.0;
     r->clock.rate_known = true;
+    r->bmi2 = wsl_reader_bmi2_path();
     r->dctx = ZSTD_createDCtx();
     r->outbuf = malloc(OUTPUT_BUFFER_SIZE);
     r->out_cap = OUTPUT_BUFFER_SIZE;

@@ -108,6 +108,10 @@ struct wsl_item {
             uint64_t dropped;                   /* the chunk's dropped count, on its first batch; else 0 */
             uint32_t count;                     /* may be 0 (a chunk that only reports drops) */
             const struct wsl_event *events;
+            /* Each event's op in its chunk's table of argument sets (EVENTS_PACKED, EVENTS_GAPS,
+             * EVENTS_BITS; NULL for EVENTS chunks): 0 a literal, k the set of the chunk's op k
+             * (the same api, result, stream and arguments wherever k comes in the chunk). */
+            const uint8_t *ops;
         } events;
         struct wsl_end_info end;
         struct wsl_gpu_memory gpu_memory;
@@ -223,6 +227,12 @@ uint64_t wsl_reader_bytes_in(const struct wsl_reader *r);
 uint64_t wsl_reader_bytes_out(const struct wsl_reader *r);
 
 void wsl_reader_close(struct wsl_reader *r);
+
+/* Whether readers opened from now on decode EVENTS_BITS batches with their loop's BMI2 build
+ * (x86-64 CPUs with BMI1 and BMI2; the same events as the generic one). Tests set
+ * wsl_reader_generic_only to read with the generic build. */
+bool wsl_reader_bmi2_path(void);
+extern bool wsl_reader_generic_only;
 
 /* ---- one reading per trace: the store (trace_store.c) -------------------------------------
  *

@@ -80,6 +80,7 @@ struct wsl_reader {
     uint64_t chunk_offset;      /* where the current chunk's header starts */
 
     /* EVENTS chunk being handed out in batches */
+    bool bmi2;                  /* EVENTS_BITS batches take the BMI2 build of their loop (wsl_reader_bmi2_path) */
     bool in_events;
     uint32_t ev_tid, ev_count, ev_done;
     uint64_t ev_dropped;

@@ -112,6 +112,7 @@ struct wsl_reader *reader_new_replay(void)
     r->done = WSL_READ_ITEM;
     r->clock.ns_per_tick = 1.0;
     r->clock.rate_known = true;
+    r->bmi2 = wsl_reader_bmi2_path();
     r->batch = malloc(WSL_READER_BATCH * sizeof *r->batch);
     r->codec = calloc(1, sizeof *r->codec);
     r->pack = calloc(1, sizeof *r->pack);

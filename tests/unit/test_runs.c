@@ -1,6 +1,7 @@
 /* The event loop's runs (analysis_events.c: take_launch_run, take_gpu_run) against the path they
  * stand for, every event one by one through take_event (wsl_take_events_one_by_one): the same
- * trace read both ways, the JSON reports compared byte for byte.
+ * trace read in runs with the reader's ops (the kernel table's rows by op), in runs without them
+ * (wsl_take_events_without_ops) and one by one, the JSON reports compared byte for byte.
  * - event_runs_agree: synthetic traces whose runs break in every way the run paths handle: two
  *   launch APIs in turn (their slots), failed launches, handle 0, handles past the kernel table's
  *   cache, a function launched at several sizes in turn, a launch starting before the last one,
@@ -21,7 +22,7 @@
 #include "trace_synth.h"
 #include "unit_test.h"
 
-enum { R_FUNC, R_LAUNCH, R_LAUNCH_EX, R_SYNC, R_COPY, R_PUSH, R_POP, R_GPU, R_ROWS };
+enum { R_FUNC, R_LAUNCH, R_LAUNCH_EX, R_SYNC, R_COPY, R_PUSH, R_POP, R_GPU, R_CAPTURE, R_CAPTURE_END, R_ROWS };
 static const struct synth_row run_rows[R_ROWS] = {
     [R_FUNC] = {"cuModuleGetFunction", "cuModuleGetFunction", WSL_CAT_FUNC_NAME},
     [R_LAUNCH] = {"cuLaunchKernel", "cuLaunchKernel", WSL_CAT_LAUNCH},
@@ -31,6 +32,8 @@ static const struct synth_row run_rows[R_ROWS] = {
     [R_PUSH] = {"nvtxRangePushA", "nvtxRangePush", WSL_CAT_NVTX_PUSH},
     [R_POP] = {"nvtxRangePop", "nvtxRangePop", WSL_CAT_NVTX_POP},
     [R_GPU] = {"wslshim_gpu_kernel", "wslshim_gpu_kernel", WSL_CAT_GPU_KERNEL},
+    [R_CAPTURE] = {"cuStreamBeginCapture_v2", "cuStreamBeginCapture", WSL_CAT_OTHER},
+    [R_CAPTURE_END] = {"cuStreamEndCapture", "cuStreamEndCapture", WSL_CAT_OTHER},
 };
 
 #define RUN_HANDLES 300          /* more than the kernel table's launch cache holds */
@@ -121,6 +124,27 @@ static void write_run_trace(const char *path, uint64_t seed, bool ranges, bool l
             struct wsl_event *e = run_put(s, b, R_SYNC, t, 20000 + rng_below(50000));
             e->stream = 7;
             t = e->t_end + 500;
+            continue;
+        }
+        if (b == host && i % 20000 == 10000) { /* a stream capture of the host's launches for a while: they
+                                                   take the kernel table's slow path (fast_after), ops whose
+                                                   rows it knew included */
+            struct wsl_event *e = run_put(s, b, i % 40000 == 10000 ? R_CAPTURE : R_CAPTURE_END, t, 1000);
+            e->stream = 7;
+            t = e->t_end + 200;
+            continue;
+        }
+        if (b == other && i % 50000 == 97 * 300) { /* two launches of one function, the second before the
+                                                      trace's first launch: the kernel table's slow path
+                                                      (first_launch) for an op whose row it knows */
+            for (int k = 0; k < 2; k++) {
+                struct wsl_event *e = run_put(s, b, R_LAUNCH, k ? pi.start_ticks + 1000 + i : t, 3000);
+                e->stream = 7;
+                e->a[0] = run_handle(3);
+                e->a[1] = WSL_GRID(64, 1);
+                e->a[2] = WSL_BLOCK(1, 128, 1, 1);
+            }
+            t += 4000;
             continue;
         }
         if (r < 35) {
@@ -224,15 +248,19 @@ static void write_run_trace(const char *path, uint64_t seed, bool ranges, bool l
     free(gpu);
 }
 
+enum read_way { RUNS_WITH_OPS, RUNS_WITHOUT_OPS, ONE_BY_ONE };
+
 /* The JSON report of path read one way; NULL (a failure reported) if it cannot be read. */
-static char *report_json(const char *path, bool one_by_one, size_t *size)
+static char *report_json(const char *path, enum read_way way, size_t *size)
 {
-    wsl_take_events_one_by_one = one_by_one;
+    wsl_take_events_one_by_one = way == ONE_BY_ONE;
+    wsl_take_events_without_ops = way == RUNS_WITHOUT_OPS;
     struct wsl_run run;
     wsl_run_init(&run);
     char err[WSL_READER_ERRLEN];
     int rc = wsl_run_add_trace(&run, path, err, sizeof err);
     wsl_take_events_one_by_one = false;
+    wsl_take_events_without_ops = false;
     if (rc != 0) {
         fprintf(stderr, "  %s: %s\n", path, err);
         wsl_run_free(&run);
@@ -247,12 +275,18 @@ static char *report_json(const char *path, bool one_by_one, size_t *size)
     return out;
 }
 
-/* 0 when path's reports agree both ways; each must hold every string of `want`. */
+/* 0 when path's reports agree read in runs (with the reader's ops, the kernel table's rows by op,
+ * and without them) and one by one; each must hold every string of `want`. */
 static int runs_agree(const char *path, const char *const *want, size_t nwant)
 {
-    size_t na = 0, nb = 0;
-    char *a = report_json(path, false, &na), *b = report_json(path, true, &nb);
+    size_t na = 0, nb = 0, nc = 0;
+    char *a = report_json(path, RUNS_WITH_OPS, &na), *b = report_json(path, ONE_BY_ONE, &nb);
+    char *c = report_json(path, RUNS_WITHOUT_OPS, &nc);
     int fail = 0;
+    if (a && b && c && (nc != nb || memcmp(c, b, nb) != 0)) {
+        fprintf(stderr, "  %s: the runs without ops and one by one differ\n", path);
+        fail = 1;
+    }
     if (!a || !b) {
         fail = 1;
     } else if (na != nb || memcmp(a, b, na) != 0) {
@@ -271,6 +305,7 @@ static int runs_agree(const char *path, const char *const *want, size_t nwant)
         }
     free(a);
     free(b);
+    free(c);
     return fail;
 }
 

@@ -1,6 +1,7 @@
 /* EVENTS_BITS (format 1.10): the times coded as bits by the writer (trace_format.h). Round trips
  * over the distributions the writer meets and every code parameter, a golden encoding byte for
  * byte, malformed chunks through the reference decoder and the reader's batch loop. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -660,6 +661,81 @@ int test_reader_tbits_malformed(void)
         read_all_free(&ra);
     }
     (void)size;
+    free(ev);
+    return 0;
+}
+
+/* The reader's EVENTS_BITS loop as built for any x86-64 and for BMI1 and BMI2 (wsl_reader_bmi2_path,
+ * taken where the CPU has them): every distribution, lengths around a batch and a chunk's table,
+ * Rice and Exp-Golomb columns, escapes; each read with both gives every event, and a damaged column
+ * the same result and message with both. Where the CPU lacks BMI2 both readings are the generic
+ * loop's (said on stderr). */
+int test_reader_isa_agree(void)
+{
+    enum { MAXN = 3000 };
+    struct wsl_event *ev = calloc(MAXN, sizeof *ev);
+    CHECK(ev);
+    char path[512];
+    test_path(path, sizeof path, "tbits-isa.trace.zst");
+    wsl_reader_generic_only = false;
+    const bool bmi2 = wsl_reader_bmi2_path();
+    if (!bmi2)
+        fprintf(stderr, "reader_isa_agree: this CPU has no BMI2: the generic loop alone\n");
+    static const uint32_t lens[] = {1, 2, 255, 256, 257, 600, 3000};
+    unsigned rice = 0, golomb = 0, damaged = 0;
+    for (int kind = 0; kind < 5; kind++)
+        for (size_t l = 0; l < sizeof lens / sizeof lens[0]; l++) {
+            const uint32_t n = lens[l];
+            memset(ev, 0, sizeof *ev * n);
+            make_events(ev, n, kind);
+            uint8_t *enc;
+            synth_encode_tbits(ev, n, ev[0].t_start, &enc);
+            struct wsl_tbits_dir d;
+            memcpy(&d, enc, sizeof d);
+            free(enc);
+            if (d.gap_q == 0 || d.dur_q == 0)
+                golomb++;
+            else
+                rice++;
+            /* whole, then a byte of the bit column flipped (a code misread, or malformed) */
+            for (int flip = 0; flip < 3; flip++) {
+                const long at = flip ? (long)(WSL_TBITS_DIRECTORY_SIZE + n + (d.bit_bytes * (unsigned)flip) / 3) : -1;
+                if (flip && !d.bit_bytes)
+                    break;
+                write_tbits_case(path, ev, n, at, (uint8_t)(flip == 1 ? 0x10 : 0xff), NULL);
+                struct read_all ra[2];
+                for (int g = 0; g < 2; g++) {
+                    wsl_reader_generic_only = g == 1;
+                    read_all_file(path, &ra[g]);
+                }
+                wsl_reader_generic_only = false;
+                CHECKF(ra[0].result == ra[1].result && !strcmp(ra[0].message, ra[1].message) &&
+                           ra[0].count == ra[1].count,
+                       "kind %d n %u flip %d: BMI2 loop %d '%s' %zu events, generic %d '%s' %zu", kind, n, flip,
+                       ra[0].result, ra[0].message, ra[0].count, ra[1].result, ra[1].message, ra[1].count);
+                for (size_t i = 0; i < ra[0].count; i++) {
+                    const char *what;
+                    CHECKF(event_diff(&ra[0].events[i], &ra[1].events[i], &what) < 0,
+                           "kind %d n %u flip %d event %zu differs in %s", kind, n, flip, i, what);
+                }
+                if (!flip) {
+                    CHECKF(ra[0].result == WSL_READ_END && ra[0].count == n, "kind %d n %u: %s", kind, n,
+                           ra[0].message);
+                    for (uint32_t i = 0; i < n; i++) {
+                        const char *what;
+                        CHECKF(event_diff(&ev[i], &ra[1].events[i], &what) < 0, "kind %d n %u event %u differs in %s",
+                               kind, n, i, what);
+                    }
+                } else {
+                    damaged += ra[0].result != WSL_READ_END ||
+                               memcmp(ra[0].events, ev, sizeof *ev * (ra[0].count < n ? ra[0].count : n)) != 0;
+                }
+                read_all_free(&ra[0]);
+                read_all_free(&ra[1]);
+            }
+        }
+    CHECKF(rice > 0 && golomb > 0 && damaged > 0, "cases: %u Rice, %u Exp-Golomb, %u damaged read differently", rice,
+           golomb, damaged);
     free(ev);
     return 0;
 }
