@@ -272,27 +272,36 @@ static inline __attribute__((always_inline)) int fold_meta_add(struct wsl_thread
     return 1;
 }
 
-/* lseek(fd, 0, SEEK_CUR) that returned 0 (r), counted apart */
-static inline __attribute__((always_inline)) int fold_meta_tell(struct wsl_thread *t, unsigned api, int fd,
-                                                                uint32_t path, int64_t off, int whence, int64_t r)
+/* lseek(fd, 0, SEEK_CUR) that returned 0 (r), counted apart (file: fd and path, WSL_FOLD_FILE) */
+static inline __attribute__((always_inline)) int fold_meta_tell(struct wsl_thread *t, unsigned api, uint64_t file,
+                                                                int64_t off, int whence, int64_t r)
 {
     return !((uint64_t)(whence ^ SEEK_CUR) | (uint64_t)off | (uint64_t)r) &&
-           fold_meta_add(t, WSL_FOLD_FILE(fd, path), &t->fold_tells, api);
+           fold_meta_add(t, file, &t->fold_tells, api);
 }
 
 /* an fstat that returned st_size `size`, counted apart when the fold's fstats
  * counted so far returned the same */
-static inline __attribute__((always_inline)) int fold_meta_stat(struct wsl_thread *t, unsigned api, int fd,
-                                                                uint32_t path, uint64_t size)
+static inline __attribute__((always_inline)) int fold_meta_stat(struct wsl_thread *t, unsigned api, uint64_t file,
+                                                                uint64_t size)
 {
-    if (size > UINT32_MAX || (t->fold_stats && t->fold_size != size))
+    if (FOLD_LD(t->fold_file) != file || WSL_UNLIKELY(!FOLD_LD(t->fold_used)))
         return 0;
-    t->fold_size = (uint32_t)size; /* kept while no fstat is counted: WSL_FOLD_NONE clears it with them */
-    if (WSL_LIKELY(fold_meta_add(t, WSL_FOLD_FILE(fd, path), &t->fold_stats, api)))
+    uint32_t c = t->fold_stats;
+    if (WSL_LIKELY(c)) {
+        /* the same size (a size past 2^32 never equals fold_size), the same id, not full
+         * (fold_meta_add's one test) */
+        if (t->fold_size != size || (((c ^ api) + (1u << 10)) & ~(WSL_FOLD_META_CALLS_MAX << 10)))
+            return 0;
+        t->fold_stats = (uint16_t)(c + (1u << 10));
         return 1;
-    if (!t->fold_stats)
-        t->fold_size = 0;
-    return 0;
+    }
+    if (size > UINT32_MAX)
+        return 0;
+    /* the first: its size, kept with the count (WSL_FOLD_NONE clears both) */
+    t->fold_size = (uint32_t)size;
+    t->fold_stats = (uint16_t)WSL_FOLD_META(api, 1);
+    return 1;
 }
 
 static inline __attribute__((always_inline)) int io_fold_fast(struct wsl_thread *t, unsigned api, int fd,
@@ -320,10 +329,11 @@ static inline __attribute__((always_inline)) void io_depth_clear_reloaded(void)
 /* The common case of a call on a local file's fd whose untimed success folds a
  * value (fstat: the size, stat.c; lseek: the offset, fds.c), where the hook makes glibc's
  * system call itself (`direct`: seek_direct, fstat_direct): nr with fd, b, c, d; `meta`
- * counts the call apart when it can (fold_meta_tell, fold_meta_stat). Everything else,
+ * counts the call apart when it can (fold_meta_tell, fold_meta_stat, given file_: fd and
+ * its path id, WSL_FOLD_FILE). Everything else,
  * timed calls and those that fail or do not fold, goes to the full hook
  * (`full`, a tail call) or, once made, to `rest` (a tail call too, given the
- * kernel's answer k_: it sets errno as glibc's wrapper does). With no call
+ * kernel's answer k_ and file_: it sets errno as glibc's wrapper does). With no call
  * that returns here, the hook is a leaf: what it keeps past the system call
  * stays in registers the call leaves alone, and it saves none (Python's
  * open().read() makes four of these per file). */
@@ -338,14 +348,14 @@ static inline __attribute__((always_inline)) void io_depth_clear_reloaded(void)
         return full;                                                                       \
     t->io_countdown--;                                                                     \
     wsl_tls_depth = 1;                                                                     \
-    uint64_t tv_ = (uintptr_t)t;                                                           \
-    long k_ = st_syscall4_keeping(nr, fd, (long)(b), (long)(c), (long)(d), &tv_, &info_);  \
+    uint64_t tv_ = (uintptr_t)t, file_ = WSL_FOLD_FILE(fd, (uint32_t)info_);               \
+    long k_ = st_syscall4_keeping(nr, fd, (long)(b), (long)(c), (long)(d), &tv_, &file_);  \
     t = (struct wsl_thread *)(uintptr_t)tv_;                                               \
     type r = (type)k_;                                                                     \
     if (WSL_LIKELY(k_ >= 0) &&                                                             \
         (WSL_LIKELY(meta) ||                                                               \
          (WSL_LIKELY((uint64_t)(value) <= FOLD_VALUE_LIMIT) &&                             \
-          WSL_LIKELY(io_fold_fast(t, (api) + WSL_IO_SAMPLED, fd, (uint32_t)info_, (uint64_t)(value)))))) { \
+          WSL_LIKELY(io_fold_fast_file(t, (api) + WSL_IO_SAMPLED, file_, (uint64_t)(value)))))) { \
         io_depth_clear_reloaded();                                                         \
         return r;                                                                          \
     }                                                                                      \

@@ -227,6 +227,33 @@ static inline __attribute__((always_inline)) void copy_short(char *d, const char
     }
 }
 
+/* memrchr(p, '/', n), inline: a word at a time from the end (a file's name
+ * is mostly under 8 bytes: one word), each byte of the word tested exactly
+ * (no borrow between bytes), the highest match taken; no byte outside
+ * p[0, n) is read. */
+static inline __attribute__((always_inline)) const char *last_slash(const char *p, size_t n)
+{
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+    return memrchr(p, '/', n);
+#endif
+    const uint64_t ones7 = 0x7f7f7f7f7f7f7f7full, slashes = 0x2f2f2f2f2f2f2f2full;
+    size_t i = n;
+    while (i >= 8) {
+        uint64_t x;
+        memcpy(&x, p + i - 8, 8);
+        x ^= slashes;
+        /* a byte's top bit set where its byte of x is 0 (the '/'s) */
+        uint64_t z = ~(((x & ones7) + ones7) | x | ones7);
+        if (z)
+            return p + i - 8 + ((63 - __builtin_clzll(z)) >> 3); /* little-endian: the last match */
+        i -= 8;
+    }
+    while (i--)
+        if (p[i] == '/')
+            return p + i;
+    return NULL;
+}
+
 /* path_record_as for a new id, and its common case straight: a path named
  * absolute or relative to the working directory (cached), whose entry fits
  * before the small ring's end and leaves it at most half full. The same entry
@@ -268,7 +295,7 @@ __attribute__((noinline)) uint32_t path_record(struct wsl_thread *t, int dirfd, 
     }
     copy_short(p, name, plen);
     /* as path_record_as: the folder's part from the path's own bytes, seeded */
-    const char *last = memrchr(p, '/', plen);
+    const char *last = last_slash(p, plen);
     *dir_hash = hash_padded_seeded(seed, p, last ? (size_t)(last - p) : 0);
     atomic_store_explicit(&t->sp_head, head + need, memory_order_release);
     return id;
