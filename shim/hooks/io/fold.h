@@ -108,10 +108,12 @@ static inline __attribute__((always_inline)) void fold_end_closed(struct wsl_thr
     fold_leave(t, seq, WSL_FOLD_FILE(-1, 0));
 }
 
-/* fold_end_closed where the ring has room for the fold's events (one, or two
- * past three slots) without its slow path: both written, then published
- * together; a leaf, for the close's fast twin. Returns 0, having done nothing,
- * when there is no such room (then fold_end_closed). */
+/* fold_end_closed where the fold's slots fit its one event (an open and its
+ * reads: three slots at most, Python's open().read() with its tells and fstats
+ * counted apart) and the ring has room for it without its slow path: written
+ * and published; a leaf, for the close's fast twin, with few registers (a fold
+ * of more slots, two events, is fold_end_closed's). Returns 0, having done
+ * nothing, otherwise (then fold_end_closed). */
 static inline __attribute__((always_inline)) int fold_end_closed_fast(struct wsl_thread *t)
 {
 #if WSL_TSAN
@@ -120,27 +122,16 @@ static inline __attribute__((always_inline)) int fold_end_closed_fast(struct wsl
 #else
     uint32_t used = FOLD_LD(t->fold_used);
     uint64_t h = t->head_local;
-    if (WSL_UNLIKELY(h + 1 + (used > WSL_FOLD_SLOTS_PER_EVENT) > t->limit))
-        return 0; /* wsl_ring_reserve would take its slow path */
+    if (WSL_UNLIKELY(used > WSL_FOLD_SLOTS_PER_EVENT || h + 1 > t->limit))
+        return 0; /* two events, or wsl_ring_reserve would take its slow path */
     uint32_t seq = fold_enter(t);
     uint64_t file = FOLD_LD(t->fold_file);
     int64_t fd = (int32_t)(uint32_t)file;
     struct wsl_event *e = &t->cur_ev[h & t->cur_mask];
-    if (WSL_UNLIKELY(used > WSL_FOLD_SLOTS_PER_EVENT)) {
-        io_fill(e, 0, 0, WSL_ID_IO_FOLD, WSL_FOLD_RESULT(seq >> 1, 0, 0), fd, file >> 32,
-                FOLD_LD(t->fold_slot[0]), FOLD_LD(t->fold_slot[1]), FOLD_LD(t->fold_slot[2]));
-        used -= WSL_FOLD_SLOTS_PER_EVENT;
-        e = &t->cur_ev[++h & t->cur_mask];
-        io_fill(e, 0, 0, WSL_ID_IO_FOLD,
-                WSL_FOLD_RESULT(seq >> 1, WSL_FOLD_SLOTS_PER_EVENT, WSL_FOLD_LAST | WSL_FOLD_CLOSED),
-                (int64_t)fold_last_stream(t, fd), fold_last_a0(t, file), FOLD_LD(t->fold_slot[3]),
-                used > 1 ? FOLD_LD(t->fold_slot[4]) : 0, used > 2 ? FOLD_LD(t->fold_slot[5]) : 0);
-    } else {
-        io_fill(e, 0, 0, WSL_ID_IO_FOLD, WSL_FOLD_RESULT(seq >> 1, 0, WSL_FOLD_LAST | WSL_FOLD_CLOSED),
-                (int64_t)fold_last_stream(t, fd), fold_last_a0(t, file), used > 0 ? FOLD_LD(t->fold_slot[0]) : 0,
-                used > 1 ? FOLD_LD(t->fold_slot[1]) : 0, used > 2 ? FOLD_LD(t->fold_slot[2]) : 0);
-    }
-    t->head_local = ++h; /* wsl_ring_commit, once for both */
+    io_fill(e, 0, 0, WSL_ID_IO_FOLD, WSL_FOLD_RESULT(seq >> 1, 0, WSL_FOLD_LAST | WSL_FOLD_CLOSED),
+            (int64_t)fold_last_stream(t, fd), fold_last_a0(t, file), used > 0 ? FOLD_LD(t->fold_slot[0]) : 0,
+            used > 1 ? FOLD_LD(t->fold_slot[1]) : 0, used > 2 ? FOLD_LD(t->fold_slot[2]) : 0);
+    t->head_local = ++h; /* wsl_ring_commit */
     atomic_store_explicit(t->cur_head, h, memory_order_release);
     atomic_store_explicit(&t->io_untimed, 1, memory_order_relaxed);
     fold_leave(t, seq, WSL_FOLD_FILE(-1, 0));

@@ -138,7 +138,7 @@ static inline int open_needs_mode(int flags)
     if (!t)                                                                                \
         return call;                                                                       \
     uint64_t dir_hash_, v_;                                                                \
-    uint32_t id_ = path_record(t, dirfd, path, &dir_hash_);                               \
+    uint32_t id_ = path_record_fast(t, dirfd, path, &dir_hash_);                          \
     uint64_t dirdev_ = dir_device(dir_hash_);                                              \
     /* the untimed open of a local file that begins its fold (record_open's common case) */ \
     if (WSL_UNLIKELY(!id_ || !dirdev_ || wsl_emu_fs_on || wsl_cfg.io_timing <= 1 ||         \
