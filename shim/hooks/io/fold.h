@@ -319,7 +319,8 @@ static inline __attribute__((always_inline)) void io_depth_clear_reloaded(void)
 
 /* The common case of a call on a local file's fd whose untimed success folds a
  * value (fstat: the size, stat.c; lseek: the offset, fds.c), where the hook makes glibc's
- * system call itself (`direct`: seek_direct, fstat_direct): nr with fd, b, c, d; `meta`
+ * system call itself (`direct`: seek_direct, fstat_direct; `dbit`, the fd table's bit that says
+ * both, FD_SEEK_DIRECT, FD_FSTAT_DIRECT): nr with fd, b, c, d; `meta`
  * counts the call apart when it can (fold_meta_tell, fold_meta_stat, given file_: fd and
  * its path id, WSL_FOLD_FILE). Everything else,
  * timed calls and those that fail or do not fold, goes to the full hook
@@ -328,14 +329,15 @@ static inline __attribute__((always_inline)) void io_depth_clear_reloaded(void)
  * that returns here, the hook is a leaf: what it keeps past the system call
  * stays in registers the call leaves alone, and it saves none (Python's
  * open().read() makes four of these per file). */
-#define FD_FOLD_FAST(type, api, fd, direct, cond, nr, b, c, d, value, meta, rest, full)    \
+#define FD_FOLD_FAST(type, api, fd, direct, dbit, cond, nr, b, c, d, value, meta, rest, full) \
     struct wsl_thread *t = io_enter_ready();                                               \
-    if (WSL_UNLIKELY(!t || !(direct)))                                                     \
+    if (WSL_UNLIKELY(!t))                                                                  \
         return IO_OFF() && (direct) && !wsl_tls_depth /* WSLSHIM_IO=0: glibc's system call */ \
                    ? (type)st_kernel_result(st_syscall4_kernel(nr, fd, (long)(b), (long)(c), (long)(d))) \
                    : full;                                                                 \
     uint64_t info_ = info_of_fd(fd);                                                       \
-    if (WSL_UNLIKELY(!(info_ & FD_LOCAL) || t->io_countdown <= 1 || !(cond)))              \
+    /* dbit: FD_LOCAL, and `direct` (fd_local_bits) */                                     \
+    if (WSL_UNLIKELY(!(info_ & (dbit)) || t->io_countdown <= 1 || !(cond)))                \
         return full;                                                                       \
     t->io_countdown--;                                                                     \
     wsl_tls_depth = 1;                                                                     \

@@ -243,6 +243,12 @@ extern int seek_direct, fstat_direct;
 #define FD_TABLE_SIZE 65536
 #define FD_LOCAL (1ull << 32)
 #define FD_EMU (1ull << 33) /* opened under an emulated path (WSLSHIM_EMULATE fs:PATH=9p): never FD_LOCAL */
+/* With FD_LOCAL where glibc's lseek and lseek64 come next (seek_direct): their
+ * fast path's one test (FD_FOLD_FAST); FD_FSTAT_DIRECT, the same for fstat. */
+#define FD_SEEK_DIRECT (1ull << 34)
+#define FD_FSTAT_DIRECT (1ull << 35)
+/* what a local file's entry carries: FD_LOCAL, and the two above as they apply (libc.c) */
+extern uint64_t fd_local_bits;
 extern _Atomic uint64_t fd_info[FD_TABLE_SIZE];
 
 static inline uint64_t info_of_fd(int fd)
@@ -256,7 +262,7 @@ static inline uint32_t path_of_fd(int fd) { return (uint32_t)info_of_fd(fd); }
 static inline void fd_set_info(int fd, uint32_t id, int local)
 {
     if ((unsigned)fd < FD_TABLE_SIZE)
-        atomic_store_explicit(&fd_info[fd], id | (local && wsl_cfg.io_timing > 1 ? FD_LOCAL : 0),
+        atomic_store_explicit(&fd_info[fd], id | (local && wsl_cfg.io_timing > 1 ? fd_local_bits : 0),
                               memory_order_relaxed);
 }
 

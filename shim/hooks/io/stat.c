@@ -100,7 +100,7 @@ static __attribute__((noinline)) void fstat_untimed_rest(struct wsl_thread *t, u
     }                                                                                      \
     WSL_EXPORT int name(int fd, type *st)                                                  \
     {                                                                                      \
-        FD_FOLD_FAST(int, WSL_IO_ID_##name, fd, fstat_direct, st != NULL, SYS_newfstatat, "", st, AT_EMPTY_PATH, \
+        FD_FOLD_FAST(int, WSL_IO_ID_##name, fd, fstat_direct, FD_FSTAT_DIRECT, st != NULL, SYS_newfstatat, "", st, AT_EMPTY_PATH, \
                      r == 0 ? st->st_size : 0,                                             \
                      fold_meta_stat(t, WSL_IO_ID_##name + WSL_IO_SAMPLED, file_, (uint64_t)st->st_size), \
                      name##_rest(t, fd, file_, k_, st), name##_full(fd, st))               \
