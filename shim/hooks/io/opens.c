@@ -151,7 +151,8 @@ static inline int open_needs_mode(int flags)
         record_open_event(t, (api) + WSL_IO_SAMPLED, 0, 0, fd, id_, dir_hash_, flags, dirdev_, 1, 0); \
         return fd;                                                                         \
     }                                                                                      \
-    fd_set_info(fd, id_, 1);                                                               \
+    if ((unsigned)fd < FD_TABLE_SIZE) /* fd_set_info, io_timing > 1 known */               \
+        atomic_store_explicit(&fd_info[fd], id_ | fd_local_bits, memory_order_relaxed);    \
     fold_begin(t, fd, id_); /* another file's fold ends */                                 \
     FOLD_ST(t->fold_slot[0], WSL_FOLD_SLOT((api) + WSL_IO_SAMPLED, 1, v_));               \
     t->fold_last = &t->fold_slot[0];                                                       \
