@@ -268,7 +268,8 @@ struct wsl_thread {
     } w_fold[2];
     uint64_t io_memo_dev;        /* producer: the last device asked about, */
     uint32_t io_memo_gen;        /* under this mount table, */
-    uint32_t io_memo_local;      /* and whether it is a local filesystem */
+    uint32_t io_memo_local;      /* and whether it is a local filesystem; */
+    uint64_t io_memo_open;       /* its open's fold value (hooks/io/opens.c), or 0 (not local, or past a slot) */
     uint64_t cwd_gen;            /* producer: the working directory cached below */
     uint64_t cwd_hash;           /* and its hash (hooks/io/paths.c: directory hashes of relative paths) */
     uint32_t cwd_len;

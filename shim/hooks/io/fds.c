@@ -48,19 +48,30 @@ static __attribute__((noinline)) void seek_untimed_rest(struct wsl_thread *t, un
     {                                                                                      \
         SEEK_HOOK(WSL_IO_ID_##name, REAL(name)(fd, off, whence))                           \
     }                                                                                      \
-    static __attribute__((noinline)) type name##_rest(struct wsl_thread *t, int fd, uint64_t info, long k, \
+    static __attribute__((noinline)) type name##_rest(struct wsl_thread *t, int fd, uint64_t file, long k, \
                                                       type off, int whence)                \
     {                                                                                      \
         type r = k < 0 ? (type)wsl_syscall_failed(k) : (type)k;                            \
-        seek_untimed_rest(t, WSL_IO_ID_##name + WSL_IO_SAMPLED, fd, (uint32_t)info, off, whence, r); \
+        seek_untimed_rest(t, WSL_IO_ID_##name + WSL_IO_SAMPLED, fd, (uint32_t)(file >> 32), off, whence, r); \
         return r;                                                                          \
+    }                                                                                      \
+    /* a tell, lseek(fd, 0, SEEK_CUR) (Python's open() makes two): the same, with two   \
+     * values fewer to keep */                                                            \
+    static __attribute__((noinline)) type name##_tell(int fd)                              \
+    {                                                                                      \
+        FD_FOLD_FAST(type, WSL_IO_ID_##name, fd, seek_direct, FD_SEEK_DIRECT, 1, SYS_lseek, 0, SEEK_CUR, 0, (uint64_t)r << 1, \
+                     fold_meta_tell(t, WSL_IO_ID_##name + WSL_IO_SAMPLED, file_, 0, SEEK_CUR, r), \
+                     name##_rest(t, fd, file_, k_, 0, SEEK_CUR), name##_full(fd, 0, SEEK_CUR)) \
     }                                                                                      \
     WSL_EXPORT type name(int fd, type off, int whence)                                     \
     {                                                                                      \
-        FD_FOLD_FAST(type, WSL_IO_ID_##name, fd, seek_direct, SEEK_FOLDS(off, whence), SYS_lseek, off, whence, 0, \
+        if (whence == SEEK_CUR && off == 0)                                                \
+            return name##_tell(fd);                                                        \
+        FD_FOLD_FAST(type, WSL_IO_ID_##name, fd, seek_direct, FD_SEEK_DIRECT, SEEK_FOLDS(off, whence), SYS_lseek, off, whence, 0, \
                      (uint64_t)r << 1 | (whence == SEEK_SET),                              \
-                     fold_meta_tell(t, WSL_IO_ID_##name + WSL_IO_SAMPLED, fd, (uint32_t)info_, off, whence, r), \
-                     name##_rest(t, fd, info_, k_, off, whence),                           \
+                     /* off is 0 where whence is SEEK_CUR (SEEK_FOLDS) */                  \
+                     fold_meta_tell(t, WSL_IO_ID_##name + WSL_IO_SAMPLED, file_, 0, whence, r), \
+                     name##_rest(t, fd, file_, k_, off, whence),                           \
                      name##_full(fd, off, whence))                                         \
     }
 SEEK_FUNCTIONS(lseek, off_t)

@@ -108,10 +108,12 @@ static inline __attribute__((always_inline)) void fold_end_closed(struct wsl_thr
     fold_leave(t, seq, WSL_FOLD_FILE(-1, 0));
 }
 
-/* fold_end_closed where the ring has room for the fold's events (one, or two
- * past three slots) without its slow path: both written, then published
- * together; a leaf, for the close's fast twin. Returns 0, having done nothing,
- * when there is no such room (then fold_end_closed). */
+/* fold_end_closed where the fold's slots fit its one event (an open and its
+ * reads: three slots at most, Python's open().read() with its tells and fstats
+ * counted apart) and the ring has room for it without its slow path: written
+ * and published; a leaf, for the close's fast twin, with few registers (a fold
+ * of more slots, two events, is fold_end_closed's). Returns 0, having done
+ * nothing, otherwise (then fold_end_closed). */
 static inline __attribute__((always_inline)) int fold_end_closed_fast(struct wsl_thread *t)
 {
 #if WSL_TSAN
@@ -120,27 +122,16 @@ static inline __attribute__((always_inline)) int fold_end_closed_fast(struct wsl
 #else
     uint32_t used = FOLD_LD(t->fold_used);
     uint64_t h = t->head_local;
-    if (WSL_UNLIKELY(h + 1 + (used > WSL_FOLD_SLOTS_PER_EVENT) > t->limit))
-        return 0; /* wsl_ring_reserve would take its slow path */
+    if (WSL_UNLIKELY(used > WSL_FOLD_SLOTS_PER_EVENT || h + 1 > t->limit))
+        return 0; /* two events, or wsl_ring_reserve would take its slow path */
     uint32_t seq = fold_enter(t);
     uint64_t file = FOLD_LD(t->fold_file);
     int64_t fd = (int32_t)(uint32_t)file;
     struct wsl_event *e = &t->cur_ev[h & t->cur_mask];
-    if (WSL_UNLIKELY(used > WSL_FOLD_SLOTS_PER_EVENT)) {
-        io_fill(e, 0, 0, WSL_ID_IO_FOLD, WSL_FOLD_RESULT(seq >> 1, 0, 0), fd, file >> 32,
-                FOLD_LD(t->fold_slot[0]), FOLD_LD(t->fold_slot[1]), FOLD_LD(t->fold_slot[2]));
-        used -= WSL_FOLD_SLOTS_PER_EVENT;
-        e = &t->cur_ev[++h & t->cur_mask];
-        io_fill(e, 0, 0, WSL_ID_IO_FOLD,
-                WSL_FOLD_RESULT(seq >> 1, WSL_FOLD_SLOTS_PER_EVENT, WSL_FOLD_LAST | WSL_FOLD_CLOSED),
-                (int64_t)fold_last_stream(t, fd), fold_last_a0(t, file), FOLD_LD(t->fold_slot[3]),
-                used > 1 ? FOLD_LD(t->fold_slot[4]) : 0, used > 2 ? FOLD_LD(t->fold_slot[5]) : 0);
-    } else {
-        io_fill(e, 0, 0, WSL_ID_IO_FOLD, WSL_FOLD_RESULT(seq >> 1, 0, WSL_FOLD_LAST | WSL_FOLD_CLOSED),
-                (int64_t)fold_last_stream(t, fd), fold_last_a0(t, file), used > 0 ? FOLD_LD(t->fold_slot[0]) : 0,
-                used > 1 ? FOLD_LD(t->fold_slot[1]) : 0, used > 2 ? FOLD_LD(t->fold_slot[2]) : 0);
-    }
-    t->head_local = ++h; /* wsl_ring_commit, once for both */
+    io_fill(e, 0, 0, WSL_ID_IO_FOLD, WSL_FOLD_RESULT(seq >> 1, 0, WSL_FOLD_LAST | WSL_FOLD_CLOSED),
+            (int64_t)fold_last_stream(t, fd), fold_last_a0(t, file), used > 0 ? FOLD_LD(t->fold_slot[0]) : 0,
+            used > 1 ? FOLD_LD(t->fold_slot[1]) : 0, used > 2 ? FOLD_LD(t->fold_slot[2]) : 0);
+    t->head_local = ++h; /* wsl_ring_commit */
     atomic_store_explicit(t->cur_head, h, memory_order_release);
     atomic_store_explicit(&t->io_untimed, 1, memory_order_relaxed);
     fold_leave(t, seq, WSL_FOLD_FILE(-1, 0));
@@ -272,27 +263,36 @@ static inline __attribute__((always_inline)) int fold_meta_add(struct wsl_thread
     return 1;
 }
 
-/* lseek(fd, 0, SEEK_CUR) that returned 0 (r), counted apart */
-static inline __attribute__((always_inline)) int fold_meta_tell(struct wsl_thread *t, unsigned api, int fd,
-                                                                uint32_t path, int64_t off, int whence, int64_t r)
+/* lseek(fd, 0, SEEK_CUR) that returned 0 (r), counted apart (file: fd and path, WSL_FOLD_FILE) */
+static inline __attribute__((always_inline)) int fold_meta_tell(struct wsl_thread *t, unsigned api, uint64_t file,
+                                                                int64_t off, int whence, int64_t r)
 {
     return !((uint64_t)(whence ^ SEEK_CUR) | (uint64_t)off | (uint64_t)r) &&
-           fold_meta_add(t, WSL_FOLD_FILE(fd, path), &t->fold_tells, api);
+           fold_meta_add(t, file, &t->fold_tells, api);
 }
 
 /* an fstat that returned st_size `size`, counted apart when the fold's fstats
  * counted so far returned the same */
-static inline __attribute__((always_inline)) int fold_meta_stat(struct wsl_thread *t, unsigned api, int fd,
-                                                                uint32_t path, uint64_t size)
+static inline __attribute__((always_inline)) int fold_meta_stat(struct wsl_thread *t, unsigned api, uint64_t file,
+                                                                uint64_t size)
 {
-    if (size > UINT32_MAX || (t->fold_stats && t->fold_size != size))
+    if (FOLD_LD(t->fold_file) != file || WSL_UNLIKELY(!FOLD_LD(t->fold_used)))
         return 0;
-    t->fold_size = (uint32_t)size; /* kept while no fstat is counted: WSL_FOLD_NONE clears it with them */
-    if (WSL_LIKELY(fold_meta_add(t, WSL_FOLD_FILE(fd, path), &t->fold_stats, api)))
+    uint32_t c = t->fold_stats;
+    if (WSL_LIKELY(c)) {
+        /* the same size (a size past 2^32 never equals fold_size), the same id, not full
+         * (fold_meta_add's one test) */
+        if (t->fold_size != size || (((c ^ api) + (1u << 10)) & ~(WSL_FOLD_META_CALLS_MAX << 10)))
+            return 0;
+        t->fold_stats = (uint16_t)(c + (1u << 10));
         return 1;
-    if (!t->fold_stats)
-        t->fold_size = 0;
-    return 0;
+    }
+    if (size > UINT32_MAX)
+        return 0;
+    /* the first: its size, kept with the count (WSL_FOLD_NONE clears both) */
+    t->fold_size = (uint32_t)size;
+    t->fold_stats = (uint16_t)WSL_FOLD_META(api, 1);
+    return 1;
 }
 
 static inline __attribute__((always_inline)) int io_fold_fast(struct wsl_thread *t, unsigned api, int fd,
@@ -319,33 +319,36 @@ static inline __attribute__((always_inline)) void io_depth_clear_reloaded(void)
 
 /* The common case of a call on a local file's fd whose untimed success folds a
  * value (fstat: the size, stat.c; lseek: the offset, fds.c), where the hook makes glibc's
- * system call itself (`direct`: seek_direct, fstat_direct): nr with fd, b, c, d; `meta`
- * counts the call apart when it can (fold_meta_tell, fold_meta_stat). Everything else,
+ * system call itself (`direct`: seek_direct, fstat_direct; `dbit`, the fd table's bit that says
+ * both, FD_SEEK_DIRECT, FD_FSTAT_DIRECT): nr with fd, b, c, d; `meta`
+ * counts the call apart when it can (fold_meta_tell, fold_meta_stat, given file_: fd and
+ * its path id, WSL_FOLD_FILE). Everything else,
  * timed calls and those that fail or do not fold, goes to the full hook
  * (`full`, a tail call) or, once made, to `rest` (a tail call too, given the
- * kernel's answer k_: it sets errno as glibc's wrapper does). With no call
+ * kernel's answer k_ and file_: it sets errno as glibc's wrapper does). With no call
  * that returns here, the hook is a leaf: what it keeps past the system call
  * stays in registers the call leaves alone, and it saves none (Python's
  * open().read() makes four of these per file). */
-#define FD_FOLD_FAST(type, api, fd, direct, cond, nr, b, c, d, value, meta, rest, full)    \
+#define FD_FOLD_FAST(type, api, fd, direct, dbit, cond, nr, b, c, d, value, meta, rest, full) \
     struct wsl_thread *t = io_enter_ready();                                               \
-    if (WSL_UNLIKELY(!t || !(direct)))                                                     \
+    if (WSL_UNLIKELY(!t))                                                                  \
         return IO_OFF() && (direct) && !wsl_tls_depth /* WSLSHIM_IO=0: glibc's system call */ \
                    ? (type)st_kernel_result(st_syscall4_kernel(nr, fd, (long)(b), (long)(c), (long)(d))) \
                    : full;                                                                 \
     uint64_t info_ = info_of_fd(fd);                                                       \
-    if (WSL_UNLIKELY(!(info_ & FD_LOCAL) || t->io_countdown <= 1 || !(cond)))              \
+    /* dbit: FD_LOCAL, and `direct` (fd_local_bits) */                                     \
+    if (WSL_UNLIKELY(!(info_ & (dbit)) || t->io_countdown <= 1 || !(cond)))                \
         return full;                                                                       \
     t->io_countdown--;                                                                     \
     wsl_tls_depth = 1;                                                                     \
-    uint64_t tv_ = (uintptr_t)t;                                                           \
-    long k_ = st_syscall4_keeping(nr, fd, (long)(b), (long)(c), (long)(d), &tv_, &info_);  \
+    uint64_t tv_ = (uintptr_t)t, file_ = WSL_FOLD_FILE(fd, (uint32_t)info_);               \
+    long k_ = st_syscall4_keeping(nr, fd, (long)(b), (long)(c), (long)(d), &tv_, &file_);  \
     t = (struct wsl_thread *)(uintptr_t)tv_;                                               \
     type r = (type)k_;                                                                     \
     if (WSL_LIKELY(k_ >= 0) &&                                                             \
         (WSL_LIKELY(meta) ||                                                               \
          (WSL_LIKELY((uint64_t)(value) <= FOLD_VALUE_LIMIT) &&                             \
-          WSL_LIKELY(io_fold_fast(t, (api) + WSL_IO_SAMPLED, fd, (uint32_t)info_, (uint64_t)(value)))))) { \
+          WSL_LIKELY(io_fold_fast_file(t, (api) + WSL_IO_SAMPLED, file_, (uint64_t)(value)))))) { \
         io_depth_clear_reloaded();                                                         \
         return r;                                                                          \
     }                                                                                      \

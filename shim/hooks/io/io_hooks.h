@@ -243,6 +243,12 @@ extern int seek_direct, fstat_direct;
 #define FD_TABLE_SIZE 65536
 #define FD_LOCAL (1ull << 32)
 #define FD_EMU (1ull << 33) /* opened under an emulated path (WSLSHIM_EMULATE fs:PATH=9p): never FD_LOCAL */
+/* With FD_LOCAL where glibc's lseek and lseek64 come next (seek_direct): their
+ * fast path's one test (FD_FOLD_FAST); FD_FSTAT_DIRECT, the same for fstat. */
+#define FD_SEEK_DIRECT (1ull << 34)
+#define FD_FSTAT_DIRECT (1ull << 35)
+/* what a local file's entry carries: FD_LOCAL, and the two above as they apply (libc.c) */
+extern uint64_t fd_local_bits;
 extern _Atomic uint64_t fd_info[FD_TABLE_SIZE];
 
 static inline uint64_t info_of_fd(int fd)
@@ -256,7 +262,7 @@ static inline uint32_t path_of_fd(int fd) { return (uint32_t)info_of_fd(fd); }
 static inline void fd_set_info(int fd, uint32_t id, int local)
 {
     if ((unsigned)fd < FD_TABLE_SIZE)
-        atomic_store_explicit(&fd_info[fd], id | (local && wsl_cfg.io_timing > 1 ? FD_LOCAL : 0),
+        atomic_store_explicit(&fd_info[fd], id | (local && wsl_cfg.io_timing > 1 ? fd_local_bits : 0),
                               memory_order_relaxed);
 }
 
@@ -348,8 +354,157 @@ static __attribute__((noinline, unused)) void dir_device_set(uint64_t dir_hash, 
 /* ---- paths (paths.c) ----------------------------------------------------------------------- */
 /* Copies `path` (relative to dirfd) into the thread's path ring under a new id;
  * returns the id (0 if none), and through dir_hash the hash of its folder
- * (dir_device's key). */
+ * (dir_device's key). path_record is path_record_fast below, out of line;
+ * path_record_slow its way for all but the common case. */
 uint32_t path_record(struct wsl_thread *t, int dirfd, const char *path, uint64_t *dir_hash) __attribute__((noinline));
+uint32_t path_record_slow(struct wsl_thread *t, int dirfd, const char *path, uint64_t *dir_hash)
+    __attribute__((noinline));
+extern _Atomic uint64_t cwd_generation; /* bumped by chdir/fchdir */
+
+/* Word-at-a-time multiplicative hash of s[0, n): paths are hashed on every
+ * open. `s` must be readable up to the next multiple of 8 past n (a path entry
+ * in the ring is padded so): the last partial word is one load, masked. */
+static inline uint64_t hash_padded_seeded(uint64_t seed, const char *s, size_t n)
+{
+    uint64_t h = seed ^ n;
+    size_t full = n & ~(size_t)7;
+    for (size_t i = 0; i < full; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+    }
+    uint64_t w = 0;
+    if (n & 7) {
+        memcpy(&w, s + full, 8);
+        w &= ~0ull >> (64 - 8 * (n & 7)); /* the bytes of s, little-endian first */
+    }
+    h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 29;
+    return h | 1; /* never 0: 0 marks an empty slot */
+}
+
+/* Seeds of the folder hashes: an absolute path's, and a working directory's
+ * (whose hash then seeds those of the paths named relative to it). */
+#define DIR_HASH_SEED 0x9e3779b97f4a7c15ull
+#define CWD_HASH_SEED 0x2545f4914f6cdd1dull
+
+/* memcpy out of line: a copy whose length the compiler knows to be at most
+ * 4096 it may expand inline as `rep movs`, slow to start for a path's few
+ * dozen bytes on many cores. */
+static __attribute__((noinline, unused)) void copy_long(char *d, const char *s, size_t n) { memcpy(d, s, n); }
+
+/* Copies n bytes, as glibc's memcpy does a short copy: up to 32 of them with
+ * two pairs of loads from either end (no byte past s[n - 1] is read), inline. */
+static inline __attribute__((always_inline)) void copy_short(char *d, const char *s, size_t n)
+{
+    if (n >= 8) {
+        uint64_t a, b, c, e;
+        if (WSL_UNLIKELY(n > 32)) {
+            copy_long(d, s, n);
+            return;
+        }
+        if (n > 16) {
+            memcpy(&a, s, 8);
+            memcpy(&b, s + 8, 8);
+            memcpy(&c, s + n - 16, 8);
+            memcpy(&e, s + n - 8, 8);
+            memcpy(d, &a, 8);
+            memcpy(d + 8, &b, 8);
+            memcpy(d + n - 16, &c, 8);
+            memcpy(d + n - 8, &e, 8);
+            return;
+        }
+        memcpy(&a, s, 8);
+        memcpy(&e, s + n - 8, 8);
+        memcpy(d, &a, 8);
+        memcpy(d + n - 8, &e, 8);
+    } else if (n >= 4) {
+        uint32_t a, e;
+        memcpy(&a, s, 4);
+        memcpy(&e, s + n - 4, 4);
+        memcpy(d, &a, 4);
+        memcpy(d + n - 4, &e, 4);
+    } else if (n) {
+        d[0] = s[0];
+        d[n / 2] = s[n / 2];
+        d[n - 1] = s[n - 1];
+    }
+}
+
+/* memrchr(p, '/', n), inline: a word at a time from the end (a file's name
+ * is mostly under 8 bytes: one word), each byte of the word tested exactly
+ * (no borrow between bytes), the highest match taken; no byte outside
+ * p[0, n) is read. */
+static inline __attribute__((always_inline)) const char *last_slash(const char *p, size_t n)
+{
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+    return memrchr(p, '/', n);
+#endif
+    const uint64_t ones7 = 0x7f7f7f7f7f7f7f7full, slashes = 0x2f2f2f2f2f2f2f2full;
+    size_t i = n;
+    while (i >= 8) {
+        uint64_t x;
+        memcpy(&x, p + i - 8, 8);
+        x ^= slashes;
+        /* a byte's top bit set where its byte of x is 0 (the '/'s) */
+        uint64_t z = ~(((x & ones7) + ones7) | x | ones7);
+        if (z)
+            return p + i - 8 + ((63 - __builtin_clzll(z)) >> 3); /* little-endian: the last match */
+        i -= 8;
+    }
+    while (i--)
+        if (p[i] == '/')
+            return p + i;
+    return NULL;
+}
+
+/* path_record's common case straight (paths.c: path_record_as for a new id): a path named
+ * absolute or relative to the working directory (cached), whose entry fits
+ * before the small ring's end and leaves it at most half full. The same entry
+ * and directory hash as path_record_as, with fewer tests: it runs once per open. */
+static inline __attribute__((always_inline)) uint32_t path_record_fast(struct wsl_thread *t, int dirfd,
+                                                                   const char *path, uint64_t *dir_hash)
+{
+    if (WSL_UNLIKELY(!path))
+        return path_record_slow(t, dirfd, path, dir_hash);
+    size_t plen = strnlen(path, WSL_PATH_MAX_LENGTH);
+    const char *name = path;
+    uint32_t prelen = 0; /* the working directory and its '/' */
+    uint64_t seed = DIR_HASH_SEED;
+    if (path[0] != '/') {
+        if (WSL_UNLIKELY(dirfd != AT_FDCWD || !t->cwd_len ||
+                         t->cwd_gen != atomic_load_explicit(&cwd_generation, memory_order_acquire)))
+            return path_record_slow(t, dirfd, path, dir_hash);
+        if (plen >= 2 && name[0] == '.' && name[1] == '/')
+            name += 2, plen -= 2;
+        prelen = t->cwd_len + 1;
+        seed = t->cwd_hash;
+    }
+    uint32_t len = prelen + (uint32_t)plen;
+    uint32_t need = (uint32_t)((sizeof(struct wsl_path_entry_header) + len + 7) & ~7u);
+    uint64_t head = atomic_load_explicit(&t->sp_head, memory_order_relaxed);
+    uint32_t off = (uint32_t)(head & (WSL_PATH_SMALL - 1));
+    if (WSL_UNLIKELY(!plen || len > WSL_PATH_MAX_LENGTH || t->p_in_big || need > WSL_PATH_SMALL - off ||
+                     head + need - atomic_load_explicit(&t->sp_tail, memory_order_acquire) > WSL_PATH_SMALL / 2))
+        return path_record_slow(t, dirfd, path, dir_hash);
+    uint32_t id = wsl_path_id_new(t);
+    uint8_t *dst = t->small_paths + off;
+    struct wsl_path_entry_header h = {id, len};
+    memcpy(dst, &h, sizeof h);
+    char *p = (char *)dst + sizeof h;
+    if (prelen) {
+        copy_short(p, t->cwd, prelen - 1);
+        p[prelen - 1] = '/';
+        p += prelen;
+    }
+    copy_short(p, name, plen);
+    /* as path_record_as: the folder's part from the path's own bytes, seeded */
+    const char *last = last_slash(p, plen);
+    *dir_hash = hash_padded_seeded(seed, p, last ? (size_t)(last - p) : 0);
+    atomic_store_explicit(&t->sp_head, head + need, memory_order_release);
+    return id;
+}
 /* Whether a call naming `path` (relative to dirfd) names a file under an
  * emulated prefix (WSLSHIM_EMULATE fs:PATH=9p); only when wsl_emu_fs_on. */
 int emu_named(struct wsl_thread *t, int dirfd, const char *path) __attribute__((noinline, cold));

@@ -42,6 +42,7 @@ int wsl_io_libc_is_next(const char **who)
 }
 
 int seek_direct, fstat_direct; /* io_hooks.h */
+uint64_t fd_local_bits = FD_LOCAL; /* io_hooks.h: and FD_SEEK_DIRECT, FD_FSTAT_DIRECT once known */
 
 static void fd_calls_direct_init(void)
 {
@@ -56,6 +57,7 @@ static void fd_calls_direct_init(void)
                    (major > 2 || (major == 2 && minor >= 33)) && wsl_io_real.fstat &&
                    wsl_io_real.fstat == wsl_real_dlsym(libc, "fstat") && wsl_io_real.fstat64 == wsl_real_dlsym(libc, "fstat64");
     dlclose(libc);
+    fd_local_bits = FD_LOCAL | (seek_direct ? FD_SEEK_DIRECT : 0) | (fstat_direct ? FD_FSTAT_DIRECT : 0);
 #endif
 }
 

@@ -98,6 +98,21 @@ static inline __attribute__((always_inline)) void record_open(struct wsl_thread 
     record_open_event(t, api, t0, t1, fd, id, dir_hash, flags, dirdev, local, emu);
 }
 
+/* open_fold_value(dev, flags, v) && dev_is_local(t, dev), from the thread's memo of
+ * the device (dev_lookup_local: io_memo_open) when it holds and the flags are
+ * the common ones (the access mode, O_CLOEXEC): the opens' fast twins. */
+static inline __attribute__((always_inline)) int open_folds_local(struct wsl_thread *t, uint64_t dev, int flags,
+                                                                  uint64_t *v)
+{
+    uint32_t gen = atomic_load_explicit(&local_devs_gen, memory_order_acquire);
+    if (WSL_LIKELY(t->io_memo_dev == dev && t->io_memo_gen == gen) && WSL_LIKELY(!(flags & ~(O_ACCMODE | O_CLOEXEC)))) {
+        uint64_t m = t->io_memo_open;
+        *v = (m & ~(1ull << 63)) | (unsigned)(flags & O_ACCMODE) | (flags & O_CLOEXEC ? WSL_FOLD_OPEN_CLOEXEC : 0);
+        return m != 0;
+    }
+    return open_fold_value(dev, flags, v) && dev_is_local(t, dev);
+}
+
 static inline int open_needs_mode(int flags)
 {
     return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE;
@@ -138,12 +153,11 @@ static inline int open_needs_mode(int flags)
     if (!t)                                                                                \
         return call;                                                                       \
     uint64_t dir_hash_, v_;                                                                \
-    uint32_t id_ = path_record(t, dirfd, path, &dir_hash_);                               \
+    uint32_t id_ = path_record_fast(t, dirfd, path, &dir_hash_);                          \
     uint64_t dirdev_ = dir_device(dir_hash_);                                              \
     /* the untimed open of a local file that begins its fold (record_open's common case) */ \
     if (WSL_UNLIKELY(!id_ || !dirdev_ || wsl_emu_fs_on || wsl_cfg.io_timing <= 1 ||         \
-                     t->io_countdown <= 1 || !open_fold_value(dirdev_, flags, &v_) ||       \
-                     !dev_is_local(t, dirdev_)))                                           \
+                     t->io_countdown <= 1 || !open_folds_local(t, dirdev_, flags, &v_)))    \
         return rest;                                                                       \
     t->io_countdown--;                                                                     \
     int fd = call;                                                                         \
@@ -151,7 +165,8 @@ static inline int open_needs_mode(int flags)
         record_open_event(t, (api) + WSL_IO_SAMPLED, 0, 0, fd, id_, dir_hash_, flags, dirdev_, 1, 0); \
         return fd;                                                                         \
     }                                                                                      \
-    fd_set_info(fd, id_, 1);                                                               \
+    if ((unsigned)fd < FD_TABLE_SIZE) /* fd_set_info, io_timing > 1 known */               \
+        atomic_store_explicit(&fd_info[fd], id_ | fd_local_bits, memory_order_relaxed);    \
     fold_begin(t, fd, id_); /* another file's fold ends */                                 \
     FOLD_ST(t->fold_slot[0], WSL_FOLD_SLOT((api) + WSL_IO_SAMPLED, 1, v_));               \
     t->fold_last = &t->fold_slot[0];                                                       \
