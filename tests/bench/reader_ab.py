@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The analyzer's speed, two builds interleaved: wslshim-report --json over each run, ROUNDS
 rounds of (old, new); per build and run the median CPU time (user + system, from wait4: what one
-core spent), events per second per core, the median wall time and the largest peak RSS.
+core spent), events per second per core, the CPU time's mean and 90th percentile (a change that
+helps the median can hurt the tail), the median wall time and the largest peak RSS.
 
 usage: reader_ab.py OLD_REPORT NEW_REPORT ROUNDS TRACES...  (TRACES: files or folders, one run each)
 """
@@ -37,8 +38,11 @@ def main():
             r = got[(v, p)]
             cpu = statistics.median(x[0] for x in r)
             wall = statistics.median(x[1] for x in r)
+            cpus = sorted(x[0] for x in r)
+            mean, p90 = statistics.fmean(cpus), cpus[min(len(cpus) - 1, (len(cpus) * 9) // 10)]
             print(f"{os.path.basename(p.rstrip('/'))} {v}: {events[p] / 1e6:.2f} M events, CPU {cpu:.3f} s "
-                  f"(median of {rounds}; {events[p] / cpu / 1e6:.1f} M events/s per core), wall {wall:.3f} s, "
+                  f"(median of {rounds}; {events[p] / cpu / 1e6:.1f} M events/s per core; mean {mean:.3f} s, "
+                  f"p90 {p90:.3f} s), wall {wall:.3f} s, "
                   f"peak RSS {max(x[2] for x in r) / 1024:.1f} MiB")
 
 
