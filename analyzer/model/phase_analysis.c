@@ -247,8 +247,22 @@ void wsl_phase_trace_event_slow(struct wsl_phase_trace *t, enum wsl_phase_op op,
         if (q->cap > WSL_PHASE_MAX_SEQ)
             q->cap = WSL_PHASE_MAX_SEQ;
         q->room = q->cap == WSL_PHASE_MAX_SEQ ? SIZE_MAX : q->cap;
-        q->ids = xrealloc(q->ids, q->cap * sizeof *q->ids);
-        q->ticks = xrealloc(q->ticks, q->cap * sizeof *q->ticks);
+        uint64_t *hi = NULL, *ht = NULL;
+        if (q->cap == WSL_PHASE_MAX_SEQ && (hi = wsl_huge_alloc(q->cap * sizeof *q->ids)) &&
+            (ht = wsl_huge_alloc(q->cap * sizeof *q->ticks))) {
+            /* the last and largest growth (4 MiB of the two): huge pages, written once through */
+            memcpy(hi, q->ids, q->n * sizeof *q->ids);
+            memcpy(ht, q->ticks, q->n * sizeof *q->ticks);
+            free(q->ids);
+            free(q->ticks);
+            q->ids = hi;
+            q->ticks = ht;
+            q->huge = true;
+        } else {
+            wsl_huge_free(hi, q->cap * sizeof *q->ids);
+            q->ids = xrealloc(q->ids, q->cap * sizeof *q->ids);
+            q->ticks = xrealloc(q->ticks, q->cap * sizeof *q->ticks);
+        }
     }
     /* a graph's exec and a kernel's function never share a handle value in practice; keep them apart anyway */
     q->ids[q->n] = op == WSL_PHASE_GRAPH ? ev->a[0] ^ 0x8000000000000000ull : ev->a[0];
@@ -261,8 +275,13 @@ void wsl_phase_trace_discard(struct wsl_phase_trace *t)
     if (!t)
         return;
     for (size_t i = 0; i < t->seq_count; i++) {
-        free(t->seqs[i].ids);
-        free(t->seqs[i].ticks);
+        if (t->seqs[i].huge) {
+            wsl_huge_free(t->seqs[i].ids, t->seqs[i].cap * sizeof *t->seqs[i].ids);
+            wsl_huge_free(t->seqs[i].ticks, t->seqs[i].cap * sizeof *t->seqs[i].ticks);
+        } else {
+            free(t->seqs[i].ids);
+            free(t->seqs[i].ticks);
+        }
     }
     free(t->seqs);
     free(t->loads);
