@@ -178,6 +178,32 @@ void wsl_phase_trace_launch_run_ok(struct wsl_phase_trace *t, const struct wsl_e
         f->last_submit_end = end_max;
 }
 
+/* The kept launches' arrays grown (n == cap), 4 times at each step; the last and largest growth,
+ * to WSL_PHASE_MAX_SEQ (4 MiB of the two), in huge pages (written once through), else (or where
+ * the mapping fails) by xrealloc. Out of line: the slow path's code stays as it was. */
+static __attribute__((noinline)) void seq_grow(struct wsl_phase_seq *q)
+{
+    q->cap = q->cap ? 4 * q->cap : 16384;
+    if (q->cap > WSL_PHASE_MAX_SEQ)
+        q->cap = WSL_PHASE_MAX_SEQ;
+    q->room = q->cap == WSL_PHASE_MAX_SEQ ? SIZE_MAX : q->cap;
+    uint64_t *hi = NULL, *ht = NULL;
+    if (q->cap == WSL_PHASE_MAX_SEQ && (hi = wsl_huge_alloc(q->cap * sizeof *q->ids)) &&
+        (ht = wsl_huge_alloc(q->cap * sizeof *q->ticks))) {
+        memcpy(hi, q->ids, q->n * sizeof *q->ids);
+        memcpy(ht, q->ticks, q->n * sizeof *q->ticks);
+        free(q->ids);
+        free(q->ticks);
+        q->ids = hi;
+        q->ticks = ht;
+        q->huge = true;
+    } else {
+        wsl_huge_free(hi, q->cap * sizeof *q->ids);
+        q->ids = xrealloc(q->ids, q->cap * sizeof *q->ids);
+        q->ticks = xrealloc(q->ticks, q->cap * sizeof *q->ticks);
+    }
+}
+
 void wsl_phase_trace_event_slow(struct wsl_phase_trace *t, enum wsl_phase_op op, const struct wsl_event *ev)
 {
     if (op == WSL_PHASE_MODULE_LOAD || op == WSL_PHASE_LIBRARY_LOAD) {
@@ -242,14 +268,8 @@ void wsl_phase_trace_event_slow(struct wsl_phase_trace *t, enum wsl_phase_op op,
     q->room = q->cap == WSL_PHASE_MAX_SEQ ? SIZE_MAX : q->cap;
     if (q->n >= WSL_PHASE_MAX_SEQ)
         return;
-    if (q->n == q->cap) {
-        q->cap = q->cap ? 4 * q->cap : 16384;
-        if (q->cap > WSL_PHASE_MAX_SEQ)
-            q->cap = WSL_PHASE_MAX_SEQ;
-        q->room = q->cap == WSL_PHASE_MAX_SEQ ? SIZE_MAX : q->cap;
-        q->ids = xrealloc(q->ids, q->cap * sizeof *q->ids);
-        q->ticks = xrealloc(q->ticks, q->cap * sizeof *q->ticks);
-    }
+    if (q->n == q->cap)
+        seq_grow(q);
     /* a graph's exec and a kernel's function never share a handle value in practice; keep them apart anyway */
     q->ids[q->n] = op == WSL_PHASE_GRAPH ? ev->a[0] ^ 0x8000000000000000ull : ev->a[0];
     q->ticks[q->n] = ev->t_start;
@@ -261,8 +281,13 @@ void wsl_phase_trace_discard(struct wsl_phase_trace *t)
     if (!t)
         return;
     for (size_t i = 0; i < t->seq_count; i++) {
-        free(t->seqs[i].ids);
-        free(t->seqs[i].ticks);
+        if (t->seqs[i].huge) {
+            wsl_huge_free(t->seqs[i].ids, t->seqs[i].cap * sizeof *t->seqs[i].ids);
+            wsl_huge_free(t->seqs[i].ticks, t->seqs[i].cap * sizeof *t->seqs[i].ticks);
+        } else {
+            free(t->seqs[i].ids);
+            free(t->seqs[i].ticks);
+        }
     }
     free(t->seqs);
     free(t->loads);

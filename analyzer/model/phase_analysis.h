@@ -116,6 +116,7 @@ struct wsl_phase_seq {
                                    or at the cap counted only): its one test of the three */
     uint64_t last_ticks;        /* its last launch's start */
     size_t n, cap;
+    bool huge;                  /* ids and ticks are wsl_huge_alloc's (at cap WSL_PHASE_MAX_SEQ) */
     uint64_t total;             /* launches, kept or not */
     uint64_t broken_gaps, broken_ticks; /* the gaps with a break in them */
     uint64_t pipe_reads, pipe_ticks; /* reads and polls on fds not seen opened (path id 0) */

@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <math.h>
 #include <stdarg.h>
@@ -128,6 +129,31 @@ static bool source_more(struct wsl_reader *r)
 /* Where the next compressed byte comes from, counted from the start of the file. */
 static uint64_t source_offset(const struct wsl_reader *r) { return r->bytes_in - (r->in.size - r->in.pos); }
 
+/* The output buffer, about to grow to FRAME_BUFFER_HUGE or more (a large frame), moved to a mapping
+ * of FRAME_BUFFER_MAX bytes at a 2 MiB boundary, asked for as transparent huge pages (madvise): a
+ * frame's bytes are written once each into pages never touched before, and a huge page takes one
+ * fault and one clear where 512 small ones take 512 (32 MiB: about 5 ms against 16 on this VM).
+ * The pages past what frames use are never touched. False where the mapping fails (the buffer
+ * grows as before); nothing read depends on which. */
+static bool frame_buffer_map(struct wsl_reader *r)
+{
+    const size_t huge = (size_t)2 << 20, len = FRAME_BUFFER_MAX + huge;
+    void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+        return false;
+    uint8_t *p = (uint8_t *)(((uintptr_t)m + huge - 1) & ~(uintptr_t)(huge - 1));
+#ifdef MADV_HUGEPAGE
+    (void)madvise(p, FRAME_BUFFER_MAX, MADV_HUGEPAGE); /* (a hint: refused, small pages serve) */
+#endif
+    memcpy(p, r->outbuf, r->out_end);
+    free(r->outbuf);
+    r->outbuf = p;
+    r->out_cap = FRAME_BUFFER_MAX;
+    r->out_map = m;
+    r->out_map_len = len;
+    return true;
+}
+
 /* Decompresses the next zstd frame whole into the output buffer: zstd checks a
  * frame's checksum at its end, so nothing of a damaged frame reaches the
  * parser (r->damaged is set instead). At the end of the input, the part of a
@@ -157,6 +183,8 @@ static bool stream_fill(struct wsl_reader *r)
                 return true;
             }
             size_t cap = r->out_cap * 2 < FRAME_BUFFER_MAX ? r->out_cap * 2 : FRAME_BUFFER_MAX;
+            if (cap >= FRAME_BUFFER_HUGE && !r->out_map && frame_buffer_map(r))
+                continue;
             uint8_t *p = realloc(r->outbuf, cap);
             if (!p) {
                 out_of_memory(r, "out of memory for a zstd frame of %zu bytes", cap);
@@ -740,7 +768,10 @@ void wsl_reader_close(struct wsl_reader *r)
         close(r->fd);
     ZSTD_freeDCtx(r->dctx);
     free(r->inbuf);
-    free(r->outbuf);
+    if (r->out_map)
+        munmap(r->out_map, r->out_map_len);
+    else
+        free(r->outbuf);
     free(r->payload_buf);
     free(r->batch);
     free(r->codec);

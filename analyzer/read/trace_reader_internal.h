@@ -12,6 +12,8 @@
 #define OUTPUT_BUFFER_SIZE (256u << 10) /* to start with: it grows to hold a whole zstd frame */
 #define FRAME_BUFFER_MAX (32u << 20)    /* a frame larger than this is parsed before its checksum
                                            is checked (the shim's are about 1 MiB) */
+#define FRAME_BUFFER_HUGE (4u << 20)    /* a frame buffer growing to this size or more: one mapping
+                                           of huge pages (frame_buffer_map) */
 #define READER_WARNINGS_MAX 4
 #define SEQ_TRACKED_MAX (1u << 24)      /* chunk numbers remembered (2 MiB of bits); the shim
                                            writes a few per second and thread */
@@ -38,6 +40,8 @@ struct wsl_reader {
     ZSTD_DCtx *dctx;
     uint8_t *outbuf;
     size_t out_pos, out_end, out_cap;
+    void *out_map;              /* outbuf's mapping where it is one (frame_buffer_map), else NULL */
+    size_t out_map_len;
     bool frame_open;            /* the last zstd call left a frame unfinished */
     bool zstd_pending;          /* the last zstd call filled the output: it may hold more */
     bool frame_partial;         /* outbuf holds the start of a frame larger than FRAME_BUFFER_MAX */

@@ -6,11 +6,37 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 static void out_of_memory(void)
 {
     fputs("wslshim-report: out of memory\n", stderr);
     exit(2);
+}
+
+void *wsl_huge_alloc(size_t n)
+{
+    const size_t huge = (size_t)2 << 20, page = 4096;
+    n = (n + page - 1) & ~(page - 1);
+    uint8_t *m = mmap(NULL, n + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+        return NULL;
+    uint8_t *p = (uint8_t *)(((uintptr_t)m + huge - 1) & ~(uintptr_t)(huge - 1));
+    if (p > m) /* the slack before and after: [p, p + n) stays mapped alone */
+        munmap(m, (size_t)(p - m));
+    if (m + n + huge > p + n)
+        munmap(p + n, (size_t)(m + n + huge - (p + n)));
+#ifdef MADV_HUGEPAGE
+    (void)madvise(p, n, MADV_HUGEPAGE); /* (a hint: refused, small pages serve) */
+#endif
+    return p;
+}
+
+void wsl_huge_free(void *p, size_t n)
+{
+    const size_t page = 4096;
+    if (p)
+        munmap(p, (n + page - 1) & ~(page - 1));
 }
 
 void *xmalloc(size_t size)

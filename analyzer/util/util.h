@@ -20,6 +20,12 @@ static inline void *xgrow_zeroed(void *p, size_t *count, size_t index, size_t el
 {
     return index < *count ? p : xgrow_zeroed_to(p, count, index, elem, first); /* (per event: the test inline) */
 }
+/* n bytes (zeroed) at a 2 MiB boundary in a mapping of their own, asked for as transparent huge
+ * pages (madvise): for a large array written once through, where a huge page takes one fault and
+ * one clear where 512 small ones take 512. NULL where the mapping fails (the caller allocates as
+ * usual then). Freed by wsl_huge_free with the same n. */
+void *wsl_huge_alloc(size_t n);
+void wsl_huge_free(void *p, size_t n);
 /* printf into a new string. */
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

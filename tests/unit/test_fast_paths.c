@@ -311,6 +311,15 @@ int test_phase_fast_path(void)
                "thread %u: gaps", w);
         CHECKF(!memcmp(a->ids, b->ids, a->n * sizeof *a->ids) && !memcmp(a->ticks, b->ticks, a->n * sizeof *a->ticks),
                "thread %u: the kept launches", w);
+        /* each kept id one the loop wrote (a graph's with its top bit flipped), through the arrays'
+         * growths: thread 0's last one to WSL_PHASE_MAX_SEQ (the arrays moved to huge pages) */
+        CHECKF(w != 0 || a->cap == WSL_PHASE_MAX_SEQ, "thread 0: cap %zu", a->cap);
+        size_t bad = 0;
+        for (size_t k = 0; k < a->n; k++) {
+            const uint64_t id = (a->ids[k] & ~0x8000000000000000ull) - 0x7f0000001000ull;
+            bad += id % 0x1000 != 0 || id / 0x1000 >= 40 || a->ticks[k] < 5000;
+        }
+        CHECKF(bad == 0, "thread %u: %zu kept launches not written", w, bad);
     }
     wsl_phase_trace_thread(fast, tids[0]);
     CHECKF(ff->cur->n == WSL_PHASE_MAX_SEQ && ff->cur->total > WSL_PHASE_MAX_SEQ, "thread 0: %zu kept of %llu",
