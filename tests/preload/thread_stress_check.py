@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
 """Runs thread_stress_client under the shim and checks, from the traces:
 the parent's trace holds exactly the launches and syncs the client made
-(64 threads at once, 20,000 short-lived threads, launches during forks), with
+(64 threads at once, 30,000 short-lived threads, launches during forks), with
 nothing dropped; each of the 20 forked children left a trace of exactly its
 100 syncs and exited normally (no deadlock across fork); and resident memory
-did not grow like a leak over the second 10,000 threads (less than 16 MiB,
-where a thread buffer that is never reused would cost over 1 MiB each).
+did not grow like a leak over the second and third 10,000 threads: a leak
+grows in both stretches (a thread buffer that is never reused would cost over
+1 MiB each), so the smaller growth must be under 16 MiB. One stretch alone may
+grow more: on a loaded machine the writer falls behind, exited threads'
+buffers wait for it, and new threads take new ones (a helper saw +25 MiB once
+at load 5 on 2 CPUs); that high-water mark does not grow again.
 
     thread_stress_check.py SHIM REPORT FAKE_LIB_DIR CLIENT WORKDIR
 """
@@ -60,11 +64,12 @@ for c in children:
     got = calls(c["pid"], "cuStreamSynchronize")
     if got != 100:
         fails.append(f"child {c['pid']}: {got} cuStreamSynchronize, made 100")
-growth = made["rss_kb_after_20k"] - made["rss_kb_after_10k"]
-print(f"resident memory after 10,000 short-lived threads {made['rss_kb_after_10k']} KiB, after 20,000 "
-      f"{made['rss_kb_after_20k']} KiB ({growth:+d} KiB)")
-if growth > 16 * 1024:
-    fails.append(f"resident memory grew by {growth} KiB over 10,000 more threads")
+rss = [made["rss_kb_after_10k"], made["rss_kb_after_20k"], made["rss_kb_after_30k"]]
+growths = [rss[1] - rss[0], rss[2] - rss[1]]
+print(f"resident memory after 10,000, 20,000 and 30,000 short-lived threads {rss[0]}, {rss[1]} and {rss[2]} KiB "
+      f"({growths[0]:+d} and {growths[1]:+d} KiB)")
+if min(growths) > 16 * 1024:
+    fails.append(f"resident memory grew by {growths[0]} and {growths[1]} KiB over each 10,000 more threads")
 for f in fails:
     print("FAIL:", f)
 print("thread stress:", "FAIL" if fails else "ok")

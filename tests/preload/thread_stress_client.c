@@ -3,13 +3,14 @@
  * fake driver (linked with -lcuda), under the shim:
  *   1. 64 threads released at once by a barrier, 1000 cuLaunchKernel each;
  *   2. 10,000 short-lived threads (16 at a time), one cuCtxSynchronize each,
- *      then 10,000 more: the resident memory after the second 10,000 must not
- *      have grown like a leak (buffers of exited threads are reused);
+ *      then 10,000 more twice: the resident memory must not grow like a leak
+ *      over both (buffers of exited threads are reused);
  *   3. 20 forks while 8 threads keep launching: each child makes 100
  *      cuStreamSynchronize and exits; a child that hangs (a lock held across
  *      fork) is killed by an alarm and the parent reports it.
  * Prints one line: STRESS {"launches": N, "syncs": N, "children": N,
- * "child_failures": N, "rss_kb_after_10k": N, "rss_kb_after_20k": N}
+ * "child_failures": N, "rss_kb_after_10k": N, "rss_kb_after_20k": N,
+ * "rss_kb_after_30k": N}
  */
 #include <pthread.h>
 #include <signal.h>
@@ -107,6 +108,8 @@ int main(void)
     long rss10 = rss_kb();
     short_lived(10000);
     long rss20 = rss_kb();
+    short_lived(10000);
+    long rss30 = rss_kb();
     /* 3 */
     pthread_t busy[8];
     for (int i = 0; i < 8; i++)
@@ -134,7 +137,7 @@ int main(void)
         return 1;
     atomic_fetch_add(&syncs, 1);
     printf("STRESS {\"launches\": %ld, \"syncs\": %ld, \"children\": %d, \"child_failures\": %d, "
-           "\"rss_kb_after_10k\": %ld, \"rss_kb_after_20k\": %ld}\n",
-           atomic_load(&launches), atomic_load(&syncs), children, failures, rss10, rss20);
+           "\"rss_kb_after_10k\": %ld, \"rss_kb_after_20k\": %ld, \"rss_kb_after_30k\": %ld}\n",
+           atomic_load(&launches), atomic_load(&syncs), children, failures, rss10, rss20, rss30);
     return 0;
 }
