@@ -16,12 +16,12 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 head -c 65536 /dev/urandom > "$work/data.bin"
 for mode in thread driver; do
   native=$(LD_LIBRARY_PATH=$fake "$client" $mode "$work/data.bin") || fail "$mode without the shim: exit $?"
-  echo "$native" | grep -q "single: no writer" || fail "$mode without the shim: '$native'"
+  grep -q "single: no writer" <<<"$native" || fail "$mode without the shim: '$native'"
   out=$(LD_LIBRARY_PATH=$fake WSLSHIM_OUTPUT="$work/t-$mode-%p.trace.zst" LD_PRELOAD=$shim \
         "$client" $mode "$work/data.bin") || fail "$mode with the shim: exit $?"
-  echo "$out" | grep -qx "single: writer sees it: no" ||
+  grep -qx "single: writer sees it: no" <<<"$out" ||
     fail "$mode: the writer shares the single-threaded program's table: '$out'"
-  echo "$out" | grep -qx "$mode: writer sees it: yes" ||
+  grep -qx "$mode: writer sees it: yes" <<<"$out" ||
     fail "$mode: the writer does not share the program's table after the $mode: '$out'"
   want=$(echo "$out" | sed -n 's/^reads //p')
   got=$("$report" --json "$work"/t-$mode-*.trace.zst 2>"$work/report.err" |
@@ -39,6 +39,6 @@ out=$(WSLSHIM_LOG=info WSLSHIM_OUTPUT="$work/t-pipe-%p.trace.zst" LD_PRELOAD=$sh
 # what the writer logged from its own table reaches stderr, by the thread that joined it
 grep -q "info: trace written to $work/t-pipe-" "$work/pipe.err" ||
   fail "the writer's last line is not on stderr: '$(cat "$work/pipe.err")'"
-echo "$out" | grep -qx "writer holds: none" || fail "the writer's table holds the program's descriptors: '$out'"
-echo "$out" | grep -qx "pipe eof: yes" || fail "the pipe's reader saw no end of file: '$out'"
+grep -qx "writer holds: none" <<<"$out" || fail "the writer's table holds the program's descriptors: '$out'"
+grep -qx "pipe eof: yes" <<<"$out" || fail "the pipe's reader saw no end of file: '$out'"
 echo "ok: pipe: the writer's table holds none of the program's descriptors; the pipe's reader saw end of file"
