@@ -11,10 +11,10 @@
  * between them).
  */
 #include "trace_reader.h"
+#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <math.h>
 #include <stdarg.h>
@@ -137,20 +137,14 @@ static uint64_t source_offset(const struct wsl_reader *r) { return r->bytes_in -
  * grows as before); nothing read depends on which. */
 static bool frame_buffer_map(struct wsl_reader *r)
 {
-    const size_t huge = (size_t)2 << 20, len = FRAME_BUFFER_MAX + huge;
-    void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED)
+    uint8_t *p = wsl_huge_alloc(FRAME_BUFFER_MAX);
+    if (!p)
         return false;
-    uint8_t *p = (uint8_t *)(((uintptr_t)m + huge - 1) & ~(uintptr_t)(huge - 1));
-#ifdef MADV_HUGEPAGE
-    (void)madvise(p, FRAME_BUFFER_MAX, MADV_HUGEPAGE); /* (a hint: refused, small pages serve) */
-#endif
     memcpy(p, r->outbuf, r->out_end);
     free(r->outbuf);
     r->outbuf = p;
     r->out_cap = FRAME_BUFFER_MAX;
-    r->out_map = m;
-    r->out_map_len = len;
+    r->out_mapped = true;
     return true;
 }
 
@@ -183,7 +177,7 @@ static bool stream_fill(struct wsl_reader *r)
                 return true;
             }
             size_t cap = r->out_cap * 2 < FRAME_BUFFER_MAX ? r->out_cap * 2 : FRAME_BUFFER_MAX;
-            if (cap >= FRAME_BUFFER_HUGE && !r->out_map && frame_buffer_map(r))
+            if (cap >= FRAME_BUFFER_HUGE && !r->out_mapped && frame_buffer_map(r))
                 continue;
             uint8_t *p = realloc(r->outbuf, cap);
             if (!p) {
@@ -768,8 +762,8 @@ void wsl_reader_close(struct wsl_reader *r)
         close(r->fd);
     ZSTD_freeDCtx(r->dctx);
     free(r->inbuf);
-    if (r->out_map)
-        munmap(r->out_map, r->out_map_len);
+    if (r->out_mapped)
+        wsl_huge_free(r->outbuf, FRAME_BUFFER_MAX);
     else
         free(r->outbuf);
     free(r->payload_buf);

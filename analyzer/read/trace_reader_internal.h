@@ -40,8 +40,7 @@ struct wsl_reader {
     ZSTD_DCtx *dctx;
     uint8_t *outbuf;
     size_t out_pos, out_end, out_cap;
-    void *out_map;              /* outbuf's mapping where it is one (frame_buffer_map), else NULL */
-    size_t out_map_len;
+    bool out_mapped;            /* outbuf is wsl_huge_alloc's (frame_buffer_map), not malloc's */
     bool frame_open;            /* the last zstd call left a frame unfinished */
     bool zstd_pending;          /* the last zstd call filled the output: it may hold more */
     bool frame_partial;         /* outbuf holds the start of a frame larger than FRAME_BUFFER_MAX */

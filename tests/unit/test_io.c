@@ -750,15 +750,12 @@ int test_io_sampled_timing(void)
     return 0;
 }
 
-/* Folded calls (trace 1.5, WSL_CAT_IO_FOLD): each slot counts as that many
- * untimed calls of its id, the close when the fold says so, and calls a drain
- * wrote ahead of a fold's last event count once. */
-int test_io_folded_calls(void)
+/* A sampled trace (sampled_trace) whose API table holds the sampled file calls
+ * and the fold's id, at these indexes, and a clock: the folded-calls tests'. */
+enum { OPEN_S, READ_S, FSTAT_S, LSEEK_S, CLOSE_S, FOLD };
+static struct synth *fold_trace(const char *path, int32_t pid)
 {
-    char path[512];
-    test_path(path, sizeof path, "io_folded.trace.zst");
-    struct synth *s = sampled_trace(path, 43);
-    enum { OPEN_S, READ_S, FSTAT_S, LSEEK_S, CLOSE_S, FOLD };
+    struct synth *s = sampled_trace(path, pid);
     const struct synth_row rows[] = {
         {"open", "open", WSL_CAT_IO_OPEN, WSL_API_IO_SAMPLED},
         {"read", "read", WSL_CAT_IO_READ, WSL_API_IO_SAMPLED},
@@ -769,6 +766,17 @@ int test_io_folded_calls(void)
     };
     synth_api_rows(s, rows, 6);
     synth_clock(s, 1000, 1000, 0);
+    return s;
+}
+
+/* Folded calls (trace 1.5, WSL_CAT_IO_FOLD): each slot counts as that many
+ * untimed calls of its id, the close when the fold says so, and calls a drain
+ * wrote ahead of a fold's last event count once. */
+int test_io_folded_calls(void)
+{
+    char path[512];
+    test_path(path, sizeof path, "io_folded.trace.zst");
+    struct synth *s = fold_trace(path, 43);
     const uint32_t ids[] = {1, 2};
     const char *const names[] = {"/data/train/a.jpg", "/data/train/big.bin"};
     synth_paths(s, ids, names, 2);
@@ -820,18 +828,7 @@ int test_io_folded_meta(void)
 {
     char path[512];
     test_path(path, sizeof path, "io_folded_meta.trace.zst");
-    struct synth *s = sampled_trace(path, 45);
-    enum { OPEN_S, READ_S, FSTAT_S, LSEEK_S, CLOSE_S, FOLD };
-    const struct synth_row rows[] = {
-        {"open", "open", WSL_CAT_IO_OPEN, WSL_API_IO_SAMPLED},
-        {"read", "read", WSL_CAT_IO_READ, WSL_API_IO_SAMPLED},
-        {"fstat", "fstat", WSL_CAT_IO_STAT, WSL_API_IO_SAMPLED},
-        {"lseek", "lseek", WSL_CAT_IO_SEEK, WSL_API_IO_SAMPLED},
-        {"close", "close", WSL_CAT_IO_CLOSE, WSL_API_IO_SAMPLED},
-        {"wslshim_io_fold", "wslshim_io_fold", WSL_CAT_IO_FOLD, WSL_API_IO_SAMPLED},
-    };
-    synth_api_rows(s, rows, 6);
-    synth_clock(s, 1000, 1000, 0);
+    struct synth *s = fold_trace(path, 45);
     const uint32_t ids[] = {1, 2, 3};
     const char *const names[] = {"/data/train/a.jpg", "/data/train/b.jpg", "/data/train/c.jpg"};
     synth_paths(s, ids, names, 3);

@@ -440,7 +440,7 @@ static inline __attribute__((always_inline)) const char *last_slash(const char *
 {
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
     return memrchr(p, '/', n);
-#endif
+#else
     const uint64_t ones7 = 0x7f7f7f7f7f7f7f7full, slashes = 0x2f2f2f2f2f2f2f2full;
     size_t i = n;
     while (i >= 8) {
@@ -457,6 +457,7 @@ static inline __attribute__((always_inline)) const char *last_slash(const char *
         if (p[i] == '/')
             return p + i;
     return NULL;
+#endif
 }
 
 /* path_record's common case straight (paths.c: path_record_as for a new id): a path named

@@ -12,7 +12,6 @@
 
 _Atomic uint64_t cwd_generation = 1; /* bumped by chdir/fchdir (io_hooks.h) */
 
-
 /* ---- paths -------------------------------------------------------------------------------- */
 
 /* The working directory, cached per thread until the next chdir. */
@@ -156,8 +155,6 @@ static uint32_t path_record_as(struct wsl_thread *t, uint32_t given_id, int dirf
     atomic_store_explicit(t->p_head_at, head + need, memory_order_release);
     return id;
 }
-
-
 
 /* path_record_fast's way for everything else (io_hooks.h) */
 __attribute__((noinline)) uint32_t path_record_slow(struct wsl_thread *t, int dirfd, const char *path,
