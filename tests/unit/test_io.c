@@ -58,6 +58,21 @@ static int check_counts(const struct wsl_io_counts *c, struct expect_counts e, c
     return 0;
 }
 
+/* The calls counted per name (the API table's open, read, fstat, lseek, close). */
+static int check_file_calls(const struct wsl_run *run, const uint64_t want[5])
+{
+    static const char *const names[5] = {"open", "read", "fstat", "lseek", "close"};
+    uint64_t calls[5] = {0};
+    for (size_t i = 0; i < run->api_count; i++)
+        for (int k = 0; k < 5; k++)
+            if (!strcmp(run->apis[i].name, names[k]))
+                calls[k] = run->apis[i].ns.count;
+    for (int k = 0; k < 5; k++)
+        CHECKF(calls[k] == want[k], "%s: %llu calls, %llu expected", names[k], (unsigned long long)calls[k],
+               (unsigned long long)want[k]);
+    return 0;
+}
+
 /* ---- the mixed trace: every kind of call, each file's fate known ---------------------------- */
 
 struct mixed_span {
@@ -804,16 +819,8 @@ int test_io_folded_calls(void)
         return 1;
     CHECK(t->size_hist[wsl_io_size_bucket(4096)] == 16 && t->size_hist[wsl_io_size_bucket(0)] == 1);
     CHECKF(run.io.file_sizes.count == 2, "%llu files sized", (unsigned long long)run.io.file_sizes.count);
-    uint64_t calls[5] = {0};
-    const char *const api_names[] = {"open", "read", "fstat", "lseek", "close"};
-    for (size_t i = 0; i < run.api_count; i++)
-        for (int k = 0; k < 5; k++)
-            if (!strcmp(run.apis[i].name, api_names[k]))
-                calls[k] = run.apis[i].ns.count;
-    CHECKF(calls[0] == 2 && calls[1] == 17 && calls[2] == 2 && calls[3] == 3 && calls[4] == 2,
-           "calls open %llu read %llu fstat %llu lseek %llu close %llu", (unsigned long long)calls[0],
-           (unsigned long long)calls[1], (unsigned long long)calls[2], (unsigned long long)calls[3],
-           (unsigned long long)calls[4]);
+    if (check_file_calls(&run, (const uint64_t[5]){2, 17, 2, 3, 2}))
+        return 1;
     CHECK(t->unknown_fd.reads == 0 && t->data.errors == 0);
     wsl_run_free(&run);
     return 0;
@@ -860,16 +867,8 @@ int test_io_folded_meta(void)
     CHECKF(run.io.file_sizes.count == 3 && run.io.file_sizes.min == 5000 && run.io.file_sizes.max == 9000,
            "%llu files sized, %llu-%llu", (unsigned long long)run.io.file_sizes.count,
            (unsigned long long)run.io.file_sizes.min, (unsigned long long)run.io.file_sizes.max);
-    uint64_t calls[5] = {0};
-    const char *const api_names[] = {"open", "read", "fstat", "lseek", "close"};
-    for (size_t i = 0; i < run.api_count; i++)
-        for (int k = 0; k < 5; k++)
-            if (!strcmp(run.apis[i].name, api_names[k]))
-                calls[k] = run.apis[i].ns.count;
-    CHECKF(calls[0] == 3 && calls[1] == 5 && calls[2] == 5 && calls[3] == 4 && calls[4] == 3,
-           "calls open %llu read %llu fstat %llu lseek %llu close %llu", (unsigned long long)calls[0],
-           (unsigned long long)calls[1], (unsigned long long)calls[2], (unsigned long long)calls[3],
-           (unsigned long long)calls[4]);
+    if (check_file_calls(&run, (const uint64_t[5]){3, 5, 5, 4, 3}))
+        return 1;
     CHECK(t->unknown_fd.reads == 0 && t->data.errors == 0);
     wsl_run_free(&run);
     return 0;
