@@ -77,8 +77,6 @@ struct wsl_io_trace {
     struct wsl_u64_map path_index;  /* path id -> index into paths */
     struct path_record *paths;      /* the records, live and dropped */
     size_t path_cap, path_used;
-    size_t path_hint;               /* the record path_get returned last (paths[path_hint].id tells if it
-                                       still is: a dropped record's id is 0) */
     uint32_t free_path;             /* a dropped record's index + 1 (they link through dir), 0: none */
     struct path_record path_zero;   /* what id 0 (a damaged trace) gets: a record of its own per call */
     uint32_t *dead;                 /* ids of dead records, oldest first (a ring) */
@@ -267,14 +265,10 @@ static struct path_record *path_get(struct wsl_io_trace *t, uint32_t id)
         t->path_zero = (struct path_record){.dir = DIR_NONE, .mount = MOUNT_UNSET};
         return &t->path_zero;
     }
-    if (t->path_hint < t->path_used && t->paths[t->path_hint].id == id)
-        return &t->paths[t->path_hint]; /* (a file's calls come in a row: its reads) */
     bool added;
     struct wsl_u64_slot *s = wsl_u64_map_find_or_add(&t->path_index, id, 0, &added);
-    if (!added) {
-        t->path_hint = s->value;
+    if (!added)
         return &t->paths[s->value];
-    }
     if (t->path_index.count > WSL_IO_MAX_PATHS_PER_TRACE) {
         wsl_u64_map_remove(&t->path_index, s);
         return NULL;
@@ -292,7 +286,6 @@ static struct path_record *path_get(struct wsl_io_trace *t, uint32_t id)
     }
     s->value = i;
     t->paths[i] = (struct path_record){.id = id, .dir = DIR_NONE, .mount = MOUNT_UNSET};
-    t->path_hint = i;
     if (t->path_index.count > t->io->peak_path_records)
         t->io->peak_path_records = t->path_index.count;
     if (t->also && t->path_index.count > t->also->io->peak_path_records)
