@@ -423,12 +423,12 @@ void wsl_kern_trace_gpu_run(struct wsl_kern_trace *t, const struct wsl_event *ev
     uint32_t i = 0;
     while (i < n) {
         take_gpu_time(t, &ev[i]);
-        const uint64_t handle = ev[i].a[0], flags = ev[i].a[2] & 0xffffffffu;
-        const int32_t result = ev[i].result;
+        if (++i == n || ev[i].a[0] != ev[i - 1].a[0]) /* (a mix of kernels: the next one is another's) */
+            continue;
+        const uint64_t handle = ev[i - 1].a[0], flags = ev[i - 1].a[2] & 0xffffffffu;
+        const int32_t result = ev[i - 1].result;
         const uint32_t config = (uint32_t)result;
-        i++;
-        if ((flags & WSL_GPU_GRAPH) || !handle || i == n || ev[i].a[0] != handle || ev[i].result != result ||
-            (uint32_t)ev[i].a[2] != (uint32_t)flags)
+        if ((flags & WSL_GPU_GRAPH) || !handle || ev[i].result != result || (uint32_t)ev[i].a[2] != (uint32_t)flags)
             continue;
         const struct timed_cache_entry *c = &t->timed_cache[handle_cache_slot(handle)];
         if (c->handle != handle || (config && c->config != config))

@@ -450,21 +450,19 @@ void wsl_nvtx_trace_gpu_run(struct wsl_nvtx_trace *t, const struct wsl_event *ev
     uint32_t i = 0;
     while (i < n) {
         const uint32_t index1 = trace_gpu(t, &ev[i]);
+        if (++i == n || ev[i].a[0] != ev[i - 1].a[0] || !index1) /* (a mix of kernels: the next one is another's) */
+            continue;
         const struct wsl_nvtx_thread *th = t->gpu_thread;
-        if (!index1 || !th || th->span_count != th->history_count) {
-            i++;
+        if (!th || th->span_count != th->history_count)
             continue;
-        }
         const uint32_t r = th->span_range;
-        const uint64_t handle = ev[i].a[0], a2 = ev[i].a[2], lo = th->span_lo, hi = th->span_hi;
-        const int32_t result = ev[i].result;
-        const uint64_t launched = ev[i].a[1];
-        if (launched < lo || launched >= hi || (uint32_t)(a2 >> 32) != t->gpu_tid) { /* (r came otherwise) */
-            i++;
+        const uint64_t handle = ev[i - 1].a[0], a2 = ev[i - 1].a[2], lo = th->span_lo, hi = th->span_hi;
+        const int32_t result = ev[i - 1].result;
+        const uint64_t launched = ev[i - 1].a[1];
+        if (launched < lo || launched >= hi || (uint32_t)(a2 >> 32) != t->gpu_tid) /* (r came otherwise) */
             continue;
-        }
         uint64_t count = 0, ns = 0;
-        for (i++; i < n && ev[i].a[0] == handle && ev[i].a[2] == a2 && ev[i].result == result &&
+        for (; i < n && ev[i].a[0] == handle && ev[i].a[2] == a2 && ev[i].result == result &&
                   ev[i].a[1] >= lo && ev[i].a[1] < hi;
              i++) {
             count++;
