@@ -223,7 +223,8 @@ static void close_frame(struct wsl_nvtx_trace *t, struct wsl_nvtx_thread *th, ui
     wsl_nvtx_counts_add(&r->incl, &f->incl);
     if (k > 0)
         wsl_nvtx_counts_add(&th->frame[k - 1].incl, &f->incl);
-    memmove(&th->frame[k], &th->frame[k + 1], (th->frames - k - 1) * sizeof *th->frame);
+    if (k + 1 < th->frames) /* (most close the innermost: nothing to move, no call) */
+        memmove(&th->frame[k], &th->frame[k + 1], (th->frames - k - 1) * sizeof *th->frame);
     th->frames--;
     th->head.open--;
     innermost_update(th);
