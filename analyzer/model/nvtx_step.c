@@ -299,11 +299,14 @@ void wsl_nvtx_track_close(struct wsl_nvtx_trace *t)
             }
             struct window_cursor cu;
             cursor_set(&cu, w, nw, 0);
+            uint64_t kernels = 0, kernel_ns = 0; /* (in registers: c's address is taken above) */
             for (size_t i = 0; i < t->gpu_count && ok; i++)
                 if (cursor_in(&cu, w, nw, t->gpus[i].launch)) {
-                    c.gpu_kernels++;
-                    c.gpu_ns += t->gpus[i].ns;
+                    kernels++;
+                    kernel_ns += t->gpus[i].ns;
                 }
+            c.gpu_kernels += kernels;
+            c.gpu_ns += kernel_ns;
             if (ok) {
                 t->guess[t->guess_count].range = (uint32_t)best;
                 t->guess[t->guess_count++].c = c;
