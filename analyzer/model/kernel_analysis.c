@@ -414,10 +414,64 @@ void wsl_kern_trace_gpu(struct wsl_kern_trace *t, const struct wsl_event *ev)
     take_gpu_time(t, ev);
 }
 
+/* Each event as take_gpu_time takes it. After one that took the usual way (not a graph launch, its
+ * handle in its cache entry, and its configuration's row where it has one), the events that follow
+ * it with the same handle, configuration and flags take the same entry and row: their counts are
+ * added once and their sums kept in registers, added in the same order (the doubles' sums too). */
 void wsl_kern_trace_gpu_run(struct wsl_kern_trace *t, const struct wsl_event *ev, uint32_t n, uint64_t end_max)
 {
-    for (uint32_t i = 0; i < n; i++)
+    uint32_t i = 0;
+    while (i < n) {
         take_gpu_time(t, &ev[i]);
+        if (++i == n || ev[i].a[0] != ev[i - 1].a[0]) /* (a mix of kernels: the next one is another's) */
+            continue;
+        const uint64_t handle = ev[i - 1].a[0], flags = ev[i - 1].a[2] & 0xffffffffu;
+        const int32_t result = ev[i - 1].result;
+        const uint32_t config = (uint32_t)result;
+        if ((flags & WSL_GPU_GRAPH) || !handle || ev[i].result != result || (uint32_t)ev[i].a[2] != (uint32_t)flags)
+            continue;
+        const struct timed_cache_entry *c = &t->timed_cache[handle_cache_slot(handle)];
+        if (c->handle != handle || (config && c->config != config))
+            continue;
+        const bool idle = (flags & WSL_GPU_IDLE_AT_SUBMIT) != 0, started = idle && (flags & WSL_GPU_MAPPED);
+        struct handle_timing *ht = &t->timed_v[c->index];
+        struct launch_row *lr = config ? &t->rows[c->row] : NULL;
+        uint64_t count = 0, ticks = 0, idle_ticks = 0;
+        double sq = lr ? lr->timed_sq : 0, idle_sq = lr ? lr->idle_sq : 0;
+        do {
+            const uint64_t dur = ev[i].t_end >= ev[i].t_start ? ev[i].t_end - ev[i].t_start : 0;
+            if (started) {
+                if (ev[i].t_start >= ev[i].a[1]) {
+                    wsl_hist_add(&t->start_ticks, ev[i].t_start - ev[i].a[1]);
+                } else {
+                    wsl_hist_add(&t->start_ticks, 0);
+                    wsl_hist_add(&t->before_ticks, ev[i].a[1] - ev[i].t_start);
+                }
+            }
+            wsl_hist_add(&ht->ticks, dur);
+            count++;
+            if (lr) {
+                const double d2 = (double)dur * (double)dur;
+                ticks += dur;
+                sq += d2;
+                if (idle) {
+                    idle_ticks += dur;
+                    idle_sq += d2;
+                }
+            }
+        } while (++i < n && ev[i].a[0] == handle && ev[i].result == result && (uint32_t)ev[i].a[2] == (uint32_t)flags);
+        t->mapped += (flags & WSL_GPU_MAPPED) ? count : 0;
+        t->idle += idle ? count : 0;
+        ht->idle += idle ? count : 0;
+        if (lr) {
+            lr->timed += count;
+            lr->timed_ticks += ticks;
+            lr->timed_sq = sq;
+            lr->timed_idle += idle ? count : 0;
+            lr->idle_ticks += idle_ticks;
+            lr->idle_sq = idle_sq;
+        }
+    }
     if (end_max > t->last_gpu) /* (read at the end alone) */
         t->last_gpu = end_max;
 }

@@ -223,7 +223,8 @@ static void close_frame(struct wsl_nvtx_trace *t, struct wsl_nvtx_thread *th, ui
     wsl_nvtx_counts_add(&r->incl, &f->incl);
     if (k > 0)
         wsl_nvtx_counts_add(&th->frame[k - 1].incl, &f->incl);
-    memmove(&th->frame[k], &th->frame[k + 1], (th->frames - k - 1) * sizeof *th->frame);
+    if (k + 1 < th->frames) /* (most close the innermost: nothing to move, no call) */
+        memmove(&th->frame[k], &th->frame[k + 1], (th->frames - k - 1) * sizeof *th->frame);
     th->frames--;
     th->head.open--;
     innermost_update(th);
@@ -396,7 +397,10 @@ static __attribute__((noinline)) void timed_count(struct wsl_nvtx_trace *t, stru
     wsl_u64_map_insert(&t->timed_index, key, t->timed_count++);
 }
 
-static inline __attribute__((always_inline)) void trace_gpu(struct wsl_nvtx_trace *t, const struct wsl_event *ev)
+/* One GPU kernel's event to the range innermost on its launching thread at its launch. Returns the
+ * kernel's entry among the timed ones, plus 1, where it went the usual way (a range found, not a
+ * graph launch, counted in an entry); else 0. */
+static inline __attribute__((always_inline)) uint32_t trace_gpu(struct wsl_nvtx_trace *t, const struct wsl_event *ev)
 {
     uint32_t tid = (uint32_t)(ev->a[2] >> 32);
     struct wsl_nvtx_thread *th = t->gpu_thread;
@@ -410,12 +414,12 @@ static inline __attribute__((always_inline)) void trace_gpu(struct wsl_nvtx_trac
         r = history_at(th, launched);
     if (r == NONE) {
         t->gpu_unattributed++;
-        return;
+        return 0;
     }
     t->ranges[r].self.gpu_kernels++;
     t->ranges[r].self.gpu_ns += ev->t_end >= ev->t_start ? ev->t_end - ev->t_start : 0;
     if (ev->a[2] & WSL_GPU_GRAPH)
-        return; /* a graph launch's measure is taken as it is */
+        return 0; /* a graph launch's measure is taken as it is */
     t->any_timed = true;
     uint64_t handle = ev->a[0];
     uint32_t config = (uint32_t)ev->result;
@@ -426,9 +430,10 @@ static inline __attribute__((always_inline)) void trace_gpu(struct wsl_nvtx_trac
     struct timed_cache_entry *c = &t->timed_cache[(key * 0x9e3779b97f4a7c15ull) >> (64 - NVTX_TIMED_CACHE_BITS)];
     if (c->index1 && c->handle == handle && c->tag == tag) {
         t->timed[c->index1 - 1].count++;
-        return;
+        return c->index1;
     }
     timed_count(t, c, key, handle, r, config, idle);
+    return c->handle == handle && c->tag == tag ? c->index1 : 0; /* (past WSL_NVTX_MAX_TIMED: c unchanged) */
 }
 
 void wsl_nvtx_trace_gpu(struct wsl_nvtx_trace *t, const struct wsl_event *ev)
@@ -436,10 +441,38 @@ void wsl_nvtx_trace_gpu(struct wsl_nvtx_trace *t, const struct wsl_event *ev)
     trace_gpu(t, ev);
 }
 
+/* Each event as trace_gpu takes it. After one that went the usual way, the events that follow it
+ * with the same handle, configuration, flags and thread (a[2]) whose launch lies in the span of
+ * history that gave its range (the history does not change within the run: it holds no NVTX
+ * event) go the same way to the same range and entry: they are counted in registers and added
+ * once (integer sums: the same totals). */
 void wsl_nvtx_trace_gpu_run(struct wsl_nvtx_trace *t, const struct wsl_event *ev, uint32_t n)
 {
-    for (uint32_t i = 0; i < n; i++)
-        trace_gpu(t, &ev[i]);
+    uint32_t i = 0;
+    while (i < n) {
+        const uint32_t index1 = trace_gpu(t, &ev[i]);
+        if (++i == n || ev[i].a[0] != ev[i - 1].a[0] || !index1) /* (a mix of kernels: the next one is another's) */
+            continue;
+        const struct wsl_nvtx_thread *th = t->gpu_thread;
+        if (!th || th->span_count != th->history_count)
+            continue;
+        const uint32_t r = th->span_range;
+        const uint64_t handle = ev[i - 1].a[0], a2 = ev[i - 1].a[2], lo = th->span_lo, hi = th->span_hi;
+        const int32_t result = ev[i - 1].result;
+        const uint64_t launched = ev[i - 1].a[1];
+        if (launched < lo || launched >= hi || (uint32_t)(a2 >> 32) != t->gpu_tid) /* (r came otherwise) */
+            continue;
+        uint64_t count = 0, ns = 0;
+        for (; i < n && ev[i].a[0] == handle && ev[i].a[2] == a2 && ev[i].result == result &&
+                  ev[i].a[1] >= lo && ev[i].a[1] < hi;
+             i++) {
+            count++;
+            ns += ev[i].t_end >= ev[i].t_start ? ev[i].t_end - ev[i].t_start : 0;
+        }
+        t->ranges[r].self.gpu_kernels += count;
+        t->ranges[r].self.gpu_ns += ns;
+        t->timed[index1 - 1].count += count;
+    }
 }
 
 bool wsl_nvtx_trace_timed(const struct wsl_nvtx_trace *t) { return t->any_timed; }

@@ -171,7 +171,15 @@ void wsl_nvtx_track_batch(struct wsl_nvtx_trace *t, struct wsl_nvtx_thread *th, 
                 t->gpu_cap = t->gpu_cap ? 2 * t->gpu_cap : 1024;
                 t->gpus = xrealloc(t->gpus, t->gpu_cap * sizeof *t->gpus);
             }
-            t->gpus[t->gpu_count++] = (struct track_gpu){e->a[1], e->t_end >= e->t_start ? e->t_end - e->t_start : 0};
+            /* this kernel and the GPU kernels after it, as far as the room goes (most batches of a
+             * thread that writes GPU kernels hold nothing else): nothing but the kernels changes */
+            struct track_gpu *g = &t->gpus[t->gpu_count];
+            const struct track_gpu *g_end = t->gpus + t->gpu_cap;
+            do {
+                *g++ = (struct track_gpu){ev[i].a[1], ev[i].t_end >= ev[i].t_start ? ev[i].t_end - ev[i].t_start : 0};
+            } while (++i < n && g < g_end && cat[ev[i].api] == WSL_CAT_GPU_KERNEL);
+            t->gpu_count = (size_t)(g - t->gpus);
+            i--; /* (the loop's i++) */
             continue;
         }
         uint64_t ts = e->t_start;
@@ -206,6 +214,24 @@ void wsl_nvtx_track_batch(struct wsl_nvtx_trace *t, struct wsl_nvtx_thread *th, 
             wsl_nvtx_attribute(&sg->c, k, e, 1, e->t_end >= e->t_start ? e->t_end - e->t_start : 0);
         else
             wsl_nvtx_attribute(&sg->c, k, e, wsl_event_calls(k, true, e), wsl_event_ticks(true, weight, e));
+        if (k == WSL_CAT_LAUNCH) {
+            /* the launches after it go to the same segment (none is sampled: file calls alone are),
+             * each as wsl_nvtx_attribute counts a launch; integer sums, added once */
+            uint64_t lo = sg->lo, hi = sg->hi, calls = 0, ns = 0, ok = 0;
+            while (i + 1 < n && cat[ev[i + 1].api] == WSL_CAT_LAUNCH) {
+                const struct wsl_event *l = &ev[++i];
+                lo = l->t_start < lo ? l->t_start : lo;
+                hi = l->t_start > hi ? l->t_start : hi;
+                calls++;
+                ns += l->t_end >= l->t_start ? l->t_end - l->t_start : 0;
+                ok += l->result == 0;
+            }
+            sg->lo = lo;
+            sg->hi = hi;
+            sg->c.api_calls += calls;
+            sg->c.api_ns += ns;
+            sg->c.launches += ok;
+        }
     }
 }
 
@@ -273,11 +299,14 @@ void wsl_nvtx_track_close(struct wsl_nvtx_trace *t)
             }
             struct window_cursor cu;
             cursor_set(&cu, w, nw, 0);
+            uint64_t kernels = 0, kernel_ns = 0; /* (in registers: c's address is taken above) */
             for (size_t i = 0; i < t->gpu_count && ok; i++)
                 if (cursor_in(&cu, w, nw, t->gpus[i].launch)) {
-                    c.gpu_kernels++;
-                    c.gpu_ns += t->gpus[i].ns;
+                    kernels++;
+                    kernel_ns += t->gpus[i].ns;
                 }
+            c.gpu_kernels += kernels;
+            c.gpu_ns += kernel_ns;
             if (ok) {
                 t->guess[t->guess_count].range = (uint32_t)best;
                 t->guess[t->guess_count++].c = c;

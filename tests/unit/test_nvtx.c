@@ -516,7 +516,7 @@ int test_nvtx_step_figures_three_ways(void)
     CHECK(step_figures_three_ways(&native, 1, false, 0, 0, 0) == 0);
     struct ddp_plan p = ddp_plan_default();
     p.ranks = 3;
-    p.steps = 40;
+    p.steps = 300; /* (2,700 GPU kernels a rank: the step tracking's array grows past 1,024 within a batch) */
     p.nvtx = true;
     p.rank_env = true;
     p.straggler = 1;
@@ -533,5 +533,47 @@ int test_nvtx_step_figures_three_ways(void)
     }
     CHECK(step_figures_three_ways(paths, 3, true, 0, 3, 3) == 0);
     CHECK(step_figures_three_ways(paths, 3, false, 0, 3, 3) == 0);
+    return 0;
+}
+
+/* The step tracking's segments (nvtx_step.c): a thread without ranges whose launches come in one
+ * run through the steps of another thread. Its segment, from its first launch to its last,
+ * straddles the steps, so that the first reading's figures are not used; the step's figures equal
+ * those of a reading of their own (the segment's span taken from the run's last launch, not its
+ * first alone, or every launch would count inside the first step). */
+int test_nvtx_step_tracking_launch_run(void)
+{
+    char path[512];
+    test_path(path, sizeof path, "nvtx_step_launch_run");
+    const uint32_t ids[] = {1};
+    const char *const names[] = {"\001step"};
+    struct builder *b = open_trace(path, ids, names, 1);
+    for (unsigned k = 0; k < 5; k++) {
+        uint64_t t = 10000 + k * 10000;
+        ev(b, 0, PUSH, t, 0, 0, 0, 1, 0, 0);
+        ev(b, 0, LAUNCH, t + 100, 10, 0, 7, 0x1000, 1, 1);
+        ev(b, 0, POP, t + 4000, 0, 0, 0, 0, 0, 0);
+    }
+    for (unsigned i = 0; i < 200; i++) /* thread 1: 200 launches, 10,100 to 59,850 */
+        ev(b, 1, LAUNCH, 10100 + 250 * (uint64_t)i, 20, 0, 7, 0x2000, 1, 1);
+    static const unsigned order[3] = {0, 1, 2};
+    close_trace(b, order, 70000);
+
+    struct wsl_run a, r;
+    char err[WSL_READER_ERRLEN];
+    wsl_run_init(&a);
+    wsl_run_init(&r);
+    r.nvtx_by_reading = true;
+    CHECKF(wsl_run_add_trace(&a, path, err, sizeof err) == 0, "%s: %s", path, err);
+    CHECKF(wsl_run_add_trace(&r, path, err, sizeof err) == 0, "%s: %s", path, err);
+    wsl_run_finish(&a);
+    wsl_run_model_finish(&r);
+    CHECK(a.nvtx.step_process_known && r.nvtx.step_process_known);
+    CHECK_EQ(r.nvtx.step_process_steps, 5);
+    CHECK_EQ(r.nvtx.step_process.launches, 5 + 5 * 16); /* each step: its own launch and 16 of thread 1 */
+    CHECK_EQ(a.nvtx.step_process_steps, 5);
+    CHECK(!memcmp(&a.nvtx.step_process, &r.nvtx.step_process, sizeof r.nvtx.step_process));
+    wsl_run_free(&a);
+    wsl_run_free(&r);
     return 0;
 }

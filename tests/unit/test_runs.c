@@ -7,7 +7,8 @@
  *   cache, a function launched at several sizes in turn, a launch starting before the last one,
  *   waits between launches (the host's charges, the phases' breaks), one thread past
  *   WSL_PHASE_MAX_SEQ launches (kept, then counted only) with a period the phases find, GPU
- *   kernels in runs of one API (mapped, idle, graphs, many handles and configurations) on a thread
+ *   kernels in runs of one API (mapped, idle, graphs, many handles and configurations, none now
+ *   and then, a kernel repeated: stretches of one handle, configuration and flags) on a thread
  *   of their own, the last after the END chunk's time, chunks of 1 to 700 events; in two of them
  *   NVTX ranges around the launches (the step tracking), another thread's late launch or GPU
  *   kernel read before the first push, and launches so long that their sum passes 2^64.
@@ -225,8 +226,19 @@ static void write_run_trace(const char *path, uint64_t seed, bool ranges, bool l
             k->a[1] = start;
             k->a[2] = flags | (uint64_t)host->tid << 32;
             k->a[3] = gd;
-            k->result = (int32_t)(0x100 + size);
+            k->result = rng_below(30) == 0 ? 0 : (int32_t)(0x100 + size); /* (0: no configuration, older shims) */
             g = gs + gd;
+            const struct wsl_event same = *k;
+            while (rng_below(3) == 0) { /* the kernel again: a stretch of one handle, configuration and
+                                           flags for the kernel table's and the NVTX analysis's runs */
+                uint64_t d2 = rng_below(4) == 0 ? gd : 500 + rng_below(3000);
+                k = run_put(s, gpu, R_GPU, g, d2);
+                *k = same;
+                k->t_start = g;
+                k->t_end = g + d2;
+                k->a[1] = same.a[1] + 1 + rng_below(200); /* (launched later: past a range's end, now and then) */
+                g += d2;
+            }
         }
     }
     if (!ranges) { /* the last work a GPU kernel, long after the END chunk's time: the process's end */

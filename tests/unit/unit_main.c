@@ -116,6 +116,7 @@
     X(nvtx_host_by_range)         \
     X(nvtx_step_list_between_others) \
     X(nvtx_step_figures_three_ways) \
+    X(nvtx_step_tracking_launch_run) \
     X(kern_gpu_row_cache)         \
     X(nvtx_gpu_caches)            \
     X(phase_fast_path)            \
