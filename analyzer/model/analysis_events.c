@@ -191,6 +191,130 @@ static __attribute__((noinline)) uint32_t take_launch_run(struct trace_state *t,
     return m;
 }
 
+/* What take_launch_run_ops sums over its launches. */
+struct launch_sums {
+    uint64_t end, start, sum; /* the latest end and start (start: from the one before), the durations' sum */
+    uint64_t kern_slow;       /* launches the kernel table took by wsl_kern_trace_launch_op */
+};
+
+/* take_launch_run_ops' loop from ev[i], while the thread's phase sequence q takes each launch inline
+ * (as wsl_phase_trace_launch_ok: kept, store, while its n is under lim; else counted only): each
+ * launch to the API's histogram, the kernel table's counter of its op (after fast_after; else
+ * wsl_kern_trace_launch_op) and q. Returns where it stopped: past the run (n, or an event that is
+ * not a successful launch of the launch route) or, *phase_stop set, at a launch q cannot take
+ * inline (not taken here). */
+static inline __attribute__((always_inline)) uint32_t launch_run_fused(struct trace_state *t,
+                                                                       const struct wsl_event *ev,
+                                                                       const uint8_t *ops, uint32_t i, uint32_t n,
+                                                                       struct wsl_phase_seq *q, size_t lim,
+                                                                       const bool store, struct launch_sums *s,
+                                                                       bool *phase_stop)
+{
+    const uint64_t *const counter = wsl_kern_trace_op_counters(t->kern);
+    struct wsl_kern_op_view k = wsl_kern_trace_op_view(t->kern);
+    uint64_t last = q->last_ticks, end = s->end, sum = s->sum;
+    uint64_t *const ids = q->ids, *const ticks = q->ticks;
+    size_t qn = q->n;
+    const uint32_t from = i;
+    for (; i < n; i++) {
+        const struct wsl_event *e = &ev[i];
+        struct trace_api *ta = t->by_id[e->api];
+        if (!ta->launch_route || e->result != 0)
+            break;
+        const uint64_t ts = e->t_start, te = e->t_end;
+        if (__builtin_expect(ts < last || (store && qn >= lim), 0)) {
+            *phase_stop = true;
+            break;
+        }
+        const uint64_t v = te - ts;
+        wsl_hist_add(&ta->ticks, v);
+        sum += v;
+        end = te > end ? te : end;
+        const uint64_t at = counter[ops[i]];
+        if (__builtin_expect(at != 0 && ts > k.fast_after, 1)) {
+            (*(uint64_t *)(k.rows + at))++;
+        } else {
+            wsl_kern_trace_launch_op(t->kern, ta->launch_slot, ops[i], e);
+            s->kern_slow++;
+            k = wsl_kern_trace_op_view(t->kern);
+        }
+        const uint64_t g = ts - last;
+        const unsigned b = wsl_phase_gap_bucket(g);
+        q->gap_n[b]++;
+        q->gap_sum[b] += g;
+        last = ts;
+        if (store) {
+            ids[qn] = e->a[0];
+            ticks[qn++] = ts;
+        }
+    }
+    if (i > from) { /* (q's starts rise: its last is the stretch's latest) */
+        struct wsl_phase_trace_fast *f = (struct wsl_phase_trace_fast *)(void *)t->phase;
+        q->last_ticks = last;
+        q->n = qn;
+        q->total += i - from;
+        f->launches += i - from;
+        s->start = last > s->start ? last : s->start;
+    }
+    s->end = end;
+    s->sum = sum;
+    return i;
+}
+
+/* take_launch_run with the reader's ops: its three loops in one (launch_run_fused), each launch's
+ * times loaded once. A launch that the phases cannot take inline (a break before it, the sequence's
+ * room) takes each analysis's own path alone, then the loop goes on; the kernel table's ops
+ * without a counter take wsl_kern_trace_launch_op in the loop. Each analysis sees the launches in
+ * order, as before, and their states are apart: the outputs are the same. */
+static __attribute__((noinline)) uint32_t take_launch_run_ops(struct trace_state *t, struct wsl_nvtx_thread *nth,
+                                                              const struct wsl_event *ev, const uint8_t *ops,
+                                                              uint32_t n, uint64_t *max_end, uint64_t *max_start)
+{
+    struct wsl_phase_trace_fast *f = (struct wsl_phase_trace_fast *)(void *)t->phase;
+    struct launch_sums s = {0, *max_start, 0, 0};
+    if (n > WSL_READER_BATCH)
+        n = WSL_READER_BATCH;
+    uint32_t m = 0;
+    for (;;) {
+        struct wsl_phase_seq *q = f->cur;
+        /* wsl_phase_trace_launch_ok's test, n < room, and its keeping, n < cap */
+        const size_t lim = q->room < q->cap ? q->room : q->cap;
+        bool phase_stop = false;
+        if (q->n < lim)
+            m = launch_run_fused(t, ev, ops, m, n, q, lim, true, &s, &phase_stop);
+        else if (q->room == SIZE_MAX) /* (n at the cap WSL_PHASE_MAX_SEQ: counted only) */
+            m = launch_run_fused(t, ev, ops, m, n, q, lim, false, &s, &phase_stop);
+        else { /* (room 0: the slow path's) */
+            struct trace_api *ta = t->by_id[ev[m].api];
+            phase_stop = ta->launch_route && ev[m].result == 0;
+        }
+        if (!phase_stop)
+            break;
+        /* ev[m]: a launch the phases take by their slow path; the others as in the loop */
+        const struct wsl_event *e = &ev[m];
+        struct trace_api *ta = t->by_id[e->api];
+        const uint64_t v = e->t_end - e->t_start;
+        wsl_hist_add(&ta->ticks, v);
+        s.sum += v;
+        s.end = e->t_end > s.end ? e->t_end : s.end;
+        s.start = e->t_start > s.start ? e->t_start : s.start;
+        wsl_kern_trace_launch_op(t->kern, ta->launch_slot, ops[m], e);
+        s.kern_slow++;
+        wsl_phase_trace_event_slow(t->phase, WSL_PHASE_LAUNCH, e);
+        if (++m >= n)
+            break;
+    }
+    if (s.end > f->last_submit_end) /* (as wsl_phase_trace_launch_run_ok: read at the end alone) */
+        f->last_submit_end = s.end;
+    wsl_kern_trace_launches_counted(t->kern, m - s.kern_slow, s.end);
+    if (s.end > *max_end)
+        *max_end = s.end;
+    *max_start = s.start;
+    wsl_nvtx_trace_launch_run_ok(nth, m, s.sum); /* (the durations' sum modulo 2^64, as added one by one) */
+    wsl_host_trace_launch_run_ok(t->host, ev, m);
+    return m;
+}
+
 /* A run of GPU kernels' events: ev[0] (its API's gpu_route set) and those after it of the same API,
  * up to n; returns how many. What take_event does for each (gpu_route), by analysis: the API's
  * histogram and errors and the NVTX tracking's latest launch here, the kernel table's and the NVTX
@@ -302,7 +426,8 @@ void wsl_take_events(struct trace_state *t, uint32_t tid, uint64_t dropped, cons
     for (uint32_t i = 0; i < n;) {
         struct trace_api *ta = t->by_id[ev[i].api]; /* the reader checked the id is in the table */
         if (ta->launch_route && ev[i].result == 0 && runs) { /* most events: launches, in runs */
-            i += take_launch_run(t, nth, &ev[i], ops ? &ops[i] : NULL, n - i, &max_end, &max_start);
+            i += ops ? take_launch_run_ops(t, nth, &ev[i], &ops[i], n - i, &max_end, &max_start)
+                     : take_launch_run(t, nth, &ev[i], NULL, n - i, &max_end, &max_start);
             continue;
         }
         if (ta->gpu_route && runs) { /* and GPU kernels, in runs */

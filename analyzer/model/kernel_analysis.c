@@ -569,6 +569,39 @@ void wsl_kern_trace_launch_run_ops(struct wsl_kern_trace *t, const uint8_t *slot
         t->last_gpu = end_max;
 }
 
+struct wsl_kern_op_view wsl_kern_trace_op_view(const struct wsl_kern_trace *t)
+{
+    return (struct wsl_kern_op_view){(uintptr_t)t->rows, t->fast_after};
+}
+
+const uint64_t *wsl_kern_trace_op_counters(const struct wsl_kern_trace *t)
+{
+    return t->op_counter;
+}
+
+void wsl_kern_trace_launch_op(struct wsl_kern_trace *t, unsigned slot, unsigned op, const struct wsl_event *e)
+{
+    const uint64_t handle = e->a[0];
+    const struct launch_cache_entry *c = &t->launched_cache[handle_cache_slot(handle)];
+    if (e->t_start > t->fast_after && c->handle == handle && c->grid == e->a[1] && c->block == e->a[2]) {
+        cached_row(t, c)->by_api[slot]++;
+        t->launches++;
+    } else {
+        wsl_kern_trace_launch_ok(t, slot, e); /* (a configuration change, a miss, before the first launch) */
+    }
+    if (op && c->handle == handle && c->grid == e->a[1] && c->block == e->a[2]) { /* (handle 0: slot 0 holds 1) */
+        t->op_counter[op] = c->row_offset + offsetof(struct launch_row, by_api) + sizeof(uint64_t) * slot;
+        t->op_max = op > t->op_max ? op : t->op_max;
+    }
+}
+
+void wsl_kern_trace_launches_counted(struct wsl_kern_trace *t, uint64_t n, uint64_t end_max)
+{
+    t->launches += n;
+    if (end_max > t->last_gpu)
+        t->last_gpu = end_max;
+}
+
 void wsl_kern_trace_event(struct wsl_kern_trace *t, enum wsl_kern_op op, unsigned slot, const struct wsl_event *ev)
 {
     if (op == WSL_KERN_LAUNCH && launch_fast(t, slot, ev, false))
