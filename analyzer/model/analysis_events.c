@@ -152,15 +152,16 @@ static inline __attribute__((always_inline)) void take_event(struct trace_state 
         wsl_phase_trace_event(t->phase, (enum wsl_phase_op)ta->phase, ev);
 }
 
-/* A run of launches: ev[0] and the events after it, up to n and at most WSL_READER_BATCH, whose
+/* A run of launches without the reader's ops (EVENTS chunks; take_launch_run_ops with them): ev[0]
+ * and the events after it, up to n and at most WSL_READER_BATCH, whose
  * API takes the launch route (launch_route) and whose result is 0; returns how many. Each analysis
  * that reads a launch takes the run in one call, as it would take them one by one (take_event's
  * launch route): the API's histogram here, event by event; the kernel table's and the phases'
  * common cases in their own loops with their state in registers; the NVTX and host counts added
  * once; the latest end found once for the three that keep it. */
 static __attribute__((noinline)) uint32_t take_launch_run(struct trace_state *t, struct wsl_nvtx_thread *nth,
-                                                          const struct wsl_event *ev, const uint8_t *ops, uint32_t n,
-                                                          uint64_t *max_end, uint64_t *max_start)
+                                                          const struct wsl_event *ev, uint32_t n, uint64_t *max_end,
+                                                          uint64_t *max_start)
 {
     uint8_t slots[WSL_READER_BATCH]; /* each launch's slot among the launch APIs */
     uint64_t end = 0, start = *max_start, sum = 0;
@@ -181,10 +182,7 @@ static __attribute__((noinline)) uint32_t take_launch_run(struct trace_state *t,
     if (end > *max_end)
         *max_end = end;
     *max_start = start;
-    if (ops) /* (the kernel table's row by op) */
-        wsl_kern_trace_launch_run_ops(t->kern, slots, ops, ev, m, end);
-    else
-        wsl_kern_trace_launch_run_ok(t->kern, slots, ev, m, end);
+    wsl_kern_trace_launch_run_ok(t->kern, slots, ev, m, end);
     wsl_nvtx_trace_launch_run_ok(nth, m, sum); /* (the durations' sum modulo 2^64, as added one by one) */
     wsl_host_trace_launch_run_ok(t->host, ev, m);
     wsl_phase_trace_launch_run_ok(t->phase, ev, m, end);
@@ -197,75 +195,69 @@ struct launch_sums {
     uint64_t kern_slow;       /* launches the kernel table took by wsl_kern_trace_launch_op */
 };
 
-/* take_launch_run_ops' loop from ev[i], while the thread's phase sequence q takes each launch inline
- * (as wsl_phase_trace_launch_ok: kept, store, while its n is under lim; else counted only): each
- * launch to the API's histogram, the kernel table's counter of its op (after fast_after; else
- * wsl_kern_trace_launch_op) and q. Returns where it stopped: past the run (n, or an event that is
- * not a successful launch of the launch route) or, *phase_stop set, at a launch q cannot take
- * inline (not taken here). */
+/* take_launch_run_ops' loop from ev[i] up to stop, while each launch's op has its API and counter
+ * (op_launch) and no start comes before the thread's phase sequence q's last launch's: each to the
+ * API's histogram (the durations' sum too where sums), the kernel table's counter and q (as
+ * wsl_phase_trace_launch_ok takes it: kept where store, else counted only; the caller bounds stop by
+ * q's room). q's last launch is past the kernel table's fast_after (the caller's test), and the
+ * starts rise: each launch is. Returns where it stopped, at the first launch it cannot take (or
+ * stop). No calls in the loop but the histogram's rare ones. */
 static inline __attribute__((always_inline)) uint32_t launch_run_fused(struct trace_state *t,
                                                                        const struct wsl_event *ev,
-                                                                       const uint8_t *ops, uint32_t i, uint32_t n,
-                                                                       struct wsl_phase_seq *q, size_t lim,
-                                                                       const bool store, struct launch_sums *s,
-                                                                       bool *phase_stop)
+                                                                       const uint8_t *ops, uint32_t i, uint32_t stop,
+                                                                       struct wsl_phase_seq *q, const bool store,
+                                                                       const bool sums, struct launch_sums *s)
 {
-    const uint64_t *const counter = wsl_kern_trace_op_counters(t->kern);
-    struct wsl_kern_op_view k = wsl_kern_trace_op_view(t->kern);
+    const uintptr_t rows = wsl_kern_trace_op_view(t->kern).rows;
     uint64_t last = q->last_ticks, end = s->end, sum = s->sum;
-    uint64_t *const ids = q->ids, *const ticks = q->ticks;
-    size_t qn = q->n;
+    uint64_t *id = NULL, *tick = NULL;
+    if (store) {
+        id = q->ids + q->n;
+        tick = q->ticks + q->n;
+    }
     const uint32_t from = i;
-    for (; i < n; i++) {
+    for (; i < stop; i++) {
         const struct wsl_event *e = &ev[i];
-        struct trace_api *ta = t->by_id[e->api];
-        if (!ta->launch_route || e->result != 0)
+        const struct op_launch *ol = &t->op_launch[ops[i]];
+        const uint64_t at = ol->counter, ts = e->t_start, te = e->t_end;
+        if (__builtin_expect(at == 0 || ts < last, 0))
             break;
-        const uint64_t ts = e->t_start, te = e->t_end;
-        if (__builtin_expect(ts < last || (store && qn >= lim), 0)) {
-            *phase_stop = true;
-            break;
-        }
         const uint64_t v = te - ts;
-        wsl_hist_add(&ta->ticks, v);
-        sum += v;
+        wsl_hist_add(&ol->ta->ticks, v);
+        if (sums)
+            sum += v;
         end = te > end ? te : end;
-        const uint64_t at = counter[ops[i]];
-        if (__builtin_expect(at != 0 && ts > k.fast_after, 1)) {
-            (*(uint64_t *)(k.rows + at))++;
-        } else {
-            wsl_kern_trace_launch_op(t->kern, ta->launch_slot, ops[i], e);
-            s->kern_slow++;
-            k = wsl_kern_trace_op_view(t->kern);
-        }
+        (*(uint64_t *)(rows + at))++;
         const uint64_t g = ts - last;
         const unsigned b = wsl_phase_gap_bucket(g);
         q->gap_n[b]++;
         q->gap_sum[b] += g;
         last = ts;
         if (store) {
-            ids[qn] = e->a[0];
-            ticks[qn++] = ts;
+            *id++ = e->a[0];
+            *tick++ = ts;
         }
     }
-    if (i > from) { /* (q's starts rise: its last is the stretch's latest) */
+    if (i > from) {
         struct wsl_phase_trace_fast *f = (struct wsl_phase_trace_fast *)(void *)t->phase;
         q->last_ticks = last;
-        q->n = qn;
+        if (store)
+            q->n += i - from;
         q->total += i - from;
         f->launches += i - from;
-        s->start = last > s->start ? last : s->start;
+        s->start = last > s->start ? last : s->start; /* (the stretch's latest start) */
+        s->end = end;
+        s->sum = sum;
     }
-    s->end = end;
-    s->sum = sum;
     return i;
 }
 
 /* take_launch_run with the reader's ops: its three loops in one (launch_run_fused), each launch's
- * times loaded once. A launch that the phases cannot take inline (a break before it, the sequence's
- * room) takes each analysis's own path alone, then the loop goes on; the kernel table's ops
- * without a counter take wsl_kern_trace_launch_op in the loop. Each analysis sees the launches in
- * order, as before, and their states are apart: the outputs are the same. */
+ * times loaded once. A launch the loop cannot take (its op's first in the chunk, a literal, one
+ * before the kernel table's fast_after, a break in the thread's launches, the sequence's room)
+ * goes to each analysis alone, as take_event's launch route takes it (the kernel table by
+ * wsl_kern_trace_launch_op, which gives its op a counter), then the loop goes on. Each analysis
+ * sees the launches in order, as before, and their states are apart: the outputs are the same. */
 static __attribute__((noinline)) uint32_t take_launch_run_ops(struct trace_state *t, struct wsl_nvtx_thread *nth,
                                                               const struct wsl_event *ev, const uint8_t *ops,
                                                               uint32_t n, uint64_t *max_end, uint64_t *max_start)
@@ -274,33 +266,46 @@ static __attribute__((noinline)) uint32_t take_launch_run_ops(struct trace_state
     struct launch_sums s = {0, *max_start, 0, 0};
     if (n > WSL_READER_BATCH)
         n = WSL_READER_BATCH;
+    /* the durations' sum, for the NVTX counts of the thread's innermost range where one is open (no
+     * range opens or closes in a run) */
+    const bool sums = ((struct wsl_nvtx_thread_head *)(void *)nth)->self != NULL;
     uint32_t m = 0;
     for (;;) {
         struct wsl_phase_seq *q = f->cur;
         /* wsl_phase_trace_launch_ok's test, n < room, and its keeping, n < cap */
         const size_t lim = q->room < q->cap ? q->room : q->cap;
-        bool phase_stop = false;
-        if (q->n < lim)
-            m = launch_run_fused(t, ev, ops, m, n, q, lim, true, &s, &phase_stop);
-        else if (q->room == SIZE_MAX) /* (n at the cap WSL_PHASE_MAX_SEQ: counted only) */
-            m = launch_run_fused(t, ev, ops, m, n, q, lim, false, &s, &phase_stop);
-        else { /* (room 0: the slow path's) */
-            struct trace_api *ta = t->by_id[ev[m].api];
-            phase_stop = ta->launch_route && ev[m].result == 0;
+        if (q->last_ticks > wsl_kern_trace_op_view(t->kern).fast_after) {
+            if (q->n < lim) {
+                const uint32_t stop = lim - q->n < n - m ? m + (uint32_t)(lim - q->n) : n;
+                m = sums ? launch_run_fused(t, ev, ops, m, stop, q, true, true, &s)
+                         : launch_run_fused(t, ev, ops, m, stop, q, true, false, &s);
+            } else if (q->room == SIZE_MAX) { /* (n at the cap WSL_PHASE_MAX_SEQ: counted only) */
+                m = sums ? launch_run_fused(t, ev, ops, m, n, q, false, true, &s)
+                         : launch_run_fused(t, ev, ops, m, n, q, false, false, &s);
+            }
         }
-        if (!phase_stop)
+        if (m >= n)
             break;
-        /* ev[m]: a launch the phases take by their slow path; the others as in the loop */
         const struct wsl_event *e = &ev[m];
         struct trace_api *ta = t->by_id[e->api];
+        if (!ta->launch_route || e->result != 0)
+            break;
+        /* ev[m]: a launch the loop did not take */
         const uint64_t v = e->t_end - e->t_start;
         wsl_hist_add(&ta->ticks, v);
         s.sum += v;
         s.end = e->t_end > s.end ? e->t_end : s.end;
         s.start = e->t_start > s.start ? e->t_start : s.start;
-        wsl_kern_trace_launch_op(t->kern, ta->launch_slot, ops[m], e);
+        const unsigned op = ops[m];
+        wsl_kern_trace_launch_op(t->kern, ta->launch_slot, op, e);
         s.kern_slow++;
-        wsl_phase_trace_event_slow(t->phase, WSL_PHASE_LAUNCH, e);
+        wsl_phase_trace_launch_ok(t->phase, e);
+        const uint64_t at = wsl_kern_trace_op_counters(t->kern)[op];
+        if (op && at && !t->op_launch[op].counter) {
+            t->op_launch[op].ta = ta;
+            t->op_launch[op].counter = at;
+            t->op_launch_max = op > t->op_launch_max ? op : t->op_launch_max;
+        }
         if (++m >= n)
             break;
     }
@@ -394,8 +399,13 @@ bool wsl_take_events_without_ops;
 void wsl_take_events(struct trace_state *t, uint32_t tid, uint64_t dropped, const struct wsl_event *ev, uint32_t n,
                      const uint8_t *ops, bool chunk_start)
 {
-    if (chunk_start)
-        wsl_kern_trace_chunk(t->kern); /* (the ops of the chunk before name other argument sets) */
+    if (chunk_start) { /* (the ops of the chunk before name other entries) */
+        wsl_kern_trace_chunk(t->kern);
+        if (t->op_launch_max) {
+            memset(t->op_launch, 0, (t->op_launch_max + 1) * sizeof *t->op_launch);
+            t->op_launch_max = 0;
+        }
+    }
     if (wsl_take_events_without_ops)
         ops = NULL;
     uint64_t max_end = t->max_event_end;
@@ -427,7 +437,7 @@ void wsl_take_events(struct trace_state *t, uint32_t tid, uint64_t dropped, cons
         struct trace_api *ta = t->by_id[ev[i].api]; /* the reader checked the id is in the table */
         if (ta->launch_route && ev[i].result == 0 && runs) { /* most events: launches, in runs */
             i += ops ? take_launch_run_ops(t, nth, &ev[i], &ops[i], n - i, &max_end, &max_start)
-                     : take_launch_run(t, nth, &ev[i], NULL, n - i, &max_end, &max_start);
+                     : take_launch_run(t, nth, &ev[i], n - i, &max_end, &max_start);
             continue;
         }
         if (ta->gpu_route && runs) { /* and GPU kernels, in runs */

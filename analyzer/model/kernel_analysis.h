@@ -192,12 +192,6 @@ void wsl_kern_trace_launch_ok(struct wsl_kern_trace *t, unsigned slot, const str
  * one loop (the event loop's runs of launches). */
 void wsl_kern_trace_launch_run_ok(struct wsl_kern_trace *t, const uint8_t *slot, const struct wsl_event *ev,
                                   uint32_t n, uint64_t end_max);
-/* The same, ops[i] ev[i]'s op in its EVENTS chunk's table (the reader's item.events.ops: 0 a
- * literal, k the chunk's entry k - 1, whose handle, grid, block and API are the same at each of
- * its launches): an op whose launch found its row is counted there at once (the row of a handle,
- * grid and block never changes). Call wsl_kern_trace_chunk at each chunk's first batch. */
-void wsl_kern_trace_launch_run_ops(struct wsl_kern_trace *t, const uint8_t *slot, const uint8_t *ops,
-                                   const struct wsl_event *ev, uint32_t n, uint64_t end_max);
 /* What a caller's own loop over launches by op reads (the event loop's fused launch run): the
  * counters by op (wsl_kern_trace_op_counters: the byte offset from rows of the counter op's launches
  * add to, 0 where none is known; op 0, a literal, never has one), valid for a launch whose t_start is
