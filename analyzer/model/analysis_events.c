@@ -195,8 +195,8 @@ struct launch_sums {
     uint64_t kern_slow;       /* launches the kernel table took by wsl_kern_trace_launch_op */
 };
 
-/* take_launch_run_ops' loop from ev[i] up to stop, while each launch's op has its API and counter
- * (op_launch) and no start comes before the thread's phase sequence q's last launch's: each to the
+/* take_launch_run_ops' loop from ev[i] up to stop, while each launch's op has its counter and
+ * histogram (op_counter, op_hist) and no start comes before the thread's phase sequence q's last launch's: each to the
  * API's histogram (the durations' sum too where sums), the kernel table's counter and q (as
  * wsl_phase_trace_launch_ok takes it: kept where store, else counted only; the caller bounds stop by
  * q's room). q's last launch is past the kernel table's fast_after (the caller's test), and the
@@ -218,12 +218,12 @@ static inline __attribute__((always_inline)) uint32_t launch_run_fused(struct tr
     const uint32_t from = i;
     for (; i < stop; i++) {
         const struct wsl_event *e = &ev[i];
-        const struct op_launch *ol = &t->op_launch[ops[i]];
-        const uint64_t at = ol->counter, ts = e->t_start, te = e->t_end;
+        const unsigned op = ops[i];
+        const uint64_t at = t->op_counter[op], ts = e->t_start, te = e->t_end;
         if (__builtin_expect(at == 0 || ts < last, 0))
             break;
         const uint64_t v = te - ts;
-        wsl_hist_add(&ol->ta->ticks, v);
+        wsl_hist_add(t->op_hist[op], v);
         if (sums)
             sum += v;
         end = te > end ? te : end;
@@ -301,9 +301,9 @@ static __attribute__((noinline)) uint32_t take_launch_run_ops(struct trace_state
         s.kern_slow++;
         wsl_phase_trace_launch_ok(t->phase, e);
         const uint64_t at = wsl_kern_trace_op_counters(t->kern)[op];
-        if (op && at && !t->op_launch[op].counter) {
-            t->op_launch[op].ta = ta;
-            t->op_launch[op].counter = at;
+        if (op && at && !t->op_counter[op]) {
+            t->op_hist[op] = &ta->ticks;
+            t->op_counter[op] = at;
             t->op_launch_max = op > t->op_launch_max ? op : t->op_launch_max;
         }
         if (++m >= n)
@@ -402,7 +402,7 @@ void wsl_take_events(struct trace_state *t, uint32_t tid, uint64_t dropped, cons
     if (chunk_start) { /* (the ops of the chunk before name other entries) */
         wsl_kern_trace_chunk(t->kern);
         if (t->op_launch_max) {
-            memset(t->op_launch, 0, (t->op_launch_max + 1) * sizeof *t->op_launch);
+            memset(t->op_counter, 0, (t->op_launch_max + 1) * sizeof *t->op_counter);
             t->op_launch_max = 0;
         }
     }
