@@ -216,9 +216,10 @@ static inline __attribute__((always_inline)) uint32_t launch_run_fused(struct tr
         tick = q->ticks + q->n;
     }
     const uint32_t from = i;
-    for (; i < stop; i++) {
-        const struct wsl_event *e = &ev[i];
-        const unsigned op = ops[i];
+    const struct wsl_event *e = &ev[i], *const e_stop = &ev[stop];
+    const uint8_t *op_p = &ops[i];
+    for (; e < e_stop; e++, op_p++) {
+        const unsigned op = *op_p;
         const uint64_t at = t->op_counter[op], ts = e->t_start, te = e->t_end;
         if (__builtin_expect(at == 0 || ts < last, 0))
             break;
@@ -238,6 +239,7 @@ static inline __attribute__((always_inline)) uint32_t launch_run_fused(struct tr
             *tick++ = ts;
         }
     }
+    i = (uint32_t)(e - ev);
     if (i > from) {
         struct wsl_phase_trace_fast *f = (struct wsl_phase_trace_fast *)(void *)t->phase;
         q->last_ticks = last;
