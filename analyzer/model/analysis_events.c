@@ -41,6 +41,7 @@ static uint32_t variant_find_or_add(struct wsl_api_stats *a, const char *symbol)
 
 void wsl_take_api_table(struct wsl_run *run, struct trace_state *t, const struct wsl_item *it)
 {
+    t->bmi2 = wsl_reader_bmi2_path(); /* (before the trace's events, as the reader asks it) */
     for (uint32_t i = 0; i < it->api_table.count; i++) {
         const struct wsl_api_entry *e = &it->api_table.entries[i];
         struct trace_api *ta = xcalloc(1, sizeof *ta);
@@ -260,9 +261,11 @@ static inline __attribute__((always_inline)) uint32_t launch_run_fused(struct tr
  * goes to each analysis alone, as take_event's launch route takes it (the kernel table by
  * wsl_kern_trace_launch_op, which gives its op a counter), then the loop goes on. Each analysis
  * sees the launches in order, as before, and their states are apart: the outputs are the same. */
-static __attribute__((noinline)) uint32_t take_launch_run_ops(struct trace_state *t, struct wsl_nvtx_thread *nth,
-                                                              const struct wsl_event *ev, const uint8_t *ops,
-                                                              uint32_t n, uint64_t *max_end, uint64_t *max_start)
+static inline __attribute__((always_inline)) uint32_t launch_run_ops_body(struct trace_state *t,
+                                                                          struct wsl_nvtx_thread *nth,
+                                                                          const struct wsl_event *ev,
+                                                                          const uint8_t *ops, uint32_t n,
+                                                                          uint64_t *max_end, uint64_t *max_start)
 {
     struct wsl_phase_trace_fast *f = (struct wsl_phase_trace_fast *)(void *)t->phase;
     struct launch_sums s = {0, *max_start, 0, 0};
@@ -320,6 +323,39 @@ static __attribute__((noinline)) uint32_t take_launch_run_ops(struct trace_state
     wsl_nvtx_trace_launch_run_ok(nth, m, s.sum); /* (the durations' sum modulo 2^64, as added one by one) */
     wsl_host_trace_launch_run_ok(t->host, ev, m);
     return m;
+}
+
+static __attribute__((noinline)) uint32_t take_launch_run_ops_generic(struct trace_state *t,
+                                                                      struct wsl_nvtx_thread *nth,
+                                                                      const struct wsl_event *ev, const uint8_t *ops,
+                                                                      uint32_t n, uint64_t *max_end,
+                                                                      uint64_t *max_start)
+{
+    return launch_run_ops_body(t, nth, ev, ops, n, max_end, max_start);
+}
+
+/* The same code for CPUs with BMI1 and BMI2, as the reader's batch loop (wsl_reader_bmi2_path): the
+ * histogram's and the gap bucket's shifts by a count in a register as shrx, no move to cl. Only
+ * integer instructions differ: the same results. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define EVENTS_HAVE_BMI2_PATH 1
+static __attribute__((noinline, target("bmi,bmi2"))) uint32_t take_launch_run_ops_bmi2(
+    struct trace_state *t, struct wsl_nvtx_thread *nth, const struct wsl_event *ev, const uint8_t *ops, uint32_t n,
+    uint64_t *max_end, uint64_t *max_start)
+{
+    return launch_run_ops_body(t, nth, ev, ops, n, max_end, max_start);
+}
+#endif
+
+static inline uint32_t take_launch_run_ops(struct trace_state *t, struct wsl_nvtx_thread *nth,
+                                           const struct wsl_event *ev, const uint8_t *ops, uint32_t n,
+                                           uint64_t *max_end, uint64_t *max_start)
+{
+#ifdef EVENTS_HAVE_BMI2_PATH
+    if (t->bmi2)
+        return take_launch_run_ops_bmi2(t, nth, ev, ops, n, max_end, max_start);
+#endif
+    return take_launch_run_ops_generic(t, nth, ev, ops, n, max_end, max_start);
 }
 
 /* A run of GPU kernels' events: ev[0] (its API's gpu_route set) and those after it of the same API,

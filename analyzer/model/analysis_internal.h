@@ -69,6 +69,7 @@ struct trace_state {
     uint64_t op_counter[256];
     struct wsl_hist *op_hist[256];
     unsigned op_launch_max;
+    bool bmi2;                  /* take_launch_run_ops' BMI2 build (wsl_reader_bmi2_path) */
     /* The NVTX step's figures counted on this reading (wsl_nvtx_track_batch): set on a run that
      * reports them, from the API table that names NVTX pushes on (one after the first events: not). */
     bool track, tracking, track_push;
