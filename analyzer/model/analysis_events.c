@@ -154,8 +154,8 @@ static inline __attribute__((always_inline)) void take_event(struct trace_state 
 }
 
 /* A run of launches without the reader's ops (EVENTS chunks; take_launch_run_ops with them): ev[0]
- * and the events after it, up to n and at most WSL_READER_BATCH, whose
- * API takes the launch route (launch_route) and whose result is 0; returns how many. Each analysis
+ * and the events after it, up to n and at most WSL_READER_BATCH, whose API takes the launch route
+ * (launch_route) and whose result is 0; returns how many. Each analysis
  * that reads a launch takes the run in one call, as it would take them one by one (take_event's
  * launch route): the API's histogram here, event by event; the kernel table's and the phases'
  * common cases in their own loops with their state in registers; the NVTX and host counts added
@@ -197,12 +197,12 @@ struct launch_sums {
 };
 
 /* take_launch_run_ops' loop from ev[i] up to stop, while each launch's op has its counter and
- * histogram (op_counter, op_hist) and no start comes before the thread's phase sequence q's last launch's: each to the
- * API's histogram (the durations' sum too where sums), the kernel table's counter and q (as
- * wsl_phase_trace_launch_ok takes it: kept where store, else counted only; the caller bounds stop by
- * q's room). q's last launch is past the kernel table's fast_after (the caller's test), and the
- * starts rise: each launch is. Returns where it stopped, at the first launch it cannot take (or
- * stop). No calls in the loop but the histogram's rare ones. */
+ * histogram (op_counter, op_hist) and no start comes before the last launch's of the thread's phase
+ * sequence q: each to the API's histogram (the durations' sum too where sums), the kernel table's
+ * counter and q (as wsl_phase_trace_launch_ok takes it: kept where store, else counted only; the
+ * caller bounds stop by q's room). q's last launch is past the kernel table's fast_after (the
+ * caller's test), and the starts rise: each launch is. Returns where it stopped, at the first
+ * launch it cannot take (or stop). No calls in the loop but the histogram's rare ones. */
 static inline __attribute__((always_inline)) uint32_t launch_run_fused(struct trace_state *t,
                                                                        const struct wsl_event *ev,
                                                                        const uint8_t *ops, uint32_t i, uint32_t stop,

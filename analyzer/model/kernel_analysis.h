@@ -203,9 +203,12 @@ struct wsl_kern_op_view {
 };
 struct wsl_kern_op_view wsl_kern_trace_op_view(const struct wsl_kern_trace *t);
 const uint64_t *wsl_kern_trace_op_counters(const struct wsl_kern_trace *t);
-/* One launch (result 0) of op whose counter the caller could not use: what
- * wsl_kern_trace_launch_run_ops does for it (the cache, else the slow path; the op then takes the
- * row its launch found), its count included. */
+/* One launch (result 0) whose op's counter the caller could not use, its count included: the
+ * cache, else what wsl_kern_trace_launch_ok does; then an op whose launch is in the cache is given
+ * its counter (none for a handle past the caps). op: the launch's in its EVENTS chunk's table (the
+ * reader's item.events.ops: 0 a literal, k the chunk's entry k - 1, whose handle, grid, block and
+ * API are the same at each of its launches; the row of a handle, grid and block never changes).
+ * Call wsl_kern_trace_chunk at each chunk's first batch. */
 void wsl_kern_trace_launch_op(struct wsl_kern_trace *t, unsigned slot, unsigned op, const struct wsl_event *ev);
 /* n launches the caller added to counters of the view, end_max the latest t_end among them. */
 void wsl_kern_trace_launches_counted(struct wsl_kern_trace *t, uint64_t n, uint64_t end_max);
