@@ -41,6 +41,7 @@ static uint32_t variant_find_or_add(struct wsl_api_stats *a, const char *symbol)
 
 void wsl_take_api_table(struct wsl_run *run, struct trace_state *t, const struct wsl_item *it)
 {
+    t->bmi2 = wsl_reader_bmi2_path(); /* (before the trace's events, as the reader asks it) */
     for (uint32_t i = 0; i < it->api_table.count; i++) {
         const struct wsl_api_entry *e = &it->api_table.entries[i];
         struct trace_api *ta = xcalloc(1, sizeof *ta);
@@ -152,15 +153,16 @@ static inline __attribute__((always_inline)) void take_event(struct trace_state 
         wsl_phase_trace_event(t->phase, (enum wsl_phase_op)ta->phase, ev);
 }
 
-/* A run of launches: ev[0] and the events after it, up to n and at most WSL_READER_BATCH, whose
- * API takes the launch route (launch_route) and whose result is 0; returns how many. Each analysis
+/* A run of launches without the reader's ops (EVENTS chunks; take_launch_run_ops with them): ev[0]
+ * and the events after it, up to n and at most WSL_READER_BATCH, whose API takes the launch route
+ * (launch_route) and whose result is 0; returns how many. Each analysis
  * that reads a launch takes the run in one call, as it would take them one by one (take_event's
  * launch route): the API's histogram here, event by event; the kernel table's and the phases'
  * common cases in their own loops with their state in registers; the NVTX and host counts added
  * once; the latest end found once for the three that keep it. */
 static __attribute__((noinline)) uint32_t take_launch_run(struct trace_state *t, struct wsl_nvtx_thread *nth,
-                                                          const struct wsl_event *ev, const uint8_t *ops, uint32_t n,
-                                                          uint64_t *max_end, uint64_t *max_start)
+                                                          const struct wsl_event *ev, uint32_t n, uint64_t *max_end,
+                                                          uint64_t *max_start)
 {
     uint8_t slots[WSL_READER_BATCH]; /* each launch's slot among the launch APIs */
     uint64_t end = 0, start = *max_start, sum = 0;
@@ -181,14 +183,179 @@ static __attribute__((noinline)) uint32_t take_launch_run(struct trace_state *t,
     if (end > *max_end)
         *max_end = end;
     *max_start = start;
-    if (ops) /* (the kernel table's row by op) */
-        wsl_kern_trace_launch_run_ops(t->kern, slots, ops, ev, m, end);
-    else
-        wsl_kern_trace_launch_run_ok(t->kern, slots, ev, m, end);
+    wsl_kern_trace_launch_run_ok(t->kern, slots, ev, m, end);
     wsl_nvtx_trace_launch_run_ok(nth, m, sum); /* (the durations' sum modulo 2^64, as added one by one) */
     wsl_host_trace_launch_run_ok(t->host, ev, m);
     wsl_phase_trace_launch_run_ok(t->phase, ev, m, end);
     return m;
+}
+
+/* What take_launch_run_ops sums over its launches. */
+struct launch_sums {
+    uint64_t end, start, sum; /* the latest end and start (start: from the one before), the durations' sum */
+    uint64_t kern_slow;       /* launches the kernel table took by wsl_kern_trace_launch_op */
+};
+
+/* take_launch_run_ops' loop from ev[i] up to stop, while each launch's op has its counter and
+ * histogram (op_counter, op_hist) and no start comes before the last launch's of the thread's phase
+ * sequence q: each to the API's histogram (the durations' sum too where sums), the kernel table's
+ * counter and q (as wsl_phase_trace_launch_ok takes it: kept where store, else counted only; the
+ * caller bounds stop by q's room). q's last launch is past the kernel table's fast_after (the
+ * caller's test), and the starts rise: each launch is. Returns where it stopped, at the first
+ * launch it cannot take (or stop). No calls in the loop but the histogram's rare ones. */
+static inline __attribute__((always_inline)) uint32_t launch_run_fused(struct trace_state *t,
+                                                                       const struct wsl_event *ev,
+                                                                       const uint8_t *ops, uint32_t i, uint32_t stop,
+                                                                       struct wsl_phase_seq *q, const bool store,
+                                                                       const bool sums, struct launch_sums *s)
+{
+    const uintptr_t rows = wsl_kern_trace_op_view(t->kern).rows;
+    uint64_t last = q->last_ticks, end = s->end, sum = s->sum;
+    uint64_t *id = NULL, *tick = NULL;
+    if (store) {
+        id = q->ids + q->n;
+        tick = q->ticks + q->n;
+    }
+    const uint32_t from = i;
+    const struct wsl_event *e = &ev[i], *const e_stop = &ev[stop];
+    const uint8_t *op_p = &ops[i];
+    for (; e < e_stop; e++, op_p++) {
+        const unsigned op = *op_p;
+        const uint64_t at = t->op_counter[op], ts = e->t_start, te = e->t_end;
+        if (__builtin_expect(at == 0 || ts < last, 0))
+            break;
+        const uint64_t v = te - ts;
+        wsl_hist_add(t->op_hist[op], v);
+        if (sums)
+            sum += v;
+        end = te > end ? te : end;
+        (*(uint64_t *)(rows + at))++;
+        const uint64_t g = ts - last;
+        const unsigned b = wsl_phase_gap_bucket(g);
+        q->gap_n[b]++;
+        q->gap_sum[b] += g;
+        last = ts;
+        if (store) {
+            *id++ = e->a[0];
+            *tick++ = ts;
+        }
+    }
+    i = (uint32_t)(e - ev);
+    if (i > from) {
+        struct wsl_phase_trace_fast *f = (struct wsl_phase_trace_fast *)(void *)t->phase;
+        q->last_ticks = last;
+        if (store)
+            q->n += i - from;
+        q->total += i - from;
+        f->launches += i - from;
+        s->start = last > s->start ? last : s->start; /* (the stretch's latest start) */
+        s->end = end;
+        s->sum = sum;
+    }
+    return i;
+}
+
+/* take_launch_run with the reader's ops: its three loops in one (launch_run_fused), each launch's
+ * times loaded once. A launch the loop cannot take (its op's first in the chunk, a literal, one
+ * before the kernel table's fast_after, a break in the thread's launches, the sequence's room)
+ * goes to each analysis alone, as take_event's launch route takes it (the kernel table by
+ * wsl_kern_trace_launch_op, which gives its op a counter), then the loop goes on. Each analysis
+ * sees the launches in order, as before, and their states are apart: the outputs are the same. */
+static inline __attribute__((always_inline)) uint32_t launch_run_ops_body(struct trace_state *t,
+                                                                          struct wsl_nvtx_thread *nth,
+                                                                          const struct wsl_event *ev,
+                                                                          const uint8_t *ops, uint32_t n,
+                                                                          uint64_t *max_end, uint64_t *max_start)
+{
+    struct wsl_phase_trace_fast *f = (struct wsl_phase_trace_fast *)(void *)t->phase;
+    struct launch_sums s = {0, *max_start, 0, 0};
+    if (n > WSL_READER_BATCH)
+        n = WSL_READER_BATCH;
+    /* the durations' sum, for the NVTX counts of the thread's innermost range where one is open (no
+     * range opens or closes in a run) */
+    const bool sums = ((struct wsl_nvtx_thread_head *)(void *)nth)->self != NULL;
+    uint32_t m = 0;
+    for (;;) {
+        struct wsl_phase_seq *q = f->cur;
+        /* wsl_phase_trace_launch_ok's test, n < room, and its keeping, n < cap */
+        const size_t lim = q->room < q->cap ? q->room : q->cap;
+        if (q->last_ticks > wsl_kern_trace_op_view(t->kern).fast_after) {
+            if (q->n < lim) {
+                const uint32_t stop = lim - q->n < n - m ? m + (uint32_t)(lim - q->n) : n;
+                m = sums ? launch_run_fused(t, ev, ops, m, stop, q, true, true, &s)
+                         : launch_run_fused(t, ev, ops, m, stop, q, true, false, &s);
+            } else if (q->room == SIZE_MAX) { /* (n at the cap WSL_PHASE_MAX_SEQ: counted only) */
+                m = sums ? launch_run_fused(t, ev, ops, m, n, q, false, true, &s)
+                         : launch_run_fused(t, ev, ops, m, n, q, false, false, &s);
+            }
+        }
+        if (m >= n)
+            break;
+        const struct wsl_event *e = &ev[m];
+        struct trace_api *ta = t->by_id[e->api];
+        if (!ta->launch_route || e->result != 0)
+            break;
+        /* ev[m]: a launch the loop did not take */
+        const uint64_t v = e->t_end - e->t_start;
+        wsl_hist_add(&ta->ticks, v);
+        s.sum += v;
+        s.end = e->t_end > s.end ? e->t_end : s.end;
+        s.start = e->t_start > s.start ? e->t_start : s.start;
+        const unsigned op = ops[m];
+        wsl_kern_trace_launch_op(t->kern, ta->launch_slot, op, e);
+        s.kern_slow++;
+        wsl_phase_trace_launch_ok(t->phase, e);
+        const uint64_t at = wsl_kern_trace_op_counters(t->kern)[op];
+        if (op && at && !t->op_counter[op]) {
+            t->op_hist[op] = &ta->ticks;
+            t->op_counter[op] = at;
+            t->op_launch_max = op > t->op_launch_max ? op : t->op_launch_max;
+        }
+        if (++m >= n)
+            break;
+    }
+    if (s.end > f->last_submit_end) /* (as wsl_phase_trace_launch_run_ok: read at the end alone) */
+        f->last_submit_end = s.end;
+    wsl_kern_trace_launches_counted(t->kern, m - s.kern_slow, s.end);
+    if (s.end > *max_end)
+        *max_end = s.end;
+    *max_start = s.start;
+    wsl_nvtx_trace_launch_run_ok(nth, m, s.sum); /* (the durations' sum modulo 2^64, as added one by one) */
+    wsl_host_trace_launch_run_ok(t->host, ev, m);
+    return m;
+}
+
+static __attribute__((noinline)) uint32_t take_launch_run_ops_generic(struct trace_state *t,
+                                                                      struct wsl_nvtx_thread *nth,
+                                                                      const struct wsl_event *ev, const uint8_t *ops,
+                                                                      uint32_t n, uint64_t *max_end,
+                                                                      uint64_t *max_start)
+{
+    return launch_run_ops_body(t, nth, ev, ops, n, max_end, max_start);
+}
+
+/* The same code for CPUs with BMI1 and BMI2, as the reader's batch loop (wsl_reader_bmi2_path): the
+ * histogram's and the gap bucket's shifts by a count in a register as shrx, no move to cl. Only
+ * integer instructions differ: the same results. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define EVENTS_HAVE_BMI2_PATH 1
+static __attribute__((noinline, target("bmi,bmi2"))) uint32_t take_launch_run_ops_bmi2(
+    struct trace_state *t, struct wsl_nvtx_thread *nth, const struct wsl_event *ev, const uint8_t *ops, uint32_t n,
+    uint64_t *max_end, uint64_t *max_start)
+{
+    return launch_run_ops_body(t, nth, ev, ops, n, max_end, max_start);
+}
+#endif
+
+static inline uint32_t take_launch_run_ops(struct trace_state *t, struct wsl_nvtx_thread *nth,
+                                           const struct wsl_event *ev, const uint8_t *ops, uint32_t n,
+                                           uint64_t *max_end, uint64_t *max_start)
+{
+#ifdef EVENTS_HAVE_BMI2_PATH
+    if (t->bmi2)
+        return take_launch_run_ops_bmi2(t, nth, ev, ops, n, max_end, max_start);
+#endif
+    return take_launch_run_ops_generic(t, nth, ev, ops, n, max_end, max_start);
 }
 
 /* A run of GPU kernels' events: ev[0] (its API's gpu_route set) and those after it of the same API,
@@ -270,8 +437,13 @@ bool wsl_take_events_without_ops;
 void wsl_take_events(struct trace_state *t, uint32_t tid, uint64_t dropped, const struct wsl_event *ev, uint32_t n,
                      const uint8_t *ops, bool chunk_start)
 {
-    if (chunk_start)
-        wsl_kern_trace_chunk(t->kern); /* (the ops of the chunk before name other argument sets) */
+    if (chunk_start) { /* (the ops of the chunk before name other entries) */
+        wsl_kern_trace_chunk(t->kern);
+        if (t->op_launch_max) {
+            memset(t->op_counter, 0, (t->op_launch_max + 1) * sizeof *t->op_counter);
+            t->op_launch_max = 0;
+        }
+    }
     if (wsl_take_events_without_ops)
         ops = NULL;
     uint64_t max_end = t->max_event_end;
@@ -302,7 +474,8 @@ void wsl_take_events(struct trace_state *t, uint32_t tid, uint64_t dropped, cons
     for (uint32_t i = 0; i < n;) {
         struct trace_api *ta = t->by_id[ev[i].api]; /* the reader checked the id is in the table */
         if (ta->launch_route && ev[i].result == 0 && runs) { /* most events: launches, in runs */
-            i += take_launch_run(t, nth, &ev[i], ops ? &ops[i] : NULL, n - i, &max_end, &max_start);
+            i += ops ? take_launch_run_ops(t, nth, &ev[i], &ops[i], n - i, &max_end, &max_start)
+                     : take_launch_run(t, nth, &ev[i], n - i, &max_end, &max_start);
             continue;
         }
         if (ta->gpu_route && runs) { /* and GPU kernels, in runs */

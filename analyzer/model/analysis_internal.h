@@ -61,6 +61,15 @@ struct trace_state {
     struct wsl_nvtx_trace *nvtx;
     struct wsl_host_trace *host;
     struct wsl_phase_trace *phase;
+    /* By op of the current EVENTS chunk (take_launch_run_ops), an op whose entry is a launch of the
+     * launch route with result 0 (the same at each of its events) and whose launch found its row in
+     * the kernel table: the kernel table's counter of it (wsl_kern_trace_op_counters) and its API's
+     * histogram; else counter 0 (not known yet, or not one; op 0, a literal, stays 0). Two arrays,
+     * each read at op * 8. op_launch_max: the highest set. */
+    uint64_t op_counter[256];
+    struct wsl_hist *op_hist[256];
+    unsigned op_launch_max;
+    bool bmi2;                  /* take_launch_run_ops' BMI2 build (wsl_reader_bmi2_path) */
     /* The NVTX step's figures counted on this reading (wsl_nvtx_track_batch): set on a run that
      * reports them, from the API table that names NVTX pushes on (one after the first events: not). */
     bool track, tracking, track_push;

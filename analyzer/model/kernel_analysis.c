@@ -119,7 +119,7 @@ struct wsl_kern_trace {
         uint64_t handle, grid, block;
         uint64_t row_offset;    /* its row's, in bytes from rows (cached_row): no multiply per launch */
     } launched_cache[HANDLE_CACHE_SIZE];
-    /* By op of the current EVENTS chunk (wsl_kern_trace_launch_run_ops): the byte offset from rows
+    /* By op of the current EVENTS chunk (wsl_kern_trace_launch_op): the byte offset from rows
      * of the counter its launches add to (its row's by_api[slot]), 0 while not known; op 0 (a
      * literal) stays 0. */
     uint64_t op_counter[256];
@@ -583,42 +583,35 @@ void wsl_kern_trace_chunk(struct wsl_kern_trace *t)
 _Static_assert(WSL_PACK_TABLE_MAX < 256, "an op is a byte");
 _Static_assert(offsetof(struct launch_row, by_api) > 0, "a counter's offset is never 0");
 
-void wsl_kern_trace_launch_run_ops(struct wsl_kern_trace *t, const uint8_t *slot, const uint8_t *ops,
-                                   const struct wsl_event *ev, uint32_t n, uint64_t end_max)
+struct wsl_kern_op_view wsl_kern_trace_op_view(const struct wsl_kern_trace *t)
 {
-    /* wsl_kern_trace_launch_run_ok's loop, an op's counter tried first: a launch after fast_after
-     * whose op's launch found its row adds to that row (the cache would give the same row: entries
-     * never go stale); else the cache, then the slow path, and the op takes the row its launch
-     * found in the cache (none where the handle is past the caps: the slow path again) */
-    uint64_t fast_after = t->fast_after;
-    uintptr_t rows = (uintptr_t)t->rows;
-    uint64_t *const counter = t->op_counter;
-    uint32_t other = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        const struct wsl_event *e = &ev[i];
-        const unsigned op = ops[i];
-        const uint64_t at = counter[op];
-        if (__builtin_expect(at != 0 && e->t_start > fast_after, 1)) {
-            (*(uint64_t *)(rows + at))++;
-            continue;
-        }
-        const uint64_t handle = e->a[0];
-        const struct launch_cache_entry *c = &t->launched_cache[handle_cache_slot(handle)];
-        if (__builtin_expect(e->t_start > fast_after && c->handle == handle && c->grid == e->a[1] &&
-                                 c->block == e->a[2], 1)) {
-            ((uint64_t *)(rows + offsetof(struct launch_row, by_api) + c->row_offset))[slot[i]]++;
-        } else {
-            wsl_kern_trace_launch_ok(t, slot[i], e); /* (a configuration change, a miss, before the first launch) */
-            other++;
-            fast_after = t->fast_after;
-            rows = (uintptr_t)t->rows; /* (they may have grown) */
-        }
-        if (op && c->handle == handle && c->grid == e->a[1] && c->block == e->a[2]) { /* (handle 0: slot 0 holds 1) */
-            counter[op] = c->row_offset + offsetof(struct launch_row, by_api) + sizeof(uint64_t) * slot[i];
-            t->op_max = op > t->op_max ? op : t->op_max;
-        }
+    return (struct wsl_kern_op_view){(uintptr_t)t->rows, t->fast_after};
+}
+
+const uint64_t *wsl_kern_trace_op_counters(const struct wsl_kern_trace *t)
+{
+    return t->op_counter;
+}
+
+void wsl_kern_trace_launch_op(struct wsl_kern_trace *t, unsigned slot, unsigned op, const struct wsl_event *e)
+{
+    const uint64_t handle = e->a[0];
+    const struct launch_cache_entry *c = &t->launched_cache[handle_cache_slot(handle)];
+    if (e->t_start > t->fast_after && c->handle == handle && c->grid == e->a[1] && c->block == e->a[2]) {
+        cached_row(t, c)->by_api[slot]++;
+        t->launches++;
+    } else {
+        wsl_kern_trace_launch_ok(t, slot, e); /* (a configuration change, a miss, before the first launch) */
     }
-    t->launches += n - other;
+    if (op && c->handle == handle && c->grid == e->a[1] && c->block == e->a[2]) { /* (handle 0: slot 0 holds 1) */
+        t->op_counter[op] = c->row_offset + offsetof(struct launch_row, by_api) + sizeof(uint64_t) * slot;
+        t->op_max = op > t->op_max ? op : t->op_max;
+    }
+}
+
+void wsl_kern_trace_launches_counted(struct wsl_kern_trace *t, uint64_t n, uint64_t end_max)
+{
+    t->launches += n;
     if (end_max > t->last_gpu)
         t->last_gpu = end_max;
 }

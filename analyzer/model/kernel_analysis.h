@@ -192,12 +192,26 @@ void wsl_kern_trace_launch_ok(struct wsl_kern_trace *t, unsigned slot, const str
  * one loop (the event loop's runs of launches). */
 void wsl_kern_trace_launch_run_ok(struct wsl_kern_trace *t, const uint8_t *slot, const struct wsl_event *ev,
                                   uint32_t n, uint64_t end_max);
-/* The same, ops[i] ev[i]'s op in its EVENTS chunk's table (the reader's item.events.ops: 0 a
- * literal, k the chunk's entry k - 1, whose handle, grid, block and API are the same at each of
- * its launches): an op whose launch found its row is counted there at once (the row of a handle,
- * grid and block never changes). Call wsl_kern_trace_chunk at each chunk's first batch. */
-void wsl_kern_trace_launch_run_ops(struct wsl_kern_trace *t, const uint8_t *slot, const uint8_t *ops,
-                                   const struct wsl_event *ev, uint32_t n, uint64_t end_max);
+/* What a caller's own loop over launches by op reads (the event loop's fused launch run): the
+ * counters by op (wsl_kern_trace_op_counters: the byte offset from rows of the counter op's launches
+ * add to, 0 where none is known; op 0, a literal, never has one), valid for a launch whose t_start is
+ * past fast_after. The view is taken again after any call below (a launch there may grow the rows
+ * or move fast_after); the counters' address does not change. */
+struct wsl_kern_op_view {
+    uintptr_t rows;
+    uint64_t fast_after;
+};
+struct wsl_kern_op_view wsl_kern_trace_op_view(const struct wsl_kern_trace *t);
+const uint64_t *wsl_kern_trace_op_counters(const struct wsl_kern_trace *t);
+/* One launch (result 0) whose op's counter the caller could not use, its count included: the
+ * cache, else what wsl_kern_trace_launch_ok does; then an op whose launch is in the cache is given
+ * its counter (none for a handle past the caps). op: the launch's in its EVENTS chunk's table (the
+ * reader's item.events.ops: 0 a literal, k the chunk's entry k - 1, whose handle, grid, block and
+ * API are the same at each of its launches; the row of a handle, grid and block never changes).
+ * Call wsl_kern_trace_chunk at each chunk's first batch. */
+void wsl_kern_trace_launch_op(struct wsl_kern_trace *t, unsigned slot, unsigned op, const struct wsl_event *ev);
+/* n launches the caller added to counters of the view, end_max the latest t_end among them. */
+void wsl_kern_trace_launches_counted(struct wsl_kern_trace *t, uint64_t n, uint64_t end_max);
 /* A new EVENTS chunk: its ops name other entries (forgets the ops' rows). */
 void wsl_kern_trace_chunk(struct wsl_kern_trace *t);
 /* An event of op WSL_KERN_GPU_TIME: what wsl_kern_trace_event does for it, without the op's tests

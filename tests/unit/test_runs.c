@@ -1,7 +1,9 @@
-/* The event loop's runs (analysis_events.c: take_launch_run, take_gpu_run) against the path they
- * stand for, every event one by one through take_event (wsl_take_events_one_by_one): the same
- * trace read in runs with the reader's ops (the kernel table's rows by op), in runs without them
- * (wsl_take_events_without_ops) and one by one, the JSON reports compared byte for byte.
+/* The event loop's runs (analysis_events.c: take_launch_run_ops, take_launch_run, take_gpu_run)
+ * against the path they stand for, every event one by one through take_event
+ * (wsl_take_events_one_by_one): the same trace read in runs with the reader's ops (the fused launch
+ * loop, its BMI2 build where the CPU has one, and its generic build: wsl_reader_generic_only), in
+ * runs without them (wsl_take_events_without_ops) and one by one, the JSON reports compared byte
+ * for byte.
  * - event_runs_agree: synthetic traces whose runs break in every way the run paths handle: two
  *   launch APIs in turn (their slots), failed launches, handle 0, handles past the kernel table's
  *   cache, a function launched at several sizes in turn, a launch starting before the last one,
@@ -260,19 +262,21 @@ static void write_run_trace(const char *path, uint64_t seed, bool ranges, bool l
     free(gpu);
 }
 
-enum read_way { RUNS_WITH_OPS, RUNS_WITHOUT_OPS, ONE_BY_ONE };
+enum read_way { RUNS_WITH_OPS, RUNS_WITH_OPS_GENERIC, RUNS_WITHOUT_OPS, ONE_BY_ONE };
 
 /* The JSON report of path read one way; NULL (a failure reported) if it cannot be read. */
 static char *report_json(const char *path, enum read_way way, size_t *size)
 {
     wsl_take_events_one_by_one = way == ONE_BY_ONE;
     wsl_take_events_without_ops = way == RUNS_WITHOUT_OPS;
+    wsl_reader_generic_only = way == RUNS_WITH_OPS_GENERIC;
     struct wsl_run run;
     wsl_run_init(&run);
     char err[WSL_READER_ERRLEN];
     int rc = wsl_run_add_trace(&run, path, err, sizeof err);
     wsl_take_events_one_by_one = false;
     wsl_take_events_without_ops = false;
+    wsl_reader_generic_only = false;
     if (rc != 0) {
         fprintf(stderr, "  %s: %s\n", path, err);
         wsl_run_free(&run);
@@ -291,14 +295,20 @@ static char *report_json(const char *path, enum read_way way, size_t *size)
  * and without them) and one by one; each must hold every string of `want`. */
 static int runs_agree(const char *path, const char *const *want, size_t nwant)
 {
-    size_t na = 0, nb = 0, nc = 0;
+    size_t na = 0, nb = 0, nc = 0, ng = 0;
     char *a = report_json(path, RUNS_WITH_OPS, &na), *b = report_json(path, ONE_BY_ONE, &nb);
-    char *c = report_json(path, RUNS_WITHOUT_OPS, &nc);
+    char *c = report_json(path, RUNS_WITHOUT_OPS, &nc), *g = report_json(path, RUNS_WITH_OPS_GENERIC, &ng);
     int fail = 0;
     if (a && b && c && (nc != nb || memcmp(c, b, nb) != 0)) {
         fprintf(stderr, "  %s: the runs without ops and one by one differ\n", path);
         fail = 1;
     }
+    if (a && b && g && (ng != nb || memcmp(g, b, nb) != 0)) {
+        fprintf(stderr, "  %s: the runs with ops (generic build) and one by one differ\n", path);
+        fail = 1;
+    }
+    if (!c || !g)
+        fail = 1;
     if (!a || !b) {
         fail = 1;
     } else if (na != nb || memcmp(a, b, na) != 0) {
@@ -318,6 +328,7 @@ static int runs_agree(const char *path, const char *const *want, size_t nwant)
     free(a);
     free(b);
     free(c);
+    free(g);
     return fail;
 }
 
