@@ -157,9 +157,8 @@ static inline int open_needs_mode(int flags)
     uint64_t dirdev_ = dir_device(dir_hash_);                                              \
     /* the untimed open of a local file that begins its fold (record_open's common case) */ \
     if (WSL_UNLIKELY(!id_ || !dirdev_ || wsl_emu_fs_on || wsl_cfg.io_timing <= 1 ||         \
-                     t->io_countdown <= 1 || !open_folds_local(t, dirdev_, flags, &v_)))    \
+                     !open_folds_local(t, dirdev_, flags, &v_) || !io_countdown_untimed(t))) \
         return rest;                                                                       \
-    t->io_countdown--;                                                                     \
     int fd = call;                                                                         \
     if (WSL_UNLIKELY(fd < 0)) {                                                            \
         record_open_event(t, (api) + WSL_IO_SAMPLED, 0, 0, fd, id_, dir_hash_, flags, dirdev_, 1, 0); \

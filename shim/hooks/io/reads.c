@@ -98,10 +98,8 @@ static __attribute__((noinline)) ssize_t io_read_untimed_busy(int fd, unsigned a
                    ? st_kernel_result(st_syscall4_kernel(nr, fd, (long)buf, (long)(ask), (long)(a3))) \
                    : full;                                                                 \
     uint64_t info_ = info_of_fd(fd);                                                       \
-    uint32_t countdown_ = t->io_countdown;                                                 \
-    if (WSL_UNLIKELY(!(info_ & FD_LOCAL) || countdown_ <= 1))                              \
+    if (WSL_UNLIKELY(!(info_ & FD_LOCAL) || !io_countdown_untimed(t)))                     \
         return full; /* a call to time, or not on a local file */                          \
-    t->io_countdown = countdown_ - 1;                                                      \
     uint64_t tv_ = (uintptr_t)t, file_ = WSL_FOLD_FILE(fd, (uint32_t)info_);               \
     long r = st_syscall4_keeping(nr, fd, (long)buf, (long)(ask), (long)(a3), &tv_, &file_); \
     t = (struct wsl_thread *)(uintptr_t)tv_;                                               \
@@ -126,10 +124,8 @@ static __attribute__((noinline)) ssize_t io_read_untimed_busy(int fd, unsigned a
                      t->gen != atomic_load_explicit(&wsl_io_gen, memory_order_relaxed)))   \
         return full;                                                                       \
     uint64_t info_ = info_of_fd(fd);                                                       \
-    uint32_t countdown_ = t->io_countdown;                                                 \
-    if (WSL_UNLIKELY(!(info_ & FD_LOCAL) || countdown_ <= 1))                              \
+    if (WSL_UNLIKELY(!(info_ & FD_LOCAL) || !io_countdown_untimed(t)))                     \
         return full; /* a call to time, or not on a local file */                          \
-    t->io_countdown = countdown_ - 1;                                                      \
     uint64_t file_ = WSL_FOLD_FILE(fd, (uint32_t)info_);                                   \
     uint64_t ask_ = (ask);                                                                 \
     wsl_tls.depth = 1;                                                                     \
