@@ -259,15 +259,17 @@ static inline __attribute__((always_inline)) int fold_meta_alike(uint32_t c, uns
 static inline __attribute__((always_inline)) int fold_meta_add(struct wsl_thread *t, uint64_t file, uint16_t *m,
                                                                unsigned api)
 {
-    if (FOLD_LD(t->fold_file) != file || WSL_UNLIKELY(!FOLD_LD(t->fold_used)))
+    if (FOLD_LD(t->fold_file) != file)
         return 0;
+    /* a count (c nonzero) is there only while the fold has a slot (WSL_FOLD_NONE
+     * clears it): the first call alone asks for the slot */
     uint32_t c = *m;
     if (WSL_LIKELY(fold_meta_alike(c, api))) {
         *m = (uint16_t)(c + (1u << 10));
         return 1;
     }
-    if (c)
-        return 0; /* another id's, or full */
+    if (c || WSL_UNLIKELY(!FOLD_LD(t->fold_used)))
+        return 0; /* another id's, or full; or no slot */
     *m = (uint16_t)WSL_FOLD_META(api, 1);
     return 1;
 }
@@ -285,9 +287,9 @@ static inline __attribute__((always_inline)) int fold_meta_tell(struct wsl_threa
 static inline __attribute__((always_inline)) int fold_meta_stat(struct wsl_thread *t, unsigned api, uint64_t file,
                                                                 uint64_t size)
 {
-    if (FOLD_LD(t->fold_file) != file || WSL_UNLIKELY(!FOLD_LD(t->fold_used)))
+    if (FOLD_LD(t->fold_file) != file)
         return 0;
-    uint32_t c = t->fold_stats;
+    uint32_t c = t->fold_stats; /* nonzero only while the fold has a slot (fold_meta_add) */
     if (WSL_LIKELY(c)) {
         /* the same size (a size past 2^32 never equals fold_size), the same id, not full */
         if (t->fold_size != size || !fold_meta_alike(c, api))
@@ -295,7 +297,7 @@ static inline __attribute__((always_inline)) int fold_meta_stat(struct wsl_threa
         t->fold_stats = (uint16_t)(c + (1u << 10));
         return 1;
     }
-    if (size > UINT32_MAX)
+    if (size > UINT32_MAX || WSL_UNLIKELY(!FOLD_LD(t->fold_used)))
         return 0;
     /* the first: its size, kept with the count (WSL_FOLD_NONE clears both) */
     t->fold_size = (uint32_t)size;
