@@ -143,7 +143,9 @@ static __attribute__((noinline)) ssize_t read_st_full(int fd, void *buf, size_t 
 {
     READ_HOOK(WSL_IO_ID_read, fd, n, NO_OFFSET, st_read(fd, buf, n))
 }
-static __attribute__((noinline)) ssize_t read_st(int fd, void *buf, size_t n)
+/* inline in the exported read below: its twin's choice and the fast path one
+ * function, read_mt a tail call (a jump fewer per read) */
+static inline __attribute__((always_inline)) ssize_t read_st(int fd, void *buf, size_t n)
 {
     READ_ST_HOOK(WSL_IO_ID_read, fd, n, NO_OFFSET, SYS_read, 0, read_st_full(fd, buf, n))
 }
