@@ -59,7 +59,7 @@ static __attribute__((noinline)) void seek_untimed_rest(struct wsl_thread *t, un
     }                                                                                      \
     /* a tell, lseek(fd, 0, SEEK_CUR) (Python's open() makes two): the same, with two   \
      * values fewer to keep */                                                            \
-    static __attribute__((noinline)) type name##_tell(int fd)                              \
+    static inline __attribute__((always_inline)) type name##_tell(int fd)                  \
     {                                                                                      \
         FD_FOLD_FAST(type, WSL_IO_ID_##name, fd, seek_direct, FD_SEEK_DIRECT, 1, SYS_lseek, 0, SEEK_CUR, 0, (uint64_t)r << 1, \
                      fold_meta_tell(t, WSL_IO_ID_##name + WSL_IO_SAMPLED, file_, 0, SEEK_CUR, r), \
@@ -75,12 +75,12 @@ static __attribute__((noinline)) void seek_untimed_rest(struct wsl_thread *t, un
                      name##_rest(t, file_, k_, off, whence),                           \
                      name##_full(fd, off, whence))                                         \
     }                                                                                      \
-    /* two tail calls: neither pays for the other's registers */                          \
+    /* a tell inline, any other seek a tail call: neither pays for the other's registers */ \
     WSL_EXPORT type name(int fd, type off, int whence)                                     \
     {                                                                                      \
-        if (whence == SEEK_CUR && off == 0)                                                \
-            return name##_tell(fd);                                                        \
-        return name##_seek(fd, off, whence);                                               \
+        if (whence != SEEK_CUR || off != 0)                                                \
+            return name##_seek(fd, off, whence);                                           \
+        return name##_tell(fd);                                                            \
     }
 SEEK_FUNCTIONS(lseek, off_t)
 SEEK_FUNCTIONS(lseek64, off64_t)
