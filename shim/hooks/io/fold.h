@@ -240,12 +240,6 @@ static inline __attribute__((always_inline)) int io_fold_fast_file(struct wsl_th
     return 1;
 }
 
-/* A tell or an fstat counted apart (1.11, WSL_FOLD_META) into the thread's
- * fold of `file` while it has a slot: into *m, the count of its kind, when that
- * is this id's and not full (one test, as io_fold's), or as the first one.
- * Returns 0 otherwise (the call then takes a slot as any other). Python's
- * open().read() makes two fstats and two tells per file: counted so, its
- * fold's slots are the open and the two reads, one event at the close. */
 /* Whether a count apart, c (WSL_FOLD_META: the id in bits 0-9, 1 to 63
  * calls in bits 10-15; 0: none yet), is api's and takes one more: then c - api
  * is the calls << 10, which rotated right by 10 is the calls; another id
@@ -256,6 +250,12 @@ static inline __attribute__((always_inline)) int fold_meta_alike(uint32_t c, uns
     return ((d >> 10) | (d << 22)) < WSL_FOLD_META_CALLS_MAX;
 }
 
+/* A tell or an fstat counted apart (1.11, WSL_FOLD_META) into the thread's
+ * fold of `file` while it has a slot: into *m, the count of its kind, when that
+ * is this id's and not full (fold_meta_alike), or as the first one.
+ * Returns 0 otherwise (the call then takes a slot as any other). Python's
+ * open().read() makes two fstats and two tells per file: counted so, its
+ * fold's slots are the open and the two reads, one event at the close. */
 static inline __attribute__((always_inline)) int fold_meta_add(struct wsl_thread *t, uint64_t file, uint16_t *m,
                                                                unsigned api)
 {
