@@ -30,6 +30,8 @@ Scenarios (each a ctest entry, see CMakeLists.txt):
   run-kill                a Python program reads one file 4 KiB at a time (folded
                           calls, counted without events), sleeps, and is
                           SIGKILLed: the trace still has every read
+  signals-files [--count N]  io_reader signals-files: Python's calls per file,
+                          N files, beside a handler's fstat, tell and pread
   signals [--count N]     io_reader signals: a single-threaded program's N
                           reads of one file, while a 20 us timer's handler
                           reads another: the program's reads counted exactly,
@@ -640,6 +642,54 @@ def scenario_signals(ctx):
                     f"{h} of those recorded")
 
 
+def scenario_signals_files(ctx):
+    """Python's calls per file (its tells and fstats counted apart, its reads in
+    slots) beside a handler's fstat, tell and pread of another file: every one
+    of the program's calls counted exactly, per name."""
+    n = ctx.a.count
+    for sub, name, size in (("a", "main.bin", 4096), ("b", "handler.bin", 4096)):
+        os.makedirs(os.path.join(ctx.data, sub))
+        with open(os.path.join(ctx.data, sub, name), "wb") as f:
+            f.write(os.urandom(size))
+    p, tdir = ctx.traced([ctx.a.reader, "signals-files", ctx.data, str(n)])
+    c = Check()
+    e = parse_expect(p.stdout)
+    if p.returncode != 0 or e is None:
+        c.fail(f"io_reader signals-files exited {p.returncode}: {p.stderr[-500:]}")
+        return c.finish("")
+    rep = ctx.report(tdir, c)
+    if rep is None:
+        return c.finish("")
+    check_processes(rep, c, 1)
+    # the program's names (variants of the report's base names); the handler's are
+    # fstat, lseek and pread. (Under TSan, whose interceptors come first, fstat64 and
+    # fstat reach the shim as __fxstat64 and __fxstat.)
+    program = {"fstat": ("fstat64", "__fxstat64"), "lseek": ("lseek64",), "read": ("read",)}
+    handler = {"fstat": ("fstat", "__fxstat"), "lseek": ("lseek",)}
+    for base, names in program.items():
+        calls, errors, variants = api_calls(rep, base)
+        c.eq(f"io_calls.{base}.variants {'+'.join(names)}", sum(variants.get(v, 0) for v in names), 2 * n)
+        c.eq(f"io_calls.{base}.errors", errors, 0)
+    c.eq("io_calls.close.variants.close", api_calls(rep, "close")[2].get("close", 0), n + 1)
+    dirs = {d.get("dir"): d for d in (rep.get("io") or {}).get("top_dirs", [])}
+    a = dirs.get(os.path.join(ctx.data, "a")) or {}
+    b = dirs.get(os.path.join(ctx.data, "b")) or {}
+    c.eq("the program's reads of a/main.bin", a.get("reads"), 2 * n)
+    c.eq("the program's bytes from a/main.bin", a.get("bytes_read"), e["main_bytes"])
+    c.eq("a/: files", a.get("files"), n)
+    h = b.get("reads", 0)
+    if e["handler_reads"] < 100:
+        c.fail(f"only {e['handler_reads']} handler reads: the timer hardly fired")
+    if not 0 < h <= e["handler_reads"]:
+        c.fail(f"{h} handler reads recorded of {e['handler_reads']} made")
+    for base, names in handler.items():
+        hc = sum(api_calls(rep, base)[2].get(v, 0) for v in names)
+        if not 0 < hc <= e["handler_reads"]:
+            c.fail(f"{hc} handler {base} calls recorded of {e['handler_reads']} made")
+    return c.finish(f"{n} files' calls counted exactly beside {e['handler_reads']} handler fstats, tells and "
+                    f"reads, {h} of those reads recorded")
+
+
 def scenario_io_off(ctx):
     a = ctx.a
     ctx.create_data()
@@ -711,7 +761,7 @@ def main():
     for opt in ("--shim", "--report", "--reader", "--workdir"):
         ap.add_argument(opt, required=True)
     ap.add_argument("scenario", choices=("exact", "python", "cross-os", "small-files", "sampled", "run-kill",
-                                         "signals", "io-off", "same-output"))
+                                         "signals", "signals-files", "io-off", "same-output"))
     ap.add_argument("--program")
     ap.add_argument("--mode", choices=("read", "fork"), default="read", help="exact: io_reader's mode")
     ap.add_argument("--processes", type=int, default=1, help="exact: processes the run has")
@@ -732,7 +782,7 @@ def main():
     ctx = Ctx(a)
     rc = {"exact": scenario_exact, "python": scenario_python, "cross-os": scenario_cross_os,
             "small-files": scenario_small_files, "sampled": scenario_sampled, "run-kill": scenario_run_kill,
-            "signals": scenario_signals, "io-off": scenario_io_off,
+            "signals": scenario_signals, "signals-files": scenario_signals_files, "io-off": scenario_io_off,
             "same-output": scenario_same_output}[a.scenario](ctx)
     if rc == 0:  # the data set is up to 41 MiB: kept only when a check failed
         shutil.rmtree(ctx.data, ignore_errors=True)

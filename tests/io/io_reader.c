@@ -12,6 +12,12 @@
  *                                      while a 20 us interval timer's handler
  *                                      preads 4 KiB of DIR/b/handler.bin; prints
  *                                      EXPECT {main_reads, handler_reads}
+ *   io_reader signals-files DIR N      single-threaded: Python's calls per file (open,
+ *                                      fstat64, two tells, fstat64, two reads, close)
+ *                                      N times on DIR/a/main.bin while the timer's
+ *                                      handler makes an fstat, a tell and a pread of
+ *                                      DIR/b/handler.bin; prints EXPECT {files,
+ *                                      main_bytes, handler_reads}
  *   io_reader fork DIR                 two forked children (one leaving by _exit)
  *                                      and the parent read parts of the data set;
  *                                      prints EXPECT {json} for all three
@@ -753,6 +759,72 @@ static int cmd_signals(long n)
     return handler_errors ? 1 : 0;
 }
 
+/* signals-files: Python's calls per file (open, fstat64, two tells, fstat64, a
+ * read of the size and one to its end, close) on DIR/a/main.bin, N times,
+ * while the 20 us timer's handler makes an fstat, a tell and a pread of
+ * DIR/b/handler.bin (fstat and lseek: other names than the program's): the
+ * fast paths' counts apart and slots must stay exact beside a handler's calls
+ * on another file, which land inside their system calls and busy windows. */
+static volatile sig_atomic_t handler_meta_errors;
+
+static void on_alarm_meta(int sig)
+{
+    (void)sig;
+    int saved = errno;
+    struct stat st;
+    if (fstat(handler_fd, &st) != 0 || st.st_size != 4096 || lseek(handler_fd, 0, SEEK_CUR) != 0)
+        handler_meta_errors++;
+    if (pread(handler_fd, handler_buf, sizeof handler_buf, 0) == (ssize_t)sizeof handler_buf)
+        handler_reads++;
+    else
+        handler_errors++;
+    errno = saved;
+}
+
+static int cmd_signals_files(long n)
+{
+    char a[PATH_MAX], b[PATH_MAX];
+    snprintf(a, sizeof a, "%s/a/main.bin", data_dir);
+    snprintf(b, sizeof b, "%s/b/handler.bin", data_dir);
+    handler_fd = open(b, O_RDONLY);
+    if (handler_fd < 0)
+        die("open", b);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_alarm_meta;
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGALRM, &sa, NULL);
+    struct itimerval it = {{0, 20}, {0, 20}};
+    setitimer(ITIMER_REAL, &it, NULL);
+    static char buf[65536 + 1];
+    unsigned long long bytes = 0;
+    for (long i = 0; i < n; i++) {
+        int fd = open(a, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            die("open", a);
+        struct stat64 st;
+        if (fstat64(fd, &st) != 0 || lseek64(fd, 0, SEEK_CUR) != 0 || lseek64(fd, 0, SEEK_CUR) != 0 ||
+            fstat64(fd, &st) != 0)
+            die("fstat64/lseek64", a);
+        ssize_t r = read(fd, buf, (size_t)st.st_size + 1);
+        if (r != st.st_size || read(fd, buf, 1) != 0)
+            die("read", a);
+        bytes += (unsigned long long)r;
+        if (close(fd) != 0)
+            die("close", a);
+    }
+    struct itimerval off = {{0, 0}, {0, 0}};
+    setitimer(ITIMER_REAL, &off, NULL);
+    signal(SIGALRM, SIG_IGN);
+    close(handler_fd);
+    if (handler_errors || handler_meta_errors)
+        fprintf(stderr, "io_reader: %d handler reads and %d fstats or tells failed\n", (int)handler_errors,
+                (int)handler_meta_errors);
+    printf("EXPECT {\"files\": %ld, \"main_bytes\": %llu, \"handler_reads\": %d}\n", n, bytes,
+           (int)handler_reads);
+    return handler_errors || handler_meta_errors ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 3) {
@@ -769,6 +841,8 @@ int main(int argc, char **argv)
             return cmd_read_all((size_t)atol(argv[3]));
         if (!strcmp(argv[1], "signals") && argc == 4)
             return cmd_signals(atol(argv[3]));
+        if (!strcmp(argv[1], "signals-files") && argc == 4)
+            return cmd_signals_files(atol(argv[3]));
     }
     fprintf(stderr, "usage: io_reader create DIR | read DIR | create-n DIR N SIZE | read-all DIR BUFSIZE | "
                     "signals DIR N\n");

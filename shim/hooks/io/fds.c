@@ -48,31 +48,39 @@ static __attribute__((noinline)) void seek_untimed_rest(struct wsl_thread *t, un
     {                                                                                      \
         SEEK_HOOK(WSL_IO_ID_##name, REAL(name)(fd, off, whence))                           \
     }                                                                                      \
-    static __attribute__((noinline)) type name##_rest(struct wsl_thread *t, int fd, uint64_t file, long k, \
-                                                      type off, int whence)                \
+    /* (fd: file's low half, WSL_FOLD_FILE: one register fewer kept in the fast path) */ \
+    static __attribute__((noinline)) type name##_rest(struct wsl_thread *t, uint64_t file, long k, type off, \
+                                                      int whence)                          \
     {                                                                                      \
         type r = k < 0 ? (type)wsl_syscall_failed(k) : (type)k;                            \
-        seek_untimed_rest(t, WSL_IO_ID_##name + WSL_IO_SAMPLED, fd, (uint32_t)(file >> 32), off, whence, r); \
+        seek_untimed_rest(t, WSL_IO_ID_##name + WSL_IO_SAMPLED, (int)(uint32_t)file, (uint32_t)(file >> 32), off, \
+                          whence, r);                                                      \
         return r;                                                                          \
     }                                                                                      \
     /* a tell, lseek(fd, 0, SEEK_CUR) (Python's open() makes two): the same, with two   \
      * values fewer to keep */                                                            \
-    static __attribute__((noinline)) type name##_tell(int fd)                              \
+    static inline __attribute__((always_inline)) type name##_tell(int fd)                  \
     {                                                                                      \
         FD_FOLD_FAST(type, WSL_IO_ID_##name, fd, seek_direct, FD_SEEK_DIRECT, 1, SYS_lseek, 0, SEEK_CUR, 0, (uint64_t)r << 1, \
                      fold_meta_tell(t, WSL_IO_ID_##name + WSL_IO_SAMPLED, file_, 0, SEEK_CUR, r), \
-                     name##_rest(t, fd, file_, k_, 0, SEEK_CUR), name##_full(fd, 0, SEEK_CUR)) \
+                     name##_rest(t, file_, k_, 0, SEEK_CUR), name##_full(fd, 0, SEEK_CUR)) \
     }                                                                                      \
-    WSL_EXPORT type name(int fd, type off, int whence)                                     \
+    /* any other seek */                                                                  \
+    static __attribute__((noinline)) type name##_seek(int fd, type off, int whence)        \
     {                                                                                      \
-        if (whence == SEEK_CUR && off == 0)                                                \
-            return name##_tell(fd);                                                        \
         FD_FOLD_FAST(type, WSL_IO_ID_##name, fd, seek_direct, FD_SEEK_DIRECT, SEEK_FOLDS(off, whence), SYS_lseek, off, whence, 0, \
                      (uint64_t)r << 1 | (whence == SEEK_SET),                              \
                      /* off is 0 where whence is SEEK_CUR (SEEK_FOLDS) */                  \
                      fold_meta_tell(t, WSL_IO_ID_##name + WSL_IO_SAMPLED, file_, 0, whence, r), \
-                     name##_rest(t, fd, file_, k_, off, whence),                           \
+                     name##_rest(t, file_, k_, off, whence),                           \
                      name##_full(fd, off, whence))                                         \
+    }                                                                                      \
+    /* a tell inline, any other seek a tail call: neither pays for the other's registers */ \
+    WSL_EXPORT type name(int fd, type off, int whence)                                     \
+    {                                                                                      \
+        if (whence != SEEK_CUR || off != 0)                                                \
+            return name##_seek(fd, off, whence);                                           \
+        return name##_tell(fd);                                                            \
     }
 SEEK_FUNCTIONS(lseek, off_t)
 SEEK_FUNCTIONS(lseek64, off64_t)
@@ -200,10 +208,9 @@ static __attribute__((noinline)) int close_st(int fd)
                                              : close_st_full(fd);
     uint64_t info = info_of_fd(fd);
     uint32_t path = (uint32_t)info;
-    if (WSL_UNLIKELY(!(info & FD_LOCAL) || t->io_countdown <= 1 || !path ||
-                     FOLD_LD(t->fold_file) != WSL_FOLD_FILE(fd, path) || fd_protected(fd)))
+    if (WSL_UNLIKELY(!(info & FD_LOCAL) || !path || FOLD_LD(t->fold_file) != WSL_FOLD_FILE(fd, path) ||
+                     fd_protected(fd) || !io_countdown_untimed(t)))
         return close_st_full(fd);
-    t->io_countdown--;
     fd_set_path(fd, 0); /* before the number can be reused (CLOSE_HOOK) */
     wsl_tls_depth = 1;
     long r = st_syscall4_kernel(SYS_close, fd, 0, 0, 0);

@@ -240,25 +240,36 @@ static inline __attribute__((always_inline)) int io_fold_fast_file(struct wsl_th
     return 1;
 }
 
+/* Whether a count apart, c (WSL_FOLD_META: the id in bits 0-9, 1 to 63
+ * calls in bits 10-15; 0: none yet), is api's and takes one more: then c - api
+ * is the calls << 10, which rotated right by 10 is the calls; another id
+ * leaves bits 0-9 set, rotated to the top, and no count (c = 0) leaves -api. */
+static inline __attribute__((always_inline)) int fold_meta_alike(uint32_t c, unsigned api)
+{
+    uint32_t d = c - api;
+    return ((d >> 10) | (d << 22)) < WSL_FOLD_META_CALLS_MAX;
+}
+
 /* A tell or an fstat counted apart (1.11, WSL_FOLD_META) into the thread's
  * fold of `file` while it has a slot: into *m, the count of its kind, when that
- * is this id's and not full (one test, as io_fold's), or as the first one.
+ * is this id's and not full (fold_meta_alike), or as the first one.
  * Returns 0 otherwise (the call then takes a slot as any other). Python's
  * open().read() makes two fstats and two tells per file: counted so, its
  * fold's slots are the open and the two reads, one event at the close. */
 static inline __attribute__((always_inline)) int fold_meta_add(struct wsl_thread *t, uint64_t file, uint16_t *m,
                                                                unsigned api)
 {
-    if (FOLD_LD(t->fold_file) != file || WSL_UNLIKELY(!FOLD_LD(t->fold_used)))
+    if (FOLD_LD(t->fold_file) != file)
         return 0;
+    /* a count (c nonzero) is there only while the fold has a slot (WSL_FOLD_NONE
+     * clears it): the first call alone asks for the slot */
     uint32_t c = *m;
-    /* alike and not full: a different id leaves bits 0-9 set; 63 calls carry into bit 16 */
-    if (WSL_LIKELY(!(((c ^ api) + (1u << 10)) & ~(WSL_FOLD_META_CALLS_MAX << 10)))) {
+    if (WSL_LIKELY(fold_meta_alike(c, api))) {
         *m = (uint16_t)(c + (1u << 10));
         return 1;
     }
-    if (c)
-        return 0; /* another id's, or full */
+    if (c || WSL_UNLIKELY(!FOLD_LD(t->fold_used)))
+        return 0; /* another id's, or full; or no slot */
     *m = (uint16_t)WSL_FOLD_META(api, 1);
     return 1;
 }
@@ -276,18 +287,17 @@ static inline __attribute__((always_inline)) int fold_meta_tell(struct wsl_threa
 static inline __attribute__((always_inline)) int fold_meta_stat(struct wsl_thread *t, unsigned api, uint64_t file,
                                                                 uint64_t size)
 {
-    if (FOLD_LD(t->fold_file) != file || WSL_UNLIKELY(!FOLD_LD(t->fold_used)))
+    if (FOLD_LD(t->fold_file) != file)
         return 0;
-    uint32_t c = t->fold_stats;
+    uint32_t c = t->fold_stats; /* nonzero only while the fold has a slot (fold_meta_add) */
     if (WSL_LIKELY(c)) {
-        /* the same size (a size past 2^32 never equals fold_size), the same id, not full
-         * (fold_meta_add's one test) */
-        if (t->fold_size != size || (((c ^ api) + (1u << 10)) & ~(WSL_FOLD_META_CALLS_MAX << 10)))
+        /* the same size (a size past 2^32 never equals fold_size), the same id, not full */
+        if (t->fold_size != size || !fold_meta_alike(c, api))
             return 0;
         t->fold_stats = (uint16_t)(c + (1u << 10));
         return 1;
     }
-    if (size > UINT32_MAX)
+    if (size > UINT32_MAX || WSL_UNLIKELY(!FOLD_LD(t->fold_used)))
         return 0;
     /* the first: its size, kept with the count (WSL_FOLD_NONE clears both) */
     t->fold_size = (uint32_t)size;
@@ -317,6 +327,47 @@ static inline __attribute__((always_inline)) void io_depth_clear_reloaded(void)
 #endif
 }
 
+/* A fast twin's busy window (WSL_GEN_BUSY in the thread's gen, which a signal
+ * handler's calls then find not this process's, and pass through): begun after
+ * its system call, ended once the fold is updated; each one instruction in
+ * memory (x86-64), and a compiler barrier, as the handler is this thread. */
+static inline __attribute__((always_inline)) void io_busy_begin(struct wsl_thread *t)
+{
+#if defined(__x86_64__) && !WSL_TSAN
+    __asm__ volatile("btsq $63, %0" : "+m"(t->gen) : : "memory");
+#else
+    t->gen |= WSL_GEN_BUSY;
+    atomic_signal_fence(memory_order_seq_cst);
+#endif
+}
+static inline __attribute__((always_inline)) void io_busy_end(struct wsl_thread *t)
+{
+#if defined(__x86_64__) && !WSL_TSAN
+    __asm__ volatile("btrq $63, %0" : "+m"(t->gen) : : "memory");
+#else
+    atomic_signal_fence(memory_order_seq_cst);
+    t->gen &= ~WSL_GEN_BUSY;
+#endif
+}
+_Static_assert(WSL_GEN_BUSY == 1ull << 63, "io_busy_begin's bit");
+
+/* From the busy window to the depth a full hook's recording path runs under
+ * (the depth first: never neither), for the ways out of the fast paths; the
+ * TLS block's offset found again, as io_depth_clear_reloaded's. */
+static inline __attribute__((always_inline)) void io_busy_to_depth(struct wsl_thread *t)
+{
+#if defined(__x86_64__) && !WSL_TSAN && !defined(__SANITIZE_ADDRESS__)
+    uint64_t off;
+    __asm__ volatile("movq wsl_tls@gottpoff(%%rip), %0\n\tmovl $1, %%fs:%c1(%0)"
+                     : "=&r"(off)
+                     : "i"(offsetof(struct wsl_tls, depth))
+                     : "memory");
+#else
+    wsl_tls_depth = 1;
+#endif
+    io_busy_end(t);
+}
+
 /* The common case of a call on a local file's fd whose untimed success folds a
  * value (fstat: the size, stat.c; lseek: the offset, fds.c), where the hook makes glibc's
  * system call itself (`direct`: seek_direct, fstat_direct; `dbit`, the fd table's bit that says
@@ -325,10 +376,15 @@ static inline __attribute__((always_inline)) void io_depth_clear_reloaded(void)
  * its path id, WSL_FOLD_FILE). Everything else,
  * timed calls and those that fail or do not fold, goes to the full hook
  * (`full`, a tail call) or, once made, to `rest` (a tail call too, given the
- * kernel's answer k_ and file_: it sets errno as glibc's wrapper does). With no call
+ * kernel's answer k_ and file_, entered as a full hook's recording path is: the
+ * depth 1; it sets errno as glibc's wrapper does). With no call
  * that returns here, the hook is a leaf: what it keeps past the system call
  * stays in registers the call leaves alone, and it saves none (Python's
- * open().read() makes four of these per file). */
+ * open().read() makes four of these per file). As the read twins' (reads.c,
+ * READ_ST_HOOK), the depth stays 0 through the system call, and the thread is
+ * busy (WSL_GEN_BUSY) from its return while the fold is updated: a signal
+ * handler's calls during the system call are recorded before the fold is read,
+ * those after it pass through. */
 #define FD_FOLD_FAST(type, api, fd, direct, dbit, cond, nr, b, c, d, value, meta, rest, full) \
     struct wsl_thread *t = io_enter_ready();                                               \
     if (WSL_UNLIKELY(!t))                                                                  \
@@ -337,21 +393,21 @@ static inline __attribute__((always_inline)) void io_depth_clear_reloaded(void)
                    : full;                                                                 \
     uint64_t info_ = info_of_fd(fd);                                                       \
     /* dbit: FD_LOCAL, and `direct` (fd_local_bits) */                                     \
-    if (WSL_UNLIKELY(!(info_ & (dbit)) || t->io_countdown <= 1 || !(cond)))                \
+    if (WSL_UNLIKELY(!(info_ & (dbit)) || !(cond) || !io_countdown_untimed(t)))            \
         return full;                                                                       \
-    t->io_countdown--;                                                                     \
-    wsl_tls_depth = 1;                                                                     \
     uint64_t tv_ = (uintptr_t)t, file_ = WSL_FOLD_FILE(fd, (uint32_t)info_);               \
     long k_ = st_syscall4_keeping(nr, fd, (long)(b), (long)(c), (long)(d), &tv_, &file_);  \
     t = (struct wsl_thread *)(uintptr_t)tv_;                                               \
+    io_busy_begin(t);                                                                      \
     type r = (type)k_;                                                                     \
     if (WSL_LIKELY(k_ >= 0) &&                                                             \
         (WSL_LIKELY(meta) ||                                                               \
          (WSL_LIKELY((uint64_t)(value) <= FOLD_VALUE_LIMIT) &&                             \
           WSL_LIKELY(io_fold_fast_file(t, (api) + WSL_IO_SAMPLED, file_, (uint64_t)(value)))))) { \
-        io_depth_clear_reloaded();                                                         \
+        io_busy_end(t);                                                                    \
         return r;                                                                          \
     }                                                                                      \
+    io_busy_to_depth(t);                                                                   \
     return rest;
 
 #pragma GCC visibility pop

@@ -119,9 +119,13 @@ __attribute__((noinline)) int dev_lookup_local(struct wsl_thread *t, uint64_t de
     t->io_memo_gen = gen;
     t->io_memo_local = (uint32_t)local;
     /* an open's fold value on it, less the flags' bits (WSL_FOLD_OPEN_VALUE: where it fits a
-     * slot, as opens.c's open_fold_value), marked by bit 63: for the opens' fast twins */
+     * slot, as opens.c's open_fold_value), marked by bit 63: for the opens' fast twins, which
+     * fold an open only with no path emulated and the timing sampled (the settings, read
+     * before any hook records: 0 otherwise) */
     uint64_t major = dev >> 32, minor = (uint32_t)dev;
-    t->io_memo_open = local && major < 4096 && minor < (1u << 20) ? WSL_FOLD_OPEN_VALUE(major, minor, 0) | 1ull << 63 : 0;
+    t->io_memo_open = local && major < 4096 && minor < (1u << 20) && !wsl_emu_fs_on && wsl_cfg.io_timing > 1
+                          ? WSL_FOLD_OPEN_VALUE(major, minor, 0) | 1ull << 63
+                          : 0;
     return local;
 }
 

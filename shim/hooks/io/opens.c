@@ -98,9 +98,12 @@ static inline __attribute__((always_inline)) void record_open(struct wsl_thread 
     record_open_event(t, api, t0, t1, fd, id, dir_hash, flags, dirdev, local, emu);
 }
 
-/* open_fold_value(dev, flags, v) && dev_is_local(t, dev), from the thread's memo of
- * the device (dev_lookup_local: io_memo_open) when it holds and the flags are
- * the common ones (the access mode, O_CLOEXEC): the opens' fast twins. */
+/* Whether an open (flags) on device dev folds as its file's first slot, with
+ * the slot's value in *v: no path emulated, timing sampled, dev local and the
+ * flags fitting (open_fold_value && dev_is_local); from the thread's memo of
+ * the device (dev_lookup_local: io_memo_open, 0 where any of that fails for
+ * every open: settings read once) when it holds and the flags are the common
+ * ones (the access mode, O_CLOEXEC): the opens' fast twins. */
 static inline __attribute__((always_inline)) int open_folds_local(struct wsl_thread *t, uint64_t dev, int flags,
                                                                   uint64_t *v)
 {
@@ -110,7 +113,7 @@ static inline __attribute__((always_inline)) int open_folds_local(struct wsl_thr
         *v = (m & ~(1ull << 63)) | (unsigned)(flags & O_ACCMODE) | (flags & O_CLOEXEC ? WSL_FOLD_OPEN_CLOEXEC : 0);
         return m != 0;
     }
-    return open_fold_value(dev, flags, v) && dev_is_local(t, dev);
+    return !wsl_emu_fs_on && wsl_cfg.io_timing > 1 && open_fold_value(dev, flags, v) && dev_is_local(t, dev);
 }
 
 static inline int open_needs_mode(int flags)
@@ -156,10 +159,9 @@ static inline int open_needs_mode(int flags)
     uint32_t id_ = path_record_fast(t, dirfd, path, &dir_hash_);                          \
     uint64_t dirdev_ = dir_device(dir_hash_);                                              \
     /* the untimed open of a local file that begins its fold (record_open's common case) */ \
-    if (WSL_UNLIKELY(!id_ || !dirdev_ || wsl_emu_fs_on || wsl_cfg.io_timing <= 1 ||         \
-                     t->io_countdown <= 1 || !open_folds_local(t, dirdev_, flags, &v_)))    \
+    if (WSL_UNLIKELY(!id_ || !dirdev_ || !open_folds_local(t, dirdev_, flags, &v_) ||       \
+                     !io_countdown_untimed(t)))                                            \
         return rest;                                                                       \
-    t->io_countdown--;                                                                     \
     int fd = call;                                                                         \
     if (WSL_UNLIKELY(fd < 0)) {                                                            \
         record_open_event(t, (api) + WSL_IO_SAMPLED, 0, 0, fd, id_, dir_hash_, flags, dirdev_, 1, 0); \

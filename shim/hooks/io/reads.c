@@ -73,15 +73,17 @@ static __attribute__((noinline)) ssize_t io_read_untimed_kernel(struct wsl_threa
 }
 
 /* io_read_untimed_kernel, from a fast twin that marked the thread busy rather
- * than raising its depth (READ_ST_HOOK); its arguments in the registers they
- * are in already there (x86-64: fd, ask, t and file stay where the system call
- * had them). */
-static __attribute__((noinline)) ssize_t io_read_untimed_busy(int fd, unsigned api, uint64_t ask, long r,
-                                                              struct wsl_thread *t, uint64_t file, uint64_t off)
+ * than raising its depth (READ_ST_HOOK); its arguments mostly in the registers
+ * they are in already there (x86-64: ask, t and file stay where the system
+ * call had them), the fd taken from file (WSL_FOLD_FILE), so that the fast
+ * path keeps one register fewer past the system call (noipa: GCC would
+ * otherwise drop or reorder its arguments). */
+static __attribute__((noinline, noipa)) ssize_t io_read_untimed_busy(uint64_t off, unsigned api, uint64_t ask, long r,
+                                                              struct wsl_thread *t, uint64_t file)
 {
-    t->gen &= ~WSL_GEN_BUSY;
     wsl_tls_depth = 1;
-    return io_read_untimed_kernel(t, api, fd, (uint32_t)(file >> 32), ask, r, off);
+    t->gen &= ~WSL_GEN_BUSY;
+    return io_read_untimed_kernel(t, api, (int)(uint32_t)file, (uint32_t)(file >> 32), ask, r, off);
 }
 
 /* A read in a single-threaded program (PROGRAM_ST): its common case, an
@@ -98,10 +100,8 @@ static __attribute__((noinline)) ssize_t io_read_untimed_busy(int fd, unsigned a
                    ? st_kernel_result(st_syscall4_kernel(nr, fd, (long)buf, (long)(ask), (long)(a3))) \
                    : full;                                                                 \
     uint64_t info_ = info_of_fd(fd);                                                       \
-    uint32_t countdown_ = t->io_countdown;                                                 \
-    if (WSL_UNLIKELY(!(info_ & FD_LOCAL) || countdown_ <= 1))                              \
+    if (WSL_UNLIKELY(!(info_ & FD_LOCAL) || !io_countdown_untimed(t)))                     \
         return full; /* a call to time, or not on a local file */                          \
-    t->io_countdown = countdown_ - 1;                                                      \
     uint64_t tv_ = (uintptr_t)t, file_ = WSL_FOLD_FILE(fd, (uint32_t)info_);               \
     long r = st_syscall4_keeping(nr, fd, (long)buf, (long)(ask), (long)(a3), &tv_, &file_); \
     t = (struct wsl_thread *)(uintptr_t)tv_;                                               \
@@ -113,7 +113,7 @@ static __attribute__((noinline)) ssize_t io_read_untimed_busy(int fd, unsigned a
         t->gen &= ~WSL_GEN_BUSY;                                                           \
         return r;                                                                          \
     }                                                                                      \
-    return io_read_untimed_busy(fd, (api) + WSL_IO_SAMPLED, ask, r, t, file_, off);
+    return io_read_untimed_busy(off, (api) + WSL_IO_SAMPLED, ask, r, t, file_);
 
 /* A read in a program with threads: its common case, an untimed read on a
  * local file folded into the thread's fold, calls the real function with the
@@ -126,10 +126,8 @@ static __attribute__((noinline)) ssize_t io_read_untimed_busy(int fd, unsigned a
                      t->gen != atomic_load_explicit(&wsl_io_gen, memory_order_relaxed)))   \
         return full;                                                                       \
     uint64_t info_ = info_of_fd(fd);                                                       \
-    uint32_t countdown_ = t->io_countdown;                                                 \
-    if (WSL_UNLIKELY(!(info_ & FD_LOCAL) || countdown_ <= 1))                              \
+    if (WSL_UNLIKELY(!(info_ & FD_LOCAL) || !io_countdown_untimed(t)))                     \
         return full; /* a call to time, or not on a local file */                          \
-    t->io_countdown = countdown_ - 1;                                                      \
     uint64_t file_ = WSL_FOLD_FILE(fd, (uint32_t)info_);                                   \
     uint64_t ask_ = (ask);                                                                 \
     wsl_tls.depth = 1;                                                                     \
@@ -145,7 +143,9 @@ static __attribute__((noinline)) ssize_t read_st_full(int fd, void *buf, size_t 
 {
     READ_HOOK(WSL_IO_ID_read, fd, n, NO_OFFSET, st_read(fd, buf, n))
 }
-static __attribute__((noinline)) ssize_t read_st(int fd, void *buf, size_t n)
+/* inline in the exported read below: its twin's choice and the fast path one
+ * function, read_mt a tail call (a jump fewer per read) */
+static inline __attribute__((always_inline)) ssize_t read_st(int fd, void *buf, size_t n)
 {
     READ_ST_HOOK(WSL_IO_ID_read, fd, n, NO_OFFSET, SYS_read, 0, read_st_full(fd, buf, n))
 }

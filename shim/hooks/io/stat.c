@@ -90,10 +90,11 @@ static __attribute__((noinline)) void fstat_untimed_rest(struct wsl_thread *t, u
     {                                                                                      \
         STAT_HOOK(WSL_IO_ID_##name, AT_FDCWD, (const char *)NULL, fd, st, REAL(name)(fd, st)) \
     }                                                                                      \
-    static __attribute__((noinline)) int name##_rest(struct wsl_thread *t, int fd, uint64_t file, long k, type *st) \
+    /* (fd: file's low half, WSL_FOLD_FILE: one register fewer kept in the fast path) */ \
+    static __attribute__((noinline)) int name##_rest(struct wsl_thread *t, uint64_t file, long k, type *st) \
     {                                                                                      \
         int r = k < 0 ? (int)wsl_syscall_failed(k) : (int)k;                              \
-        fstat_untimed_rest(t, WSL_IO_ID_##name + WSL_IO_SAMPLED, fd, (uint32_t)(file >> 32), r, \
+        fstat_untimed_rest(t, WSL_IO_ID_##name + WSL_IO_SAMPLED, (int)(uint32_t)file, (uint32_t)(file >> 32), r, \
                            r == 0 ? WSL_DEV(major(st->st_dev), minor(st->st_dev)) : 0,     \
                            r == 0 ? (uint64_t)st->st_size : 0);                            \
         return r;                                                                          \
@@ -103,7 +104,7 @@ static __attribute__((noinline)) void fstat_untimed_rest(struct wsl_thread *t, u
         FD_FOLD_FAST(int, WSL_IO_ID_##name, fd, fstat_direct, FD_FSTAT_DIRECT, st != NULL, SYS_newfstatat, "", st, AT_EMPTY_PATH, \
                      r == 0 ? st->st_size : 0,                                             \
                      fold_meta_stat(t, WSL_IO_ID_##name + WSL_IO_SAMPLED, file_, (uint64_t)st->st_size), \
-                     name##_rest(t, fd, file_, k_, st), name##_full(fd, st))               \
+                     name##_rest(t, file_, k_, st), name##_full(fd, st))               \
     }
 FSTAT_FUNCTIONS(fstat, struct stat)
 FSTAT_FUNCTIONS(fstat64, struct stat64)
