@@ -360,6 +360,8 @@ static size_t normalize_path(const char *in, size_t len, char *out)
 
 static bool is_system_path(const char *p)
 {
+    if (p[0] != '/' || (p[1] != 'p' && p[1] != 's' && p[1] != 'd'))
+        return false; /* (most data paths: no compare) */
     static const char *const roots[] = {"/proc", "/sys", "/dev"};
     for (size_t i = 0; i < sizeof roots / sizeof roots[0]; i++) {
         size_t n = strlen(roots[i]);
