@@ -90,6 +90,11 @@ struct wsl_io_trace {
     uint32_t unknown_mount;
     uint64_t unnamed_events, untracked_events;
     char *scratch;                  /* a normalized path */
+    /* the last classification (classify): the mount a path of folder class_dir with device
+     * class_dev got from the table in force (class_valid: since wsl_io_trace_mounts) */
+    bool class_valid;
+    uint32_t class_dir, class_mount;
+    uint64_t class_dev;
     struct io_also *also;           /* a second run fed this trace, or NULL */
     struct wsl_io_trace *of;        /* a shadow: the trace state it takes its figures from */
     unsigned refs;                  /* handles not ended or discarded yet (the state and its shadow) */
@@ -113,12 +118,23 @@ static const struct {
     {UINT64_MAX, "1G+"},
 };
 
+/* The bucket of 2^(L-1), the least number of bit length L (0 for L = 0). The buckets' bounds are
+ * more than twice apart, so [2^(L-1), 2^L) holds at most one: a number is in that bucket or the
+ * next (tests/unit/test_io.c checks it against the buckets scanned in turn). */
+static const uint8_t bucket_of_length[65] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 4, 5, 5, 6, 7, 7, 7, 8, 8, 8, 8, 9,
+    9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9,
+};
+
+static inline unsigned size_bucket(uint64_t bytes)
+{
+    unsigned b = bucket_of_length[bytes ? 64 - __builtin_clzll(bytes) : 0];
+    return b + (bytes > size_buckets[b].max);
+}
+
 unsigned wsl_io_size_bucket(uint64_t bytes)
 {
-    unsigned b = 0;
-    while (bytes > size_buckets[b].max)
-        b++;
-    return b;
+    return size_bucket(bytes);
 }
 
 const char *wsl_io_size_bucket_name(unsigned bucket)
@@ -222,6 +238,7 @@ void wsl_io_trace_mounts(struct wsl_io_trace *t, const struct wsl_mount_table *t
     if (t->of)
         return;
     t->table = table;
+    t->class_valid = false;
     free(t->table_mounts);
     t->table_mounts = xmalloc((table->count ? table->count : 1) * sizeof *t->table_mounts);
     memset(t->table_mounts, 0xff, (table->count ? table->count : 1) * sizeof *t->table_mounts);
@@ -257,9 +274,23 @@ static void path_dies(struct wsl_io_trace *t, struct path_record *r)
     t->dead[(t->dead_first + t->dead_count++) % kept] = r->id;
 }
 
+static struct path_record *path_get_slow(struct wsl_io_trace *t, uint32_t id);
+
 /* The record of path id `id`, new (unnamed, unclassified) when unseen; NULL
- * once the trace has WSL_IO_MAX_PATHS_PER_TRACE of them. */
-static struct path_record *path_get(struct wsl_io_trace *t, uint32_t id)
+ * once the trace has WSL_IO_MAX_PATHS_PER_TRACE of them. An id in its home slot (most: the
+ * map is at most 3/4 full) is found inline, as wsl_u64_map_find_or_add would find it. */
+static inline struct path_record *path_get(struct wsl_io_trace *t, uint32_t id)
+{
+    const struct wsl_u64_map *m = &t->path_index;
+    if (id && m->size) {
+        const struct wsl_u64_slot *s = &m->slots[wsl_u64_map_home(m, id)];
+        if (s->key == id)
+            return &t->paths[s->value];
+    }
+    return path_get_slow(t, id);
+}
+
+static struct path_record *path_get_slow(struct wsl_io_trace *t, uint32_t id)
 {
     if (!id) {
         t->path_zero = (struct path_record){.dir = DIR_NONE, .mount = MOUNT_UNSET};
@@ -329,6 +360,8 @@ static size_t normalize_path(const char *in, size_t len, char *out)
 
 static bool is_system_path(const char *p)
 {
+    if (p[0] != '/' || (p[1] != 'p' && p[1] != 's' && p[1] != 'd'))
+        return false; /* (most data paths: no compare) */
     static const char *const roots[] = {"/proc", "/sys", "/dev"};
     for (size_t i = 0; i < sizeof roots / sizeof roots[0]; i++) {
         size_t n = strlen(roots[i]);
@@ -338,9 +371,8 @@ static bool is_system_path(const char *p)
     return false;
 }
 
-static bool ends_with(const char *p, size_t n, const char *suffix)
+static inline __attribute__((always_inline)) bool ends_with(const char *p, size_t n, const char *suffix, size_t k)
 {
-    size_t k = strlen(suffix);
     return n >= k && memcmp(p + n - k, suffix, k) == 0;
 }
 
@@ -353,10 +385,11 @@ static bool is_code_path(const char *p, size_t n)
     for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++)
         if (strstr(p, dirs[i]))
             return true;
-    static const char *const suffixes[] = {".py", ".pyc", ".so", ".pth", "/site-packages", "/dist-packages"};
-    for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++)
-        if (ends_with(p, n, suffixes[i]))
-            return true;
+#define ENDS_WITH(s) ends_with(p, n, s, sizeof s - 1) /* a constant length: memcmp inline */
+    if (ENDS_WITH(".py") || ENDS_WITH(".pyc") || ENDS_WITH(".so") || ENDS_WITH(".pth") ||
+        ENDS_WITH("/site-packages") || ENDS_WITH("/dist-packages"))
+        return true;
+#undef ENDS_WITH
     return strstr(p, ".so.") != NULL;
 }
 
@@ -435,6 +468,12 @@ static uint32_t unknown_mount(struct wsl_io_trace *t)
 /* Decides the mount of a path record from the device a call reported (0: none). */
 static void classify(struct wsl_io_trace *t, struct path_record *r, uint64_t dev)
 {
+    /* A program opens file after file of one folder: the same table, device and folder give the
+     * same mount (the table's mounts and the unknown one are entered at their first use). */
+    if (t->class_valid && dev == t->class_dev && r->dir == t->class_dir) {
+        r->mount = t->class_mount;
+        goto flags;
+    }
     const struct wsl_io_dir *d = r->dir < t->io->dir_count ? &t->io->dirs[r->dir] : NULL;
     const struct wsl_mount *m = wsl_mounts_find(t->table, dev, d ? d->path : NULL, d ? strlen(d->path) : 0);
     if (!m) {
@@ -451,58 +490,88 @@ static void classify(struct wsl_io_trace *t, struct path_record *r, uint64_t dev
         }
         r->mount = t->table_mounts[k];
     }
+    t->class_valid = true;
+    t->class_dev = dev;
+    t->class_dir = r->dir;
+    t->class_mount = r->mount;
+flags:
     if (dev)
         r->flags |= PATH_BY_DEVICE;
     else
         r->flags &= ~(uint32_t)PATH_BY_DEVICE;
 }
 
-static void count_call(struct wsl_io_counts *c, unsigned category, const struct wsl_event *ev, uint64_t n,
-                       uint64_t ticks)
+/* A call counted in k tables at once (k a constant where it is inlined: 2 or 3): the category
+ * decided once for all of them. */
+static inline __attribute__((always_inline)) void count_calls(struct wsl_io_counts *const *c, unsigned k,
+                                                                 unsigned category, const struct wsl_event *ev,
+                                                                 uint64_t n, uint64_t ticks)
 {
     bool ok = ev->result == 0;
     switch (category) {
-    case WSL_CAT_IO_READ:
-        c->reads += n;
-        c->bytes_read += ok ? ev->a[2] : 0;
-        c->read_time += ticks;
-        break;
-    case WSL_CAT_IO_OPEN:
-        c->opens += n;
-        c->files_opened += ok ? n : 0;
-        c->meta_time += ticks;
-        break;
-    case WSL_CAT_IO_STAT:
-        c->stats += n;
-        c->meta_time += ticks;
-        break;
-    case WSL_CAT_IO_SEEK:
-        c->seeks += n;
-        c->meta_time += ticks;
-        break;
-    case WSL_CAT_IO_CLOSE:
-        c->closes += n;
-        c->meta_time += ticks;
-        break;
-    case WSL_CAT_IO_MMAP:
-        c->mmaps += n;
-        c->bytes_mapped += ok ? ev->a[1] : 0;
-        c->mmap_time += ticks;
-        break;
-    case WSL_CAT_IO_WRITE: /* a sync asks for no bytes and has no offset */
-        if (ev->a[1] == 0 && ev->a[2] == 0 && ev->a[3] == WSL_IO_WRITE_SYNC)
-            c->syncs += n;
-        else
-            c->writes += n;
-        c->bytes_written += ok ? ev->a[2] : 0;
-        c->write_time += ticks;
-        break;
-    case WSL_CAT_IO_DIR:
-        c->dir_ops += n;
-        c->meta_time += ticks;
+    case WSL_CAT_IO_READ: {
+        uint64_t bytes = ok ? ev->a[2] : 0;
+        for (unsigned i = 0; i < k; i++) {
+            c[i]->reads += n;
+            c[i]->bytes_read += bytes;
+            c[i]->read_time += ticks;
+        }
         break;
     }
-    c->errors += ok ? 0 : n;
+    case WSL_CAT_IO_OPEN:
+        for (unsigned i = 0; i < k; i++) {
+            c[i]->opens += n;
+            c[i]->files_opened += ok ? n : 0;
+            c[i]->meta_time += ticks;
+        }
+        break;
+    case WSL_CAT_IO_STAT:
+        for (unsigned i = 0; i < k; i++) {
+            c[i]->stats += n;
+            c[i]->meta_time += ticks;
+        }
+        break;
+    case WSL_CAT_IO_SEEK:
+        for (unsigned i = 0; i < k; i++) {
+            c[i]->seeks += n;
+            c[i]->meta_time += ticks;
+        }
+        break;
+    case WSL_CAT_IO_CLOSE:
+        for (unsigned i = 0; i < k; i++) {
+            c[i]->closes += n;
+            c[i]->meta_time += ticks;
+        }
+        break;
+    case WSL_CAT_IO_MMAP:
+        for (unsigned i = 0; i < k; i++) {
+            c[i]->mmaps += n;
+            c[i]->bytes_mapped += ok ? ev->a[1] : 0;
+            c[i]->mmap_time += ticks;
+        }
+        break;
+    case WSL_CAT_IO_WRITE: { /* a sync asks for no bytes and has no offset */
+        bool sync = ev->a[1] == 0 && ev->a[2] == 0 && ev->a[3] == WSL_IO_WRITE_SYNC;
+        for (unsigned i = 0; i < k; i++) {
+            if (sync)
+                c[i]->syncs += n;
+            else
+                c[i]->writes += n;
+            c[i]->bytes_written += ok ? ev->a[2] : 0;
+            c[i]->write_time += ticks;
+        }
+        break;
+    }
+    case WSL_CAT_IO_DIR:
+        for (unsigned i = 0; i < k; i++) {
+            c[i]->dir_ops += n;
+            c[i]->meta_time += ticks;
+        }
+        break;
+    }
+    if (!ok)
+        for (unsigned i = 0; i < k; i++)
+            c[i]->errors += n;
 }
 
 static void ensure_mount_slots(struct wsl_io_trace *t, uint32_t m)
@@ -523,10 +592,16 @@ static struct dir_acc *dir_slot(struct wsl_io_trace *t, uint32_t dir)
 }
 
 /* A file opened for reading has a size now: it counts once in the file sizes. */
-static void file_sized(struct wsl_io_trace *t, struct path_record *r, uint64_t size)
+static void file_counted(struct wsl_io_trace *t, struct path_record *r, uint64_t size);
+
+static inline void file_sized(struct wsl_io_trace *t, struct path_record *r, uint64_t size)
 {
-    if (!(r->flags & PATH_READ_OPEN) || (r->flags & PATH_SIZED) || size == SIZE_UNKNOWN)
-        return;
+    if ((r->flags & (PATH_READ_OPEN | PATH_SIZED)) == PATH_READ_OPEN && size != SIZE_UNKNOWN)
+        file_counted(t, r, size);
+}
+
+static void file_counted(struct wsl_io_trace *t, struct path_record *r, uint64_t size)
+{
     r->flags |= PATH_SIZED;
     wsl_hist_add(&t->io->file_sizes, size);
     if (t->also)
@@ -553,7 +628,7 @@ static void count_data_call(struct wsl_io_trace *t, struct path_record *r, uint3
     if (category == WSL_CAT_IO_READ && ok) {
         /* n alike reads (sampled timing) returned bytes / n each */
         uint64_t bytes = ev->a[2], each = bytes / n;
-        s->size_hist[wsl_io_size_bucket(each)] += n;
+        s->size_hist[size_bucket(each)] += n;
         if (named) {
             s->named_reads += n;
             s->named_bytes_read += bytes;
@@ -610,13 +685,9 @@ static void count_data_call(struct wsl_io_trace *t, struct path_record *r, uint3
     }
 }
 
-void wsl_io_trace_event(struct wsl_io_trace *t, unsigned category, const struct wsl_event *ev, uint64_t n,
-                        uint64_t ticks)
+static __attribute__((noinline)) void trace_event(struct wsl_io_trace *t, unsigned category,
+                                                  const struct wsl_event *ev, uint64_t n, uint64_t ticks)
 {
-    if (__builtin_expect(t->of != NULL, 0))
-        return; /* a shadow: its state counts the event */
-    if (category == WSL_CAT_IO_WAIT)
-        return; /* a poll moves no file's data (its time: the API's and the phases' waits) */
     bool ok = ev->result == 0;
     bool has_fd = (int32_t)(uint32_t)ev->stream >= 0; /* a failed open or a lookup by name has -1 */
     if (category == WSL_CAT_IO_MMAP && ev->a[0] == 0 && !has_fd)
@@ -642,22 +713,40 @@ void wsl_io_trace_event(struct wsl_io_trace *t, unsigned category, const struct 
     bool system = (r && (r->flags & PATH_SYSTEM)) || wsl_fs_kind_is_system(t->io->mounts[mount].kind);
 
     ensure_mount_slots(t, mount);
-    count_call(&t->mount_all[mount], category, ev, n, ticks);
+    struct wsl_io_counts *c[3] = {&t->mount_all[mount]};
+    bool data = false;
     if (ev->a[0] == 0) {
-        count_call(&t->sum.unknown_fd, category, ev, n, ticks);   /* stdin, pipes, sockets... */
+        c[1] = &t->sum.unknown_fd;   /* stdin, pipes, sockets... */
     } else if (system) {
-        count_call(&t->sum.system, category, ev, n, ticks);
+        c[1] = &t->sum.system;
     } else if (r && (r->flags & PATH_CODE)) {
-        count_call(&t->sum.code, category, ev, n, ticks);
+        c[1] = &t->sum.code;
     } else {
-        count_call(&t->mount_data[mount], category, ev, n, ticks);
-        count_call(&t->sum.data, category, ev, n, ticks);
+        c[1] = &t->mount_data[mount];
+        c[2] = &t->sum.data;
+        data = true;
+    }
+    if (data) {
+        count_calls(c, 3, category, ev, n, ticks);
         count_data_call(t, r, mount, category, ev, n, ticks);
+    } else {
+        count_calls(c, 2, category, ev, n, ticks);
     }
     /* The shim names every open and every lookup anew: these ids are done. */
     if (r && (category == WSL_CAT_IO_CLOSE || (category == WSL_CAT_IO_OPEN && !ok) || category == WSL_CAT_IO_DIR ||
               (category == WSL_CAT_IO_STAT && !has_fd)))
         path_dies(t, r);
+}
+
+void wsl_io_trace_event(struct wsl_io_trace *t, unsigned category, const struct wsl_event *ev, uint64_t n,
+                        uint64_t ticks)
+{
+    /* (the tests before trace_event's registers are saved: a rank's run calls here for its shadow too) */
+    if (__builtin_expect(t->of != NULL, 0))
+        return; /* a shadow: its state counts the event */
+    if (category == WSL_CAT_IO_WAIT)
+        return; /* a poll moves no file's data (its time: the API's and the phases' waits) */
+    trace_event(t, category, ev, n, ticks);
 }
 
 /* ---- merging into the run ------------------------------------------------------------ */

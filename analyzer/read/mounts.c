@@ -358,7 +358,3 @@ bool wsl_fs_kind_crosses_windows(enum wsl_fs_kind kind)
     return kind == WSL_FS_WINDOWS_DRIVE || kind == WSL_FS_WINDOWS_SHARE || kind == WSL_FS_WSL_DRIVERS;
 }
 
-bool wsl_fs_kind_is_system(enum wsl_fs_kind kind)
-{
-    return kind == WSL_FS_SYSTEM || kind == WSL_FS_WSL_DRIVERS;
-}

@@ -82,7 +82,11 @@ static inline enum wsl_fs_kind wsl_mount_classify(const struct wsl_mount *m, boo
 const char *wsl_fs_kind_name(enum wsl_fs_kind kind);
 /* Files there are served by the Windows host: every call crosses the VM boundary. */
 bool wsl_fs_kind_crosses_windows(enum wsl_fs_kind kind);
-/* The kernel's or WSL's own files, never a program's data. */
-bool wsl_fs_kind_is_system(enum wsl_fs_kind kind);
+/* The kernel's or WSL's own files, never a program's data. (Inline: the file calls' analysis asks
+ * it of every call.) */
+static inline bool wsl_fs_kind_is_system(enum wsl_fs_kind kind)
+{
+    return kind == WSL_FS_SYSTEM || kind == WSL_FS_WSL_DRIVERS;
+}
 
 #endif /* WSLSHIM_MOUNTS_H */

@@ -330,11 +330,19 @@ int test_io_mount_change(void)
     struct io_builder *b = iob_open(path, &o);
     iob_path(b, 1, "/mnt/c/old.bin");
     iob_openat(b, 3, 1, DEV_WSL2_C, 10, 1000);
+    /* a folder opened from before and after the change, with the same device: the new table
+     * decides the second (the last classification is not reused across tables) */
+    iob_path(b, 5, "/mnt/c/x/a.bin");
+    iob_openat(b, 5, 5, DEV_WSL2_C, 10, 1000);
     iob_mounts(b, "61 45 8:48 / / rw - ext4 /dev/sdd rw\n90 61 0:62 / /data rw - ext4 /dev/sde rw\n");
+    iob_path(b, 6, "/mnt/c/x/b.bin");
+    iob_openat(b, 6, 6, DEV_WSL2_C, 10, 1000);
     iob_path(b, 2, "/data/new.bin");
     iob_openat(b, 4, 2, DEV_WSL2_C, 10, 1000);
     iob_read(b, 3, 1, 10, 10, 1000);
     iob_read(b, 4, 2, 10, 10, 1000);
+    iob_read(b, 5, 5, 10, 10, 1000);
+    iob_read(b, 6, 6, 10, 10, 1000);
     iob_close(b);
     free(mounts);
 
@@ -342,9 +350,9 @@ int test_io_mount_change(void)
     const char *paths[] = {path};
     if (analyze(&run, paths, 1))
         return 1;
-    CHECK(fs_named(&run, "9p")->all.reads == 1 && fs_named(&run, "9p")->all.files_opened == 1);
-    CHECK(fs_named(&run, "ext4")->all.reads == 1 && mount_named(&run, "/data") != NULL);
-    CHECK(mount_named(&run, "/data")->data.bytes_read == 10);
+    CHECK(fs_named(&run, "9p")->all.reads == 2 && fs_named(&run, "9p")->all.files_opened == 2);
+    CHECK(fs_named(&run, "ext4")->all.reads == 2 && mount_named(&run, "/data") != NULL);
+    CHECK(mount_named(&run, "/data")->data.bytes_read == 20); /* b.bin too: its device is /data's now */
     wsl_run_free(&run);
     return 0;
 }
@@ -593,6 +601,29 @@ int test_io_size_buckets(void)
         CHECKF(wsl_io_size_bucket(cases[i].bytes) == cases[i].bucket, "%llu bytes: bucket %u",
                (unsigned long long)cases[i].bytes, wsl_io_size_bucket(cases[i].bytes));
     CHECK(strcmp(wsl_io_size_bucket_name(0), "0-100") == 0 && strcmp(wsl_io_size_bucket_name(9), "1G+") == 0);
+    /* The bucket is found by the number's bit length: every power of two and its neighbours, and
+     * every bound and its neighbours, against the bounds scanned in turn. */
+    static const uint64_t bounds[] = {100,      1024,      10240,      102400,    1048576,
+                                      4194304,  10485760,  104857600,  1073741824};
+    uint64_t probes[64 * 3 + 9 * 3], np = 0;
+    for (unsigned b = 0; b < 64; b++) {
+        probes[np++] = (1ull << b) - 1;
+        probes[np++] = 1ull << b;
+        probes[np++] = (1ull << b) + 1;
+    }
+    for (size_t i = 0; i < sizeof bounds / sizeof bounds[0]; i++) {
+        probes[np++] = bounds[i] - 1;
+        probes[np++] = bounds[i];
+        probes[np++] = bounds[i] + 1;
+    }
+    for (size_t i = 0; i < np; i++) {
+        unsigned want = 0;
+        while (want < 9 && probes[i] > bounds[want])
+            want++;
+        CHECKF(wsl_io_size_bucket(probes[i]) == want, "%llu bytes: bucket %u, not %u",
+               (unsigned long long)probes[i], wsl_io_size_bucket(probes[i]), want);
+    }
+    CHECK(wsl_io_size_bucket(UINT64_MAX) == 9 && wsl_io_size_bucket(UINT64_MAX - 1) == 9);
     return 0;
 }
 
