@@ -117,6 +117,7 @@
     X(nvtx_step_list_between_others) \
     X(nvtx_step_figures_three_ways) \
     X(nvtx_step_tracking_launch_run) \
+    X(nvtx_step_tracking_before_push) \
     X(kern_gpu_row_cache)         \
     X(nvtx_gpu_caches)            \
     X(phase_fast_path)            \
