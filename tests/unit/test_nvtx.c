@@ -537,81 +537,15 @@ int test_nvtx_step_figures_three_ways(void)
     return 0;
 }
 
-/* The step tracking's segments (nvtx_step.c): a thread without ranges whose launches come in one
- * run through the steps of another thread. Its segment, from its first launch to its last,
- * straddles the steps, so that the first reading's figures are not used; the step's figures equal
- * those of a reading of their own (the segment's span taken from the run's last launch, not its
- * first alone, or every launch would count inside the first step). */
-int test_nvtx_step_tracking_launch_run(void)
+/* Five steps of thread 0 (a push at 10,000 + 10,000 k, one launch, the pop 4,000 later) and 200
+ * launches of thread 1 in one run, every 250 from `first` (20 ticks each), the threads' chunks in
+ * `order`: the step's process-wide figures counted by the step tracking equal those of a reading of
+ * their own (each step: its own launch and 16 of thread 1), read with the reader's ops
+ * (take_launch_run_ops) and without (take_launch_run). */
+static int step_tracking_agrees(const char *name, uint64_t first, const unsigned order[3])
 {
     char path[512];
-    test_path(path, sizeof path, "nvtx_step_launch_run");
-    const uint32_t ids[] = {1};
-    const char *const names[] = {"\001step"};
-    struct builder *b = open_trace(path, ids, names, 1);
-    for (unsigned k = 0; k < 5; k++) {
-        uint64_t t = 10000 + k * 10000;
-        ev(b, 0, PUSH, t, 0, 0, 0, 1, 0, 0);
-        ev(b, 0, LAUNCH, t + 100, 10, 0, 7, 0x1000, 1, 1);
-        ev(b, 0, POP, t + 4000, 0, 0, 0, 0, 0, 0);
-    }
-    for (unsigned i = 0; i < 200; i++) /* thread 1: 200 launches, 10,100 to 59,850 */
-        ev(b, 1, LAUNCH, 10100 + 250 * (uint64_t)i, 20, 0, 7, 0x2000, 1, 1);
-    static const unsigned order[3] = {0, 1, 2};
-    close_trace(b, order, 70000);
-
-    struct wsl_run a, r;
-    char err[WSL_READER_ERRLEN];
-    wsl_run_init(&a);
-    wsl_run_init(&r);
-    r.nvtx_by_reading = true;
-    CHECKF(wsl_run_add_trace(&a, path, err, sizeof err) == 0, "%s: %s", path, err);
-    CHECKF(wsl_run_add_trace(&r, path, err, sizeof err) == 0, "%s: %s", path, err);
-    wsl_run_finish(&a);
-    wsl_run_model_finish(&r);
-    CHECK(a.nvtx.step_process_known && r.nvtx.step_process_known);
-    CHECK_EQ(r.nvtx.step_process_steps, 5);
-    CHECK_EQ(r.nvtx.step_process.launches, 5 + 5 * 16); /* each step: its own launch and 16 of thread 1 */
-    CHECK_EQ(a.nvtx.step_process_steps, 5);
-    CHECK(!memcmp(&a.nvtx.step_process, &r.nvtx.step_process, sizeof r.nvtx.step_process));
-    wsl_run_free(&a);
-    wsl_run_free(&r);
-    return 0;
-}
-
-/* The step tracking's start (nvtx_step.c, wsl_nvtx_track_batch): what came before the trace's first
- * push is known by its latest start. Here another thread's launches, one run of 200 from 5,100 to
- * 54,850, are read before the first push (their chunk comes first) and reach into every step; the
- * run's latest start, not its first, must stand for them (or the tracking takes them all for calls
- * before the steps and counts none of them in a step), and the step's figures equal those of a
- * reading of their own: read with the reader's ops (take_launch_run_ops) and without
- * (take_launch_run). */
-static int step_figures_before_push(const char *path)
-{
-    struct wsl_run a, r;
-    char err[WSL_READER_ERRLEN];
-    wsl_run_init(&a);
-    wsl_run_init(&r);
-    r.nvtx_by_reading = true;
-    CHECKF(wsl_run_add_trace(&a, path, err, sizeof err) == 0, "%s: %s", path, err);
-    CHECKF(wsl_run_add_trace(&r, path, err, sizeof err) == 0, "%s: %s", path, err);
-    wsl_run_finish(&a);
-    wsl_run_model_finish(&r);
-    CHECK(a.nvtx.step_process_known && r.nvtx.step_process_known);
-    CHECK_EQ(r.nvtx.step_process_steps, 5);
-    CHECK_EQ(r.nvtx.step_process.launches, 5 + 5 * 16); /* each step: its own launch and 16 of thread 1 */
-    CHECK_EQ(a.nvtx.step_process_steps, 5);
-    CHECK_EQ(a.nvtx.step_process.launches, r.nvtx.step_process.launches);
-    CHECK(!memcmp(&a.nvtx.step_process, &r.nvtx.step_process, sizeof r.nvtx.step_process));
-    wsl_run_free(&a);
-    wsl_run_free(&r);
-    return 0;
-}
-
-int test_nvtx_step_tracking_before_push(void)
-{
-    char path[512];
-    test_path(path, sizeof path, "nvtx_step_before_push");
+    test_path(path, sizeof path, name);
     const uint32_t ids[] = {1};
     const char *const names[] = {"\001step"};
     struct builder *b = open_trace(path, ids, names, 1);
@@ -622,16 +556,55 @@ int test_nvtx_step_tracking_before_push(void)
         ev(b, 0, POP, t + 4000, 0, 0, 0, 0, 0, 0);
     }
     for (unsigned i = 0; i < 200; i++)
-        ev(b, 1, LAUNCH, 5100 + 250 * (uint64_t)i, 20, 0, 7, 0x2000, 1, 1);
-    static const unsigned order[3] = {1, 0, 2};
+        ev(b, 1, LAUNCH, first + 250 * (uint64_t)i, 20, 0, 7, 0x2000, 1, 1);
     close_trace(b, order, 70000);
-    int failed = 0;
-    for (int without_ops = 0; without_ops < 2 && !failed; without_ops++) {
+    for (int without_ops = 0; without_ops < 2; without_ops++) {
         wsl_take_events_without_ops = without_ops;
-        failed = step_figures_before_push(path);
-        if (failed)
-            fprintf(stderr, "  read %s the reader's ops\n", without_ops ? "without" : "with");
+        struct wsl_run a, r;
+        char err[WSL_READER_ERRLEN];
+        wsl_run_init(&a);
+        wsl_run_init(&r);
+        r.nvtx_by_reading = true;
+        int got = wsl_run_add_trace(&a, path, err, sizeof err) | wsl_run_add_trace(&r, path, err, sizeof err);
+        if (got == 0) {
+            wsl_run_finish(&a);
+            wsl_run_model_finish(&r);
+        }
+        wsl_take_events_without_ops = false;
+        CHECKF(got == 0, "%s: %s", path, err);
+        fprintf(stderr, "%s, read %s the reader's ops: %llu and %llu launches in the steps\n", name,
+                without_ops ? "without" : "with", (unsigned long long)a.nvtx.step_process.launches,
+                (unsigned long long)r.nvtx.step_process.launches);
+        CHECK(a.nvtx.step_process_known && r.nvtx.step_process_known);
+        CHECK_EQ(r.nvtx.step_process_steps, 5);
+        CHECK_EQ(r.nvtx.step_process.launches, 5 + 5 * 16);
+        CHECK_EQ(a.nvtx.step_process_steps, 5);
+        CHECK_EQ(a.nvtx.step_process.launches, r.nvtx.step_process.launches);
+        CHECK(!memcmp(&a.nvtx.step_process, &r.nvtx.step_process, sizeof r.nvtx.step_process));
+        wsl_run_free(&a);
+        wsl_run_free(&r);
     }
-    wsl_take_events_without_ops = false;
-    return failed;
+    return 0;
+}
+
+/* The step tracking's segments (nvtx_step.c): a thread without ranges whose launches come in one
+ * run (10,100 to 59,850) through the steps of another thread. Its segment, from its first launch to
+ * its last, straddles the steps, so that the first reading's figures are not used (the segment's
+ * span taken from the run's last launch, not its first alone, or every launch would count inside
+ * the first step). */
+int test_nvtx_step_tracking_launch_run(void)
+{
+    static const unsigned order[3] = {0, 1, 2};
+    return step_tracking_agrees("nvtx_step_launch_run", 10100, order);
+}
+
+/* The step tracking's start (wsl_nvtx_track_batch): what came before the trace's first push is
+ * known by its latest start. Here the other thread's run (5,100 to 54,850) is read before the first
+ * push (its chunk comes first) and reaches into every step: the run's latest start, not its
+ * stretch's first, must stand for it, or the tracking takes it all for calls before the steps and
+ * counts none of it in a step. */
+int test_nvtx_step_tracking_before_push(void)
+{
+    static const unsigned order[3] = {1, 0, 2};
+    return step_tracking_agrees("nvtx_step_before_push", 5100, order);
 }
