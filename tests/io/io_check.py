@@ -604,27 +604,35 @@ def scenario_run_kill(ctx):
     return c.finish(f"{n} reads counted after SIGKILL, trace truncated={procs[0].get('truncated')}")
 
 
-def scenario_signals(ctx):
-    """A handler's reads between and inside the program's hooked reads: the
-    fast paths' fold of the program's reads must stay exact."""
-    n = ctx.a.count
-    for sub, name, size in (("a", "main.bin", 65536), ("b", "handler.bin", 4096)):
+def signal_run(ctx, c, mode, main_size):
+    """Runs io_reader MODE over a/main.bin (MAIN_SIZE bytes) with its handler's
+    b/handler.bin: (what it says it did, the report, a/'s and b/'s folders), or
+    None where it or the report failed (said in c)."""
+    for sub, name, size in (("a", "main.bin", main_size), ("b", "handler.bin", 4096)):
         os.makedirs(os.path.join(ctx.data, sub))
         with open(os.path.join(ctx.data, sub, name), "wb") as f:
             f.write(os.urandom(size))
-    p, tdir = ctx.traced([ctx.a.reader, "signals", ctx.data, str(n)])
-    c = Check()
+    p, tdir = ctx.traced([ctx.a.reader, mode, ctx.data, str(ctx.a.count)])
     e = parse_expect(p.stdout)
     if p.returncode != 0 or e is None:
-        c.fail(f"io_reader signals exited {p.returncode}: {p.stderr[-500:]}")
-        return c.finish("")
+        c.fail(f"io_reader {mode} exited {p.returncode}: {p.stderr[-500:]}")
+        return None
     rep = ctx.report(tdir, c)
     if rep is None:
-        return c.finish("")
+        return None
     check_processes(rep, c, 1)
     dirs = {d.get("dir"): d for d in (rep.get("io") or {}).get("top_dirs", [])}
-    a = dirs.get(os.path.join(ctx.data, "a")) or {}
-    b = dirs.get(os.path.join(ctx.data, "b")) or {}
+    return e, rep, dirs.get(os.path.join(ctx.data, "a")) or {}, dirs.get(os.path.join(ctx.data, "b")) or {}
+
+
+def scenario_signals(ctx):
+    """A handler's reads between and inside the program's hooked reads: the
+    fast paths' fold of the program's reads must stay exact."""
+    c = Check()
+    got = signal_run(ctx, c, "signals", 65536)
+    if got is None:
+        return c.finish("")
+    e, rep, a, b = got
     c.eq("the program's reads of a/main.bin", a.get("reads"), e["main_reads"])
     c.eq("the program's bytes from a/main.bin", a.get("bytes_read"), e["main_bytes"])
     h, hb = b.get("reads", 0), b.get("bytes_read", 0)
@@ -647,20 +655,11 @@ def scenario_signals_files(ctx):
     slots) beside a handler's fstat, tell and pread of another file: every one
     of the program's calls counted exactly, per name."""
     n = ctx.a.count
-    for sub, name, size in (("a", "main.bin", 4096), ("b", "handler.bin", 4096)):
-        os.makedirs(os.path.join(ctx.data, sub))
-        with open(os.path.join(ctx.data, sub, name), "wb") as f:
-            f.write(os.urandom(size))
-    p, tdir = ctx.traced([ctx.a.reader, "signals-files", ctx.data, str(n)])
     c = Check()
-    e = parse_expect(p.stdout)
-    if p.returncode != 0 or e is None:
-        c.fail(f"io_reader signals-files exited {p.returncode}: {p.stderr[-500:]}")
+    got = signal_run(ctx, c, "signals-files", 4096)
+    if got is None:
         return c.finish("")
-    rep = ctx.report(tdir, c)
-    if rep is None:
-        return c.finish("")
-    check_processes(rep, c, 1)
+    e, rep, a, b = got
     # the program's names (variants of the report's base names); the handler's are
     # fstat, lseek and pread. (Under TSan, whose interceptors come first, fstat64 and
     # fstat reach the shim as __fxstat64 and __fxstat.)
@@ -671,9 +670,6 @@ def scenario_signals_files(ctx):
         c.eq(f"io_calls.{base}.variants {'+'.join(names)}", sum(variants.get(v, 0) for v in names), 2 * n)
         c.eq(f"io_calls.{base}.errors", errors, 0)
     c.eq("io_calls.close.variants.close", api_calls(rep, "close")[2].get("close", 0), n + 1)
-    dirs = {d.get("dir"): d for d in (rep.get("io") or {}).get("top_dirs", [])}
-    a = dirs.get(os.path.join(ctx.data, "a")) or {}
-    b = dirs.get(os.path.join(ctx.data, "b")) or {}
     c.eq("the program's reads of a/main.bin", a.get("reads"), 2 * n)
     c.eq("the program's bytes from a/main.bin", a.get("bytes_read"), e["main_bytes"])
     c.eq("a/: files", a.get("files"), n)

@@ -708,35 +708,55 @@ static int handler_fd = -1;
 static volatile sig_atomic_t handler_reads, handler_errors;
 static char handler_buf[4096];
 
-static void on_alarm(int sig)
+static void handler_pread(void)
 {
-    (void)sig;
-    int saved = errno;
     if (pread(handler_fd, handler_buf, sizeof handler_buf, 0) == (ssize_t)sizeof handler_buf)
         handler_reads++;
     else
         handler_errors++;
+}
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    int saved = errno;
+    handler_pread();
     errno = saved;
 }
 
-static int cmd_signals(long n)
+/* Opens DIR/b/handler.bin for the handler and starts a 20 us timer that calls it. */
+static void handler_start(void (*handler)(int))
 {
-    char a[PATH_MAX], b[PATH_MAX];
-    snprintf(a, sizeof a, "%s/a/main.bin", data_dir);
+    char b[PATH_MAX];
     snprintf(b, sizeof b, "%s/b/handler.bin", data_dir);
-    int fd = open(a, O_RDONLY);
-    if (fd < 0)
-        die("open", a);
     handler_fd = open(b, O_RDONLY);
     if (handler_fd < 0)
         die("open", b);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_alarm;
+    sa.sa_handler = handler;
     sa.sa_flags = SA_RESTART;
     sigaction(SIGALRM, &sa, NULL);
     struct itimerval it = {{0, 20}, {0, 20}};
     setitimer(ITIMER_REAL, &it, NULL);
+}
+
+static void handler_stop(void)
+{
+    struct itimerval off = {{0, 0}, {0, 0}};
+    setitimer(ITIMER_REAL, &off, NULL);
+    signal(SIGALRM, SIG_IGN);
+    close(handler_fd);
+}
+
+static int cmd_signals(long n)
+{
+    char a[PATH_MAX];
+    snprintf(a, sizeof a, "%s/a/main.bin", data_dir);
+    int fd = open(a, O_RDONLY);
+    if (fd < 0)
+        die("open", a);
+    handler_start(on_alarm);
     static char buf[4096];
     unsigned long long bytes = 0;
     for (long i = 0; i < n; i++) {
@@ -747,11 +767,8 @@ static int cmd_signals(long n)
             die("read", a);
         bytes += (unsigned long long)r;
     }
-    struct itimerval off = {{0, 0}, {0, 0}};
-    setitimer(ITIMER_REAL, &off, NULL);
-    signal(SIGALRM, SIG_IGN);
+    handler_stop();
     close(fd);
-    close(handler_fd);
     if (handler_errors)
         fprintf(stderr, "io_reader: %d handler reads failed\n", (int)handler_errors);
     printf("EXPECT {\"main_reads\": %ld, \"main_bytes\": %llu, \"handler_reads\": %d}\n", n, bytes,
@@ -774,28 +791,15 @@ static void on_alarm_meta(int sig)
     struct stat st;
     if (fstat(handler_fd, &st) != 0 || st.st_size != 4096 || lseek(handler_fd, 0, SEEK_CUR) != 0)
         handler_meta_errors++;
-    if (pread(handler_fd, handler_buf, sizeof handler_buf, 0) == (ssize_t)sizeof handler_buf)
-        handler_reads++;
-    else
-        handler_errors++;
+    handler_pread();
     errno = saved;
 }
 
 static int cmd_signals_files(long n)
 {
-    char a[PATH_MAX], b[PATH_MAX];
+    char a[PATH_MAX];
     snprintf(a, sizeof a, "%s/a/main.bin", data_dir);
-    snprintf(b, sizeof b, "%s/b/handler.bin", data_dir);
-    handler_fd = open(b, O_RDONLY);
-    if (handler_fd < 0)
-        die("open", b);
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_alarm_meta;
-    sa.sa_flags = SA_RESTART;
-    sigaction(SIGALRM, &sa, NULL);
-    struct itimerval it = {{0, 20}, {0, 20}};
-    setitimer(ITIMER_REAL, &it, NULL);
+    handler_start(on_alarm_meta);
     static char buf[65536 + 1];
     unsigned long long bytes = 0;
     for (long i = 0; i < n; i++) {
@@ -813,10 +817,7 @@ static int cmd_signals_files(long n)
         if (close(fd) != 0)
             die("close", a);
     }
-    struct itimerval off = {{0, 0}, {0, 0}};
-    setitimer(ITIMER_REAL, &off, NULL);
-    signal(SIGALRM, SIG_IGN);
-    close(handler_fd);
+    handler_stop();
     if (handler_errors || handler_meta_errors)
         fprintf(stderr, "io_reader: %d handler reads and %d fstats or tells failed\n", (int)handler_errors,
                 (int)handler_meta_errors);
@@ -845,6 +846,6 @@ int main(int argc, char **argv)
             return cmd_signals_files(atol(argv[3]));
     }
     fprintf(stderr, "usage: io_reader create DIR | read DIR | create-n DIR N SIZE | read-all DIR BUFSIZE | "
-                    "signals DIR N\n");
+                    "signals DIR N | signals-files DIR N\n");
     return 2;
 }

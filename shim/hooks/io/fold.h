@@ -311,20 +311,25 @@ static inline __attribute__((always_inline)) int io_fold_fast(struct wsl_thread 
     return io_fold_fast_file(t, api, WSL_FOLD_FILE(fd, path), value);
 }
 
-/* wsl_tls_depth = 0, where the TLS block's offset is found again (x86-64: one
- * load from the GOT) rather than kept from before the system call in a
- * register the hook would have to save: for the leaf fast paths below. */
+/* wsl_tls_depth = V (a constant), where the TLS block's offset is found again
+ * (x86-64: one load from the GOT) rather than kept from before the system call
+ * in a register the hook would have to save: for the leaf fast paths below. */
+#if defined(__x86_64__) && !WSL_TSAN && !defined(__SANITIZE_ADDRESS__)
+#define IO_DEPTH_SET_RELOADED(v)                                                                            \
+    do {                                                                                                    \
+        uint64_t off_;                                                                                      \
+        __asm__ volatile("movq wsl_tls@gottpoff(%%rip), %0\n\tmovl %2, %%fs:%c1(%0)"                         \
+                         : "=&r"(off_)                                                                      \
+                         : "i"(offsetof(struct wsl_tls, depth)), "i"(v)                                     \
+                         : "memory");                                                                       \
+    } while (0)
+#else
+#define IO_DEPTH_SET_RELOADED(v) (wsl_tls_depth = (v))
+#endif
+
 static inline __attribute__((always_inline)) void io_depth_clear_reloaded(void)
 {
-#if defined(__x86_64__) && !WSL_TSAN && !defined(__SANITIZE_ADDRESS__)
-    uint64_t off;
-    __asm__ volatile("movq wsl_tls@gottpoff(%%rip), %0\n\tmovl $0, %%fs:%c1(%0)"
-                     : "=&r"(off)
-                     : "i"(offsetof(struct wsl_tls, depth))
-                     : "memory");
-#else
-    wsl_tls_depth = 0;
-#endif
+    IO_DEPTH_SET_RELOADED(0);
 }
 
 /* A fast twin's busy window (WSL_GEN_BUSY in the thread's gen, which a signal
@@ -356,15 +361,7 @@ _Static_assert(WSL_GEN_BUSY == 1ull << 63, "io_busy_begin's bit");
  * TLS block's offset found again, as io_depth_clear_reloaded's. */
 static inline __attribute__((always_inline)) void io_busy_to_depth(struct wsl_thread *t)
 {
-#if defined(__x86_64__) && !WSL_TSAN && !defined(__SANITIZE_ADDRESS__)
-    uint64_t off;
-    __asm__ volatile("movq wsl_tls@gottpoff(%%rip), %0\n\tmovl $1, %%fs:%c1(%0)"
-                     : "=&r"(off)
-                     : "i"(offsetof(struct wsl_tls, depth))
-                     : "memory");
-#else
-    wsl_tls_depth = 1;
-#endif
+    IO_DEPTH_SET_RELOADED(1);
     io_busy_end(t);
 }
 
