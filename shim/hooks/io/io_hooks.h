@@ -541,13 +541,14 @@ static inline __attribute__((always_inline)) struct wsl_thread *io_enter(void)
         return NULL;
     /* One test for both: the thread's buffer is of this process (not one from
      * before a fork), and file calls are recorded (wsl_io_gen is 0 when not). */
-    struct wsl_thread *t = wsl_tls_thread;
-    if (WSL_UNLIKELY(!t || t->gen != atomic_load_explicit(&wsl_io_gen, memory_order_relaxed))) {
-        if (!t || t->gen != atomic_load_explicit(&wsl_gen, memory_order_relaxed))
+    struct wsl_thread *t = wsl_tls_thread; /* never NULL (WSL_THREAD_NONE) */
+    if (WSL_UNLIKELY(t->gen != atomic_load_explicit(&wsl_io_gen, memory_order_relaxed))) {
+        if (t->gen != atomic_load_explicit(&wsl_gen, memory_order_relaxed))
             t = wsl_thread_setup();
         if (!t || !wsl_cfg.io) /* the first call may be what loaded WSLSHIM_IO=0 */
             return NULL;
     }
+    WSL_NONNULL(t);
     wsl_tls_depth = 1;
     return t;
 }
@@ -653,9 +654,10 @@ static inline __attribute__((always_inline)) struct wsl_thread *io_enter_ready(v
 {
     if (WSL_UNLIKELY(wsl_tls_depth))
         return NULL;
-    struct wsl_thread *t = wsl_tls_thread;
-    if (WSL_UNLIKELY(!t || t->gen != atomic_load_explicit(&wsl_io_gen, memory_order_relaxed)))
+    struct wsl_thread *t = wsl_tls_thread; /* never NULL (WSL_THREAD_NONE) */
+    if (WSL_UNLIKELY(t->gen != atomic_load_explicit(&wsl_io_gen, memory_order_relaxed)))
         return NULL;
+    WSL_NONNULL(t); /* the caller's test of NULL is the one above */
     return t;
 }
 
