@@ -353,6 +353,7 @@ extern _Atomic uint64_t wsl_gen;                 /* bumped in a forked child */
 extern const uint64_t wsl_thread_none[3];
 #define WSL_THREAD_NONE ((struct wsl_thread *)(uintptr_t)wsl_thread_none)
 _Static_assert(offsetof(struct wsl_thread, gen) == 2 * sizeof(uint64_t), "wsl_thread_none's gen is its third word");
+_Static_assert(_Alignof(struct wsl_thread) <= _Alignof(uint64_t), "wsl_thread_none is aligned as a struct wsl_thread");
 /* Set in a thread's gen while a fast twin (hooks/io/reads.c) updates its fold with
  * the thread's depth left at 0: to a signal handler's calls, which pass through
  * then, the thread looks not set up for this process, and wsl_thread_setup
