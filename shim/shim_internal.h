@@ -336,6 +336,24 @@ _Static_assert(offsetof(struct wsl_tls, launches) == offsetof(struct wsl_tls, la
 #define wsl_tls_thread (wsl_tls.thread)
 #define wsl_tls_depth (wsl_tls.depth)
 extern _Atomic uint64_t wsl_gen;                 /* bumped in a forked child */
+/* What a thread's wsl_tls_thread holds while it has no ring (before its set-up,
+ * after its exit): never NULL, so that a hook's one test of the thread's gen
+ * (against wsl_io_gen, wsl_gen, wsl_launch_gen) covers both. Its gen,
+ * WSL_GEN_NONE, equals none of theirs (wsl_gen counts from 1 by forks; 0;
+ * WSL_GEN_NEVER; a busy gen, WSL_GEN_BUSY | wsl_gen): only the gen is read
+ * through it, nothing is written. */
+#define WSL_GEN_NONE (~0ull - 1)
+/* Tells the compiler that p is not NULL (the shim is built with
+ * -fno-delete-null-pointer-checks: a pointer read through is not known so). */
+#define WSL_NONNULL(p)                                                                     \
+    do {                                                                                   \
+        if (!(p))                                                                          \
+            __builtin_unreachable();                                                       \
+    } while (0)
+extern const uint64_t wsl_thread_none[3];
+#define WSL_THREAD_NONE ((struct wsl_thread *)(uintptr_t)wsl_thread_none)
+_Static_assert(offsetof(struct wsl_thread, gen) == 2 * sizeof(uint64_t), "wsl_thread_none's gen is its third word");
+_Static_assert(_Alignof(struct wsl_thread) <= _Alignof(uint64_t), "wsl_thread_none is aligned as a struct wsl_thread");
 /* Set in a thread's gen while a fast twin (hooks/io/reads.c) updates its fold with
  * the thread's depth left at 0: to a signal handler's calls, which pass through
  * then, the thread looks not set up for this process, and wsl_thread_setup
@@ -388,8 +406,8 @@ static inline __attribute__((always_inline)) struct wsl_thread *wsl_thread_get(v
 {
     if (!wsl_tsan_up())
         return NULL;
-    struct wsl_thread *t = wsl_tls_thread;
-    if (WSL_LIKELY(t && t->gen == atomic_load_explicit(&wsl_gen, memory_order_relaxed)))
+    struct wsl_thread *t = wsl_tls_thread; /* never NULL (WSL_THREAD_NONE) */
+    if (WSL_LIKELY(t->gen == atomic_load_explicit(&wsl_gen, memory_order_relaxed)))
         return t;
     return wsl_thread_setup();
 }

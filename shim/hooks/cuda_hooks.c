@@ -342,7 +342,7 @@ static uint64_t wsl_arg_pad;
     uint64_t word = wsl_tls.launches_depth; /* launches | depth << 32 */                  \
     /* word - 2 < WSL_LAUNCHES_MAX - 1: depth 0 and launches >= 2 */                       \
     if (WSL_UNLIKELY((!(resolved) && !atomic_load_explicit(&slots[id], memory_order_relaxed)) || \
-                     !t || t->gen != atomic_load_explicit(&wsl_launch_gen, memory_order_relaxed) || \
+                     t->gen != atomic_load_explicit(&wsl_launch_gen, memory_order_relaxed) || \
                      word - 2 >= WSL_LAUNCHES_MAX - 1))                                    \
         goto wsl_full;                                                                     \
     wsl_tls.launches = (uint32_t)word - 1;                                                 \

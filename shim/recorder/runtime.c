@@ -26,7 +26,8 @@ struct wsl_config wsl_cfg = {
     .use_tsc = 0,
 };
 
-WSL_TLS struct wsl_tls wsl_tls;
+WSL_TLS struct wsl_tls wsl_tls = {.thread = WSL_THREAD_NONE};
+const uint64_t wsl_thread_none[3] = {0, 0, WSL_GEN_NONE}; /* shim_internal.h: WSL_THREAD_NONE */
 static WSL_TLS int tls_thread_exited; /* set once the key destructor ran */
 _Atomic uint64_t wsl_gen = 1;
 _Atomic uint64_t wsl_io_gen; /* wsl_gen while file calls are recorded, else 0 */
@@ -251,7 +252,7 @@ static void thread_key_destructor(void *arg)
     if (t && wsl_tls_thread == t) {
         if (t->gen == atomic_load_explicit(&wsl_gen, memory_order_relaxed) && !wsl_tls_depth)
             wsl_io_thread_exit(t);
-        wsl_tls_thread = NULL;
+        wsl_tls_thread = WSL_THREAD_NONE;
         tls_thread_exited = 1;
         atomic_store_explicit(&t->state, WSL_THREAD_RETIRED, memory_order_release);
     }
@@ -351,7 +352,7 @@ struct wsl_thread *wsl_thread_setup(void)
      * passes through (as it would under the depth). In a child forked there,
      * gen is old and the thread is set up anew. */
     struct wsl_thread *busy = wsl_tls_thread;
-    if (busy && busy->gen == (atomic_load_explicit(&wsl_gen, memory_order_relaxed) | WSL_GEN_BUSY))
+    if (busy->gen == (atomic_load_explicit(&wsl_gen, memory_order_relaxed) | WSL_GEN_BUSY))
         return NULL;
     wsl_tls_depth++; /* the shim's own file and thread calls below are not the program's */
     config_ensure();
@@ -365,7 +366,7 @@ static struct wsl_thread *thread_setup(void)
     int saved = errno;
     uint64_t gen = atomic_load(&wsl_gen);
     struct wsl_thread *t = wsl_tls_thread;
-    if (!t) {
+    if (t == WSL_THREAD_NONE) {
         t = thread_claim();
         if (!t) {
             errno = saved;
@@ -616,7 +617,7 @@ static void at_fork_parent(void)
     else
         wsl_writer_after_fork_parent();
     wsl_tls_depth--;
-    if (self && atomic_load_explicit(&wsl_writer_paused, memory_order_relaxed))
+    if (self != WSL_THREAD_NONE && atomic_load_explicit(&wsl_writer_paused, memory_order_relaxed))
         self->limit = self->head_local; /* this thread's next event asks whether the writer is due */
 }
 

@@ -183,9 +183,13 @@ static __attribute__((noinline)) int close_st_full(int fd) { CLOSE_HOOK(st_close
 
 /* The rest of an untimed close of the folded file made by close_st below: r
  * is the kernel's answer. As CLOSE_HOOK: the fold ends, with the close in it
- * when it succeeded, else the failed close is an event of its own after it. */
-static __attribute__((noinline)) int io_close_folded_kernel(struct wsl_thread *t, int fd, uint32_t path, long r)
+ * when it succeeded, else the failed close is an event of its own after it.
+ * The file's path id is the fold's (close_st found it so, and the fold does not
+ * change under the depth set around the system call): one register fewer kept
+ * there. */
+static __attribute__((noinline)) int io_close_folded_kernel(struct wsl_thread *t, int fd, long r)
 {
+    uint32_t path = (uint32_t)(FOLD_LD(t->fold_file) >> 32);
     if (WSL_LIKELY(r == 0)) {
         fold_end_closed(t);
         wsl_tls_depth = 0;
@@ -218,7 +222,7 @@ static __attribute__((noinline)) int close_st(int fd)
         io_depth_clear_reloaded();
         return 0;
     }
-    return io_close_folded_kernel(t, fd, path, r);
+    return io_close_folded_kernel(t, fd, r);
 }
 static __attribute__((noinline)) int close_mt(int fd) { CLOSE_HOOK(REAL(close)(fd)) }
 WSL_EXPORT int close(int fd)

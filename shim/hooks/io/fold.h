@@ -128,9 +128,22 @@ static inline __attribute__((always_inline)) int fold_end_closed_fast(struct wsl
     uint64_t file = FOLD_LD(t->fold_file);
     int64_t fd = (int32_t)(uint32_t)file;
     struct wsl_event *e = &t->cur_ev[h & t->cur_mask];
-    io_fill(e, 0, 0, WSL_ID_IO_FOLD, WSL_FOLD_RESULT(seq >> 1, 0, WSL_FOLD_LAST | WSL_FOLD_CLOSED),
-            (int64_t)fold_last_stream(t, fd), fold_last_a0(t, file), used > 0 ? FOLD_LD(t->fold_slot[0]) : 0,
-            used > 1 ? FOLD_LD(t->fold_slot[1]) : 0, used > 2 ? FOLD_LD(t->fold_slot[2]) : 0);
+    /* io_fill's fields, each group stored before the next is loaded (the compiler
+     * barriers): so few values live at once that the close's twin, a leaf, saves
+     * no register for them */
+    e->t_start = 0;
+    e->t_end = 0;
+    e->api = (uint16_t)WSL_ID_IO_FOLD;
+    e->flags = 0;
+    e->result = WSL_FOLD_RESULT(seq >> 1, 0, WSL_FOLD_LAST | WSL_FOLD_CLOSED);
+    e->stream = fold_last_stream(t, fd);
+    e->a[0] = fold_last_a0(t, file);
+    __asm__ volatile("" ::: "memory");
+    e->a[1] = used > 0 ? FOLD_LD(t->fold_slot[0]) : 0;
+    __asm__ volatile("" ::: "memory");
+    e->a[2] = used > 1 ? FOLD_LD(t->fold_slot[1]) : 0;
+    __asm__ volatile("" ::: "memory");
+    e->a[3] = used > 2 ? FOLD_LD(t->fold_slot[2]) : 0;
     t->head_local = ++h; /* wsl_ring_commit */
     atomic_store_explicit(t->cur_head, h, memory_order_release);
     atomic_store_explicit(&t->io_untimed, 1, memory_order_relaxed);

@@ -495,6 +495,7 @@ static inline __attribute__((always_inline)) uint32_t path_record_fast(struct ws
     const char *name = path;
     uint32_t prelen = 0; /* the working directory and its '/' */
     uint64_t seed = DIR_HASH_SEED;
+    uint32_t len = (uint32_t)plen; /* an absolute path's: 1 to WSL_PATH_MAX_LENGTH (strnlen) */
     if (path[0] != '/') {
         if (WSL_UNLIKELY(dirfd != AT_FDCWD || !t->cwd_len ||
                          t->cwd_gen != atomic_load_explicit(&cwd_generation, memory_order_acquire)))
@@ -503,12 +504,14 @@ static inline __attribute__((always_inline)) uint32_t path_record_fast(struct ws
             name += 2, plen -= 2;
         prelen = t->cwd_len + 1;
         seed = t->cwd_hash;
+        len = prelen + (uint32_t)plen;
+        if (WSL_UNLIKELY(!plen || len > WSL_PATH_MAX_LENGTH))
+            return path_record_slow_to(t, dirfd, path, dir_hash);
     }
-    uint32_t len = prelen + (uint32_t)plen;
     uint32_t need = (uint32_t)((sizeof(struct wsl_path_entry_header) + len + 7) & ~7u);
     uint64_t head = atomic_load_explicit(&t->sp_head, memory_order_relaxed);
     uint32_t off = (uint32_t)(head & (WSL_PATH_SMALL - 1));
-    if (WSL_UNLIKELY(!plen || len > WSL_PATH_MAX_LENGTH || t->p_in_big || need > WSL_PATH_SMALL - off ||
+    if (WSL_UNLIKELY(t->p_in_big || need > WSL_PATH_SMALL - off ||
                      head + need - atomic_load_explicit(&t->sp_tail, memory_order_acquire) > WSL_PATH_SMALL / 2))
         return path_record_slow_to(t, dirfd, path, dir_hash);
     uint32_t id = wsl_path_id_new(t);
@@ -541,13 +544,14 @@ static inline __attribute__((always_inline)) struct wsl_thread *io_enter(void)
         return NULL;
     /* One test for both: the thread's buffer is of this process (not one from
      * before a fork), and file calls are recorded (wsl_io_gen is 0 when not). */
-    struct wsl_thread *t = wsl_tls_thread;
-    if (WSL_UNLIKELY(!t || t->gen != atomic_load_explicit(&wsl_io_gen, memory_order_relaxed))) {
-        if (!t || t->gen != atomic_load_explicit(&wsl_gen, memory_order_relaxed))
+    struct wsl_thread *t = wsl_tls_thread; /* never NULL (WSL_THREAD_NONE) */
+    if (WSL_UNLIKELY(t->gen != atomic_load_explicit(&wsl_io_gen, memory_order_relaxed))) {
+        if (t->gen != atomic_load_explicit(&wsl_gen, memory_order_relaxed))
             t = wsl_thread_setup();
         if (!t || !wsl_cfg.io) /* the first call may be what loaded WSLSHIM_IO=0 */
             return NULL;
     }
+    WSL_NONNULL(t);
     wsl_tls_depth = 1;
     return t;
 }
@@ -653,9 +657,10 @@ static inline __attribute__((always_inline)) struct wsl_thread *io_enter_ready(v
 {
     if (WSL_UNLIKELY(wsl_tls_depth))
         return NULL;
-    struct wsl_thread *t = wsl_tls_thread;
-    if (WSL_UNLIKELY(!t || t->gen != atomic_load_explicit(&wsl_io_gen, memory_order_relaxed)))
+    struct wsl_thread *t = wsl_tls_thread; /* never NULL (WSL_THREAD_NONE) */
+    if (WSL_UNLIKELY(t->gen != atomic_load_explicit(&wsl_io_gen, memory_order_relaxed)))
         return NULL;
+    WSL_NONNULL(t); /* the caller's test of NULL is the one above */
     return t;
 }
 

@@ -110,7 +110,9 @@ static inline __attribute__((always_inline)) int open_folds_local(struct wsl_thr
     uint32_t gen = atomic_load_explicit(&local_devs_gen, memory_order_acquire);
     if (WSL_LIKELY(t->io_memo_dev == dev && t->io_memo_gen == gen) && WSL_LIKELY(!(flags & ~(O_ACCMODE | O_CLOEXEC)))) {
         uint64_t m = t->io_memo_open;
-        *v = (m & ~(1ull << 63)) | (unsigned)(flags & O_ACCMODE) | (flags & O_CLOEXEC ? WSL_FOLD_OPEN_CLOEXEC : 0);
+        /* m's mark, bit 63, left in: the value goes only into the slot (OPEN_FAST),
+         * WSL_FOLD_SLOT's shift by 24 takes it out */
+        *v = m | (unsigned)(flags & O_ACCMODE) | (flags & O_CLOEXEC ? WSL_FOLD_OPEN_CLOEXEC : 0);
         return m != 0;
     }
     return !wsl_emu_fs_on && wsl_cfg.io_timing > 1 && open_fold_value(dev, flags, v) && dev_is_local(t, dev);
@@ -170,7 +172,7 @@ static inline int open_needs_mode(int flags)
     if ((unsigned)fd < FD_TABLE_SIZE) /* fd_set_info, io_timing > 1 known */               \
         atomic_store_explicit(&fd_info[fd], id_ | fd_local_bits, memory_order_relaxed);    \
     fold_begin(t, fd, id_); /* another file's fold ends */                                 \
-    FOLD_ST(t->fold_slot[0], WSL_FOLD_SLOT((api) + WSL_IO_SAMPLED, 1, v_));               \
+    FOLD_ST(t->fold_slot[0], WSL_FOLD_SLOT((api) + WSL_IO_SAMPLED, 1, v_)); /* v_ < 2^40 but bit 63 */ \
     t->fold_last = &t->fold_slot[0];                                                       \
     atomic_store_explicit(&t->fold_used, 1, memory_order_release); /* after the slot */   \
     wsl_tls_depth = 0;                                                                     \

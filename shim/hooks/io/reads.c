@@ -94,7 +94,7 @@ static __attribute__((noinline, noipa)) ssize_t io_read_untimed_busy(uint64_t of
  * not fold to io_read_untimed_kernel. */
 #define READ_ST_HOOK(api, fd, ask, off, nr, a3, full)                                      \
     struct wsl_thread *t = wsl_tls.thread;                                                 \
-    if (WSL_UNLIKELY(wsl_tls.depth || !t ||                                                \
+    if (WSL_UNLIKELY(wsl_tls.depth || /* t never NULL */                                                \
                      t->gen != atomic_load_explicit(&wsl_io_gen, memory_order_relaxed)))   \
         return IO_OFF() && !wsl_tls.depth                                                  \
                    ? st_kernel_result(st_syscall4_kernel(nr, fd, (long)buf, (long)(ask), (long)(a3))) \
@@ -122,7 +122,7 @@ static __attribute__((noinline, noipa)) ssize_t io_read_untimed_busy(uint64_t of
 #define READ_MT_HOOK(api, fd, ask, off, name, args, full)                                  \
     struct wsl_thread *t = wsl_tls.thread;                                                 \
     __typeof__(wsl_io_real.name) real_ = wsl_io_real.name;                                 \
-    if (WSL_UNLIKELY(wsl_tls.depth || !t || !real_ ||                                      \
+    if (WSL_UNLIKELY(wsl_tls.depth || /* t never NULL */ !real_ ||                                      \
                      t->gen != atomic_load_explicit(&wsl_io_gen, memory_order_relaxed)))   \
         return full;                                                                       \
     uint64_t info_ = info_of_fd(fd);                                                       \

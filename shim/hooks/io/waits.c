@@ -35,7 +35,7 @@
 static inline struct wsl_thread *wait_enter(void)
 {
     struct wsl_thread *t = wsl_tls_thread;
-    if (!t || t->gen != atomic_load_explicit(&wsl_io_gen, memory_order_relaxed))
+    if (t->gen != atomic_load_explicit(&wsl_io_gen, memory_order_relaxed)) /* never NULL */
         return NULL;
     return io_enter();
 }
