@@ -220,7 +220,7 @@ static uint8_t *arena_carve(struct wsl_trace_store *s, struct wsl_recording *rec
         c->base = base;
         c->next = s->chunks;
         s->chunks = c;
-        s->chunk_at = rec->mark_at;
+        s->chunk_at = 0;
     }
     if (!rec->in_arena) {
         rec->in_arena = true;

@@ -355,6 +355,13 @@ int test_store_arena_shared(void)
     CHECK(wsl_store_probe(s, d, err, sizeof err) == 0 && wsl_store_holds(s, d));
     /* after the drops, a recording that takes the arena again (b, read whole this time) */
     CHECK(wsl_store_probe(s, b, err, sizeof err) == 0 && wsl_store_holds(s, b));
+    /* one that begins inside a chunk and runs over several, in large chunks (a new arena chunk is
+     * carved from its start) */
+    char e[512];
+    test_path(e, sizeof e, "store-arena-e.trace.zst");
+    strings_trace(e, 36, 190000, 6);
+    CHECK(wsl_store_probe(s, e, err, sizeof err) == 0 && wsl_store_holds(s, e));
+    CHECKF(replay_is_file(s, e), "%s", e);
     CHECKF(replay_is_file(s, a), "%s", a);
     CHECKF(replay_is_file(s, b), "%s", b);
     CHECKF(replay_is_file(s, c), "%s", c);
