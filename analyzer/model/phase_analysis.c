@@ -178,11 +178,74 @@ void wsl_phase_trace_launch_run_ok(struct wsl_phase_trace *t, const struct wsl_e
         f->last_submit_end = end_max;
 }
 
-/* The kept launches' arrays grown (n == cap), 4 times at each step; the last and largest growth,
- * to WSL_PHASE_MAX_SEQ (4 MiB of the two), in huge pages (written once through), else (or where
- * the mapping fails) by xrealloc. Out of line: the slow path's code stays as it was. */
+/* The launch arrays of discarded traces, kept for the next trace's sequences: a run of many processes
+ * (a rank a trace) reads one trace after another, and each rank's sequence would be grown from 16384
+ * again, copied at each step, its fresh pages faulted in, then freed (64 ranks: a third of the run's
+ * page faults). At most SEQ_POOL_MAX pairs, each at most WSL_PHASE_MAX_SEQ long (4 MiB the two), the
+ * largest kept: bounded whatever the traces. Only the first n of a pair are read (the period, the
+ * regions), so what a reused pair held before is never seen. */
+#define SEQ_POOL_MAX 2u
+struct seq_pair {
+    uint64_t *ids, *ticks;
+    size_t cap;
+    bool huge;
+};
+static struct seq_pair seq_pool[SEQ_POOL_MAX];
+static size_t seq_pool_count;
+
+static void seq_pair_free(const struct seq_pair *p)
+{
+    if (p->huge) {
+        wsl_huge_free(p->ids, p->cap * sizeof *p->ids);
+        wsl_huge_free(p->ticks, p->cap * sizeof *p->ticks);
+    } else {
+        free(p->ids);
+        free(p->ticks);
+    }
+}
+
+/* A discarded sequence's arrays: into the pool, in place of a smaller pair when it is full. */
+static void seq_pool_put(struct wsl_phase_seq *q)
+{
+    if (!q->ids)
+        return;
+    struct seq_pair p = {q->ids, q->ticks, q->cap, q->huge};
+    q->ids = q->ticks = NULL;
+    if (seq_pool_count < SEQ_POOL_MAX) {
+        seq_pool[seq_pool_count++] = p;
+        return;
+    }
+    size_t small = 0;
+    for (size_t i = 1; i < seq_pool_count; i++)
+        if (seq_pool[i].cap < seq_pool[small].cap)
+            small = i;
+    if (seq_pool[small].cap < p.cap) {
+        seq_pair_free(&seq_pool[small]);
+        seq_pool[small] = p;
+    } else {
+        seq_pair_free(&p);
+    }
+}
+
+/* The kept launches' arrays grown (n == cap): a new sequence takes the pool's largest pair, else 4
+ * times at each step; the last and largest growth, to WSL_PHASE_MAX_SEQ (4 MiB of the two), in huge
+ * pages (written once through), else (or where the mapping fails) by xrealloc. Out of line: the slow
+ * path's code stays as it was. */
 static __attribute__((noinline)) void seq_grow(struct wsl_phase_seq *q)
 {
+    if (!q->cap && seq_pool_count) {
+        size_t big = 0;
+        for (size_t i = 1; i < seq_pool_count; i++)
+            if (seq_pool[i].cap > seq_pool[big].cap)
+                big = i;
+        q->ids = seq_pool[big].ids;
+        q->ticks = seq_pool[big].ticks;
+        q->cap = seq_pool[big].cap;
+        q->huge = seq_pool[big].huge;
+        seq_pool[big] = seq_pool[--seq_pool_count];
+        q->room = q->cap == WSL_PHASE_MAX_SEQ ? SIZE_MAX : q->cap;
+        return;
+    }
     q->cap = q->cap ? 4 * q->cap : 16384;
     if (q->cap > WSL_PHASE_MAX_SEQ)
         q->cap = WSL_PHASE_MAX_SEQ;
@@ -280,15 +343,8 @@ void wsl_phase_trace_discard(struct wsl_phase_trace *t)
 {
     if (!t)
         return;
-    for (size_t i = 0; i < t->seq_count; i++) {
-        if (t->seqs[i].huge) {
-            wsl_huge_free(t->seqs[i].ids, t->seqs[i].cap * sizeof *t->seqs[i].ids);
-            wsl_huge_free(t->seqs[i].ticks, t->seqs[i].cap * sizeof *t->seqs[i].ticks);
-        } else {
-            free(t->seqs[i].ids);
-            free(t->seqs[i].ticks);
-        }
-    }
+    for (size_t i = 0; i < t->seq_count; i++)
+        seq_pool_put(&t->seqs[i]);
     free(t->seqs);
     free(t->loads);
     free(t);

@@ -269,6 +269,108 @@ int test_store_keeps_whole_readings(void)
     return 0;
 }
 
+/* A trace of PROCESS, API_TABLE, `count` STRING chunks of `each` bytes (each its own bytes) and END. */
+static void strings_trace(const char *path, unsigned count, size_t each, uint8_t seed)
+{
+    struct synth *s = synth_open(path, NULL);
+    synth_file_header(s, NULL);
+    struct wsl_process_info pi = {.pid = 9, .clock_kind = WSL_CLOCK_MONOTONIC_NS, .start_mono_ns = 1000};
+    synth_process(s, &pi, "h", "e", "r", 0, NULL);
+    synth_api_table(s);
+    uint8_t *payload = malloc(each);
+    if (!payload)
+        abort();
+    for (unsigned k = 0; k < count; k++) {
+        for (size_t i = 0; i < each; i++)
+            payload[i] = (uint8_t)(seed + k * 7 + i);
+        synth_chunk(s, WSL_CHUNK_STRING, payload, each);
+    }
+    free(payload);
+    synth_end(s, 2000, 0, 0, 1);
+    synth_close(s);
+}
+
+/* Whether the store's replay of path hands out what the file's reading does. */
+static bool replay_is_file(struct wsl_trace_store *s, const char *path)
+{
+    char err[WSL_READER_ERRLEN];
+    struct blob file = {0}, replay = {0};
+    struct wsl_reader *r = wsl_reader_open(path, err, sizeof err);
+    if (!r)
+        return false;
+    serialize(r, &file);
+    uint64_t opened = wsl_reader_files_opened();
+    r = wsl_store_open(s, path, err, sizeof err);
+    if (!r)
+        return false;
+    serialize(r, &replay);
+    bool same = wsl_reader_files_opened() == opened && file.n == replay.n && !memcmp(file.p, replay.p, file.n);
+    free(file.p);
+    free(replay.p);
+    return same;
+}
+
+/* The recordings share the store's arena (2 MiB chunks): one that is dropped (closed before its end,
+ * or past the per-trace cap after several chunks) gives back its part and no more, so the kept ones
+ * before it and after it replay as read; of two recordings at once, the second carves no arena (malloc's
+ * blocks), and its drop leaves the first's blocks alone. Fails where a drop rolls the arena back too far (a later recording
+ * overwrites a kept one) or two recordings carve the same memory. */
+int test_store_arena_shared(void)
+{
+    char a[512], b[512], big[512], c[512], d[512], err[WSL_READER_ERRLEN];
+    struct wsl_item it;
+    size_t held0 = wsl_store_bytes_held();
+    test_path(a, sizeof a, "store-arena-a.trace.zst");
+    test_path(b, sizeof b, "store-arena-b.trace.zst");
+    test_path(big, sizeof big, "store-arena-big.trace.zst");
+    test_path(c, sizeof c, "store-arena-c.trace.zst");
+    test_path(d, sizeof d, "store-arena-d.trace.zst");
+    strings_trace(a, 30, 50000, 1);      /* 1.5 MB: into a second chunk once b's and c's follow */
+    strings_trace(b, 10, 50000, 2);
+    strings_trace(big, 200, 50000, 3);   /* 10 MB: past the per-trace cap, after four chunks */
+    strings_trace(c, 30, 50000, 4);
+    strings_trace(d, 30, 50000, 5);
+    struct wsl_trace_store *s = wsl_store_new();
+    CHECK(wsl_store_probe(s, a, err, sizeof err) == 0 && wsl_store_holds(s, a));
+    struct wsl_reader *r = wsl_store_open_recording(s, b, err, sizeof err);
+    for (int k = 0; k < 8; k++)
+        CHECK(wsl_reader_next(r, &it) == WSL_READ_ITEM);
+    wsl_reader_close(r); /* before its end: dropped */
+    CHECK(!wsl_store_holds(s, b));
+    CHECK(wsl_store_probe(s, big, err, sizeof err) == 0 && !wsl_store_holds(s, big));
+    /* two at once: c takes the arena, d (opened second) malloc's blocks; d is dropped halfway, c
+     * goes on to its end; then d read whole (the arena is free again) */
+    struct wsl_reader *rc = wsl_store_open_recording(s, c, err, sizeof err);
+    struct wsl_reader *rd = wsl_store_open_recording(s, d, err, sizeof err);
+    CHECK(rc && rd);
+    enum wsl_read_result resc = WSL_READ_ITEM;
+    for (int k = 0; k < 16; k++)
+        CHECK(wsl_reader_next(rd, &it) == WSL_READ_ITEM && wsl_reader_next(rc, &it) == WSL_READ_ITEM);
+    wsl_reader_close(rd);
+    while (resc == WSL_READ_ITEM)
+        resc = wsl_reader_next(rc, &it);
+    CHECK(resc == WSL_READ_END);
+    wsl_reader_close(rc);
+    CHECK(wsl_store_holds(s, c) && !wsl_store_holds(s, d));
+    CHECK(wsl_store_probe(s, d, err, sizeof err) == 0 && wsl_store_holds(s, d));
+    /* after the drops, a recording that takes the arena again (b, read whole this time) */
+    CHECK(wsl_store_probe(s, b, err, sizeof err) == 0 && wsl_store_holds(s, b));
+    /* one that begins inside a chunk and runs over several, in large chunks (a new arena chunk is
+     * carved from its start) */
+    char e[512];
+    test_path(e, sizeof e, "store-arena-e.trace.zst");
+    strings_trace(e, 36, 190000, 6);
+    CHECK(wsl_store_probe(s, e, err, sizeof err) == 0 && wsl_store_holds(s, e));
+    CHECKF(replay_is_file(s, e), "%s", e);
+    CHECKF(replay_is_file(s, a), "%s", a);
+    CHECKF(replay_is_file(s, b), "%s", b);
+    CHECKF(replay_is_file(s, c), "%s", c);
+    CHECKF(replay_is_file(s, d), "%s", d);
+    wsl_store_free(s);
+    CHECK(wsl_store_bytes_held() == held0);
+    return 0;
+}
+
 /* A distributed run with NVTX steps (the step's process-wide figures, each rank's own run and
  * steady state): recorded or not, each trace file is opened once, by the run's own reading (the
  * step's figures are counted on it). */

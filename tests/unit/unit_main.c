@@ -154,6 +154,7 @@
     X(phase_median)               \
     X(phase_best_period)          \
     X(store_keeps_whole_readings) \
+    X(store_arena_shared)         \
     X(store_one_reading_per_trace)
 
 #define DECLARE(name) int test_##name(void);
