@@ -233,8 +233,8 @@ struct wsl_thread {
     uint32_t p_in_big;           /* and whether it is the large one */
     _Atomic uint32_t w_paths_big; /* writer: it reads the large path ring now */
     _Atomic uint64_t paths_dropped; /* producer: paths that found no room */
-    uint32_t p_dropping;         /* producer: waits for room in its full large path ring that did not make
-                                    it since the writer last had read half (common/strings.c) */
+    uint32_t p_waited_ms;        /* producer: ms its burst waited for room in its full large path ring since the
+                                    writer last had read half of it (common/strings.c) */
     uint64_t paths_woken_at;     /* producer: the writer's tail when it was last woken for paths */
     uint32_t path_id_next;       /* producer: its block of string ids (common/strings.c), */
     uint32_t path_id_end;        /* up to this one */

@@ -7,8 +7,10 @@
  * drains the ring into PATHS chunks.
  */
 #define _GNU_SOURCE
-#include <sched.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "shim_internal.h"
 
@@ -16,17 +18,22 @@ _Atomic uint32_t wsl_next_path_id = 1; /* the next free block of string ids (wsl
 _Atomic uint64_t wsl_path_waits, wsl_paths_dropped;
 
 /* Room in the large path ring up to `end`: past half full the writer is
- * woken; full, the call waits for it at most 10 ms. A path lost is a file the
- * report cannot name, so a full path ring waits more readily than the event
- * ring (one wait per burst): up to WSL_PATH_WAITS_PER_BURST waits that did not
- * make room (100 ms) until the writer has read half the ring; past them the
- * thread drops (and counts) whatever finds no room, without waiting. */
-#define WSL_PATH_WAITS_PER_BURST 10u
+ * woken; full, the call waits for it. A path lost is a file the report cannot
+ * name (and a trace cut by SIGKILL has no END chunk to count it), so a full
+ * path ring waits more readily than the event ring (one wait per burst): a
+ * burst may wait WSL_PATH_WAIT_MS_PER_BURST in all until the writer has read
+ * half the ring, spent by whichever path needs it; past that the thread drops
+ * (and counts) whatever finds no room, without waiting. The wait sleeps rather
+ * than yields: on a loaded machine the writer may need this core to run.
+ * (Before 2026-11-28 each path waited at most 10 ms, 10 waits a burst: a
+ * writer starved of CPU for 10-20 ms cost a name while 90 ms of the burst's
+ * wait were left: docs/reliability.md, "A path dropped after 10 ms".) */
+#define WSL_PATH_WAIT_MS_PER_BURST 100u
 static int paths_room(struct wsl_thread *t, uint64_t end)
 {
     uint64_t tail = atomic_load_explicit(&t->paths_tail, memory_order_acquire);
     if (end - tail <= WSL_PATH_RING / 2) {
-        t->p_dropping = 0;
+        t->p_waited_ms = 0;
         return 1;
     }
     int saved = errno;
@@ -38,21 +45,27 @@ static int paths_room(struct wsl_thread *t, uint64_t end)
         errno = saved;
         return 1;
     }
-    if (WSL_UNLIKELY(t->p_dropping >= WSL_PATH_WAITS_PER_BURST)) {
+    if (WSL_UNLIKELY(t->p_waited_ms >= WSL_PATH_WAIT_MS_PER_BURST)) {
         errno = saved;
         goto drop;
     }
     wsl_writer_wake();
     atomic_fetch_add_explicit(&wsl_path_waits, 1, memory_order_relaxed);
-    uint64_t deadline = wsl_mono_ns() + 10000000ull;
+    const uint64_t start = wsl_mono_ns();
+    const uint64_t deadline = start + (uint64_t)(WSL_PATH_WAIT_MS_PER_BURST - t->p_waited_ms) * 1000000ull;
+    uint64_t now = start;
     do {
-        sched_yield();
+        struct timespec nap = {0, 200000}; /* 0.2 ms */
+        syscall(SYS_nanosleep, &nap, NULL);
         tail = atomic_load_explicit(&t->paths_tail, memory_order_acquire);
-    } while (end - tail > WSL_PATH_RING && wsl_mono_ns() < deadline);
+        now = wsl_mono_ns();
+    } while (end - tail > WSL_PATH_RING && now < deadline);
     errno = saved;
+    uint64_t ms = (now - start + 999999ull) / 1000000ull; /* at least 1 a wait: the budget always runs out */
+    t->p_waited_ms = ms >= WSL_PATH_WAIT_MS_PER_BURST - t->p_waited_ms ? WSL_PATH_WAIT_MS_PER_BURST
+                                                                       : t->p_waited_ms + (uint32_t)(ms ? ms : 1);
     if (end - tail <= WSL_PATH_RING)
         return 1;
-    t->p_dropping++;
 drop:
     atomic_fetch_add_explicit(&t->paths_dropped, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&wsl_paths_dropped, 1, memory_order_relaxed);

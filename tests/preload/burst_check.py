@@ -20,10 +20,14 @@
     burst_check.py paths SHIM REPORT FAKE_LIB_DIR PATH_CLIENT WORKDIR
         The writer stalls 1.5 s at its first drain while the client opens 5,000
         distinct paths of about 200 bytes: the path ring (256 KiB) fills. Checks
-        the program waited for room in it at most 10 times for the burst (100 ms),
-        not once per path (each wait is up to 10 ms), that the paths it had no room for are counted
+        the program waited for room in it at most 10 times for the burst (100 ms
+        in all), not once per path, that the paths it had no room for are counted
         in the trace (the report's `paths_dropped` and its warning), and that
         every open is in the trace, named or not.
+    burst_check.py paths-wait SHIM REPORT FAKE_LIB_DIR PATH_CLIENT WORKDIR
+        The writer stalls 40 ms at its first drain while the client opens 400
+        paths of 4,000 bytes (the rings fill after a few dozen): the burst waits
+        it out (100 ms in all), no path dropped, every open named.
 No timing is asserted.
 """
 import json
@@ -39,13 +43,13 @@ os.makedirs(work)
 fails = []
 
 
-def run(n, tag, extra):
+def run(n, tag, extra, args=()):
     out = os.path.join(work, tag)
     os.makedirs(out)
     env = dict(os.environ, LD_LIBRARY_PATH=libdir, LD_PRELOAD=shim, WSLSHIM_OUTPUT=os.path.join(out, "%p.trace.zst"),
                WSLSHIM_LOG="debug", **extra)
-    p = subprocess.run([client, str(n)], env=env, capture_output=True, text=True, timeout=120)
-    if p.returncode != 0 or f"{'PATHS' if mode == 'paths' else 'BURST'} {n}" not in p.stdout:
+    p = subprocess.run([client, str(n)] + list(args), env=env, capture_output=True, text=True, timeout=120)
+    if p.returncode != 0 or f"{'PATHS' if mode.startswith('paths') else 'BURST'} {n}" not in p.stdout:
         fails.append(f"{tag}: client exited {p.returncode}: {p.stderr[-400:]}")
         return None
     r = subprocess.run([report, "--json", out], capture_output=True, text=True)
@@ -107,6 +111,21 @@ elif mode == "paths":
             fails.append(f"{got['paths_dropped']} paths dropped, {got['unnamed']} opens without a path")
         if got["dropped"]:
             fails.append(f"{got['dropped']} events dropped (the event ring was not meant to fill)")
+        if got["opens"] != n:
+            fails.append(f"the trace holds {got['opens']} opens, {n} were made")
+elif mode == "paths-wait":
+    # 400 opens of 4,000-byte paths: a few dozen fill the rings (272 KiB in this build) at once,
+    # well inside the writer's stall. A burst may wait 100 ms in all; a stall shorter than that
+    # costs no path. Before 2026-11-28 each path gave up after 10 ms: 3 or 4 paths lost here.
+    n = 400
+    got = run(n, "paths-wait", {"WSLSHIM_TEST_STALL_MS": "40"}, ["4000"])
+    if got:
+        print("paths-wait:", {k: v for k, v in got.items() if k != "warnings"})
+        if not got["path_waits"]:
+            fails.append(f"the path ring never filled ({got['path_waits']!r} waits): nothing was tested")
+        if got["paths_dropped"] or got["unnamed"]:
+            fails.append(f"a 40 ms stall cost {got['paths_dropped']} paths ({got['unnamed']} opens without a path); "
+                         "the burst may wait 100 ms")
         if got["opens"] != n:
             fails.append(f"the trace holds {got['opens']} opens, {n} were made")
 else:

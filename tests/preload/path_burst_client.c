@@ -2,8 +2,9 @@
  * path_burst_client: N opens of distinct paths (each about 200 bytes, in a
  * folder that does not exist: every open fails with ENOENT) as fast as it can;
  * prints "PATHS <n> <failed with ENOENT>". preload.path_ring_full_drops_once
- * checks the trace's account of them while the writer stalls.
- *   path_burst_client N
+ * checks the trace's account of them while the writer stalls;
+ * preload.path_ring_wait_outlasts_stall with LENGTH 4000 (a few dozen paths fill the ring).
+ *   path_burst_client N [LENGTH]
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,11 +15,16 @@
 int main(int argc, char **argv)
 {
     long n = argc > 1 ? atol(argv[1]) : 5000;
+    long len = argc > 2 ? atol(argv[2]) : 212; /* the folder's 32 bytes, then the number's digits */
     long enoent = 0;
-    char path[256];
+    char path[4200];
+    if (len < 40 || len > 4096)
+        return 2;
     for (long i = 0; i < n; i++) {
-        snprintf(path, sizeof path,
-                 "/nonexistent-wslshim-path-burst/%0180ld", i);
+        /* the digits in names of at most 200 (NAME_MAX 255): "/nonexistent-wslshim-path-burst/000...0i" */
+        int at = snprintf(path, sizeof path, "/nonexistent-wslshim-path-burst/%0*ld", (int)(len - 32), i);
+        for (int c = 32 + 200; c < at; c += 201)
+            path[c] = '/';
         int fd = open(path, O_RDONLY);
         if (fd >= 0)
             close(fd);
