@@ -194,6 +194,26 @@ elif mode == "paths-killed":
             fails.append("no warning of the dropped paths")
         if got["opens"] != n:
             fails.append(f"the trace holds {got['opens']} opens, {n} were made")
+        # The independent codec (tests/unit/relayout.py) reads the count alike, and the trace rewritten in
+        # the 1.2 layout reports the same.
+        relayout = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "unit", "relayout.py")
+        if shutil.which("zstd"):
+            src = os.path.join(work, "paths-killed")
+            dst = os.path.join(work, "paths-killed-v12")
+            os.makedirs(dst)
+            reports = []
+            for t in sorted(os.listdir(src)):
+                r = subprocess.run([sys.executable, relayout, os.path.join(src, t), os.path.join(dst, t)],
+                                   capture_output=True, text=True)
+                if r.returncode != 0:
+                    fails.append(f"relayout.py: exit {r.returncode}: {r.stderr[-300:]}")
+                elif json.loads(r.stdout)["paths_dropped"] != got["paths_dropped"]:
+                    fails.append(f"relayout.py read {json.loads(r.stdout)['paths_dropped']} paths dropped, the "
+                                 f"report {got['paths_dropped']}")
+                reports.append(subprocess.run([report, "--json", t], cwd=src, capture_output=True).stdout)
+                reports.append(subprocess.run([report, "--json", t], cwd=dst, capture_output=True).stdout)
+            if not reports or reports[0::2] != reports[1::2]:
+                fails.append("the killed trace and its 1.2 layout give different reports")
 else:
     sys.exit(f"unknown mode {mode}")
 for f in fails:
