@@ -232,7 +232,7 @@ struct wsl_end_info {
     uint32_t threads;        /* threads that recorded anything */
     uint32_t paths_dropped;  /* strings (file paths, kernel and NVTX names) the shim had no room for,
                                 all threads: their ids are in events, their text is not (since 1.9;
-                                reserved and 0 before) */
+                                reserved and 0 before); a trace cut short: PATHS_DROPPED (1.12) */
 };
 _Static_assert(sizeof(struct wsl_end_info) == 32, "end info is 32 bytes");
 
