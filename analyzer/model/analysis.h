@@ -61,7 +61,8 @@ struct wsl_process {
     struct wsl_gpu *gpus;
     uint32_t gpu_count;
     uint64_t events, dropped;
-    uint64_t paths_dropped;     /* strings the shim had no room for (END chunk): calls without their path or name */
+    uint64_t paths_dropped;     /* strings the shim had no room for (the largest of END's and PATHS_DROPPED's, 1.12):
+                                   calls without their path or name */
     bool paths_dropped_said;    /* the warning of unnamed file calls said so already */
     uint32_t threads;           /* from the END chunk; 0 when absent */
     bool truncated;

@@ -294,9 +294,14 @@ static void process_item(struct wsl_process *pp, bool *have_process, const struc
     case WSL_CHUNK_DRIVER:
         take_driver(pp, it);
         break;
-    case WSL_CHUNK_END:
-        pp->paths_dropped = it->end.paths_dropped;
+    case WSL_CHUNK_END: /* the largest count stands: END's, or a later PATHS_DROPPED's past END's u32 */
+        if (it->end.paths_dropped > pp->paths_dropped)
+            pp->paths_dropped = it->end.paths_dropped;
         pp->threads = it->end.threads;
+        break;
+    case WSL_CHUNK_PATHS_DROPPED: /* the count so far (1.12): a trace cut short (no END) says it too */
+        if (it->paths_dropped.paths_dropped > pp->paths_dropped)
+            pp->paths_dropped = it->paths_dropped.paths_dropped;
         break;
     case WSL_CHUNK_GPU_MEMORY:
         if (!pp->have_gpu_memory) { /* the first context's device */

@@ -43,6 +43,7 @@ static const char *chunk_type_name(uint32_t type)
     case WSL_CHUNK_EVENTS_GAPS: return "EVENTS_GAPS";
     case WSL_CHUNK_EVENTS_BITS: return "EVENTS_BITS";
     case WSL_CHUNK_EMULATION: return "EMULATION";
+    case WSL_CHUNK_PATHS_DROPPED: return "PATHS_DROPPED";
     default: return "unknown";
     }
 }
@@ -423,7 +424,7 @@ static enum wsl_read_result file_chunk(struct wsl_reader *r, struct wsl_chunk_he
                            chunk_type_name(ch.type), ch.type);
         if (ch.type < WSL_CHUNK_PROCESS || (ch.type > WSL_CHUNK_RANK && ch.type != WSL_CHUNK_EVENTS_PACKED &&
                                               ch.type != WSL_CHUNK_EMULATION && ch.type != WSL_CHUNK_EVENTS_GAPS &&
-                                              ch.type != WSL_CHUNK_EVENTS_BITS)) {
+                                              ch.type != WSL_CHUNK_EVENTS_BITS && ch.type != WSL_CHUNK_PATHS_DROPPED)) {
             if (stream_read(r, NULL, ch.size) < ch.size)   /* a later minor version's chunk */
                 return stream_ended(r, true);
             continue;
@@ -473,6 +474,11 @@ static enum wsl_read_result parse_chunk(struct wsl_reader *r, const struct wsl_c
             reader_add_warning(r, "its END says %llu events were written, %llu were read: frames of the trace were "
                            "lost or repeated", (unsigned long long)item->end.events_written,
                         (unsigned long long)r->events_read);
+        return WSL_READ_ITEM;
+    case WSL_CHUNK_PATHS_DROPPED:
+        if (ch.size < sizeof item->paths_dropped)
+            return corrupt(r, "corrupt chunk at byte %llu: PATHS_DROPPED payload too small (%u bytes)", at, ch.size);
+        memcpy(&item->paths_dropped, r->payload, sizeof item->paths_dropped);
         return WSL_READ_ITEM;
     case WSL_CHUNK_STRING:
         if (ch.size < 4)

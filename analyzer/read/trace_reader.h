@@ -114,6 +114,7 @@ struct wsl_item {
             const uint8_t *ops;
         } events;
         struct wsl_end_info end;
+        struct wsl_paths_dropped_info paths_dropped; /* the count so far (1.12): never falls */
         struct wsl_gpu_memory gpu_memory;
         struct {
             uint32_t count;                     /* entries; read them with wsl_rank_next */

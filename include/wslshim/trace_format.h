@@ -1,5 +1,5 @@
 /*
- * wslshim trace format, version 1.10 (WSL_TRACE_VERSION_MAJOR, _MINOR below). Shared by the shim (writer) and the
+ * wslshim trace format, version 1.12 (WSL_TRACE_VERSION_MAJOR, _MINOR below). Shared by the shim (writer) and the
  * analyzer (reader); docs/trace-format.md explains it in prose.
  *
  * A trace file is one zstd stream (one or more frames). Decompressed, it is:
@@ -24,7 +24,8 @@
 #define WSL_TRACE_MAGIC "WSLSHIM"          /* 7 chars + NUL = 8 bytes */
 #define WSL_TRACE_BYTE_ORDER 0x01020304u
 #define WSL_TRACE_VERSION_MAJOR 1u         /* readers refuse a newer major */
-#define WSL_TRACE_VERSION_MINOR 11u        /* additions readers may skip; 1.11 counts a fold's tells and
+#define WSL_TRACE_VERSION_MINOR 12u        /* additions readers may skip; 1.12 writes PATHS_DROPPED
+                                              (the dropped strings so far, for a trace cut short), 1.11 counts a fold's tells and
                                               fstats apart from its slots (WSL_FOLD_META), 1.10 writes
                                               EVENTS_BITS, 1.9
                                               EVENTS_GAPS, 1.8 adds
@@ -69,6 +70,7 @@ enum wsl_chunk_type {
     WSL_CHUNK_EMULATION = 14, /* the run's WSLSHIM_EMULATE: SPEC and added costs (1.8; wslshim/emulation.h) */
     WSL_CHUNK_EVENTS_GAPS = 15, /* EVENTS_PACKED with the times as gaps (1.9; replaces EVENTS_PACKED) */
     WSL_CHUNK_EVENTS_BITS = 16, /* EVENTS_GAPS' times coded as bits by the writer (1.10; replaces EVENTS_GAPS) */
+    WSL_CHUNK_PATHS_DROPPED = 17, /* the strings dropped so far, before the events that name them (1.12) */
 };
 
 struct wsl_chunk_header {
@@ -230,9 +232,21 @@ struct wsl_end_info {
     uint32_t threads;        /* threads that recorded anything */
     uint32_t paths_dropped;  /* strings (file paths, kernel and NVTX names) the shim had no room for,
                                 all threads: their ids are in events, their text is not (since 1.9;
-                                reserved and 0 before) */
+                                reserved and 0 before); a trace cut short: PATHS_DROPPED (1.12) */
 };
 _Static_assert(sizeof(struct wsl_end_info) == 32, "end info is 32 bytes");
+
+/* ---- PATHS_DROPPED payload (1.12): strings (file paths, kernel and NVTX names) the shim
+ * had no room for so far, all threads, counted as END's paths_dropped (but not capped at
+ * 2^32 - 1). Written in a drain when the count grew since the last one written, before
+ * that drain's events: every event that names a dropped string comes after a count that
+ * includes it, so a trace cut short (SIGKILL: no END) still says names were lost. The
+ * count never falls; a reader takes the largest seen (and END's). A later minor version
+ * may make the payload longer: the rest is skipped. -------------------------------- */
+struct wsl_paths_dropped_info {
+    uint64_t paths_dropped;
+};
+_Static_assert(sizeof(struct wsl_paths_dropped_info) == 8, "paths dropped info is 8 bytes");
 
 /* ---- STRING payload: u32 id, then bytes (not NUL-terminated) ---------------- */
 

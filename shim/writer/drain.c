@@ -54,6 +54,7 @@ static struct wsl_tbits_coder coder; /* the events' loop and the chunks' close f
 uint64_t wsl_events_written, wsl_events_dropped;
 uint32_t wsl_events_chunk_seq;
 uint32_t wsl_threads_seen;
+uint64_t wsl_paths_dropped_at_open, wsl_paths_dropped_written;
 
 /* Writes c out as one EVENTS_BITS chunk and closes it: its times coded as bits now, with the
  * parameters that fit all of them (trace_format.h). */
@@ -296,12 +297,28 @@ static uint64_t drain_ring(struct wsl_thread *t, uint64_t now, uint64_t *new_dro
 
 static uint64_t drain_pass; /* drains so far (wsl_drain_all) */
 
-/* Every thread's paths, to their heads. */
+/* The strings dropped so far (file paths, kernel and NVTX names: shim/common/strings.c), in a
+ * PATHS_DROPPED chunk when the count grew since the last one written (format 1.12). Read after
+ * the event heads this drain writes up to (a string is dropped, and counted, before the event
+ * that names it is published): the count covers every event that follows it in the file, so a
+ * trace cut by SIGKILL, which has no END, still says names were lost and how many at least. */
+static void paths_dropped_note(void)
+{
+    const uint64_t n = atomic_load_explicit(&wsl_paths_dropped, memory_order_relaxed) - wsl_paths_dropped_at_open;
+    if (WSL_LIKELY(n == wsl_paths_dropped_written))
+        return;
+    const struct wsl_paths_dropped_info info = {n};
+    wsl_emit_chunk(WSL_CHUNK_PATHS_DROPPED, &info, sizeof info, NULL, 0);
+    wsl_paths_dropped_written = n;
+}
+
+/* Every thread's paths, to their heads; then the count of strings dropped, if it grew. */
 static void drain_paths_all(void)
 {
     for (struct wsl_thread *t = atomic_load_explicit(&wsl_threads, memory_order_acquire); t; t = t->next)
         if (atomic_load_explicit(&t->state, memory_order_acquire) != WSL_THREAD_FREE)
             drain_paths(t);
+    paths_dropped_note();
 }
 
 /* Returns how many events were drained. */

@@ -51,7 +51,6 @@ static _Atomic long writer_tid;
 static _Atomic int writer_unshared, writer_keep_shared;
 /* Set by a new writer thread once its table is what it keeps (writer_spawn waits for it). */
 static _Atomic uint32_t writer_table_set;
-static uint64_t paths_dropped_at_open; /* wsl_paths_dropped when this trace began (a forked child's counts its own) */
 
 /* State letter of a task of this process ('R', 'S', 'Z'...), from its stat file; 0 if unknown. */
 static char task_state(const char *stat_path)
@@ -233,7 +232,7 @@ void wsl_writer_finish(void)
     end.events_written = wsl_events_written;
     end.events_dropped = wsl_events_dropped;
     end.threads = wsl_threads_seen;
-    uint64_t paths_dropped = atomic_load_explicit(&wsl_paths_dropped, memory_order_relaxed) - paths_dropped_at_open;
+    uint64_t paths_dropped = atomic_load_explicit(&wsl_paths_dropped, memory_order_relaxed) - wsl_paths_dropped_at_open;
     end.paths_dropped = paths_dropped > UINT32_MAX ? UINT32_MAX : (uint32_t)paths_dropped;
     wsl_emit_chunk(WSL_CHUNK_END, &end, sizeof end, NULL, 0);
     wsl_frame_write();
@@ -253,7 +252,8 @@ static int writer_open(void)
 {
     wsl_trace_write_failed = 0;
     wsl_events_written = wsl_events_dropped = 0;
-    paths_dropped_at_open = atomic_load_explicit(&wsl_paths_dropped, memory_order_relaxed);
+    wsl_paths_dropped_at_open = atomic_load_explicit(&wsl_paths_dropped, memory_order_relaxed);
+    wsl_paths_dropped_written = 0;
     wsl_events_chunk_seq = 0;
     wsl_threads_seen = 0;
     wsl_helper_config();

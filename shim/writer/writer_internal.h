@@ -68,6 +68,9 @@ void wsl_driver_after_fork_child(void);
 extern uint64_t wsl_events_written, wsl_events_dropped;
 extern uint32_t wsl_events_chunk_seq; /* the last EVENTS chunk's seq (trace format 1.7) */
 extern uint32_t wsl_threads_seen;
+/* wsl_paths_dropped when this trace began (a forked child counts its own), and the count since
+ * then that the last PATHS_DROPPED chunk wrote (0: none yet) */
+extern uint64_t wsl_paths_dropped_at_open, wsl_paths_dropped_written;
 uint64_t wsl_drain_all(void); /* every thread's paths and events; returns the events read */
 void wsl_events_flush(void);  /* the EVENTS chunks still open, out (before any other chunk, and each frame) */
 void wsl_events_after_fork_child(void);

@@ -21,7 +21,7 @@ With --check-report N, N of the damaged streams are written as trace files
 and wslshim-report must end each with status 0 (a readable prefix, warned)
 or 2 with exactly one line on stderr: never a crash, never a hang.
 """
-import argparse, os, random, shutil, struct, subprocess, sys
+import argparse, json, os, random, shutil, struct, subprocess, sys
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--shim", required=True)
@@ -151,6 +151,35 @@ for ti, path in enumerate(traces[:6]):
             inputs.append((f"{tag}-path{k}-len", b"\0" + bytes(b)))
             damaged.append(bytes(b))
 
+# PATHS_DROPPED (type 17, format 1.12): the shim writes one only when a path was dropped, which
+# these runs never do; put some in after the API table: a count, a longer payload (a later minor
+# version's), the largest count, payloads too short (the trace is damaged: exit 2, one line) and cut.
+dropped_checks = []  # (name, stream, expected paths_dropped or None for a damaged trace)
+for ti, path in enumerate(traces[:3]):
+    s = zstd(["-dc"], open(path, "rb").read())
+    cs = chunks(s)
+    if len(cs) < 3:
+        continue
+    at = cs[2][0]  # after PROCESS and API_TABLE
+    for label, payload, expect in (("count", struct.pack("<Q", 7), 7),
+                                   ("long", struct.pack("<QQ", 9, 0xFFFFFFFFFFFFFFFF), 9),
+                                   ("max", struct.pack("<Q", 2**64 - 1), 2**64 - 1),
+                                   ("twice", struct.pack("<Q", 5), 5),
+                                   ("short0", b"", None), ("short4", b"\1\0\0\0", None),
+                                   ("short7", b"\1" * 7, None)):
+        chunk = struct.pack("<II", 17, len(payload)) + payload
+        if label == "twice":  # the largest of two stands
+            chunk = struct.pack("<IIQ", 17, 8, 2) + chunk
+        b = s[:at] + chunk + s[at:]
+        inputs.append((f"t{ti}-dropped-{label}", b"\0" + b))
+        dropped_checks.append((f"t{ti}-dropped-{label}", b, expect))
+        if expect is None:
+            damaged.append(b)
+    b = s[:at] + struct.pack("<IIQ", 17, 8, 3)
+    inputs.append((f"t{ti}-dropped-cutafter", b"\0" + b))
+    dropped_checks.append((f"t{ti}-dropped-cutafter", b, 3))
+    inputs.append((f"t{ti}-dropped-cutin", b"\0" + b[:-3]))
+
 for name, data in inputs:
     with open(os.path.join(a.out, name), "wb") as fh:
         fh.write(data)
@@ -176,6 +205,22 @@ if a.check_report:
         elif r.returncode not in (0, 2):
             fails.append(f"{p}: exit {r.returncode}: {r.stderr[-300:]!r}")
     print(f"wslshim-report on {min(len(damaged), a.check_report)} damaged traces: exit statuses {statuses}")
+    for name, s, expect in dropped_checks:
+        p = os.path.join(work, name + ".trace.zst")
+        with open(p, "wb") as fh:
+            fh.write(zstd(["-q", "-1", "-c"], s))
+        r = subprocess.run([a.report, "--json", p], capture_output=True, text=True, timeout=60)
+        err_lines = [l for l in r.stderr.splitlines() if l.strip()]
+        if expect is None:
+            if r.returncode != 2 or len(err_lines) != 1 or "PATHS_DROPPED payload too small" not in err_lines[0]:
+                fails.append(f"{name}: exit {r.returncode}, stderr {r.stderr[-300:]!r} (expected 2 and one line)")
+        elif r.returncode != 0:
+            fails.append(f"{name}: exit {r.returncode}: {r.stderr[-300:]!r}")
+        else:
+            got = json.loads(r.stdout)["processes"][0]["paths_dropped"]
+            if got != expect:
+                fails.append(f"{name}: paths_dropped {got}, expected {expect}")
+    print(f"wslshim-report on {len(dropped_checks)} traces given PATHS_DROPPED chunks: checked")
 if fails:
     print("\n".join("FAIL " + f for f in fails[:20]))
     sys.exit(1)

@@ -28,14 +28,24 @@
         The writer stalls 40 ms at its first drain while the client opens 400
         paths of 4,000 bytes (the rings fill after a few dozen): the burst waits
         it out (100 ms in all), no path dropped, every open named.
+    burst_check.py paths-killed SHIM REPORT FAKE_LIB_DIR PATH_CLIENT WORKDIR
+        As `paths` (the writer stalled 1.5 s, 5,000 opens of 200-byte paths),
+        but the client then sleeps and is killed (SIGKILL) once the trace holds
+        all its opens: the trace has no END chunk, and still counts the paths
+        dropped (PATHS_DROPPED chunks, format 1.12): the report's
+        `paths_dropped` > 0 and equal to the opens without a path (each
+        dropped path is one open's), its warning, `truncated`. Before 1.12 the
+        count was only in END: a killed process's trace said 0.
 No timing is asserted.
 """
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 mode, shim, report, libdir, client, work = sys.argv[1:7]
 shutil.rmtree(work, ignore_errors=True)
@@ -56,16 +66,54 @@ def run(n, tag, extra, args=()):
     if r.returncode != 0:
         fails.append(f"{tag}: report exited {r.returncode}: {r.stderr.strip()[-400:]}")
         return None
-    d = json.loads(r.stdout)
-    waits = re.findall(r"waited for room in a full ring: (\d+)", p.stderr)
-    path_waits = re.findall(r"in a full path ring: (\d+)", p.stderr)
+    return summary(json.loads(r.stdout), p.stderr)
+
+
+def summary(d, stderr):
+    waits = re.findall(r"waited for room in a full ring: (\d+)", stderr)
+    path_waits = re.findall(r"in a full path ring: (\d+)", stderr)
     launches = (d["api"].get("cuLaunchKernel") or {}).get("calls", 0)
     return {"dropped": d["processes"][0]["dropped"], "launches": launches,
             "waits": int(waits[-1]) if waits else None,
             "paths_dropped": d["processes"][0].get("paths_dropped"),
             "path_waits": int(path_waits[-1]) if path_waits else None,
             "opens": d["io"]["opens"], "unnamed": d["io"]["unnamed_path_events"],
-            "warnings": d.get("warnings", [])}
+            "truncated": d["processes"][0].get("truncated"), "warnings": d.get("warnings", [])}
+
+
+def run_killed(n, tag, extra):
+    """The client's N opens, then SIGKILL once the trace holds them all (the report polled); the
+    killed trace's summary."""
+    out = os.path.join(work, tag)
+    os.makedirs(out)
+    env = dict(os.environ, LD_LIBRARY_PATH=libdir, LD_PRELOAD=shim, WSLSHIM_OUTPUT=os.path.join(out, "%p.trace.zst"),
+               **extra)
+    p = subprocess.Popen([client, str(n), "212", "hold"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    try:
+        line = p.stdout.readline()
+        if not line.startswith(f"PATHS {n}"):
+            fails.append(f"{tag}: client said {line!r}")
+            return None
+        deadline, opens = time.monotonic() + 30, None
+        while time.monotonic() < deadline:  # the writer ends a frame at least every second
+            r = subprocess.run([report, "--json", out], capture_output=True, text=True)
+            if r.returncode == 0:
+                opens = json.loads(r.stdout)["io"]["opens"]
+                if opens == n:
+                    break
+            time.sleep(0.3)
+        if opens != n:
+            fails.append(f"{tag}: the trace held {opens} of {n} opens after 30 s")
+            return None
+    finally:
+        p.send_signal(signal.SIGKILL)
+        p.communicate()
+    r = subprocess.run([report, "--json", out], capture_output=True, text=True)
+    if r.returncode != 0:
+        fails.append(f"{tag}: report exited {r.returncode}: {r.stderr.strip()[-400:]}")
+        return None
+    return summary(json.loads(r.stdout), "")
 
 
 if mode == "stall":
@@ -128,6 +176,44 @@ elif mode == "paths-wait":
                          "the burst may wait 100 ms")
         if got["opens"] != n:
             fails.append(f"the trace holds {got['opens']} opens, {n} were made")
+elif mode == "paths-killed":
+    n = 5000
+    got = run_killed(n, "paths-killed", {"WSLSHIM_TEST_STALL_MS": "1500"})
+    if got:
+        print("paths-killed:", {k: v for k, v in got.items() if k != "warnings"})
+        if not got["truncated"]:
+            fails.append("the killed client's trace is not cut short (an END chunk?): nothing was tested")
+        if not got["unnamed"]:
+            fails.append("no open without its path: the path ring never overflowed, nothing was tested")
+        if not got["paths_dropped"]:
+            fails.append(f"{got['unnamed']} opens without a path, and the killed client's trace counts no path "
+                         f"dropped ({got['paths_dropped']!r})")
+        elif got["paths_dropped"] != got["unnamed"]:  # each open has its own path: one dropped path, one open
+            fails.append(f"{got['paths_dropped']} paths dropped, {got['unnamed']} opens without a path")
+        elif not any("dropped %d paths or names" % got["paths_dropped"] in w for w in got["warnings"]):
+            fails.append("no warning of the dropped paths")
+        if got["opens"] != n:
+            fails.append(f"the trace holds {got['opens']} opens, {n} were made")
+        # The independent codec (tests/unit/relayout.py) reads the count alike, and the trace rewritten in
+        # the 1.2 layout reports the same.
+        relayout = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "unit", "relayout.py")
+        if shutil.which("zstd"):
+            src = os.path.join(work, "paths-killed")
+            dst = os.path.join(work, "paths-killed-v12")
+            os.makedirs(dst)
+            reports = []
+            for t in sorted(os.listdir(src)):
+                r = subprocess.run([sys.executable, relayout, os.path.join(src, t), os.path.join(dst, t)],
+                                   capture_output=True, text=True)
+                if r.returncode != 0:
+                    fails.append(f"relayout.py: exit {r.returncode}: {r.stderr[-300:]}")
+                elif json.loads(r.stdout)["paths_dropped"] != got["paths_dropped"]:
+                    fails.append(f"relayout.py read {json.loads(r.stdout)['paths_dropped']} paths dropped, the "
+                                 f"report {got['paths_dropped']}")
+                reports.append(subprocess.run([report, "--json", t], cwd=src, capture_output=True).stdout)
+                reports.append(subprocess.run([report, "--json", t], cwd=dst, capture_output=True).stdout)
+            if not reports or reports[0::2] != reports[1::2]:
+                fails.append("the killed trace and its 1.2 layout give different reports")
 else:
     sys.exit(f"unknown mode {mode}")
 for f in fails:

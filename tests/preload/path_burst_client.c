@@ -4,12 +4,15 @@
  * prints "PATHS <n> <failed with ENOENT>". preload.path_ring_full_drops_once
  * checks the trace's account of them while the writer stalls;
  * preload.path_ring_wait_outlasts_stall with LENGTH 4000 (a few dozen paths fill the ring).
- *   path_burst_client N [LENGTH]
+ * preload.path_ring_drops_said_when_killed with HOLD: after the line, it sleeps until killed
+ * (SIGKILL: a trace without END).
+ *   path_burst_client N [LENGTH [hold]]
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 int main(int argc, char **argv)
@@ -32,5 +35,10 @@ int main(int argc, char **argv)
             enoent++;
     }
     printf("PATHS %ld %ld\n", n, enoent);
+    if (argc > 3 && strcmp(argv[3], "hold") == 0) {
+        fflush(stdout);
+        for (;;)
+            pause();
+    }
     return 0;
 }

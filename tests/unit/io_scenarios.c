@@ -88,6 +88,28 @@ void iob_flush(struct io_builder *b)
     }
 }
 
+void iob_chunk(struct io_builder *b, uint32_t type, const void *payload, size_t size)
+{
+    iob_flush(b);
+    synth_chunk(b->s, type, payload, size);
+}
+
+static void iob_free(struct io_builder *b)
+{
+    free(b->ev);
+    free(b->path_ids);
+    free(b->paths);
+    free(b);
+}
+
+void iob_cut(struct io_builder *b)
+{
+    iob_flush(b);
+    synth_flush(b->s);
+    synth_abandon(b->s);
+    iob_free(b);
+}
+
 void iob_close(struct io_builder *b)
 {
     iob_flush(b);
@@ -95,10 +117,7 @@ void iob_close(struct io_builder *b)
     synth_clock(b->s, ticks(b, end), end, 0);
     synth_end(b->s, ticks(b, end), b->written, 0, 1);
     synth_close(b->s);
-    free(b->ev);
-    free(b->path_ids);
-    free(b->paths);
-    free(b);
+    iob_free(b);
 }
 
 void iob_path(struct io_builder *b, uint32_t id, const char *path)

@@ -47,6 +47,10 @@ void iob_path(struct io_builder *b, uint32_t id, const char *path);
 void iob_mounts(struct io_builder *b, const char *mountinfo);
 /* Writes queued paths and events now. */
 void iob_flush(struct io_builder *b);
+/* Writes queued paths and events, then a chunk of any type as given. */
+void iob_chunk(struct io_builder *b, uint32_t type, const void *payload, size_t size);
+/* Writes queued paths and events and closes the file without an END chunk (a killed process). */
+void iob_cut(struct io_builder *b);
 
 /* One call lasting dur_ns: the raw form and the usual shapes. */
 void iob_call(struct io_builder *b, const char *symbol, int64_t fd, int32_t result, uint64_t dur_ns, uint64_t a0,

@@ -7,7 +7,9 @@ reader's output can be compared across the two.
     relayout.py IN.trace.zst OUT.trace.zst
 
 Prints {"events", "packed_chunks", "packed_bytes", "literals"} of what it
-converted. Needs the zstd command. An independent codec (Python, from
+converted, and "paths_dropped": the largest count of the PATHS_DROPPED chunks
+(1.12; 0 without), which it checks and keeps as they are (a payload shorter than
+its u64 count: one line on stderr, exit 2). Needs the zstd command. An independent codec (Python, from
 docs/trace-format.md), not the C one under test.
 """
 import json, struct, subprocess, sys
@@ -177,13 +179,19 @@ def main():
     struct.pack_into("<H", out, 14, 2)
     pos = struct.unpack_from("<I", data, 16)[0]
     out += data[32:pos]
-    stats = {"events": 0, "packed_chunks": 0, "packed_bytes": 0, "literals": 0}
+    stats = {"events": 0, "packed_chunks": 0, "packed_bytes": 0, "literals": 0, "paths_dropped": 0}
     while pos + 8 <= len(data):
         ctype, size = struct.unpack_from("<II", data, pos)
         payload = data[pos + 8:pos + 8 + size]
         if len(payload) < size:
             out += data[pos:]  # cut short: keep the cut as it was
             break
+        if ctype == 17:  # PATHS_DROPPED (1.12): u64 strings dropped so far; a longer payload's rest is skipped
+            if size < 8:
+                sys.stderr.write(f"relayout.py: {src}: corrupt chunk at byte {pos}: PATHS_DROPPED payload too "
+                                 f"small ({size} bytes)\n")
+                sys.exit(2)
+            stats["paths_dropped"] = max(stats["paths_dropped"], struct.unpack_from("<Q", payload)[0])
         if ctype in (13, 15, 16):
             tid, count, base, dropped, enc_size, res = struct.unpack_from("<IIQQII", payload)
             if ctype == 16:

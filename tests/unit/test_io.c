@@ -320,6 +320,85 @@ int test_io_unknown_paths(void)
     return 0;
 }
 
+/* One process's file calls on path 1 (named) and on ids 7 and 8 (never named); `dropped`: the
+ * PATHS_DROPPED chunks' counts written before the unnamed calls (0: none), `more`: extra payload
+ * bytes in each; ended by END, or cut (no END). */
+static void write_dropped(const char *path, const uint64_t *dropped, size_t n, size_t more, bool end)
+{
+    struct io_builder_options o = {.flags = WSL_PROC_WSL2};
+    struct io_builder *b = iob_open(path, &o);
+    iob_path(b, 1, "/home/u/a.txt");
+    iob_openat(b, 3, 1, DEV_WSL2_ROOT, 10, 1000);
+    iob_read(b, 3, 1, 10, 10, 1000);
+    iob_flush(b);
+    for (size_t i = 0; i < n; i++) {
+        uint8_t payload[24] = {0};
+        memcpy(payload, &dropped[i], 8);
+        iob_chunk(b, WSL_CHUNK_PATHS_DROPPED, payload, 8 + more);
+    }
+    iob_openat(b, 4, 7, DEV_WSL2_ROOT, 10, 1000);
+    iob_read(b, 4, 7, 10, 10, 1000);
+    iob_open_fails(b, 8, 2, 1000);
+    if (end)
+        iob_close(b);
+    else
+        iob_cut(b);
+}
+
+/* PATHS_DROPPED (trace 1.12): a trace cut short (no END) says how many strings the shim dropped,
+ * the largest count seen (END's too); without it, as before, 0 (and the warning says no why). */
+int test_io_paths_dropped_cut(void)
+{
+    char path[512];
+    test_path(path, sizeof path, "io_dropped_cut.trace.zst");
+    const struct {
+        uint64_t counts[3];
+        size_t n, more;
+        bool end;
+        uint64_t expect;
+    } cases[] = {
+        {{0}, 0, 0, false, 0},          /* a cut trace of an older shim: no count */
+        {{2}, 1, 0, false, 2},          /* a cut trace that counts them */
+        {{1, 3, 2}, 3, 0, false, 3},    /* the largest (a writer never writes less; a reader keeps the most) */
+        {{2}, 1, 8, false, 2},          /* a longer payload (a later minor version): the rest skipped */
+        {{3}, 1, 0, true, 3},           /* with an END whose count (0 here) is below the chunk's */
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        write_dropped(path, cases[c].counts, cases[c].n, cases[c].more, cases[c].end);
+        struct wsl_run run;
+        const char *paths[] = {path};
+        if (analyze(&run, paths, 1))
+            return 1;
+        CHECK(run.proc_count == 1);
+        CHECKF(run.procs[0].paths_dropped == cases[c].expect, "case %zu: %llu dropped, expected %llu", c,
+               (unsigned long long)run.procs[0].paths_dropped, (unsigned long long)cases[c].expect);
+        CHECKF(run.procs[0].truncated == !cases[c].end, "case %zu", c);
+        CHECK(run.io.unnamed_path_events == 3);
+        bool said = false, why = false;
+        for (size_t i = 0; i < run.warning_count; i++) {
+            said |= strstr(run.warnings[i], "3 file I/O calls name path ids") != NULL;
+            char dropped[64];
+            snprintf(dropped, sizeof dropped, "(the shim dropped %llu paths or names",
+                     (unsigned long long)cases[c].expect);
+            why |= strstr(run.warnings[i], dropped) != NULL;
+        }
+        CHECKF(said && why == (cases[c].expect > 0), "case %zu: said %d, why %d", c, said, why);
+        wsl_run_free(&run);
+    }
+    /* A payload shorter than its count: the trace is damaged, one line says where. */
+    struct io_builder_options o = {.flags = WSL_PROC_WSL2};
+    struct io_builder *b = iob_open(path, &o);
+    iob_chunk(b, WSL_CHUNK_PATHS_DROPPED, "\1\0\0\0", 4);
+    iob_close(b);
+    struct wsl_run run;
+    wsl_run_init(&run);
+    char err[WSL_READER_ERRLEN] = "";
+    CHECK(wsl_run_add_trace(&run, path, err, sizeof err) != 0);
+    CHECKF(strstr(err, "PATHS_DROPPED payload too small (4 bytes)") && !strchr(err, '\n'), "%s", err);
+    wsl_run_free(&run);
+    return 0;
+}
+
 /* A file is classified by the mount table in force at its open, even after the table changes. */
 int test_io_mount_change(void)
 {

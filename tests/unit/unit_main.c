@@ -73,6 +73,7 @@
     X(io_aggregation_tsc)         \
     X(io_two_processes)           \
     X(io_unknown_paths)           \
+    X(io_paths_dropped_cut)       \
     X(io_mount_change)            \
     X(io_mutations)               \
     X(io_file_sizes)              \
