@@ -53,6 +53,19 @@ os.makedirs(work)
 fails = []
 
 
+def paths_said(got, n, what):
+    """The trace counts the paths dropped, one per open without its path (each open has a path of
+    its own), warns of them, and holds all n opens."""
+    if not got["paths_dropped"]:
+        fails.append(f"{what} counts no path dropped ({got['paths_dropped']!r})")
+    elif got["paths_dropped"] != got["unnamed"]:
+        fails.append(f"{got['paths_dropped']} paths dropped, {got['unnamed']} opens without a path")
+    elif not any("dropped %d paths or names" % got["paths_dropped"] in w for w in got["warnings"]):
+        fails.append("no warning of the dropped paths")
+    if got["opens"] != n:
+        fails.append(f"the trace holds {got['opens']} opens, {n} were made")
+
+
 def run(n, tag, extra, args=()):
     out = os.path.join(work, tag)
     os.makedirs(out)
@@ -150,17 +163,9 @@ elif mode == "paths":
             fails.append("no count of path-ring waits at WSLSHIM_LOG=debug")
         elif not 1 <= got["path_waits"] <= 10:
             fails.append(f"{got['path_waits']} waits for room in the path ring in one burst (1 to 10)")
-        if not got["paths_dropped"]:
-            fails.append(f"the writer stalled through {n} paths of 200 bytes (a 256 KiB ring), and the trace "
-                         f"counts no path dropped ({got['paths_dropped']!r})")
-        elif not any("dropped %d paths or names" % got["paths_dropped"] in w for w in got["warnings"]):
-            fails.append("no warning of the dropped paths")
-        if got["paths_dropped"] != got["unnamed"]:
-            fails.append(f"{got['paths_dropped']} paths dropped, {got['unnamed']} opens without a path")
+        paths_said(got, n, f"the writer stalled through {n} paths of 200 bytes (a 256 KiB ring), and the trace")
         if got["dropped"]:
             fails.append(f"{got['dropped']} events dropped (the event ring was not meant to fill)")
-        if got["opens"] != n:
-            fails.append(f"the trace holds {got['opens']} opens, {n} were made")
 elif mode == "paths-wait":
     # 400 opens of 4,000-byte paths: a few dozen fill the rings (272 KiB in this build) at once,
     # well inside the writer's stall. A burst may wait 100 ms in all; a stall shorter than that
@@ -185,15 +190,7 @@ elif mode == "paths-killed":
             fails.append("the killed client's trace is not cut short (an END chunk?): nothing was tested")
         if not got["unnamed"]:
             fails.append("no open without its path: the path ring never overflowed, nothing was tested")
-        if not got["paths_dropped"]:
-            fails.append(f"{got['unnamed']} opens without a path, and the killed client's trace counts no path "
-                         f"dropped ({got['paths_dropped']!r})")
-        elif got["paths_dropped"] != got["unnamed"]:  # each open has its own path: one dropped path, one open
-            fails.append(f"{got['paths_dropped']} paths dropped, {got['unnamed']} opens without a path")
-        elif not any("dropped %d paths or names" % got["paths_dropped"] in w for w in got["warnings"]):
-            fails.append("no warning of the dropped paths")
-        if got["opens"] != n:
-            fails.append(f"the trace holds {got['opens']} opens, {n} were made")
+        paths_said(got, n, f"{got['unnamed']} opens without a path, and the killed client's trace")
         # The independent codec (tests/unit/relayout.py) reads the count alike, and the trace rewritten in
         # the 1.2 layout reports the same.
         relayout = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "unit", "relayout.py")
