@@ -91,7 +91,7 @@ def main():
         traces = sorted(f for f in os.listdir(d14) if f.endswith(".trace.zst"))
         if not traces:
             run["problems"].append("no trace")
-        stats = {"events": 0, "packed_chunks": 0, "packed_bytes": 0, "literals": 0, "bytes_v14": 0, "bytes_v12": 0}
+        stats = {"events": 0, "packed_chunks": 0, "packed_bytes": 0, "literals": 0, "paths_dropped": 0, "bytes_v14": 0, "bytes_v12": 0}
         for t in traces:
             raw = subprocess.run(["zstd", "-dcq", os.path.join(d14, t)], capture_output=True).stdout
             major, minor = struct.unpack_from("<HH", raw, 12)
