@@ -158,16 +158,22 @@ static void put_escaped(struct json_sink *o, const unsigned char *s, size_t n)
         unsigned char c = s[i++];
         char *p = sink_reserve(o, 6);
         if (c == '"' || c == '\\') {
-            p[0] = '\\', p[1] = (char)c, o->len += 2;
+            p[0] = '\\';
+            p[1] = (char)c;
+            o->len += 2;
         } else if (c >= 0x80) {   /* not valid UTF-8 */
-            memcpy(p, "\\ufffd", 6), o->len += 6;
+            memcpy(p, "\\ufffd", 6);
+            o->len += 6;
         } else {                  /* a control character or 0x7f */
             char e = c == '\n' ? 'n' : c == '\r' ? 'r' : c == '\t' ? 't' : c == '\b' ? 'b' : c == '\f' ? 'f' : 0;
             if (e) {
-                p[0] = '\\', p[1] = e, o->len += 2;
+                p[0] = '\\';
+                p[1] = e;
+                o->len += 2;
             } else {
                 memcpy(p, "\\u00", 4);
-                p[4] = hex[c >> 4], p[5] = hex[c & 15];
+                p[4] = hex[c >> 4];
+                p[5] = hex[c & 15];
                 o->len += 6;
             }
         }
