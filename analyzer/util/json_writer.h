@@ -2,6 +2,10 @@
  * A small streaming JSON writer: commas and indentation are tracked here, and
  * strings are escaped (quotes, backslashes, control characters) with invalid
  * UTF-8 replaced by U+FFFD, so any bytes from a trace give valid JSON.
+ *
+ * The writer gathers its text in its own buffer and hands it to the FILE a full buffer at a
+ * time (one fwrite, not a locked stdio call per character or number); json_finish and json_flush
+ * put what is left on the FILE, so a write error shows in the FILE's ferror/fclose as before.
  */
 #ifndef WSLSHIM_JSON_WRITER_H
 #define WSLSHIM_JSON_WRITER_H
@@ -12,12 +16,22 @@
 #include <stdio.h>
 
 #define JSON_MAX_DEPTH 32
+#define JSON_BUFFER_SIZE 65536
 
-struct json_writer {
+/* Text on its way to a FILE: len bytes of buf (cap bytes) not yet written. */
+struct json_sink {
     FILE *out;
+    char *buf;
+    size_t len, cap;
+};
+
+/* Big (the buffer is inside): one a document, on the stack or static; not to be copied. */
+struct json_writer {
+    struct json_sink sink;          /* sink.buf is space */
     int depth;
     bool has_items[JSON_MAX_DEPTH]; /* the container at this depth has an item already */
     bool after_key;                 /* a key was written: the value follows on the same line */
+    char space[JSON_BUFFER_SIZE];
 };
 
 void json_init(struct json_writer *w, FILE *out);
@@ -70,10 +84,13 @@ static inline uint64_t json_u64_field_get(const void *base, const struct json_u6
 void json_u64_fields(struct json_writer *w, const void *base, const struct json_u64_field *fields, size_t count);
 #define JSON_U64_FIELDS(w, base, table) json_u64_fields((w), (base), (table), sizeof(table) / sizeof((table)[0]))
 
-/* Ends the document with a newline. */
+/* Ends the document with a newline, and writes it all to the FILE (json_flush). */
 void json_finish(struct json_writer *w);
+/* Hands what the writer holds to its FILE (one fwrite), before the FILE is used otherwise. */
+void json_flush(struct json_writer *w);
 
-/* Writes s as a quoted, escaped JSON string (no layout). */
+/* Writes s as a quoted, escaped JSON string (no layout) straight to a FILE, for writers that
+ * format the rest themselves (the Chrome timeline): the same text json_string_n gives. */
 void json_write_escaped(FILE *out, const char *s, size_t n);
 
 #endif /* WSLSHIM_JSON_WRITER_H */

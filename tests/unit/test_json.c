@@ -146,3 +146,119 @@ int test_json_fields(void)
     free(out);
     return 0;
 }
+
+/* Appends text to a growing string (the expected text, built from literal pieces). */
+struct text {
+    char *s;
+    size_t len, cap;
+};
+
+static void text_add(struct text *t, const char *s, size_t n)
+{
+    if (t->len + n + 1 > t->cap) {
+        t->cap = (t->len + n + 1) * 2;
+        t->s = realloc(t->s, t->cap);
+    }
+    memcpy(t->s + t->len, s, n);
+    t->len += n;
+    t->s[t->len] = 0;
+}
+#define TEXT_ADD(t, lit) text_add((t), (lit), sizeof(lit) - 1)
+
+/* Numbers as %PRIu64, %PRId64 and %.15g give them, and strings longer than the writer's buffer
+ * with escapes falling on each side of its boundary; the expected text is written out here. */
+int test_json_buffered(void)
+{
+    struct doc d;
+    struct json_writer *w = doc_begin(&d);
+    json_begin_array(w);
+    static const uint64_t u[] = {0, 9, 10, 99, 100, 101, 1000000000000000000u, 10000000000000000000u,
+                                 12345678901234567890u, UINT64_MAX};
+    for (size_t i = 0; i < sizeof u / sizeof u[0]; i++)
+        json_u64(w, u[i]);
+    static const int64_t s[] = {0, -1, -10, -99, -100, -1234567, INT64_MAX, INT64_MIN, INT64_MIN + 1};
+    for (size_t i = 0; i < sizeof s / sizeof s[0]; i++)
+        json_i64(w, s[i]);
+    static const double f[] = {0.0, -0.0, 0.1, 1.0 / 3, -2.5, 1e300, 5e-324, 123456789012345678.0, 1e15, 1e16};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        json_double(w, f[i]);
+    json_double(w, 0.0 / 0.0);
+    json_double(w, -1.0 / 0.0);
+    json_string_n(w, "q\"b\\s/\x7f\x1b\xe2\x82\xac\xe2\x82", 13);
+    json_key_string(w, "not a key in an array", "x"); /* the layout does not judge */
+    json_end_array(w);
+    json_flush(w);
+    fflush(d.f);
+    const char *want_numbers =
+        "[\n  0,\n  9,\n  10,\n  99,\n  100,\n  101,\n  1000000000000000000,\n  10000000000000000000,\n"
+        "  12345678901234567890,\n  18446744073709551615,\n"
+        "  0,\n  -1,\n  -10,\n  -99,\n  -100,\n  -1234567,\n  9223372036854775807,\n  -9223372036854775808,\n"
+        "  -9223372036854775807,\n"
+        "  0,\n  -0,\n  0.1,\n  0.333333333333333,\n  -2.5,\n  1e+300,\n  4.94065645841247e-324,\n  1.23456789012346e+17,\n"
+        "  1e+15,\n  1e+16,\n  null,\n  null,\n"
+        "  \"q\\\"b\\\\s/\\u007f\\u001b\xe2\x82\xac\\ufffd\\ufffd\",\n  \"not a key in an array\": \"x\"\n]";
+    /* json_flush put it all on the FILE (nothing is left in the writer) */
+    CHECKF(d.size == strlen(want_numbers) && memcmp(d.text, want_numbers, d.size) == 0, "got:\n%.*s", (int)d.size,
+           d.text);
+    char *out = doc_end(&d);
+    free(out);
+
+    /* A unit of 8 bytes that escapes to 24: plain, quote, control, 2-byte UTF-8, 0x7f, invalid. */
+    static const char unit[] = "ab\"\x01\xc3\xa9\x7f\xff";
+    static const char unit_escaped[] = "ab\\\"\\u0001\xc3\xa9\\u007f\\ufffd";
+    enum { UNITS = 3001 }; /* 72 KB escaped: longer than the buffer */
+    char *in = malloc(UNITS * 8 + 1);
+    CHECK(in);
+    for (size_t i = 0; i < UNITS; i++)
+        memcpy(in + i * 8, unit, 8);
+    enum { PLAIN = 200000 }; /* plain text longer than the buffer */
+    char *plain = malloc(PLAIN);
+    CHECK(plain);
+    memset(plain, 'x', PLAIN);
+
+    struct text want = {0};
+    w = doc_begin(&d);
+    json_begin_object(w);
+    TEXT_ADD(&want, "{");
+    char key[40];
+    for (int k = 0; k < 24; k++) { /* keys of 1 to 24 characters move the buffer's edge through the unit */
+        memset(key, 'k', (size_t)k + 1);
+        key[k + 1] = 0;
+        json_key(w, key);
+        json_string_n(w, in, UNITS * 8);
+        if (k)
+            TEXT_ADD(&want, ",");
+        TEXT_ADD(&want, "\n  \"");
+        text_add(&want, key, (size_t)k + 1);
+        TEXT_ADD(&want, "\": \"");
+        for (size_t i = 0; i < UNITS; i++)
+            TEXT_ADD(&want, unit_escaped);
+        TEXT_ADD(&want, "\"");
+    }
+    json_key(w, "plain");
+    json_string_n(w, plain, PLAIN);
+    TEXT_ADD(&want, ",\n  \"plain\": \"");
+    text_add(&want, plain, PLAIN);
+    TEXT_ADD(&want, "\"");
+    json_end_object(w);
+    TEXT_ADD(&want, "\n}\n");
+    out = doc_end(&d);
+    CHECKF(d.size == want.len && memcmp(out, want.s, want.len) == 0, "long strings: %zu bytes, expected %zu",
+           d.size, want.len);
+    free(out);
+
+    /* The same through the FILE-level escaping (its own smaller buffer). */
+    want.len = 0;
+    TEXT_ADD(&want, "\"");
+    for (size_t i = 0; i < UNITS; i++)
+        TEXT_ADD(&want, unit_escaped);
+    TEXT_ADD(&want, "\"");
+    out = escaped(in, UNITS * 8);
+    CHECKF(strcmp(out, want.s) == 0, "json_write_escaped of a long string: %zu bytes, expected %zu", strlen(out),
+           want.len);
+    free(out);
+    free(want.s);
+    free(plain);
+    free(in);
+    return 0;
+}

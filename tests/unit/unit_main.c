@@ -58,6 +58,7 @@
     X(emulation_spec)             \
     X(json_escaping)              \
     X(json_fields)                \
+    X(json_buffered)              \
     X(mounts_wsl2)                \
     X(mounts_virtiofs)            \
     X(mounts_wsl1)                \
