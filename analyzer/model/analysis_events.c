@@ -302,14 +302,23 @@ static inline __attribute__((always_inline)) uint32_t launch_run_ops_body(struct
         s.end = e->t_end > s.end ? e->t_end : s.end;
         s.start = e->t_start > s.start ? e->t_start : s.start;
         const unsigned op = ops[m];
-        wsl_kern_trace_launch_op(t->kern, ta->launch_slot, op, e);
-        s.kern_slow++;
-        wsl_phase_trace_launch_ok(t->phase, e);
-        const uint64_t at = wsl_kern_trace_op_counters(t->kern)[op];
-        if (op && at && !t->op_counter[op]) {
-            t->op_hist[op] = &ta->ticks;
-            t->op_counter[op] = at;
-            t->op_launch_max = op > t->op_launch_max ? op : t->op_launch_max;
+        const struct wsl_kern_op_view kv = wsl_kern_trace_op_view(t->kern);
+        const uint64_t known = t->op_counter[op];
+        if (known && e->t_start > kv.fast_after) {
+            /* the loop stopped at it for the phases' sake (the first launch after a break: a read,
+             * a wait, an NVTX event), not the kernel table's: its op's counter, as the loop adds */
+            (*(uint64_t *)(kv.rows + known))++;
+            wsl_phase_trace_launch_ok(t->phase, e);
+        } else {
+            wsl_kern_trace_launch_op(t->kern, ta->launch_slot, op, e);
+            s.kern_slow++;
+            wsl_phase_trace_launch_ok(t->phase, e);
+            const uint64_t at = wsl_kern_trace_op_counters(t->kern)[op];
+            if (op && at && !t->op_counter[op]) {
+                t->op_hist[op] = &ta->ticks;
+                t->op_counter[op] = at;
+                t->op_launch_max = op > t->op_launch_max ? op : t->op_launch_max;
+            }
         }
         if (++m >= n)
             break;
