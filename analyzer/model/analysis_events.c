@@ -308,11 +308,11 @@ static inline __attribute__((always_inline)) uint32_t launch_run_ops_body(struct
             /* the loop stopped at it for the phases' sake (the first launch after a break: a read,
              * a wait, an NVTX event), not the kernel table's: its op's counter, as the loop adds */
             (*(uint64_t *)(kv.rows + known))++;
-            wsl_phase_trace_launch_ok(t->phase, e);
+            wsl_phase_trace_launch_after_break(t->phase, e);
         } else {
             wsl_kern_trace_launch_op(t->kern, ta->launch_slot, op, e);
             s.kern_slow++;
-            wsl_phase_trace_launch_ok(t->phase, e);
+            wsl_phase_trace_launch_after_break(t->phase, e);
             const uint64_t at = wsl_kern_trace_op_counters(t->kern)[op];
             if (op && at && !t->op_counter[op]) {
                 t->op_hist[op] = &ta->ticks;
