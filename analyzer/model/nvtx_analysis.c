@@ -218,28 +218,11 @@ static void close_frame(struct wsl_nvtx_trace *t, struct wsl_nvtx_thread *th, ui
             t->tops_capped = true;
         }
     }
-    /* the range's self and incl, the frame's incl (its self added) and its parent's incl: one pass
-     * over the fields (each sum as the four additions in turn made it, modulo 2^64) */
-    uint64_t *restrict rs = (uint64_t *)(void *)&r->self, *restrict ri = (uint64_t *)(void *)&r->incl;
-    uint64_t *restrict fi = (uint64_t *)(void *)&f->incl;
-    const uint64_t *fs = (const uint64_t *)(const void *)&f->self;
-    if (k > 0) {
-        uint64_t *restrict pi = (uint64_t *)(void *)&th->frame[k - 1].incl;
-        for (size_t i = 0; i < COUNT_FIELDS; i++) {
-            const uint64_t s = fs[i], inc = fi[i] + s;
-            rs[i] += s;
-            fi[i] = inc;
-            ri[i] += inc;
-            pi[i] += inc;
-        }
-    } else {
-        for (size_t i = 0; i < COUNT_FIELDS; i++) {
-            const uint64_t s = fs[i], inc = fi[i] + s;
-            rs[i] += s;
-            fi[i] = inc;
-            ri[i] += inc;
-        }
-    }
+    wsl_nvtx_counts_add(&r->self, &f->self);
+    wsl_nvtx_counts_add(&f->incl, &f->self);
+    wsl_nvtx_counts_add(&r->incl, &f->incl);
+    if (k > 0)
+        wsl_nvtx_counts_add(&th->frame[k - 1].incl, &f->incl);
     if (k + 1 < th->frames) /* (most close the innermost: nothing to move, no call) */
         memmove(&th->frame[k], &th->frame[k + 1], (th->frames - k - 1) * sizeof *th->frame);
     th->frames--;
