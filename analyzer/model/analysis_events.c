@@ -258,8 +258,10 @@ static inline __attribute__((always_inline)) uint32_t launch_run_fused(struct tr
 /* take_launch_run with the reader's ops: its three loops in one (launch_run_fused), each launch's
  * times loaded once. A launch the loop cannot take (its op's first in the chunk, a literal, one
  * before the kernel table's fast_after, a break in the thread's launches, the sequence's room)
- * goes to each analysis alone, as take_event's launch route takes it (the kernel table by
- * wsl_kern_trace_launch_op, which gives its op a counter), then the loop goes on. Each analysis
+ * goes to each analysis alone, as take_event's launch route takes it (the kernel table by its
+ * op's counter where it has one and the launch is past fast_after, as at the first launch after a
+ * read or a wait, else by wsl_kern_trace_launch_op, which gives its op a counter; the phases by
+ * wsl_phase_trace_launch_after_break there), then the loop goes on. Each analysis
  * sees the launches in order, as before, and their states are apart: the outputs are the same. */
 static inline __attribute__((always_inline)) uint32_t launch_run_ops_body(struct trace_state *t,
                                                                           struct wsl_nvtx_thread *nth,
@@ -302,14 +304,24 @@ static inline __attribute__((always_inline)) uint32_t launch_run_ops_body(struct
         s.end = e->t_end > s.end ? e->t_end : s.end;
         s.start = e->t_start > s.start ? e->t_start : s.start;
         const unsigned op = ops[m];
-        wsl_kern_trace_launch_op(t->kern, ta->launch_slot, op, e);
-        s.kern_slow++;
-        wsl_phase_trace_launch_ok(t->phase, e);
-        const uint64_t at = wsl_kern_trace_op_counters(t->kern)[op];
-        if (op && at && !t->op_counter[op]) {
-            t->op_hist[op] = &ta->ticks;
-            t->op_counter[op] = at;
-            t->op_launch_max = op > t->op_launch_max ? op : t->op_launch_max;
+        const uint64_t known = t->op_counter[op];
+        struct wsl_kern_op_view kv;
+        if (known && e->t_start > (kv = wsl_kern_trace_op_view(t->kern)).fast_after) {
+            /* the loop stopped at it for the phases' sake (the first launch after a read or a
+             * wait): the kernel table by its op's counter, as the loop adds (counted with the
+             * loop's launches) */
+            (*(uint64_t *)(kv.rows + known))++;
+            wsl_phase_trace_launch_after_break(t->phase, e);
+        } else {
+            wsl_kern_trace_launch_op(t->kern, ta->launch_slot, op, e);
+            s.kern_slow++;
+            wsl_phase_trace_launch_ok(t->phase, e);
+            const uint64_t at = wsl_kern_trace_op_counters(t->kern)[op];
+            if (op && at && !t->op_counter[op]) {
+                t->op_hist[op] = &ta->ticks;
+                t->op_counter[op] = at;
+                t->op_launch_max = op > t->op_launch_max ? op : t->op_launch_max;
+            }
         }
         if (++m >= n)
             break;

@@ -187,6 +187,39 @@ static inline void wsl_phase_trace_launch_ok(struct wsl_phase_trace *t, const st
     wsl_phase_trace_event_slow(t, WSL_PHASE_LAUNCH, ev);
 }
 
+/* A successful launch the caller expects to be its thread's first after a break (a read, a wait:
+ * the fused launch run stops at it): counted here as wsl_phase_trace_event_slow counts it where
+ * the thread has a launch before (no earlier start), the break pending and room to keep it, or
+ * none at WSL_PHASE_MAX_SEQ (its gap a broken one; the sequence's room back); else as
+ * wsl_phase_trace_launch_ok counts it. */
+static inline void wsl_phase_trace_launch_after_break(struct wsl_phase_trace *t, const struct wsl_event *ev)
+{
+    struct wsl_phase_trace_fast *f = (struct wsl_phase_trace_fast *)(void *)t;
+    struct wsl_phase_seq *q = f->cur;
+    const uint64_t ts = ev->t_start;
+    /* (have_last: the thread had a launch, which set any_submit; never the shared sequence past the
+     * cap on threads, whose have_last stays false) */
+    if (q->pending_break && q->have_last && (q->n < q->cap || q->n >= WSL_PHASE_MAX_SEQ) && ts >= q->last_ticks) {
+        if (ts < f->first_submit)
+            f->first_submit = ts;
+        if (ev->t_end > f->last_submit_end)
+            f->last_submit_end = ev->t_end;
+        f->launches++;
+        q->total++;
+        q->broken_gaps++;
+        q->broken_ticks += ts - q->last_ticks;
+        q->last_ticks = ts;
+        q->pending_break = false;
+        q->room = q->cap == WSL_PHASE_MAX_SEQ ? SIZE_MAX : q->cap;
+        if (q->n < q->cap) { /* (at WSL_PHASE_MAX_SEQ: counted, not kept) */
+            q->ids[q->n] = ev->a[0];
+            q->ticks[q->n++] = ts;
+        }
+        return;
+    }
+    wsl_phase_trace_launch_ok(t, ev);
+}
+
 /* n successful launches in a row (the event loop's runs of launches), end_max the latest t_end
  * among them: each as wsl_phase_trace_launch_ok counts it, the thread's sequence in registers
  * while its test holds. */

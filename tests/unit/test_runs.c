@@ -286,6 +286,15 @@ static char *report_json(const char *path, enum read_way way, size_t *size)
     char *out = NULL;
     FILE *f = open_memstream(&out, size);
     report_write_json(&run, NULL, NULL, f);
+    /* and the launch stream's figures the report shows only in a finding's evidence (the gaps) */
+    for (size_t i = 0; i < run.proc_count; i++) {
+        const struct wsl_phases *ph = &run.procs[i].phases;
+        fprintf(f, "\nphases %zu: launches %llu, submits %llu-%llu, dispatch gaps %llu (%llu ns), long %llu (%llu ns)",
+                i, (unsigned long long)ph->launches, (unsigned long long)ph->first_submit_ns,
+                (unsigned long long)ph->last_submit_ns, (unsigned long long)ph->dispatch_gaps,
+                (unsigned long long)ph->dispatch_gap_ns, (unsigned long long)ph->long_gaps,
+                (unsigned long long)ph->long_gap_ns);
+    }
     fclose(f);
     wsl_run_free(&run);
     return out;
