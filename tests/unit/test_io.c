@@ -245,6 +245,55 @@ int test_io_aggregation(void)
     return 0;
 }
 
+/* Folders of paths in every shape normalize_path meets: plain ones (taken whole), and repeated
+ * slashes, ".", "..", components that start with a dot, a trailing slash (taken a component at a
+ * time). Each file opened once: its folder's files count 1 per path there. */
+int test_io_path_folders(void)
+{
+    char path[512];
+    test_path(path, sizeof path, "io_path_folders.trace.zst");
+    char *mounts = io_fixture("wsl2.mountinfo");
+    struct io_builder_options o = {.flags = WSL_PROC_WSL2, .mountinfo = mounts};
+    struct io_builder *b = iob_open(path, &o);
+    static const char *const names[] = {
+        "/data/train/a.jpg",    "/data//train/./b.jpg", "/data/x/../val/c.jpg", "/data/.hidden/d.jpg",
+        "/e.jpg",               "/data/train/",         "/data/.../f.jpg",      "/data/train/g.jpg.",
+        "/data/val/../../h.jpg", "/data/val/i.jpg/..",  "/data/val/.j.jpg",     "/data/train/k..jpg",
+    };
+    /* the folder of each, by lexical normalization ("/data/train/" is "/data/train": a file of "/data") */
+    static const char *const want[] = {
+        "/data/train", "/data/train", "/data/val", "/data/.hidden", "/",         "/data",
+        "/data/...",   "/data/train", "/",         "/data",         "/data/val", "/data/train",
+    };
+    const size_t n = sizeof names / sizeof names[0];
+    for (size_t i = 0; i < n; i++)
+        iob_path(b, (uint32_t)(i + 1), names[i]);
+    for (size_t i = 0; i < n; i++) {
+        iob_openat(b, 3, (uint32_t)(i + 1), DEV_WSL2_ROOT, 100, 1000);
+        iob_close_fd(b, 3, (uint32_t)(i + 1), 1000);
+    }
+    iob_close(b);
+    free(mounts);
+    struct wsl_run run;
+    const char *paths[] = {path};
+    if (analyze(&run, paths, 1))
+        return 1;
+    /* each wanted folder holds as many files as the list gives it; no other folder holds one */
+    uint64_t files = 0;
+    for (size_t d = 0; d < run.io.dir_count; d++) {
+        const struct wsl_io_dir *dir = &run.io.dirs[d];
+        uint64_t expect = 0;
+        for (size_t i = 0; i < n; i++)
+            expect += dir->path && !strcmp(dir->path, want[i]);
+        CHECKF(dir->files == expect, "folder %s: %llu files, %llu expected", dir->path ? dir->path : "(untracked)",
+               (unsigned long long)dir->files, (unsigned long long)expect);
+        files += dir->files;
+    }
+    CHECKF(files == n, "%llu files in folders, %zu expected", (unsigned long long)files, n);
+    wsl_run_free(&run);
+    return 0;
+}
+
 /* The same calls timed by a cycle counter: the same ns once converted. */
 int test_io_aggregation_tsc(void)
 {

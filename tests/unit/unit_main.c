@@ -71,6 +71,7 @@
     X(reader_io_malformed)        \
     X(io_size_buckets)            \
     X(io_aggregation)             \
+    X(io_path_folders)            \
     X(io_aggregation_tsc)         \
     X(io_two_processes)           \
     X(io_unknown_paths)           \
