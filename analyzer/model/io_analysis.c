@@ -326,14 +326,16 @@ static struct path_record *path_get_slow(struct wsl_io_trace *t, uint32_t id)
 
 /* An absolute path that normalize_path gives back as it is: no empty, "." or ".." component (a
  * slash followed by a slash, by "." or ".." and then a slash or the end) and no slash at the end but
- * the root's. A slash's look costs one memchr, not a pass a byte at a time (the long way took about
- * 480 instructions of an 80-byte path). */
+ * the root's: one pass of a test a byte, then one copy (the long way took about 480 instructions of
+ * an 80-byte path and a copy a component). */
 static bool path_is_plain(const char *in, size_t len)
 {
     if (!len || in[0] != '/' || (len > 1 && in[len - 1] == '/'))
         return false;
     const char *const end = in + len;
-    for (const char *p = in; (p = memchr(p, '/', (size_t)(end - p))) != NULL; p++) {
+    for (const char *p = in; p < end; p++) {
+        if (*p != '/')
+            continue;
         const size_t left = (size_t)(end - p) - 1; /* the bytes after this slash */
         if (left == 0)
             return true; /* the root alone (a slash at the end of more was refused above) */
