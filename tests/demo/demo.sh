@@ -7,7 +7,7 @@ cd "$(dirname "$0")/../.."
 build=${1:-build}
 
 need=()
-for pkg in cmake gcc make pkg-config libzstd-dev zlib1g-dev libsqlite3-dev python3; do
+for pkg in cmake gcc g++ make pkg-config libzstd-dev zlib1g-dev libsqlite3-dev python3; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then
