@@ -165,7 +165,22 @@ struct wsl_run {
     /* Set by a test: the NVTX step's figures are not counted on the first reading (a reading of
      * each trace counts them instead, or the steady state's). */
     bool nvtx_by_reading;
+    /* Set on the steady state's reading (rules/pipeline.c): ranks' own runs that read along (a rank
+     * whose steady state is the run's). A trace at a rider's path is read into the rider's run too,
+     * its events analysed once (the trace's state serves both, as the first pass serves a rank's own
+     * run); seen and fed count the rider's traces read, and those read into its run. Not owned. */
+    struct wsl_rider *riders;
+    size_t rider_count;
 };
+
+struct wsl_rider {
+    const char *path;
+    struct wsl_run *run;        /* windowed as the reading it rides on */
+    unsigned *seen, *fed;       /* shared by a run's riders (one per trace) */
+};
+
+/* Readings of a trace made so far in this process (wsl_run_read_trace), for tests. */
+extern unsigned long wsl_trace_readings;
 
 /* Mean host time per call, rounded to the nearest ns. */
 static inline uint64_t wsl_api_mean_ns(const struct wsl_api_stats *a)

@@ -493,9 +493,20 @@ int wsl_run_add_trace(struct wsl_run *run, const char *path, char *err, size_t e
     return wsl_run_read_trace(run, path, &usable, err, errlen);
 }
 
+unsigned long wsl_trace_readings;
+
+static struct wsl_rider *rider_of(const struct wsl_run *run, const char *path)
+{
+    for (size_t i = 0; i < run->rider_count; i++)
+        if (!strcmp(run->riders[i].path, path))
+            return &run->riders[i];
+    return NULL;
+}
+
 int wsl_run_read_trace(struct wsl_run *run, const char *path, bool *usable, char *err, size_t errlen)
 {
     *usable = false;
+    wsl_trace_readings++;
     if (!run->store && run->record && !run->solo && !run->windowed) {
         run->store = wsl_store_new();
         run->store_owned = true;
@@ -516,7 +527,11 @@ int wsl_run_read_trace(struct wsl_run *run, const char *path, bool *usable, char
     bool solo_have_process = false;
     memset(&solo_p, 0, sizeof solo_p);
     solo_p.gpu_device = -1;
-    if (!run->solo && !run->windowed) {
+    struct wsl_rider *rider = run->rider_count ? rider_of(run, path) : NULL;
+    if (rider) { /* a rank's own run reads along (the steady state's reading) */
+        t->solo = rider->run;
+        ++*rider->seen;
+    } else if (!run->solo && !run->windowed) {
         struct wsl_run *solo = t->solo = xmalloc(sizeof *solo);
         wsl_run_init(solo);
         solo->solo = true;
@@ -532,7 +547,7 @@ int wsl_run_read_trace(struct wsl_run *run, const char *path, bool *usable, char
     enum wsl_read_result res;
     while ((res = wsl_reader_next(r, &it)) == WSL_READ_ITEM) {
         wsl_progress_update(run->progress, wsl_reader_bytes_in(r));
-        if (t->solo && it.type == WSL_CHUNK_EVENTS && !t->have_events && !may_be_rank(&solo_p))
+        if (t->solo && !rider && it.type == WSL_CHUNK_EVENTS && !t->have_events && !may_be_rank(&solo_p))
             drop_solo(t, &solo_p);
         sink_item(&main_sink, &it);
         if (t->solo)
@@ -544,13 +559,23 @@ int wsl_run_read_trace(struct wsl_run *run, const char *path, bool *usable, char
         wsl_nvtx_window_end(wc, res != WSL_READ_ERROR);
     *usable = main_sink.have_process;
     struct wsl_run *solo = t->solo;
-    bool with_solo = solo && res != WSL_READ_ERROR && main_sink.have_process && rank_run_kept(t, &solo_p);
+    bool with_solo = solo && res != WSL_READ_ERROR && main_sink.have_process &&
+                     (rider ? wsl_io_trace_also_exact(t->io_solo) : rank_run_kept(t, &solo_p));
     if (solo && !with_solo) {
-        drop_solo(t, &solo_p);
+        if (rider) { /* the rider's run is not fed this trace: it reads its steady state itself */
+            wsl_io_trace_discard(t->io_solo);
+            t->io_solo = NULL;
+            t->solo = NULL;
+            wsl_free_process(&solo_p);
+        } else {
+            drop_solo(t, &solo_p);
+        }
         solo = NULL;
     }
     int rc = sink_end(&main_sink, r, res, path, with_solo ? &solo_p : NULL, err, errlen);
-    if (with_solo)
+    if (with_solo && rider)
+        ++*rider->fed;
+    else if (with_solo)
         run->procs[run->proc_count - 1].rank_solo = solo;
     wsl_reader_close(r);
     return rc;

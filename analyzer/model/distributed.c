@@ -132,13 +132,24 @@ static void take_solo(struct wsl_rank *rk, const struct wsl_run *solo)
         rk->steps = r->count;
         rk->step_mean_ns = wsl_nvtx_mean_ns(r);
     }
-    rk->finding_count = solo->finding_count;
-    rk->findings = xcalloc(solo->finding_count ? solo->finding_count : 1, sizeof *rk->findings);
-    for (size_t i = 0; i < solo->finding_count; i++) {
-        rk->findings[i].id = solo->findings[i].id;
-        rk->findings[i].severity = solo->findings[i].severity;
-        rk->findings[i].time_lost_ns = solo->findings[i].time_lost_ns;
+}
+
+void wsl_rank_take_findings(struct wsl_rank *rk)
+{
+    struct wsl_run *own = rk->own;
+    if (!own)
+        return;
+    free(rk->findings);
+    rk->finding_count = own->finding_count;
+    rk->findings = xcalloc(own->finding_count ? own->finding_count : 1, sizeof *rk->findings);
+    for (size_t i = 0; i < own->finding_count; i++) {
+        rk->findings[i].id = own->findings[i].id;
+        rk->findings[i].severity = own->findings[i].severity;
+        rk->findings[i].time_lost_ns = own->findings[i].time_lost_ns;
     }
+    wsl_run_free(own);
+    free(own);
+    rk->own = NULL;
 }
 
 /* The traces of processes idx[0..n) (in start order) in a run of their own. The first one's was
@@ -148,12 +159,12 @@ static void take_solo(struct wsl_rank *rk, const struct wsl_run *solo)
 static void read_rank(struct wsl_rank *rk, struct wsl_run *run, const size_t *idx, size_t n,
                       void (*finish_rank)(struct wsl_run *))
 {
-    struct wsl_run own, *solo = n ? run->procs[idx[0]].rank_solo : NULL;
+    struct wsl_run *solo = n ? run->procs[idx[0]].rank_solo : NULL;
     size_t from = 1;
     if (solo) {
         run->procs[idx[0]].rank_solo = NULL;
     } else {
-        solo = &own;
+        solo = xmalloc(sizeof *solo);
         wsl_run_init(solo);
         solo->solo = true;
         solo->nested = true;
@@ -166,9 +177,7 @@ static void read_rank(struct wsl_rank *rk, struct wsl_run *run, const size_t *id
     }
     finish_rank(solo);
     take_solo(rk, solo);
-    wsl_run_free(solo);
-    if (solo != &own)
-        free(solo);
+    rk->own = solo; /* its findings wait for its steady state's (wsl_rank_take_findings) */
 }
 
 static void set_identity(struct wsl_rank *rk, const struct wsl_process *p)
@@ -412,6 +421,10 @@ void wsl_dist_free(struct wsl_dist *d)
         free(rk->cuda_visible_devices);
         free(rk->step_name);
         free(rk->findings);
+        if (rk->own) {
+            wsl_run_free(rk->own);
+            free(rk->own);
+        }
     }
     free(d->ranks);
     memset(d, 0, sizeof *d);

@@ -84,6 +84,10 @@ struct wsl_rank {
     uint64_t wait_ns;           /* collective time above the straggler's (0 for it) */
     struct wsl_rank_finding *findings; /* this rank's bottlenecks, largest first */
     size_t finding_count;
+    /* The rank's own run between wsl_dist_analyze and wsl_rank_take_findings: finished but for its
+     * steady state's reading, which the run's reading may make for it (own_steady_done). Owned. */
+    struct wsl_run *own;
+    bool own_steady_done;
 };
 
 struct wsl_straggler {
@@ -109,11 +113,14 @@ struct wsl_dist {
     bool collectives_seen;      /* some rank ran NCCL kernels */
 };
 
-/* Finds the ranks of a finished run and their figures (reads their traces
- * again); run->dist. finish_rank finishes each rank's own run (its findings are
- * kept): the analysis pipeline passes itself (wsl_run_finish, rules/pipeline.c),
- * which calls this after wsl_run_model_finish and before the rules. */
+/* Finds the ranks of a finished run and their figures; run->dist. Each rank's own run (taken
+ * from the run's first pass, or read again where it could not be) is given to finish_rank and kept
+ * in its wsl_rank's own: the analysis pipeline (rules/pipeline.c) finishes it but for its steady
+ * state's findings, made later (on the run's steady-state reading where the two states agree),
+ * then calls wsl_rank_take_findings. Called after wsl_run_model_finish and before the rules. */
 void wsl_dist_analyze(struct wsl_run *run, void (*finish_rank)(struct wsl_run *));
+/* The rank's findings from its own run, which is freed (own NULL). */
+void wsl_rank_take_findings(struct wsl_rank *rk);
 void wsl_dist_free(struct wsl_dist *d);
 
 #endif /* WSLSHIM_DISTRIBUTED_H */

@@ -57,6 +57,10 @@ extern const size_t wsl_rule_count;
  * ranks of a distributed run, runs every rule and reads the steady state again for the findings'
  * time lost there. Call once after the last trace (wsl_run_add_trace). */
 void wsl_run_finish(struct wsl_run *run);
+/* true (the default): a rank of a distributed run whose steady state is the run's (within 2% of
+ * its span) has its steady-state findings made on the run's reading of each trace, over the run's
+ * window; false (tests): each rank reads its own. */
+extern bool wsl_steady_riders;
 
 /* Runs every rule on a finished run; the findings go to run->findings, sorted. */
 void wsl_rules_run(struct wsl_run *run);

@@ -27,6 +27,8 @@ static const struct synth_row rows[ROWS] = {
 #define NAME_NCCL 2u
 #define NAME_FILE 3u
 #define NAME_STEP 4u
+#define NAME_WARM 5u
+#define WARM_HANDLE 0x3000u
 #define DATA_FD 7u
 #define BATCH 4096u
 
@@ -43,6 +45,7 @@ struct ddp_plan ddp_plan_default(void)
     p.straggler = -1;
     p.timing_every = 1;
     p.seed = 1;
+    p.warmup_rank = -1;
     return p;
 }
 
@@ -128,10 +131,11 @@ void ddp_write_rank(const char *path, const struct ddp_plan *p, unsigned r)
     char file[64], step[16];
     snprintf(file, sizeof file, "/data/train/shard-%03u.bin", r);
     snprintf(step, sizeof step, "%ctrain_step", WSL_NVTX_NAME_MARK);
-    const uint32_t ids[] = {NAME_COMPUTE, NAME_NCCL, NAME_FILE, NAME_STEP};
+    const uint32_t ids[] = {NAME_COMPUTE, NAME_NCCL, NAME_FILE, NAME_STEP, NAME_WARM};
     const char *const names[] = {"sgemm_128x64_nn", "_Z29ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE",
-                                 file, step};
-    synth_paths(s, ids, names, 4);
+                                 file, step, "warmup_kernel"};
+    bool warms = (int)r == p->warmup_rank && p->warmup_steps;
+    synth_paths(s, ids, names, warms ? 5 : 4);
 
     struct thread_buf *host = calloc(1, sizeof *host), *gpub = calloc(1, sizeof *gpub);
     host->tid = (uint32_t)pi.pid;
@@ -140,7 +144,9 @@ void ddp_write_rank(const char *path, const struct ddp_plan *p, unsigned r)
     put(s, host, FUNC, t, 2000, 0, COMPUTE_HANDLE, NAME_COMPUTE, 0xabc, 0);
     put(s, host, FUNC, t + 3000, 2000, 0, NCCL_HANDLE, NAME_NCCL, 0xdef, 0);
     put(s, host, OPEN, t + 6000, 3000, DATA_FD, NAME_FILE, 1, 0, 1ull << 30);
-    uint64_t step_start = START_NS + 1000000, launch_no = 0, read_off = 0;
+    if (warms)
+        put(s, host, FUNC, t + 10000, 2000, 0, WARM_HANDLE, NAME_WARM, 0x123, 0);
+    uint64_t step_start = START_NS + 1000000 + p->startup_ns, launch_no = 0, read_off = 0;
     uint64_t *gpu_end = calloc(p->ranks, sizeof *gpu_end);
     for (unsigned k = 0; k < p->steps; k++) {
         /* every rank's compute end this step: the all-reduce waits for the last one */
@@ -165,9 +171,10 @@ void ddp_write_rank(const char *path, const struct ddp_plan *p, unsigned r)
         uint64_t g = h + LAUNCH_NS, per = p->compute_ns / p->kernels_per_step;
         for (unsigned i = 0; i < p->kernels_per_step; i++) {
             uint64_t dur = i + 1 < p->kernels_per_step ? per : p->compute_ns - per * (p->kernels_per_step - 1);
-            put(s, host, LAUNCH, h, LAUNCH_NS, 1, COMPUTE_HANDLE, WSL_GRID(64, 1), WSL_BLOCK(1, 256, 1, 1), 0);
+            uint64_t handle = warms && k < p->warmup_steps ? WARM_HANDLE : COMPUTE_HANDLE;
+            put(s, host, LAUNCH, h, LAUNCH_NS, 1, handle, WSL_GRID(64, 1), WSL_BLOCK(1, 256, 1, 1), 0);
             if (launch_no++ % p->timing_every == 0)
-                put(s, gpub, GPU, g, dur, 1, COMPUTE_HANDLE, h, WSL_GPU_MAPPED | (uint64_t)host->tid << 32, dur);
+                put(s, gpub, GPU, g, dur, 1, handle, h, WSL_GPU_MAPPED | (uint64_t)host->tid << 32, dur);
             h += LAUNCH_NS;
             g += dur;
         }

@@ -31,6 +31,9 @@ struct ddp_plan {
     bool rank_env;              /* RANK chunks (else the ranks are known by process order only) */
     unsigned timing_every;      /* time every Nth launch on the GPU (1: all) */
     uint64_t seed;
+    uint64_t startup_ns;        /* before the first step (a start-up the steady state leaves out) */
+    int warmup_rank;            /* -1: none; this rank's first warmup_steps steps launch another */
+    unsigned warmup_steps;      /* kernel ("warmup_kernel"): its steady state starts after them */
 };
 
 /* Default figures: 4 ranks, 50 steps, 20 ms compute, 5 ms all-reduce, 2 ms loading, every launch timed. */

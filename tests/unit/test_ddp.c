@@ -353,3 +353,108 @@ int test_ddp_slurm_agent(void)
     wsl_run_free(&run);
     return 0;
 }
+
+/* Reads the plan's ranks (riders: wsl_steady_riders) into run, finished; *readings: the traces read,
+ * the first pass included. */
+static int read_plan_riding(struct wsl_run *run, const struct ddp_plan *p, const char *tag, bool riders,
+                            unsigned long *readings)
+{
+    bool was = wsl_steady_riders;
+    wsl_steady_riders = riders;
+    wsl_run_init(run);
+    run->record = true; /* as wslshim-report reads several traces: later readings replay the store */
+    unsigned long before = wsl_trace_readings;
+    for (unsigned r = 0; r < p->ranks; r++) {
+        char name[64], path[512], err[256];
+        snprintf(name, sizeof name, "%s-rank%u.trace.zst", tag, r);
+        test_path(path, sizeof path, name);
+        if (riders) /* the same files for both readings */
+            ddp_write_rank(path, p, r);
+        CHECKF(wsl_run_add_trace(run, path, err, sizeof err) == 0, "%s", err);
+    }
+    wsl_run_finish(run);
+    *readings = wsl_trace_readings - before;
+    wsl_steady_riders = was;
+    return 0;
+}
+
+/* 0 when the two runs' ranks hold the same findings (id, severity, time lost, in order). */
+static int same_rank_findings(const struct wsl_run *a, const struct wsl_run *b)
+{
+    CHECK(a->dist.count == b->dist.count);
+    for (size_t k = 0; k < a->dist.count; k++) {
+        const struct wsl_rank *x = &a->dist.ranks[k], *y = &b->dist.ranks[k];
+        CHECKF(x->finding_count == y->finding_count, "rank %zu: %zu findings against %zu", k, x->finding_count,
+               y->finding_count);
+        for (size_t i = 0; i < x->finding_count; i++)
+            CHECKF(!strcmp(x->findings[i].id, y->findings[i].id) && x->findings[i].severity == y->findings[i].severity &&
+                       x->findings[i].time_lost_ns == y->findings[i].time_lost_ns,
+                   "rank %zu finding %zu: %s %d %llu against %s %d %llu", k, i, x->findings[i].id,
+                   (int)x->findings[i].severity, (unsigned long long)x->findings[i].time_lost_ns, y->findings[i].id,
+                   (int)y->findings[i].severity, (unsigned long long)y->findings[i].time_lost_ns);
+        CHECK(!x->own && !y->own);
+    }
+    return 0;
+}
+
+/* A run whose steady state leaves out a start-up: each trace read twice (the first pass and the
+ * steady state's), where each rank's own steady state was a third reading. Every rank's steady state
+ * is the run's here (the straggler's starts 6 ms, 0.4% of it, later), and its findings are those of
+ * a reading of its own. */
+int test_ddp_steady_one_reading(void)
+{
+    struct ddp_plan p = ddp_plan_default();
+    p.ranks = 4;
+    p.straggler = 2;
+    p.delay_ns = 6000000;
+    p.nvtx = true;
+    p.rank_env = true;
+    p.startup_ns = 600000000; /* 0.6 s before the first of 50 steps of about 33 ms */
+    struct wsl_run a, b;
+    unsigned long ra, rb;
+    if (read_plan_riding(&a, &p, "steady1", true, &ra) || read_plan_riding(&b, &p, "steady1", false, &rb))
+        return 1;
+    CHECK(a.phases.known && a.phases.steady_known && a.phases.steady_wall_ns < a.wall_ns * 9 / 10);
+    uint64_t span = a.phases.steady_end_ns - a.phases.steady_start_ns;
+    for (size_t i = 0; i < a.proc_count; i++) { /* the straggler's first launch of a step comes 6 ms later */
+        const struct wsl_phases *ph = &a.procs[i].phases;
+        uint64_t off = ph->steady_start_ns - a.phases.steady_start_ns;
+        CHECKF(ph->steady_end_ns == a.phases.steady_end_ns && (i == 2 ? off == p.delay_ns : off == 0) && off < span / 50,
+               "rank %zu's steady state starts %llu ns after the run's", i, (unsigned long long)off);
+    }
+    CHECKF(ra == 2 * p.ranks && rb == 3 * p.ranks, "readings %lu with riders, %lu without", ra, rb);
+    CHECK(a.dist.active && a.dist.count == 4 && a.dist.ranks[0].finding_count > 0);
+    CHECKF(same_run(&a, &b) == 0, "the run differs with its ranks riding on its steady state's reading");
+    CHECKF(same_rank_findings(&a, &b) == 0, "a rank's findings differ with it riding on the run's reading");
+    wsl_run_free(&a);
+    wsl_run_free(&b);
+    return 0;
+}
+
+/* One rank's steady state starts later than the others' (10 steps of another kernel first): it is
+ * not the run's, and that rank reads its own; the others ride on the run's reading. */
+int test_ddp_steady_rank_apart(void)
+{
+    struct ddp_plan p = ddp_plan_default();
+    p.ranks = 3;
+    p.nvtx = false;
+    p.rank_env = true;
+    p.startup_ns = 600000000;
+    p.warmup_rank = 1;
+    p.warmup_steps = 10;
+    struct wsl_run a, b;
+    unsigned long ra, rb;
+    if (read_plan_riding(&a, &p, "steady2", true, &ra) || read_plan_riding(&b, &p, "steady2", false, &rb))
+        return 1;
+    CHECK(a.phases.known && a.phases.steady_known);
+    const struct wsl_run_phases *rp = &a.phases;
+    const struct wsl_phases *apart = &a.procs[1].phases;
+    CHECKF((double)(apart->steady_start_ns - rp->steady_start_ns) > 0.02 * (double)(rp->steady_end_ns - rp->steady_start_ns),
+           "rank 1's steady state starts %llu ns after the run's", (unsigned long long)(apart->steady_start_ns - rp->steady_start_ns));
+    CHECKF(ra == 2 * p.ranks + 1 && rb == 3 * p.ranks, "readings %lu with riders, %lu without", ra, rb);
+    CHECKF(same_run(&a, &b) == 0, "the run differs with its ranks riding on its steady state's reading");
+    CHECKF(same_rank_findings(&a, &b) == 0, "a rank's findings differ with it riding on the run's reading");
+    wsl_run_free(&a);
+    wsl_run_free(&b);
+    return 0;
+}

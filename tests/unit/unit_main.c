@@ -145,6 +145,8 @@
     X(ddp_process_order)          \
     X(ddp_single_process)         \
     X(ddp_rank_run_one_pass)      \
+    X(ddp_steady_one_reading)     \
+    X(ddp_steady_rank_apart)      \
     X(ddp_coll_names)             \
     X(reader_rank_chunk)          \
     X(ddp_slurm_agent)            \
