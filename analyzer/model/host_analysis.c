@@ -477,8 +477,8 @@ void wsl_host_trace_event_slow(struct wsl_host_trace *t, unsigned category, cons
         if (t->copy_count >= COPY_WINDOW)
             classify_flush(t, 0);      /* before the index is taken: a flush moves the copies */
         t->copy_total++;
-        if (t->copy_count == t->copy_cap) {
-            t->copy_cap = t->copy_cap ? 2 * t->copy_cap : 1024;
+        if (t->copy_count == t->copy_cap) { /* by 4: each growth copies them all (1,024 to a window in 3) */
+            t->copy_cap = t->copy_cap ? 4 * t->copy_cap : 1024;
             t->copies = xrealloc(t->copies, t->copy_cap * sizeof *t->copies);
         }
         index = (uint32_t)t->copy_count++;
@@ -617,30 +617,31 @@ static bool on_device(uint8_t kind) { return kind == RANGE_DEVICE || kind == RAN
 /* Direction and the host side's kind (0: not in any range, i.e. pageable). */
 static enum direction classify(struct range_tree *tree, const struct copy_rec *c, uint8_t *host_kind)
 {
-    uint8_t dst = tree_find(tree, c->dst), src = tree_find(tree, c->src);
-    switch (c->category) {
+    switch (c->category) {     /* only the pointers the answer needs: most of a DDP run's are DtoD */
     case WSL_CAT_COPY_HTOD:
     case WSL_CAT_COPY_HTOD_ASYNC:
-        *host_kind = src;
+        *host_kind = tree_find(tree, c->src);
         return DIR_HTOD;
     case WSL_CAT_COPY_DTOH:
     case WSL_CAT_COPY_DTOH_ASYNC:
-        *host_kind = dst;
+        *host_kind = tree_find(tree, c->dst);
         return DIR_DTOH;
     case WSL_CAT_COPY_DTOD:
     case WSL_CAT_COPY_DTOD_ASYNC:
         return DIR_DTOD;
     default:                    /* cuMemcpy, cuMemcpyAsync: unified addresses, direction from the pointers */
-        if (on_device(dst) && !on_device(src)) {
-            *host_kind = src;
-            return DIR_HTOD;
-        }
-        if (on_device(src) && !on_device(dst)) {
-            *host_kind = dst;
-            return DIR_DTOH;
-        }
-        return on_device(src) && on_device(dst) ? DIR_DTOD : DIR_UNKNOWN;
+        break;
     }
+    uint8_t dst = tree_find(tree, c->dst), src = tree_find(tree, c->src);
+    if (on_device(dst) && !on_device(src)) {
+        *host_kind = src;
+        return DIR_HTOD;
+    }
+    if (on_device(src) && !on_device(dst)) {
+        *host_kind = dst;
+        return DIR_DTOH;
+    }
+    return on_device(src) && on_device(dst) ? DIR_DTOD : DIR_UNKNOWN;
 }
 
 /* Takes back what was counted for c as a wait (it was a cuMemcpyAsync to the GPU). The group it
