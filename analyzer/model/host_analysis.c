@@ -179,6 +179,7 @@ struct thread_state {
     struct pend_entry pend[MAX_PENDING];
     bool have_small;            /* a small copy came before: */
     uint64_t small_start;       /* when it began (ticks) */
+    uint16_t slot;              /* its index in threads; the overflow's: WSL_HOST_MAX_THREADS */
 };
 
 /* Small copies one after another on a thread closer than this (ticks: 1-4 ms at 1-4 GHz) are one
@@ -194,7 +195,9 @@ struct copy_rec {
     uint32_t range;             /* index into range_acc when it was counted as a wait, or NONE */
     uint8_t category;
     uint8_t wait;               /* counted as a wait: 1 pending, 2 charged */
+    uint16_t thread;            /* its thread's slot */
 };
+_Static_assert(WSL_HOST_MAX_THREADS <= UINT16_MAX, "a thread's slot fits a copy's 16 bits");
 
 enum range_op { OP_DEVICE_ALLOC = 1, OP_MANAGED_ALLOC, OP_LOCKED_ALLOC, OP_FREE, OP_LOCKED_FREE };
 
@@ -257,6 +260,7 @@ struct wsl_host_trace *wsl_host_trace_begin(void)
     t->max_copies = max_copies;
     t->max_range_events = max_range_events;
     t->current = &t->overflow;          /* until the first batch names its thread */
+    t->overflow.slot = WSL_HOST_MAX_THREADS;
     t->tree.seed = 0x9e3779b9u;
     t->tree.version = 1;
     t->fast.current_pending = &t->overflow.npend;
@@ -272,6 +276,7 @@ static struct thread_state *thread_of(struct wsl_host_trace *t, uint32_t tid)
         return &t->overflow;
     t->threads = xrealloc(t->threads, (t->thread_count + 1) * sizeof *t->threads);
     struct thread_state *th = xcalloc(1, sizeof *th);
+    th->slot = (uint16_t)t->thread_count;
     t->threads[t->thread_count] = th;
     wsl_u64_map_insert(&t->thread_index, (uint64_t)tid + 1, t->thread_count++);
     return th;
@@ -284,11 +289,11 @@ void wsl_host_trace_thread(struct wsl_host_trace *t, uint32_t tid, const uint32_
     t->current_range = innermost ? innermost : &no_range;
 }
 
-/* Charges the thread's waiting group with the gap up to `until` (ticks). */
-static void resolve(struct wsl_host_trace *t, struct thread_state *th, uint64_t until)
+/* Charges the thread's waiting group with the gap up to `until` (ticks); resolve is the test
+ * for a group, inline at each submission. */
+static __attribute__((noinline)) void resolve_group(struct wsl_host_trace *t, struct thread_state *th,
+                                                    uint64_t until)
 {
-    if (!th->npend)
-        return;
     uint64_t total = 0;
     for (uint32_t i = 0; i < th->npend; i++)
         total += th->pend[i].dur;
@@ -306,6 +311,12 @@ static void resolve(struct wsl_host_trace *t, struct thread_state *th, uint64_t 
             t->range_acc[e->range].lost += c;
     }
     th->npend = 0;
+}
+
+static inline void resolve(struct wsl_host_trace *t, struct thread_state *th, uint64_t until)
+{
+    if (th->npend)
+        resolve_group(t, th, until);
 }
 
 /* Credits a wait of dur ticks (its copy record, NONE if none, and pending entry, NULL if none) to
@@ -395,9 +406,57 @@ static void range_event(struct wsl_host_trace *t, const struct wsl_event *ev, ui
                                                     .bytes = bytes, .op = op};
 }
 
-void wsl_host_trace_event_slow(struct wsl_host_trace *t, unsigned category, const struct wsl_event *ev)
+/* A copy (result 0): counted, kept for classification, and a wait or a submission. Apart from
+ * wsl_host_trace_event_slow: a launch with a wait to charge, its most frequent call, saves the
+ * registers this path needs. */
+static __attribute__((noinline)) void copy_event(struct wsl_host_trace *t, struct thread_state *th, unsigned category,
+                                                 const struct wsl_event *ev)
 {
     uint64_t dur = ev->t_end > ev->t_start ? ev->t_end - ev->t_start : 0;
+    uint64_t bytes = ev->a[2];
+    t->s.copies++;
+    t->s.copy_bytes += bytes;
+    t->copy_ticks += dur;
+    if (bytes < WSL_HOST_SMALL_COPY) {
+        t->s.small_copies++;
+        t->s.small_bytes += bytes;
+        t->small_ticks += dur;
+        if (th->have_small && ev->t_start > th->small_start && ev->t_start - th->small_start < SMALL_RUN_GAP_TICKS) {
+            t->small_gap_ticks += ev->t_start - th->small_start;
+            t->s.small_gaps++;
+        }
+        th->have_small = true;
+        th->small_start = ev->t_start;
+    }
+    uint32_t index = NONE;
+    if (t->copy_total < t->max_copies) {
+        if (t->copy_count >= COPY_WINDOW)
+            classify_flush(t, 0);      /* before the index is taken: a flush moves the copies */
+        t->copy_total++;
+        if (t->copy_count == t->copy_cap) { /* by 4: each growth copies them all (1,024 to a window in 3) */
+            t->copy_cap = t->copy_cap ? 4 * t->copy_cap : 1024;
+            t->copies = xrealloc(t->copies, t->copy_cap * sizeof *t->copies);
+        }
+        index = (uint32_t)t->copy_count++;
+        t->copies[index] = (struct copy_rec){.t = ev->t_start, .dur = dur, .dst = ev->a[0], .src = ev->a[1],
+                                             .bytes = bytes, .range = NONE,
+                                             .category = (uint8_t)category, .thread = th->slot};
+    } else {
+        t->s.unclassified_copies++;
+        if (bytes < WSL_HOST_SMALL_COPY)
+            t->unrecorded_small_ticks += dur;
+    }
+    if (copy_blocks(category)) {
+        resolve(t, th, ev->t_start);    /* the GPU had this copy to do from its start */
+        add_block(t, th, WSL_BLOCK_COPY, ev->t_start, ev->t_end, index);
+    } else {
+        t->s.submissions++;
+        resolve(t, th, ev->t_end);
+    }
+}
+
+void wsl_host_trace_event_slow(struct wsl_host_trace *t, unsigned category, const struct wsl_event *ev)
+{
     struct thread_state *th = t->current;
     switch (category) {
     case WSL_CAT_SYNC_STREAM:
@@ -454,49 +513,8 @@ void wsl_host_trace_event_slow(struct wsl_host_trace *t, unsigned category, cons
     default:
         break;
     }
-    if (!is_copy(category) || ev->result != 0)
-        return;
-
-    uint64_t bytes = ev->a[2];
-    t->s.copies++;
-    t->s.copy_bytes += bytes;
-    t->copy_ticks += dur;
-    if (bytes < WSL_HOST_SMALL_COPY) {
-        t->s.small_copies++;
-        t->s.small_bytes += bytes;
-        t->small_ticks += dur;
-        if (th->have_small && ev->t_start > th->small_start && ev->t_start - th->small_start < SMALL_RUN_GAP_TICKS) {
-            t->small_gap_ticks += ev->t_start - th->small_start;
-            t->s.small_gaps++;
-        }
-        th->have_small = true;
-        th->small_start = ev->t_start;
-    }
-    uint32_t index = NONE;
-    if (t->copy_total < t->max_copies) {
-        if (t->copy_count >= COPY_WINDOW)
-            classify_flush(t, 0);      /* before the index is taken: a flush moves the copies */
-        t->copy_total++;
-        if (t->copy_count == t->copy_cap) { /* by 4: each growth copies them all (1,024 to a window in 3) */
-            t->copy_cap = t->copy_cap ? 4 * t->copy_cap : 1024;
-            t->copies = xrealloc(t->copies, t->copy_cap * sizeof *t->copies);
-        }
-        index = (uint32_t)t->copy_count++;
-        t->copies[index] = (struct copy_rec){.t = ev->t_start, .dur = dur, .dst = ev->a[0], .src = ev->a[1],
-                                             .bytes = bytes, .range = NONE,
-                                             .category = (uint8_t)category};
-    } else {
-        t->s.unclassified_copies++;
-        if (bytes < WSL_HOST_SMALL_COPY)
-            t->unrecorded_small_ticks += dur;
-    }
-    if (copy_blocks(category)) {
-        resolve(t, th, ev->t_start);    /* the GPU had this copy to do from its start */
-        add_block(t, th, WSL_BLOCK_COPY, ev->t_start, ev->t_end, index);
-    } else {
-        t->s.submissions++;
-        resolve(t, th, ev->t_end);
-    }
+    if (is_copy(category) && ev->result == 0)
+        copy_event(t, th, category, ev);
 }
 
 void wsl_host_trace_name_ranges(struct wsl_host_trace *t, const char *(*name)(const void *ctx, uint32_t range),
@@ -528,14 +546,87 @@ static int copy_key_by_time(const void *a, const void *b)
 #define RADIX_INDEX_BITS 16     /* a window's index: COPY_WINDOW copies at most */
 _Static_assert(COPY_WINDOW <= 1u << RADIX_INDEX_BITS, "a copy's index fits under its time in a radix key");
 
+#define MERGE_THREADS 8     /* copies of at most this many threads are merged, of more sorted */
+
+/* Merges the copies of each thread, when each thread's are in time order (the reader gives a
+ * thread's events in order, each batch one thread's) and they come from few threads: their
+ * indices, grouped by thread in the order read, then taken by the smallest (time, index) of the
+ * threads' next ones. false (and order untouched) otherwise. */
+static bool merge_threads(const struct copy_rec *c, size_t n, size_t threads, uint32_t *order)
+{
+    size_t slots = threads + 1;         /* the last one: the overflow's copies */
+    uint64_t *last = xmalloc(slots * sizeof *last);
+    uint32_t *count = xcalloc(slots, sizeof *count);
+    bool ok = true;
+    unsigned used = 0;
+    for (size_t i = 0; i < n && ok; i++) {
+        size_t h = c[i].thread < threads ? c[i].thread : threads;
+        if (!count[h]++)
+            ok = ++used <= MERGE_THREADS;
+        else
+            ok = c[i].t >= last[h];
+        last[h] = c[i].t;
+    }
+    free(last);
+    if (!ok) {
+        free(count);
+        return false;
+    }
+    uint32_t head[MERGE_THREADS], stop[MERGE_THREADS], *at = xmalloc(n * sizeof *at);
+    size_t k = 0;
+    uint32_t sum = 0;
+    for (size_t h = 0; h < slots; h++)
+        if (count[h]) {
+            uint32_t x = count[h];
+            head[k] = count[h] = sum;   /* count: where the thread's next index goes */
+            stop[k++] = sum += x;
+        }
+    for (size_t i = 0; i < n; i++)
+        at[count[c[i].thread < threads ? c[i].thread : threads]++] = (uint32_t)i;
+    free(count);
+    size_t o = 0;
+    if (k == 2) {               /* the common case (a training loop's thread and autograd's) */
+        const uint32_t *x = at, *xe = at + stop[0], *y = xe, *ye = at + n;
+        while (x < xe && y < ye) {
+            uint64_t tx = c[*x].t, ty = c[*y].t;
+            if (ty < tx || (ty == tx && *y < *x))
+                order[o++] = *y++;
+            else
+                order[o++] = *x++;
+        }
+        while (x < xe)
+            order[o++] = *x++;
+        while (y < ye)
+            order[o++] = *y++;
+    }
+    for (; o < n; o++) {
+        size_t best = k;
+        uint32_t bi = 0;
+        for (size_t j = 0; j < k; j++) {
+            if (head[j] == stop[j])
+                continue;
+            uint32_t x = at[head[j]];
+            if (best == k || c[x].t < c[bi].t || (c[x].t == c[bi].t && x < bi)) {
+                best = j;
+                bi = x;
+            }
+        }
+        order[o] = bi;
+        head[best]++;
+    }
+    free(at);
+    return true;
+}
+
 /* The copies' order by (time, index): order[k] is the index of the k-th, or NULL when they are in
  * that order already (one copy thread, or batches that do not overlap). A real run's copies come
- * from a few threads in batches that overlap: ~2,000 runs in 36,000 copies, where a comparison sort
- * of the 64-byte records took 300 instructions a copy. Here, the keys (time - first) << 16 | index
- * are sorted by the time's bits alone, least significant digit first: each pass is stable, so the
- * indices of one time stay in order. A span of 2^48 ticks or more (days), or more copies than a
- * window's, are sorted by comparison. */
-static uint32_t *copy_order(const struct copy_rec *c, size_t n)
+ * from a few threads in batches that overlap (the DDP run: 2 threads, 4,300 switches in 36,000
+ * copies), where a comparison sort of the 64-byte records took 300 instructions a copy: there, the
+ * threads' copies are merged (merge_threads). Else the keys (time - first) << 16 | index are sorted
+ * by the time's bits alone, least significant digit first: each pass is stable, so the indices of
+ * one time stay in order. A span of 2^48 ticks or more (days), or more copies than a window's, are
+ * sorted by comparison. */
+static uint32_t *copy_order(const struct copy_rec *c, size_t n, size_t threads)
 {
     uint64_t lo = n ? c[0].t : 0, hi = lo;
     bool sorted = true;
@@ -548,6 +639,8 @@ static uint32_t *copy_order(const struct copy_rec *c, size_t n)
     if (sorted)
         return NULL;
     uint32_t *order = xmalloc(n * sizeof *order);
+    if (merge_threads(c, n, threads, order))
+        return order;
     uint64_t span = hi - lo;
     if (span >> (64 - RADIX_INDEX_BITS) || n > 1u << RADIX_INDEX_BITS) { /* (copies kept past a window) */
         struct copy_key *keys = xmalloc(n * sizeof *keys);
@@ -739,7 +832,7 @@ static void classify_flush(struct wsl_host_trace *t, bool final)
                 }
         }
     }
-    uint32_t *order = copy_order(t->copies, n);
+    uint32_t *order = copy_order(t->copies, n, t->thread_count);
     bool ranges_sorted = true;  /* often: allocation calls are few, and most from one thread */
     for (size_t k = 1; k < t->range_count && ranges_sorted; k++)
         ranges_sorted = t->ranges[k].t >= t->ranges[k - 1].t;

@@ -531,12 +531,13 @@ int test_host_random_invariants(void)
  * order and keeps half of them; allocation calls at the very time of a copy (applied before it) and
  * two of one slot at one time (applied in the order read: a test that fails if ties are reordered);
  * thread 0's blocking copies charged by its next copy, one of them pending at the flush. Checked
- * against a model of the live ranges and of each copy's charge. */
-int test_host_sort_window_ties(void)
+ * against a model of the live ranges and of each copy's charge. backwards: thread 2 adds 1,000
+ * copies written from the last to the first (a thread's copies out of order: sorted, not merged). */
+static int sort_window_case(bool backwards)
 {
     enum { SLOTS = 16, STEPS = 45001 };         /* thread 1: one copy a step; thread 0: two */
     const uint64_t base = 0x7e0000000000ull, span = 1ull << 20;
-    bool pinned[SLOTS] = {false};
+    bool pinned[SLOTS] = {false}, (*pinned_at)[SLOTS] = calloc(STEPS, sizeof *pinned_at);
     uint64_t want_pageable = 0, want_locked = 0, want_htod = 0, want_dtoh = 0, want_small_left = 0, want_lost = 0;
     uint64_t want_pageable_lost = 0;
     uint64_t ties = 0, same_time_pairs = 0;
@@ -558,6 +559,7 @@ int test_host_sort_window_ties(void)
                 same_time_pairs++;
             }
         }
+        memcpy(pinned_at[k], pinned, sizeof pinned);
         /* thread 1 at t: an HtoD copy from the slot (after the call above), or every 7th step a
          * blocking DtoH to it (4 us) and a launch 1 us after it (1 us): charged 2 us */
         uint64_t p = slot + rng_below(span);
@@ -574,13 +576,14 @@ int test_host_sort_window_ties(void)
         }
         want_pageable += !pinned[s];
         want_locked += pinned[s];
-        /* thread 0 at t + 5 us: a blocking DtoH (4 us) to the slot, then at its end an HtoD (1.5 us),
-         * which charges it 1.5 us: 2.5 us left; the HtoD's 1.5 us, pageable, is a launch's 1 us and
-         * 0.5 us lost to pageable memory (a charge given to another copy changes both sums) */
+        /* thread 0 at t (with thread 1's copy: a tie): a blocking DtoH (4 us) to the slot, then at
+         * its end an HtoD (1.5 us), which charges it 1.5 us: 2.5 us left; the HtoD's 1.5 us,
+         * pageable, is a launch's 1 us and 0.5 us lost to pageable memory (a charge given to
+         * another copy changes both sums) */
         unsigned s0 = (unsigned)rng_below(SLOTS);
         uint64_t p0 = base + s0 * span + rng_below(span);
-        mb_call_args(b, 0, t + 5 * HOST_US, 4 * HOST_US, "cuMemcpyDtoH_v2", 0, 0, p0, 0x100000000ull, 4096, 0);
-        mb_call_args(b, 0, t + 9 * HOST_US, 3 * HOST_US / 2, "cuMemcpyHtoDAsync_v2", 0, 0, 0x100000000ull, p0, 4096, 0);
+        mb_call_args(b, 0, t, 4 * HOST_US, "cuMemcpyDtoH_v2", 0, 0, p0, 0x100000000ull, 4096, 0);
+        mb_call_args(b, 0, t + 4 * HOST_US, 3 * HOST_US / 2, "cuMemcpyHtoDAsync_v2", 0, 0, 0x100000000ull, p0, 4096, 0);
         want_dtoh++;
         want_htod++;
         want_pageable += 2 * !pinned[s0];
@@ -589,8 +592,18 @@ int test_host_sort_window_ties(void)
         want_pageable_lost += pinned[s0] ? 0 : HOST_US / 2;
         want_lost += 3 * HOST_US / 2;
     }
-    const unsigned order[] = {1, 0, 2, 3};
+    for (uint64_t i = 0; backwards && i < 1000; i++) {   /* 1 us after steps 44,955, 44,910, ... */
+        uint64_t k = STEPS - 1 - 45 * i, t = k * 20 * HOST_US + 1 * HOST_US;
+        unsigned s2 = (unsigned)(k % SLOTS);
+        mb_call_args(b, 2, t, 1 * HOST_US, "cuMemcpyHtoDAsync_v2", 0, 0, 0x100000000ull, base + s2 * span, 4096, 0);
+        want_htod++;
+        want_small_left += 1 * HOST_US;
+        want_pageable += !pinned_at[k][s2];
+        want_locked += pinned_at[k][s2];
+    }
+    const unsigned order[] = {1, 2, 0, 3};  /* the flush: at thread 0's 20,535th or 19,535th copy, an HtoD */
     mb_close(b, order);
+    free(pinned_at);
     struct wsl_run run;
     wsl_run_init(&run);
     char err[WSL_READER_ERRLEN];
@@ -598,7 +611,7 @@ int test_host_sort_window_ties(void)
     wsl_run_finish(&run);
     const struct wsl_host_summary *h = &run.host_cuda;
     CHECK(ties > 1000 && same_time_pairs > 1000);
-    CHECK_EQ(h->copies, 3 * STEPS);
+    CHECK_EQ(h->copies, 3 * STEPS + (backwards ? 1000 : 0));
     CHECK_EQ(h->htod, want_htod);
     CHECK_EQ(h->dtoh, want_dtoh);
     CHECK_EQ(h->pageable_copies, want_pageable);
@@ -610,4 +623,9 @@ int test_host_sort_window_ties(void)
     CHECK_NEAR(h->pageable_lost_ns, want_pageable_lost, 2);
     wsl_run_free(&run);
     return 0;
+}
+
+int test_host_sort_window_ties(void)
+{
+    return sort_window_case(false) || sort_window_case(true);
 }
