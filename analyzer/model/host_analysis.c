@@ -8,6 +8,7 @@
  * is classified by where its pointers fall.
  */
 #include "host_analysis.h"
+#include "host_ranges.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -20,139 +21,6 @@
 #define COPY_WINDOW (1u << 16)  /* copies waiting for classification, at most */
 #define RANGE_WINDOW (1u << 16) /* allocation calls waiting, at most */
 #define NONE UINT32_MAX
-
-/* ---- address ranges: a treap keyed by start address ---------------------------------------- */
-
-enum range_kind { RANGE_DEVICE = 1, RANGE_MANAGED, RANGE_LOCKED };
-
-struct range_node {
-    uint64_t start, end;
-    uint32_t prio, left, right;
-    uint8_t kind;
-};
-
-/* An answer of tree_find that holds for every address in [lo, hi) while the tree is unchanged
- * (version): the range with the greatest start <= p is the same one there, its end decides. */
-struct find_memo {
-    uint64_t lo, hi, end, version;
-    uint8_t kind;
-};
-
-struct range_tree {
-    struct range_node *nodes;   /* nodes[0] is unused: 0 means "no node" */
-    uint32_t used, cap, root, free_list;
-    uint32_t seed;
-    uint64_t version;           /* changed by each insert and remove; the memos' 0 is never one */
-    struct find_memo memo[2];   /* the last two walks' answers: a copy's two pointers */
-    unsigned memo_next;
-};
-
-static uint32_t tree_rand(struct range_tree *t)
-{
-    t->seed ^= t->seed << 13;
-    t->seed ^= t->seed >> 17;
-    t->seed ^= t->seed << 5;
-    return t->seed;
-}
-
-/* Splits the subtree n into keys < key (*l) and keys >= key (*r). */
-static void tree_split(struct range_tree *t, uint32_t n, uint64_t key, uint32_t *l, uint32_t *r)
-{
-    if (!n) {
-        *l = *r = 0;
-        return;
-    }
-    struct range_node *x = &t->nodes[n];
-    if (x->start < key) {
-        tree_split(t, x->right, key, &x->right, r);
-        *l = n;
-    } else {
-        tree_split(t, x->left, key, l, &x->left);
-        *r = n;
-    }
-}
-
-static uint32_t tree_merge(struct range_tree *t, uint32_t a, uint32_t b)
-{
-    if (!a || !b)
-        return a ? a : b;
-    if (t->nodes[a].prio > t->nodes[b].prio) {
-        t->nodes[a].right = tree_merge(t, t->nodes[a].right, b);
-        return a;
-    }
-    t->nodes[b].left = tree_merge(t, a, t->nodes[b].left);
-    return b;
-}
-
-/* Removes the range starting at start; true when there was one. */
-static bool tree_remove(struct range_tree *t, uint64_t start)
-{
-    uint32_t l, mid, r;
-    tree_split(t, t->root, start, &l, &mid);
-    tree_split(t, mid, start + 1, &mid, &r);
-    bool found = mid != 0;
-    t->version++;
-    if (mid) {                  /* starts are unique: mid is one node */
-        t->nodes[mid].left = t->free_list;
-        t->free_list = mid;
-    }
-    t->root = tree_merge(t, l, r);
-    return found;
-}
-
-static void tree_insert(struct range_tree *t, uint64_t start, uint64_t end, uint8_t kind)
-{
-    tree_remove(t, start);      /* an address handed out again without a free we saw; a new version */
-    uint32_t n;
-    if (t->free_list) {
-        n = t->free_list;
-        t->free_list = t->nodes[n].left;
-    } else {
-        if (t->used + 1 >= t->cap) {
-            t->cap = t->cap ? 2 * t->cap : 256;
-            t->nodes = xrealloc(t->nodes, t->cap * sizeof *t->nodes);
-        }
-        n = ++t->used;
-    }
-    struct range_node *x = &t->nodes[n];
-    x->start = start;
-    x->end = end > start ? end : start + 1;
-    x->kind = kind;
-    x->left = x->right = 0;
-    x->prio = tree_rand(t);
-    uint32_t l, r;
-    tree_split(t, t->root, start, &l, &r);
-    t->root = tree_merge(t, tree_merge(t, l, n), r);
-}
-
-/* The kind of the range holding p, 0 when none. The walk also finds the next start above p:
- * up to it the answer depends only on the best range's end, so it is kept for the next finds
- * (a program's copies come from and go to a few buffers, and allocation calls are rare). */
-static uint8_t tree_find(struct range_tree *t, uint64_t p)
-{
-    for (unsigned k = 0; k < 2; k++) {
-        const struct find_memo *m = &t->memo[k];
-        if (m->version == t->version && p >= m->lo && p < m->hi)
-            return p < m->end ? m->kind : 0;
-    }
-    uint32_t n = t->root, best = 0, next = 0;
-    while (n) {
-        const struct range_node *x = &t->nodes[n];
-        if (x->start <= p) {
-            best = n;
-            n = x->right;
-        } else {
-            next = n;
-            n = x->left;
-        }
-    }
-    struct find_memo *m = &t->memo[t->memo_next];
-    t->memo_next ^= 1;
-    *m = (struct find_memo){.lo = best ? t->nodes[best].start : 0, .hi = next ? t->nodes[next].start : UINT64_MAX,
-                            .end = best ? t->nodes[best].end : 0, .version = t->version,
-                            .kind = best ? t->nodes[best].kind : 0};
-    return p < m->end ? m->kind : 0;
-}
 
 /* ---- per-trace state ------------------------------------------------------------------------- */
 
@@ -261,8 +129,7 @@ struct wsl_host_trace *wsl_host_trace_begin(void)
     t->max_range_events = max_range_events;
     t->current = &t->overflow;          /* until the first batch names its thread */
     t->overflow.slot = WSL_HOST_MAX_THREADS;
-    t->tree.seed = 0x9e3779b9u;
-    t->tree.version = 1;
+    wsl_range_tree_init(&t->tree);
     t->fast.current_pending = &t->overflow.npend;
     return t;
 }
@@ -695,11 +562,11 @@ static int range_by_time(const void *a, const void *b)
 static void apply_range(struct range_tree *tree, const struct range_ev *e)
 {
     switch (e->op) {
-    case OP_DEVICE_ALLOC: tree_insert(tree, e->ptr, e->ptr + e->bytes, RANGE_DEVICE); break;
-    case OP_MANAGED_ALLOC: tree_insert(tree, e->ptr, e->ptr + e->bytes, RANGE_MANAGED); break;
-    case OP_LOCKED_ALLOC: tree_insert(tree, e->ptr, e->ptr + e->bytes, RANGE_LOCKED); break;
+    case OP_DEVICE_ALLOC: wsl_range_tree_insert(tree, e->ptr, e->ptr + e->bytes, RANGE_DEVICE); break;
+    case OP_MANAGED_ALLOC: wsl_range_tree_insert(tree, e->ptr, e->ptr + e->bytes, RANGE_MANAGED); break;
+    case OP_LOCKED_ALLOC: wsl_range_tree_insert(tree, e->ptr, e->ptr + e->bytes, RANGE_LOCKED); break;
     case OP_FREE:
-    case OP_LOCKED_FREE: tree_remove(tree, e->ptr); break;
+    case OP_LOCKED_FREE: wsl_range_tree_remove(tree, e->ptr); break;
     }
 }
 
@@ -713,11 +580,11 @@ static enum direction classify(struct range_tree *tree, const struct copy_rec *c
     switch (c->category) {     /* only the pointers the answer needs: most of a DDP run's are DtoD */
     case WSL_CAT_COPY_HTOD:
     case WSL_CAT_COPY_HTOD_ASYNC:
-        *host_kind = tree_find(tree, c->src);
+        *host_kind = wsl_range_tree_find(tree, c->src);
         return DIR_HTOD;
     case WSL_CAT_COPY_DTOH:
     case WSL_CAT_COPY_DTOH_ASYNC:
-        *host_kind = tree_find(tree, c->dst);
+        *host_kind = wsl_range_tree_find(tree, c->dst);
         return DIR_DTOH;
     case WSL_CAT_COPY_DTOD:
     case WSL_CAT_COPY_DTOD_ASYNC:
@@ -725,7 +592,7 @@ static enum direction classify(struct range_tree *tree, const struct copy_rec *c
     default:                    /* cuMemcpy, cuMemcpyAsync: unified addresses, direction from the pointers */
         break;
     }
-    uint8_t dst = tree_find(tree, c->dst), src = tree_find(tree, c->src);
+    uint8_t dst = wsl_range_tree_find(tree, c->dst), src = wsl_range_tree_find(tree, c->src);
     if (on_device(dst) && !on_device(src)) {
         *host_kind = src;
         return DIR_HTOD;
