@@ -56,7 +56,8 @@ void wsl_take_api_table(struct wsl_run *run, struct trace_state *t, const struct
         ta->mem = (uint8_t)wsl_mem_op_of(e->category, e->base);
         ta->kern = (uint8_t)wsl_kern_op_of(e->category, e->base);
         ta->host = !ta->io && e->category != WSL_CAT_OTHER && e->category != WSL_CAT_INIT &&
-                   e->category != WSL_CAT_FUNC_NAME && e->category < WSL_CAT_GPU_KERNEL;
+                   e->category != WSL_CAT_FUNC_NAME && e->category < WSL_CAT_GPU_KERNEL &&
+                   e->category != WSL_CAT_STREAM_WAIT && e->category != WSL_CAT_EVENT_RECORD; /* it ignores both */
         ta->nvtx = wsl_nvtx_wants_always(e->category);
         ta->sampled = ta->io && (e->flags & WSL_API_IO_SAMPLED);
         ta->fold = e->category == WSL_CAT_IO_FOLD;

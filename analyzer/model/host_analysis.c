@@ -8,6 +8,7 @@
  * is classified by where its pointers fall.
  */
 #include "host_analysis.h"
+#include "host_ranges.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -20,115 +21,6 @@
 #define COPY_WINDOW (1u << 16)  /* copies waiting for classification, at most */
 #define RANGE_WINDOW (1u << 16) /* allocation calls waiting, at most */
 #define NONE UINT32_MAX
-
-/* ---- address ranges: a treap keyed by start address ---------------------------------------- */
-
-enum range_kind { RANGE_DEVICE = 1, RANGE_MANAGED, RANGE_LOCKED };
-
-struct range_node {
-    uint64_t start, end;
-    uint32_t prio, left, right;
-    uint8_t kind;
-};
-
-struct range_tree {
-    struct range_node *nodes;   /* nodes[0] is unused: 0 means "no node" */
-    uint32_t used, cap, root, free_list;
-    uint32_t seed;
-};
-
-static uint32_t tree_rand(struct range_tree *t)
-{
-    t->seed ^= t->seed << 13;
-    t->seed ^= t->seed >> 17;
-    t->seed ^= t->seed << 5;
-    return t->seed;
-}
-
-/* Splits the subtree n into keys < key (*l) and keys >= key (*r). */
-static void tree_split(struct range_tree *t, uint32_t n, uint64_t key, uint32_t *l, uint32_t *r)
-{
-    if (!n) {
-        *l = *r = 0;
-        return;
-    }
-    struct range_node *x = &t->nodes[n];
-    if (x->start < key) {
-        tree_split(t, x->right, key, &x->right, r);
-        *l = n;
-    } else {
-        tree_split(t, x->left, key, l, &x->left);
-        *r = n;
-    }
-}
-
-static uint32_t tree_merge(struct range_tree *t, uint32_t a, uint32_t b)
-{
-    if (!a || !b)
-        return a ? a : b;
-    if (t->nodes[a].prio > t->nodes[b].prio) {
-        t->nodes[a].right = tree_merge(t, t->nodes[a].right, b);
-        return a;
-    }
-    t->nodes[b].left = tree_merge(t, a, t->nodes[b].left);
-    return b;
-}
-
-/* Removes the range starting at start; true when there was one. */
-static bool tree_remove(struct range_tree *t, uint64_t start)
-{
-    uint32_t l, mid, r;
-    tree_split(t, t->root, start, &l, &mid);
-    tree_split(t, mid, start + 1, &mid, &r);
-    bool found = mid != 0;
-    if (mid) {                  /* starts are unique: mid is one node */
-        t->nodes[mid].left = t->free_list;
-        t->free_list = mid;
-    }
-    t->root = tree_merge(t, l, r);
-    return found;
-}
-
-static void tree_insert(struct range_tree *t, uint64_t start, uint64_t end, uint8_t kind)
-{
-    tree_remove(t, start);      /* an address handed out again without a free we saw */
-    uint32_t n;
-    if (t->free_list) {
-        n = t->free_list;
-        t->free_list = t->nodes[n].left;
-    } else {
-        if (t->used + 1 >= t->cap) {
-            t->cap = t->cap ? 2 * t->cap : 256;
-            t->nodes = xrealloc(t->nodes, t->cap * sizeof *t->nodes);
-        }
-        n = ++t->used;
-    }
-    struct range_node *x = &t->nodes[n];
-    x->start = start;
-    x->end = end > start ? end : start + 1;
-    x->kind = kind;
-    x->left = x->right = 0;
-    x->prio = tree_rand(t);
-    uint32_t l, r;
-    tree_split(t, t->root, start, &l, &r);
-    t->root = tree_merge(t, tree_merge(t, l, n), r);
-}
-
-/* The kind of the range holding p, 0 when none. */
-static uint8_t tree_find(const struct range_tree *t, uint64_t p)
-{
-    uint32_t n = t->root, best = 0;
-    while (n) {
-        const struct range_node *x = &t->nodes[n];
-        if (x->start <= p) {
-            best = n;
-            n = x->right;
-        } else {
-            n = x->left;
-        }
-    }
-    return best && p < t->nodes[best].end ? t->nodes[best].kind : 0;
-}
 
 /* ---- per-trace state ------------------------------------------------------------------------- */
 
@@ -155,6 +47,7 @@ struct thread_state {
     struct pend_entry pend[MAX_PENDING];
     bool have_small;            /* a small copy came before: */
     uint64_t small_start;       /* when it began (ticks) */
+    uint16_t slot;              /* its index in threads; the overflow's: WSL_HOST_MAX_THREADS */
 };
 
 /* Small copies one after another on a thread closer than this (ticks: 1-4 ms at 1-4 GHz) are one
@@ -162,14 +55,17 @@ struct thread_state {
  * around it), and what coalescing saves. */
 #define SMALL_RUN_GAP_TICKS 4000000ull
 
+/* Copies are kept in the order read, after those kept by the last flush (in time order): two
+ * copies of one time are in the order read, so (t, index) orders them as they came. */
 struct copy_rec {
     uint64_t t, dur, dst, src, bytes;
     uint64_t sync_charge;       /* ticks */
-    uint64_t seq;
     uint32_t range;             /* index into range_acc when it was counted as a wait, or NONE */
     uint8_t category;
     uint8_t wait;               /* counted as a wait: 1 pending, 2 charged */
+    uint16_t thread;            /* its thread's slot */
 };
+_Static_assert(WSL_HOST_MAX_THREADS <= UINT16_MAX, "a thread's slot fits a copy's 16 bits");
 
 enum range_op { OP_DEVICE_ALLOC = 1, OP_MANAGED_ALLOC, OP_LOCKED_ALLOC, OP_FREE, OP_LOCKED_FREE };
 
@@ -192,8 +88,8 @@ struct wsl_host_trace {
     struct thread_state overflow;       /* threads past WSL_HOST_MAX_THREADS share this */
     /* Copies and allocation calls wait here, at most COPY_WINDOW and RANGE_WINDOW of each, until
      * they are classified in time order (classify_flush); their totals are capped by the limits. */
-    struct copy_rec *copies;
-    size_t copy_count, copy_cap, copy_total;
+    struct copy_rec *copies, *copies_spare; /* the spare: where a flush writes the copies it keeps */
+    size_t copy_count, copy_cap, copy_total, spare_cap;
     struct range_ev *ranges;
     size_t range_count, range_cap, range_total;
     size_t max_copies, max_range_events;    /* the limits when the trace began */
@@ -232,7 +128,8 @@ struct wsl_host_trace *wsl_host_trace_begin(void)
     t->max_copies = max_copies;
     t->max_range_events = max_range_events;
     t->current = &t->overflow;          /* until the first batch names its thread */
-    t->tree.seed = 0x9e3779b9u;
+    t->overflow.slot = WSL_HOST_MAX_THREADS;
+    wsl_range_tree_init(&t->tree);
     t->fast.current_pending = &t->overflow.npend;
     return t;
 }
@@ -246,6 +143,7 @@ static struct thread_state *thread_of(struct wsl_host_trace *t, uint32_t tid)
         return &t->overflow;
     t->threads = xrealloc(t->threads, (t->thread_count + 1) * sizeof *t->threads);
     struct thread_state *th = xcalloc(1, sizeof *th);
+    th->slot = (uint16_t)t->thread_count;
     t->threads[t->thread_count] = th;
     wsl_u64_map_insert(&t->thread_index, (uint64_t)tid + 1, t->thread_count++);
     return th;
@@ -258,11 +156,11 @@ void wsl_host_trace_thread(struct wsl_host_trace *t, uint32_t tid, const uint32_
     t->current_range = innermost ? innermost : &no_range;
 }
 
-/* Charges the thread's waiting group with the gap up to `until` (ticks). */
-static void resolve(struct wsl_host_trace *t, struct thread_state *th, uint64_t until)
+/* Charges the thread's waiting group with the gap up to `until` (ticks); resolve is the test
+ * for a group, inline at each submission. */
+static __attribute__((noinline)) void resolve_group(struct wsl_host_trace *t, struct thread_state *th,
+                                                    uint64_t until)
 {
-    if (!th->npend)
-        return;
     uint64_t total = 0;
     for (uint32_t i = 0; i < th->npend; i++)
         total += th->pend[i].dur;
@@ -280,6 +178,12 @@ static void resolve(struct wsl_host_trace *t, struct thread_state *th, uint64_t 
             t->range_acc[e->range].lost += c;
     }
     th->npend = 0;
+}
+
+static inline void resolve(struct wsl_host_trace *t, struct thread_state *th, uint64_t until)
+{
+    if (th->npend)
+        resolve_group(t, th, until);
 }
 
 /* Credits a wait of dur ticks (its copy record, NONE if none, and pending entry, NULL if none) to
@@ -369,9 +273,57 @@ static void range_event(struct wsl_host_trace *t, const struct wsl_event *ev, ui
                                                     .bytes = bytes, .op = op};
 }
 
-void wsl_host_trace_event_slow(struct wsl_host_trace *t, unsigned category, const struct wsl_event *ev)
+/* A copy (result 0): counted, kept for classification, and a wait or a submission. Apart from
+ * wsl_host_trace_event_slow: a launch with a wait to charge, its most frequent call, saves the
+ * registers this path needs. */
+static __attribute__((noinline)) void copy_event(struct wsl_host_trace *t, struct thread_state *th, unsigned category,
+                                                 const struct wsl_event *ev)
 {
     uint64_t dur = ev->t_end > ev->t_start ? ev->t_end - ev->t_start : 0;
+    uint64_t bytes = ev->a[2];
+    t->s.copies++;
+    t->s.copy_bytes += bytes;
+    t->copy_ticks += dur;
+    if (bytes < WSL_HOST_SMALL_COPY) {
+        t->s.small_copies++;
+        t->s.small_bytes += bytes;
+        t->small_ticks += dur;
+        if (th->have_small && ev->t_start > th->small_start && ev->t_start - th->small_start < SMALL_RUN_GAP_TICKS) {
+            t->small_gap_ticks += ev->t_start - th->small_start;
+            t->s.small_gaps++;
+        }
+        th->have_small = true;
+        th->small_start = ev->t_start;
+    }
+    uint32_t index = NONE;
+    if (t->copy_total < t->max_copies) {
+        if (t->copy_count >= COPY_WINDOW)
+            classify_flush(t, 0);      /* before the index is taken: a flush moves the copies */
+        t->copy_total++;
+        if (t->copy_count == t->copy_cap) { /* by 4: each growth copies them all (1,024 to a window in 3) */
+            t->copy_cap = t->copy_cap ? 4 * t->copy_cap : 1024;
+            t->copies = xrealloc(t->copies, t->copy_cap * sizeof *t->copies);
+        }
+        index = (uint32_t)t->copy_count++;
+        t->copies[index] = (struct copy_rec){.t = ev->t_start, .dur = dur, .dst = ev->a[0], .src = ev->a[1],
+                                             .bytes = bytes, .range = NONE,
+                                             .category = (uint8_t)category, .thread = th->slot};
+    } else {
+        t->s.unclassified_copies++;
+        if (bytes < WSL_HOST_SMALL_COPY)
+            t->unrecorded_small_ticks += dur;
+    }
+    if (copy_blocks(category)) {
+        resolve(t, th, ev->t_start);    /* the GPU had this copy to do from its start */
+        add_block(t, th, WSL_BLOCK_COPY, ev->t_start, ev->t_end, index);
+    } else {
+        t->s.submissions++;
+        resolve(t, th, ev->t_end);
+    }
+}
+
+void wsl_host_trace_event_slow(struct wsl_host_trace *t, unsigned category, const struct wsl_event *ev)
+{
     struct thread_state *th = t->current;
     switch (category) {
     case WSL_CAT_SYNC_STREAM:
@@ -428,49 +380,8 @@ void wsl_host_trace_event_slow(struct wsl_host_trace *t, unsigned category, cons
     default:
         break;
     }
-    if (!is_copy(category) || ev->result != 0)
-        return;
-
-    uint64_t bytes = ev->a[2];
-    t->s.copies++;
-    t->s.copy_bytes += bytes;
-    t->copy_ticks += dur;
-    if (bytes < WSL_HOST_SMALL_COPY) {
-        t->s.small_copies++;
-        t->s.small_bytes += bytes;
-        t->small_ticks += dur;
-        if (th->have_small && ev->t_start > th->small_start && ev->t_start - th->small_start < SMALL_RUN_GAP_TICKS) {
-            t->small_gap_ticks += ev->t_start - th->small_start;
-            t->s.small_gaps++;
-        }
-        th->have_small = true;
-        th->small_start = ev->t_start;
-    }
-    uint32_t index = NONE;
-    if (t->copy_total < t->max_copies) {
-        if (t->copy_count >= COPY_WINDOW)
-            classify_flush(t, 0);      /* before the index is taken: a flush moves the copies */
-        t->copy_total++;
-        if (t->copy_count == t->copy_cap) {
-            t->copy_cap = t->copy_cap ? 2 * t->copy_cap : 1024;
-            t->copies = xrealloc(t->copies, t->copy_cap * sizeof *t->copies);
-        }
-        index = (uint32_t)t->copy_count++;
-        t->copies[index] = (struct copy_rec){.t = ev->t_start, .dur = dur, .dst = ev->a[0], .src = ev->a[1],
-                                             .bytes = bytes, .seq = t->seq++, .range = NONE,
-                                             .category = (uint8_t)category};
-    } else {
-        t->s.unclassified_copies++;
-        if (bytes < WSL_HOST_SMALL_COPY)
-            t->unrecorded_small_ticks += dur;
-    }
-    if (copy_blocks(category)) {
-        resolve(t, th, ev->t_start);    /* the GPU had this copy to do from its start */
-        add_block(t, th, WSL_BLOCK_COPY, ev->t_start, ev->t_end, index);
-    } else {
-        t->s.submissions++;
-        resolve(t, th, ev->t_end);
-    }
+    if (is_copy(category) && ev->result == 0)
+        copy_event(t, th, category, ev);
 }
 
 void wsl_host_trace_name_ranges(struct wsl_host_trace *t, const char *(*name)(const void *ctx, uint32_t range),
@@ -485,12 +396,159 @@ void wsl_host_trace_name_ranges(struct wsl_host_trace *t, const char *(*name)(co
 
 /* ---- end of trace: classify the copies ----------------------------------------------------- */
 
-static int copy_by_time(const void *a, const void *b)
+struct copy_key {
+    uint64_t t;
+    uint32_t index;
+};
+
+static int copy_key_by_time(const void *a, const void *b)
 {
-    const struct copy_rec *x = a, *y = b;
+    const struct copy_key *x = a, *y = b;
     if (x->t != y->t)
         return x->t < y->t ? -1 : 1;
-    return x->seq < y->seq ? -1 : x->seq > y->seq;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+#define RADIX_BITS 11
+#define RADIX_INDEX_BITS 16     /* a window's index: COPY_WINDOW copies at most */
+_Static_assert(COPY_WINDOW <= 1u << RADIX_INDEX_BITS, "a copy's index fits under its time in a radix key");
+
+#define MERGE_THREADS 8     /* copies of at most this many threads are merged, of more sorted */
+
+/* Merges the copies of each thread, when each thread's are in time order (the reader gives a
+ * thread's events in order, each batch one thread's) and they come from few threads: their
+ * indices, grouped by thread in the order read, then taken by the smallest (time, index) of the
+ * threads' next ones. false (and order untouched) otherwise. */
+static bool merge_threads(const struct copy_rec *c, size_t n, size_t threads, uint32_t *order)
+{
+    size_t slots = threads + 1;         /* the last one: the overflow's copies */
+    uint64_t *last = xmalloc(slots * sizeof *last);
+    uint32_t *count = xcalloc(slots, sizeof *count);
+    bool ok = true;
+    unsigned used = 0;
+    for (size_t i = 0; i < n && ok; i++) {
+        size_t h = c[i].thread < threads ? c[i].thread : threads;
+        if (!count[h]++)
+            ok = ++used <= MERGE_THREADS;
+        else
+            ok = c[i].t >= last[h];
+        last[h] = c[i].t;
+    }
+    free(last);
+    if (!ok) {
+        free(count);
+        return false;
+    }
+    uint32_t head[MERGE_THREADS], stop[MERGE_THREADS], *at = xmalloc(n * sizeof *at);
+    size_t k = 0;
+    uint32_t sum = 0;
+    for (size_t h = 0; h < slots; h++)
+        if (count[h]) {
+            uint32_t x = count[h];
+            head[k] = count[h] = sum;   /* count: where the thread's next index goes */
+            stop[k++] = sum += x;
+        }
+    for (size_t i = 0; i < n; i++)
+        at[count[c[i].thread < threads ? c[i].thread : threads]++] = (uint32_t)i;
+    free(count);
+    size_t o = 0;
+    if (k == 2) {               /* the common case (a training loop's thread and autograd's) */
+        const uint32_t *x = at, *xe = at + stop[0], *y = xe, *ye = at + n;
+        while (x < xe && y < ye) {
+            uint64_t tx = c[*x].t, ty = c[*y].t;
+            if (ty < tx || (ty == tx && *y < *x))
+                order[o++] = *y++;
+            else
+                order[o++] = *x++;
+        }
+        while (x < xe)
+            order[o++] = *x++;
+        while (y < ye)
+            order[o++] = *y++;
+    }
+    for (; o < n; o++) {
+        size_t best = k;
+        uint32_t bi = 0;
+        for (size_t j = 0; j < k; j++) {
+            if (head[j] == stop[j])
+                continue;
+            uint32_t x = at[head[j]];
+            if (best == k || c[x].t < c[bi].t || (c[x].t == c[bi].t && x < bi)) {
+                best = j;
+                bi = x;
+            }
+        }
+        order[o] = bi;
+        head[best]++;
+    }
+    free(at);
+    return true;
+}
+
+/* The copies' order by (time, index): order[k] is the index of the k-th, or NULL when they are in
+ * that order already (one copy thread, or batches that do not overlap). A real run's copies come
+ * from a few threads in batches that overlap (the DDP run: 2 threads, 4,300 switches in 36,000
+ * copies), where a comparison sort of the 64-byte records took 300 instructions a copy: there, the
+ * threads' copies are merged (merge_threads). Else the keys (time - first) << 16 | index are sorted
+ * by the time's bits alone, least significant digit first: each pass is stable, so the indices of
+ * one time stay in order. A span of 2^48 ticks or more (days), or more copies than a window's, are
+ * sorted by comparison. */
+static uint32_t *copy_order(const struct copy_rec *c, size_t n, size_t threads)
+{
+    uint64_t lo = n ? c[0].t : 0, hi = lo;
+    bool sorted = true;
+    for (size_t i = 1; i < n; i++) {
+        uint64_t x = c[i].t;
+        sorted &= x >= c[i - 1].t;
+        lo = x < lo ? x : lo;
+        hi = x > hi ? x : hi;
+    }
+    if (sorted)
+        return NULL;
+    uint32_t *order = xmalloc(n * sizeof *order);
+    if (merge_threads(c, n, threads, order))
+        return order;
+    uint64_t span = hi - lo;
+    if (span >> (64 - RADIX_INDEX_BITS) || n > 1u << RADIX_INDEX_BITS) { /* (copies kept past a window) */
+        struct copy_key *keys = xmalloc(n * sizeof *keys);
+        for (size_t i = 0; i < n; i++)
+            keys[i] = (struct copy_key){c[i].t, (uint32_t)i};
+        qsort(keys, n, sizeof *keys, copy_key_by_time);
+        for (size_t i = 0; i < n; i++)
+            order[i] = keys[i].index;
+        free(keys);
+        return order;
+    }
+    unsigned bits = 64 - (unsigned)__builtin_clzll(span);  /* span > 0: not sorted */
+    unsigned passes = (bits + RADIX_BITS - 1) / RADIX_BITS;
+    uint64_t *a = xmalloc(2 * n * sizeof *a), *b = a + n;
+    uint32_t(*count)[1u << RADIX_BITS] = xcalloc(passes, sizeof *count);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t k = (c[i].t - lo) << RADIX_INDEX_BITS | i;
+        a[i] = k;
+        for (unsigned p = 0; p < passes; p++)
+            count[p][(k >> (RADIX_INDEX_BITS + p * RADIX_BITS)) & ((1u << RADIX_BITS) - 1)]++;
+    }
+    for (unsigned p = 0; p < passes; p++) {
+        uint32_t sum = 0, *cp = count[p];
+        if (cp[(a[0] >> (RADIX_INDEX_BITS + p * RADIX_BITS)) & ((1u << RADIX_BITS) - 1)] == n)
+            continue;           /* one digit for all: the pass would change nothing */
+        for (unsigned d = 0; d < 1u << RADIX_BITS; d++) {
+            uint32_t x = cp[d];
+            cp[d] = sum;
+            sum += x;
+        }
+        for (size_t i = 0; i < n; i++)
+            b[cp[(a[i] >> (RADIX_INDEX_BITS + p * RADIX_BITS)) & ((1u << RADIX_BITS) - 1)]++] = a[i];
+        uint64_t *swap = a;
+        a = b;
+        b = swap;
+    }
+    for (size_t i = 0; i < n; i++)
+        order[i] = (uint32_t)(a[i] & ((1u << RADIX_INDEX_BITS) - 1));
+    free(a < b ? a : b);
+    free(count);
+    return order;
 }
 
 static int range_by_time(const void *a, const void *b)
@@ -504,11 +562,11 @@ static int range_by_time(const void *a, const void *b)
 static void apply_range(struct range_tree *tree, const struct range_ev *e)
 {
     switch (e->op) {
-    case OP_DEVICE_ALLOC: tree_insert(tree, e->ptr, e->ptr + e->bytes, RANGE_DEVICE); break;
-    case OP_MANAGED_ALLOC: tree_insert(tree, e->ptr, e->ptr + e->bytes, RANGE_MANAGED); break;
-    case OP_LOCKED_ALLOC: tree_insert(tree, e->ptr, e->ptr + e->bytes, RANGE_LOCKED); break;
+    case OP_DEVICE_ALLOC: wsl_range_tree_insert(tree, e->ptr, e->ptr + e->bytes, RANGE_DEVICE); break;
+    case OP_MANAGED_ALLOC: wsl_range_tree_insert(tree, e->ptr, e->ptr + e->bytes, RANGE_MANAGED); break;
+    case OP_LOCKED_ALLOC: wsl_range_tree_insert(tree, e->ptr, e->ptr + e->bytes, RANGE_LOCKED); break;
     case OP_FREE:
-    case OP_LOCKED_FREE: tree_remove(tree, e->ptr); break;
+    case OP_LOCKED_FREE: wsl_range_tree_remove(tree, e->ptr); break;
     }
 }
 
@@ -517,32 +575,33 @@ enum direction { DIR_UNKNOWN, DIR_HTOD, DIR_DTOH, DIR_DTOD };
 static bool on_device(uint8_t kind) { return kind == RANGE_DEVICE || kind == RANGE_MANAGED; }
 
 /* Direction and the host side's kind (0: not in any range, i.e. pageable). */
-static enum direction classify(const struct range_tree *tree, const struct copy_rec *c, uint8_t *host_kind)
+static enum direction classify(struct range_tree *tree, const struct copy_rec *c, uint8_t *host_kind)
 {
-    uint8_t dst = tree_find(tree, c->dst), src = tree_find(tree, c->src);
-    switch (c->category) {
+    switch (c->category) {     /* only the pointers the answer needs: most of a DDP run's are DtoD */
     case WSL_CAT_COPY_HTOD:
     case WSL_CAT_COPY_HTOD_ASYNC:
-        *host_kind = src;
+        *host_kind = wsl_range_tree_find(tree, c->src);
         return DIR_HTOD;
     case WSL_CAT_COPY_DTOH:
     case WSL_CAT_COPY_DTOH_ASYNC:
-        *host_kind = dst;
+        *host_kind = wsl_range_tree_find(tree, c->dst);
         return DIR_DTOH;
     case WSL_CAT_COPY_DTOD:
     case WSL_CAT_COPY_DTOD_ASYNC:
         return DIR_DTOD;
     default:                    /* cuMemcpy, cuMemcpyAsync: unified addresses, direction from the pointers */
-        if (on_device(dst) && !on_device(src)) {
-            *host_kind = src;
-            return DIR_HTOD;
-        }
-        if (on_device(src) && !on_device(dst)) {
-            *host_kind = dst;
-            return DIR_DTOH;
-        }
-        return on_device(src) && on_device(dst) ? DIR_DTOD : DIR_UNKNOWN;
+        break;
     }
+    uint8_t dst = wsl_range_tree_find(tree, c->dst), src = wsl_range_tree_find(tree, c->src);
+    if (on_device(dst) && !on_device(src)) {
+        *host_kind = src;
+        return DIR_HTOD;
+    }
+    if (on_device(src) && !on_device(dst)) {
+        *host_kind = dst;
+        return DIR_DTOH;
+    }
+    return on_device(src) && on_device(dst) ? DIR_DTOD : DIR_UNKNOWN;
 }
 
 /* Takes back what was counted for c as a wait (it was a cuMemcpyAsync to the GPU). The group it
@@ -640,36 +699,58 @@ static void classify_flush(struct wsl_host_trace *t, bool final)
                 }
         }
     }
-    if (n > 1)
-        qsort(t->copies, n, sizeof *t->copies, copy_by_time);
-    if (t->range_count > 1)
+    uint32_t *order = copy_order(t->copies, n, t->thread_count);
+    bool ranges_sorted = true;  /* often: allocation calls are few, and most from one thread */
+    for (size_t k = 1; k < t->range_count && ranges_sorted; k++)
+        ranges_sorted = t->ranges[k].t >= t->ranges[k - 1].t;
+    if (!ranges_sorted)
         qsort(t->ranges, t->range_count, sizeof *t->ranges, range_by_time);
+    /* the k-th copy in time order; those kept go to the spare when the order is not the array's */
+#define COPY_AT(k) (&t->copies[order ? order[k] : (k)])
+    struct copy_rec *out = t->copies;
+    if (order && !final) {
+        if (t->spare_cap < t->copy_cap) {
+            free(t->copies_spare);
+            t->copies_spare = xmalloc(t->copy_cap * sizeof *t->copies_spare);
+            t->spare_cap = t->copy_cap;
+        }
+        out = t->copies_spare;
+    }
     uint64_t cut = UINT64_MAX;
     if (!final) {
-        cut = n >= COPY_WINDOW || !t->range_count ? (n ? t->copies[n / 2].t : 0) : t->ranges[t->range_count / 2].t;
-        if (n && cut <= t->copies[0].t && n >= COPY_WINDOW)
-            cut = t->copies[0].t + 1;   /* a window of one time: it goes whole */
+        cut = n >= COPY_WINDOW || !t->range_count ? (n ? COPY_AT(n / 2)->t : 0) : t->ranges[t->range_count / 2].t;
+        if (n && cut <= COPY_AT(0)->t && n >= COPY_WINDOW)
+            cut = COPY_AT(0)->t + 1;    /* a window of one time: it goes whole */
         if (t->range_count && cut <= t->ranges[0].t && t->range_count >= RANGE_WINDOW)
             cut = t->ranges[0].t + 1;
-        for (size_t i = 0; i < n && t->copies[i].t < cut; i++)
-            if (t->copies[i].wait == 1 && t->copies[i].sync_charge) {
+        for (size_t i = 0; i < n && COPY_AT(i)->t < cut; i++)
+            if (COPY_AT(i)->wait == 1 && COPY_AT(i)->sync_charge) {
                 if (i >= n / 4)
-                    cut = t->copies[i].t;
+                    cut = COPY_AT(i)->t;
                 break;
             }
     }
     size_t r = 0, w = 0, i = 0;
-    for (; i < n && t->copies[i].t < cut; i++) {
-        struct copy_rec *c = &t->copies[i];
+    for (; i < n && COPY_AT(i)->t < cut; i++) {
+        struct copy_rec *c = COPY_AT(i);
         while (r < t->range_count && t->ranges[r].t <= c->t)
             apply_range(&t->tree, &t->ranges[r++]);
         if (!final && c->wait == 1 && c->sync_charge)
-            t->copies[w++] = *c;        /* still pending: kept */
+            out[w++] = *c;              /* still pending: kept */
         else
             classify_one(t, c);
     }
     for (; i < n; i++)
-        t->copies[w++] = t->copies[i];
+        out[w++] = *COPY_AT(i);
+#undef COPY_AT
+    if (out != t->copies) {     /* the spare's capacity is the copies' or more */
+        t->copies_spare = t->copies;
+        t->copies = out;
+        size_t cap = t->spare_cap;
+        t->spare_cap = t->copy_cap;
+        t->copy_cap = cap;
+    }
+    free(order);
     while (r < t->range_count && t->ranges[r].t < cut)
         apply_range(&t->tree, &t->ranges[r++]);
     if (r) /* t->ranges may be NULL when none was kept */
@@ -714,6 +795,7 @@ static void discard(struct wsl_host_trace *t)
         free(t->threads[i]);
     free(t->threads);
     free(t->copies);
+    free(t->copies_spare);
     free(t->ranges);
     free(t->tree.nodes);
     free(t->htod_left);

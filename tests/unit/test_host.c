@@ -525,3 +525,107 @@ int test_host_random_invariants(void)
     }
     return 0;
 }
+
+/* More copies than a classification window (65,536) from two threads whose chunks overlap in time
+ * (read: thread 1's whole chunk, then thread 0's), so that a flush sorts copies that are not in
+ * order and keeps half of them; allocation calls at the very time of a copy (applied before it) and
+ * two of one slot at one time (applied in the order read: a test that fails if ties are reordered);
+ * thread 0's blocking copies charged by its next copy, one of them pending at the flush. Checked
+ * against a model of the live ranges and of each copy's charge. backwards: thread 2 adds 1,000
+ * copies written from the last to the first (a thread's copies out of order: sorted, not merged). */
+static int sort_window_case(bool backwards)
+{
+    enum { SLOTS = 16, STEPS = 45001 };         /* thread 1: one copy a step; thread 0: two */
+    const uint64_t base = 0x7e0000000000ull, span = 1ull << 20;
+    bool pinned[SLOTS] = {false}, (*pinned_at)[SLOTS] = calloc(STEPS, sizeof *pinned_at);
+    uint64_t want_pageable = 0, want_locked = 0, want_htod = 0, want_dtoh = 0, want_small_left = 0, want_lost = 0;
+    uint64_t want_pageable_lost = 0;
+    uint64_t ties = 0, same_time_pairs = 0;
+    char path[512];
+    test_path(path, sizeof path, "sort_window_ties");
+    struct mem_builder *b = mb_open(path, 9200, 0, 80ull << 30);
+    rng_seed(7);
+    for (uint64_t k = 0; k < STEPS; k++) {
+        uint64_t t = k * 20 * HOST_US;
+        unsigned s = (unsigned)rng_below(SLOTS), op = (unsigned)rng_below(8);
+        uint64_t slot = base + s * span;
+        if (op == 0 || op == 1) {           /* thread 0: an allocation call at t, a copy of thread 1's time */
+            mb_call(b, 0, t, 0, pinned[s] ? "cuMemFreeHost" : "cuMemHostAlloc", 0, slot, pinned[s] ? 0 : span);
+            pinned[s] = !pinned[s];
+            ties++;
+            if (op == 1) {                  /* and the opposite call at the same time: the read order decides */
+                mb_call(b, 0, t, 0, pinned[s] ? "cuMemFreeHost" : "cuMemHostAlloc", 0, slot, pinned[s] ? 0 : span);
+                pinned[s] = !pinned[s];
+                same_time_pairs++;
+            }
+        }
+        memcpy(pinned_at[k], pinned, sizeof pinned);
+        /* thread 1 at t: an HtoD copy from the slot (after the call above), or every 7th step a
+         * blocking DtoH to it (4 us) and a launch 1 us after it (1 us): charged 2 us */
+        uint64_t p = slot + rng_below(span);
+        if (k % 7 == 3) {
+            mb_call_args(b, 1, t, 4 * HOST_US, "cuMemcpyDtoH_v2", 0, 0, p, 0x100000000ull, 4096, 0);
+            mb_call_args(b, 1, t + 5 * HOST_US, 1 * HOST_US, "cuLaunchKernel", 0, 0, 0x1000, 0x10001, 0x100, 0);
+            want_dtoh++;
+            want_small_left += 2 * HOST_US;
+            want_lost += 2 * HOST_US;
+        } else {
+            mb_call_args(b, 1, t, 1 * HOST_US, "cuMemcpyHtoDAsync_v2", 0, 0, 0x100000000ull, p, 4096, 0);
+            want_htod++;
+            want_small_left += 1 * HOST_US;     /* pinned: 1 us; pageable: min(1 us, a launch's 1 us) */
+        }
+        want_pageable += !pinned[s];
+        want_locked += pinned[s];
+        /* thread 0 at t (with thread 1's copy: a tie): a blocking DtoH (4 us) to the slot, then at
+         * its end an HtoD (1.5 us), which charges it 1.5 us: 2.5 us left; the HtoD's 1.5 us,
+         * pageable, is a launch's 1 us and 0.5 us lost to pageable memory (a charge given to
+         * another copy changes both sums) */
+        unsigned s0 = (unsigned)rng_below(SLOTS);
+        uint64_t p0 = base + s0 * span + rng_below(span);
+        mb_call_args(b, 0, t, 4 * HOST_US, "cuMemcpyDtoH_v2", 0, 0, p0, 0x100000000ull, 4096, 0);
+        mb_call_args(b, 0, t + 4 * HOST_US, 3 * HOST_US / 2, "cuMemcpyHtoDAsync_v2", 0, 0, 0x100000000ull, p0, 4096, 0);
+        want_dtoh++;
+        want_htod++;
+        want_pageable += 2 * !pinned[s0];
+        want_locked += 2 * pinned[s0];
+        want_small_left += 5 * HOST_US / 2 + (pinned[s0] ? 3 * HOST_US / 2 : 1 * HOST_US);
+        want_pageable_lost += pinned[s0] ? 0 : HOST_US / 2;
+        want_lost += 3 * HOST_US / 2;
+    }
+    for (uint64_t i = 0; backwards && i < 1000; i++) {   /* 1 us after steps 44,955, 44,910, ... */
+        uint64_t k = STEPS - 1 - 45 * i, t = k * 20 * HOST_US + 1 * HOST_US;
+        unsigned s2 = (unsigned)(k % SLOTS);
+        mb_call_args(b, 2, t, 1 * HOST_US, "cuMemcpyHtoDAsync_v2", 0, 0, 0x100000000ull, base + s2 * span, 4096, 0);
+        want_htod++;
+        want_small_left += 1 * HOST_US;
+        want_pageable += !pinned_at[k][s2];
+        want_locked += pinned_at[k][s2];
+    }
+    const unsigned order[] = {1, 2, 0, 3};  /* the flush: at thread 0's 20,535th or 19,535th copy, an HtoD */
+    mb_close(b, order);
+    free(pinned_at);
+    struct wsl_run run;
+    wsl_run_init(&run);
+    char err[WSL_READER_ERRLEN];
+    CHECKF(wsl_run_add_trace(&run, path, err, sizeof err) == 0, "%s", err);
+    wsl_run_finish(&run);
+    const struct wsl_host_summary *h = &run.host_cuda;
+    CHECK(ties > 1000 && same_time_pairs > 1000);
+    CHECK_EQ(h->copies, 3 * STEPS + (backwards ? 1000 : 0));
+    CHECK_EQ(h->htod, want_htod);
+    CHECK_EQ(h->dtoh, want_dtoh);
+    CHECK_EQ(h->pageable_copies, want_pageable);
+    CHECK_EQ(h->locked_copies, want_locked);
+    CHECK_EQ(h->unclassified_copies, 0);
+    CHECK_EQ(h->unresolved_blocks, 0);
+    CHECK_NEAR(h->block_lost_ns[WSL_BLOCK_COPY], want_lost, 2);
+    CHECK_NEAR(h->small_left_ns, want_small_left, 2);
+    CHECK_NEAR(h->pageable_lost_ns, want_pageable_lost, 2);
+    wsl_run_free(&run);
+    return 0;
+}
+
+int test_host_sort_window_ties(void)
+{
+    return sort_window_case(false) || sort_window_case(true);
+}

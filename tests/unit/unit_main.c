@@ -138,7 +138,8 @@
     X(compare_never_more_than_difference) \
     X(host_classify_random)       \
     X(host_limits)                \
-    X(host_random_invariants) \
+    X(host_random_invariants)     \
+    X(host_sort_window_ties)      \
     X(ddp_straggler_host)         \
     X(ddp_straggler_io_steps)     \
     X(ddp_balanced)               \
