@@ -519,14 +519,18 @@ static void raw_forget(struct wsl_io_trace *t, struct raw_name *e)
     t->io->lazy_pending_bytes -= (size_t)e->len + 1;
 }
 
-/* Names a record kept raw (its first call, or the end of laziness). */
-static __attribute__((noinline)) void name_raw(struct wsl_io_trace *t, struct path_record *r)
+/* Names a record kept raw (its first call, or the end of laziness); 1, naming nothing, where no
+ * PATHS entry defined it (yet). */
+static __attribute__((noinline)) unsigned name_raw(struct wsl_io_trace *t, struct path_record *r)
 {
+    if (!(r->flags & PATH_RAW))
+        return 1;
     struct raw_name *e = &t->raw[r->dir];
     r->flags &= ~(uint32_t)PATH_RAW;
     r->dir = DIR_NONE;
     name_path(t, r, t->raw_bytes + e->off, e->len);
     raw_forget(t, e);
+    return 0;
 }
 
 /* Drops the named entries from raw (they are most once a window's calls began). */
@@ -918,12 +922,10 @@ static __attribute__((noinline)) void trace_event(struct wsl_io_trace *t, unsign
     struct path_record *r = NULL;
     if (ev->a[0] != 0) {
         r = ev->a[0] <= UINT32_MAX ? path_get(t, (uint32_t)ev->a[0]) : NULL;
-        if (r && __builtin_expect(r->flags & PATH_RAW, 0))
-            name_raw(t, r); /* its first call (lazy naming) */
         if (!r)
             t->untracked_events++;
         else if (!(r->flags & PATH_NAMED))
-            t->unnamed_events++;
+            t->unnamed_events += name_raw(t, r); /* its first call, where lazy naming kept it raw */
     }
     if (r) {
         /* The device of a successful open or stat says where the file lives. */
@@ -1129,9 +1131,11 @@ static void also_end(struct wsl_io_trace *sh, const struct wsl_clock_map *clock,
     dir_add(&io->untracked_dirs, &t->untracked_dirs, clock);
     io->unnamed_path_events += t->unnamed_events;
     io->untracked_path_events += t->untracked_events;
-    raw_leave(t, io); /* what the trace did not name, as its own reading would leave it */
-    io->lazy_pending += t->pending;
-    io->lazy_pending_bytes += t->pending_bytes;
+    if (!a->inexact) { /* what the trace did not name, as its own reading would leave it (raw_fits) */
+        raw_leave(t, io);
+        io->lazy_pending += t->pending;
+        io->lazy_pending_bytes += t->pending_bytes;
+    }
     free(mount_of);
 }
 
