@@ -260,10 +260,14 @@ void wsl_io_trace_mounts(struct wsl_io_trace *t, const struct wsl_mount_table *t
     memset(t->table_mounts, 0xff, (table->count ? table->count : 1) * sizeof *t->table_mounts);
 }
 
+static unsigned name_raw(struct wsl_io_trace *t, struct path_record *r);
+
 /* Drops the record of a path_index slot; its place in paths goes to the next new id. */
 static void path_drop(struct wsl_io_trace *t, struct wsl_u64_slot *s)
 {
     uint32_t i = (uint32_t)s->value;
+    if (__builtin_expect(t->paths[i].flags & PATH_RAW, 0)) /* dead, then defined: an eager reading */
+        name_raw(t, &t->paths[i]);                         /* named it (its folder is in the table) */
     wsl_u64_map_remove(&t->path_index, s);
     t->paths[i].id = 0;
     t->paths[i].dir = t->free_path;

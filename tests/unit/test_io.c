@@ -1499,6 +1499,28 @@ static void write_lazy_trace(const char *path, unsigned variant, uint64_t *t0, u
     iob_path(b, 2500, "/home/u/late/w.bin");
     iob_read(b, 8, 2500, 77, 77, 1300);
     iob_close_fd(b, 8, 2500, 200);
+    /* a failed open of an id not defined yet (unnamed; it dies), then its definition: a dead record
+     * kept raw, dropped at the 4th death after (4 kept); its place goes to id 2700, opened now and
+     * read once so many entries were named that the raw names are compacted */
+    iob_open_fails(b, 2600, 2, 900);
+    iob_flush(b);
+    iob_path(b, 2600, "/home/u/failed/q.bin");
+    for (uint32_t i = 0; i < 4; i++)
+        iob_call(b, "stat", -1, 0, 300, 100 + i, DEV_WSL2_ROOT, 100, 0);
+    iob_flush(b);
+    iob_path(b, 2700, "/home/u/kept/k.bin");
+    iob_openat(b, 9, 2700, DEV_WSL2_ROOT, 5000, 800);
+    iob_flush(b);
+    for (uint32_t i = 0; i < 1500; i++) {
+        snprintf(name, sizeof name, "/home/u/data%u/many%u/h%u.bin", variant, i % 13, i);
+        iob_path(b, 6000 + i, name);
+        iob_openat(b, 3, 6000 + i, DEV_WSL2_ROOT, 100, 300);
+        iob_close_fd(b, 3, 6000 + i, 100);
+        if (i % 300 == 299)
+            iob_flush(b); /* (each group's names in a PATHS chunk of their own) */
+    }
+    iob_read(b, 9, 2700, 5000, 5000, 2000);
+    iob_close_fd(b, 9, 2700, 300);
     for (uint32_t i = 0; i < 12; i++) { /* enough deaths that id 2000's record is dropped */
         snprintf(name, sizeof name, "/home/u/data%u/inside/g%u.bin", variant, i);
         iob_path(b, 3000 + i, name);
