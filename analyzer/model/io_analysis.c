@@ -602,13 +602,41 @@ static void raw_keep(struct wsl_io_trace *t, struct path_record *r, const char *
     t->io->lazy_pending_bytes += length + 1;
 }
 
-/* The entries t did not name, kept by run io until a trace settles them. */
-static void raw_leave(struct wsl_io_trace *t, struct wsl_io *io)
+/* The length of a raw path's part before its last slash where its folder is a function of that
+ * part alone (its last component is a name: not empty, "." or ".."), else SIZE_MAX. */
+static size_t raw_prefix(const char *p, size_t len)
 {
+    size_t k = len;
+    while (k > 0 && p[k - 1] != '/')
+        k--;
+    if (!k)
+        return SIZE_MAX;
+    size_t last = len - k;
+    k--; /* the slash */
+    if (!last || (p[k + 1] == '.' && (last == 1 || (last == 2 && p[k + 2] == '.'))))
+        return SIZE_MAX;
+    return k;
+}
+
+/* The entries t did not name, kept by run io until a trace settles them (only their folders
+ * matter then: of a row of entries with the same part before the last slash, the first is kept).
+ * Returns how many are kept, and *bytes their bytes (each len + 1). */
+static size_t raw_leave(struct wsl_io_trace *t, struct wsl_io *io, size_t *bytes)
+{
+    size_t kept = 0;
+    *bytes = 0;
+    const char *prev = NULL;
+    size_t prev_k = SIZE_MAX;
     for (size_t i = 0; i < t->raw_count; i++) {
         const struct raw_name *e = &t->raw[i];
         if (e->rec == UINT32_MAX)
             continue;
+        const char *p = t->raw_bytes + e->off;
+        size_t k = raw_prefix(p, e->len);
+        if (k != SIZE_MAX && k == prev_k && memcmp(p, prev, k) == 0)
+            continue; /* the folder of the one before */
+        prev = p;
+        prev_k = k;
         size_t need = io->lazy_left_used + sizeof(uint32_t) + e->len;
         if (need > io->lazy_left_cap) {
             io->lazy_left_cap = io->lazy_left_cap ? 2 * io->lazy_left_cap : 64 * 1024;
@@ -618,10 +646,21 @@ static void raw_leave(struct wsl_io_trace *t, struct wsl_io *io)
         }
         uint32_t len = e->len;
         memcpy(io->lazy_left + io->lazy_left_used, &len, sizeof len);
-        memcpy(io->lazy_left + io->lazy_left_used + sizeof len, t->raw_bytes + e->off, len);
+        memcpy(io->lazy_left + io->lazy_left_used + sizeof len, p, len);
         io->lazy_left_used = need;
         io->lazy_left_count++;
+        kept++;
+        *bytes += (size_t)len + 1;
     }
+    return kept;
+}
+
+/* t's end in its own run: what it did not name waits there (the rest of a row had one folder). */
+static void raw_leave_own(struct wsl_io_trace *t)
+{
+    size_t bytes, kept = raw_leave(t, t->io, &bytes);
+    t->io->lazy_pending -= t->pending - kept;
+    t->io->lazy_pending_bytes -= t->pending_bytes - bytes;
 }
 
 /* The folders of the entries ended traces left, added to run io in the order they came. */
@@ -1088,7 +1127,7 @@ void wsl_io_trace_discard(struct wsl_io_trace *t)
         release(of);
         return;
     }
-    raw_leave(t, t->io);
+    raw_leave_own(t);
     release(t);
 }
 
@@ -1136,9 +1175,9 @@ static void also_end(struct wsl_io_trace *sh, const struct wsl_clock_map *clock,
     io->unnamed_path_events += t->unnamed_events;
     io->untracked_path_events += t->untracked_events;
     if (!a->inexact) { /* what the trace did not name, as its own reading would leave it (raw_fits) */
-        raw_leave(t, io);
-        io->lazy_pending += t->pending;
-        io->lazy_pending_bytes += t->pending_bytes;
+        size_t bytes;
+        io->lazy_pending += raw_leave(t, io, &bytes);
+        io->lazy_pending_bytes += bytes;
     }
     free(mount_of);
 }
@@ -1167,7 +1206,7 @@ void wsl_io_trace_end(struct wsl_io_trace *t, const struct wsl_clock_map *clock,
     dir_add(&io->untracked_dirs, &t->untracked_dirs, clock);
     io->unnamed_path_events += t->unnamed_events;
     io->untracked_path_events += t->untracked_events;
-    raw_leave(t, io);
+    raw_leave_own(t);
     release(t);
 }
 

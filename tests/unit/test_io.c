@@ -1546,16 +1546,17 @@ static void write_lazy_trace(const char *path, unsigned variant, uint64_t *t0, u
     free(mounts);
 }
 
-/* Many folders named before the window (first + k for k < count), the window using some of the
- * first and of the last ones: the folder caps (WSL_IO_MAX_DIRS) in reach. */
-static void write_many_folders(const char *path, uint32_t first, uint32_t count, uint64_t *t0, uint64_t *t1)
+/* Many paths named before the window (count, `per` a folder: first + k / per), the window using
+ * some of the first and of the last ones: the folder caps (WSL_IO_MAX_DIRS) in reach. */
+static void write_many_folders(const char *path, uint32_t first, uint32_t count, uint32_t per, uint64_t *t0,
+                               uint64_t *t1)
 {
     char *mounts = io_fixture("wsl2.mountinfo");
     struct io_builder_options o = {.flags = WSL_PROC_WSL2, .mountinfo = mounts};
     struct io_builder *b = iob_open(path, &o);
     char name[64];
     for (uint32_t k = 0; k < count; k++) {
-        snprintf(name, sizeof name, "/d/%u/f", first + k);
+        snprintf(name, sizeof name, "/d/%u/f%u", first + k / per, k % per);
         iob_path(b, 1 + k, name);
     }
     iob_call(b, "stat", -1, 0, 100, 1, DEV_WSL2_ROOT, 1, 0);
@@ -1595,9 +1596,9 @@ int test_io_lazy_names_windowed(void)
     test_path(big, sizeof big, "io_lazy_big.trace.zst");
     test_path(half1, sizeof half1, "io_lazy_half1.trace.zst");
     test_path(half2, sizeof half2, "io_lazy_half2.trace.zst");
-    write_many_folders(big, 0, WSL_IO_MAX_DIRS + 30, &t0, &t1);
-    write_many_folders(half1, 0, WSL_IO_MAX_DIRS / 2 + 100, &u0, &u1);
-    write_many_folders(half2, WSL_IO_MAX_DIRS, WSL_IO_MAX_DIRS / 2 + 100, &u0, &u1);
+    write_many_folders(big, 0, WSL_IO_MAX_DIRS + 30, 1, &t0, &t1);
+    write_many_folders(half1, 0, WSL_IO_MAX_DIRS / 2 + 100, 1, &u0, &u1);
+    write_many_folders(half2, WSL_IO_MAX_DIRS, WSL_IO_MAX_DIRS / 2 + 100, 1, &u0, &u1);
     struct wsl_run eager;
     if (read_windowed(&eager, (const char *[]){big}, 1, t0, t1, true, 0))
         return 1;
@@ -1605,6 +1606,16 @@ int test_io_lazy_names_windowed(void)
     wsl_run_free(&eager);
     const char *halves[] = {half1, half2};
     if (lazy_like_eager((const char *[]){big}, 1, t0, t1, 0, false) || lazy_like_eager(halves, 2, u0, u1, 0, false))
+        return 1;
+    /* three paths a folder in the first (30,000 folders: its leftovers kept one a folder), then
+     * 75,000 folders: the second settles them */
+    write_many_folders(half1, 0, 90000, 3, &u0, &u1);
+    write_many_folders(half2, WSL_IO_MAX_DIRS, 75000, 1, &t0, &t1);
+    if (read_windowed(&eager, halves, 2, u0, u1, true, 0))
+        return 1;
+    CHECK(eager.io.untracked_dirs.files == 20 && eager.io.dir_count == WSL_IO_MAX_DIRS);
+    wsl_run_free(&eager);
+    if (lazy_like_eager(halves, 2, u0, u1, 0, false))
         return 1;
     remove(one);
     remove(two);
