@@ -10,6 +10,7 @@
  * ticks and converted once, at the end of the trace, with its final clock
  * fit (as analysis_read.c does for the API statistics).
  */
+#define _GNU_SOURCE /* memrchr */
 #include "io_analysis.h"
 
 #include <fcntl.h>
@@ -606,13 +607,10 @@ static void raw_keep(struct wsl_io_trace *t, struct path_record *r, const char *
  * part alone (its last component is a name: not empty, "." or ".."), else SIZE_MAX. */
 static size_t raw_prefix(const char *p, size_t len)
 {
-    size_t k = len;
-    while (k > 0 && p[k - 1] != '/')
-        k--;
-    if (!k)
+    const char *slash = memrchr(p, '/', len);
+    if (!slash)
         return SIZE_MAX;
-    size_t last = len - k;
-    k--; /* the slash */
+    size_t k = (size_t)(slash - p), last = len - k - 1;
     if (!last || (p[k + 1] == '.' && (last == 1 || (last == 2 && p[k + 2] == '.'))))
         return SIZE_MAX;
     return k;
