@@ -342,6 +342,9 @@ static void sink_item(struct trace_sink *k, const struct wsl_item *it)
     case WSL_CHUNK_PROCESS: {
         bool wsl = (pp->flags & (WSL_PROC_WSL1 | WSL_PROC_WSL2)) != 0;
         t->io_weight = wsl_io_weight(&it->process.info);
+        run->io.lazy_names = run->windowed; /* (only their figures are read: io_analysis.h) */
+        if (t->solo)
+            t->solo->io.lazy_names = t->solo->windowed;
         if (!t->io)
             t->io = wsl_io_trace_begin(&run->io, wsl);
         if (t->solo && !t->io_solo) /* the rank's own run: its file I/O counted by t->io (wsl_io_trace_also) */

@@ -10,6 +10,7 @@
  * ticks and converted once, at the end of the trace, with its final clock
  * fit (as analysis_read.c does for the API statistics).
  */
+#define _GNU_SOURCE /* memrchr */
 #include "io_analysis.h"
 
 #include <fcntl.h>
@@ -34,6 +35,7 @@ enum path_flags {
     PATH_SIZED = 32,        /* its size was counted */
     PATH_DEAD = 64,         /* closed, failed or looked up: queued to be dropped */
     PATH_CODE = 128,        /* the program's code: Python modules, shared libraries */
+    PATH_RAW = 256,         /* defined, not named yet (lazy naming): dir indexes the trace's raw names */
 };
 
 struct path_record {
@@ -65,13 +67,22 @@ struct io_also {
     uint32_t *mounts;               /* io->mounts indices of the run this trace used, first first */
     enum wsl_fs_kind *kinds;        /* ... and the kind this trace gave each */
     size_t mount_count, mount_cap;
+    size_t dir_bytes;               /* the bytes of dirs' names (their NULs too): the lazy bound */
     bool inexact;                   /* the run refused a folder or a mount, or holds a mount of
                                        another kind: the second run cannot be derived */
+};
+
+/* A PATHS entry kept as it came (lazy naming), in the order the trace defined them. */
+struct raw_name {
+    uint32_t rec;                   /* index into paths; UINT32_MAX: named since */
+    uint32_t len;
+    size_t off;                     /* into raw_bytes */
 };
 
 struct wsl_io_trace {
     struct wsl_io *io;
     bool wsl;
+    bool lazy;                      /* entries are named at their first call (io->lazy_names) */
     const struct wsl_mount_table *table;
     uint32_t *table_mounts;         /* per mount of the table: index into io->mounts, or WSL_IO_NONE */
     struct wsl_u64_map path_index;  /* path id -> index into paths */
@@ -95,6 +106,11 @@ struct wsl_io_trace {
     bool class_valid;
     uint32_t class_dir, class_mount;
     uint64_t class_dev;
+    struct raw_name *raw;           /* lazy: the entries defined, first first */
+    size_t raw_count, raw_cap, raw_named;
+    char *raw_bytes;
+    size_t raw_used, raw_bytes_cap;
+    size_t pending, pending_bytes;  /* entries in raw not named (each len + 1 bytes) */
     struct io_also *also;           /* a second run fed this trace, or NULL */
     struct wsl_io_trace *of;        /* a shadow: the trace state it takes its figures from */
     unsigned refs;                  /* handles not ended or discarded yet (the state and its shadow) */
@@ -230,6 +246,7 @@ struct wsl_io_trace *wsl_io_trace_begin(struct wsl_io *io, bool wsl)
     t->unknown_mount = WSL_IO_NONE;
     t->path_index.dense = true; /* a run can hold millions of ids: 3/4 full saves memory */
     t->scratch = xmalloc(WSL_PATH_MAX_LENGTH + 2);
+    t->lazy = io->lazy_names && !wsl_io_lazy_names_off;
     return t;
 }
 
@@ -244,10 +261,14 @@ void wsl_io_trace_mounts(struct wsl_io_trace *t, const struct wsl_mount_table *t
     memset(t->table_mounts, 0xff, (table->count ? table->count : 1) * sizeof *t->table_mounts);
 }
 
+static unsigned name_raw(struct wsl_io_trace *t, struct path_record *r);
+
 /* Drops the record of a path_index slot; its place in paths goes to the next new id. */
 static void path_drop(struct wsl_io_trace *t, struct wsl_u64_slot *s)
 {
     uint32_t i = (uint32_t)s->value;
+    if (__builtin_expect(t->paths[i].flags & PATH_RAW, 0)) /* dead, then defined: an eager reading */
+        name_raw(t, &t->paths[i]);                         /* named it (its folder is in the table) */
     wsl_u64_map_remove(&t->path_index, s);
     t->paths[i].id = 0;
     t->paths[i].dir = t->free_path;
@@ -423,7 +444,7 @@ static bool is_code_path(const char *p, size_t n)
 }
 
 /* A folder this trace named (its index in the run's table). */
-static void also_dir(struct io_also *a, uint32_t dir)
+static void also_dir(struct io_also *a, const struct wsl_io *io, uint32_t dir)
 {
     if (dir == DIR_UNTRACKED) {
         a->inexact = true;
@@ -438,6 +459,7 @@ static void also_dir(struct io_also *a, uint32_t dir)
         a->dirs = xrealloc(a->dirs, a->dir_cap * sizeof *a->dirs);
     }
     a->dirs[a->dir_count++] = dir;
+    a->dir_bytes += strlen(io->dirs[dir].path) + 1;
 }
 
 /* A mount this trace used (its index in the run's table), of the kind it gave it. */
@@ -458,6 +480,221 @@ static void also_mount(struct wsl_io_trace *t, uint32_t mount, enum wsl_fs_kind 
     a->kinds[a->mount_count++] = kind;
 }
 
+bool wsl_io_lazy_names_off;
+
+/* Names a path record from its PATHS entry: its folder (added to the run's table when new), and
+ * whether it is a system file or the program's code. */
+static void name_path(struct wsl_io_trace *t, struct path_record *r, const char *bytes, size_t length)
+{
+    char *p = t->scratch;
+    size_t n = normalize_path(bytes, length, p);
+    const char *slash = strrchr(p, '/');
+    size_t dir_len = !slash ? 0 : slash == p ? 1 : (size_t)(slash - p);
+    r->dir = slash ? dir_find_or_add(t->io, p, dir_len) : dir_find_or_add(t->io, ".", 1);
+    if (t->also)
+        also_dir(t->also, t->io, r->dir);
+    r->flags |= PATH_NAMED | (n && is_system_path(p) ? PATH_SYSTEM : 0) | (n && is_code_path(p, n) ? PATH_CODE : 0);
+}
+
+/* ---- lazy naming ------------------------------------------------------------------------------
+ * A windowed reading (io->lazy_names) reads the whole trace's PATHS chunks, but only calls in the
+ * window: most entries of a long start-up (a PyTorch rank names ~31 K modules and libraries) are
+ * used by no call it counts. The record of an entry is made at once, as an eager reading makes it
+ * (the path cap, peak, dead ids and redefinitions behave the same); its bytes are kept and it is
+ * named at its first call (before anything reads its folder or flags).
+ *
+ * What differs is the run's folder table: it gets the folders calls used, in the order of their
+ * first calls, not every folder named, in the order named. Folders are ranked by their figures and
+ * then by name (io_run.c), so the order does not show, and folders no call used have no figures;
+ * but the caps (WSL_IO_MAX_DIRS, WSL_IO_MAX_DIR_BYTES) would refuse different folders. So an entry
+ * is kept raw only while the folders an eager reading could hold stay within both caps: at most
+ * the table's plus one per entry not named (this trace's, and the ones earlier traces left, whose
+ * bytes the run keeps: io->lazy_left), each at most its length + 1 bytes (normalizing never makes
+ * a path longer). When one more would not fit, the entries ended traces left are settled (their
+ * folders added, in order), this trace's are named in the order they came, and the trace goes on
+ * eager: the table holds then what an eager reading's holds, and later refusals are the same. */
+
+static void raw_forget(struct wsl_io_trace *t, struct raw_name *e)
+{
+    e->rec = UINT32_MAX;
+    t->raw_named++;
+    t->pending--;
+    t->pending_bytes -= (size_t)e->len + 1;
+    t->io->lazy_pending--;
+    t->io->lazy_pending_bytes -= (size_t)e->len + 1;
+}
+
+/* Names a record kept raw (its first call, or the end of laziness); 1, naming nothing, where no
+ * PATHS entry defined it (yet). */
+static __attribute__((noinline)) unsigned name_raw(struct wsl_io_trace *t, struct path_record *r)
+{
+    if (!(r->flags & PATH_RAW))
+        return 1;
+    struct raw_name *e = &t->raw[r->dir];
+    r->flags &= ~(uint32_t)PATH_RAW;
+    r->dir = DIR_NONE;
+    name_path(t, r, t->raw_bytes + e->off, e->len);
+    raw_forget(t, e);
+    return 0;
+}
+
+/* Drops the named entries from raw (they are most once a window's calls began). */
+static void raw_compact(struct wsl_io_trace *t)
+{
+    size_t k = 0, used = 0;
+    for (size_t i = 0; i < t->raw_count; i++) {
+        struct raw_name e = t->raw[i];
+        if (e.rec == UINT32_MAX)
+            continue;
+        memmove(t->raw_bytes + used, t->raw_bytes + e.off, e.len);
+        e.off = used;
+        used += e.len;
+        t->paths[e.rec].dir = (uint32_t)k;
+        t->raw[k++] = e;
+    }
+    t->raw_count = k;
+    t->raw_named = 0;
+    t->raw_used = used;
+}
+
+/* Whether one more entry of `length` bytes may wait: an eager reading's folders stay within the
+ * caps. A second run gets the folders t named at its end; where its own could reach its caps
+ * (counting every folder t named or may name), it is not derived (wsl_io_trace_also_exact). */
+static bool raw_fits(struct wsl_io_trace *t, size_t length)
+{
+    const struct wsl_io *io = t->io;
+    if (io->dir_count + io->lazy_pending + 1 > WSL_IO_MAX_DIRS ||
+        io->dir_bytes + io->lazy_pending_bytes + length + 1 > WSL_IO_MAX_DIR_BYTES)
+        return false;
+    struct io_also *a = t->also;
+    if (__builtin_expect(a != NULL, 0) && !a->inexact) {
+        const struct wsl_io *o = a->io;
+        if (o->dir_count + o->lazy_pending + a->dir_count + t->pending + 1 > WSL_IO_MAX_DIRS ||
+            o->dir_bytes + o->lazy_pending_bytes + a->dir_bytes + t->pending_bytes + length + 1 >
+                WSL_IO_MAX_DIR_BYTES)
+            a->inexact = true;
+    }
+    return true;
+}
+
+static void raw_keep(struct wsl_io_trace *t, struct path_record *r, const char *bytes, size_t length)
+{
+    if (t->raw_named > 1024 && t->raw_named > t->raw_count / 2)
+        raw_compact(t);
+    if (t->raw_count == t->raw_cap) {
+        t->raw_cap = t->raw_cap ? 2 * t->raw_cap : 1024;
+        t->raw = xrealloc(t->raw, t->raw_cap * sizeof *t->raw);
+    }
+    if (t->raw_used + length > t->raw_bytes_cap) {
+        t->raw_bytes_cap = t->raw_bytes_cap ? 2 * t->raw_bytes_cap : 64 * 1024;
+        if (t->raw_bytes_cap < t->raw_used + length)
+            t->raw_bytes_cap = t->raw_used + length;
+        t->raw_bytes = xrealloc(t->raw_bytes, t->raw_bytes_cap);
+    }
+    memcpy(t->raw_bytes + t->raw_used, bytes, length);
+    t->raw[t->raw_count] = (struct raw_name){.rec = (uint32_t)(r - t->paths), .len = (uint32_t)length,
+                                             .off = t->raw_used};
+    t->raw_used += length;
+    r->dir = (uint32_t)t->raw_count++;
+    r->flags |= PATH_RAW;
+    t->pending++;
+    t->pending_bytes += length + 1;
+    t->io->lazy_pending++;
+    t->io->lazy_pending_bytes += length + 1;
+}
+
+/* The length of a raw path's part before its last slash where its folder is a function of that
+ * part alone (its last component is a name: not empty, "." or ".."), else SIZE_MAX. */
+static size_t raw_prefix(const char *p, size_t len)
+{
+    const char *slash = memrchr(p, '/', len);
+    if (!slash)
+        return SIZE_MAX;
+    size_t k = (size_t)(slash - p), last = len - k - 1;
+    if (!last || (p[k + 1] == '.' && (last == 1 || (last == 2 && p[k + 2] == '.'))))
+        return SIZE_MAX;
+    return k;
+}
+
+/* The entries t did not name, kept by run io until a trace settles them (only their folders
+ * matter then: of a row of entries with the same part before the last slash, the first is kept).
+ * Returns how many are kept, and *bytes their bytes (each len + 1). */
+static size_t raw_leave(struct wsl_io_trace *t, struct wsl_io *io, size_t *bytes)
+{
+    size_t kept = 0;
+    *bytes = 0;
+    const char *prev = NULL;
+    size_t prev_k = SIZE_MAX;
+    for (size_t i = 0; i < t->raw_count; i++) {
+        const struct raw_name *e = &t->raw[i];
+        if (e->rec == UINT32_MAX)
+            continue;
+        const char *p = t->raw_bytes + e->off;
+        size_t k = raw_prefix(p, e->len);
+        if (k != SIZE_MAX && k == prev_k && memcmp(p, prev, k) == 0)
+            continue; /* the folder of the one before */
+        prev = p;
+        prev_k = k;
+        size_t need = io->lazy_left_used + sizeof(uint32_t) + e->len;
+        if (need > io->lazy_left_cap) {
+            io->lazy_left_cap = io->lazy_left_cap ? 2 * io->lazy_left_cap : 64 * 1024;
+            if (io->lazy_left_cap < need)
+                io->lazy_left_cap = need;
+            io->lazy_left = xrealloc(io->lazy_left, io->lazy_left_cap);
+        }
+        uint32_t len = e->len;
+        memcpy(io->lazy_left + io->lazy_left_used, &len, sizeof len);
+        memcpy(io->lazy_left + io->lazy_left_used + sizeof len, p, len);
+        io->lazy_left_used = need;
+        io->lazy_left_count++;
+        kept++;
+        *bytes += (size_t)len + 1;
+    }
+    return kept;
+}
+
+/* t's end in its own run: what it did not name waits there (the rest of a row had one folder). */
+static void raw_leave_own(struct wsl_io_trace *t)
+{
+    size_t bytes, kept = raw_leave(t, t->io, &bytes);
+    t->io->lazy_pending -= t->pending - kept;
+    t->io->lazy_pending_bytes -= t->pending_bytes - bytes;
+}
+
+/* The folders of the entries ended traces left, added to run io in the order they came. */
+static void settle_left(struct wsl_io *io, char *scratch)
+{
+    for (size_t pos = 0; pos < io->lazy_left_used;) {
+        uint32_t len;
+        memcpy(&len, io->lazy_left + pos, sizeof len);
+        const char *bytes = io->lazy_left + pos + sizeof len;
+        pos += sizeof len + len;
+        size_t n = normalize_path(bytes, len, scratch);
+        (void)n;
+        const char *slash = strrchr(scratch, '/');
+        size_t dir_len = !slash ? 0 : slash == scratch ? 1 : (size_t)(slash - scratch);
+        if (slash)
+            dir_find_or_add(io, scratch, dir_len);
+        else
+            dir_find_or_add(io, ".", 1);
+        io->lazy_pending--;
+        io->lazy_pending_bytes -= (size_t)len + 1;
+    }
+    io->lazy_left_used = io->lazy_left_count = 0;
+}
+
+/* The end of t's laziness: the table as an eager reading's (see above). */
+static void raw_stop(struct wsl_io_trace *t)
+{
+    settle_left(t->io, t->scratch);
+    if (t->also) /* its second run would get this trace's folders in another order */
+        t->also->inexact = true;
+    for (size_t i = 0; i < t->raw_count; i++)
+        if (t->raw[i].rec != UINT32_MAX)
+            name_raw(t, &t->paths[t->raw[i].rec]);
+    t->lazy = false;
+}
+
 void wsl_io_trace_paths(struct wsl_io_trace *t, const struct wsl_item *item)
 {
     if (t->of)
@@ -469,16 +706,17 @@ void wsl_io_trace_paths(struct wsl_io_trace *t, const struct wsl_item *item)
         if (!ref.length || (ref.bytes[0] != '/' && ref.bytes[0] != '<'))
             continue;
         struct path_record *r = path_get(t, ref.id);
-        if (!r || (r->flags & PATH_NAMED))
+        if (!r || (r->flags & (PATH_NAMED | PATH_RAW)))
             continue;   /* past the cap, or defined twice: the first definition stands */
-        char *p = t->scratch;
-        size_t n = normalize_path(ref.bytes, ref.length, p);
-        const char *slash = strrchr(p, '/');
-        size_t dir_len = !slash ? 0 : slash == p ? 1 : (size_t)(slash - p);
-        r->dir = slash ? dir_find_or_add(t->io, p, dir_len) : dir_find_or_add(t->io, ".", 1);
-        if (t->also)
-            also_dir(t->also, r->dir);
-        r->flags |= PATH_NAMED | (n && is_system_path(p) ? PATH_SYSTEM : 0) | (n && is_code_path(p, n) ? PATH_CODE : 0);
+        if (t->lazy) {
+            if (!raw_fits(t, ref.length))
+                raw_stop(t);
+            else if (r != &t->path_zero) { /* (id 0's record is one of its own per call) */
+                raw_keep(t, r, ref.bytes, ref.length);
+                continue;
+            }
+        }
+        name_path(t, r, ref.bytes, ref.length);
     }
 }
 
@@ -728,7 +966,7 @@ static __attribute__((noinline)) void trace_event(struct wsl_io_trace *t, unsign
         if (!r)
             t->untracked_events++;
         else if (!(r->flags & PATH_NAMED))
-            t->unnamed_events++;
+            t->unnamed_events += name_raw(t, r); /* its first call, where lazy naming kept it raw */
     }
     if (r) {
         /* The device of a successful open or stat says where the file lives. */
@@ -870,6 +1108,8 @@ static void release(struct wsl_io_trace *t)
     free(t->mount_data);
     free(t->dirs);
     free(t->scratch);
+    free(t->raw);
+    free(t->raw_bytes);
     free(t);
 }
 
@@ -885,6 +1125,7 @@ void wsl_io_trace_discard(struct wsl_io_trace *t)
         release(of);
         return;
     }
+    raw_leave_own(t);
     release(t);
 }
 
@@ -931,6 +1172,11 @@ static void also_end(struct wsl_io_trace *sh, const struct wsl_clock_map *clock,
     dir_add(&io->untracked_dirs, &t->untracked_dirs, clock);
     io->unnamed_path_events += t->unnamed_events;
     io->untracked_path_events += t->untracked_events;
+    if (!a->inexact) { /* what the trace did not name, as its own reading would leave it (raw_fits) */
+        size_t bytes;
+        io->lazy_pending += raw_leave(t, io, &bytes);
+        io->lazy_pending_bytes += bytes;
+    }
     free(mount_of);
 }
 
@@ -958,6 +1204,7 @@ void wsl_io_trace_end(struct wsl_io_trace *t, const struct wsl_clock_map *clock,
     dir_add(&io->untracked_dirs, &t->untracked_dirs, clock);
     io->unnamed_path_events += t->unnamed_events;
     io->untracked_path_events += t->untracked_events;
+    raw_leave_own(t);
     release(t);
 }
 
@@ -967,6 +1214,8 @@ struct wsl_io_trace *wsl_io_trace_also(struct wsl_io_trace *t, struct wsl_io *io
         io->dead_paths_kept != t->io->dead_paths_kept)
         return wsl_io_trace_begin(io, wsl); /* read apart, as any run */
     io->wsl |= wsl;
+    if (!io->lazy_names) /* (t has read nothing yet) */
+        t->lazy = false;
     t->also = xcalloc(1, sizeof *t->also);
     t->also->io = io;
     struct wsl_io_trace *sh = xcalloc(1, sizeof *sh);

@@ -190,6 +190,16 @@ struct wsl_io {
     uint64_t untracked_path_events; /* calls on path ids beyond WSL_IO_MAX_PATHS_PER_TRACE live ones */
     uint64_t peak_path_records;     /* most path records one trace held at once */
     size_t dead_paths_kept;         /* WSL_IO_DEAD_PATHS_KEPT (tests make it small) */
+    /* A windowed reading's run (set before its first trace): a PATHS entry is kept as it came and
+     * named (folder, code, system) at the first call in the window on its id, as long as the folder
+     * caps stay out of reach (io_analysis.c, "lazy naming"). Only its figures are read: folders no
+     * call used are not in dirs (dir_count, dir_bytes differ from an eager reading's). */
+    bool lazy_names;
+    /* internal (lazy_names): entries not named yet, of live traces and of ended ones (whose raw
+     * names are kept in lazy_left: a length, then the bytes) */
+    size_t lazy_pending, lazy_pending_bytes;
+    char *lazy_left;
+    size_t lazy_left_used, lazy_left_cap, lazy_left_count;
     /* internal: folder name (its wsl_u64_map_string_key) -> index into dirs, until wsl_io_finish */
     struct wsl_u64_map dir_index;
     size_t dir_bytes;
@@ -227,6 +237,10 @@ bool wsl_io_trace_also_exact(const struct wsl_io_trace *handle);
 /* Sorts, groups mounts into filesystems; once, after the last trace. */
 void wsl_io_finish(struct wsl_io *io);
 void wsl_io_free(struct wsl_io *io);
+
+/* Test hook: true makes every reading name its paths at once, lazy_names or not (tests/unit/test_io.c
+ * compares the two). */
+extern bool wsl_io_lazy_names_off;
 
 /* Data files opened per second over the span of data I/O; 0 without a span. */
 double wsl_io_files_per_s(const struct wsl_io *io);

@@ -132,5 +132,6 @@ void wsl_io_free(struct wsl_io *io)
     free(io->dirs);
     wsl_u64_map_free(&io->dir_index);
     wsl_hist_free(&io->file_sizes);
+    free(io->lazy_left);
     memset(io, 0, sizeof *io);
 }

@@ -1350,3 +1350,277 @@ int test_io_rank_run_shared(void)
     }
     return 0;
 }
+
+/* ---- lazy naming: a windowed reading names a path at its first call in the window ---------- */
+
+/* The figures of two finished runs' file I/O, folders no call used aside (a windowed reading's
+ * lazy naming does not add them: io_analysis.h, lazy_names). */
+static int same_io_figures(const struct wsl_io *a, const struct wsl_io *b)
+{
+    CHECK(a->wsl == b->wsl && a->timing_sample == b->timing_sample);
+    CHECK(!memcmp(&a->total, &b->total, sizeof a->total));
+    if (same_hist(&a->file_sizes, &b->file_sizes))
+        return 1;
+    CHECKF(a->mount_count == b->mount_count, "%zu mounts, %zu", a->mount_count, b->mount_count);
+    for (size_t i = 0; i < a->mount_count; i++) {
+        const struct wsl_io_mount *x = &a->mounts[i], *y = &b->mounts[i];
+        CHECK(!strcmp(x->mount_point, y->mount_point) && !strcmp(x->fstype, y->fstype) && x->kind == y->kind);
+        CHECK(!memcmp(&x->all, &y->all, sizeof x->all) && !memcmp(&x->data, &y->data, sizeof x->data));
+        CHECKF(same_str(x->data_root, y->data_root), "mount %s: data root %s, %s", x->mount_point,
+               x->data_root ? x->data_root : "(none)", y->data_root ? y->data_root : "(none)");
+    }
+    CHECK(a->fs_count == b->fs_count);
+    for (size_t i = 0; i < a->fs_count; i++)
+        CHECK(!strcmp(a->fs[i].fstype, b->fs[i].fstype) && !memcmp(&a->fs[i].all, &b->fs[i].all, sizeof a->fs[i].all));
+    /* ranked by time, reads, then name: the folders with figures come first */
+    size_t i = 0;
+    for (; i < a->dir_count || i < b->dir_count; i++) {
+        const struct wsl_io_dir *x = i < a->dir_count ? &a->dirs[i] : NULL, *y = i < b->dir_count ? &b->dirs[i] : NULL;
+        bool xs = x && (x->time || x->reads || x->files || x->bytes_read || x->mount != WSL_IO_NONE);
+        bool ys = y && (y->time || y->reads || y->files || y->bytes_read || y->mount != WSL_IO_NONE);
+        if (!xs && !ys)
+            break;
+        CHECKF(xs && ys, "folder %zu: %s, %s", i, x ? x->path : "-", y ? y->path : "-");
+        CHECKF(!strcmp(x->path, y->path) && x->mount == y->mount && x->reads == y->reads &&
+                   x->bytes_read == y->bytes_read && x->files == y->files && x->time == y->time &&
+                   x->rooted == y->rooted,
+               "folder %zu: %s, %s", i, x->path, y->path);
+    }
+    CHECK(!memcmp(&a->untracked_dirs, &b->untracked_dirs, sizeof a->untracked_dirs));
+    CHECK(a->unnamed_path_events == b->unnamed_path_events && a->untracked_path_events == b->untracked_path_events);
+    CHECK(a->peak_path_records == b->peak_path_records);
+    return 0;
+}
+
+/* A windowed reading of traces, [t0, t1] in ticks (= ns: no TSC), as the steady state's reading
+ * makes it; eager: every path named at once (the test hook). */
+static int read_windowed(struct wsl_run *st, const char *const *paths, size_t n, uint64_t t0, uint64_t t1,
+                         bool eager, size_t dead_kept)
+{
+    wsl_io_lazy_names_off = eager;
+    wsl_run_init(st);
+    st->windowed = st->solo = st->nested = true;
+    st->window_start_ns = st->window_t0 = t0;
+    st->window_end_ns = st->window_t1 = t1;
+    if (dead_kept)
+        st->io.dead_paths_kept = dead_kept;
+    char err[WSL_READER_ERRLEN];
+    for (size_t i = 0; i < n; i++)
+        CHECKF(wsl_run_add_trace(st, paths[i], err, sizeof err) == 0, "%s: %s", paths[i], err);
+    wsl_io_lazy_names_off = false;
+    wsl_run_finish(st);
+    return 0;
+}
+
+/* Both readings: the same figures, findings and warnings; lazy_folders: the lazy one's folders
+ * are fewer (it was lazy), else the same number (the caps made it name them all). */
+static int lazy_like_eager(const char *const *paths, size_t n, uint64_t t0, uint64_t t1, size_t dead_kept,
+                           bool lazy_folders)
+{
+    struct wsl_run lazy, eager;
+    if (read_windowed(&lazy, paths, n, t0, t1, false, dead_kept) ||
+        read_windowed(&eager, paths, n, t0, t1, true, dead_kept))
+        return 1;
+    CHECK(eager.io.total.data.reads > 0);
+    if (same_io_figures(&lazy.io, &eager.io))
+        return 1;
+    CHECKF(lazy_folders ? lazy.io.dir_count < eager.io.dir_count : lazy.io.dir_count == eager.io.dir_count,
+           "%zu folders lazily, %zu", lazy.io.dir_count, eager.io.dir_count);
+    CHECK(lazy.proc_count == eager.proc_count);
+    for (size_t i = 0; i < lazy.proc_count; i++)
+        CHECK(!memcmp(&lazy.procs[i].io, &eager.procs[i].io, sizeof lazy.procs[i].io));
+    CHECK(lazy.finding_count == eager.finding_count && lazy.warning_count == eager.warning_count);
+    for (size_t i = 0; i < lazy.finding_count; i++)
+        CHECK(!strcmp(lazy.findings[i].id, eager.findings[i].id) &&
+              lazy.findings[i].time_lost_ns == eager.findings[i].time_lost_ns);
+    for (size_t i = 0; i < lazy.warning_count; i++)
+        CHECKF(!strcmp(lazy.warnings[i], eager.warnings[i]), "%s | %s", lazy.warnings[i], eager.warnings[i]);
+    wsl_run_free(&lazy);
+    wsl_run_free(&eager);
+    return 0;
+}
+
+/* A start-up naming many modules before the window (most used there, some not at all), then the
+ * window: files defined before it and inside it, an id redefined once its record was dropped and
+ * one redefined while alive (the first stands), a call on an id before its definition (unnamed),
+ * system files, a path that needs normalizing, relative names; then files used after it only. */
+static void write_lazy_trace(const char *path, unsigned variant, uint64_t *t0, uint64_t *t1)
+{
+    char *mounts = io_fixture("wsl2.mountinfo");
+    struct io_builder_options o = {.flags = WSL_PROC_WSL2, .mountinfo = mounts};
+    struct io_builder *b = iob_open(path, &o);
+    char name[160];
+    for (uint32_t i = 0; i < 600; i++) { /* the start-up: modules and libraries */
+        snprintf(name, sizeof name, "/usr/lib/python3/site-packages/pkg%u/m%u.%s", i % 40, i, i % 5 ? "py" : "so");
+        iob_path(b, 1 + i, name);
+        if (i % 3 == 0) { /* a third looked up and opened now */
+            iob_call(b, "stat", -1, 0, 500, 1 + i, DEV_WSL2_ROOT, 100, 0);
+        }
+    }
+    for (uint32_t i = 0; i < 50; i++) /* data files named now, the first 20 read now */
+    {
+        snprintf(name, sizeof name, "/home/u/data%u/before%u/f%u.bin", variant, i % 7, i);
+        iob_path(b, 1000 + i, name);
+    }
+    for (uint32_t i = 0; i < 20; i++) {
+        iob_openat(b, 3, 1000 + i, DEV_WSL2_ROOT, 5000 + i, 2000);
+        iob_read(b, 3, 1000 + i, 8192, 5000 + i, 3000);
+        iob_close_fd(b, 3, 1000 + i, 500);
+    }
+    iob_path(b, 2000, "/home/u/./data//redef/../redef/x.bin");
+    iob_path(b, 2001, "/mnt/c/Users/u/alive/z.bin");
+    iob_path(b, 2002, "<fd 7>/rel/y.bin");
+    iob_path(b, 2003, "/proc/self/status");
+    iob_path(b, 5000, "/opt/unused/never.bin"); /* used by no call */
+    iob_openat(b, 4, 2001, DEV_WSL2_C, 300, 4000); /* opened before the window, read inside it */
+    iob_path(b, 2001, "/mnt/c/Users/u/ignored/z.bin");
+    iob_flush(b);
+    *t0 = iob_last_ns(b) + IO_GAP_NS / 2;
+
+    /* the window */
+    for (uint32_t i = 20; i < 45; i++) { /* named before it */
+        iob_openat(b, 3, 1000 + i, i % 2 ? DEV_WSL2_ROOT : 0, i % 4 ? 70000 + i : UINT64_MAX, 2000);
+        iob_read(b, 3, 1000 + i, 8192, 8192, 3000);
+        iob_read(b, 3, 1000 + i, 8192, 0, 100);
+        iob_close_fd(b, 3, 1000 + i, 500);
+    }
+    for (uint32_t i = 0; i < 600; i += 7) /* some modules */
+        iob_call(b, "stat", -1, 0, 300, 1 + i, DEV_WSL2_ROOT, 100, 0);
+    iob_read(b, 4, 2001, 300, 300, 9000);
+    iob_close_fd(b, 4, 2001, 700);
+    iob_openat(b, 5, 2000, DEV_WSL2_ROOT, 40, 1500);
+    iob_read(b, 5, 2000, 40, 40, 800);
+    iob_close_fd(b, 5, 2000, 600);
+    iob_read(b, 7, 2002, 10, 10, 100);
+    iob_openat(b, 6, 2003, DEV_WSL2_PROC, 0, 800);
+    iob_read(b, 6, 2003, 4096, 900, 1200);
+    iob_close_fd(b, 6, 2003, 300);
+    iob_openat(b, 8, 2500, DEV_WSL2_ROOT, 77, 1100); /* named only later */
+    iob_path(b, 2500, "/home/u/late/w.bin");
+    iob_read(b, 8, 2500, 77, 77, 1300);
+    iob_close_fd(b, 8, 2500, 200);
+    /* a failed open of an id not defined yet (unnamed; it dies), then its definition: a dead record
+     * kept raw, dropped at the 4th death after (4 kept); its place goes to id 2700, opened now and
+     * read once so many entries were named that the raw names are compacted */
+    iob_open_fails(b, 2600, 2, 900);
+    iob_flush(b);
+    iob_path(b, 2600, "/home/u/failed/q.bin");
+    for (uint32_t i = 0; i < 4; i++)
+        iob_call(b, "stat", -1, 0, 300, 100 + i, DEV_WSL2_ROOT, 100, 0);
+    iob_flush(b);
+    iob_path(b, 2700, "/home/u/kept/k.bin");
+    iob_openat(b, 9, 2700, DEV_WSL2_ROOT, 5000, 800);
+    iob_flush(b);
+    for (uint32_t i = 0; i < 1500; i++) {
+        snprintf(name, sizeof name, "/home/u/data%u/many%u/h%u.bin", variant, i % 13, i);
+        iob_path(b, 6000 + i, name);
+        iob_openat(b, 3, 6000 + i, DEV_WSL2_ROOT, 100, 300);
+        iob_close_fd(b, 3, 6000 + i, 100);
+        if (i % 300 == 299)
+            iob_flush(b); /* (each group's names in a PATHS chunk of their own) */
+    }
+    iob_read(b, 9, 2700, 5000, 5000, 2000);
+    iob_close_fd(b, 9, 2700, 300);
+    for (uint32_t i = 0; i < 12; i++) { /* enough deaths that id 2000's record is dropped */
+        snprintf(name, sizeof name, "/home/u/data%u/inside/g%u.bin", variant, i);
+        iob_path(b, 3000 + i, name);
+        iob_openat(b, 3, 3000 + i, DEV_WSL2_ROOT, 100 + i, 700);
+        iob_read(b, 3, 3000 + i, 4096, 100 + i, 900);
+        iob_close_fd(b, 3, 3000 + i, 300);
+    }
+    iob_path(b, 2000, "/mnt/c/Users/u/redef2/x2.bin"); /* id 2000 again, a new file */
+    iob_openat(b, 5, 2000, DEV_WSL2_C, 2000000, 50000);
+    iob_read(b, 5, 2000, 65536, 65536, 90000);
+    iob_close_fd(b, 5, 2000, 4000);
+    iob_flush(b);
+    *t1 = iob_last_ns(b);
+
+    /* after it */
+    iob_path(b, 4000, "/home/u/after/a.bin");
+    iob_openat(b, 3, 4000, DEV_WSL2_ROOT, 10, 1000);
+    iob_read(b, 3, 4000, 10, 10, 1000);
+    iob_close_fd(b, 3, 4000, 1000);
+    for (uint32_t i = 45; i < 50; i++)
+        iob_openat(b, 3, 1000 + i, DEV_WSL2_ROOT, 10, 1000);
+    iob_close(b);
+    free(mounts);
+}
+
+/* Many paths named before the window (count, `per` a folder: first + k / per), the window using
+ * some of the first and of the last ones: the folder caps (WSL_IO_MAX_DIRS) in reach. */
+static void write_many_folders(const char *path, uint32_t first, uint32_t count, uint32_t per, uint64_t *t0,
+                               uint64_t *t1)
+{
+    char *mounts = io_fixture("wsl2.mountinfo");
+    struct io_builder_options o = {.flags = WSL_PROC_WSL2, .mountinfo = mounts};
+    struct io_builder *b = iob_open(path, &o);
+    char name[64];
+    for (uint32_t k = 0; k < count; k++) {
+        snprintf(name, sizeof name, "/d/%u/f%u", first + k / per, k % per);
+        iob_path(b, 1 + k, name);
+    }
+    iob_call(b, "stat", -1, 0, 100, 1, DEV_WSL2_ROOT, 1, 0);
+    iob_flush(b);
+    *t0 = iob_last_ns(b) + IO_GAP_NS / 2;
+    for (uint32_t j = 0; j < 40; j++) {
+        uint32_t id = j < 20 ? 1 + j * 7 : count - 39 + j; /* (the last 20) */
+        iob_openat(b, 3, id, DEV_WSL2_ROOT, 4096, 1000 + j);
+        iob_read(b, 3, id, 4096, 4096, 2000 + j);
+        iob_close_fd(b, 3, id, 300);
+    }
+    iob_flush(b);
+    *t1 = iob_last_ns(b);
+    iob_close(b);
+    free(mounts);
+}
+
+/* Lazy naming leaves a windowed reading's figures as naming every path at once gives them: on
+ * one trace and two (same window), with few dead ids kept (id 2000's record dropped before it is
+ * named again); and where the folders named reach WSL_IO_MAX_DIRS, in one trace and over two (the
+ * first's unnamed entries settled in the second), where the reading names them all. */
+int test_io_lazy_names_windowed(void)
+{
+    char one[512], two[512];
+    test_path(one, sizeof one, "io_lazy1.trace.zst");
+    test_path(two, sizeof two, "io_lazy2.trace.zst");
+    uint64_t t0, t1, u0, u1;
+    write_lazy_trace(one, 1, &t0, &t1);
+    write_lazy_trace(two, 2, &u0, &u1);
+    CHECK(t0 == u0 && t1 == u1);
+    const char *both[] = {one, two};
+    if (lazy_like_eager(both, 1, t0, t1, 4, true) || lazy_like_eager(both, 2, t0, t1, 4, true) ||
+        lazy_like_eager(both, 2, t0, t1, 0, true) || lazy_like_eager(both, 2, t0 - 1, t1 + 10000000, 4, true))
+        return 1;
+
+    char big[512], half1[512], half2[512];
+    test_path(big, sizeof big, "io_lazy_big.trace.zst");
+    test_path(half1, sizeof half1, "io_lazy_half1.trace.zst");
+    test_path(half2, sizeof half2, "io_lazy_half2.trace.zst");
+    write_many_folders(big, 0, WSL_IO_MAX_DIRS + 30, 1, &t0, &t1);
+    write_many_folders(half1, 0, WSL_IO_MAX_DIRS / 2 + 100, 1, &u0, &u1);
+    write_many_folders(half2, WSL_IO_MAX_DIRS, WSL_IO_MAX_DIRS / 2 + 100, 1, &u0, &u1);
+    struct wsl_run eager;
+    if (read_windowed(&eager, (const char *[]){big}, 1, t0, t1, true, 0))
+        return 1;
+    CHECK(eager.io.untracked_dirs.files == 20); /* the last folders: refused */
+    wsl_run_free(&eager);
+    const char *halves[] = {half1, half2};
+    if (lazy_like_eager((const char *[]){big}, 1, t0, t1, 0, false) || lazy_like_eager(halves, 2, u0, u1, 0, false))
+        return 1;
+    /* three paths a folder in the first (30,000 folders: its leftovers kept one a folder), then
+     * 75,000 folders: the second settles them */
+    write_many_folders(half1, 0, 90000, 3, &u0, &u1);
+    write_many_folders(half2, WSL_IO_MAX_DIRS, 75000, 1, &t0, &t1);
+    if (read_windowed(&eager, halves, 2, u0, u1, true, 0))
+        return 1;
+    CHECK(eager.io.untracked_dirs.files == 20 && eager.io.dir_count == WSL_IO_MAX_DIRS);
+    wsl_run_free(&eager);
+    if (lazy_like_eager(halves, 2, u0, u1, 0, false))
+        return 1;
+    remove(one);
+    remove(two);
+    remove(big);
+    remove(half1);
+    remove(half2);
+    return 0;
+}

@@ -85,6 +85,7 @@
     X(io_folded_meta)             \
     X(io_path_records_bounded)    \
     X(io_rank_run_shared)         \
+    X(io_lazy_names_windowed)     \
     X(rule_cross_os_fires)        \
     X(rule_cross_os_silent)       \
     X(rule_small_files_fires)     \
