@@ -10,7 +10,9 @@ step. The job runs once without the shim and once under it (LD_PRELOAD,
 WSLSHIM_GPU_TIMING=1: every launch timed); the ranks' loss digests must match.
 Then wslshim-report over the traces must find the ranks from their
 environment, name rank 1 as the straggler, and show rank 0 waiting in
-all-reduce for about steps x delay. Prints the report's per-rank section and
+all-reduce for about what rank 1 slept (it measures its sleeps: on a virtual
+machine a sleep of 2 ms can take several; steps x delay is the nominal figure).
+Prints the report's per-rank section and
 one JSON result; exits 0 when every check passed, 1 when one failed, 77 with
 fewer than 2 GPUs (or no PyTorch).
 """
@@ -46,10 +48,16 @@ def worker(steps, delay_ms, emulate_rank=-1, emulate=""):
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     gen = torch.Generator().manual_seed(1234 + rank)
 
+    slept = 0
+
     def load_batch():
-        # The data loading: rank 1 is slow on purpose (the straggler).
+        # The data loading: rank 1 is slow on purpose (the straggler). What the sleep took is
+        # measured: on a virtual machine a sleep of 2 ms can take several.
+        nonlocal slept
         if rank == 1:
+            t0 = time.perf_counter_ns()
             time.sleep(delay_ms / 1000.0)
+            slept += time.perf_counter_ns() - t0
         return torch.randn(256, 2048, generator=gen), torch.randint(0, 10, (256,), generator=gen)
 
     digest = 0.0
@@ -65,7 +73,7 @@ def worker(steps, delay_ms, emulate_rank=-1, emulate=""):
             digest += float(loss.item())
         torch.cuda.nvtx.range_pop()
     torch.cuda.synchronize()
-    print(json.dumps({"rank": rank, "digest": round(digest, 6)}), flush=True)
+    print(json.dumps({"rank": rank, "digest": round(digest, 6), "slept_ns": slept}), flush=True)
     dist.destroy_process_group()
 
 
@@ -84,13 +92,15 @@ def torchrun(args, env):
     if args.emulate and "LD_PRELOAD" in env:
         cmd += ["--emulate-rank", str(args.emulate_rank), "--emulate", args.emulate]
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
-    digests = {}
+    digests, slept = {}, {}
     for line in p.stdout.splitlines():
         try:
             d = json.loads(line)
             digests[d["rank"]] = d["digest"]
+            slept[d["rank"]] = d.get("slept_ns", 0)
         except (ValueError, KeyError, TypeError):
             pass
+    torchrun.slept = slept
     return p, digests
 
 
@@ -173,7 +183,9 @@ def main():
             st = dist.get("straggler")
             check(st is not None and st.get("rank") == 1, f"straggler {st}, want rank 1")
             r0 = next((r for r in ranks if r["rank"] == 0), None)
-            planted = a.steps * a.delay_ms * 1e6
+            # what rank 1 slept, as it measured it (the nominal steps x delay where it did not say)
+            planted = torchrun.slept.get(1) or a.steps * a.delay_ms * 1e6
+            result["planted_ns"], result["planted_nominal_ns"] = planted, a.steps * a.delay_ms * 1e6
             if check(r0 is not None, "no rank 0"):
                 ar = r0["collectives"].get("all_reduce", {})
                 check(ar.get("launches", 0) > 0, f"rank 0 ran no all-reduce kernel: {r0['collectives']}")
