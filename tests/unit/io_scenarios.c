@@ -73,6 +73,15 @@ struct io_builder *iob_open(const char *path, const struct io_builder_options *o
     return b;
 }
 
+struct io_builder *iob_open_wsl2(const char *path, bool tsc)
+{
+    char *mounts = io_fixture("wsl2.mountinfo");
+    struct io_builder_options o = {.flags = WSL_PROC_WSL2, .tsc = tsc, .mountinfo = mounts};
+    struct io_builder *b = iob_open(path, &o);
+    free(mounts); /* (written by iob_open) */
+    return b;
+}
+
 void iob_flush(struct io_builder *b)
 {
     if (b->path_count) {

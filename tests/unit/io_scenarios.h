@@ -38,6 +38,8 @@ struct io_builder_options {
 };
 
 struct io_builder *iob_open(const char *path, const struct io_builder_options *o);
+/* A WSL2 process's trace (WSL_PROC_WSL2) with the mounts of fixtures/wsl2.mountinfo. */
+struct io_builder *iob_open_wsl2(const char *path, bool tsc);
 /* Writes the pending events and the END chunk, closes the file. */
 void iob_close(struct io_builder *b);
 

@@ -81,9 +81,7 @@ struct mixed_span {
 
 static void write_mixed(const char *path, bool tsc, struct mixed_span *span)
 {
-    char *mounts = io_fixture("wsl2.mountinfo");
-    struct io_builder_options o = {.flags = WSL_PROC_WSL2, .tsc = tsc, .mountinfo = mounts};
-    struct io_builder *b = iob_open(path, &o);
+    struct io_builder *b = iob_open_wsl2(path, tsc);
     iob_path(b, 1, "/home/u/data/a.bin");
     iob_path(b, 2, "/home/u/data/b.txt");
     iob_path(b, 3, "/mnt/c/Users/u/ds/img1.jpg");
@@ -133,7 +131,6 @@ static void write_mixed(const char *path, bool tsc, struct mixed_span *span)
     span->first_ns = iob_first_ns(b);
     span->last_ns = iob_last_ns(b);
     iob_close(b);
-    free(mounts);
 }
 
 static int check_mixed(const struct wsl_run *run, const struct mixed_span *span)
@@ -252,9 +249,7 @@ int test_io_path_folders(void)
 {
     char path[512];
     test_path(path, sizeof path, "io_path_folders.trace.zst");
-    char *mounts = io_fixture("wsl2.mountinfo");
-    struct io_builder_options o = {.flags = WSL_PROC_WSL2, .mountinfo = mounts};
-    struct io_builder *b = iob_open(path, &o);
+    struct io_builder *b = iob_open_wsl2(path, false);
     static const char *const names[] = {
         "/data/train/a.jpg",    "/data//train/./b.jpg", "/data/x/../val/c.jpg", "/data/.hidden/d.jpg",
         "/e.jpg",               "/data/train/",         "/data/.../f.jpg",      "/data/train/g.jpg.",
@@ -273,7 +268,6 @@ int test_io_path_folders(void)
         iob_close_fd(b, 3, (uint32_t)(i + 1), 1000);
     }
     iob_close(b);
-    free(mounts);
     struct wsl_run run;
     const char *paths[] = {path};
     if (analyze(&run, paths, 1))
@@ -338,9 +332,7 @@ int test_io_unknown_paths(void)
 {
     char path[512];
     test_path(path, sizeof path, "io_unknown.trace.zst");
-    char *mounts = io_fixture("wsl2.mountinfo");
-    struct io_builder_options o = {.flags = WSL_PROC_WSL2, .mountinfo = mounts};
-    struct io_builder *b = iob_open(path, &o);
+    struct io_builder *b = iob_open_wsl2(path, false);
     iob_read(b, 0, 0, 10, 10, 1000);                     /* stdin */
     iob_openat(b, 3, 99, DEV_WSL2_C, 10, 1000);          /* id 99: never named, but its device is known */
     iob_read(b, 3, 99, 10, 10, 1000);
@@ -350,7 +342,6 @@ int test_io_unknown_paths(void)
     iob_path(b, 101, "/home/u/late.txt");
     iob_openat(b, 4, 101, DEV_WSL2_ROOT, 10, 1000);
     iob_close(b);
-    free(mounts);
 
     struct wsl_run run;
     const char *paths[] = {path};
@@ -453,9 +444,7 @@ int test_io_mount_change(void)
 {
     char path[512];
     test_path(path, sizeof path, "io_remount.trace.zst");
-    char *mounts = io_fixture("wsl2.mountinfo");
-    struct io_builder_options o = {.flags = WSL_PROC_WSL2, .mountinfo = mounts};
-    struct io_builder *b = iob_open(path, &o);
+    struct io_builder *b = iob_open_wsl2(path, false);
     iob_path(b, 1, "/mnt/c/old.bin");
     iob_openat(b, 3, 1, DEV_WSL2_C, 10, 1000);
     /* a folder opened from before and after the change, with the same device: the new table
@@ -472,7 +461,6 @@ int test_io_mount_change(void)
     iob_read(b, 5, 5, 10, 10, 1000);
     iob_read(b, 6, 6, 10, 10, 1000);
     iob_close(b);
-    free(mounts);
 
     struct wsl_run run;
     const char *paths[] = {path};
@@ -1102,9 +1090,7 @@ int test_io_file_sizes(void)
 {
     char path[512];
     test_path(path, sizeof path, "io_sizes.trace.zst");
-    char *mounts = io_fixture("wsl2.mountinfo");
-    struct io_builder_options o = {.flags = WSL_PROC_WSL2, .mountinfo = mounts};
-    struct io_builder *b = iob_open(path, &o);
+    struct io_builder *b = iob_open_wsl2(path, false);
     const uint64_t unknown = UINT64_MAX;
     for (uint32_t i = 1; i <= 5; i++) {
         char p[64];
@@ -1128,7 +1114,6 @@ int test_io_file_sizes(void)
     iob_call(b, "openat", 3, 0, 1000, 5, DEV_WSL2_ROOT, O_WRONLY | O_CREAT | O_TRUNC, 0); /* output */
     iob_close_fd(b, 3, 5, 1000);
     iob_close(b);
-    free(mounts);
 
     struct wsl_run run;
     const char *paths[] = {path};
@@ -1149,9 +1134,7 @@ int test_io_path_records_bounded(void)
 {
     char path[512];
     test_path(path, sizeof path, "io_many.trace.zst");
-    char *mounts = io_fixture("wsl2.mountinfo");
-    struct io_builder_options o = {.flags = WSL_PROC_WSL2, .mountinfo = mounts};
-    struct io_builder *b = iob_open(path, &o);
+    struct io_builder *b = iob_open_wsl2(path, false);
     for (uint32_t i = 0; i < 20000; i++) {
         char p[64];
         snprintf(p, sizeof p, "/mnt/c/d%u/f%u", i % 7, i);
@@ -1165,7 +1148,6 @@ int test_io_path_records_bounded(void)
             iob_read(b, 4, id - 10, 10, 10, 1000);
     }
     iob_close(b);
-    free(mounts);
 
     struct wsl_run run;
     wsl_run_init(&run);
@@ -1446,9 +1428,7 @@ static int lazy_like_eager(const char *const *paths, size_t n, uint64_t t0, uint
  * system files, a path that needs normalizing, relative names; then files used after it only. */
 static void write_lazy_trace(const char *path, unsigned variant, uint64_t *t0, uint64_t *t1)
 {
-    char *mounts = io_fixture("wsl2.mountinfo");
-    struct io_builder_options o = {.flags = WSL_PROC_WSL2, .mountinfo = mounts};
-    struct io_builder *b = iob_open(path, &o);
+    struct io_builder *b = iob_open_wsl2(path, false);
     char name[160];
     for (uint32_t i = 0; i < 600; i++) { /* the start-up: modules and libraries */
         snprintf(name, sizeof name, "/usr/lib/python3/site-packages/pkg%u/m%u.%s", i % 40, i, i % 5 ? "py" : "so");
@@ -1543,7 +1523,6 @@ static void write_lazy_trace(const char *path, unsigned variant, uint64_t *t0, u
     for (uint32_t i = 45; i < 50; i++)
         iob_openat(b, 3, 1000 + i, DEV_WSL2_ROOT, 10, 1000);
     iob_close(b);
-    free(mounts);
 }
 
 /* Many paths named before the window (count, `per` a folder: first + k / per), the window using
@@ -1551,9 +1530,7 @@ static void write_lazy_trace(const char *path, unsigned variant, uint64_t *t0, u
 static void write_many_folders(const char *path, uint32_t first, uint32_t count, uint32_t per, uint64_t *t0,
                                uint64_t *t1)
 {
-    char *mounts = io_fixture("wsl2.mountinfo");
-    struct io_builder_options o = {.flags = WSL_PROC_WSL2, .mountinfo = mounts};
-    struct io_builder *b = iob_open(path, &o);
+    struct io_builder *b = iob_open_wsl2(path, false);
     char name[64];
     for (uint32_t k = 0; k < count; k++) {
         snprintf(name, sizeof name, "/d/%u/f%u", first + k / per, k % per);
@@ -1571,7 +1548,6 @@ static void write_many_folders(const char *path, uint32_t first, uint32_t count,
     iob_flush(b);
     *t1 = iob_last_ns(b);
     iob_close(b);
-    free(mounts);
 }
 
 /* Lazy naming leaves a windowed reading's figures as naming every path at once gives them: on
