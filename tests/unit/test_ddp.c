@@ -12,19 +12,33 @@
 #include "test_findings.h"
 #include "unit_test.h"
 
-/* Writes the plan's ranks and reads them into run (finished). */
-static int read_plan(struct wsl_run *run, const struct ddp_plan *p, const char *tag)
+/* Reads the plan's ranks into run, finished (written first where write; record: as wslshim-report
+ * reads several traces, later readings replaying the store); *readings, where not NULL: the traces
+ * read, the first pass included. */
+static int read_plan_as(struct wsl_run *run, const struct ddp_plan *p, const char *tag, bool write, bool record,
+                        unsigned long *readings)
 {
     wsl_run_init(run);
+    run->record = record;
+    unsigned long before = wsl_trace_readings;
     for (unsigned r = 0; r < p->ranks; r++) {
         char name[64], path[512], err[256];
         snprintf(name, sizeof name, "%s-rank%u.trace.zst", tag, r);
         test_path(path, sizeof path, name);
-        ddp_write_rank(path, p, r);
+        if (write)
+            ddp_write_rank(path, p, r);
         CHECKF(wsl_run_add_trace(run, path, err, sizeof err) == 0, "%s", err);
     }
     wsl_run_finish(run);
+    if (readings)
+        *readings = wsl_trace_readings - before;
     return 0;
+}
+
+/* Writes the plan's ranks and reads them into run (finished). */
+static int read_plan(struct wsl_run *run, const struct ddp_plan *p, const char *tag)
+{
+    return read_plan_as(run, p, tag, true, false, NULL);
 }
 
 static double rel_err(uint64_t got, uint64_t want) { return ((double)got - (double)want) / (double)want; }
@@ -354,28 +368,16 @@ int test_ddp_slurm_agent(void)
     return 0;
 }
 
-/* Reads the plan's ranks (riders: wsl_steady_riders) into run, finished; *readings: the traces read,
- * the first pass included. */
+/* Reads the plan's ranks (riders: wsl_steady_riders; written on the reading with riders) into run,
+ * finished and recorded; *readings: the traces read, the first pass included. */
 static int read_plan_riding(struct wsl_run *run, const struct ddp_plan *p, const char *tag, bool riders,
                             unsigned long *readings)
 {
     bool was = wsl_steady_riders;
     wsl_steady_riders = riders;
-    wsl_run_init(run);
-    run->record = true; /* as wslshim-report reads several traces: later readings replay the store */
-    unsigned long before = wsl_trace_readings;
-    for (unsigned r = 0; r < p->ranks; r++) {
-        char name[64], path[512], err[256];
-        snprintf(name, sizeof name, "%s-rank%u.trace.zst", tag, r);
-        test_path(path, sizeof path, name);
-        if (riders) /* the same files for both readings */
-            ddp_write_rank(path, p, r);
-        CHECKF(wsl_run_add_trace(run, path, err, sizeof err) == 0, "%s", err);
-    }
-    wsl_run_finish(run);
-    *readings = wsl_trace_readings - before;
+    int rc = read_plan_as(run, p, tag, riders, true, readings);
     wsl_steady_riders = was;
-    return 0;
+    return rc;
 }
 
 /* 0 when the two runs' ranks hold the same findings (id, severity, time lost, in order). */
