@@ -185,6 +185,7 @@ struct wsl_io {
     size_t fs_count;
     struct wsl_io_dir *dirs;        /* by time, largest first, after wsl_io_finish */
     size_t dir_count;
+    size_t dir_cap;                 /* internal: dirs' room */
     struct wsl_io_dir untracked_dirs; /* folders beyond WSL_IO_MAX_DIRS */
     uint64_t unnamed_path_events;   /* calls naming a path id that no PATHS entry had defined */
     uint64_t untracked_path_events; /* calls on path ids beyond WSL_IO_MAX_PATHS_PER_TRACE live ones */
