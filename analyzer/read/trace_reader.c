@@ -396,6 +396,7 @@ static enum wsl_read_result file_chunk(struct wsl_reader *r, struct wsl_chunk_he
         struct wsl_chunk_header ch;
         r->chunk_offset = r->offset;
         size_t got = stream_read(r, &ch, sizeof ch);
+        r->chunk_frame = r->out_frame_at;
         const unsigned long long at = (unsigned long long)r->chunk_offset;
         if (got == sizeof ch && memcmp(&ch, WSL_TRACE_MAGIC, sizeof ch) == 0) {
             /* another trace's file header where a chunk should start: `cat a b` */
@@ -624,7 +625,7 @@ struct wsl_reader *reader_new(void)
     r->payload_cap = PAYLOAD_INITIAL_SIZE;
     r->batch = malloc(WSL_READER_BATCH * sizeof *r->batch);
     r->codec = calloc(1, sizeof *r->codec);
-    r->pack = calloc(1, sizeof *r->pack);
+    r->pack = r->pack_own = calloc(1, sizeof *r->pack);
     if (!r->dctx || !r->outbuf || !r->payload || !r->batch || !r->codec || !r->pack) {
         wsl_reader_close(r);
         return NULL;
@@ -775,7 +776,9 @@ void wsl_reader_close(struct wsl_reader *r)
     free(r->payload_buf);
     free(r->batch);
     free(r->codec);
-    free(r->pack);
+    free(r->pack_own);
+    for (unsigned i = 0; i < WSL_TBITS_SLOTS; i++)
+        free(r->slot_pack[i]);
     for (size_t i = 0; i < r->name_arena_count; i++)
         free(r->name_arenas[i]);
     free(r->name_arenas);

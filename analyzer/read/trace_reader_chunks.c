@@ -737,11 +737,30 @@ enum wsl_read_result reader_parse_events(struct wsl_reader *r, uint32_t type, ui
             r->seq_seen[byte] |= bit;
         }
     }
+    if (tbits) { /* the table: its slot's, carried or anew (1.13) */
+        const unsigned sl = eh.tid % WSL_TBITS_SLOTS;
+        if (r->ev_tdir.reserved & WSL_TBITS_CONTINUES) {
+            if (!(r->slot_held >> sl & 1) || r->slot_tid[sl] != eh.tid || r->slot_frame[sl] != r->chunk_frame)
+                return corrupt(r, "corrupt chunk at byte %llu: it continues the table of thread %u's chunk before "
+                                  "it in the same zstd frame, and there is none", at, eh.tid);
+            r->pack = r->slot_pack[sl];
+            r->pack->literals = 0;
+        } else {
+            if (!r->slot_pack[sl] && !(r->slot_pack[sl] = calloc(1, sizeof *r->slot_pack[sl])))
+                return out_of_memory(r, "out of memory");
+            r->pack = r->slot_pack[sl];
+            wsl_pack_reset(r->pack, 0);
+            r->slot_tid[sl] = eh.tid;
+            r->slot_held |= 1u << sl;
+        }
+        r->slot_frame[sl] = r->chunk_frame;
+    } else if (packed) {
+        r->pack = r->pack_own;
+        wsl_pack_reset(r->pack, 0);
+    }
     r->in_events = true;
     r->ev_packed = packed;
     r->ev_tbits = tbits;
-    if (packed)
-        wsl_pack_reset(r->pack, 0);
     r->ev_tid = eh.tid;
     r->ev_count = eh.count;
     r->ev_done = 0;

@@ -93,7 +93,16 @@ struct wsl_reader {
     bool ev_tbits;              /* EVENTS_BITS: the times in ev_bits, coded with ev_tdir's parameters */
     struct wsl_bits_in ev_bits;
     struct wsl_tbits_dir ev_tdir;
-    struct wsl_pack_state *pack;
+    struct wsl_pack_state *pack;          /* the chunk's table: pack_own, or its slot's (EVENTS_BITS) */
+    struct wsl_pack_state *pack_own;      /* EVENTS_PACKED and EVENTS_GAPS chunks' */
+    /* Carried tables (1.13, WSL_TBITS_CONTINUES): per slot (tid % WSL_TBITS_SLOTS), the table the last
+     * EVENTS_BITS chunk in it ended with, its tid and frame; allocated at a slot's first use. */
+    struct wsl_pack_state *slot_pack[WSL_TBITS_SLOTS];
+    uint32_t slot_tid[WSL_TBITS_SLOTS];
+    uint64_t slot_frame[WSL_TBITS_SLOTS];
+    uint32_t slot_held;                   /* bit i: slot i holds a table */
+    uint64_t chunk_frame;                 /* the frame of the chunk being parsed: where it starts in the
+                                             file; replayed, a count of the frames (trace_store.c) */
     struct wsl_event *batch;
     struct wsl_codec_state *codec;
     uint16_t touched[WSL_MAX_API_IDS]; /* codec slots used in this chunk: reset only those */

@@ -4,8 +4,9 @@
  * without the file and without zstd.
  *
  * A recording is a list of blocks; each block holds whole chunk records, 16-byte aligned:
- *   u32 type, u32 size, u64 bytes_in (compressed bytes read when the chunk was handed out),
- *   then the payload. Only chunks that were handed out are kept (not the skipped or repeated
+ *   u32 type (its top bit: the chunk is in another zstd frame than the record before it, for the
+ *   tables EVENTS_BITS chunks carry within a frame), u32 size, u64 bytes_in (compressed bytes read
+ *   when the chunk was handed out), then the payload. Only chunks that were handed out are kept (not the skipped or repeated
  *   ones), so a replay hands out the same items. Its end is the first reading's: the result,
  *   message and warnings are copied from it. A reading that stopped with WSL_READ_ERROR, or
  *   was closed before its end, is not kept (the run leaves such a trace out).
@@ -21,6 +22,7 @@
 #define BLOCK_FIRST (16u << 10)  /* a small trace takes little; blocks double up to BLOCK_MAX */
 #define BLOCK_MAX (1u << 20)
 #define RECORD_HEADER 16u
+#define RECORD_NEW_FRAME 0x80000000u /* in a record's type */
 #define ARENA_CHUNK ((size_t)2 << 20)
 
 /* The blocks' memory, carved from the store's arena: 2 MiB mappings in huge pages where the kernel
@@ -54,6 +56,7 @@ struct wsl_recording {
     char warnings[READER_WARNINGS_MAX][WSL_READER_ERRLEN];
     size_t warning_count;
     uint64_t bytes_in, bytes_out;
+    uint64_t records, last_frame;   /* chunks kept; the frame of the last (RECORD_NEW_FRAME) */
     bool in_arena;              /* holds the arena: its first block there began at mark_chunk + mark_at */
     struct arena_chunk *mark_chunk;
     size_t mark_at;
@@ -141,7 +144,7 @@ struct wsl_reader *reader_new_replay(void)
     r->bmi2 = wsl_reader_bmi2_path();
     r->batch = malloc(WSL_READER_BATCH * sizeof *r->batch);
     r->codec = calloc(1, sizeof *r->codec);
-    r->pack = calloc(1, sizeof *r->pack);
+    r->pack = r->pack_own = calloc(1, sizeof *r->pack);
     if (!r->batch || !r->codec || !r->pack) {
         wsl_reader_close(r);
         return NULL;
@@ -297,7 +300,10 @@ void store_record_chunk(struct wsl_reader *r, const struct wsl_chunk_header *ch)
         rec->held += cap + sizeof *nb;
     }
     uint8_t *p = b->data + b->used;
-    memcpy(p, &ch->type, 4);
+    const uint32_t type = ch->type | (rec->records && r->chunk_frame == rec->last_frame ? 0 : RECORD_NEW_FRAME);
+    rec->records++;
+    rec->last_frame = r->chunk_frame;
+    memcpy(p, &type, 4);
     memcpy(p + 4, &ch->size, 4);
     memcpy(p + 8, &r->bytes_in, 8);
     memcpy(p + RECORD_HEADER, r->payload, ch->size);
@@ -319,6 +325,10 @@ bool store_replay_chunk(struct wsl_reader *r, struct wsl_chunk_header *ch)
     memcpy(&ch->type, p, 4);
     memcpy(&ch->size, p + 4, 4);
     memcpy(&r->bytes_in, p + 8, 8);
+    if (ch->type & RECORD_NEW_FRAME) {
+        ch->type &= ~RECORD_NEW_FRAME;
+        r->chunk_frame++;
+    }
     r->replay_at += RECORD_HEADER + (((size_t)ch->size + 15) & ~(size_t)15);
     if (ch->type == WSL_CHUNK_EVENTS || ch->type == WSL_CHUNK_EVENTS_PACKED || ch->type == WSL_CHUNK_EVENTS_GAPS ||
         ch->type == WSL_CHUNK_EVENTS_BITS) {

@@ -110,6 +110,19 @@ static inline void wsl_chunk_codec_open(struct wsl_pack_state *ps, struct wsl_co
     eh->dropped = dropped;
 }
 
+/* After a chunk whose table began with `from` entries (a carried table's, or 0) is written: the
+ * codec's per-api slots its literals used back to 0 for the next chunk, whatever table that one
+ * takes (the apis of the entries it added; all of them where it wrote a literal the table had no
+ * room for). */
+static inline void wsl_codec_forget(struct wsl_codec_state *st, const struct wsl_pack_state *ps, uint32_t from)
+{
+    if (ps->literals > ps->entries - from)
+        memset(st->prev, 0, sizeof st->prev);
+    else
+        for (uint32_t i = from; i < ps->entries; i++)
+            memset(&st->prev[ps->table[i].api], 0, sizeof st->prev[0]);
+}
+
 /* Whether a and b have the same argument set: api, result, stream and a[], the 48 bytes from api on
  * (flags, reserved, left out), compared 16 bytes at a time (half the instructions of field by field,
  * which the writer pays on each event: docs/overhead.md, "The writer, second pass"). */
@@ -500,10 +513,21 @@ static inline int wsl_event_decode_gaps(struct wsl_pack_state *ps, struct wsl_co
  * they spread over orders of magnitude, as file calls') when it closes the chunk. A duration's or a gap's noise at the clock's
  * resolution is then a few bits an event that zstd need neither search for matches
  * nor Huffman-code (issue 26; docs/overhead.md, "The writer, fourth pass"). Malformed,
- * besides EVENTS_PACKED's rules: k > 32, Q > 32, shift > 63, the reserved bytes not 0,
- * a code with more than Q + 32 zero bits after its low k bits, codes that run past the
- * bit column or end before its last byte. */
+ * besides EVENTS_PACKED's rules: k > 32, Q > 32, shift > 63, a reserved bit set (all but
+ * WSL_TBITS_CONTINUES), a code with more than Q + 32 zero bits after its low k bits, codes
+ * that run past the bit column or end before its last byte.
+ *
+ * Carried tables (1.13): the directory's last u16 holds WSL_TBITS_CONTINUES where the chunk's
+ * table of argument sets is not empty at its start but the one the last EVENTS_BITS chunk of the
+ * same zstd frame in the same slot (tid % WSL_TBITS_SLOTS) ended with, which must be of the same
+ * tid; its literals are appended to it while it has room. A program's threads take turns in the
+ * file, a few dozen events at a time, and each turn wrote its kernels' sets as literals again
+ * (docs/overhead.md, "Carried tables"). Each chunk's literals still XOR against the previous
+ * literal of their api in that chunk alone. A chunk that claims a table its slot does not hold in
+ * this frame is malformed. */
 #define WSL_TBITS_DIRECTORY_SIZE 32u
+#define WSL_TBITS_CONTINUES 1u /* wsl_tbits_dir.reserved: the table continues its slot's (1.13) */
+#define WSL_TBITS_SLOTS 16u    /* a thread's slot: tid % WSL_TBITS_SLOTS */
 #define WSL_TBITS_K_MAX 32u
 #define WSL_TBITS_Q_MAX 32u
 #define WSL_TBITS_SAMPLE 64u /* the writer's sample of a column for its center and k */
@@ -1342,7 +1366,7 @@ static inline int wsl_tbits_open(struct wsl_tbits_in *in, const uint8_t *p, size
         return WSL_COLUMNS_NO_DIRECTORY;
     memcpy(&d, p, sizeof d);
     if (d.gap_k > WSL_TBITS_K_MAX || d.dur_k > WSL_TBITS_K_MAX || d.gap_shift > 63 || d.dur_shift > 63 ||
-        d.gap_q > WSL_TBITS_Q_MAX || d.dur_q > WSL_TBITS_Q_MAX || d.reserved != 0)
+        d.gap_q > WSL_TBITS_Q_MAX || d.dur_q > WSL_TBITS_Q_MAX || (d.reserved & ~WSL_TBITS_CONTINUES) != 0)
         return WSL_COLUMNS_BAD_PARAMETER;
     if (d.literals > count)
         return WSL_COLUMNS_COUNT_TOO_BIG;

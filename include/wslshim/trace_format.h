@@ -24,7 +24,9 @@
 #define WSL_TRACE_MAGIC "WSLSHIM"          /* 7 chars + NUL = 8 bytes */
 #define WSL_TRACE_BYTE_ORDER 0x01020304u
 #define WSL_TRACE_VERSION_MAJOR 1u         /* readers refuse a newer major */
-#define WSL_TRACE_VERSION_MINOR 12u        /* additions readers may skip; 1.12 writes PATHS_DROPPED
+#define WSL_TRACE_VERSION_MINOR 13u        /* additions readers may skip; 1.13 carries a thread's table of
+                                              argument sets from one EVENTS_BITS chunk to its next in a frame
+                                              (WSL_TBITS_CONTINUES), 1.12 writes PATHS_DROPPED
                                               (the dropped strings so far, for a trace cut short), 1.11 counts a fold's tells and
                                               fstats apart from its slots (WSL_FOLD_META), 1.10 writes
                                               EVENTS_BITS, 1.9

@@ -35,10 +35,12 @@ static size_t zout_size;
 static uint8_t *zacc;
 static size_t zacc_len, zacc_cap;
 size_t wsl_frame_coded_bytes; /* of zacc: EVENTS_BITS chunks less their literal columns (drain.c) */
+uint32_t wsl_frame_gen;
 
 void wsl_frame_write(void)
 {
     wsl_events_flush(); /* the events drained so far are in the frame */
+    wsl_frame_gen++;    /* what comes next is in another frame: no chunk's table carries into it */
     if (!zacc_len || wsl_trace_write_failed || !zctx) {
         zacc_len = 0;
         wsl_frame_coded_bytes = 0;
@@ -174,6 +176,7 @@ void wsl_compress_close(void)
 void wsl_compress_after_fork_child(void)
 {
     wsl_events_after_fork_child();
+    wsl_frame_gen++;
     zctx = NULL;
     zout = NULL;
     zout_size = 0;

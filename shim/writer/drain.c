@@ -35,7 +35,27 @@
  * later. (Drained per pass, the writer's ring came first in each pass, before
  * the launches drained in the same pass; the analyzer attributes GPU time to
  * NVTX ranges in file order, a little more of it now: docs/overhead.md.)
+ *
+ * A program thread's table of argument sets is carried from one of its chunks to the next in the
+ * same zstd frame (format 1.13, WSL_TBITS_CONTINUES): a program's threads take turns in the file
+ * (the main thread, autograd's, NCCL's), and each turn of a few dozen events wrote the kernels it
+ * launched as literals again. The reader holds a table per slot (tid % WSL_TBITS_SLOTS), the one
+ * the last chunk of the frame in that slot ended with; `slots` mirrors it in file order. The
+ * writer's ring's chunk keeps a table of its own and never carries one: it closes after the
+ * program thread's chunk, so what its slot holds when it opens is not what the reader sees before
+ * it. A carrying chunk goes into the frame that holds its slot's last chunk, past ZACC_TARGET if
+ * need be (the frame is written right after it then).
  */
+struct pack_slot {
+    struct wsl_pack_state pack; /* the table the reader holds in this slot, once written */
+    uint32_t tid;
+    uint32_t gen;               /* the frame that holds the chunk it came from (wsl_frame_gen) */
+    int held;                   /* tid's next chunk in frame gen may carry it */
+};
+static struct pack_slot slots[WSL_TBITS_SLOTS];
+/* Carried while the table has room for a turn's new sets; fuller, the next chunk starts anew. */
+#define CARRY_ENTRIES_MAX 191u
+
 struct open_chunk {
     struct wsl_events_header eh; /* tid, count, base_ticks, dropped so far; seq when it goes out */
     struct wsl_tbits_out o;      /* where the next op, literal and times go */
@@ -44,7 +64,10 @@ struct open_chunk {
     uint64_t times[2 * EVENTS_PER_CHUNK]; /* gap, duration, ...: coded as bits when the chunk goes out */
     uint8_t bits[EVENTS_PER_CHUNK * WSL_COL_TBITS_MAX + 8];
     struct wsl_codec_state codec;
-    struct wsl_pack_state pack;
+    struct wsl_pack_state *pack; /* a slot's (a program thread's chunk) or own_pack (the writer's ring's) */
+    struct wsl_pack_state own_pack;
+    uint32_t from;               /* the table's entries when the chunk opened */
+    int carries;                 /* it continues its slot's table (WSL_TBITS_CONTINUES) */
     int open;
 };
 static struct open_chunk chunks[2]; /* [0] a program thread's, [1] the writer's own ring's */
@@ -66,7 +89,7 @@ static void chunk_close(struct open_chunk *c)
     struct wsl_events_header eh = c->eh;
     eh.seq = ++wsl_events_chunk_seq;
     struct wsl_tbits_dir dir;
-    dir.literals = c->pack.literals;
+    dir.literals = c->pack->literals;
     const size_t lit = (size_t)(c->o.lit - c->lit);
     /* The bit column coded where it goes in the frame, after the chunk's header, directory and ops
      * (not copied there: docs/overhead.md, "The writer, seventh pass"); in c->bits where there is no
@@ -74,12 +97,14 @@ static void chunk_close(struct open_chunk *c)
     const size_t head = sizeof(struct wsl_chunk_header) + sizeof eh + sizeof dir + eh.count;
     uint8_t *const at = wsl_frame_room(head + (size_t)eh.count * WSL_COL_TBITS_MAX + 8 + lit);
     coder.close(&dir, at ? at + head : c->bits, c->times, eh.count);
+    if (c->carries)
+        dir.reserved = WSL_TBITS_CONTINUES;
     eh.encoded_size = (uint32_t)(sizeof dir + eh.count + dir.bit_bytes + lit);
     const size_t whole = sizeof(struct wsl_chunk_header) + sizeof eh + eh.encoded_size;
     /* A frame written on the way (compress.c) must not take the other open chunk ahead of this one. */
     const int was = chunks_flushing;
     chunks_flushing = 1;
-    if (at && wsl_frame_fits(whole)) {
+    if (at && (c->carries || wsl_frame_fits(whole))) {
         const struct wsl_chunk_header h = {WSL_CHUNK_EVENTS_BITS, (uint32_t)(sizeof eh + eh.encoded_size)};
         memcpy(at, &h, sizeof h);
         memcpy(at + sizeof h, &eh, sizeof eh);
@@ -101,6 +126,18 @@ static void chunk_close(struct open_chunk *c)
     }
     /* in the frame now: its bytes that zstd's Huffman stage cannot shrink (compress.c) */
     wsl_frame_coded_bytes += sizeof(struct wsl_chunk_header) + sizeof eh + sizeof dir + eh.count + dir.bit_bytes;
+    /* The reader's slot now holds this chunk's table, in the frame it went into. */
+    struct pack_slot *s = &slots[eh.tid % WSL_TBITS_SLOTS];
+    if (c->pack == &s->pack) {
+        s->tid = eh.tid;
+        s->gen = wsl_frame_gen;
+        s->held = 1;
+        wsl_codec_forget(&c->codec, c->pack, c->from);
+    } else {
+        s->held = 0; /* the writer's ring's table, which no chunk carries */
+    }
+    if (c->carries && !wsl_frame_fits(0)) /* past ZACC_TARGET (above): the frame out now */
+        wsl_frame_write();
     chunks_flushing = was;
     wsl_events_written += eh.count;
 }
@@ -112,7 +149,26 @@ static void chunk_open(struct open_chunk *c, uint32_t tid, uint64_t base, uint64
         coder = wsl_tbits_coder_pick(1);
         wsl_log(WSL_LOG_DEBUG, "writer: the events' times coded by the %s loops", coder.name);
     }
-    wsl_chunk_codec_open(&c->pack, &c->codec, &c->eh, tid, base, dropped);
+    if (c == &chunks[1]) { /* the writer's ring's: a table of its own, anew in each chunk */
+        c->pack = &c->own_pack;
+        c->carries = 0;
+        wsl_chunk_codec_open(c->pack, &c->codec, &c->eh, tid, base, dropped);
+    } else { /* the codec's slots were reset when the last chunk closed (wsl_codec_forget) */
+        struct pack_slot *s = &slots[tid % WSL_TBITS_SLOTS];
+        c->pack = &s->pack;
+        c->carries = s->held && s->tid == tid && s->gen == wsl_frame_gen && s->pack.entries <= CARRY_ENTRIES_MAX;
+        s->held = 0;
+        if (c->carries)
+            s->pack.literals = 0;
+        else
+            wsl_pack_reset(&s->pack, 1);
+        c->from = s->pack.entries;
+        c->codec.prev_t = base;
+        memset(&c->eh, 0, sizeof c->eh);
+        c->eh.tid = tid;
+        c->eh.base_ticks = base;
+        c->eh.dropped = dropped;
+    }
     c->o = (struct wsl_tbits_out){c->op, c->lit, c->times};
     c->open = 1;
 }
@@ -134,6 +190,9 @@ void wsl_events_after_fork_child(void)
 {
     chunks[0].open = chunks[1].open = 0;
     chunks_flushing = 0;
+    for (unsigned i = 0; i < WSL_TBITS_SLOTS; i++)
+        slots[i].held = 0;
+    memset(&chunks[0].codec.prev, 0, sizeof chunks[0].codec.prev); /* the parent's open chunk's literals */
 }
 
 /* n events from ev (contiguous) onto c's columns, which have room for them. Two
@@ -148,13 +207,13 @@ static inline __attribute__((always_inline)) void encode_run(struct open_chunk *
     if (WSL_LIKELY(!wsl_helper_possible)) {
         /* ev->api < api_count always (ids come from the table; cuda_hooks.c asserts the table within
            WSL_MAX_API_IDS, the bound the run checks); the run's state in registers */
-        coder.run(&c->pack, &c->codec, ev, end, &o);
+        coder.run(c->pack, &c->codec, ev, end, &o);
     } else {
         for (; ev < end; ev++)
             if (WSL_LIKELY(ev->api < api_count)) {
                 if (wsl_helper_possible)
                     wsl_helper_note(ev);
-                coder.run(&c->pack, &c->codec, ev, ev + 1, &o);
+                coder.run(c->pack, &c->codec, ev, ev + 1, &o);
             }
     }
     c->o = o;

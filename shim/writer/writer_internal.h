@@ -34,6 +34,7 @@ struct wsl_chunk_part {
 };
 void wsl_emit_chunk_parts(uint32_t type, const struct wsl_chunk_part *parts, unsigned count);
 extern size_t wsl_frame_coded_bytes; /* of the frame so far: EVENTS_BITS chunks but their literal columns */
+extern uint32_t wsl_frame_gen;       /* frames begun so far: a chunk's table is carried within one (drain.c) */
 void wsl_emit_chunk(uint32_t type, const void *a, size_t na, const void *b, size_t nb);
 void wsl_emit_one(uint32_t type, const void *data, size_t size);
 void wsl_frame_append(const void *data, size_t size); /* raw bytes (the file header) */

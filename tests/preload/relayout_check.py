@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Traces the shim writes (format 1.10, EVENTS_BITS) against the same events
+"""Traces the shim writes (format 1.10, EVENTS_BITS; 1.13: tables carried from chunk to chunk) against the same events
 in the 1.2 layout older shims wrote: tests/unit/relayout.py rewrites each
 trace with an independent Python codec, and wslshim-report must print
 byte-identical reports (JSON and text) for both.
@@ -29,7 +29,7 @@ workloads = {
     "files": (["sh", "-c", "cat /etc/hostname /etc/passwd > /dev/null; ls / > /dev/null"], {}),
 }
 shutil.rmtree(WORK, ignore_errors=True)
-total = {"events": 0, "packed_chunks": 0, "packed_bytes": 0, "literals": 0}
+total = {"events": 0, "packed_chunks": 0, "packed_bytes": 0, "literals": 0, "carried_chunks": 0}
 for name, (cmd, extra) in workloads.items():
     d14, d12 = os.path.join(WORK, name, "v14"), os.path.join(WORK, name, "v12")
     os.makedirs(d14)
@@ -69,9 +69,12 @@ for name, (cmd, extra) in workloads.items():
             fails.append(f"{name} {mode}: the 1.10 and 1.2 layouts give different reports")
 if total["events"] < 5000:
     fails.append(f"only {total['events']} events recorded")
+if total["carried_chunks"] == 0:  # 8 threads' chunks take turns in each frame (format 1.13)
+    fails.append("no EVENTS_BITS chunk carried its thread's table")
 if fails:
     print("\n".join("FAIL " + f for f in fails))
     sys.exit(1)
 print(f"ok: {total['events']} events in {total['packed_chunks']} packed chunks "
       f"({total['packed_bytes'] / max(total['events'], 1):.2f} bytes/event before zstd, "
-      f"{total['literals']} literals); reports identical in both layouts")
+      f"{total['literals']} literals, {total['carried_chunks']} chunks with a carried table); reports identical in "
+      "both layouts")

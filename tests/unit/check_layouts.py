@@ -48,8 +48,9 @@ try:
     if shutil.which("zstd"):
         # 1.4 packed; 1.5 adds folded file calls, 1.6 opens, 1.7 numbers EVENTS chunks, 1.8 the EMULATION
         # chunk, 1.9 writes EVENTS_GAPS, 1.10 EVENTS_BITS; the default layout (EVENTS_BITS) is written
-        # as the current version (1.11: a fold's calls counted apart, 1.12: PATHS_DROPPED, none in this workload)
-        for layout, minor in (("v12", 2), ("v14", 8), ("v19", 9), ("v110", 12)):
+        # as the current version (1.11: a fold's calls counted apart, 1.12: PATHS_DROPPED, none in this workload,
+        # 1.13: carried tables)
+        for layout, minor in (("v12", 2), ("v14", 8), ("v19", 9), ("v110", 13)):
             raw = subprocess.run(["zstd", "-dc", os.path.join(tmp, f"0-{layout}", "run.trace.zst")],
                                  capture_output=True).stdout
             got = struct.unpack_from("<H", raw, 14)[0]

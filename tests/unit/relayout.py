@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
-"""Rewrites a trace's EVENTS_PACKED (format 1.4), EVENTS_GAPS (1.9) and EVENTS_BITS (1.10) chunks
+"""Rewrites a trace's EVENTS_PACKED (format 1.4), EVENTS_GAPS (1.9) and EVENTS_BITS (1.10; 1.13: tables
+carried from a thread's chunk to its next) chunks
 as the 1.2 EVENTS chunks older shims wrote (column layout, file header minor 2, zstd level 1),
 every other chunk as it is: the same events in the older layout, so a
 reader's output can be compared across the two.
 
     relayout.py IN.trace.zst OUT.trace.zst
 
-Prints {"events", "packed_chunks", "packed_bytes", "literals"} of what it
-converted, and "paths_dropped": the largest count of the PATHS_DROPPED chunks
+Prints {"events", "packed_chunks", "packed_bytes", "literals", "carried_chunks"} of what
+it converted, and "paths_dropped": the largest count of the PATHS_DROPPED chunks
 (1.12; 0 without), which it checks and keeps as they are (a payload shorter than
 its u64 count: one line on stderr, exit 2). Needs the zstd command. An independent codec (Python, from
 docs/trace-format.md), not the C one under test.
@@ -33,17 +34,19 @@ def put_varint(out, v):
     out.append(v)
 
 
-def unpack_events(enc, count, base=None):
+def unpack_events(enc, count, base=None, table=None):
     """(dts, durs, sets): the raw dt and dur varint values of the 1.4 layout and each event's
     (api, result, stream, a0..a3). base: the chunk's base_ticks, for the 1.9 layout (EVENTS_GAPS:
     a gap column, then a byte per event of the durations' low bits and their high bits as varints),
-    whose times are turned into the 1.4 values."""
+    whose times are turned into the 1.4 values. table: the table of argument sets the chunk starts
+    with (a list, appended to in place: 1.13's carried tables), else an empty one."""
     dt_bytes, dur_bytes, literals = struct.unpack_from("<III", enc, 0)
     op_at, d = 12, 12 + count
     lo = d + dt_bytes
     u = lo + count if base is not None else lo
     lit = u + dur_bytes
-    prev, table, sets, dts, durs, seen = {}, [], [], [], [], 0
+    prev, sets, dts, durs, seen = {}, [], [], [], 0
+    table = [] if table is None else table
     start = end = base
     for i in range(count):
         op = enc[op_at + i]
@@ -124,11 +127,21 @@ def tbits_times(enc, count, bits_at, bit_bytes, params):
     return out
 
 
-def unpack_tbits(enc, count, base):
+def unpack_tbits(enc, count, base, tid, slots):
     """unpack_events for the 1.10 layout (EVENTS_BITS): a 32-byte directory, the op column, the bit
-    column, the literals; the times turned into the 1.4 values."""
+    column, the literals; the times turned into the 1.4 values. slots: tid % 16 -> (tid, table), the
+    table the last EVENTS_BITS chunk in that slot ended with, which a chunk whose directory's last
+    u16 is 1 (1.13) starts with (a reader that checks frames is the C one: this one trusts the
+    writer that it is of the same frame)."""
     bit_bytes, literals, gc, dc, gk, gs, dk, ds, gq, dq, reserved = struct.unpack_from("<IIqQBBBBBBH", enc, 0)
-    assert gk <= 32 and dk <= 32 and gq <= 32 and dq <= 32 and reserved == 0, "bad EVENTS_BITS parameters"
+    assert gk <= 32 and dk <= 32 and gq <= 32 and dq <= 32 and reserved in (0, 1), "bad EVENTS_BITS parameters"
+    if reserved:
+        held = slots.get(tid % 16)
+        assert held is not None and held[0] == tid, "a carried table its slot does not hold"
+        table = held[1]
+    else:
+        table = []
+        slots[tid % 16] = (tid, table)
     ops_at = 32
     bits_at = ops_at + count
     times = tbits_times(enc, count, bits_at, bit_bytes, ((gc % 2**64, gk, gq, gs), (dc, dk, dq, ds)))
@@ -143,7 +156,7 @@ def unpack_tbits(enc, count, base):
         start, end = t, (t + dur) % 2**64
     packed = (struct.pack("<III", len(dts), len(durs), literals) + enc[ops_at:bits_at] + dts + durs +
               enc[bits_at + bit_bytes:])
-    return unpack_events(packed, count)
+    return unpack_events(packed, count, table=table)
 
 
 def encode_columns(dts, durs, sets):
@@ -179,7 +192,9 @@ def main():
     struct.pack_into("<H", out, 14, 2)
     pos = struct.unpack_from("<I", data, 16)[0]
     out += data[32:pos]
-    stats = {"events": 0, "packed_chunks": 0, "packed_bytes": 0, "literals": 0, "paths_dropped": 0}
+    stats = {"events": 0, "packed_chunks": 0, "packed_bytes": 0, "literals": 0, "paths_dropped": 0,
+             "carried_chunks": 0}
+    slots = {}
     while pos + 8 <= len(data):
         ctype, size = struct.unpack_from("<II", data, pos)
         payload = data[pos + 8:pos + 8 + size]
@@ -195,7 +210,8 @@ def main():
         if ctype in (13, 15, 16):
             tid, count, base, dropped, enc_size, res = struct.unpack_from("<IIQQII", payload)
             if ctype == 16:
-                dts, durs, sets, lits = unpack_tbits(payload[32:32 + enc_size], count, base)
+                stats["carried_chunks"] += struct.unpack_from("<H", payload, 32 + 30)[0] & 1
+                dts, durs, sets, lits = unpack_tbits(payload[32:32 + enc_size], count, base, tid, slots)
             else:
                 dts, durs, sets, lits = unpack_events(payload[32:32 + enc_size], count,
                                                       base if ctype == 15 else None)

@@ -496,7 +496,9 @@ int test_tbits_malformed(void)
     MUTATE(dur_q, 200, WSL_COLUMNS_BAD_PARAMETER);
     MUTATE(gap_shift, 64, WSL_COLUMNS_BAD_PARAMETER);
     MUTATE(dur_shift, 64, WSL_COLUMNS_BAD_PARAMETER);
-    MUTATE(reserved, 1, WSL_COLUMNS_BAD_PARAMETER);
+    MUTATE(reserved, 2, WSL_COLUMNS_BAD_PARAMETER);
+    MUTATE(reserved, 0x8000, WSL_COLUMNS_BAD_PARAMETER);
+    MUTATE(reserved, WSL_TBITS_CONTINUES, WSL_COLUMNS_OK); /* 1.13: the chunk carries its slot's table */
     MUTATE(literals, N + 1, WSL_COLUMNS_COUNT_TOO_BIG);
     MUTATE(bit_bytes, 0xffffffffu, WSL_COLUMNS_OVERRUN);
     MUTATE(bit_bytes, (uint32_t)(size - WSL_TBITS_DIRECTORY_SIZE - N + 1), WSL_COLUMNS_OVERRUN);
@@ -662,6 +664,154 @@ int test_reader_tbits_malformed(void)
     }
     (void)size;
     free(ev);
+    return 0;
+}
+
+/* Carried tables (format 1.13): chunks of threads 100, 101 and 116 (116 shares 100's slot, tid % 16),
+ * each a step of `sets` kernels' launches, with one set new in `fresh_at` steps. */
+struct carried_chunk {
+    uint32_t tid;
+    bool carry;     /* WSL_TBITS_CONTINUES */
+    bool frame_end; /* the zstd frame ends before it */
+};
+
+static uint32_t carried_events(struct wsl_event *ev, uint32_t tid, uint32_t k, uint64_t *t)
+{
+    enum { STEPS = 6, SETS = 5 };
+    uint32_t n = 0;
+    for (uint32_t s = 0; s < STEPS; s++)
+        for (uint32_t j = 0; j < SETS; j++, n++) {
+            struct wsl_event *e = &ev[n];
+            memset(e, 0, sizeof *e);
+            e->api = 0;
+            e->stream = 0x7000 + tid;
+            e->a[0] = 0xf000 + j + (j == SETS - 1 ? k : 0); /* the last kernel's grid changes each chunk */
+            e->a[1] = 0x100 * (j + 1);
+            e->t_start = *t;
+            e->t_end = *t + 200 + j;
+            *t += 300 + 7 * j;
+        }
+    return n;
+}
+
+/* Writes the chunks; returns the events in file order in ev (room for 30 a chunk) and their
+ * literals in lits. */
+static uint32_t write_carried_case(const char *path, const struct carried_chunk *c, size_t nc, struct wsl_event *ev,
+                                   uint32_t *lits)
+{
+    struct synth *s = synth_open(path, NULL);
+    synth_file_header(s, NULL);
+    struct wsl_process_info pi = {.pid = 1};
+    synth_process(s, &pi, "h", "e", "r", 0, NULL);
+    static const struct synth_row rows[] = {{"cuLaunchKernel", "cuLaunchKernel", WSL_CAT_LAUNCH, 0}};
+    synth_api_rows(s, rows, 1);
+    struct wsl_pack_state *ps = calloc(WSL_TBITS_SLOTS, sizeof *ps);
+    uint64_t t = 5000;
+    uint32_t n = 0;
+    *lits = 0;
+    for (size_t i = 0; i < nc; i++) {
+        if (c[i].frame_end)
+            synth_frame_end(s);
+        const uint32_t m = carried_events(ev + n, c[i].tid, (uint32_t)i, &t);
+        uint8_t *enc;
+        const size_t size = synth_encode_tbits_table(ev + n, m, ev[n].t_start, &ps[c[i].tid % WSL_TBITS_SLOTS],
+                                                     c[i].carry, &enc);
+        struct wsl_tbits_dir d;
+        memcpy(&d, enc, sizeof d);
+        *lits += d.literals;
+        uint8_t *payload = calloc(1, sizeof(struct wsl_events_header) + size);
+        struct wsl_events_header eh = {.tid = c[i].tid, .count = m, .base_ticks = ev[n].t_start,
+                                       .encoded_size = (uint32_t)size, .seq = (uint32_t)i + 1};
+        memcpy(payload, &eh, sizeof eh);
+        memcpy(payload + sizeof eh, enc, size);
+        synth_chunk(s, WSL_CHUNK_EVENTS_BITS, payload, (uint32_t)(sizeof eh + size));
+        free(enc);
+        free(payload);
+        n += m;
+    }
+    synth_end(s, 0, n, 0, 3);
+    synth_close(s);
+    free(ps);
+    return n;
+}
+
+/* A chunk carries the table its thread's previous chunk in the same frame ended with: read back
+ * event for event, the same through the store's replays (which see no zstd frames: trace_store.c
+ * marks them); a chunk whose slot holds no table of its thread in its frame (none yet, another
+ * frame, another thread of the slot since) is refused in one line. */
+int test_reader_tbits_carried(void)
+{
+    struct wsl_event ev[16 * 30];
+    char path[512];
+    test_path(path, sizeof path, "tbits-carried.trace.zst");
+    struct read_all ra;
+    uint32_t lits, lits_anew;
+    /* threads 100 and 101 taking turns, a frame ending midway, 116 in 100's slot after it */
+    const struct carried_chunk good[] = {
+        {100, false, false}, {101, false, false}, {100, true, false}, {101, true, false}, {100, true, false},
+        {100, false, true},  {100, true, false},  {116, false, false}, {101, false, false}, {100, false, false},
+        {100, true, false},  {101, true, false},
+    };
+    enum { NG = sizeof good / sizeof good[0] };
+    unsigned carried = 0;
+    for (size_t i = 0; i < NG; i++)
+        carried += good[i].carry;
+    struct carried_chunk anew[NG];
+    for (size_t i = 0; i < NG; i++)
+        anew[i] = (struct carried_chunk){good[i].tid, false, good[i].frame_end};
+    write_carried_case(path, anew, NG, ev, &lits_anew);
+    const uint32_t n = write_carried_case(path, good, NG, ev, &lits);
+    /* each carried chunk writes only its new set as a literal: 1 of 30 events against 5 */
+    CHECKF(carried == 6 && lits == (NG - carried) * 5 + carried && lits_anew == NG * 5, "literals %u carried, %u anew",
+           lits, lits_anew);
+    read_all_file(path, &ra);
+    CHECKF(ra.result == WSL_READ_END && ra.count == n, "%d '%s' %zu events of %u", ra.result, ra.message, ra.count, n);
+    for (uint32_t i = 0; i < n && i < ra.count; i++) {
+        const char *what = "";
+        CHECKF(event_diff(&ev[i], &ra.events[i], &what) < 0, "event %u: %s", i, what);
+        CHECKF(ra.tids[i] == good[i / 30].tid, "event %u: tid %u", i, ra.tids[i]);
+    }
+    read_all_free(&ra);
+    /* replayed from the store: the same events twice (the frames as the file had them) */
+    char err[WSL_READER_ERRLEN];
+    struct wsl_trace_store *st = wsl_store_new();
+    for (int k = 0; k < 3; k++) {
+        struct wsl_reader *r = k == 0 ? wsl_store_open_recording(st, path, err, sizeof err)
+                                      : wsl_store_open(st, path, err, sizeof err);
+        CHECKF(r, "%s", err);
+        struct wsl_item it;
+        enum wsl_read_result res;
+        uint32_t got = 0;
+        bool same = true;
+        while ((res = wsl_reader_next(r, &it)) == WSL_READ_ITEM)
+            if (it.type == WSL_CHUNK_EVENTS)
+                for (uint32_t i = 0; i < it.events.count; i++, got++)
+                    same = same && got < n && event_diff(&ev[got], &it.events.events[i], NULL) < 0;
+        CHECKF(res == WSL_READ_END && got == n && same, "reading %d: result %d '%s', %u events, same %d", k, res,
+               wsl_reader_message(r), got, same);
+        CHECKF(k == 0 || wsl_store_holds(st, path), "reading %d: not replayed", k);
+        wsl_reader_close(r);
+    }
+    wsl_store_free(st);
+    const struct {
+        const char *name;
+        struct carried_chunk c[3];
+        size_t n;
+    } bad[] = {
+        {"first", {{100, true, false}}, 1},
+        {"another frame", {{100, false, false}, {100, true, true}}, 2},
+        {"another thread of the slot", {{100, false, false}, {116, false, false}, {100, true, false}}, 3},
+        {"the slot's other thread", {{100, false, false}, {116, true, false}}, 2},
+    };
+    for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++) {
+        write_carried_case(path, bad[b].c, bad[b].n, ev, &lits);
+        read_all_file(path, &ra);
+        CHECKF(ra.result == WSL_READ_ERROR && strstr(ra.message, "continues the table of thread") &&
+                   strstr(ra.message, "corrupt chunk at byte") && !strchr(ra.message, '\n') &&
+                   ra.count == 30 * (bad[b].n - 1),
+               "%s: result %d '%s', %zu events", bad[b].name, ra.result, ra.message, ra.count);
+        read_all_free(&ra);
+    }
     return 0;
 }
 

@@ -128,6 +128,12 @@ void synth_flush(struct synth *s)
 
 void synth_bytes(struct synth *s, const void *data, size_t size) { z_feed(s, data, size, ZSTD_e_continue); }
 
+void synth_frame_end(struct synth *s)
+{
+    if (!s->opt.raw)
+        z_feed(s, NULL, 0, ZSTD_e_end);
+}
+
 void synth_chunk_header(struct synth *s, uint32_t type, uint32_t size)
 {
     struct wsl_chunk_header h = {type, size};
@@ -319,8 +325,18 @@ size_t synth_encode_gaps(const struct wsl_event *ev, uint32_t n, uint64_t base_t
 
 size_t synth_encode_tbits(const struct wsl_event *ev, uint32_t n, uint64_t base_ticks, uint8_t **out)
 {
-    struct wsl_codec_state *st = malloc(sizeof *st);
     struct wsl_pack_state *ps = calloc(1, sizeof *ps);
+    if (!ps)
+        die("out of memory");
+    size_t size = synth_encode_tbits_table(ev, n, base_ticks, ps, false, out);
+    free(ps);
+    return size;
+}
+
+size_t synth_encode_tbits_table(const struct wsl_event *ev, uint32_t n, uint64_t base_ticks,
+                                struct wsl_pack_state *ps, bool carry, uint8_t **out)
+{
+    struct wsl_codec_state *st = malloc(sizeof *st);
     uint8_t *op = malloc((size_t)n + 1), *lit = malloc((size_t)n * WSL_COL_LIT_MAX + 1),
             *bits = malloc((size_t)n * WSL_COL_TBITS_MAX + 8);
     uint64_t *times = malloc(((size_t)n + 1) * 2 * sizeof *times);
@@ -328,16 +344,19 @@ size_t synth_encode_tbits(const struct wsl_event *ev, uint32_t n, uint64_t base_
     if (!st || !ps || !op || !lit || !bits || !times || !buf)
         die("out of memory");
     wsl_codec_reset(st, base_ticks);
-    wsl_pack_reset(ps, 1);
+    if (carry)
+        ps->literals = 0;
+    else
+        wsl_pack_reset(ps, 1);
     struct wsl_tbits_out o = {op, lit, times};
     wsl_encode_tbits_run(ps, st, ev, ev + n, WSL_MAX_API_IDS, &o);
     struct wsl_tbits_dir dir;
     dir.literals = ps->literals;
     wsl_tbits_close(&dir, bits, times, n);
+    dir.reserved = carry ? WSL_TBITS_CONTINUES : 0;
     const struct part parts[] = {{&dir, sizeof dir}, {op, n}, {bits, dir.bit_bytes}, {lit, (size_t)(o.lit - lit)}};
     size_t size = concat(buf, parts, sizeof parts / sizeof parts[0]);
     free(st);
-    free(ps);
     free(op);
     free(lit);
     free(bits);

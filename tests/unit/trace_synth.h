@@ -46,6 +46,8 @@ void synth_close(struct synth *s);
 void synth_abandon(struct synth *s);
 /* Ends a zstd block, as the shim does about every second. */
 void synth_flush(struct synth *s);
+/* Ends the zstd frame; what comes next is in a new one (the shim writes a frame per 64 KiB of chunks). */
+void synth_frame_end(struct synth *s);
 
 /* ---- raw pieces ---- */
 void synth_bytes(struct synth *s, const void *data, size_t size);
@@ -86,6 +88,11 @@ size_t synth_encode_packed(const struct wsl_event *ev, uint32_t n, uint64_t base
 size_t synth_encode_gaps(const struct wsl_event *ev, uint32_t n, uint64_t base_ticks, uint8_t **out);
 /* The same for EVENTS_BITS chunks (what the shim writes from format 1.10 on). */
 size_t synth_encode_tbits(const struct wsl_event *ev, uint32_t n, uint64_t base_ticks, uint8_t **out);
+/* The same with the table ps: carried (its entries kept, WSL_TBITS_CONTINUES set, format 1.13) or
+ * anew; ps holds the chunk's table at its end. */
+struct wsl_pack_state;
+size_t synth_encode_tbits_table(const struct wsl_event *ev, uint32_t n, uint64_t base_ticks,
+                                struct wsl_pack_state *ps, bool carry, uint8_t **out);
 
 /* ---- files ---- */
 off_t synth_file_size(const char *path);

@@ -31,6 +31,7 @@
     X(reader_formats_agree)       \
     X(reader_packed_malformed)    \
     X(reader_tbits_malformed)     \
+    X(reader_tbits_carried)       \
     X(reader_isa_agree)           \
     X(reader_multithread)         \
     X(reader_batches)             \
