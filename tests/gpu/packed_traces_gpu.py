@@ -91,7 +91,7 @@ def main():
         traces = sorted(f for f in os.listdir(d14) if f.endswith(".trace.zst"))
         if not traces:
             run["problems"].append("no trace")
-        stats = {"events": 0, "packed_chunks": 0, "packed_bytes": 0, "literals": 0, "paths_dropped": 0, "bytes_v14": 0, "bytes_v12": 0}
+        stats = {"events": 0, "packed_chunks": 0, "packed_bytes": 0, "literals": 0, "paths_dropped": 0, "bytes_v14": 0, "bytes_v12": 0, "carried_chunks": 0}
         for t in traces:
             raw = subprocess.run(["zstd", "-dcq", os.path.join(d14, t)], capture_output=True).stdout
             major, minor = struct.unpack_from("<HH", raw, 12)
@@ -109,7 +109,7 @@ def main():
                 run["problems"].append(f"{t}: relayout: {r.stderr[-300:]}")
                 continue
             for k, v in json.loads(r.stdout).items():
-                stats[k] += v
+                stats[k] = stats.get(k, 0) + v
             stats["bytes_v14"] += os.path.getsize(os.path.join(d14, t))
             stats["bytes_v12"] += os.path.getsize(os.path.join(d12, t))
         reports = []
@@ -134,7 +134,8 @@ def main():
         verdict["ok"] &= run["ok"]
         print(f"{name}: {stats['events']} events, {run['bytes_per_event_v14']} bytes/event in the packed trace "
               f"({run['bytes_per_event_v12_rewrite']} rewritten as 1.2), {run['packed_bytes_per_event']} packed "
-              f"before zstd, literals {run['literal_share']:.1%}; "
+              f"before zstd, literals {run['literal_share']:.1%}, {stats['carried_chunks']} of "
+              f"{stats['packed_chunks']} chunks with a carried table; "
               f"{'ok' if run['ok'] else 'FAIL: ' + '; '.join(run['problems'])}")
     with open(os.path.join(out, "packed_traces.json"), "w") as f:
         json.dump(verdict, f, indent=1)
