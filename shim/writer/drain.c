@@ -20,7 +20,8 @@
  * after the loss), another chunk must go out first, or the frame is written
  * (wsl_frame_write flushes it first: frames stay at most a second apart). The
  * writer is woken every 512 events (half the small ring), and each chunk
- * starts its table of argument sets and its per-api fields anew: open across
+ * starts its per-api fields anew (its table of argument sets too, unless it carries its thread's:
+ * below): open across
  * drains, a launch loop's kernels go out as literals once per 4,096 events
  * rather than once per drain (docs/overhead.md, "The writer, second pass").
  *
