@@ -242,6 +242,10 @@ void wsl_io_free(struct wsl_io *io);
 /* Test hook: true makes every reading name its paths at once, lazy_names or not (tests/unit/test_io.c
  * compares the two). */
 extern bool wsl_io_lazy_names_off;
+/* Internal, for tests: whether the len bytes at p are a path the analysis's normalizing leaves as
+ * it is (absolute; no empty, "." or ".." component; no slash at its end but the root's), and in
+ * *last where its last slash is (len: none). Reads up to 64 bytes past len. */
+bool wsl_io_path_scan(const char *p, size_t len, size_t *last);
 
 /* Data files opened per second over the span of data I/O; 0 without a span. */
 double wsl_io_files_per_s(const struct wsl_io *io);

@@ -1,5 +1,6 @@
 /* File I/O: MOUNTS and PATHS in the reader, the aggregation (exact, on
  * synthetic traces) and the two I/O bottleneck rules. */
+#define _GNU_SOURCE /* memrchr */
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,7 @@
 
 #include "analysis.h"
 #include "rules.h"
+#include "io_analysis.h"
 #include "io_scenarios.h"
 #include "test_findings.h"
 #include "unit_test.h"
@@ -1593,5 +1595,84 @@ int test_io_lazy_names_windowed(void)
     remove(big);
     remove(half1);
     remove(half2);
+    return 0;
+}
+
+/* The plain-path test the folder naming runs on every path (wsl_io_path_scan, 16 bytes at a time)
+ * against the rule written out component by component: absolute, no empty, "." or ".." component,
+ * no slash at the end but the root's; and the last slash's place. Every string of up to 6 bytes of
+ * "/", ".", "a", and random ones of up to 200 bytes (the 16-byte steps and their joins), each at
+ * every offset in a buffer of other bytes past its end. */
+static bool plain_by_components(const char *p, size_t len)
+{
+    if (!len || p[0] != '/')
+        return false;
+    if (len == 1)
+        return true;
+    for (size_t i = 1, start = 1; i <= len; i++) {
+        if (i < len && p[i] != '/')
+            continue;
+        const size_t c = i - start;
+        if (c == 0 || (c == 1 && p[start] == '.') || (c == 2 && p[start] == '.' && p[start + 1] == '.'))
+            return false;
+        start = i + 1;
+    }
+    return true;
+}
+
+static int scan_agrees(const char *p, size_t len)
+{
+    static char buf[512 + 80];
+    for (size_t off = 0; off < 16; off += 5) {
+        memset(buf, off & 1 ? '/' : '.', sizeof buf); /* past the path: bytes that would change the answer */
+        memcpy(buf + off, p, len);
+        size_t last = 12345;
+        const bool got = wsl_io_path_scan(buf + off, len, &last);
+        const char *slash = len ? memrchr(p, '/', len) : NULL;
+        const size_t want_last = slash ? (size_t)(slash - p) : len;
+        CHECKF(got == plain_by_components(p, len), "'%.*s' (%zu bytes, offset %zu): plain %d", (int)len, p, len, off,
+               got);
+        CHECKF(!got || last == want_last, "'%.*s': last slash %zu, want %zu", (int)len, p, last, want_last);
+    }
+    return 0;
+}
+
+int test_io_path_scan(void)
+{
+    static const char alphabet[] = "/.a";
+    char p[256];
+    unsigned plain = 0, total = 0;
+    for (size_t len = 0; len <= 6; len++) {
+        size_t combos = 1;
+        for (size_t i = 0; i < len; i++)
+            combos *= 3;
+        for (size_t k = 0; k < combos; k++) {
+            size_t x = k;
+            for (size_t i = 0; i < len; i++, x /= 3)
+                p[i] = alphabet[x % 3];
+            if (scan_agrees(p, len))
+                return 1;
+            plain += plain_by_components(p, len);
+            total++;
+        }
+    }
+    uint64_t r = 0x2545f4914f6cdd1du;
+    for (int n = 0; n < 20000; n++) {
+        r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+        size_t len = (size_t)(r % 200);
+        p[0] = '/';
+        for (size_t i = 1; i < len; i++) {
+            r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+            unsigned c = (unsigned)(r % 16);
+            p[i] = c == 0 ? '/' : c == 1 ? '.' : (char)('a' + c); /* components of several bytes, some dots */
+        }
+        if (len > 3 && n % 3 == 0) /* a "." or ".." component or a doubled slash, anywhere */
+            memcpy(p + 1 + (size_t)(r >> 8) % (len - 3), n % 2 ? "/./" : "/..", 3);
+        if (scan_agrees(p, len))
+            return 1;
+        plain += plain_by_components(p, len);
+        total++;
+    }
+    CHECKF(plain > total / 5 && plain < total - total / 5, "%u plain of %u: the cases test little", plain, total);
     return 0;
 }

@@ -87,6 +87,7 @@
     X(io_path_records_bounded)    \
     X(io_rank_run_shared)         \
     X(io_lazy_names_windowed)     \
+    X(io_path_scan)               \
     X(rule_cross_os_fires)        \
     X(rule_cross_os_silent)       \
     X(rule_small_files_fires)     \
