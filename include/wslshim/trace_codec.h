@@ -28,7 +28,8 @@
  *                  then for each set bit in order varint zigzag(result) |
  *                  varint (value ^ previous)
  *
- * The table starts empty in each chunk; each literal is appended to it while it
+ * The table starts empty in each chunk (an EVENTS_BITS chunk of 1.13 may carry its thread's
+ * instead: WSL_TBITS_CONTINUES, below); each literal is appended to it while it
  * holds fewer than WSL_PACK_TABLE_MAX entries (later literals are not kept). The
  * same checks as EVENTS apply, and: an op beyond the table's entries so far, a
  * literal count that differs from the op column's zeros. The writer also
