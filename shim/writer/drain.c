@@ -44,8 +44,8 @@
  * the last chunk of the frame in that slot ended with; `slots` mirrors it in file order. The
  * writer's ring's chunk keeps a table of its own and never carries one: it closes after the
  * program thread's chunk, so what its slot holds when it opens is not what the reader sees before
- * it. A carrying chunk goes into the frame that holds its slot's last chunk, past ZACC_TARGET if
- * need be (the frame is written right after it then).
+ * it. A carrying chunk goes into the frame that holds its slot's last chunk where it fits; where it
+ * does not, it is encoded again with a table of its own (chunk_uncarry) and goes into the next.
  */
 struct pack_slot {
     struct wsl_pack_state pack; /* the table the reader holds in this slot, once written */
@@ -80,6 +80,42 @@ uint32_t wsl_events_chunk_seq;
 uint32_t wsl_threads_seen;
 uint64_t wsl_paths_dropped_at_open, wsl_paths_dropped_written;
 
+/* A carrying chunk that does not fit the frame its slot's table is in: its events decoded (their
+ * sets from the table it began with and from its literals, their times from c->times) and encoded
+ * again with a table of their own, so that it can go into the next frame (format 1.13: no table
+ * crosses a frame). At most once a frame, where the frame fills up. */
+static void chunk_uncarry(struct open_chunk *c)
+{
+    static struct wsl_event ev[EVENTS_PER_CHUNK];
+    static struct wsl_pack_state dps;
+    static struct wsl_codec_state dst;
+    struct wsl_pack_state *ps = c->pack;
+    const uint32_t n = c->eh.count;
+    memset(&dst, 0, sizeof dst);
+    dps.entries = c->from;
+    dps.literals = 0;
+    memcpy(dps.table, ps->table, c->from * sizeof *ps->table);
+    struct wsl_packed_in in;
+    memset(&in, 0, sizeof in);
+    in.lit = c->lit;
+    in.lit_end = c->o.lit;
+    in.literals = ps->literals;
+    uint64_t end = c->eh.base_ticks;
+    for (uint32_t i = 0; i < n; i++) { /* the writer's own bytes: they decode */
+        wsl_unpack_arguments(&dps, &dst, &in, c->op[i], WSL_MAX_API_IDS, &ev[i]);
+        ev[i].flags = 0;
+        ev[i].t_start = end + c->times[2 * i];
+        ev[i].t_end = end = ev[i].t_start + c->times[2 * i + 1];
+    }
+    wsl_codec_forget(&c->codec, ps, c->from);
+    wsl_pack_reset(ps, 1);
+    c->from = 0;
+    c->carries = 0;
+    c->codec.prev_t = c->eh.base_ticks;
+    c->o = (struct wsl_tbits_out){c->op, c->lit, c->times};
+    coder.run(ps, &c->codec, ev, ev + n, &c->o);
+}
+
 /* Writes c out as one EVENTS_BITS chunk and closes it: its times coded as bits now, with the
  * parameters that fit all of them (trace_format.h). */
 static void chunk_close(struct open_chunk *c)
@@ -90,22 +126,28 @@ static void chunk_close(struct open_chunk *c)
     struct wsl_events_header eh = c->eh;
     eh.seq = ++wsl_events_chunk_seq;
     struct wsl_tbits_dir dir;
-    dir.literals = c->pack->literals;
-    const size_t lit = (size_t)(c->o.lit - c->lit);
-    /* The bit column coded where it goes in the frame, after the chunk's header, directory and ops
-     * (not copied there: docs/overhead.md, "The writer, seventh pass"); in c->bits where there is no
-     * room, or where the frame must be written before this chunk goes in. */
-    const size_t head = sizeof(struct wsl_chunk_header) + sizeof eh + sizeof dir + eh.count;
-    uint8_t *const at = wsl_frame_room(head + (size_t)eh.count * WSL_COL_TBITS_MAX + 8 + lit);
-    coder.close(&dir, at ? at + head : c->bits, c->times, eh.count);
-    if (c->carries)
-        dir.reserved = WSL_TBITS_CONTINUES;
-    eh.encoded_size = (uint32_t)(sizeof dir + eh.count + dir.bit_bytes + lit);
-    const size_t whole = sizeof(struct wsl_chunk_header) + sizeof eh + eh.encoded_size;
+    size_t lit, head, whole;
+    uint8_t *at;
+    for (;;) {
+        dir.literals = c->pack->literals;
+        lit = (size_t)(c->o.lit - c->lit);
+        /* The bit column coded where it goes in the frame, after the chunk's header, directory and ops
+         * (not copied there: docs/overhead.md, "The writer, seventh pass"); in c->bits where there is
+         * no room, or where the frame must be written before this chunk goes in. */
+        head = sizeof(struct wsl_chunk_header) + sizeof eh + sizeof dir + eh.count;
+        at = wsl_frame_room(head + (size_t)eh.count * WSL_COL_TBITS_MAX + 8 + lit);
+        coder.close(&dir, at ? at + head : c->bits, c->times, eh.count);
+        dir.reserved = c->carries ? WSL_TBITS_CONTINUES : 0;
+        eh.encoded_size = (uint32_t)(sizeof dir + eh.count + dir.bit_bytes + lit);
+        whole = sizeof(struct wsl_chunk_header) + sizeof eh + eh.encoded_size;
+        if (!c->carries || (at && wsl_frame_fits(whole)))
+            break;
+        chunk_uncarry(c); /* it goes into the next frame: a table of its own */
+    }
     /* A frame written on the way (compress.c) must not take the other open chunk ahead of this one. */
     const int was = chunks_flushing;
     chunks_flushing = 1;
-    if (at && (c->carries || wsl_frame_fits(whole))) {
+    if (at && wsl_frame_fits(whole)) {
         const struct wsl_chunk_header h = {WSL_CHUNK_EVENTS_BITS, (uint32_t)(sizeof eh + eh.encoded_size)};
         memcpy(at, &h, sizeof h);
         memcpy(at + sizeof h, &eh, sizeof eh);
@@ -137,8 +179,6 @@ static void chunk_close(struct open_chunk *c)
     } else {
         s->held = 0; /* the writer's ring's table, which no chunk carries */
     }
-    if (c->carries && !wsl_frame_fits(0)) /* past ZACC_TARGET (above): the frame out now */
-        wsl_frame_write();
     chunks_flushing = was;
     wsl_events_written += eh.count;
 }
