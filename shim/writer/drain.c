@@ -56,6 +56,9 @@ struct pack_slot {
 static struct pack_slot slots[WSL_TBITS_SLOTS];
 /* Carried while the table has room for a turn's new sets; fuller, the next chunk starts anew. */
 #define CARRY_ENTRIES_MAX 191u
+/* Carried while the frame has room for this much more: a chunk that turns out not to fit is coded
+ * twice (chunk_uncarry); with 32 KiB, a launch loop's 4,096-event chunks of about 15 KiB fit. */
+#define CARRY_FRAME_ROOM (32u << 10)
 
 struct open_chunk {
     struct wsl_events_header eh; /* tid, count, base_ticks, dropped so far; seq when it goes out */
@@ -80,17 +83,35 @@ uint32_t wsl_events_chunk_seq;
 uint32_t wsl_threads_seen;
 uint64_t wsl_paths_dropped_at_open, wsl_paths_dropped_written;
 
-/* A carrying chunk that does not fit the frame its slot's table is in: its events decoded (their
- * sets from the table it began with and from its literals, their times from c->times) and encoded
- * again with a table of their own, so that it can go into the next frame (format 1.13: no table
- * crosses a frame). At most once a frame, where the frame fills up. */
+/* A carrying chunk that does not fit the frame its slot's table is in: its ops and literals made
+ * again with a table of its own, so that it can go into the next frame (format 1.13: no table
+ * crosses a frame); its times stay. At most once a frame, where the frame fills up. Every set of the
+ * chunk is in the table where no literal found it full: the ops are then mapped, a set at a time
+ * through the encoder's lookup; else its events are decoded and encoded again. */
 static void chunk_uncarry(struct open_chunk *c)
 {
+    struct wsl_pack_state *ps = c->pack;
+    const uint32_t n = c->eh.count;
+    if (ps->literals == ps->entries - c->from) {
+        static struct wsl_event sets[WSL_PACK_TABLE_MAX];
+        memcpy(sets, ps->table, ps->entries * sizeof *sets);
+        uint32_t next_literal = c->from; /* the chunk's literals are the entries from c->from on */
+        wsl_codec_forget(&c->codec, ps, c->from);
+        wsl_pack_reset(ps, 1);
+        uint8_t *op = c->op, *lit = c->lit;
+        for (uint32_t i = 0; i < n; i++) { /* op i read before the encoder writes it */
+            const unsigned k = c->op[i] ? c->op[i] - 1u : next_literal++;
+            wsl_pack_arguments(ps, &c->codec, &sets[k], &op, &lit);
+        }
+        c->o.op = op;
+        c->o.lit = lit;
+        c->from = 0;
+        c->carries = 0;
+        return;
+    }
     static struct wsl_event ev[EVENTS_PER_CHUNK];
     static struct wsl_pack_state dps;
     static struct wsl_codec_state dst;
-    struct wsl_pack_state *ps = c->pack;
-    const uint32_t n = c->eh.count;
     memset(&dst, 0, sizeof dst);
     dps.entries = c->from;
     dps.literals = 0;
@@ -197,7 +218,8 @@ static void chunk_open(struct open_chunk *c, uint32_t tid, uint64_t base, uint64
     } else { /* the codec's slots were reset when the last chunk closed (wsl_codec_forget) */
         struct pack_slot *s = &slots[tid % WSL_TBITS_SLOTS];
         c->pack = &s->pack;
-        c->carries = s->held && s->tid == tid && s->gen == wsl_frame_gen && s->pack.entries <= CARRY_ENTRIES_MAX;
+        c->carries = s->held && s->tid == tid && s->gen == wsl_frame_gen && s->pack.entries <= CARRY_ENTRIES_MAX &&
+                     wsl_frame_fits(CARRY_FRAME_ROOM);
         s->held = 0;
         if (c->carries)
             s->pack.literals = 0;
