@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "writer_internal.h"
 
@@ -58,7 +59,9 @@ static struct pack_slot slots[WSL_TBITS_SLOTS];
 #define CARRY_ENTRIES_MAX 191u
 /* Carried while the frame has room for this much more: a chunk that turns out not to fit is coded
  * twice (chunk_uncarry); with 32 KiB, a launch loop's 4,096-event chunks of about 15 KiB fit. */
-#define CARRY_FRAME_ROOM (32u << 10)
+#ifndef WSL_CARRY_FRAME_ROOM
+#define WSL_CARRY_FRAME_ROOM (32u << 10) /* (0 in the tests' tiny-rings build: chunk_uncarry at every frame's end) */
+#endif
 
 struct open_chunk {
     struct wsl_events_header eh; /* tid, count, base_ticks, dropped so far; seq when it goes out */
@@ -88,7 +91,32 @@ uint64_t wsl_paths_dropped_at_open, wsl_paths_dropped_written;
  * crosses a frame); its times stay. At most once a frame, where the frame fills up. Every set of the
  * chunk is in the table where no literal found it full: the ops are then mapped, a set at a time
  * through the encoder's lookup; else its events are decoded and encoded again. */
-static void chunk_uncarry(struct open_chunk *c)
+/* The events of c as a reader decodes them into ev: its ops and literals with a table that begins
+ * with the `from` entries of `prefix` (its literals XORed from zero), its times from c->times. */
+static void chunk_decode(const struct open_chunk *c, const struct wsl_event *prefix, uint32_t from,
+                         struct wsl_event *ev)
+{
+    static struct wsl_pack_state dps;
+    static struct wsl_codec_state dst;
+    memset(&dst, 0, sizeof dst);
+    dps.entries = from;
+    dps.literals = 0;
+    memcpy(dps.table, prefix, from * sizeof *prefix);
+    struct wsl_packed_in in;
+    memset(&in, 0, sizeof in);
+    in.lit = c->lit;
+    in.lit_end = c->o.lit;
+    in.literals = c->pack->literals;
+    uint64_t end = c->eh.base_ticks;
+    for (uint32_t i = 0; i < c->eh.count; i++) { /* the writer's own bytes: they decode */
+        wsl_unpack_arguments(&dps, &dst, &in, c->op[i], WSL_MAX_API_IDS, &ev[i]);
+        ev[i].flags = 0;
+        ev[i].t_start = end + c->times[2 * i];
+        ev[i].t_end = end = ev[i].t_start + c->times[2 * i + 1];
+    }
+}
+
+static void chunk_uncarry_once(struct open_chunk *c)
 {
     struct wsl_pack_state *ps = c->pack;
     const uint32_t n = c->eh.count;
@@ -105,36 +133,36 @@ static void chunk_uncarry(struct open_chunk *c)
         }
         c->o.op = op;
         c->o.lit = lit;
-        c->from = 0;
-        c->carries = 0;
-        return;
+    } else {
+        static struct wsl_event ev[EVENTS_PER_CHUNK];
+        chunk_decode(c, ps->table, c->from, ev);
+        wsl_codec_forget(&c->codec, ps, c->from);
+        wsl_pack_reset(ps, 1);
+        c->codec.prev_t = c->eh.base_ticks;
+        c->o = (struct wsl_tbits_out){c->op, c->lit, c->times};
+        coder.run(ps, &c->codec, ev, ev + n, &c->o);
     }
-    static struct wsl_event ev[EVENTS_PER_CHUNK];
-    static struct wsl_pack_state dps;
-    static struct wsl_codec_state dst;
-    memset(&dst, 0, sizeof dst);
-    dps.entries = c->from;
-    dps.literals = 0;
-    memcpy(dps.table, ps->table, c->from * sizeof *ps->table);
-    struct wsl_packed_in in;
-    memset(&in, 0, sizeof in);
-    in.lit = c->lit;
-    in.lit_end = c->o.lit;
-    in.literals = ps->literals;
-    uint64_t end = c->eh.base_ticks;
-    for (uint32_t i = 0; i < n; i++) { /* the writer's own bytes: they decode */
-        wsl_unpack_arguments(&dps, &dst, &in, c->op[i], WSL_MAX_API_IDS, &ev[i]);
-        ev[i].flags = 0;
-        ev[i].t_start = end + c->times[2 * i];
-        ev[i].t_end = end = ev[i].t_start + c->times[2 * i + 1];
-    }
-    wsl_codec_forget(&c->codec, ps, c->from);
-    wsl_pack_reset(ps, 1);
     c->from = 0;
     c->carries = 0;
-    c->codec.prev_t = c->eh.base_ticks;
-    c->o = (struct wsl_tbits_out){c->op, c->lit, c->times};
-    coder.run(ps, &c->codec, ev, ev + n, &c->o);
+}
+
+static void chunk_uncarry(struct open_chunk *c)
+{
+#ifdef WSL_TEST_UNCARRY_CHECK /* the tests' tiny-rings build: the chunk's events the same after it */
+    static struct wsl_event before[EVENTS_PER_CHUNK], after[EVENTS_PER_CHUNK];
+    chunk_decode(c, c->pack->table, c->from, before);
+    chunk_uncarry_once(c);
+    chunk_decode(c, NULL, 0, after);
+    for (uint32_t i = 0; i < c->eh.count; i++)
+        if (memcmp(&before[i].t_start, &after[i].t_start, 16) || !wsl_pack_same(&before[i], &after[i])) {
+            static const char msg[] = "wslshim: chunk_uncarry changed an event\n";
+            if (write(2, msg, sizeof msg - 1)) {
+            }
+            abort();
+        }
+#else
+    chunk_uncarry_once(c);
+#endif
 }
 
 /* Writes c out as one EVENTS_BITS chunk and closes it: its times coded as bits now, with the
@@ -219,7 +247,7 @@ static void chunk_open(struct open_chunk *c, uint32_t tid, uint64_t base, uint64
         struct pack_slot *s = &slots[tid % WSL_TBITS_SLOTS];
         c->pack = &s->pack;
         c->carries = s->held && s->tid == tid && s->gen == wsl_frame_gen && s->pack.entries <= CARRY_ENTRIES_MAX &&
-                     wsl_frame_fits(CARRY_FRAME_ROOM);
+                     wsl_frame_fits(WSL_CARRY_FRAME_ROOM);
         s->held = 0;
         if (c->carries)
             s->pack.literals = 0;

@@ -4,10 +4,11 @@ in the 1.2 layout older shims wrote: tests/unit/relayout.py rewrites each
 trace with an independent Python codec, and wslshim-report must print
 byte-identical reports (JSON and text) for both.
 
-    relayout_check.py SHIM REPORT FAKE_LIB_DIR WORKDIR CLIENT_TIMING CLIENT_RUNTIME CLIENT_VMM
+    relayout_check.py SHIM REPORT FAKE_LIB_DIR WORKDIR CLIENT_TIMING CLIENT_RUNTIME CLIENT_VMM [BENCH_HOOK]
 
 Workloads: the fake-driver clients (GPU timing every 3rd launch, graphs, the
-per-thread stream, 8 threads, VMM), and file I/O of real programs (cat, sh).
+per-thread stream, 8 threads, VMM), file I/O of real programs (cat, sh), and
+with BENCH_HOOK a launch mix of 64 kernels on one thread.
 """
 import json
 import os
@@ -16,6 +17,7 @@ import subprocess
 import sys
 
 SHIM, REPORT, LIBDIR, WORK, TIMING, RUNTIME, VMM = map(os.path.abspath, sys.argv[1:8])
+BENCH = os.path.abspath(sys.argv[8]) if len(sys.argv) > 8 else None  # bench_hook: a launch mix, one thread
 if not shutil.which("zstd"):  # the independent codec (tests/unit/relayout.py) needs it
     print("SKIP: no zstd command")
     sys.exit(77)
@@ -28,6 +30,8 @@ workloads = {
     "vmm": ([VMM], {}),
     "files": (["sh", "-c", "cat /etc/hostname /etc/passwd > /dev/null; ls / > /dev/null"], {}),
 }
+if BENCH:  # 64 kernels' sets again and again in chunks of 4,096 events: frames fill with carried tables
+    workloads["mix"] = ([BENCH, "300000", "mix"], {})
 shutil.rmtree(WORK, ignore_errors=True)
 total = {"events": 0, "packed_chunks": 0, "packed_bytes": 0, "literals": 0, "carried_chunks": 0}
 for name, (cmd, extra) in workloads.items():
