@@ -152,7 +152,7 @@ static void chunk_uncarry(struct open_chunk *c)
     static struct wsl_event before[EVENTS_PER_CHUNK], after[EVENTS_PER_CHUNK];
     chunk_decode(c, c->pack->table, c->from, before);
     chunk_uncarry_once(c);
-    chunk_decode(c, NULL, 0, after);
+    chunk_decode(c, c->pack->table, 0, after); /* (no entry of it: a table of its own) */
     for (uint32_t i = 0; i < c->eh.count; i++)
         if (memcmp(&before[i].t_start, &after[i].t_start, 16) || !wsl_pack_same(&before[i], &after[i])) {
             static const char msg[] = "wslshim: chunk_uncarry changed an event\n";
