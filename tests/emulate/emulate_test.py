@@ -88,7 +88,19 @@ added = N * 20000 + SYNCS * 30000
 # (disturbance); the emulated wall time is read less the disturbance it has
 # beyond the native run's ("corrected"). An undisturbed attempt needs no
 # correction; the best of ATTEMPTS is used.
-ok_timing = False
+def projection_error(dn, em, excess):
+    """--project SPEC of the unemulated run against the emulated run's wall (less its excess disturbance)."""
+    pr = report(["--project", SPEC, dn])
+    if not pr:
+        return None, None
+    actual = em["wall_ns"] - excess
+    return pr, (pr["projection"]["wall_ns"] - actual) / actual
+
+
+# An attempt holds when the emulated run is the added time slower (+-10%) and
+# the projection of its native run lands within 10% of it; both read the same
+# pair of runs, so a disturbed pair is retried as a whole.
+ok_timing = ok_proj = False
 best = None
 for attempt in range(ATTEMPTS):
     dn, pn = run("native", None)
@@ -99,16 +111,22 @@ for attempt in range(ATTEMPTS):
         break
     excess = max(0, disturbance(em) - disturbance(nat))
     got = em["wall_ns"] - excess - nat["wall_ns"]
+    pr, err = projection_error(dn, em, excess)
+    if pr is None:
+        break
     print(f"attempt {attempt + 1}: native {nat['wall_ns'] / 1e6:.2f} ms, emulated {em['wall_ns'] / 1e6:.2f} ms "
-          f"({excess / 1e6:.2f} ms of it disturbance), added {got / 1e6:.2f} ms (expected {added / 1e6:.2f} ms)")
-    if best is None or excess < best[2]:
-        best = (nat, em, excess, dn, de)
-    if abs(got - added) <= 0.10 * added:
-        ok_timing = True
-        if excess < 0.05 * added:
-            break
+          f"({excess / 1e6:.2f} ms of it disturbance), added {got / 1e6:.2f} ms (expected {added / 1e6:.2f} ms); "
+          f"projected {pr['projection']['wall_ns'] / 1e6:.2f} ms ({err * 100:+.1f}%)")
+    good_t, good_p = abs(got - added) <= 0.10 * added, abs(err) <= 0.10
+    if best is None or (good_t and good_p) or (not best[5] and excess < best[2]):
+        best = (nat, em, excess, dn, de, good_t and good_p, pr, err)
+    ok_timing |= good_t
+    ok_proj |= good_t and good_p
+    if good_t and good_p and excess < 0.05 * added:
+        break
 check(ok_timing, f"emulated run not {added / 1e6:.1f} ms (+-10%) slower in {ATTEMPTS} attempts")
-nat, em, excess, dn, de = best if best else (None, None, 0, None, None)
+check(ok_proj, f"projection onto {SPEC} not within 10% of the emulated run in {ATTEMPTS} attempts")
+nat, em, excess, dn, de, _, pr, err = best if best else (None, None, 0, None, None, False, None, None)
 
 if em and nat:
     e = em.get("emulation")
@@ -129,30 +147,34 @@ if em and nat:
     text = report([dn], text=True)
     if text:
         check("EMULATED" not in text, "an unemulated run's text report says emulated")
-
-    # ---- the projection of the unemulated run onto the SPEC --------------------------
-    pr = report(["--project", SPEC, dn])
     if pr:
         p = pr["projection"]
-        actual = em["wall_ns"] - excess
-        err = (p["wall_ns"] - actual) / actual
-        print(f"projected {p['wall_ns'] / 1e6:.2f} ms vs emulated {actual / 1e6:.2f} ms ({err * 100:+.1f}%)")
-        check(abs(err) <= 0.10, f"projection onto {SPEC} off by {err * 100:+.1f}%")
         check(p.get("emulation", {}).get("spec") == SPEC, f"projection does not name the SPEC: {p.get('emulation')}")
         check(not p["unknown_figures"], f"an emulation SPEC needs no figure: {p['unknown_figures']}")
 
 # ---- exposure: launch-bound against GPU-bound -----------------------------------------
-dl_, _ = run("expo-launch", None, kernel_ns=0, n=2000)
-dg_, _ = run("expo-gpu", None, kernel_ns=100000, n=2000)
-xl = report(["--project", "wsl2", dl_])
-xg = report(["--project", "wsl2", dg_])
-if xl and xg:
+# A run whose thread lost the CPU inside a synchronization reads, rightly, as
+# waiting on the GPU there, and absorbs part of +1 us a launch: such a pair is
+# retried (the replay itself is deterministic for a given trace).
+xl = xg = None
+for attempt in range(ATTEMPTS):
+    dl_, _ = run("expo-launch", None, kernel_ns=0, n=2000)
+    dg_, _ = run("expo-gpu", None, kernel_ns=100000, n=2000)
+    xl = report(["--project", "wsl2", dl_])
+    xg = report(["--project", "wsl2", dg_])
+    if not xl or not xg:
+        break
     el, eg = xl["projection"]["exposure"], xg["projection"]["exposure"]
     per_l = el["launch"]["wall_ns"] / max(1, el["launch"]["calls"])
     per_g = eg["launch"]["wall_ns"] / max(1, eg["launch"]["calls"])
-    print(f"exposure per +1 us a launch: launch-bound {per_l:.0f} ns a launch, GPU-bound {per_g:.0f} ns a launch; "
-          f"step {el['launch']['step_ns']} / {eg['launch']['step_ns']}")
-    check(900 <= per_l <= 1100, f"launch-bound run: +1 us a launch moved the wall by {per_l:.0f} ns a launch")
+    print(f"exposure attempt {attempt + 1}: per +1 us a launch: launch-bound {per_l:.0f} ns a launch, GPU-bound "
+          f"{per_g:.0f} ns a launch; step {el['launch']['step_ns']} / {eg['launch']['step_ns']}; disturbance "
+          f"{disturbance(xl) / 1e6:.2f} / {disturbance(xg) / 1e6:.2f} ms")
+    if 900 <= per_l <= 1100 and per_g < 200:
+        break
+if xl and xg:
+    check(900 <= per_l <= 1100, f"launch-bound run: +1 us a launch moved the wall by {per_l:.0f} ns a launch "
+          f"(the last of up to {ATTEMPTS} attempts)")
     check(per_g < 200, f"GPU-bound run: +1 us a launch moved the wall by {per_g:.0f} ns a launch")
     check(el["launch"]["calls"] == 2000 and eg["launch"]["calls"] == 2000, "exposure launch calls not 2000")
     # syncs: +1 us each lands on the wall in both (they end each batch)
