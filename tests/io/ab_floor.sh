@@ -8,7 +8,7 @@
 # preloaded, under each level, under BUILD_DIR's shim and under the shim with
 # WSLSHIM_IO=0, in turn. A configuration's cost is the median of its runs' ratios
 # over the median without anything preloaded, minus 1. On 8 CPUs or more the runs
-# are pinned to CPUs 4-7. LEVELS="record recorder ..." runs only those levels (default: all).
+# are pinned to CPUs 4-7 (AB_PIN: another CPU list for taskset, or "none"). LEVELS="record recorder ..." runs only those levels (default: all).
 # SHIMS="NAME=LIB ..." adds other builds of the shim (another
 # ring size, say) as configurations of their own. At the end each level runs once more with
 # FLOOR_DEBUG=1 and says what it recorded and dropped: a level that dropped measured less
@@ -51,7 +51,11 @@ done
 "$bench" create "$tmp/data" "$files" >/dev/null
 "$bench" files "$tmp/data" "$files" >/dev/null # page cache warm
 pin=()
-[ "$(nproc)" -ge 8 ] && command -v taskset >/dev/null && pin=(taskset -c 4-7)
+if [ -n "${AB_PIN:-}" ]; then # a CPU list for taskset, or "none"
+  [ "$AB_PIN" = none ] || pin=(taskset -c "$AB_PIN")
+elif [ "$(nproc)" -ge 8 ] && command -v taskset >/dev/null; then
+  pin=(taskset -c 4-7)
+fi
 ratio() { "$@" | sed -n 's/.*"ratio": \([0-9.]*\).*/\1/p'; }
 AB_MODES=${AB_MODES:-files-ab py-ab}
 . "$here/ab_modes.sh"

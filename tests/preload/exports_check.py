@@ -12,6 +12,8 @@ other = {"cuGetProcAddress", "cuGetProcAddress_v2", "dlsym", "execve", "execv", 
          "execlp", "execle", "fexecve", "posix_spawn", "posix_spawnp", "_exit", "_Exit", "chdir", "fchdir",
          "getenv", "InitializeInjectionNvtx2",  # NVTX: shim/hooks/nvtx_hooks.c
          "sigaction", "signal", "abort", "close_range", "closefrom", "bsd_signal", "sysv_signal",
+         # descriptors copied: the fd table follows them (shim/hooks/io/fds.c)
+         "dup", "dup2", "dup3", "fcntl", "fcntl64",
          # the calls that give a program threads of its own (shim/recorder/program_threads.c)
          "pthread_create", "pthread_cancel", "thrd_create", "timer_create", "mq_notify", "aio_read",
          "aio_read64", "aio_write", "aio_write64", "aio_fsync", "aio_fsync64", "lio_listio",

@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include <linux/close_range.h>
+#include <stdarg.h>
 #include <stdlib.h>
 
 #include "fold.h"
@@ -141,6 +142,69 @@ WSL_EXPORT void closefrom(int lowfd)
                 REAL(close)((int)fd);
     }
     errno = saved;
+}
+
+/* ---- duplicates ---------------------------------------------------------------------------
+ * A descriptor made by dup, dup2, dup3 or fcntl's F_DUPFD and F_DUPFD_CLOEXEC
+ * is the same open file: it takes the fd table's entry of the one it copies,
+ * so that reads through it name that file (GNU dd opens its input and moves
+ * it to 0; Python's os.dup is fcntl(F_DUPFD_CLOEXEC)). Where dup2 or dup3 put
+ * it over a descriptor the table knew, that entry goes, as a close's would
+ * (the kernel closed that file). The calls are not events of their own, and
+ * errno and the results are the real calls'. The writer's descriptors, while
+ * it has a table of its own, are not the program's (wsl_tls.own_fds). dup2 or
+ * dup3 onto one of the shim's own descriptors still takes it (reliability.md). */
+static void fd_copied(int from, int to)
+{
+    /* A vfork()ed child (CPython's subprocess puts a file on the child's stdout
+     * so) shares the parent's memory: the table is the parent's, whose
+     * descriptors did not change. */
+    if (to >= 0 && WSL_LIKELY(!wsl_tls.own_fds) && (unsigned)to < FD_TABLE_SIZE && !wsl_exec_in_vfork_child())
+        atomic_store_explicit(&fd_info[to], info_of_fd(from), memory_order_relaxed);
+}
+
+WSL_EXPORT int dup(int oldfd)
+{
+    int r = REAL(dup)(oldfd);
+    fd_copied(oldfd, r);
+    return r;
+}
+
+WSL_EXPORT int dup2(int oldfd, int newfd)
+{
+    int r = REAL(dup2)(oldfd, newfd);
+    if (r >= 0 && oldfd != newfd) /* (dup2 of a descriptor onto itself changes nothing) */
+        fd_copied(oldfd, r);
+    return r;
+}
+
+WSL_EXPORT int dup3(int oldfd, int newfd, int flags)
+{
+    int r = REAL(dup3)(oldfd, newfd, flags);
+    fd_copied(oldfd, r);
+    return r;
+}
+
+/* fcntl's third argument, where its command takes one, is an int or a pointer:
+ * passed on as a word, as glibc's own fcntl reads it (one it does not take is
+ * a register's leftover, passed on and never read by the kernel). */
+#define FCNTL_HOOK(real)                                                                   \
+    va_list ap;                                                                            \
+    va_start(ap, cmd);                                                                     \
+    void *arg = va_arg(ap, void *);                                                        \
+    va_end(ap);                                                                            \
+    int r = (real)(fd, cmd, arg);                                                          \
+    if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)                                          \
+        fd_copied(fd, r);                                                                  \
+    return r;
+
+WSL_EXPORT int fcntl(int fd, int cmd, ...) { FCNTL_HOOK(REAL(fcntl)) }
+
+/* glibc 2.28 on: fcntl for programs built with 64-bit file offsets (CPython among them) */
+WSL_EXPORT int fcntl64(int fd, int cmd, ...)
+{
+    FCNTL_HOOK(wsl_io_real.fcntl64 || wsl_real_resolve("fcntl64", (void **)&wsl_io_real.fcntl64)
+                   ? wsl_io_real.fcntl64 : REAL(fcntl))
 }
 
 /* ---- closes ------------------------------------------------------------------------------ */

@@ -161,6 +161,11 @@ struct wsl_io_real {
     int (*sem_wait)(sem_t *);
     int (*sem_timedwait)(sem_t *, const struct timespec *);
     int (*sem_clockwait)(sem_t *, clockid_t, const struct timespec *);
+    int (*dup)(int);
+    int (*dup2)(int, int);
+    int (*dup3)(int, int, int);
+    int (*fcntl)(int, int, ...);
+    int (*fcntl64)(int, int, ...);
 };
 extern struct wsl_io_real wsl_io_real;
 
