@@ -26,6 +26,7 @@ enum wsl_api_id {
 #undef WSL_IO
     WSL_ID_IO_FOLD, /* untimed calls on one file, folded (hooks/io/fold.c) */
     WSL_ID_KERNEL_NAME, /* a launched function's name, asked of the driver (gpu_timing.c) */
+    WSL_ID_IO_COPY_OUT, /* the destination of a copy in the kernel (sendfile, copy_file_range): a write */
     WSL_API_COUNT
 };
 

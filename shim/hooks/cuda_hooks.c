@@ -63,6 +63,7 @@ const struct wsl_api_entry wsl_api_table[] = {
 #undef WSL_IO
     {"wslshim_io_fold", "wslshim_io_fold", WSL_CAT_IO_FOLD, 0, 0, WSL_API_IO_SAMPLED},
     {"wslshim_kernel_name", "wslshim_kernel_name", WSL_CAT_FUNC_NAME, 0, 0, 0},
+    {"wslshim_copy_out", "copy_out", WSL_CAT_IO_WRITE, 0, 0, 0},
 };
 const unsigned wsl_api_count = WSL_API_COUNT;
 #define WSL_HOOK(sym, base, ver, pt, cat, pfn, params, args, rec) \

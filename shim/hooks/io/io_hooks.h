@@ -161,6 +161,9 @@ struct wsl_io_real {
     int (*sem_wait)(sem_t *);
     int (*sem_timedwait)(sem_t *, const struct timespec *);
     int (*sem_clockwait)(sem_t *, clockid_t, const struct timespec *);
+    ssize_t (*sendfile)(int, int, off_t *, size_t);
+    ssize_t (*sendfile64)(int, int, off64_t *, size_t);
+    ssize_t (*copy_file_range)(int, off64_t *, int, off64_t *, size_t, unsigned);
     int (*dup)(int);
     int (*dup2)(int, int);
     int (*dup3)(int, int, int);

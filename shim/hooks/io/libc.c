@@ -72,7 +72,7 @@ void wsl_io_init(void)
     R(__xstat64) R(__lxstat) R(__lxstat64) R(__fxstat) R(__fxstat64) R(__fxstatat) R(__fxstatat64)
     R(statx) R(access) R(faccessat) R(lseek) R(lseek64) R(close) R(fclose) R(chdir) R(fchdir)
     R(poll) R(__poll_chk) R(ppoll) R(__ppoll_chk) R(sem_wait) R(sem_timedwait) R(sem_clockwait)
-    R(dup) R(dup2) R(dup3) R(fcntl) R(fcntl64)
+    R(dup) R(dup2) R(dup3) R(fcntl) R(fcntl64) R(sendfile) R(sendfile64) R(copy_file_range)
 #undef R
     fd_calls_direct_init();
 }

@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include <sys/mman.h>
+#include <sys/sendfile.h>
 
 #include "fold.h"
 
@@ -290,6 +291,65 @@ WSL_EXPORT ssize_t wsl_io_getline(char **line, size_t *n, FILE *f) __asm__("getl
 WSL_EXPORT ssize_t wsl_io_getline(char **line, size_t *n, FILE *f)
 {
     GETDELIM_HOOK(WSL_IO_ID_getline, f, REAL(getline)(line, n, f))
+}
+
+/* ---- copies in the kernel ----------------------------------------------------------------
+ * sendfile and copy_file_range (cp, Python's shutil.copyfile and os.copy_file_range) move a
+ * file's bytes without a read or a write in the program: each call is two events, timed, never
+ * folded or sampled, a read on the source (its id: the bytes asked and copied, the offset) and a
+ * write on the destination (WSL_ID_IO_COPY_OUT, "copy_out": the same bytes). The call's time
+ * goes to one of them, the other taking none: the destination's where only it is known to be off
+ * the local filesystems (a copy to /mnt/c), else the source's (a dataset copied from /mnt/c, or
+ * nothing known: with WSLSHIM_IO_TIMING=1 no file is marked local). The event with the earlier
+ * start goes first. The emulation (WSLSHIM_EMULATE fs:) adds its cost for the bytes read from
+ * an emulated path and for those written to one. */
+static __attribute__((noinline)) void io_record_copy(struct wsl_thread *t, unsigned api, uint64_t t0, uint64_t t1,
+                                                     ssize_t r, int err, int in_fd, uint64_t in, int out_fd,
+                                                     uint64_t out, uint64_t ask, uint64_t off)
+{
+    uint64_t got = r > 0 ? (uint64_t)r : 0;
+    int failed = r < 0, to_out = (in & FD_LOCAL) && !(out & FD_LOCAL) && (uint32_t)out != 0;
+    if (to_out) {
+        io_record(t, WSL_ID_IO_COPY_OUT, t0, t1, failed, err, out_fd, (uint32_t)out, ask, got, NO_OFFSET);
+        wsl_tls_depth = 1;
+        io_record_read(t, api, t1, t1, failed, err, in_fd, (uint32_t)in, ask, got, off);
+    } else {
+        io_record_read(t, api, t0, t1, failed, err, in_fd, (uint32_t)in, ask, got, off);
+        wsl_tls_depth = 1;
+        io_record(t, WSL_ID_IO_COPY_OUT, t1, t1, failed, err, out_fd, (uint32_t)out, ask, got, NO_OFFSET);
+    }
+}
+
+#define COPY_HOOK(api, in_fd, out_fd, ask, off, call)                                       \
+    struct wsl_thread *t = io_enter();                                                     \
+    if (!t)                                                                                \
+        return call;                                                                       \
+    uint64_t in_ = info_of_fd(in_fd), out_ = info_of_fd(out_fd);                           \
+    int timed_ = 1;                                                                        \
+    IO_CALL_TIMED_EMU(ssize_t, r, call, {                                                  \
+        EMU_FD_BYTES(in_, 0, r > 0 ? (uint64_t)r : 0);                                     \
+        EMU_FD_BYTES(out_, 1, r > 0 ? (uint64_t)r : 0);                                    \
+    })                                                                                     \
+    int err = errno;                                                                       \
+    io_record_copy(t, api, t0, t1, r, r < 0 ? err : 0, in_fd, in_, out_fd, out_, ask, off); \
+    errno = err;                                                                           \
+    return r;
+
+WSL_EXPORT ssize_t sendfile(int out_fd, int in_fd, off_t *offset, size_t count)
+{
+    COPY_HOOK(WSL_IO_ID_sendfile, in_fd, out_fd, count, offset ? (uint64_t)*offset : NO_OFFSET,
+              REAL(sendfile)(out_fd, in_fd, offset, count))
+}
+WSL_EXPORT ssize_t sendfile64(int out_fd, int in_fd, off64_t *offset, size_t count)
+{
+    COPY_HOOK(WSL_IO_ID_sendfile64, in_fd, out_fd, count, offset ? (uint64_t)*offset : NO_OFFSET,
+              REAL(sendfile64)(out_fd, in_fd, offset, count))
+}
+WSL_EXPORT ssize_t copy_file_range(int in_fd, off64_t *in_off, int out_fd, off64_t *out_off, size_t len,
+                                   unsigned flags)
+{
+    COPY_HOOK(WSL_IO_ID_copy_file_range, in_fd, out_fd, len, in_off ? (uint64_t)*in_off : NO_OFFSET,
+              REAL(copy_file_range)(in_fd, in_off, out_fd, out_off, len, flags))
 }
 
 /* ---- mmap of files ----------------------------------------------------------------------- */
