@@ -503,7 +503,10 @@ static inline WSL_NO_TSAN wsl_dlsym_fn wsl_real_dlsym_fn(void)
 static inline void *wsl_real_resolve(const char *name, void **slot)
 {
     void *p = wsl_real_dlsym(RTLD_NEXT, name);
-    *slot = p;
+    /* atomic: a hook may resolve a slot on one thread while the constructor fills the table on
+     * another (a library's constructor that reads a file before the shim's has started the
+     * writer); both store the same value */
+    __atomic_store_n(slot, p, __ATOMIC_RELAXED);
     return p;
 }
 

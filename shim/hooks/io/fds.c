@@ -203,8 +203,8 @@ WSL_EXPORT int fcntl(int fd, int cmd, ...) { FCNTL_HOOK(REAL(fcntl)) }
 /* glibc 2.28 on: fcntl for programs built with 64-bit file offsets (CPython among them) */
 WSL_EXPORT int fcntl64(int fd, int cmd, ...)
 {
-    FCNTL_HOOK(wsl_io_real.fcntl64 || wsl_real_resolve("fcntl64", (void **)&wsl_io_real.fcntl64)
-                   ? wsl_io_real.fcntl64 : REAL(fcntl))
+    FCNTL_HOOK(REAL_SLOT(fcntl64) || wsl_real_resolve("fcntl64", (void **)&wsl_io_real.fcntl64)
+                   ? REAL_SLOT(fcntl64) : REAL(fcntl))
 }
 
 /* ---- closes ------------------------------------------------------------------------------ */

@@ -172,9 +172,14 @@ struct wsl_io_real {
 };
 extern struct wsl_io_real wsl_io_real;
 
+/* A slot as it is now (NULL: not resolved yet): an atomic load, as wsl_real_resolve stores it. */
+#define REAL_SLOT(name) __atomic_load_n(&wsl_io_real.name, __ATOMIC_RELAXED)
 #define REAL(name)                                                                         \
-    (WSL_LIKELY(wsl_io_real.name != NULL) ? wsl_io_real.name                               \
-                                          : (__typeof__(wsl_io_real.name))wsl_real_resolve(#name, (void **)&wsl_io_real.name))
+    __extension__({                                                                        \
+        __typeof__(wsl_io_real.name) real_slot_ = REAL_SLOT(name);                         \
+        WSL_LIKELY(real_slot_ != NULL) ? real_slot_                                        \
+                                       : (__typeof__(real_slot_))wsl_real_resolve(#name, (void **)&wsl_io_real.name); \
+    })
 
 /* While the program has no thread of its own (program_threads.c), the calls
  * that glibc makes cancellation points are made as glibc makes them in a

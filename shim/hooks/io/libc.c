@@ -29,7 +29,9 @@ int wsl_io_libc_is_next(const char **who)
         return 0;
     int ok = 1;
     for (size_t i = 0; ok && i < sizeof names / sizeof names[0]; i++) {
-        void *next = *slots[i] ? *slots[i] : wsl_real_resolve(names[i], slots[i]);
+        void *next = __atomic_load_n(slots[i], __ATOMIC_RELAXED);
+        if (!next)
+            next = wsl_real_resolve(names[i], slots[i]);
         if (next != wsl_real_dlsym(libc, names[i])) {
             Dl_info info;
             if (next && dladdr(next, &info) && info.dli_fname)
@@ -50,12 +52,12 @@ static void fd_calls_direct_init(void)
     void *libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
     if (!libc)
         return;
-    seek_direct = wsl_io_real.lseek && wsl_io_real.lseek == wsl_real_dlsym(libc, "lseek") &&
-                  wsl_io_real.lseek64 == wsl_real_dlsym(libc, "lseek64");
+    seek_direct = REAL_SLOT(lseek) && REAL_SLOT(lseek) == wsl_real_dlsym(libc, "lseek") &&
+                  REAL_SLOT(lseek64) == wsl_real_dlsym(libc, "lseek64");
     unsigned major = 0, minor = 0; /* an older glibc makes fstat another system call: left its own */
     fstat_direct = WSL_HAVE_NEWFSTATAT && sscanf(gnu_get_libc_version(), "%u.%u", &major, &minor) == 2 &&
-                   (major > 2 || (major == 2 && minor >= 33)) && wsl_io_real.fstat &&
-                   wsl_io_real.fstat == wsl_real_dlsym(libc, "fstat") && wsl_io_real.fstat64 == wsl_real_dlsym(libc, "fstat64");
+                   (major > 2 || (major == 2 && minor >= 33)) && REAL_SLOT(fstat) &&
+                   REAL_SLOT(fstat) == wsl_real_dlsym(libc, "fstat") && REAL_SLOT(fstat64) == wsl_real_dlsym(libc, "fstat64");
     dlclose(libc);
     fd_local_bits = FD_LOCAL | (seek_direct ? FD_SEEK_DIRECT : 0) | (fstat_direct ? FD_FSTAT_DIRECT : 0);
 #endif

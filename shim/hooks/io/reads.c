@@ -122,7 +122,7 @@ static __attribute__((noinline, noipa)) ssize_t io_read_untimed_busy(uint64_t of
  * everything else goes to the full hook, `full`, as a tail call. */
 #define READ_MT_HOOK(api, fd, ask, off, name, args, full)                                  \
     struct wsl_thread *t = wsl_tls.thread;                                                 \
-    __typeof__(wsl_io_real.name) real_ = wsl_io_real.name;                                 \
+    __typeof__(wsl_io_real.name) real_ = REAL_SLOT(name);                                 \
     if (WSL_UNLIKELY(wsl_tls.depth || /* t never NULL */ !real_ ||                                      \
                      t->gen != atomic_load_explicit(&wsl_io_gen, memory_order_relaxed)))   \
         return full;                                                                       \
@@ -366,8 +366,9 @@ WSL_EXPORT ssize_t copy_file_range(int in_fd, off64_t *in_off, int out_fd, off64
 /* Before the constructor resolved it (malloc's early maps), mmap is the system call. */
 static void *mmap_raw(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
-    if (wsl_io_real.mmap)
-        return wsl_io_real.mmap(addr, len, prot, flags, fd, off);
+    __typeof__(wsl_io_real.mmap) real = REAL_SLOT(mmap);
+    if (real)
+        return real(addr, len, prot, flags, fd, off);
     long r = syscall(SYS_mmap, addr, len, prot, flags, fd, off);
     return (void *)r;
 }
