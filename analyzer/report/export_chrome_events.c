@@ -373,6 +373,16 @@ static void write_gpu_kernel(struct exporter *x, struct write_state *w, const st
         if (t0 < prev)
             t0 = prev;
     }
+    /* A stream runs one kernel at a time, but a pair measures whatever the stream ran between its
+     * two events: where threads share a stream (the legacy default stream), another thread's
+     * launch between them makes the slice reach into the next kernel's. The kernels come in the
+     * order they ended, so such a slice starts before the previous one's end and ends after it:
+     * it is drawn from that end, and the stream's slices follow each other (or nest). */
+    bool clipped = false;
+    if (t0 < w->stream_end[track] && t1 > w->stream_end[track]) {
+        t0 = w->stream_end[track];
+        clipped = true;
+    }
     if (t1 > w->stream_end[track])
         w->stream_end[track] = t1;
     uint64_t start = rel_ns(x, t, t0), end = rel_ns(x, t, t1);
@@ -394,7 +404,7 @@ static void write_gpu_kernel(struct exporter *x, struct write_state *w, const st
                     "\"mapped\":%s,\"event_elapsed_ns\":%" PRIu64,
             ev->stream, launch_tid, (flags & WSL_GPU_IDLE_AT_SUBMIT) ? "true" : "false",
             (flags & WSL_GPU_MAPPED) ? "true" : "false", ev->a[3]);
-    if (adjust) { /* the slice is the measure adjusted for the pairs */
+    if (adjust || clipped) { /* the slice is the measure adjusted for the pairs, or drawn from the previous end */
         uint64_t r0 = rel_ns(x, t, ev->t_start), r1 = rel_ns(x, t, ev->t_end);
         uint64_t raw = r1 > r0 ? r1 - r0 : 0, drawn = end > start ? end - start : 0;
         fprintf(x->out, ",\"measured_ns\":%" PRIu64 ",\"pair_adjust_ns\":%" PRId64, raw,

@@ -3,7 +3,7 @@
 
     chrome_check.py --report EXE --make EXE --workdir DIR [--shim LIB --fakedir DIR --client EXE --rows EXE] CASE
 
-Cases: synthetic, synthetic_tsc, two_processes, window, limit, fake_client, bad_input, progress,
+Cases: synthetic, synthetic_tsc, shared_stream, two_processes, window, limit, fake_client, bad_input, progress,
 estimated, gzip, sample.
 
 Every export is also checked for its structure (validate): B/E pairs on one thread, properly nested
@@ -243,6 +243,27 @@ def case_synthetic(tsc=False):
 
 def case_synthetic_tsc():
     case_synthetic(tsc=True)
+
+
+def case_shared_stream():
+    """A timed kernel whose pair reached into the next kernel's on its stream (threads sharing a
+    stream): that next one is drawn from the first one's end, so the track's slices follow each
+    other (validate), and says its measure (args.measured_ns)."""
+    d = workdir("shared_stream")
+    path, _ = make(d, "a.trace.zst", "--pid", "5000", "--launches", "8", "--first-reaches-on")
+    doc, _ = export(os.path.join(d, "out.json"), path)
+    if not doc:
+        return
+    ks = sorted((e for e in doc["traceEvents"] if e["ph"] == "X" and e.get("cat") == "kernel"
+                 and e["args"]["stream"] == "0x5000"), key=lambda e: e["ts"])
+    if len(ks) != 4:
+        fail(f"shared_stream: {len(ks)} kernels on stream 0x5000, not 4")
+        return
+    first_end = ks[0]["ts"] + ks[0]["dur"]
+    if abs(ks[1]["ts"] - first_end) > 1e-3:
+        fail(f"shared_stream: the second kernel starts at {ks[1]['ts']}, not at the first one's end {first_end}")
+    if ks[1]["args"].get("measured_ns") != 3000:
+        fail(f"shared_stream: the second kernel's measure not said: {ks[1]['args']}")
 
 
 def case_two_processes():

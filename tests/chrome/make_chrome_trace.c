@@ -7,6 +7,9 @@
  *
  * --timed-every N: only launches (i + 1) % N == 0 have a GPU_KERNEL (the others are
  * left for the export to estimate).
+ * --first-reaches-on: launch 0's GPU_KERNEL lasts 21000 instead of 3000, into launch 2's on the
+ * same stream (as a pair measures on a stream that threads share: another thread's kernel
+ * between its two events).
  *
  * Workload, times in ns after start: thread pid names function 0xf1
  * "_Z6kernelPfi" (cuModuleGetFunction, at +1000), then makes `launches`
@@ -89,7 +92,7 @@ int main(int argc, char **argv)
     }
     int32_t pid = 5000;
     uint64_t start = 7000000000ull;
-    unsigned launches = 100, timed_every = 1;
+    unsigned launches = 100, timed_every = 1, first_reaches_on = 0;
     for (int i = 2; i < argc; i++) {
         if (!strcmp(argv[i], "--pid") && i + 1 < argc)
             pid = atoi(argv[++i]);
@@ -101,6 +104,8 @@ int main(int argc, char **argv)
             timed_every = (unsigned)atoi(argv[++i]);
         else if (!strcmp(argv[i], "--tsc"))
             use_tsc = 1;
+        else if (!strcmp(argv[i], "--first-reaches-on"))
+            first_reaches_on = 1;
         else
             return 2;
     }
@@ -122,7 +127,7 @@ int main(int argc, char **argv)
         if ((i + 1) % timed_every)
             continue;
         timed++;
-        struct wsl_event *k = add(&gpu, gpu_api, t + 4000 + 2000, 3000);
+        struct wsl_event *k = add(&gpu, gpu_api, t + 4000 + 2000, i == 0 && first_reaches_on ? 21000 : 3000);
         k->stream = e->stream;
         k->a[0] = 0xf1;
         k->a[1] = e->t_start;
