@@ -9,8 +9,10 @@ runs twice over a folder of 200 generated files (411,890 bytes): without the shi
 Its exit status, stdout and stderr must be the same, wslshim-report must read every trace it left
 (exit 0), and where the program reads every file of the folder once (marked below) the report's
 bytes read under the folder must be the folder's size. A program the machine lacks is skipped
-(said so). What this found when written: GNU dd's input, moved to descriptor 0 by dup2, read as a
-descriptor not seen opened, and cp's copy_file_range counted no byte.
+(said so). Against the shim before the dup and copy hooks it fails twice: grep -r's files named
+under "<fd N>" (gnulib's fts opens them relative to a folder descriptor copied by F_DUPFD_CLOEXEC),
+and cp's copy_file_range counted no byte. (dd's input, moved to descriptor 0 by dup2, is not
+judged here, dd reads one file: io.dup_reads_named covers every kind of copy.)
 """
 import json, os, shutil, subprocess, sys
 
